@@ -1,0 +1,22 @@
+// The reference interpreter: runs a graph node by node with each op's reference kernel. It defines
+// the meaning of every op; constant folding and every backend are checked against it.
+#pragma once
+
+#include "ops/op_def.h"
+
+namespace aicc {
+
+struct RunOptions {
+  // After each node, check that every output agrees with its inferred static type (element type
+  // and static dims). Catches shape-inference bugs; on in tests and `aicc test-onnx`.
+  bool checkTypes = false;
+};
+
+// Checks `inputs` against the graph's declared input types (element type, rank, static dims,
+// consistent symbolic dims), naming the input on mismatch.
+void checkGraphInputs(const Graph& g, const std::vector<RValue>& inputs);
+
+// Runs `g` with inputs bound by position to g.inputs; returns values in g.outputs order.
+std::vector<RValue> interpret(const Graph& g, const std::vector<RValue>& inputs, const RunOptions& opts = {});
+
+} // namespace aicc

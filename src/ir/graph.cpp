@@ -1,0 +1,200 @@
+#include "ir/graph.h"
+
+#include "ops/op_def.h"
+#include "support/error.h"
+
+#include <algorithm>
+#include <set>
+
+namespace aicc {
+
+std::string formatShape(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ",";
+    if (s[i].isStatic()) out += std::to_string(s[i].value);
+    else out += s[i].symbol.empty() ? "?" : s[i].symbol;
+  }
+  return out + "]";
+}
+
+Shape staticShape(const Dims& d) {
+  Shape s;
+  for (int64_t v : d) s.push_back(Dim::known(v));
+  return s;
+}
+
+std::optional<Dims> toDims(const Shape& s) {
+  Dims d;
+  for (const Dim& x : s) {
+    if (!x.isStatic()) return std::nullopt;
+    d.push_back(x.value);
+  }
+  return d;
+}
+
+bool Type::operator==(const Type& o) const {
+  if (kind != o.kind || dtype != o.dtype || shape != o.shape) return false;
+  if (!elem || !o.elem) return !elem && !o.elem;
+  return *elem == *o.elem;
+}
+
+std::string formatType(const Type& t) {
+  switch (t.kind) {
+  case Type::Kind::Unknown: return "?";
+  case Type::Kind::Tensor: {
+    std::string s(t.dtype == DType::Undefined ? "?" : dtypeName(t.dtype));
+    return t.shape ? s + formatShape(*t.shape) : s + "[*]";
+  }
+  case Type::Kind::Sequence: return "seq<" + formatType(*t.elem) + ">";
+  case Type::Kind::Optional: return "opt<" + formatType(*t.elem) + ">";
+  }
+  return "?";
+}
+
+std::string_view attrKindName(Attribute::Kind k) {
+  static constexpr std::string_view names[] = {"float",  "int",     "string",  "tensor",
+                                               "graph",  "floats",  "ints",    "strings",
+                                               "tensors", "graphs", "type"};
+  return names[static_cast<size_t>(k)];
+}
+
+// ---- Node -------------------------------------------------------------------------------------
+
+const Attribute* Node::attr(const std::string& n) const {
+  auto it = attrs.find(n);
+  if (it != attrs.end()) return &it->second;
+  if (def)
+    if (const AttrSpec* s = def->findAttr(n); s && s->dflt) return &*s->dflt;
+  return nullptr;
+}
+
+std::string Node::describe() const {
+  std::string opName = domain.empty() ? op : domain + "." + op;
+  if (!name.empty()) return fmt::format("node '{}' ({})", name, opName);
+  if (!outputs.empty() && outputs[0]) return fmt::format("node producing '{}' ({})", outputs[0]->name, opName);
+  return fmt::format("node ({})", opName);
+}
+
+template <typename T>
+static const T& getAttr(const Node& n, const std::string& name, Attribute::Kind k) {
+  const Attribute* a = n.attr(name);
+  if (!a) fail("{}: missing required attribute '{}'", n.describe(), name);
+  if (a->kind() != k)
+    fail("{}: attribute '{}' is {}, expected {}", n.describe(), name, attrKindName(a->kind()),
+         attrKindName(k));
+  return std::get<T>(a->v);
+}
+
+int64_t Node::attrInt(const std::string& n) const { return getAttr<int64_t>(*this, n, Attribute::Kind::Int); }
+float Node::attrFloat(const std::string& n) const { return getAttr<float>(*this, n, Attribute::Kind::Float); }
+std::string Node::attrString(const std::string& n) const {
+  return getAttr<std::string>(*this, n, Attribute::Kind::String);
+}
+std::vector<int64_t> Node::attrInts(const std::string& n) const {
+  return getAttr<std::vector<int64_t>>(*this, n, Attribute::Kind::Ints);
+}
+std::vector<float> Node::attrFloats(const std::string& n) const {
+  return getAttr<std::vector<float>>(*this, n, Attribute::Kind::Floats);
+}
+int64_t Node::attrInt(const std::string& n, int64_t dflt) const { return attr(n) ? attrInt(n) : dflt; }
+std::vector<int64_t> Node::attrInts(const std::string& n, std::vector<int64_t> dflt) const {
+  return attr(n) ? attrInts(n) : dflt;
+}
+
+// ---- Graph ------------------------------------------------------------------------------------
+
+Value* Graph::addValue(std::string name, Type type) {
+  AICC_CHECK(!name.empty(), "graph '{}': value with an empty name", this->name);
+  AICC_CHECK(!byName_.count(name), "graph '{}': value '{}' is defined twice", this->name, name);
+  auto v = std::make_unique<Value>();
+  v->name = std::move(name);
+  v->type = std::move(type);
+  v->owner = this;
+  Value* p = v.get();
+  byName_[p->name] = p;
+  values_.push_back(std::move(v));
+  return p;
+}
+
+Value* Graph::addInput(std::string name, Type type) {
+  Value* v = addValue(std::move(name), std::move(type));
+  inputs.push_back(v);
+  return v;
+}
+
+Value* Graph::addConstant(std::string name, Tensor t) {
+  Type ty = Type::tensor(t.dtype(), staticShape(t.shape()));
+  Value* v = addValue(std::move(name), std::move(ty));
+  v->constant = std::move(t);
+  constants.push_back(v);
+  return v;
+}
+
+Node* Graph::addNode(std::string op, std::vector<Value*> ins, const std::vector<std::string>& outputNames,
+                     std::string domain) {
+  auto n = std::make_unique<Node>();
+  n->op = std::move(op);
+  n->domain = std::move(domain);
+  n->inputs = std::move(ins);
+  n->owner = this;
+  for (const auto& o : outputNames) {
+    if (o.empty()) {
+      n->outputs.push_back(nullptr);
+      continue;
+    }
+    Value* v = addValue(o);
+    v->producer = n.get();
+    n->outputs.push_back(v);
+  }
+  nodes.push_back(std::move(n));
+  return nodes.back().get();
+}
+
+Value* Graph::lookupLocal(const std::string& n) const {
+  auto it = byName_.find(n);
+  return it == byName_.end() ? nullptr : it->second;
+}
+
+Value* Graph::lookup(const std::string& n) const {
+  for (const Graph* g = this; g; g = g->parent)
+    if (Value* v = g->lookupLocal(n)) return v;
+  return nullptr;
+}
+
+std::string Graph::uniqueName(const std::string& base) {
+  for (;;) {
+    std::string n = fmt::format("{}_{}", base, nameCounter_++);
+    if (!lookup(n)) return n;
+  }
+}
+
+void Graph::eraseUnusedValues() {
+  std::set<const Value*> used(inputs.begin(), inputs.end());
+  used.insert(outputs.begin(), outputs.end());
+  for (const auto& n : nodes) {
+    used.insert(n->inputs.begin(), n->inputs.end());
+    used.insert(n->outputs.begin(), n->outputs.end());
+  }
+  // Values used by subgraphs (outer-scope references) must stay as well.
+  std::function<void(const Graph&)> scan = [&](const Graph& g) {
+    for (const auto& n : g.nodes) {
+      used.insert(n->inputs.begin(), n->inputs.end());
+      for (const auto& [_, a] : n->attrs) {
+        if (auto* sg = std::get_if<GraphPtr>(&a.v)) scan(**sg);
+        if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+          for (const auto& s : *sgs) scan(*s);
+      }
+    }
+    used.insert(g.outputs.begin(), g.outputs.end());
+  };
+  scan(*this);
+  std::erase_if(constants, [&](Value* v) { return !used.count(v); });
+  std::erase_if(values_, [&](const std::unique_ptr<Value>& v) {
+    if (used.count(v.get())) return false;
+    byName_.erase(v->name);
+    return true;
+  });
+}
+
+} // namespace aicc

@@ -1,0 +1,158 @@
+// The high-level graph IR: a typed SSA tensor graph.
+//
+//  - A Value is defined exactly once: as a graph input, a constant (weights, kept out of the node
+//    list), or a node output. Nodes refer to values by pointer; subgraph nodes may refer to values
+//    of enclosing graphs (outer scope).
+//  - A Node is an op (domain + type, with latest-opset semantics: the importer upgrades older
+//    opset forms), its named attributes, inputs (nullptr = omitted optional input) and outputs
+//    (nullptr = omitted optional output).
+//  - Nodes are kept in a topological order. Graph attributes (If/Loop/Scan bodies) are Graphs whose
+//    `parent` is the graph holding the node.
+// Invariants are listed and checked in ir/verifier.h.
+#pragma once
+
+#include "ir/tensor.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace aicc {
+
+struct OpDef;
+class Graph;
+class Node;
+
+// One dimension: a static size (value >= 0), a named symbol, or unknown (value < 0, empty symbol).
+struct Dim {
+  int64_t value = -1;
+  std::string symbol;
+
+  static Dim known(int64_t v) { return {v, {}}; }
+  static Dim sym(std::string s) { return {-1, std::move(s)}; }
+  bool isStatic() const { return value >= 0; }
+  bool operator==(const Dim&) const = default;
+};
+
+using Shape = std::vector<Dim>;
+
+std::string formatShape(const Shape& s); // "[1,N,?]"
+Shape staticShape(const Dims& d);
+// Dims when every dim is static.
+std::optional<Dims> toDims(const Shape& s);
+
+// The type of a value: a tensor (element type + optional shape), a sequence or an optional.
+struct Type {
+  enum class Kind { Unknown, Tensor, Sequence, Optional };
+  Kind kind = Kind::Unknown;
+  DType dtype = DType::Undefined;    // Tensor only; Undefined = not known
+  std::optional<Shape> shape;        // Tensor only; nullopt = rank not known
+  std::shared_ptr<const Type> elem;  // Sequence / Optional
+
+  static Type tensor(DType t, std::optional<Shape> s = std::nullopt) {
+    return {Kind::Tensor, t, std::move(s), nullptr};
+  }
+  static Type sequence(Type e) { return {Kind::Sequence, DType::Undefined, std::nullopt, std::make_shared<Type>(std::move(e))}; }
+  static Type optional(Type e) { return {Kind::Optional, DType::Undefined, std::nullopt, std::make_shared<Type>(std::move(e))}; }
+  bool isTensor() const { return kind == Kind::Tensor; }
+  bool operator==(const Type& o) const;
+};
+
+std::string formatType(const Type& t); // "f32[1,3,N]", "seq<f32[?]>", "opt<i64[]>", "?"
+
+using GraphPtr = std::shared_ptr<Graph>;
+
+// A node attribute. The alternatives' order is Attribute::Kind.
+struct Attribute {
+  enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs, Type };
+  std::variant<float, int64_t, std::string, aicc::Tensor, GraphPtr, std::vector<float>,
+               std::vector<int64_t>, std::vector<std::string>, std::vector<aicc::Tensor>,
+               std::vector<GraphPtr>, aicc::Type>
+      v;
+
+  Kind kind() const { return static_cast<Kind>(v.index()); }
+};
+
+std::string_view attrKindName(Attribute::Kind k);
+
+class Value {
+public:
+  std::string name;
+  Type type;
+  Node* producer = nullptr; // node defining this value; nullptr for inputs and constants
+  Graph* owner = nullptr;   // graph in whose scope the value is defined
+  std::optional<Tensor> constant; // set for constants (initializers)
+
+  bool isConstant() const { return constant.has_value(); }
+};
+
+class Node {
+public:
+  std::string op;     // op type, e.g. "Conv"
+  std::string domain; // "" is ai.onnx
+  std::string name;   // may be empty
+  std::vector<Value*> inputs;  // nullptr = omitted optional input
+  std::vector<Value*> outputs; // nullptr = omitted optional output
+  std::map<std::string, Attribute> attrs;
+  const OpDef* def = nullptr; // the registered op definition (set by the importer / parser)
+  Graph* owner = nullptr;
+
+  bool hasInput(size_t i) const { return i < inputs.size() && inputs[i]; }
+  const Attribute* attr(const std::string& n) const;
+  // Attribute getters: the node's value, else the op's default; throws naming the node if neither.
+  int64_t attrInt(const std::string& n) const;
+  float attrFloat(const std::string& n) const;
+  std::string attrString(const std::string& n) const;
+  std::vector<int64_t> attrInts(const std::string& n) const;
+  std::vector<float> attrFloats(const std::string& n) const;
+  // Getters with an explicit fallback for attributes that are optional with no spec default.
+  int64_t attrInt(const std::string& n, int64_t dflt) const;
+  std::vector<int64_t> attrInts(const std::string& n, std::vector<int64_t> dflt) const;
+  // "node 'conv1' (Conv)" or "node #12 (Conv)" for error messages.
+  std::string describe() const;
+};
+
+class Graph {
+public:
+  std::string name;
+  std::vector<Value*> inputs;
+  std::vector<Value*> outputs;
+  std::vector<Value*> constants;
+  std::vector<std::unique_ptr<Node>> nodes; // topological order
+  Graph* parent = nullptr;                  // enclosing graph for subgraphs
+
+  Value* addValue(std::string name, Type type = {});
+  Value* addInput(std::string name, Type type);
+  Value* addConstant(std::string name, Tensor t);
+  // Appends a node (op from `domain`), creating its outputs; `outputNames` entries that are
+  // empty become omitted outputs (nullptr).
+  Node* addNode(std::string op, std::vector<Value*> inputs, const std::vector<std::string>& outputNames,
+                std::string domain = "");
+
+  // Value named `name` visible from this graph (own scope first, then enclosing graphs).
+  Value* lookup(const std::string& name) const;
+  Value* lookupLocal(const std::string& name) const;
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  // A name not used in this graph's scope chain, derived from `base`.
+  std::string uniqueName(const std::string& base);
+
+  // Removes values that nothing refers to any more (after nodes were erased).
+  void eraseUnusedValues();
+
+private:
+  std::vector<std::unique_ptr<Value>> values_;
+  std::map<std::string, Value*> byName_;
+  int64_t nameCounter_ = 0;
+};
+
+struct Model {
+  GraphPtr graph;
+  std::map<std::string, int64_t> opsets; // domain ("" = ai.onnx) -> version
+  int64_t irVersion = 0;
+  std::string producerName, producerVersion;
+};
+
+} // namespace aicc

@@ -1,0 +1,16 @@
+#include "ops/all_ops.h"
+
+namespace aicc {
+
+void registerAllOps(OpRegistry& r) {
+  registerElementwiseOps(r);
+  registerNnOps(r);
+  registerLinalgOps(r);
+  registerReductionOps(r);
+  registerShapeOps(r);
+  registerControlFlowOps(r);
+  registerRnnOps(r);
+  registerQuantOps(r);
+}
+
+} // namespace aicc

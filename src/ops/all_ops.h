@@ -1,0 +1,17 @@
+// Every op family registers its ops here. Adding a family = one line in all_ops.cpp.
+#pragma once
+
+namespace aicc {
+class OpRegistry;
+
+void registerAllOps(OpRegistry& r);
+
+void registerElementwiseOps(OpRegistry& r);  // ops/elementwise.cpp: unary/binary math, activations, Cast
+void registerNnOps(OpRegistry& r);           // ops/nn.cpp: Conv, pooling, normalization
+void registerLinalgOps(OpRegistry& r);       // ops/linalg.cpp: MatMul, Gemm, Einsum
+void registerReductionOps(OpRegistry& r);    // ops/reduction.cpp: Reduce*, ArgMax, Softmax, TopK
+void registerShapeOps(OpRegistry& r);        // ops/shape_ops.cpp: Reshape, Transpose, Slice, Gather, ...
+void registerControlFlowOps(OpRegistry& r);  // ops/control_flow.cpp: If, Loop, Scan, sequences, optionals
+void registerRnnOps(OpRegistry& r);          // ops/rnn.cpp: LSTM, GRU, RNN
+void registerQuantOps(OpRegistry& r);        // ops/quant.cpp: Q/DQ, QLinear*, com.microsoft int8 ops
+} // namespace aicc

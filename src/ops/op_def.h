@@ -1,0 +1,204 @@
+// The op is the unit of knowledge: everything aicc knows about one op is registered once, in one
+// OpDef, from the file of its family (src/ops/<family>.cpp):
+//   - ONNX import: opset range, attribute schema with the spec's defaults, and upgrade rules that
+//     rewrite older opset forms into the canonical (latest) form the IR uses;
+//   - shape/type inference;
+//   - the reference kernel (the interpreter: the meaning of the op);
+//   - properties the passes use.
+#pragma once
+
+#include "ir/graph.h"
+#include "support/error.h"
+
+#include <functional>
+#include <span>
+
+namespace aicc {
+
+// A runtime value in the interpreter: a tensor, a sequence of tensors, or an empty optional.
+struct RValue {
+  enum class Kind { None, Tensor, Sequence };
+  Kind kind = Kind::None;
+  Tensor tensor;
+  std::vector<Tensor> seq;
+
+  static RValue of(Tensor t) { return {Kind::Tensor, std::move(t), {}}; }
+  static RValue ofSeq(std::vector<Tensor> s) { return {Kind::Sequence, {}, std::move(s)}; }
+  static RValue none() { return {}; }
+};
+
+class KernelCtx;
+class InferCtx;
+class ImportCtx;
+
+using KernelFn = std::function<std::vector<RValue>(KernelCtx&)>;
+using InferFn = std::function<void(InferCtx&)>;
+using ImportFn = std::function<void(ImportCtx&)>;
+
+struct AttrSpec {
+  std::string name;
+  Attribute::Kind kind;
+  std::optional<Attribute> dflt; // the spec's default; nullopt = none
+  bool required = false;
+};
+
+// Rewrites a node imported from opsets [from, to] into the canonical form. `legacyAttrs` are
+// attributes that only exist in those opsets (the rule converts them, e.g. into inputs).
+struct ImportRule {
+  int from = 1, to = 1 << 30;
+  std::vector<AttrSpec> legacyAttrs;
+  ImportFn fn;
+};
+
+enum OpProp : uint32_t {
+  kElementwise = 1u << 0, // out[i] depends only on in[i] (after broadcasting)
+  kInjective = 1u << 1,   // data movement only (Reshape, Transpose, Slice, ...)
+  kReduction = 1u << 2,
+  kCommutative = 1u << 3,
+  kShapeOnly = 1u << 4,   // result depends only on input shapes (Shape, Size)
+  kNondeterministic = 1u << 5, // random ops: never constant-folded or CSE'd
+};
+
+struct OpDef {
+  std::string domain; // "" = ai.onnx
+  std::string op;
+  int sinceVersion = 1;
+  std::vector<AttrSpec> attrs;
+  int minInputs = 0, maxInputs = 1 << 30;
+  int minOutputs = 1, maxOutputs = 1;
+  InferFn infer;
+  KernelFn kernel;
+  std::vector<ImportRule> imports;
+  uint32_t props = 0;
+
+  const AttrSpec* findAttr(const std::string& n) const;
+  std::string qualifiedName() const; // "Conv" or "com.microsoft.QLinearAdd"
+};
+
+// Fluent registration: reg.op("Relu").inputs(1, 1).props(kElementwise).infer(...).kernel(...);
+class OpBuilder {
+public:
+  explicit OpBuilder(OpDef& d) : d_(d) {}
+  OpBuilder& since(int v) { d_.sinceVersion = v; return *this; }
+  OpBuilder& inputs(int min, int max) { d_.minInputs = min; d_.maxInputs = max; return *this; }
+  OpBuilder& outputs(int min, int max) { d_.minOutputs = min; d_.maxOutputs = max; return *this; }
+  OpBuilder& attrInt(std::string n, int64_t dflt) { return add(std::move(n), Attribute::Kind::Int, Attribute{dflt}); }
+  OpBuilder& attrFloat(std::string n, float dflt) { return add(std::move(n), Attribute::Kind::Float, Attribute{dflt}); }
+  OpBuilder& attrString(std::string n, std::string dflt) { return add(std::move(n), Attribute::Kind::String, Attribute{std::move(dflt)}); }
+  OpBuilder& attrInts(std::string n, std::vector<int64_t> dflt) { return add(std::move(n), Attribute::Kind::Ints, Attribute{std::move(dflt)}); }
+  OpBuilder& attrFloats(std::string n, std::vector<float> dflt) { return add(std::move(n), Attribute::Kind::Floats, Attribute{std::move(dflt)}); }
+  // An attribute with no default (optional unless `required`).
+  OpBuilder& attr(std::string n, Attribute::Kind k, bool required = false) {
+    d_.attrs.push_back({std::move(n), k, std::nullopt, required});
+    return *this;
+  }
+  OpBuilder& props(uint32_t p) { d_.props |= p; return *this; }
+  OpBuilder& infer(InferFn f) { d_.infer = std::move(f); return *this; }
+  OpBuilder& kernel(KernelFn f) { d_.kernel = std::move(f); return *this; }
+  OpBuilder& upgrade(int from, int to, ImportFn f, std::vector<AttrSpec> legacyAttrs = {}) {
+    d_.imports.push_back({from, to, std::move(legacyAttrs), std::move(f)});
+    return *this;
+  }
+  OpDef& def() { return d_; }
+
+private:
+  OpBuilder& add(std::string n, Attribute::Kind k, Attribute dflt) {
+    d_.attrs.push_back({std::move(n), k, std::move(dflt), false});
+    return *this;
+  }
+  OpDef& d_;
+};
+
+class OpRegistry {
+public:
+  // The registry with every op family registered (see ops/all_ops.cpp).
+  static const OpRegistry& instance();
+
+  OpBuilder op(std::string name, std::string domain = "");
+  const OpDef* find(const std::string& domain, const std::string& op) const;
+  std::vector<const OpDef*> all() const;
+
+private:
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<OpDef>> ops_;
+};
+
+// Domain names as they appear in ONNX models.
+inline constexpr const char* kOnnxDomain = "";
+inline constexpr const char* kMsDomain = "com.microsoft";
+inline constexpr const char* kMlDomain = "ai.onnx.ml";
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+std::string domainDisplay(const std::string& domain); // "" -> "ai.onnx"
+
+// ---- Interpreter kernels ---------------------------------------------------------------------
+class KernelCtx {
+public:
+  using SubgraphRunner = std::function<std::vector<RValue>(const Graph&, const std::vector<RValue>&)>;
+
+  KernelCtx(const Node& n, std::vector<const RValue*> args, SubgraphRunner run)
+      : node(n), args_(std::move(args)), run_(std::move(run)) {}
+
+  const Node& node;
+  size_t numInputs() const { return args_.size(); }
+  bool has(size_t i) const { return i < args_.size() && args_[i] && args_[i]->kind != RValue::Kind::None; }
+  const RValue& value(size_t i) const;  // throws when absent
+  const Tensor& in(size_t i) const;     // throws when absent or not a tensor
+  size_t numOutputs() const { return node.outputs.size(); }
+  bool wantOutput(size_t i) const { return i < node.outputs.size() && node.outputs[i]; }
+  // Runs a subgraph with the given inputs; outer-scope values resolve to the current environment.
+  std::vector<RValue> runSubgraph(const Graph& g, const std::vector<RValue>& inputs) const {
+    return run_(g, inputs);
+  }
+
+private:
+  std::vector<const RValue*> args_;
+  SubgraphRunner run_;
+};
+
+// ---- Shape and type inference ----------------------------------------------------------------
+class InferCtx {
+public:
+  InferCtx(Node& n, std::map<const Value*, std::vector<Dim>>& shapeValues)
+      : node(n), shapeValues_(shapeValues) {}
+
+  Node& node;
+  size_t numInputs() const { return node.inputs.size(); }
+  bool has(size_t i) const { return node.hasInput(i); }
+  const Type& inType(size_t i) const;
+  // Element type / shape of tensor input i (Undefined / nullopt when unknown).
+  DType inDType(size_t i) const;
+  const std::optional<Shape>& inShape(size_t i) const;
+  // The value of input i when it is a constant (initializer), else nullptr.
+  const Tensor* constInput(size_t i) const;
+  // The contents of a small integer input known symbolically (data propagation through
+  // Shape -> Gather -> Concat chains), else nullptr. Constants are covered too.
+  const std::vector<Dim>* shapeValue(size_t i);
+
+  void setOutput(size_t i, Type t);
+  void setTensor(size_t i, DType dt, std::optional<Shape> s) { setOutput(i, Type::tensor(dt, std::move(s))); }
+  void setShapeValue(size_t i, std::vector<Dim> v);
+
+private:
+  std::map<const Value*, std::vector<Dim>>& shapeValues_;
+  std::vector<Dim> scratch_;
+};
+
+// ---- Import (ONNX opset upgrades) -------------------------------------------------------------
+class ImportCtx {
+public:
+  ImportCtx(Graph& g, Node& n, int64_t opset) : graph(g), node(n), opset(opset) {}
+  Graph& graph;
+  Node& node;     // already appended to graph.nodes, with its attributes as given
+  int64_t opset;  // the model's opset for the node's domain
+
+  // Moves an ints/int/floats attribute into a constant input at `index` (inputs are padded with
+  // nullptr as needed). No-op when the attribute is absent.
+  void attrToInput(const std::string& attr, size_t index, DType dt = DType::I64);
+  // Adds a constant and returns its value.
+  Value* constant(Tensor t, const std::string& hint = "const");
+  // Inserts a node just before `node`, with fresh output names.
+  Node* emitBefore(const std::string& op, std::vector<Value*> inputs, int numOutputs);
+  // Inserts a node just after `node`; the caller rewires outputs.
+  Node* emitAfter(const std::string& op, std::vector<Value*> inputs, int numOutputs);
+};
+
+} // namespace aicc

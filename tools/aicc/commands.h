@@ -1,0 +1,34 @@
+// The aicc subcommands. Each returns the process exit code; errors are thrown as aicc::Error and
+// reported by main() as one line on stderr.
+#pragma once
+
+#include "common.h"
+
+namespace aicc::cli {
+
+struct RunArgs {
+  std::string model;
+  InputSpec inputs;
+  std::string outputDir;
+  std::vector<std::string> dims;
+  bool checkTypes = false;
+};
+int runCommand(const RunArgs& a);
+
+struct InspectArgs {
+  std::string model;
+  bool ir = false;
+  bool printConstants = false;
+};
+int inspectCommand(const InspectArgs& a);
+
+struct TestOnnxArgs {
+  std::vector<std::string> dirs;
+  std::string json;
+  int jobs = 1;
+  double timeoutSec = 120;
+  bool verbose = false;
+};
+int testOnnxCommand(const TestOnnxArgs& a);
+
+} // namespace aicc::cli

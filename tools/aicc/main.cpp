@@ -1,0 +1,54 @@
+// aicc: the command-line driver. Subcommands live in one file each; this file only wires flags.
+#include "commands.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+using namespace aicc::cli;
+
+int main(int argc, char** argv) {
+  CLI::App app{"aicc: an ahead-of-time compiler for ONNX models"};
+  app.require_subcommand(1);
+
+  RunArgs run;
+  auto* runCmd = app.add_subcommand("run", "Run a model with the reference interpreter");
+  runCmd->add_option("model", run.model, "ONNX model file")->required();
+  runCmd->add_option("--inputs-dir", run.inputs.inputsDir, "Folder with input_<i>.pb files (ONNX backend-test layout)");
+  runCmd->add_option("--input", run.inputs.named, "NAME=FILE (.pb TensorProto or .npy); repeatable");
+  runCmd->add_option("--output-dir", run.outputDir, "Write output_<i>.pb files here");
+  runCmd->add_option("--dim", run.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  runCmd->add_flag("--check-types", run.checkTypes, "Check every node's result against shape inference");
+
+  InspectArgs inspect;
+  auto* inspectCmd = app.add_subcommand("inspect", "Show a model's inputs, outputs, opsets and ops");
+  inspectCmd->add_option("model", inspect.model, "ONNX model file")->required();
+  inspectCmd->add_flag("--ir", inspect.ir, "Print the graph IR text");
+  inspectCmd->add_flag("--print-constants", inspect.printConstants, "With --ir: print all constant data");
+
+  TestOnnxArgs test;
+  auto* testCmd = app.add_subcommand("test-onnx", "Run ONNX backend-test folders (model.onnx + test_data_set_*)");
+  testCmd->add_option("dirs", test.dirs, "Test folders, or folders of test folders")->required();
+  testCmd->add_option("--json", test.json, "Write a JSON report here");
+  testCmd->add_option("-j,--jobs", test.jobs, "Tests run in parallel (each in its own process)");
+  testCmd->add_option("--timeout", test.timeoutSec, "Seconds before a test counts as hung");
+  testCmd->add_flag("-v,--verbose", test.verbose, "Print the failure reason of each test");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*runCmd) return runCommand(run);
+    if (*inspectCmd) return inspectCommand(inspect);
+    if (*testCmd) return testOnnxCommand(test);
+  } catch (const aicc::Error& e) {
+    std::cerr << "aicc: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "aicc: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

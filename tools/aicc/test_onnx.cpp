@@ -1,0 +1,254 @@
+// aicc test-onnx: runs ONNX backend-test folders. Each test runs in its own child process, so a
+// crash or a hang is reported as that test's failure and never stops the run.
+#include "commands.h"
+
+#include "frontend/onnx/tensor_proto.h"
+#include "interp/compare.h"
+#include "interp/interpreter.h"
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace aicc::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TestCase {
+  std::string name;
+  std::string model;
+  std::vector<std::string> dataSets; // folders with input_<i>.pb / output_<i>.pb
+  std::string lightOutput;           // light models: the stored output, inputs are generated
+};
+
+struct Result {
+  std::string status; // pass | fail | unsupported
+  std::string reason;
+  double seconds = 0;
+};
+
+void collect(const fs::path& dir, std::vector<TestCase>& out) {
+  if (fs::exists(dir / "model.onnx")) {
+    TestCase t{dir.filename().string(), (dir / "model.onnx").string(), {}, {}};
+    std::vector<std::string> sets;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+        sets.push_back(e.path().string());
+    std::sort(sets.begin(), sets.end());
+    t.dataSets = sets;
+    out.push_back(t);
+    return;
+  }
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  for (const auto& p : entries) {
+    if (fs::is_directory(p)) collect(p, out);
+    else if (p.extension() == ".onnx") {
+      fs::path expected = p.parent_path() / (p.stem().string() + "_output_0.pb");
+      if (fs::exists(expected)) out.push_back({p.stem().string(), p.string(), {}, expected.string()});
+    }
+  }
+}
+
+// Light models: each float input is arange(n).reshape(shape) / n, unknown dims set to 1.
+std::vector<RValue> lightInputs(const Graph& g) {
+  std::vector<RValue> ins;
+  for (const Value* v : g.inputs) {
+    AICC_CHECK(v->type.isTensor() && v->type.shape, "input '{}' has no shape", v->name);
+    Dims d;
+    for (const Dim& x : *v->type.shape) d.push_back(x.isStatic() ? x.value : 1);
+    Tensor t(v->type.dtype, d);
+    for (int64_t i = 0; i < t.numel(); ++i) t.setF64(i, static_cast<double>(static_cast<float>(i) / static_cast<float>(t.numel())));
+    ins.push_back(RValue::of(t));
+  }
+  return ins;
+}
+
+Result runTest(const TestCase& tc) {
+  ImportedModel m;
+  try {
+    m = importOnnxFile(tc.model);
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    bool unsupported = msg.find("unsupported") != std::string::npos;
+    return {unsupported ? "unsupported" : "fail", msg, 0};
+  }
+  RunOptions ro;
+  ro.checkTypes = true;
+  auto check = [&](const std::vector<RValue>& expected, const std::vector<RValue>& actual) -> std::optional<std::string> {
+    if (expected.size() != actual.size())
+      return fmt::format("{} outputs expected, got {}", expected.size(), actual.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      if (auto mm = compareValues(expected[i], actual[i]))
+        return fmt::format("output {} ('{}'): {}", i, m.model.graph->outputs[i]->name, *mm);
+    return std::nullopt;
+  };
+  try {
+    if (!tc.lightOutput.empty()) {
+      auto outs = interpret(*m.model.graph, lightInputs(*m.model.graph), ro);
+      std::vector<RValue> expected{readValueFile(tc.lightOutput, m.model.graph->outputs[0]->type)};
+      if (auto mm = check(expected, outs)) return {"fail", *mm, 0};
+      return {"pass", "", 0};
+    }
+    AICC_CHECK(!tc.dataSets.empty(), "no test_data_set_* folder");
+    for (const auto& ds : tc.dataSets) {
+      ImportedModel mi = importOnnxFile(tc.model);
+      InputSpec spec;
+      spec.inputsDir = ds;
+      spec.generate = false;
+      auto inputs = bindInputs(mi, spec);
+      auto outs = interpret(*mi.model.graph, inputs, ro);
+      std::vector<RValue> expected;
+      for (size_t i = 0; i < mi.model.graph->outputs.size(); ++i) {
+        std::string f = fmt::format("{}/output_{}.pb", ds, i);
+        if (!fs::exists(f)) break;
+        expected.push_back(readValueFile(f, mi.model.graph->outputs[i]->type));
+      }
+      if (auto mm = check(expected, outs)) return {"fail", fs::path(ds).filename().string() + ": " + *mm, 0};
+    }
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    return {msg.find("unsupported") != std::string::npos ? "unsupported" : "fail", msg, 0};
+  }
+  return {"pass", "", 0};
+}
+
+std::string oneLine(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\t') c = ' ';
+  return s;
+}
+
+std::string jsonEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", c);
+    else o += c;
+  }
+  return o;
+}
+
+struct Child {
+  pid_t pid;
+  int fd;
+  size_t index;
+  std::chrono::steady_clock::time_point start;
+  std::string buf;
+};
+
+} // namespace
+
+int testOnnxCommand(const TestOnnxArgs& a) {
+  std::vector<TestCase> tests;
+  for (const auto& d : a.dirs) {
+    AICC_CHECK(fs::is_directory(d), "'{}' is not a directory", d);
+    collect(d, tests);
+  }
+  std::vector<Result> results(tests.size());
+  std::vector<Child> running;
+  size_t next = 0, done = 0;
+  int jobs = std::max(1, a.jobs);
+  std::cout.setf(std::ios::unitbuf);
+  auto finish = [&](Child& c, int status) {
+    Result r;
+    auto tab = c.buf.find('\t');
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && tab != std::string::npos) {
+      r.status = c.buf.substr(0, tab);
+      r.reason = c.buf.substr(tab + 1);
+    } else if (WIFSIGNALED(status)) {
+      r.status = "fail";
+      r.reason = fmt::format("crashed (signal {})", WTERMSIG(status));
+    } else {
+      r.status = "fail";
+      r.reason = fmt::format("test process exited with status {}", WEXITSTATUS(status));
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+    results[c.index] = r;
+    ++done;
+    std::cout << fmt::format("{:<12} {}{}\n", r.status, tests[c.index].name,
+                             a.verbose && !r.reason.empty() ? "  -- " + oneLine(r.reason) : "");
+  };
+  while (done < tests.size()) {
+    while (running.size() < static_cast<size_t>(jobs) && next < tests.size()) {
+      int fds[2];
+      AICC_CHECK(pipe(fds) == 0, "pipe() failed");
+      pid_t pid = fork();
+      AICC_CHECK(pid >= 0, "fork() failed");
+      if (pid == 0) {
+        close(fds[0]);
+        Result r;
+        try {
+          r = runTest(tests[next]);
+        } catch (const std::exception& e) {
+          r = {"fail", std::string("internal error: ") + e.what(), 0};
+        }
+        std::string msg = r.status + "\t" + oneLine(r.reason);
+        ssize_t off = 0;
+        while (off < static_cast<ssize_t>(msg.size())) {
+          ssize_t w = write(fds[1], msg.data() + off, msg.size() - static_cast<size_t>(off));
+          if (w <= 0) break;
+          off += w;
+        }
+        _exit(0);
+      }
+      close(fds[1]);
+      running.push_back({pid, fds[0], next++, std::chrono::steady_clock::now(), {}});
+    }
+    std::vector<pollfd> pfds;
+    for (const auto& c : running) pfds.push_back({c.fd, POLLIN, 0});
+    poll(pfds.data(), pfds.size(), 100);
+    for (size_t i = 0; i < running.size();) {
+      Child& c = running[i];
+      char buf[4096];
+      bool eof = false;
+      if (pfds.size() > i && (pfds[i].revents & (POLLIN | POLLHUP))) {
+        ssize_t n = read(c.fd, buf, sizeof buf);
+        if (n > 0) c.buf.append(buf, static_cast<size_t>(n));
+        else eof = true;
+      }
+      double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+      int status = 0;
+      if (!eof && age > a.timeoutSec) {
+        kill(c.pid, SIGKILL);
+        waitpid(c.pid, &status, 0);
+        close(c.fd);
+        c.buf = fmt::format("fail\ttimed out after {:.0f} s", a.timeoutSec);
+        finish(c, 0);
+      } else if (eof) {
+        waitpid(c.pid, &status, 0);
+        close(c.fd);
+        finish(c, status);
+      } else {
+        ++i;
+        continue;
+      }
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      pfds.erase(pfds.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  size_t pass = 0, fail = 0, unsup = 0;
+  for (const auto& r : results) (r.status == "pass" ? pass : r.status == "fail" ? fail : unsup)++;
+  std::cout << fmt::format("total: {}  pass: {}  fail: {}  unsupported: {}\n", tests.size(), pass, fail, unsup);
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    AICC_CHECK(f.good(), "cannot write '{}'", a.json);
+    f << fmt::format("{{\n  \"total\": {}, \"pass\": {}, \"fail\": {}, \"unsupported\": {},\n  \"tests\": [\n",
+                     tests.size(), pass, fail, unsup);
+    for (size_t i = 0; i < tests.size(); ++i)
+      f << fmt::format("    {{\"name\": \"{}\", \"status\": \"{}\", \"seconds\": {:.3f}, \"reason\": \"{}\"}}{}\n",
+                       jsonEscape(tests[i].name), results[i].status, results[i].seconds,
+                       jsonEscape(results[i].reason), i + 1 < tests.size() ? "," : "");
+    f << "  ]\n}\n";
+  }
+  return 0;
+}
+
+} // namespace aicc::cli
