@@ -9,6 +9,14 @@
 
 namespace aicc {
 
-Model parseModel(std::string_view text);
+class OpRegistry;
+
+struct ParseOptions {
+  const OpRegistry* registry = nullptr; // nullptr: OpRegistry::instance()
+  bool allowUnregistered = false;       // unknown ops parse with Node::def == nullptr
+};
+
+// Parses `model ... { graph ... }` or a bare `graph @name(...) {...}` (a model with no opsets).
+Model parseModel(std::string_view text, const ParseOptions& opts = {});
 
 } // namespace aicc

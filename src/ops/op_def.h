@@ -176,6 +176,8 @@ public:
   void setOutput(size_t i, Type t);
   void setTensor(size_t i, DType dt, std::optional<Shape> s) { setOutput(i, Type::tensor(dt, std::move(s))); }
   void setShapeValue(size_t i, std::vector<Dim> v);
+  // The whole data-propagation map (control-flow ops pass it on to their subgraphs' inference).
+  std::map<const Value*, std::vector<Dim>>& shapeValues() { return shapeValues_; }
 
 private:
   std::map<const Value*, std::vector<Dim>>& shapeValues_;

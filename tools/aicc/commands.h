@@ -25,10 +25,19 @@ int inspectCommand(const InspectArgs& a);
 struct TestOnnxArgs {
   std::vector<std::string> dirs;
   std::string json;
+  std::string expectFailures; // exit non-zero unless exactly the listed tests fail
   int jobs = 1;
   double timeoutSec = 120;
   bool verbose = false;
 };
 int testOnnxCommand(const TestOnnxArgs& a);
+
+struct IrArgs {
+  std::string file; // .onnx, or the IR text form
+  bool verify = false;
+  bool printConstants = false;
+  bool allowUnregistered = false;
+};
+int irCommand(const IrArgs& a);
 
 } // namespace aicc::cli

@@ -30,9 +30,19 @@ int main(int argc, char** argv) {
   auto* testCmd = app.add_subcommand("test-onnx", "Run ONNX backend-test folders (model.onnx + test_data_set_*)");
   testCmd->add_option("dirs", test.dirs, "Test folders, or folders of test folders")->required();
   testCmd->add_option("--json", test.json, "Write a JSON report here");
+  testCmd->add_option("--expect-failures", test.expectFailures,
+                      "File listing the tests known not to pass (name # reason); other failures, "
+                      "and listed tests that pass, make the exit status non-zero");
   testCmd->add_option("-j,--jobs", test.jobs, "Tests run in parallel (each in its own process)");
   testCmd->add_option("--timeout", test.timeoutSec, "Seconds before a test counts as hung");
   testCmd->add_flag("-v,--verbose", test.verbose, "Print the failure reason of each test");
+
+  IrArgs ir;
+  auto* irCmd = app.add_subcommand("ir", "Print the IR text of a model (.onnx or IR text)");
+  irCmd->add_option("file", ir.file, "ONNX model or IR text file")->required();
+  irCmd->add_flag("--verify", ir.verify, "Run the IR verifier");
+  irCmd->add_flag("--print-constants", ir.printConstants, "Print all constant data");
+  irCmd->add_flag("--allow-unregistered", ir.allowUnregistered, "Accept ops the registry does not know");
 
   try {
     app.parse(argc, argv);
@@ -43,6 +53,7 @@ int main(int argc, char** argv) {
     if (*runCmd) return runCommand(run);
     if (*inspectCmd) return inspectCommand(inspect);
     if (*testCmd) return testOnnxCommand(test);
+    if (*irCmd) return irCommand(ir);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
     return 1;

@@ -136,6 +136,38 @@ std::string jsonEscape(const std::string& s) {
   return o;
 }
 
+// The expected-failures list: one test name per line, then '#' and the reason. Every test that does
+// not pass must be listed, and every listed test that was run must not pass, so the list stays true.
+int checkExpectations(const std::string& path, const std::vector<TestCase>& tests, const std::vector<Result>& results) {
+  std::ifstream f(path);
+  AICC_CHECK(f.good(), "cannot read '{}'", path);
+  std::map<std::string, std::string> expected;
+  for (std::string line; std::getline(f, line);) {
+    auto hash = line.find('#');
+    std::string name = line.substr(0, hash);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    name.erase(0, name.find_first_not_of(" \t"));
+    if (name.empty()) continue;
+    std::string reason = hash == std::string::npos ? "" : line.substr(hash + 1);
+    AICC_CHECK(reason.find_first_not_of(' ') != std::string::npos, "{}: '{}' has no reason", path, name);
+    expected[name] = reason;
+  }
+  int bad = 0;
+  for (size_t i = 0; i < tests.size(); ++i) {
+    bool listed = expected.count(tests[i].name) > 0;
+    bool passed = results[i].status == "pass";
+    if (!passed && !listed) {
+      std::cout << fmt::format("UNEXPECTED {}: {}  -- {}\n", results[i].status, tests[i].name, oneLine(results[i].reason));
+      ++bad;
+    } else if (passed && listed) {
+      std::cout << fmt::format("UNEXPECTED pass: {} (remove it from {})\n", tests[i].name, path);
+      ++bad;
+    }
+  }
+  std::cout << fmt::format("expectations: {} unexpected result(s) against {}\n", bad, path);
+  return bad ? 1 : 0;
+}
+
 struct Child {
   pid_t pid;
   int fd;
@@ -234,6 +266,8 @@ int testOnnxCommand(const TestOnnxArgs& a) {
       pfds.erase(pfds.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
+  int rc = 0;
+  if (!a.expectFailures.empty()) rc = checkExpectations(a.expectFailures, tests, results);
   size_t pass = 0, fail = 0, unsup = 0;
   for (const auto& r : results) (r.status == "pass" ? pass : r.status == "fail" ? fail : unsup)++;
   std::cout << fmt::format("total: {}  pass: {}  fail: {}  unsupported: {}\n", tests.size(), pass, fail, unsup);
@@ -248,7 +282,7 @@ int testOnnxCommand(const TestOnnxArgs& a) {
                        jsonEscape(results[i].reason), i + 1 < tests.size() ? "," : "");
     f << "  ]\n}\n";
   }
-  return 0;
+  return rc;
 }
 
 } // namespace aicc::cli

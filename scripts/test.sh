@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds and runs every test: unit tests (GoogleTest), lit/FileCheck IR tests, the bad-input
+# tests, the real models of ../shared/models and the ONNX backend suite (when ../shared is
+# present; skips say why).
+#   scripts/test.sh          default build (build/)
+#   scripts/test.sh --asan   AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=default
+if [ "${1:-}" = "--asan" ]; then preset=asan; fi
+[ -x .venv/bin/lit ] || scripts/setup.sh --no-build
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset"
+builddir=build
+[ "$preset" = asan ] && builddir=build-asan
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir "$builddir" --output-on-failure -j2
