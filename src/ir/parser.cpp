@@ -37,20 +37,25 @@ public:
         Pos at = pos();
         std::string key = word("a model field");
         expect('=');
-        if (key == "ir_version") m.irVersion = integer<int64_t>("ir_version");
-        else if (key == "producer") m.producerName = str();
-        else if (key == "producer_version") m.producerVersion = str();
+        if (key == "ir_version")
+          m.irVersion = integer<int64_t>("ir_version");
+        else if (key == "producer")
+          m.producerName = str();
+        else if (key == "producer_version")
+          m.producerVersion = str();
         else if (key == "opsets") {
           expect('{');
           while (!accept('}')) {
             if (!m.opsets.empty()) expect(',');
             Pos dp = pos();
             std::string d = str();
-            if (m.opsets.count(d)) errorAt(dp, fmt::format("opset for domain {} given twice", quoteString(d)));
+            if (m.opsets.count(d))
+              errorAt(dp, fmt::format("opset for domain {} given twice", quoteString(d)));
             expect(':');
             m.opsets[d] = integer<int64_t>("opset version");
           }
-        } else errorAt(at, fmt::format("unknown model field '{}'", key));
+        } else
+          errorAt(at, fmt::format("unknown model field '{}'", key));
       }
       expect('{');
       m.graph = graph(nullptr);
@@ -84,10 +89,12 @@ private:
   }
   void skipWs() {
     while (p_ != end_) {
-      if (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r') advance();
+      if (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')
+        advance();
       else if (*p_ == '/' && p_ + 1 != end_ && p_[1] == '/')
         while (p_ != end_ && *p_ != '\n') advance();
-      else break;
+      else
+        break;
     }
   }
   std::string found() {
@@ -102,7 +109,9 @@ private:
       return fmt::format("byte 0x{:02x}", static_cast<unsigned char>(*p_));
     return fmt::format("'{}'", *p_);
   }
-  [[noreturn]] void errorAt(Pos at, const std::string& msg) { fail("{}:{}: {}", at.line, at.col, msg); }
+  [[noreturn]] void errorAt(Pos at, const std::string& msg) {
+    fail("{}:{}: {}", at.line, at.col, msg);
+  }
   [[noreturn]] void error(const std::string& msg) {
     std::string got = found();
     errorAt({line_, col_}, fmt::format("{}, got {}", msg, got));
@@ -169,11 +178,21 @@ private:
       char e = *p_;
       advance();
       switch (e) {
-      case '"': s += '"'; break;
-      case '\\': s += '\\'; break;
-      case 'n': s += '\n'; break;
-      case 't': s += '\t'; break;
-      case 'r': s += '\r'; break;
+      case '"':
+        s += '"';
+        break;
+      case '\\':
+        s += '\\';
+        break;
+      case 'n':
+        s += '\n';
+        break;
+      case 't':
+        s += '\t';
+        break;
+      case 'r':
+        s += '\r';
+        break;
       case 'x': {
         int hi = p_ != end_ ? hexDigit(*p_) : -1;
         int lo = p_ != end_ && p_ + 1 != end_ ? hexDigit(p_[1]) : -1;
@@ -183,7 +202,8 @@ private:
         s += static_cast<char>(hi * 16 + lo);
         break;
       }
-      default: errorAt({line_, col_ - 1}, fmt::format("unknown escape '\\{}'", e));
+      default:
+        errorAt({line_, col_ - 1}, fmt::format("unknown escape '\\{}'", e));
       }
     }
     advance();
@@ -212,7 +232,8 @@ private:
     const char* b = w.data();
     if (!w.empty() && w[0] == '+') ++b;
     auto r = std::from_chars(b, w.data() + w.size(), v);
-    if (r.ec == std::errc::result_out_of_range) errorAt(at, fmt::format("{} '{}' is out of range", what, w));
+    if (r.ec == std::errc::result_out_of_range)
+      errorAt(at, fmt::format("{} '{}' is out of range", what, w));
     if (r.ec != std::errc() || r.ptr != w.data() + w.size())
       errorAt(at, fmt::format("expected {} (an integer), got '{}'", what, w));
     return v;
@@ -223,7 +244,8 @@ private:
     std::string_view s = w;
     bool neg = !s.empty() && s[0] == '-';
     std::string_view mag = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? s.substr(1) : s;
-    if (mag == "inf") return neg ? -std::numeric_limits<F>::infinity() : std::numeric_limits<F>::infinity();
+    if (mag == "inf")
+      return neg ? -std::numeric_limits<F>::infinity() : std::numeric_limits<F>::infinity();
     if (mag == "nan") {
       Bits b = std::bit_cast<Bits>(std::numeric_limits<F>::quiet_NaN());
       if (neg) b |= Bits{1} << (sizeof(F) * 8 - 1);
@@ -234,7 +256,8 @@ private:
     F v{};
     const char* b = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
     auto r = std::from_chars(b, s.data() + s.size(), v);
-    if (r.ec == std::errc::result_out_of_range) errorAt(at, fmt::format("float '{}' is out of range", w));
+    if (r.ec == std::errc::result_out_of_range)
+      errorAt(at, fmt::format("float '{}' is out of range", w));
     if (r.ec != std::errc() || r.ptr != s.data() + s.size())
       errorAt(at, fmt::format("expected a floating-point number, got '{}'", w));
     return v;
@@ -284,8 +307,10 @@ private:
     while (!accept(']')) {
       if (!s.empty()) expect(',');
       Pos at = pos();
-      if (accept('?')) s.push_back(Dim{});
-      else if (peek('"')) s.push_back(Dim::sym(str()));
+      if (accept('?'))
+        s.push_back(Dim{});
+      else if (peek('"'))
+        s.push_back(Dim::sym(str()));
       else {
         std::string w = word("a dimension");
         if (w[0] >= '0' && w[0] <= '9') {
@@ -293,7 +318,8 @@ private:
           s.push_back(Dim::known(v));
         } else if (w[0] == '-' || w[0] == '+') {
           errorAt(at, fmt::format("bad dimension '{}'", w));
-        } else s.push_back(Dim::sym(w));
+        } else
+          s.push_back(Dim::sym(w));
       }
     }
     return s;
@@ -318,15 +344,18 @@ private:
     expect('[');
     while (!accept(']')) {
       if (count) expect(',');
-      if (count >= numel) error(fmt::format("more than the {} elements of {}", numel, printType(ty)));
+      if (count >= numel)
+        error(fmt::format("more than the {} elements of {}", numel, printType(ty)));
       element(dt, bytes, strings);
       ++count;
     }
     if (count != numel)
-      errorAt(at, fmt::format("{} has {} elements, the data lists {}", printType(ty), numel, count));
+      errorAt(at,
+              fmt::format("{} has {} elements, the data lists {}", printType(ty), numel, count));
     Tensor t(dt, dims);
     if (dt == DType::String) {
-      for (int64_t i = 0; i < numel; ++i) t.strings()[i] = std::move(strings[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < numel; ++i)
+        t.strings()[i] = std::move(strings[static_cast<size_t>(i)]);
     } else if (!bytes.empty()) {
       std::memcpy(t.raw(), bytes.data(), bytes.size());
     }
@@ -344,35 +373,69 @@ private:
       put<T>(out, toInt<uint64_t>(w, at, "element"));
     } else {
       int64_t v = toInt<int64_t>(w, at, "element");
-      if (v < lo || v > hi) errorAt(at, fmt::format("element {} is out of range [{}, {}]", v, lo, hi));
+      if (v < lo || v > hi)
+        errorAt(at, fmt::format("element {} is out of range [{}, {}]", v, lo, hi));
       put<T>(out, static_cast<T>(v));
     }
   }
   void element(DType dt, std::vector<std::byte>& out, std::vector<std::string>& strings) {
     Pos at = pos();
     switch (dt) {
-    case DType::String: strings.push_back(str()); return;
+    case DType::String:
+      strings.push_back(str());
+      return;
     case DType::Bool: {
       std::string w = word("true or false");
-      if (w == "true" || w == "1") put<uint8_t>(out, 1);
-      else if (w == "false" || w == "0") put<uint8_t>(out, 0);
-      else errorAt(at, fmt::format("expected true or false, got '{}'", w));
+      if (w == "true" || w == "1")
+        put<uint8_t>(out, 1);
+      else if (w == "false" || w == "0")
+        put<uint8_t>(out, 0);
+      else
+        errorAt(at, fmt::format("expected true or false, got '{}'", w));
       return;
     }
-    case DType::I8: intElem<int8_t>(out, INT8_MIN, INT8_MAX); return;
-    case DType::I16: intElem<int16_t>(out, INT16_MIN, INT16_MAX); return;
-    case DType::I32: intElem<int32_t>(out, INT32_MIN, INT32_MAX); return;
-    case DType::I64: intElem<int64_t>(out, INT64_MIN, INT64_MAX); return;
-    case DType::I4: intElem<int8_t>(out, -8, 7); return;
-    case DType::I2: intElem<int8_t>(out, -2, 1); return;
-    case DType::U8: intElem<uint8_t>(out, 0, UINT8_MAX); return;
-    case DType::U16: intElem<uint16_t>(out, 0, UINT16_MAX); return;
-    case DType::U32: intElem<uint32_t>(out, 0, UINT32_MAX); return;
-    case DType::U64: intElem<uint64_t>(out, 0, 0); return;
-    case DType::U4: intElem<uint8_t>(out, 0, 15); return;
-    case DType::U2: intElem<uint8_t>(out, 0, 3); return;
-    case DType::F32: put<float>(out, toFloat<float>(word("a number"), at)); return;
-    case DType::F64: put<double>(out, toFloat<double>(word("a number"), at)); return;
+    case DType::I8:
+      intElem<int8_t>(out, INT8_MIN, INT8_MAX);
+      return;
+    case DType::I16:
+      intElem<int16_t>(out, INT16_MIN, INT16_MAX);
+      return;
+    case DType::I32:
+      intElem<int32_t>(out, INT32_MIN, INT32_MAX);
+      return;
+    case DType::I64:
+      intElem<int64_t>(out, INT64_MIN, INT64_MAX);
+      return;
+    case DType::I4:
+      intElem<int8_t>(out, -8, 7);
+      return;
+    case DType::I2:
+      intElem<int8_t>(out, -2, 1);
+      return;
+    case DType::U8:
+      intElem<uint8_t>(out, 0, UINT8_MAX);
+      return;
+    case DType::U16:
+      intElem<uint16_t>(out, 0, UINT16_MAX);
+      return;
+    case DType::U32:
+      intElem<uint32_t>(out, 0, UINT32_MAX);
+      return;
+    case DType::U64:
+      intElem<uint64_t>(out, 0, 0);
+      return;
+    case DType::U4:
+      intElem<uint8_t>(out, 0, 15);
+      return;
+    case DType::U2:
+      intElem<uint8_t>(out, 0, 3);
+      return;
+    case DType::F32:
+      put<float>(out, toFloat<float>(word("a number"), at));
+      return;
+    case DType::F64:
+      put<double>(out, toFloat<double>(word("a number"), at));
+      return;
     case DType::C64:
     case DType::C128: {
       expect('(');
@@ -391,7 +454,8 @@ private:
       }
       return;
     }
-    case DType::Undefined: break;
+    case DType::Undefined:
+      break;
     default: { // reduced floats: a float value, or 0x bits
       std::string w = word("a number");
       uint32_t bits;
@@ -402,8 +466,10 @@ private:
       } else {
         bits = floatToReduced(dt, toFloat<float>(w, at), false);
       }
-      if (dtypeSize(dt) == 2) put<uint16_t>(out, static_cast<uint16_t>(bits));
-      else put<uint8_t>(out, static_cast<uint8_t>(bits));
+      if (dtypeSize(dt) == 2)
+        put<uint16_t>(out, static_cast<uint16_t>(bits));
+      else
+        put<uint8_t>(out, static_cast<uint8_t>(bits));
       return;
     }
     }
@@ -557,14 +623,17 @@ private:
     if (peek('%') || peekWord("_")) {
       do {
         Pos at = pos();
-        if (acceptWord("_")) outs.push_back({"", at});
-        else outs.push_back({valueName(), at});
+        if (acceptWord("_"))
+          outs.push_back({"", at});
+        else
+          outs.push_back({valueName(), at});
       } while (accept(','));
       expect('=');
     }
     Pos opAt = pos();
     if (acceptWord("const")) {
-      if (outs.size() != 1 || outs[0].name.empty()) errorAt(opAt, "a constant defines exactly one named value");
+      if (outs.size() != 1 || outs[0].name.empty())
+        errorAt(opAt, "a constant defines exactly one named value");
       constant(g, outs[0].name, outs[0].at);
       return;
     }
@@ -583,8 +652,10 @@ private:
     expect('(');
     while (!accept(')')) {
       if (!inputs.empty()) expect(',');
-      if (acceptWord("_")) inputs.push_back(nullptr);
-      else inputs.push_back(resolve(g));
+      if (acceptWord("_"))
+        inputs.push_back(nullptr);
+      else
+        inputs.push_back(resolve(g));
     }
     std::map<std::string, Attribute> attrs;
     if (accept('{')) {

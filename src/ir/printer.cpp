@@ -66,28 +66,52 @@ std::string reducedData(DType dt, uint32_t bits) {
 
 std::string elementText(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-  case DType::F32: return floatData(t.data<float>()[i]);
-  case DType::F64: return floatData(t.data<double>()[i]);
-  case DType::I8: case DType::I4: case DType::I2: return std::to_string(t.data<int8_t>()[i]);
-  case DType::U8: case DType::U4: case DType::U2: return std::to_string(t.data<uint8_t>()[i]);
-  case DType::I16: return std::to_string(t.data<int16_t>()[i]);
-  case DType::U16: return std::to_string(t.data<uint16_t>()[i]);
-  case DType::I32: return std::to_string(t.data<int32_t>()[i]);
-  case DType::U32: return std::to_string(t.data<uint32_t>()[i]);
-  case DType::I64: return std::to_string(t.data<int64_t>()[i]);
-  case DType::U64: return std::to_string(t.data<uint64_t>()[i]);
-  case DType::Bool: return t.data<uint8_t>()[i] ? "true" : "false";
-  case DType::String: return quoteString(t.strings()[i]);
-  case DType::F16: case DType::BF16: return reducedData(t.dtype(), t.data<uint16_t>()[i]);
-  case DType::F8E4M3FN: case DType::F8E4M3FNUZ: case DType::F8E5M2: case DType::F8E5M2FNUZ:
-  case DType::F4E2M1: case DType::F8E8M0:
+  case DType::F32:
+    return floatData(t.data<float>()[i]);
+  case DType::F64:
+    return floatData(t.data<double>()[i]);
+  case DType::I8:
+  case DType::I4:
+  case DType::I2:
+    return std::to_string(t.data<int8_t>()[i]);
+  case DType::U8:
+  case DType::U4:
+  case DType::U2:
+    return std::to_string(t.data<uint8_t>()[i]);
+  case DType::I16:
+    return std::to_string(t.data<int16_t>()[i]);
+  case DType::U16:
+    return std::to_string(t.data<uint16_t>()[i]);
+  case DType::I32:
+    return std::to_string(t.data<int32_t>()[i]);
+  case DType::U32:
+    return std::to_string(t.data<uint32_t>()[i]);
+  case DType::I64:
+    return std::to_string(t.data<int64_t>()[i]);
+  case DType::U64:
+    return std::to_string(t.data<uint64_t>()[i]);
+  case DType::Bool:
+    return t.data<uint8_t>()[i] ? "true" : "false";
+  case DType::String:
+    return quoteString(t.strings()[i]);
+  case DType::F16:
+  case DType::BF16:
+    return reducedData(t.dtype(), t.data<uint16_t>()[i]);
+  case DType::F8E4M3FN:
+  case DType::F8E4M3FNUZ:
+  case DType::F8E5M2:
+  case DType::F8E5M2FNUZ:
+  case DType::F4E2M1:
+  case DType::F8E8M0:
     return reducedData(t.dtype(), t.data<uint8_t>()[i]);
   case DType::C64:
-    return fmt::format("({}, {})", floatData(t.data<float>()[2 * i]), floatData(t.data<float>()[2 * i + 1]));
+    return fmt::format("({}, {})", floatData(t.data<float>()[2 * i]),
+                       floatData(t.data<float>()[2 * i + 1]));
   case DType::C128:
     return fmt::format("({}, {})", floatData(t.data<double>()[2 * i]),
                        floatData(t.data<double>()[2 * i + 1]));
-  case DType::Undefined: break;
+  case DType::Undefined:
+    break;
   }
   return "?";
 }
@@ -168,11 +192,14 @@ private:
   }
 
   void subgraph(const GraphPtr& g, int indent) {
-    if (g) graph(*g, indent);
-    else out_ += "graph <null>"; // not parseable; the verifier rejects null subgraphs
+    if (g)
+      graph(*g, indent);
+    else
+      out_ += "graph <null>"; // not parseable; the verifier rejects null subgraphs
   }
 
-  template <typename T, typename F> void list(const std::vector<T>& v, std::string_view kind, F&& each) {
+  template <typename T, typename F>
+  void list(const std::vector<T>& v, std::string_view kind, F&& each) {
     if (v.empty()) {
       out_ += std::string(kind) + "[]";
       return;
@@ -187,16 +214,27 @@ private:
 
   void attr(const Attribute& a, int indent) {
     switch (a.kind()) {
-    case Attribute::Kind::Float: out_ += floatAttr(std::get<float>(a.v)); return;
-    case Attribute::Kind::Int: out_ += std::to_string(std::get<int64_t>(a.v)); return;
-    case Attribute::Kind::String: out_ += quoteString(std::get<std::string>(a.v)); return;
-    case Attribute::Kind::Tensor: out_ += "tensor " + printTensorLiteral(std::get<Tensor>(a.v)); return;
-    case Attribute::Kind::Graph: subgraph(std::get<GraphPtr>(a.v), indent); return;
+    case Attribute::Kind::Float:
+      out_ += floatAttr(std::get<float>(a.v));
+      return;
+    case Attribute::Kind::Int:
+      out_ += std::to_string(std::get<int64_t>(a.v));
+      return;
+    case Attribute::Kind::String:
+      out_ += quoteString(std::get<std::string>(a.v));
+      return;
+    case Attribute::Kind::Tensor:
+      out_ += "tensor " + printTensorLiteral(std::get<Tensor>(a.v));
+      return;
+    case Attribute::Kind::Graph:
+      subgraph(std::get<GraphPtr>(a.v), indent);
+      return;
     case Attribute::Kind::Floats:
       list(std::get<std::vector<float>>(a.v), "floats", [&](float f) { out_ += floatAttr(f); });
       return;
     case Attribute::Kind::Ints:
-      list(std::get<std::vector<int64_t>>(a.v), "ints", [&](int64_t i) { out_ += std::to_string(i); });
+      list(std::get<std::vector<int64_t>>(a.v), "ints",
+           [&](int64_t i) { out_ += std::to_string(i); });
       return;
     case Attribute::Kind::Strings:
       list(std::get<std::vector<std::string>>(a.v), "strings",
@@ -207,9 +245,12 @@ private:
            [&](const Tensor& t) { out_ += "tensor " + printTensorLiteral(t); });
       return;
     case Attribute::Kind::Graphs:
-      list(std::get<std::vector<GraphPtr>>(a.v), "graphs", [&](const GraphPtr& g) { subgraph(g, indent); });
+      list(std::get<std::vector<GraphPtr>>(a.v), "graphs",
+           [&](const GraphPtr& g) { subgraph(g, indent); });
       return;
-    case Attribute::Kind::Type: out_ += "type " + printType(std::get<Type>(a.v)); return;
+    case Attribute::Kind::Type:
+      out_ += "type " + printType(std::get<Type>(a.v));
+      return;
     }
   }
 
@@ -221,7 +262,8 @@ private:
 
 namespace text {
 static bool nameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.';
 }
 bool isBareName(std::string_view s) {
   if (s.empty()) return false;
@@ -229,7 +271,9 @@ bool isBareName(std::string_view s) {
     if (!nameChar(c)) return false;
   return true;
 }
-bool isBareSymbol(std::string_view s) { return isBareName(s) && !(s[0] >= '0' && s[0] <= '9') && s[0] != '.'; }
+bool isBareSymbol(std::string_view s) {
+  return isBareName(s) && !(s[0] >= '0' && s[0] <= '9') && s[0] != '.';
+}
 } // namespace text
 
 std::string quoteString(std::string_view s) {
@@ -237,14 +281,26 @@ std::string quoteString(std::string_view s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    case '\r': out += "\\r"; break;
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
     default:
-      if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-      else out += ch; // bytes >= 0x80 (UTF-8) are kept as they are
+      if (c < 0x20 || c == 0x7f)
+        out += fmt::format("\\x{:02x}", c);
+      else
+        out += ch; // bytes >= 0x80 (UTF-8) are kept as they are
     }
   }
   return out + "\"";
@@ -256,7 +312,8 @@ std::string printValueName(std::string_view s) {
 
 std::string printType(const Type& t) {
   switch (t.kind) {
-  case Type::Kind::Unknown: return "?";
+  case Type::Kind::Unknown:
+    return "?";
   case Type::Kind::Tensor: {
     std::string s(t.dtype == DType::Undefined ? "?" : dtypeName(t.dtype));
     if (!t.shape) return s + "[*]";
@@ -264,14 +321,19 @@ std::string printType(const Type& t) {
     for (size_t i = 0; i < t.shape->size(); ++i) {
       const Dim& d = (*t.shape)[i];
       if (i) s += ",";
-      if (d.isStatic()) s += std::to_string(d.value);
-      else if (d.symbol.empty()) s += "?";
-      else s += isBareSymbol(d.symbol) ? d.symbol : quoteString(d.symbol);
+      if (d.isStatic())
+        s += std::to_string(d.value);
+      else if (d.symbol.empty())
+        s += "?";
+      else
+        s += isBareSymbol(d.symbol) ? d.symbol : quoteString(d.symbol);
     }
     return s + "]";
   }
-  case Type::Kind::Sequence: return "seq<" + (t.elem ? printType(*t.elem) : "?") + ">";
-  case Type::Kind::Optional: return "opt<" + (t.elem ? printType(*t.elem) : "?") + ">";
+  case Type::Kind::Sequence:
+    return "seq<" + (t.elem ? printType(*t.elem) : "?") + ">";
+  case Type::Kind::Optional:
+    return "opt<" + (t.elem ? printType(*t.elem) : "?") + ">";
   }
   return "?";
 }

@@ -12,17 +12,17 @@
 namespace aicc {
 
 struct PrintOptions {
-  bool printConstants = false;     // print every constant's data
-  int64_t maxConstantElems = 16;   // constants up to this size are always printed in full
+  bool printConstants = false;   // print every constant's data
+  int64_t maxConstantElems = 16; // constants up to this size are always printed in full
 };
 
 std::string printModel(const Model& m, const PrintOptions& opts = {});
 std::string printGraph(const Graph& g, const PrintOptions& opts = {});
 
 // Pieces of the text form, shared with the parser and usable in messages.
-std::string printType(const Type& t);            // like formatType, but symbols quoted when needed
-std::string quoteString(std::string_view s);     // "..." with C-style escapes
-std::string printValueName(std::string_view s);  // %name or %"odd name"
+std::string printType(const Type& t);           // like formatType, but symbols quoted when needed
+std::string quoteString(std::string_view s);    // "..." with C-style escapes
+std::string printValueName(std::string_view s); // %name or %"odd name"
 // A tensor literal: `f32[2,2] [1, 2.5, -0, inf]` (every element, exactly).
 std::string printTensorLiteral(const Tensor& t);
 

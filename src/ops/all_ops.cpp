@@ -11,6 +11,13 @@ void registerAllOps(OpRegistry& r) {
   registerControlFlowOps(r);
   registerRnnOps(r);
   registerQuantOps(r);
+  registerAttentionOps(r);
+  registerLossOps(r);
+  registerSignalOps(r);
+  registerMiscOps(r);
+  registerTextOps(r);
+  registerMlOps(r);
+  registerTrainingOps(r);
 }
 
 } // namespace aicc

@@ -14,4 +14,11 @@ void registerShapeOps(OpRegistry& r);        // ops/shape_ops.cpp: Reshape, Tran
 void registerControlFlowOps(OpRegistry& r);  // ops/control_flow.cpp: If, Loop, Scan, sequences, optionals
 void registerRnnOps(OpRegistry& r);          // ops/rnn.cpp: LSTM, GRU, RNN
 void registerQuantOps(OpRegistry& r);        // ops/quant.cpp: Q/DQ, QLinear*, com.microsoft int8 ops
+void registerAttentionOps(OpRegistry& r);    // ops/attention.cpp: Attention, RotaryEmbedding, ...
+void registerLossOps(OpRegistry& r);         // ops/loss.cpp: SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
+void registerSignalOps(OpRegistry& r);       // ops/signal.cpp: DFT, STFT, window functions, MelWeightMatrix
+void registerMiscOps(OpRegistry& r);         // ops/misc.cpp: NonMaxSuppression, BitCast, random ops, ...
+void registerTextOps(OpRegistry& r);         // ops/text.cpp: string ops
+void registerMlOps(OpRegistry& r);           // ops/ml.cpp: the ai.onnx.ml domain
+void registerTrainingOps(OpRegistry& r);     // ops/training.cpp: ai.onnx.preview.training optimizers
 } // namespace aicc

@@ -9,6 +9,23 @@ std::vector<AttrSpec> legacyConsumedInputs() {
   return {{"consumed_inputs", Attribute::Kind::Ints, std::nullopt, false}};
 }
 
+void appendUnitDims(ImportCtx& c, size_t input, int64_t count) {
+  if (count <= 0) return;
+  Value* v = c.node.inputs.at(input);
+  int64_t rank = v->type.shape ? static_cast<int64_t>(v->type.shape->size()) : -1;
+  if (v->constant) {
+    Dims d = v->constant->shape();
+    d.insert(d.end(), static_cast<size_t>(count), 1);
+    c.node.inputs[input] = c.constant(v->constant->reshaped(d), "bcast");
+    return;
+  }
+  AICC_CHECK(rank >= 0, "legacy broadcast needs the rank of input {}", input);
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < count; ++i) axes.push_back(rank + i);
+  Node* u = c.emitBefore("Unsqueeze", {v, c.constant(Tensor::fromI64(axes), "axes")}, 1);
+  c.node.inputs[input] = u->outputs[0];
+}
+
 void requireSameInDTypes(InferCtx& c, size_t from) {
   DType first = DType::Undefined;
   size_t firstIdx = 0;

@@ -13,31 +13,56 @@ namespace aicc {
 void registerElementwiseUnaryOps(OpRegistry& r);      // elementwise_unary.cpp
 void registerElementwiseActivationOps(OpRegistry& r); // elementwise_activation.cpp
 void registerElementwiseBinaryOps(OpRegistry& r);     // elementwise_binary.cpp
-void registerElementwiseVariadicOps(OpRegistry& r);   // elementwise_variadic.cpp (Max, Where, Clip, ...)
-void registerElementwiseCastOps(OpRegistry& r);       // elementwise_cast.cpp
+void registerElementwiseVariadicOps(
+    OpRegistry& r);                             // elementwise_variadic.cpp (Max, Where, Clip, ...)
+void registerElementwiseCastOps(OpRegistry& r); // elementwise_cast.cpp
 
 // `consumed_inputs`: an attribute of many ops before opset 6, with no meaning today.
 std::vector<AttrSpec> legacyConsumedInputs();
+// Import helper for legacy (pre-numpy) broadcasting: gives input `input` `count` trailing 1-dims
+// (reshaping a constant, else inserting an Unsqueeze).
+void appendUnitDims(ImportCtx& c, size_t input, int64_t count);
 
 // Calls f(T{}) with the storage type of the numeric (non-bool) native types; returns false for
 // other types. With `boolAsU8`, bool tensors are visited as uint8_t (values 0/1).
 template <typename F> bool visitNumeric(DType t, F&& f, bool boolAsU8 = false) {
   switch (t) {
-  case DType::F32: f(float{}); return true;
-  case DType::F64: f(double{}); return true;
-  case DType::I8: f(int8_t{}); return true;
-  case DType::I16: f(int16_t{}); return true;
-  case DType::I32: f(int32_t{}); return true;
-  case DType::I64: f(int64_t{}); return true;
-  case DType::U8: f(uint8_t{}); return true;
-  case DType::U16: f(uint16_t{}); return true;
-  case DType::U32: f(uint32_t{}); return true;
-  case DType::U64: f(uint64_t{}); return true;
+  case DType::F32:
+    f(float{});
+    return true;
+  case DType::F64:
+    f(double{});
+    return true;
+  case DType::I8:
+    f(int8_t{});
+    return true;
+  case DType::I16:
+    f(int16_t{});
+    return true;
+  case DType::I32:
+    f(int32_t{});
+    return true;
+  case DType::I64:
+    f(int64_t{});
+    return true;
+  case DType::U8:
+    f(uint8_t{});
+    return true;
+  case DType::U16:
+    f(uint16_t{});
+    return true;
+  case DType::U32:
+    f(uint32_t{});
+    return true;
+  case DType::U64:
+    f(uint64_t{});
+    return true;
   case DType::Bool:
     if (!boolAsU8) return false;
     f(uint8_t{});
     return true;
-  default: return false;
+  default:
+    return false;
   }
 }
 
@@ -45,17 +70,20 @@ template <typename F> bool visitNumeric(DType t, F&& f, bool boolAsU8 = false) {
 template <typename T> T wrapAdd(T a, T b) {
   if constexpr (std::is_integral_v<T>)
     return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  else return a + b;
+  else
+    return a + b;
 }
 template <typename T> T wrapSub(T a, T b) {
   if constexpr (std::is_integral_v<T>)
     return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
-  else return a - b;
+  else
+    return a - b;
 }
 template <typename T> T wrapMul(T a, T b) {
   if constexpr (std::is_integral_v<T>)
     return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  else return a * b;
+  else
+    return a * b;
 }
 
 // Iterates a broadcast of N operands into `out` row by row: adjacent dims are coalesced where
@@ -87,8 +115,7 @@ void forEachBroadcastRow(const Dims& out, const std::array<const Dims*, N>& ins,
   std::array<Dims, N> cst;
   for (size_t d = 0; d < shape.size(); ++d) {
     bool merge = !cshape.empty();
-    for (size_t k = 0; k < N && merge; ++k)
-      merge = cst[k].back() == st[k][d] * shape[d];
+    for (size_t k = 0; k < N && merge; ++k) merge = cst[k].back() == st[k][d] * shape[d];
     if (merge) {
       cshape.back() *= shape[d];
       for (size_t k = 0; k < N; ++k) cst[k].back() = st[k][d];

@@ -42,13 +42,26 @@ std::vector<RValue> preluKernel(KernelCtx& c) {
              formatDims(s.shape()), formatDims(x.shape()));
   if (x.dtype() == DType::F32) {
     Tensor out(DType::F32, shape);
-    broadcastLoop<float, float, float>(x, s, out, [](float v, float a) { return v < 0 ? a * v : v; });
+    broadcastLoop<float, float, float>(x, s, out,
+                                       [](float v, float a) { return v < 0 ? a * v : v; });
     return {RValue::of(out)};
   }
   if (isFloat(x.dtype()))
     return {RValue::of(mapBinary(x, s, [](double v, double a) { return v < 0 ? a * v : v; }))};
   AICC_CHECK(isInteger(x.dtype()), "X has unsupported element type {}", dtypeName(x.dtype()));
-  return {RValue::of(mapBinaryI64(x, s, [](int64_t v, int64_t a) { return v < 0 ? wrapMul(a, v) : v; }))};
+  return {RValue::of(
+      mapBinaryI64(x, s, [](int64_t v, int64_t a) { return v < 0 ? wrapMul(a, v) : v; }))};
+}
+
+// PRelu before opset 7: a 1-D slope of size C applies along the channel axis 1 of X.
+void upgradePRelu(ImportCtx& c) {
+  dropConsumedInputs(c);
+  if (!c.node.hasInput(0) || !c.node.hasInput(1)) return;
+  const auto& xs = c.node.inputs[0]->type.shape;
+  const auto& ss = c.node.inputs[1]->type.shape;
+  if (!xs || !ss || ss->size() != 1 || xs->size() < 3) return;
+  if ((*ss)[0].isStatic() && (*ss)[0].value == 1) return;
+  appendUnitDims(c, 1, static_cast<int64_t>(xs->size()) - 2);
 }
 
 } // namespace
@@ -94,7 +107,8 @@ void registerElementwiseActivationOps(OpRegistry& r) {
       r, "Selu", 1,
       [](const Node& n) {
         double alpha = n.attrFloat("alpha"), gamma = n.attrFloat("gamma");
-        return [alpha, gamma](double v) { return v <= 0 ? gamma * alpha * std::expm1(v) : gamma * v; };
+        return
+            [alpha, gamma](double v) { return v <= 0 ? gamma * alpha * std::expm1(v) : gamma * v; };
       },
       true)
       .attrFloat("alpha", 1.67326319217681884765625f)
@@ -122,9 +136,7 @@ void registerElementwiseActivationOps(OpRegistry& r) {
       .attrFloat("beta", 0.5f);
   activation(
       r, "HardSwish", 14,
-      [](const Node&) {
-        return [](double v) { return v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0); };
-      },
+      [](const Node&) { return [](double v) { return v * std::clamp(v / 6.0 + 0.5, 0.0, 1.0); }; },
       false);
   activation(
       r, "Softplus", 1, [](const Node&) { return softplus; }, false);
@@ -148,8 +160,8 @@ void registerElementwiseActivationOps(OpRegistry& r) {
             const double k = std::sqrt(2.0 / M_PI);
             return 0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v)));
           };
-        AICC_CHECK(approx == "none", "attribute 'approximate' must be \"none\" or \"tanh\", got \"{}\"",
-                   approx);
+        AICC_CHECK(approx == "none",
+                   "attribute 'approximate' must be \"none\" or \"tanh\", got \"{}\"", approx);
         return [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); };
       },
       false)
@@ -175,7 +187,7 @@ void registerElementwiseActivationOps(OpRegistry& r) {
         c.setOutput(0, c.inType(0));
       })
       .kernel(preluKernel)
-      .upgrade(1, 5, dropConsumedInputs, legacyConsumedInputs());
+      .upgrade(1, 6, upgradePRelu, legacyConsumedInputs());
 }
 
 } // namespace aicc

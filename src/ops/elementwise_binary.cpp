@@ -36,19 +36,7 @@ void upgradeLegacyBroadcast(ImportCtx& c) {
   int64_t a = *axis < 0 ? *axis + ra : *axis;
   AICC_CHECK(a >= 0 && a + rb <= ra, "legacy broadcast axis {} does not fit ranks {} and {}", *axis,
              ra, rb);
-  int64_t trailing = ra - a - rb;
-  if (trailing == 0) return;
-  std::vector<int64_t> axes;
-  for (int64_t i = 0; i < trailing; ++i) axes.push_back(rb + i);
-  Value* b = n.inputs[1];
-  if (b->constant) {
-    Dims d = b->constant->shape();
-    d.insert(d.end(), static_cast<size_t>(trailing), 1);
-    n.inputs[1] = c.constant(b->constant->reshaped(d), "bcast");
-    return;
-  }
-  Node* u = c.emitBefore("Unsqueeze", {b, c.constant(Tensor::fromI64(axes), "axes")}, 1);
-  n.inputs[1] = u->outputs[0];
+  appendUnitDims(c, 1, ra - a - rb);
 }
 
 // ---- kernels ---------------------------------------------------------------------------------
@@ -63,7 +51,8 @@ template <typename P> Tensor compare(const Tensor& a, const Tensor& b, P pred) {
       t,
       [&](auto tag) {
         using T = decltype(tag);
-        broadcastLoop<T, T, uint8_t>(a, b, out, [&](T x, T y) -> uint8_t { return pred(x, y) ? 1 : 0; });
+        broadcastLoop<T, T, uint8_t>(a, b, out,
+                                     [&](T x, T y) -> uint8_t { return pred(x, y) ? 1 : 0; });
       },
       /*boolAsU8=*/true);
   AICC_CHECK(ok, "unsupported element type {}", dtypeName(t));
@@ -118,9 +107,9 @@ std::vector<RValue> powKernel(KernelCtx& c) {
     });
     return {RValue::of(out)};
   }
-  if (isInteger(a.dtype()) && isInteger(b.dtype()))
-    return {RValue::of(mapBinaryI64(a, b, ipow))};
-  AICC_CHECK((isFloat(a.dtype()) || isInteger(a.dtype())) && (isFloat(b.dtype()) || isInteger(b.dtype())),
+  if (isInteger(a.dtype()) && isInteger(b.dtype())) return {RValue::of(mapBinaryI64(a, b, ipow))};
+  AICC_CHECK((isFloat(a.dtype()) || isInteger(a.dtype())) &&
+                 (isFloat(b.dtype()) || isInteger(b.dtype())),
              "unsupported element types {} and {}", dtypeName(a.dtype()), dtypeName(b.dtype()));
   return {RValue::of(mapBinary(a, b, [](double x, double y) { return std::pow(x, y); }))};
 }
@@ -156,16 +145,28 @@ void propagateArith(InferCtx& c, char op) {
     if (x.isStatic() && y.isStatic()) {
       int64_t v = -1;
       switch (op) {
-      case '+': v = x.value + y.value; break;
-      case '-': v = x.value - y.value; break;
-      case '*': v = x.value * y.value; break;
-      case '/': v = y.value != 0 ? x.value / y.value : -1; break;
+      case '+':
+        v = x.value + y.value;
+        break;
+      case '-':
+        v = x.value - y.value;
+        break;
+      case '*':
+        v = x.value * y.value;
+        break;
+      case '/':
+        v = y.value != 0 ? x.value / y.value : -1;
+        break;
       }
       if (v >= 0) out[i] = Dim::known(v);
-    } else if ((op == '+' || op == '-') && isK(y, 0)) out[i] = x;
-    else if (op == '+' && isK(x, 0)) out[i] = y;
-    else if ((op == '*' || op == '/') && isK(y, 1)) out[i] = x;
-    else if (op == '*' && isK(x, 1)) out[i] = y;
+    } else if ((op == '+' || op == '-') && isK(y, 0))
+      out[i] = x;
+    else if (op == '+' && isK(x, 0))
+      out[i] = y;
+    else if ((op == '*' || op == '/') && isK(y, 1))
+      out[i] = x;
+    else if (op == '*' && isK(x, 1))
+      out[i] = y;
   }
   c.setShapeValue(0, std::move(out));
 }
@@ -181,7 +182,9 @@ void arithOp(OpRegistry& r, const char* name, char sym, uint32_t props, Op op) {
         inferSameTypeBroadcast(c);
         propagateArith(c, sym);
       })
-      .kernel([op](KernelCtx& c) { return std::vector<RValue>{RValue::of(arith(c.in(0), c.in(1), op))}; })
+      .kernel([op](KernelCtx& c) {
+        return std::vector<RValue>{RValue::of(arith(c.in(0), c.in(1), op))};
+      })
       .upgrade(1, 6, upgradeLegacyBroadcast, legacyBroadcastAttrs(true));
 }
 
@@ -189,7 +192,9 @@ template <typename P>
 void compareOp(OpRegistry& r, const char* name, int since, uint32_t props, P pred, bool legacy) {
   OpBuilder b = r.op(name);
   b.since(since).inputs(2, 2).props(kElementwise | props).infer(inferCompare);
-  b.kernel([pred](KernelCtx& c) { return std::vector<RValue>{RValue::of(compare(c.in(0), c.in(1), pred))}; });
+  b.kernel([pred](KernelCtx& c) {
+    return std::vector<RValue>{RValue::of(compare(c.in(0), c.in(1), pred))};
+  });
   if (legacy) b.upgrade(1, 6, upgradeLegacyBroadcast, legacyBroadcastAttrs(false));
 }
 
@@ -217,8 +222,8 @@ template <typename P> void logicalOp(OpRegistry& r, const char* name, P pred) {
       .kernel([pred](KernelCtx& c) {
         requireDType(c, 0, {DType::Bool});
         requireDType(c, 1, {DType::Bool});
-        return std::vector<RValue>{
-            RValue::of(compare(c.in(0), c.in(1), [&](uint8_t x, uint8_t y) { return pred(x != 0, y != 0); }))};
+        return std::vector<RValue>{RValue::of(
+            compare(c.in(0), c.in(1), [&](uint8_t x, uint8_t y) { return pred(x != 0, y != 0); }))};
       })
       .upgrade(1, 6, upgradeLegacyBroadcast, legacyBroadcastAttrs(false));
 }
@@ -235,8 +240,10 @@ template <typename Op> void bitwiseOp(OpRegistry& r, const char* name, Op op) {
                    dtypeName(c.in(0).dtype()));
         return std::vector<RValue>{RValue::of(arith(c.in(0), c.in(1), [&](auto x, auto y) {
           using T = decltype(x);
-          if constexpr (std::is_integral_v<T>) return static_cast<T>(op(x, y));
-          else return x;
+          if constexpr (std::is_integral_v<T>)
+            return static_cast<T>(op(x, y));
+          else
+            return x;
         }))};
       });
 }
@@ -249,8 +256,10 @@ void registerElementwiseBinaryOps(OpRegistry& r) {
   arithOp(r, "Mul", '*', kCommutative, [](auto x, auto y) { return wrapMul(x, y); });
   arithOp(r, "Div", '/', 0, [](auto x, auto y) {
     using T = decltype(x);
-    if constexpr (std::is_integral_v<T>) return intDiv(x, y);
-    else return x / y;
+    if constexpr (std::is_integral_v<T>)
+      return intDiv(x, y);
+    else
+      return x / y;
   });
 
   r.op("Pow")
@@ -269,8 +278,8 @@ void registerElementwiseBinaryOps(OpRegistry& r) {
       .infer(inferSameTypeBroadcast)
       .kernel([](KernelCtx& c) {
         bool cmod = c.node.attrInt("fmod") != 0;
-        return std::vector<RValue>{
-            RValue::of(arith(c.in(0), c.in(1), [cmod](auto x, auto y) { return modOf(x, y, cmod); }))};
+        return std::vector<RValue>{RValue::of(
+            arith(c.in(0), c.in(1), [cmod](auto x, auto y) { return modOf(x, y, cmod); }))};
       });
 
   r.op("BitShift")
@@ -281,8 +290,8 @@ void registerElementwiseBinaryOps(OpRegistry& r) {
       .infer(inferSameTypeBroadcast)
       .kernel([](KernelCtx& c) {
         std::string dir = c.node.attrString("direction");
-        AICC_CHECK(dir == "LEFT" || dir == "RIGHT", "attribute 'direction' must be LEFT or RIGHT, got '{}'",
-                   dir);
+        AICC_CHECK(dir == "LEFT" || dir == "RIGHT",
+                   "attribute 'direction' must be LEFT or RIGHT, got '{}'", dir);
         requireDType(c, 0, {DType::U8, DType::U16, DType::U32, DType::U64});
         bool left = dir == "LEFT";
         return std::vector<RValue>{RValue::of(arith(c.in(0), c.in(1), [left](auto x, auto y) {
@@ -311,10 +320,14 @@ void registerElementwiseBinaryOps(OpRegistry& r) {
       .infer(inferCompare)
       .kernel(equalKernel)
       .upgrade(1, 6, upgradeLegacyBroadcast, legacyBroadcastAttrs(false));
-  compareOp(r, "Less", 1, 0, [](auto x, auto y) { return x < y; }, true);
-  compareOp(r, "Greater", 1, 0, [](auto x, auto y) { return x > y; }, true);
-  compareOp(r, "LessOrEqual", 12, 0, [](auto x, auto y) { return x <= y; }, false);
-  compareOp(r, "GreaterOrEqual", 12, 0, [](auto x, auto y) { return x >= y; }, false);
+  compareOp(
+      r, "Less", 1, 0, [](auto x, auto y) { return x < y; }, true);
+  compareOp(
+      r, "Greater", 1, 0, [](auto x, auto y) { return x > y; }, true);
+  compareOp(
+      r, "LessOrEqual", 12, 0, [](auto x, auto y) { return x <= y; }, false);
+  compareOp(
+      r, "GreaterOrEqual", 12, 0, [](auto x, auto y) { return x >= y; }, false);
 }
 
 } // namespace aicc

@@ -3,6 +3,7 @@
 #include "ops/elementwise.h"
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -24,8 +25,8 @@ uint8_t toE8m0(float v, bool saturate, const std::string& mode) {
     bool g = bits & 0x400000, r = bits & 0x200000, s = bits & 0x1fffff, lsb = exp > 0;
     roundUp = g && (r || s || lsb);
   } else {
-    AICC_CHECK(mode == "down", "attribute 'round_mode' must be \"up\", \"down\" or \"nearest\", got \"{}\"",
-               mode);
+    AICC_CHECK(mode == "down",
+               "attribute 'round_mode' must be \"up\", \"down\" or \"nearest\", got \"{}\"", mode);
   }
   if (roundUp && !(saturate && exp == 0xfe)) ++exp;
   return static_cast<uint8_t>(exp);
@@ -34,20 +35,47 @@ uint8_t toE8m0(float v, bool saturate, const std::string& mode) {
 // Stores an integer value into element i, wrapping around to the target width (bool: != 0).
 void storeInt(Tensor& out, int64_t i, int64_t v) {
   switch (out.dtype()) {
-  case DType::Bool: out.data<uint8_t>()[i] = v != 0; return;
-  case DType::I8: out.data<int8_t>()[i] = static_cast<int8_t>(v); return;
-  case DType::I16: out.data<int16_t>()[i] = static_cast<int16_t>(v); return;
-  case DType::I32: out.data<int32_t>()[i] = static_cast<int32_t>(v); return;
-  case DType::I64: out.data<int64_t>()[i] = v; return;
-  case DType::U8: out.data<uint8_t>()[i] = static_cast<uint8_t>(v); return;
-  case DType::U16: out.data<uint16_t>()[i] = static_cast<uint16_t>(v); return;
-  case DType::U32: out.data<uint32_t>()[i] = static_cast<uint32_t>(v); return;
-  case DType::U64: out.data<uint64_t>()[i] = static_cast<uint64_t>(v); return;
-  case DType::I4: out.data<int8_t>()[i] = static_cast<int8_t>(((v & 0xf) ^ 0x8) - 0x8); return;
-  case DType::U4: out.data<uint8_t>()[i] = static_cast<uint8_t>(v & 0xf); return;
-  case DType::I2: out.data<int8_t>()[i] = static_cast<int8_t>(((v & 0x3) ^ 0x2) - 0x2); return;
-  case DType::U2: out.data<uint8_t>()[i] = static_cast<uint8_t>(v & 0x3); return;
-  default: fail("internal: {} is not an integer type", dtypeName(out.dtype()));
+  case DType::Bool:
+    out.data<uint8_t>()[i] = v != 0;
+    return;
+  case DType::I8:
+    out.data<int8_t>()[i] = static_cast<int8_t>(v);
+    return;
+  case DType::I16:
+    out.data<int16_t>()[i] = static_cast<int16_t>(v);
+    return;
+  case DType::I32:
+    out.data<int32_t>()[i] = static_cast<int32_t>(v);
+    return;
+  case DType::I64:
+    out.data<int64_t>()[i] = v;
+    return;
+  case DType::U8:
+    out.data<uint8_t>()[i] = static_cast<uint8_t>(v);
+    return;
+  case DType::U16:
+    out.data<uint16_t>()[i] = static_cast<uint16_t>(v);
+    return;
+  case DType::U32:
+    out.data<uint32_t>()[i] = static_cast<uint32_t>(v);
+    return;
+  case DType::U64:
+    out.data<uint64_t>()[i] = static_cast<uint64_t>(v);
+    return;
+  case DType::I4:
+    out.data<int8_t>()[i] = static_cast<int8_t>(((v & 0xf) ^ 0x8) - 0x8);
+    return;
+  case DType::U4:
+    out.data<uint8_t>()[i] = static_cast<uint8_t>(v & 0xf);
+    return;
+  case DType::I2:
+    out.data<int8_t>()[i] = static_cast<int8_t>(((v & 0x3) ^ 0x2) - 0x2);
+    return;
+  case DType::U2:
+    out.data<uint8_t>()[i] = static_cast<uint8_t>(v & 0x3);
+    return;
+  default:
+    fail("internal: {} is not an integer type", dtypeName(out.dtype()));
   }
 }
 
@@ -62,16 +90,42 @@ int64_t truncToI64(double v) {
 void storeFloat(Tensor& out, int64_t i, double v, bool saturate, const std::string& roundMode) {
   DType t = out.dtype();
   switch (t) {
-  case DType::F32: out.data<float>()[i] = static_cast<float>(v); return;
-  case DType::F64: out.data<double>()[i] = v; return;
-  case DType::F16: case DType::BF16:
+  case DType::F32:
+    out.data<float>()[i] = static_cast<float>(v);
+    return;
+  case DType::F64:
+    out.data<double>()[i] = v;
+    return;
+  case DType::F16:
+  case DType::BF16:
     out.data<uint16_t>()[i] = static_cast<uint16_t>(floatToReduced(t, static_cast<float>(v)));
     return;
-  case DType::F8E8M0: out.data<uint8_t>()[i] = toE8m0(static_cast<float>(v), saturate, roundMode); return;
+  case DType::F8E8M0:
+    out.data<uint8_t>()[i] = toE8m0(static_cast<float>(v), saturate, roundMode);
+    return;
   default:
     AICC_CHECK(isReducedFloat(t), "internal: {} is not a float type", dtypeName(t));
-    out.data<uint8_t>()[i] = static_cast<uint8_t>(floatToReduced(t, static_cast<float>(v), saturate));
+    // The spec saturates +-inf to +-max for every float8 type (floatToReduced gives NaN for the
+    // fnuz types, which have no infinity), so pass a huge finite value instead.
+    if (saturate && std::isinf(v)) v = std::copysign(std::numeric_limits<float>::max(), v);
+    out.data<uint8_t>()[i] =
+        static_cast<uint8_t>(floatToReduced(t, static_cast<float>(v), saturate));
   }
+}
+
+// Formats a float like numpy's str(): the shortest digits that round-trip, positional for
+// 1e-4 <= |v| < cutoff (with a ".0" for integral values), else scientific ("1e+10").
+template <typename F> std::string formatFloat(F v, double cutoff) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  double a = std::fabs(static_cast<double>(v));
+  bool positional = a == 0 || (a >= 1e-4 && a < cutoff);
+  auto res = std::to_chars(buf, buf + sizeof buf, v,
+                           positional ? std::chars_format::fixed : std::chars_format::scientific);
+  std::string str(buf, res.ptr);
+  if (positional && str.find('.') == std::string::npos) str += ".0";
+  return str;
 }
 
 std::string formatElem(const Tensor& x, int64_t i) {
@@ -79,8 +133,8 @@ std::string formatElem(const Tensor& x, int64_t i) {
   if (t == DType::Bool) return x.data<uint8_t>()[i] ? "True" : "False";
   if (t == DType::U64) return fmt::format("{}", x.data<uint64_t>()[i]);
   if (isInteger(t)) return fmt::format("{}", x.getI64(i));
-  if (t == DType::F64) return fmt::format("{}", x.data<double>()[i]);
-  return fmt::format("{}", static_cast<float>(x.getF64(i))); // shortest form that round-trips
+  if (t == DType::F64) return formatFloat(x.data<double>()[i], 1e16);
+  return formatFloat(static_cast<float>(x.getF64(i)), t == DType::F16 ? 1e3 : 1e6);
 }
 
 // Parses a numeric string ("3.14", "1e-5", "INF", "-inf", "NaN", "100").
@@ -114,16 +168,20 @@ Tensor castTensor(const Tensor& x, DType to, bool saturate, const std::string& r
   } else if (from == DType::String) {
     for (int64_t i = 0; i < n; ++i) {
       const std::string& s = x.strings()[i];
-      if (toInt) storeInt(out, i, to == DType::Bool ? parseDouble(s) != 0 : parseInt(s));
-      else storeFloat(out, i, parseDouble(s), saturate, roundMode);
+      if (toInt)
+        storeInt(out, i, to == DType::Bool ? parseDouble(s) != 0 : parseInt(s));
+      else
+        storeFloat(out, i, parseDouble(s), saturate, roundMode);
     }
   } else if (fromInt && toInt) {
     for (int64_t i = 0; i < n; ++i) storeInt(out, i, x.getI64(i));
   } else if (toInt) { // float -> integer: truncate toward zero
     for (int64_t i = 0; i < n; ++i) {
       double v = x.getF64(i);
-      if (to == DType::Bool) out.data<uint8_t>()[i] = v != 0;
-      else storeInt(out, i, truncToI64(v));
+      if (to == DType::Bool)
+        out.data<uint8_t>()[i] = v != 0;
+      else
+        storeInt(out, i, truncToI64(v));
     }
   } else if (from == DType::F32 && to == DType::F64) {
     for (int64_t i = 0; i < n; ++i) out.data<double>()[i] = x.data<float>()[i];

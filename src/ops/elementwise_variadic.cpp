@@ -34,7 +34,8 @@ void propagateMinMax(InferCtx& c, bool isMax) {
       const Dim& y = b[b.size() == 1 ? 0 : k];
       if (x.isStatic() && y.isStatic())
         out[k] = Dim::known(isMax ? std::max(x.value, y.value) : std::min(x.value, y.value));
-      else if (x == y && !x.symbol.empty()) out[k] = x;
+      else if (x == y && !x.symbol.empty())
+        out[k] = x;
     }
     acc = std::move(out);
   }
@@ -95,17 +96,29 @@ std::vector<RValue> whereKernel(KernelCtx& c) {
       out.strings()[i] = cond.data<uint8_t>()[ic(i)] ? x.strings()[ix(i)] : y.strings()[iy(i)];
     break;
   }
-  case 1: whereLoop(cond, x.data<uint8_t>(), y.data<uint8_t>(), out.data<uint8_t>(), cs, xs, ys, shape); break;
-  case 2: whereLoop(cond, x.data<uint16_t>(), y.data<uint16_t>(), out.data<uint16_t>(), cs, xs, ys, shape); break;
-  case 4: whereLoop(cond, x.data<uint32_t>(), y.data<uint32_t>(), out.data<uint32_t>(), cs, xs, ys, shape); break;
-  case 8: whereLoop(cond, x.data<uint64_t>(), y.data<uint64_t>(), out.data<uint64_t>(), cs, xs, ys, shape); break;
+  case 1:
+    whereLoop(cond, x.data<uint8_t>(), y.data<uint8_t>(), out.data<uint8_t>(), cs, xs, ys, shape);
+    break;
+  case 2:
+    whereLoop(cond, x.data<uint16_t>(), y.data<uint16_t>(), out.data<uint16_t>(), cs, xs, ys,
+              shape);
+    break;
+  case 4:
+    whereLoop(cond, x.data<uint32_t>(), y.data<uint32_t>(), out.data<uint32_t>(), cs, xs, ys,
+              shape);
+    break;
+  case 8:
+    whereLoop(cond, x.data<uint64_t>(), y.data<uint64_t>(), out.data<uint64_t>(), cs, xs, ys,
+              shape);
+    break;
   case 16: { // complex128: two doubles per element
     BroadcastIndexer ic(cs, shape), ix(xs, shape), iy(ys, shape);
     for (int64_t i = 0; i < out.numel(); ++i)
       out.setC(i, cond.data<uint8_t>()[ic(i)] ? x.getC(ix(i)) : y.getC(iy(i)));
     break;
   }
-  default: fail("unsupported element type {}", dtypeName(x.dtype()));
+  default:
+    fail("unsupported element type {}", dtypeName(x.dtype()));
   }
   return {RValue::of(out)};
 }
@@ -117,8 +130,10 @@ void inferWhere(InferCtx& c) {
   std::optional<Shape> s = Shape{};
   for (size_t i = 0; i < 3; ++i) {
     const auto& si = c.inShape(i);
-    if (!si || !s) s = std::nullopt;
-    else s = broadcastShape(*s, *si);
+    if (!si || !s)
+      s = std::nullopt;
+    else
+      s = broadcastShape(*s, *si);
   }
   c.setTensor(0, c.inDType(1), s);
   // Data propagation: a constant condition selecting between two known shape values.
@@ -200,7 +215,8 @@ void registerElementwiseVariadicOps(OpRegistry& r) {
         inferVariadic(c);
         propagateMinMax(c, true);
       })
-      .kernel([](KernelCtx& c) { return foldInputs(c, [](auto x, auto y) { return maxOf(x, y); }); })
+      .kernel(
+          [](KernelCtx& c) { return foldInputs(c, [](auto x, auto y) { return maxOf(x, y); }); })
       .upgrade(1, 5, dropConsumedInputs, legacyConsumedInputs());
   r.op("Min")
       .since(1)
@@ -210,14 +226,16 @@ void registerElementwiseVariadicOps(OpRegistry& r) {
         inferVariadic(c);
         propagateMinMax(c, false);
       })
-      .kernel([](KernelCtx& c) { return foldInputs(c, [](auto x, auto y) { return minOf(x, y); }); })
+      .kernel(
+          [](KernelCtx& c) { return foldInputs(c, [](auto x, auto y) { return minOf(x, y); }); })
       .upgrade(1, 5, dropConsumedInputs, legacyConsumedInputs());
   r.op("Sum")
       .since(1)
       .inputs(1, 1 << 30)
       .props(kElementwise | kCommutative)
       .infer(inferVariadic)
-      .kernel([](KernelCtx& c) { return foldInputs(c, [](auto x, auto y) { return wrapAdd(x, y); }); })
+      .kernel(
+          [](KernelCtx& c) { return foldInputs(c, [](auto x, auto y) { return wrapAdd(x, y); }); })
       .upgrade(1, 5, dropConsumedInputs, legacyConsumedInputs());
   r.op("Mean")
       .since(1)

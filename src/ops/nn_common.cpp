@@ -66,8 +66,8 @@ WindowAttrs readWindowAttrs(const Node& n, size_t spatial) {
   auto get = [&](const char* name, size_t len, int64_t dflt, int64_t minVal) {
     Dims v = n.attrInts(name, Dims(len, dflt));
     if (v.empty()) v.assign(len, dflt);
-    AICC_CHECK(v.size() == len, "attribute '{}' has {} values, expected {} for {} spatial dims", name,
-               v.size(), len, spatial);
+    AICC_CHECK(v.size() == len, "attribute '{}' has {} values, expected {} for {} spatial dims",
+               name, v.size(), len, spatial);
     for (int64_t x : v) AICC_CHECK(x >= minVal, "attribute '{}' has invalid value {}", name, x);
     return v;
   };
@@ -97,8 +97,9 @@ Window slideDim(const WindowAttrs& a, size_t i, int64_t in, int64_t kernel, bool
       w.padEnd = a.pads[i + sp];
     }
     int64_t span = in + w.padBegin + w.padEnd - ext;
-    AICC_CHECK(span >= 0, "window of extent {} does not fit input size {} (pads {}+{}) in spatial dim {}",
-               ext, in, w.padBegin, w.padEnd, i);
+    AICC_CHECK(span >= 0,
+               "window of extent {} does not fit input size {} (pads {}+{}) in spatial dim {}", ext,
+               in, w.padBegin, w.padEnd, i);
     w.out = (ceilMode ? ceilDiv(span, w.stride) : floorDiv(span, w.stride)) + 1;
     // With ceil_mode, a last window that would start in the end padding is dropped.
     if (ceilMode && (w.out - 1) * w.stride >= in + w.padBegin) --w.out;
@@ -111,7 +112,8 @@ std::vector<Window> slideDims(const WindowAttrs& a, const Dims& inSpatial, const
   AICC_CHECK(inSpatial.size() == kernel.size(), "kernel has {} spatial dims, input has {}",
              kernel.size(), inSpatial.size());
   std::vector<Window> ws;
-  for (size_t i = 0; i < inSpatial.size(); ++i) ws.push_back(slideDim(a, i, inSpatial[i], kernel[i], ceilMode));
+  for (size_t i = 0; i < inSpatial.size(); ++i)
+    ws.push_back(slideDim(a, i, inSpatial[i], kernel[i], ceilMode));
   return ws;
 }
 
@@ -140,15 +142,18 @@ void inferSliding(InferCtx& c, Dim channels, const std::optional<Dims>& kernel, 
   Shape out{xs ? (*xs)[0] : Dim{}, channels};
   for (size_t i = 0; i < sp; ++i) {
     Dim d = xs ? (*xs)[i + 2] : Dim{};
-    if (kernel && d.isStatic()) out.push_back(Dim::known(slideDim(a, i, d.value, (*kernel)[i], ceilMode).out));
-    else out.push_back(Dim{});
+    if (kernel && d.isStatic())
+      out.push_back(Dim::known(slideDim(a, i, d.value, (*kernel)[i], ceilMode).out));
+    else
+      out.push_back(Dim{});
   }
   c.setTensor(0, dt, out);
 }
 
 void requireFloatInput(const KernelCtx& c, size_t i) {
   DType t = c.in(i).dtype();
-  AICC_CHECK(isFloat(t), "input {} has element type {}, expected a floating-point type", i, dtypeName(t));
+  AICC_CHECK(isFloat(t), "input {} has element type {}, expected a floating-point type", i,
+             dtypeName(t));
 }
 
 } // namespace aicc

@@ -57,7 +57,8 @@ void convImpl(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t C,
     for (int64_t grp = 0; grp < G; ++grp) {
       const T* xg = x + (n * C + grp * Cg) * inSize;
       T* yg = y + (n * M + grp * Mg) * P;
-      for (int64_t m = 0; m < Mg; ++m) std::fill(yg + m * P, yg + (m + 1) * P, bias ? bias[grp * Mg + m] : T(0));
+      for (int64_t m = 0; m < Mg; ++m)
+        std::fill(yg + m * P, yg + (m + 1) * P, bias ? bias[grp * Mg + m] : T(0));
       if (!direct) im2col(xg, Cg, g, col.data());
       gemmAcc<T>(Mg, P, K, w + grp * Mg * K, direct ? xg : col.data(), yg);
     }
@@ -67,27 +68,33 @@ std::vector<RValue> convKernel(KernelCtx& c) {
   requireFloatInput(c, 0);
   const Tensor& X = c.in(0);
   const Tensor& W = c.in(1);
-  AICC_CHECK(X.rank() >= 3, "input X has shape {}, expected [N, C, spatial...]", formatDims(X.shape()));
+  AICC_CHECK(X.rank() >= 3, "input X has shape {}, expected [N, C, spatial...]",
+             formatDims(X.shape()));
   AICC_CHECK(W.rank() == X.rank(), "weights W have shape {}, expected rank {} like X {}",
              formatDims(W.shape()), X.rank(), formatDims(X.shape()));
   const int64_t N = X.dim(0), C = X.dim(1), M = W.dim(0), G = c.node.attrInt("group");
-  AICC_CHECK(G >= 1 && C % G == 0 && M % G == 0, "group {} must divide input channels {} and output channels {}", G, C, M);
-  AICC_CHECK(W.dim(1) * G == C, "weights W {} expect {} input channels, X {} has {}", formatDims(W.shape()),
-             W.dim(1) * G, formatDims(X.shape()), C);
+  AICC_CHECK(G >= 1 && C % G == 0 && M % G == 0,
+             "group {} must divide input channels {} and output channels {}", G, C, M);
+  AICC_CHECK(W.dim(1) * G == C, "weights W {} expect {} input channels, X {} has {}",
+             formatDims(W.shape()), W.dim(1) * G, formatDims(X.shape()), C);
   Dims kernel = kernelShapeOf(c.node, spatialOf(W.shape()));
-  AICC_CHECK(kernel == spatialOf(W.shape()), "kernel_shape {} does not match weights {}", formatDims(kernel),
-             formatDims(W.shape()));
-  if (c.has(2)) AICC_CHECK(c.in(2).numel() == M, "bias B has shape {}, expected [{}]", formatDims(c.in(2).shape()), M);
+  AICC_CHECK(kernel == spatialOf(W.shape()), "kernel_shape {} does not match weights {}",
+             formatDims(kernel), formatDims(W.shape()));
+  if (c.has(2))
+    AICC_CHECK(c.in(2).numel() == M, "bias B has shape {}, expected [{}]",
+               formatDims(c.in(2).shape()), M);
   WindowAttrs a = readWindowAttrs(c.node, static_cast<size_t>(X.rank() - 2));
   auto ws = slideDims(a, spatialOf(X.shape()), kernel, false);
   auto g = windows3(ws);
   Dims outShape{N, M};
   for (const auto& wd : ws) outShape.push_back(wd.out);
-  Tensor x = toCompute(X), w = W.castTo(x.dtype()), b = c.has(2) ? c.in(2).castTo(x.dtype()) : Tensor();
+  Tensor x = toCompute(X), w = W.castTo(x.dtype()),
+         b = c.has(2) ? c.in(2).castTo(x.dtype()) : Tensor();
   Tensor y(x.dtype(), outShape);
   withComputeType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    convImpl<T>(x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>(), N, C, M, G, g);
+    convImpl<T>(x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>(), N, C, M,
+                G, g);
   });
   return {RValue::of(fromCompute(y, X.dtype()))};
 }
@@ -99,10 +106,13 @@ void convInfer(InferCtx& c) {
   AICC_CHECK(G >= 1, "attribute 'group' is {}, must be positive", G);
   Dim M = ws && !ws->empty() ? (*ws)[0] : Dim{};
   std::optional<Dims> kernel;
-  if (auto k = c.node.attrInts("kernel_shape", {}); !k.empty()) kernel = k;
-  else if (ws && ws->size() >= 2) kernel = toDims(Shape(ws->begin() + 2, ws->end()));
+  if (auto k = c.node.attrInts("kernel_shape", {}); !k.empty())
+    kernel = k;
+  else if (ws && ws->size() >= 2)
+    kernel = toDims(Shape(ws->begin() + 2, ws->end()));
   if (xs && ws) {
-    AICC_CHECK(xs->size() == ws->size(), "X {} and W {} have different ranks", formatShape(*xs), formatShape(*ws));
+    AICC_CHECK(xs->size() == ws->size(), "X {} and W {} have different ranks", formatShape(*xs),
+               formatShape(*ws));
     Dim cx = (*xs)[1], cw = (*ws)[1];
     AICC_CHECK(!cx.isStatic() || !cw.isStatic() || cx.value == cw.value * G,
                "X {} has {} channels but W {} with group {} expects {}", formatShape(*xs), cx.value,
@@ -120,11 +130,12 @@ std::vector<Window> transposeDims(const Node& n, const Dims& inSpatial, const Di
   WindowAttrs a = readWindowAttrs(n, sp);
   Dims outPad = n.attrInts("output_padding", Dims(sp, 0));
   if (outPad.empty()) outPad.assign(sp, 0);
-  AICC_CHECK(outPad.size() == sp, "attribute 'output_padding' has {} values, expected {}", outPad.size(), sp);
+  AICC_CHECK(outPad.size() == sp, "attribute 'output_padding' has {} values, expected {}",
+             outPad.size(), sp);
   Dims outShape = n.attrInts("output_shape", {});
   if (outShape.size() == sp + 2) outShape.erase(outShape.begin(), outShape.begin() + 2);
-  AICC_CHECK(outShape.empty() || outShape.size() == sp, "attribute 'output_shape' has {} values, expected {}",
-             outShape.size(), sp);
+  AICC_CHECK(outShape.empty() || outShape.size() == sp,
+             "attribute 'output_shape' has {} values, expected {}", outShape.size(), sp);
   std::vector<Window> ws(sp);
   for (size_t i = 0; i < sp; ++i) {
     Window& w = ws[i];
@@ -167,7 +178,8 @@ void convTransposeImpl(const T* x, const T* w, const T* bias, T* y, int64_t N, i
     for (int64_t grp = 0; grp < G; ++grp) {
       // wt[r, c] = W[grp*Cg + c, r]; col = wt * x_g.
       for (int64_t ci = 0; ci < Cg; ++ci)
-        for (int64_t r = 0; r < R; ++r) wt[static_cast<size_t>(r * Cg + ci)] = w[(grp * Cg + ci) * R + r];
+        for (int64_t r = 0; r < R; ++r)
+          wt[static_cast<size_t>(r * Cg + ci)] = w[(grp * Cg + ci) * R + r];
       std::fill(col.begin(), col.end(), T(0));
       gemmAcc<T>(R, Pin, Cg, wt.data(), x + (n * C + grp * Cg) * Pin, col.data());
       // col2im: scatter-add every (m, kz, ky, kx) row into the output.
@@ -205,28 +217,32 @@ std::vector<RValue> convTransposeKernel(KernelCtx& c) {
   requireFloatInput(c, 0);
   const Tensor& X = c.in(0);
   const Tensor& W = c.in(1);
-  AICC_CHECK(X.rank() >= 3, "input X has shape {}, expected [N, C, spatial...]", formatDims(X.shape()));
+  AICC_CHECK(X.rank() >= 3, "input X has shape {}, expected [N, C, spatial...]",
+             formatDims(X.shape()));
   AICC_CHECK(W.rank() == X.rank(), "weights W have shape {}, expected rank {} like X {}",
              formatDims(W.shape()), X.rank(), formatDims(X.shape()));
   const int64_t N = X.dim(0), C = X.dim(1), G = c.node.attrInt("group");
   AICC_CHECK(G >= 1 && C % G == 0, "group {} must divide input channels {}", G, C);
-  AICC_CHECK(W.dim(0) == C, "weights W {} expect {} input channels, X {} has {}", formatDims(W.shape()),
-             W.dim(0), formatDims(X.shape()), C);
+  AICC_CHECK(W.dim(0) == C, "weights W {} expect {} input channels, X {} has {}",
+             formatDims(W.shape()), W.dim(0), formatDims(X.shape()), C);
   const int64_t M = W.dim(1) * G;
   Dims kernel = kernelShapeOf(c.node, spatialOf(W.shape()));
-  AICC_CHECK(kernel == spatialOf(W.shape()), "kernel_shape {} does not match weights {}", formatDims(kernel),
-             formatDims(W.shape()));
-  if (c.has(2)) AICC_CHECK(c.in(2).numel() == M, "bias B has shape {}, expected [{}]", formatDims(c.in(2).shape()), M);
+  AICC_CHECK(kernel == spatialOf(W.shape()), "kernel_shape {} does not match weights {}",
+             formatDims(kernel), formatDims(W.shape()));
+  if (c.has(2))
+    AICC_CHECK(c.in(2).numel() == M, "bias B has shape {}, expected [{}]",
+               formatDims(c.in(2).shape()), M);
   auto ws = transposeDims(c.node, spatialOf(X.shape()), kernel);
   auto g = windows3(ws);
   Dims outShape{N, M};
   for (const auto& wd : ws) outShape.push_back(wd.out);
-  Tensor x = toCompute(X), w = W.castTo(x.dtype()), b = c.has(2) ? c.in(2).castTo(x.dtype()) : Tensor();
+  Tensor x = toCompute(X), w = W.castTo(x.dtype()),
+         b = c.has(2) ? c.in(2).castTo(x.dtype()) : Tensor();
   Tensor y(x.dtype(), outShape);
   withComputeType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    convTransposeImpl<T>(x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>(), N, C,
-                         M, G, g);
+    convTransposeImpl<T>(x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>(),
+                         N, C, M, G, g);
   });
   return {RValue::of(fromCompute(y, X.dtype()))};
 }
@@ -241,8 +257,10 @@ void convTransposeInfer(InferCtx& c) {
   AICC_CHECK(xs->size() >= 3, "input X has rank {}, expected at least 3", xs->size());
   size_t sp = xs->size() - 2;
   std::optional<Dims> kernel;
-  if (auto k = c.node.attrInts("kernel_shape", {}); !k.empty()) kernel = k;
-  else if (ws && ws->size() == xs->size()) kernel = toDims(Shape(ws->begin() + 2, ws->end()));
+  if (auto k = c.node.attrInts("kernel_shape", {}); !k.empty())
+    kernel = k;
+  else if (ws && ws->size() == xs->size())
+    kernel = toDims(Shape(ws->begin() + 2, ws->end()));
   Shape out{(*xs)[0], M};
   auto in = toDims(Shape(xs->begin() + 2, xs->end()));
   if (kernel && in) {

@@ -15,7 +15,8 @@ namespace {
 enum class PoolKind { Max, Avg, Lp };
 
 // Taps [lo, hi) of one window dim whose positions start + t*d lie in [from, to).
-void tapRange(int64_t start, int64_t k, int64_t d, int64_t from, int64_t to, int64_t& lo, int64_t& hi) {
+void tapRange(int64_t start, int64_t k, int64_t d, int64_t from, int64_t to, int64_t& lo,
+              int64_t& hi) {
   lo = start >= from ? 0 : ceilDiv(from - start, d);
   hi = to <= start ? 0 : std::min(k, ceilDiv(to - start, d));
   if (hi < lo) hi = lo;
@@ -62,7 +63,8 @@ void poolImpl(const T* x, T* y, int64_t* indices, int64_t NC, const std::array<W
               }
             *y = best;
             if (indices) {
-              int64_t sp = pp.colMajorIndices ? bz + w0.in * (by + w1.in * bx) : (bz * w1.in + by) * w2.in + bx;
+              int64_t sp = pp.colMajorIndices ? bz + w0.in * (by + w1.in * bx)
+                                              : (bz * w1.in + by) * w2.in + bx;
               *indices++ = bz < 0 ? -1 : nc * inSize + sp;
             }
             continue;
@@ -74,15 +76,20 @@ void poolImpl(const T* x, T* y, int64_t* indices, int64_t NC, const std::array<W
                 const T* row = xc + ((z0 + a * w0.dilation) * w1.in + y0 + b * w1.dilation) * w2.in;
                 for (int64_t e = e0; e < e1; ++e) {
                   T v = row[x0 + e * w2.dilation];
-                  if (pp.kind == PoolKind::Avg) acc += v;
-                  else acc += pp.p == 2 ? v * v : static_cast<T>(std::pow(std::abs(v), static_cast<T>(pp.p)));
+                  if (pp.kind == PoolKind::Avg)
+                    acc += v;
+                  else
+                    acc += pp.p == 2 ? v * v
+                                     : static_cast<T>(std::pow(std::abs(v), static_cast<T>(pp.p)));
                 }
               }
             if (pp.kind == PoolKind::Avg) {
-              int64_t count = pp.includePad ? (pa1 - pa0) * (pb1 - pb0) * (pe1 - pe0) : (a1 - a0) * (b1 - b0) * (e1 - e0);
+              int64_t count = pp.includePad ? (pa1 - pa0) * (pb1 - pb0) * (pe1 - pe0)
+                                            : (a1 - a0) * (b1 - b0) * (e1 - e0);
               *y = count > 0 ? acc / static_cast<T>(count) : T(0);
             } else {
-              *y = pp.p == 2 ? std::sqrt(acc) : static_cast<T>(std::pow(acc, T(1) / static_cast<T>(pp.p)));
+              *y = pp.p == 2 ? std::sqrt(acc)
+                             : static_cast<T>(std::pow(acc, T(1) / static_cast<T>(pp.p)));
             }
           }
         }
@@ -128,7 +135,8 @@ std::vector<RValue> runPool(KernelCtx& c, const std::vector<Window>& ws, const P
 
 std::vector<Window> poolWindows(const KernelCtx& c, int64_t ceilMode) {
   const Tensor& X = c.in(0);
-  AICC_CHECK(X.rank() >= 3, "input X has shape {}, expected [N, C, spatial...]", formatDims(X.shape()));
+  AICC_CHECK(X.rank() >= 3, "input X has shape {}, expected [N, C, spatial...]",
+             formatDims(X.shape()));
   Dims in(X.shape().begin() + 2, X.shape().end());
   Dims kernel = c.node.attrInts("kernel_shape");
   WindowAttrs a = readWindowAttrs(c.node, in.size());
@@ -140,7 +148,9 @@ void poolInfer(InferCtx& c) {
   Dim channels = xs && xs->size() >= 2 ? (*xs)[1] : Dim{};
   bool ceil = c.node.def->findAttr("ceil_mode") && c.node.attrInt("ceil_mode") != 0;
   inferSliding(c, channels, c.node.attrInts("kernel_shape"), ceil, c.inDType(0));
-  if (c.node.outputs.size() > 1) c.setOutput(1, Type::tensor(DType::I64, c.node.outputs[0] ? c.node.outputs[0]->type.shape : std::nullopt));
+  if (c.node.outputs.size() > 1)
+    c.setOutput(1, Type::tensor(DType::I64,
+                                c.node.outputs[0] ? c.node.outputs[0]->type.shape : std::nullopt));
 }
 
 OpBuilder poolAttrs(OpBuilder b) {
@@ -159,7 +169,8 @@ OpBuilder poolAttrs(OpBuilder b) {
 
 std::vector<RValue> globalPool(KernelCtx& c, PoolKind kind, int64_t p) {
   const Tensor& X = c.in(0);
-  AICC_CHECK(X.rank() >= 2, "input X has shape {}, expected [N, C, spatial...]", formatDims(X.shape()));
+  AICC_CHECK(X.rank() >= 2, "input X has shape {}, expected [N, C, spatial...]",
+             formatDims(X.shape()));
   requireFloatInput(c, 0);
   Dims outShape{X.dim(0), X.dim(1)};
   outShape.resize(static_cast<size_t>(X.rank()), 1);
@@ -173,9 +184,12 @@ std::vector<RValue> globalPool(KernelCtx& c, PoolKind kind, int64_t p) {
     for (int64_t nc = 0; nc < NC; ++nc, xp += S) {
       T acc = kind == PoolKind::Max ? (S ? xp[0] : T(0)) : T(0);
       for (int64_t i = 0; i < S; ++i) {
-        if (kind == PoolKind::Max) acc = std::max(acc, xp[i]);
-        else if (kind == PoolKind::Avg) acc += xp[i];
-        else acc += static_cast<T>(std::pow(std::abs(xp[i]), static_cast<T>(p)));
+        if (kind == PoolKind::Max)
+          acc = std::max(acc, xp[i]);
+        else if (kind == PoolKind::Avg)
+          acc += xp[i];
+        else
+          acc += static_cast<T>(std::pow(std::abs(xp[i]), static_cast<T>(p)));
       }
       if (kind == PoolKind::Avg) acc = S ? acc / static_cast<T>(S) : T(0);
       if (kind == PoolKind::Lp) acc = static_cast<T>(std::pow(acc, T(1) / static_cast<T>(p)));
@@ -197,7 +211,8 @@ void globalPoolInfer(InferCtx& c) {
 // ---- MaxUnpool ----------------------------------------------------------------------------------
 
 Dims unpoolShape(const Node& n, const Dims& xShape) {
-  AICC_CHECK(xShape.size() >= 3, "input X has shape {}, expected [N, C, spatial...]", formatDims(xShape));
+  AICC_CHECK(xShape.size() >= 3, "input X has shape {}, expected [N, C, spatial...]",
+             formatDims(xShape));
   size_t sp = xShape.size() - 2;
   Dims kernel = n.attrInts("kernel_shape");
   AICC_CHECK(kernel.size() == sp, "kernel_shape has {} values, expected {}", kernel.size(), sp);
@@ -214,8 +229,8 @@ Dims unpoolShape(const Node& n, const Dims& xShape) {
 std::vector<RValue> maxUnpoolKernel(KernelCtx& c) {
   const Tensor& X = c.in(0);
   const Tensor& I = c.in(1);
-  AICC_CHECK(I.shape() == X.shape(), "indices I have shape {}, expected X's shape {}", formatDims(I.shape()),
-             formatDims(X.shape()));
+  AICC_CHECK(I.shape() == X.shape(), "indices I have shape {}, expected X's shape {}",
+             formatDims(I.shape()), formatDims(X.shape()));
   Dims inferred = unpoolShape(c.node, X.shape());
   Tensor y(X.dtype(), inferred);
   const size_t es = dtypeSize(X.dtype());
@@ -224,24 +239,26 @@ std::vector<RValue> maxUnpoolKernel(KernelCtx& c) {
   const auto* src = static_cast<const std::byte*>(X.raw());
   for (int64_t i = 0; i < X.numel(); ++i) {
     int64_t k = I.getI64(i);
-    AICC_CHECK(k >= 0 && k < y.numel(), "index {} at position {} is out of range [0, {})", k, i, y.numel());
+    AICC_CHECK(k >= 0 && k < y.numel(), "index {} at position {} is out of range [0, {})", k, i,
+               y.numel());
     std::memcpy(dst + static_cast<size_t>(k) * es, src + static_cast<size_t>(i) * es, es);
   }
   if (!c.has(2)) return {RValue::of(y)};
   Dims want = c.in(2).toI64Vector();
   if (want == inferred) return {RValue::of(y)};
-  AICC_CHECK(want.size() == inferred.size(), "output_shape {} has rank {}, expected {}", formatDims(want),
-             want.size(), inferred.size());
+  AICC_CHECK(want.size() == inferred.size(), "output_shape {} has rank {}, expected {}",
+             formatDims(want), want.size(), inferred.size());
   for (size_t i = 0; i < want.size(); ++i)
-    AICC_CHECK(want[i] >= inferred[i], "output_shape {} is smaller than the unpooled shape {}", formatDims(want),
-               formatDims(inferred));
+    AICC_CHECK(want[i] >= inferred[i], "output_shape {} is smaller than the unpooled shape {}",
+               formatDims(want), formatDims(inferred));
   // The unpooled values keep their positions; the extra area is zero.
   Tensor out(X.dtype(), want);
   Dims st = stridesOf(want), ist = stridesOf(inferred);
   for (int64_t i = 0; i < y.numel(); ++i) {
     int64_t rem = i, o = 0;
     for (size_t d = 0; d < inferred.size(); ++d) o += (rem / ist[d]) * st[d], rem %= ist[d];
-    std::memcpy(static_cast<std::byte*>(out.raw()) + static_cast<size_t>(o) * es, dst + static_cast<size_t>(i) * es, es);
+    std::memcpy(static_cast<std::byte*>(out.raw()) + static_cast<size_t>(o) * es,
+                dst + static_cast<size_t>(i) * es, es);
   }
   return {RValue::of(out)};
 }
@@ -271,17 +288,14 @@ void maxUnpoolInfer(InferCtx& c) {
 } // namespace
 
 void registerNnPoolOps(OpRegistry& r) {
-  poolAttrs(r.op("MaxPool"))
-      .attrInt("storage_order", 0)
-      .outputs(1, 2)
-      .kernel([](KernelCtx& c) {
-        PoolParams pp;
-        pp.kind = PoolKind::Max;
-        int64_t so = c.node.attrInt("storage_order");
-        AICC_CHECK(so == 0 || so == 1, "attribute 'storage_order' is {}, expected 0 or 1", so);
-        pp.colMajorIndices = so == 1;
-        return runPool(c, poolWindows(c, c.node.attrInt("ceil_mode")), pp);
-      });
+  poolAttrs(r.op("MaxPool")).attrInt("storage_order", 0).outputs(1, 2).kernel([](KernelCtx& c) {
+    PoolParams pp;
+    pp.kind = PoolKind::Max;
+    int64_t so = c.node.attrInt("storage_order");
+    AICC_CHECK(so == 0 || so == 1, "attribute 'storage_order' is {}, expected 0 or 1", so);
+    pp.colMajorIndices = so == 1;
+    return runPool(c, poolWindows(c, c.node.attrInt("ceil_mode")), pp);
+  });
   poolAttrs(r.op("AveragePool")).attrInt("count_include_pad", 0).kernel([](KernelCtx& c) {
     PoolParams pp;
     pp.kind = PoolKind::Avg;

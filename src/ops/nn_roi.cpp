@@ -22,7 +22,8 @@ Sample bilinear(double y, double x, int64_t H, int64_t W) {
   auto yl = static_cast<int64_t>(y), xl = static_cast<int64_t>(x), yh = yl + 1, xh = xl + 1;
   if (yl >= H - 1) yh = yl = H - 1, y = static_cast<double>(yl);
   if (xl >= W - 1) xh = xl = W - 1, x = static_cast<double>(xl);
-  double ly = y - static_cast<double>(yl), lx = x - static_cast<double>(xl), hy = 1 - ly, hx = 1 - lx;
+  double ly = y - static_cast<double>(yl), lx = x - static_cast<double>(xl), hy = 1 - ly,
+         hx = 1 - lx;
   s.pos[0] = yl * W + xl, s.pos[1] = yl * W + xh, s.pos[2] = yh * W + xl, s.pos[3] = yh * W + xh;
   s.w[0] = hy * hx, s.w[1] = hy * lx, s.w[2] = ly * hx, s.w[3] = ly * lx;
   return s;
@@ -36,13 +37,14 @@ std::vector<RValue> roiAlignKernel(KernelCtx& c) {
   AICC_CHECK(X.rank() == 4, "input X has shape {}, expected [N, C, H, W]", formatDims(X.shape()));
   AICC_CHECK(rois.rank() == 2 && rois.dim(1) == 4, "rois have shape {}, expected [num_rois, 4]",
              formatDims(rois.shape()));
-  AICC_CHECK(bidx.rank() == 1 && bidx.dim(0) == rois.dim(0), "batch_indices have shape {}, expected [{}]",
-             formatDims(bidx.shape()), rois.dim(0));
+  AICC_CHECK(bidx.rank() == 1 && bidx.dim(0) == rois.dim(0),
+             "batch_indices have shape {}, expected [{}]", formatDims(bidx.shape()), rois.dim(0));
   const Node& n = c.node;
   const int64_t OH = n.attrInt("output_height"), OW = n.attrInt("output_width");
   const int64_t ratio = n.attrInt("sampling_ratio");
   const double scale = n.attrFloat("spatial_scale");
-  const std::string mode = n.attrString("mode"), ctm = n.attrString("coordinate_transformation_mode");
+  const std::string mode = n.attrString("mode"),
+                    ctm = n.attrString("coordinate_transformation_mode");
   AICC_CHECK(OH >= 1 && OW >= 1, "output_height/output_width must be positive, got {}x{}", OH, OW);
   AICC_CHECK(mode == "avg" || mode == "max", "attribute 'mode' has unknown value '{}'", mode);
   AICC_CHECK(ctm == "half_pixel" || ctm == "output_half_pixel",
@@ -55,8 +57,10 @@ std::vector<RValue> roiAlignKernel(KernelCtx& c) {
     int64_t b = bidx.getI64(r);
     AICC_CHECK(b >= 0 && b < N, "batch index {} of roi {} is out of range [0, {})", b, r, N);
     double off = halfPixel ? 0.5 : 0.0;
-    double x0 = rv[static_cast<size_t>(r * 4)] * scale - off, y0 = rv[static_cast<size_t>(r * 4 + 1)] * scale - off;
-    double x1 = rv[static_cast<size_t>(r * 4 + 2)] * scale - off, y1 = rv[static_cast<size_t>(r * 4 + 3)] * scale - off;
+    double x0 = rv[static_cast<size_t>(r * 4)] * scale - off,
+           y0 = rv[static_cast<size_t>(r * 4 + 1)] * scale - off;
+    double x1 = rv[static_cast<size_t>(r * 4 + 2)] * scale - off,
+           y1 = rv[static_cast<size_t>(r * 4 + 3)] * scale - off;
     double rw = x1 - x0, rh = y1 - y0;
     if (!halfPixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
     double bh = rh / static_cast<double>(OH), bw = rw / static_cast<double>(OW);
@@ -69,8 +73,12 @@ std::vector<RValue> roiAlignKernel(KernelCtx& c) {
       for (int64_t pw = 0; pw < OW; ++pw)
         for (int64_t iy = 0; iy < gh; ++iy)
           for (int64_t ix = 0; ix < gw; ++ix)
-            samples.push_back(bilinear(y0 + static_cast<double>(ph) * bh + (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh),
-                                       x0 + static_cast<double>(pw) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw), H, W));
+            samples.push_back(
+                bilinear(y0 + static_cast<double>(ph) * bh +
+                             (static_cast<double>(iy) + 0.5) * bh / static_cast<double>(gh),
+                         x0 + static_cast<double>(pw) * bw +
+                             (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw),
+                         H, W));
     for (int64_t ch = 0; ch < C; ++ch) {
       const double* plane = x.data() + (b * C + ch) * H * W;
       const Sample* s = samples.data();
@@ -108,7 +116,8 @@ std::vector<RValue> maxRoiPoolKernel(KernelCtx& c) {
   AICC_CHECK(rois.rank() == 2 && rois.dim(1) == 5, "rois have shape {}, expected [num_rois, 5]",
              formatDims(rois.shape()));
   Dims ps = c.node.attrInts("pooled_shape");
-  AICC_CHECK(ps.size() == 2 && ps[0] >= 1 && ps[1] >= 1, "attribute 'pooled_shape' must be 2 positive ints");
+  AICC_CHECK(ps.size() == 2 && ps[0] >= 1 && ps[1] >= 1,
+             "attribute 'pooled_shape' must be 2 positive ints");
   const double scale = c.node.attrFloat("spatial_scale");
   const int64_t N = X.dim(0), C = X.dim(1), H = X.dim(2), W = X.dim(3), R = rois.dim(0);
   const int64_t PH = ps[0], PW = ps[1];
@@ -118,18 +127,24 @@ std::vector<RValue> maxRoiPoolKernel(KernelCtx& c) {
     const double* roi = rv.data() + r * 5;
     auto b = static_cast<int64_t>(roi[0]);
     AICC_CHECK(b >= 0 && b < N, "batch index {} of roi {} is out of range [0, {})", b, r, N);
-    auto x0 = static_cast<int64_t>(std::round(roi[1] * scale)), y0 = static_cast<int64_t>(std::round(roi[2] * scale));
-    auto x1 = static_cast<int64_t>(std::round(roi[3] * scale)), y1 = static_cast<int64_t>(std::round(roi[4] * scale));
+    auto x0 = static_cast<int64_t>(std::round(roi[1] * scale)),
+         y0 = static_cast<int64_t>(std::round(roi[2] * scale));
+    auto x1 = static_cast<int64_t>(std::round(roi[3] * scale)),
+         y1 = static_cast<int64_t>(std::round(roi[4] * scale));
     double bh = static_cast<double>(std::max<int64_t>(y1 - y0 + 1, 1)) / static_cast<double>(PH);
     double bw = static_cast<double>(std::max<int64_t>(x1 - x0 + 1, 1)) / static_cast<double>(PW);
     for (int64_t ch = 0; ch < C; ++ch) {
       const double* plane = x.data() + (b * C + ch) * H * W;
       for (int64_t ph = 0; ph < PH; ++ph)
         for (int64_t pw = 0; pw < PW; ++pw) {
-          auto hs = std::clamp<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(ph) * bh)) + y0, 0, H);
-          auto he = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(static_cast<double>(ph + 1) * bh)) + y0, 0, H);
-          auto ws = std::clamp<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(pw) * bw)) + x0, 0, W);
-          auto we = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(static_cast<double>(pw + 1) * bw)) + x0, 0, W);
+          auto hs = std::clamp<int64_t>(
+              static_cast<int64_t>(std::floor(static_cast<double>(ph) * bh)) + y0, 0, H);
+          auto he = std::clamp<int64_t>(
+              static_cast<int64_t>(std::ceil(static_cast<double>(ph + 1) * bh)) + y0, 0, H);
+          auto ws = std::clamp<int64_t>(
+              static_cast<int64_t>(std::floor(static_cast<double>(pw) * bw)) + x0, 0, W);
+          auto we = std::clamp<int64_t>(
+              static_cast<int64_t>(std::ceil(static_cast<double>(pw + 1) * bw)) + x0, 0, W);
           double m = 0;
           bool any = false;
           for (int64_t i = hs; i < he; ++i)
@@ -157,12 +172,14 @@ void registerNnRoiOps(OpRegistry& r) {
       .attrFloat("spatial_scale", 1.0f)
       .inputs(3, 3)
       .infer([](InferCtx& c) {
-        roiInfer(c, Dim::known(c.node.attrInt("output_height")), Dim::known(c.node.attrInt("output_width")));
+        roiInfer(c, Dim::known(c.node.attrInt("output_height")),
+                 Dim::known(c.node.attrInt("output_width")));
       })
       .kernel(roiAlignKernel)
       // RoiAlign-10 had no coordinate_transformation_mode and behaved as output_half_pixel.
       .upgrade(10, 15, [](ImportCtx& c) {
-        c.node.attrs["coordinate_transformation_mode"] = Attribute{std::string("output_half_pixel")};
+        c.node.attrs["coordinate_transformation_mode"] =
+            Attribute{std::string("output_half_pixel")};
       });
   r.op("MaxRoiPool")
       .attr("pooled_shape", Attribute::Kind::Ints, true)

@@ -2,11 +2,11 @@
 // attributes keepdims (1) and noop_with_empty_axes (0). Older opsets carry `axes` as an attribute,
 // which the upgrade rule moves into input 1.
 //
-// Kernels reduce over a "plan": the input dims with size-1 dims dropped and neighbouring dims of the
-// same kind (reduced / kept) merged, walked in memory order with the output offset kept up to date,
-// so the inner loop runs over raw typed pointers. Floats accumulate in double; integers are exact
-// (64-bit wrap-around arithmetic, never through double) except for L2/LogSum/LogSumExp, which are
-// computed in double; f16/bf16 go through float.
+// Kernels reduce over a "plan": the input dims with size-1 dims dropped and neighbouring dims of
+// the same kind (reduced / kept) merged, walked in memory order with the output offset kept up to
+// date, so the inner loop runs over raw typed pointers. Floats accumulate in double; integers are
+// exact (64-bit wrap-around arithmetic, never through double) except for L2/LogSum/LogSumExp, which
+// are computed in double; f16/bf16 go through float.
 #include "ops/reduction.h"
 
 #include "ops/all_ops.h"
@@ -23,9 +23,9 @@ namespace {
 enum class RK { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
 struct ReducePlan {
-  Dims dims;         // merged input dims
-  Dims outStride;    // output stride of each merged dim; 0 for reduced dims
-  Dims outShape;     // the op's output shape
+  Dims dims;      // merged input dims
+  Dims outStride; // output stride of each merged dim; 0 for reduced dims
+  Dims outShape;  // the op's output shape
   int64_t outNumel = 1;
   int64_t count = 1; // input elements per output element
   int64_t inNumel = 1;
@@ -36,8 +36,10 @@ ReducePlan makePlan(const Dims& shape, const std::vector<bool>& reduced, bool ke
   std::vector<bool> mergedRed;
   for (size_t d = 0; d < shape.size(); ++d) {
     p.inNumel *= shape[d];
-    if (reduced[d]) p.count *= shape[d];
-    else p.outNumel *= shape[d];
+    if (reduced[d])
+      p.count *= shape[d];
+    else
+      p.outNumel *= shape[d];
     if (reduced[d]) {
       if (keepdims) p.outShape.push_back(1);
     } else {
@@ -99,7 +101,8 @@ template <typename T> T storeDouble(double v) {
     if (std::isnan(v)) return T{0};
     if (v <= static_cast<double>(std::numeric_limits<T>::lowest()))
       return std::numeric_limits<T>::lowest();
-    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
     return static_cast<T>(v);
   }
 }
@@ -123,28 +126,53 @@ template <typename T> Tensor reduceFloat(RK k, const Tensor& x, const ReducePlan
   auto id = [](D a) { return static_cast<T>(a); };
   constexpr D inf = std::numeric_limits<D>::infinity();
   switch (k) {
-  case RK::Sum: return reduceWith<T, D>(x, p, 0.0, [](D& a, T v) { a += v; }, id);
+  case RK::Sum:
+    return reduceWith<T, D>(
+        x, p, 0.0, [](D& a, T v) { a += v; }, id);
   case RK::Mean:
-    return reduceWith<T, D>(x, p, 0.0, [](D& a, T v) { a += v; }, [n](D a) { return static_cast<T>(a / n); });
-  case RK::L1: return reduceWith<T, D>(x, p, 0.0, [](D& a, T v) { a += std::fabs(D(v)); }, id);
-  case RK::SumSquare: return reduceWith<T, D>(x, p, 0.0, [](D& a, T v) { a += D(v) * D(v); }, id);
+    return reduceWith<T, D>(
+        x, p, 0.0, [](D& a, T v) { a += v; }, [n](D a) { return static_cast<T>(a / n); });
+  case RK::L1:
+    return reduceWith<T, D>(
+        x, p, 0.0, [](D& a, T v) { a += std::fabs(D(v)); }, id);
+  case RK::SumSquare:
+    return reduceWith<T, D>(
+        x, p, 0.0, [](D& a, T v) { a += D(v) * D(v); }, id);
   case RK::L2:
-    return reduceWith<T, D>(x, p, 0.0, [](D& a, T v) { a += D(v) * D(v); },
-                            [](D a) { return static_cast<T>(std::sqrt(a)); });
+    return reduceWith<T, D>(
+        x, p, 0.0, [](D& a, T v) { a += D(v) * D(v); },
+        [](D a) { return static_cast<T>(std::sqrt(a)); });
   case RK::LogSum:
-    return reduceWith<T, D>(x, p, 0.0, [](D& a, T v) { a += v; },
-                            [](D a) { return static_cast<T>(std::log(a)); });
-  case RK::Prod: return reduceWith<T, D>(x, p, 1.0, [](D& a, T v) { a *= v; }, id);
+    return reduceWith<T, D>(
+        x, p, 0.0, [](D& a, T v) { a += v; }, [](D a) { return static_cast<T>(std::log(a)); });
+  case RK::Prod:
+    return reduceWith<T, D>(
+        x, p, 1.0, [](D& a, T v) { a *= v; }, id);
   case RK::Max:
-    return reduceWith<T, D>(x, p, -inf, [](D& a, T v) { if (v > a || std::isnan(v)) a = v; }, id);
+    return reduceWith<T, D>(
+        x, p, -inf,
+        [](D& a, T v) {
+          if (v > a || std::isnan(v)) a = v;
+        },
+        id);
   case RK::Min:
-    return reduceWith<T, D>(x, p, inf, [](D& a, T v) { if (v < a || std::isnan(v)) a = v; }, id);
+    return reduceWith<T, D>(
+        x, p, inf,
+        [](D& a, T v) {
+          if (v < a || std::isnan(v)) a = v;
+        },
+        id);
   case RK::LogSumExp: {
     // Stable: m = max, result = m + log(sum(exp(x - m))).
-    std::vector<D> m(static_cast<size_t>(p.outNumel), -inf), s(static_cast<size_t>(p.outNumel), 0.0);
+    std::vector<D> m(static_cast<size_t>(p.outNumel), -inf),
+        s(static_cast<size_t>(p.outNumel), 0.0);
     const T* xp = x.data<T>();
-    forEachReduced(p, [&](int64_t o, int64_t i) { if (xp[i] > m[o] || std::isnan(xp[i])) m[o] = xp[i]; });
-    forEachReduced(p, [&](int64_t o, int64_t i) { if (std::isfinite(m[o])) s[o] += std::exp(D(xp[i]) - m[o]); });
+    forEachReduced(p, [&](int64_t o, int64_t i) {
+      if (xp[i] > m[o] || std::isnan(xp[i])) m[o] = xp[i];
+    });
+    forEachReduced(p, [&](int64_t o, int64_t i) {
+      if (std::isfinite(m[o])) s[o] += std::exp(D(xp[i]) - m[o]);
+    });
     Tensor out(x.dtype(), p.outShape);
     for (int64_t o = 0; o < p.outNumel; ++o)
       out.data<T>()[o] = static_cast<T>(std::isfinite(m[o]) ? m[o] + std::log(s[o]) : m[o]);
@@ -158,28 +186,53 @@ template <typename T> Tensor reduceInt(RK k, const Tensor& x, const ReducePlan& 
   using U = uint64_t; // exact, wrapping arithmetic
   const int64_t n = p.count;
   auto id = [](U a) { return static_cast<T>(a); };
-  auto u = [](T v) { return static_cast<U>(static_cast<std::conditional_t<std::is_signed_v<T>, int64_t, U>>(v)); };
+  auto u = [](T v) {
+    return static_cast<U>(static_cast<std::conditional_t<std::is_signed_v<T>, int64_t, U>>(v));
+  };
   switch (k) {
-  case RK::Sum: return reduceWith<T, U>(x, p, 0, [u](U& a, T v) { a += u(v); }, id);
+  case RK::Sum:
+    return reduceWith<T, U>(
+        x, p, 0, [u](U& a, T v) { a += u(v); }, id);
   case RK::Mean:
-    return reduceWith<T, U>(x, p, 0, [u](U& a, T v) { a += u(v); }, [n](U a) {
-      if (n == 0) return T{0};
-      if constexpr (std::is_signed_v<T>) return static_cast<T>(static_cast<int64_t>(a) / n);
-      else return static_cast<T>(a / static_cast<U>(n));
-    });
+    return reduceWith<T, U>(
+        x, p, 0, [u](U& a, T v) { a += u(v); },
+        [n](U a) {
+          if (n == 0) return T{0};
+          if constexpr (std::is_signed_v<T>)
+            return static_cast<T>(static_cast<int64_t>(a) / n);
+          else
+            return static_cast<T>(a / static_cast<U>(n));
+        });
   case RK::L1:
-    return reduceWith<T, U>(x, p, 0, [u](U& a, T v) {
-      if constexpr (std::is_signed_v<T>) a += v < 0 ? U{0} - u(v) : u(v);
-      else a += u(v);
-    }, id);
-  case RK::SumSquare: return reduceWith<T, U>(x, p, 0, [u](U& a, T v) { a += u(v) * u(v); }, id);
-  case RK::Prod: return reduceWith<T, U>(x, p, 1, [u](U& a, T v) { a *= u(v); }, id);
+    return reduceWith<T, U>(
+        x, p, 0,
+        [u](U& a, T v) {
+          if constexpr (std::is_signed_v<T>)
+            a += v < 0 ? U{0} - u(v) : u(v);
+          else
+            a += u(v);
+        },
+        id);
+  case RK::SumSquare:
+    return reduceWith<T, U>(
+        x, p, 0, [u](U& a, T v) { a += u(v) * u(v); }, id);
+  case RK::Prod:
+    return reduceWith<T, U>(
+        x, p, 1, [u](U& a, T v) { a *= u(v); }, id);
   case RK::Max:
-    return reduceWith<T, T>(x, p, std::numeric_limits<T>::lowest(), [](T& a, T v) { if (v > a) a = v; },
-                            [](T a) { return a; });
+    return reduceWith<T, T>(
+        x, p, std::numeric_limits<T>::lowest(),
+        [](T& a, T v) {
+          if (v > a) a = v;
+        },
+        [](T a) { return a; });
   case RK::Min:
-    return reduceWith<T, T>(x, p, std::numeric_limits<T>::max(), [](T& a, T v) { if (v < a) a = v; },
-                            [](T a) { return a; });
+    return reduceWith<T, T>(
+        x, p, std::numeric_limits<T>::max(),
+        [](T& a, T v) {
+          if (v < a) a = v;
+        },
+        [](T a) { return a; });
   case RK::L2:
   case RK::LogSum:
   case RK::LogSumExp: {
@@ -196,8 +249,12 @@ template <typename T> Tensor reduceInt(RK k, const Tensor& x, const ReducePlan& 
 Tensor reduceBool(RK k, const Tensor& x, const ReducePlan& p) {
   using B = uint8_t;
   auto id = [](B a) { return a != 0; };
-  if (k == RK::Max) return reduceWith<bool, B>(x, p, 0, [](B& a, bool v) { a = a || v; }, id);
-  if (k == RK::Min) return reduceWith<bool, B>(x, p, 1, [](B& a, bool v) { a = a && v; }, id);
+  if (k == RK::Max)
+    return reduceWith<bool, B>(
+        x, p, 0, [](B& a, bool v) { a = a || v; }, id);
+  if (k == RK::Min)
+    return reduceWith<bool, B>(
+        x, p, 1, [](B& a, bool v) { a = a && v; }, id);
   fail("element type bool is only supported by ReduceMax and ReduceMin");
 }
 
@@ -206,9 +263,12 @@ Tensor reduceTensor(RK k, const Tensor& x, const ReducePlan& p) {
   Tensor out;
   bool ok = visitNative(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) out = reduceBool(k, x, p);
-    else if constexpr (std::is_floating_point_v<T>) out = reduceFloat<T>(k, x, p);
-    else out = reduceInt<T>(k, x, p);
+    if constexpr (std::is_same_v<T, bool>)
+      out = reduceBool(k, x, p);
+    else if constexpr (std::is_floating_point_v<T>)
+      out = reduceFloat<T>(k, x, p);
+    else
+      out = reduceInt<T>(k, x, p);
   });
   AICC_CHECK(ok, "input 0 has unsupported element type {}", dtypeName(x.dtype()));
   return out;
@@ -249,8 +309,10 @@ void inferReduce(InferCtx& c) {
     std::vector<int64_t> v;
     for (const Dim& d : *sv)
       if (d.isStatic()) v.push_back(d.value);
-    if (v.size() == sv->size()) axes = v;
-    else numAxes = static_cast<int64_t>(sv->size());
+    if (v.size() == sv->size())
+      axes = v;
+    else
+      numAxes = static_cast<int64_t>(sv->size());
   } else if (const auto& as = c.inShape(1); as && as->size() == 1 && (*as)[0].isStatic()) {
     numAxes = (*as)[0].value;
     if (*numAxes == 0) axes.emplace();
@@ -284,10 +346,23 @@ void inferReduce(InferCtx& c) {
   }
   Shape out;
   for (size_t d = 0; d < s->size(); ++d) {
-    if (!reduced[d]) out.push_back((*s)[d]);
-    else if (keepdims) out.push_back(Dim::known(1));
+    if (!reduced[d])
+      out.push_back((*s)[d]);
+    else if (keepdims)
+      out.push_back(Dim::known(1));
   }
   c.setTensor(0, dt, out);
+  // Data propagation: a reduction of a whole known shape vector (e.g. ReduceProd(Shape(x))).
+  RK k = c.node.op == "ReduceProd" ? RK::Prod : c.node.op == "ReduceSum" ? RK::Sum : RK::Mean;
+  if (r == 1 && reduced[0] && k != RK::Mean && isInteger(dt))
+    if (const auto* sv = c.shapeValue(0)) {
+      int64_t v = k == RK::Prod ? 1 : 0;
+      for (const Dim& d : *sv) {
+        if (!d.isStatic()) return;
+        v = k == RK::Prod ? v * d.value : v + d.value;
+      }
+      c.setShapeValue(0, {Dim::known(v)});
+    }
 }
 
 void registerReduce(OpRegistry& r, const char* name, RK k, int axesInputSince) {

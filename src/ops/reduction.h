@@ -15,9 +15,12 @@ inline AxisSplit splitAt(const Dims& shape, int64_t axis) {
   AxisSplit s;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
     int64_t v = shape[static_cast<size_t>(d)];
-    if (d < axis) s.outer *= v;
-    else if (d == axis) s.n = v;
-    else s.inner *= v;
+    if (d < axis)
+      s.outer *= v;
+    else if (d == axis)
+      s.n = v;
+    else
+      s.inner *= v;
   }
   return s;
 }

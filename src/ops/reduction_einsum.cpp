@@ -53,7 +53,8 @@ std::vector<int> expand(const std::vector<int>& t, int64_t count, int64_t maxEll
       v.push_back(l);
       continue;
     }
-    for (int64_t k = 0; k < count; ++k) v.push_back(kEllipsisBase + static_cast<int>(maxEll - count + k));
+    for (int64_t k = 0; k < count; ++k)
+      v.push_back(kEllipsisBase + static_cast<int>(maxEll - count + k));
   }
   return v;
 }
@@ -67,12 +68,14 @@ EinsumSpec parseEinsum(std::string eq, const std::vector<int64_t>& ranks) {
   size_t start = 0;
   while (true) {
     size_t comma = lhs.find(',', start);
-    terms.push_back(parseTerm(lhs.substr(start, comma == std::string::npos ? comma : comma - start), orig));
+    terms.push_back(
+        parseTerm(lhs.substr(start, comma == std::string::npos ? comma : comma - start), orig));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  AICC_CHECK(terms.size() == ranks.size(), "equation '{}' has {} operands but the node has {} inputs",
-             orig, terms.size(), ranks.size());
+  AICC_CHECK(terms.size() == ranks.size(),
+             "equation '{}' has {} operands but the node has {} inputs", orig, terms.size(),
+             ranks.size());
   EinsumSpec spec;
   int64_t maxEll = 0;
   std::vector<int64_t> ell(terms.size(), 0);
@@ -82,7 +85,8 @@ EinsumSpec parseEinsum(std::string eq, const std::vector<int64_t>& ranks) {
     bool hasEll = static_cast<int64_t>(terms[i].size()) != letters;
     anyEllipsis |= hasEll;
     AICC_CHECK(hasEll ? ranks[i] >= letters : ranks[i] == letters,
-               "equation '{}': operand {} has rank {} but its term has {} labels", orig, i, ranks[i], letters);
+               "equation '{}': operand {} has rank {} but its term has {} labels", orig, i,
+               ranks[i], letters);
     ell[i] = ranks[i] - letters;
     AICC_CHECK(ell[i] <= 64, "equation '{}': too many ellipsis dims", orig);
     maxEll = std::max(maxEll, ell[i]);
@@ -97,8 +101,10 @@ EinsumSpec parseEinsum(std::string eq, const std::vector<int64_t>& ranks) {
     spec.out = expand(t, maxEll, maxEll);
     for (size_t a = 0; a < t.size(); ++a) {
       if (t[a] < 0) continue;
-      AICC_CHECK(uses[static_cast<size_t>(t[a])] > 0, "equation '{}': output label not used by any input", orig);
-      AICC_CHECK(std::count(t.begin(), t.end(), t[a]) == 1, "equation '{}': repeated output label", orig);
+      AICC_CHECK(uses[static_cast<size_t>(t[a])] > 0,
+                 "equation '{}': output label not used by any input", orig);
+      AICC_CHECK(std::count(t.begin(), t.end(), t[a]) == 1, "equation '{}': repeated output label",
+                 orig);
     }
   } else {
     if (anyEllipsis) spec.out = expand({-1}, maxEll, maxEll);
@@ -115,8 +121,8 @@ template <typename T> Tensor einsumTyped(const EinsumSpec& spec, const std::vect
     for (size_t d = 0; d < spec.in[i].size(); ++d) {
       int64_t& s = size[static_cast<size_t>(spec.in[i][d])];
       int64_t v = xs[i].dim(static_cast<int64_t>(d));
-      AICC_CHECK(s < 0 || s == v || s == 1 || v == 1, "Einsum: label size mismatch ({} vs {}) on operand {}",
-                 s, v, i);
+      AICC_CHECK(s < 0 || s == v || s == 1 || v == 1,
+                 "Einsum: label size mismatch ({} vs {}) on operand {}", s, v, i);
       if (s < 0 || s == 1) s = v;
     }
   // Loop order: output labels, then the summed ones.
@@ -136,15 +142,19 @@ template <typename T> Tensor einsumTyped(const EinsumSpec& spec, const std::vect
     Dims st = stridesOf(xs[i].shape());
     for (size_t d = 0; d < spec.in[i].size(); ++d) {
       if (xs[i].dim(static_cast<int64_t>(d)) == 1) continue; // broadcast
-      size_t k = static_cast<size_t>(std::find(labels.begin(), labels.end(), spec.in[i][d]) - labels.begin());
+      size_t k = static_cast<size_t>(std::find(labels.begin(), labels.end(), spec.in[i][d]) -
+                                     labels.begin());
       stride[i][k] += st[d];
     }
   }
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
   auto acc = [](T v) {
-    if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);
-    else if constexpr (std::is_signed_v<T>) return static_cast<uint64_t>(static_cast<int64_t>(v));
-    else return static_cast<uint64_t>(v);
+    if constexpr (std::is_floating_point_v<T>)
+      return static_cast<double>(v);
+    else if constexpr (std::is_signed_v<T>)
+      return static_cast<uint64_t>(static_cast<int64_t>(v));
+    else
+      return static_cast<uint64_t>(v);
   };
   Tensor out(xs[0].dtype(), outShape);
   std::vector<Acc> sum(static_cast<size_t>(out.numel()), Acc{0});
@@ -189,8 +199,8 @@ std::vector<RValue> einsumKernel(KernelCtx& c) {
     for (auto& x : xs) x = x.castTo(DType::F32);
   Tensor out;
   bool ok = xs[0].dtype() != DType::Bool && visitNative(xs[0].dtype(), [&](auto tag) {
-    out = einsumTyped<decltype(tag)>(spec, xs);
-  });
+              out = einsumTyped<decltype(tag)>(spec, xs);
+            });
   AICC_CHECK(ok, "input 0 has unsupported element type {}", dtypeName(dt));
   if (out.dtype() != dt) out = out.castTo(dt);
   return {RValue::of(out)};
@@ -200,8 +210,8 @@ std::vector<RValue> einsumKernel(KernelCtx& c) {
 Dim mergeLabelDim(const std::optional<Dim>& a, const Dim& b) {
   if (!a) return b;
   if (a->isStatic() && b.isStatic()) {
-    AICC_CHECK(a->value == b.value || a->value == 1 || b.value == 1, "Einsum: label size mismatch ({} vs {})",
-               a->value, b.value);
+    AICC_CHECK(a->value == b.value || a->value == 1 || b.value == 1,
+               "Einsum: label size mismatch ({} vs {})", a->value, b.value);
     return a->value == 1 ? b : *a;
   }
   if (a->isStatic() && a->value != 1) return *a;
@@ -241,7 +251,6 @@ void registerEinsumOp(OpRegistry& r) {
       .since(12)
       .inputs(1, 1 << 20)
       .attr("equation", Attribute::Kind::String, true)
-      .props(kReduction)
       .infer(inferEinsum)
       .kernel(einsumKernel);
 }

@@ -33,8 +33,10 @@ template <typename F> void visitValues(Tensor& x, F&& f) {
 Shape reducedShape(const Shape& s, int64_t axis, bool keepdims) {
   Shape out;
   for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
-    if (d != axis) out.push_back(s[static_cast<size_t>(d)]);
-    else if (keepdims) out.push_back(Dim::known(1));
+    if (d != axis)
+      out.push_back(s[static_cast<size_t>(d)]);
+    else if (keepdims)
+      out.push_back(Dim::known(1));
   }
   return out;
 }
@@ -49,7 +51,8 @@ std::vector<RValue> argKernel(bool isMax, KernelCtx& c) {
   AxisSplit s = splitAt(x.shape(), axis);
   AICC_CHECK(x.rank() == 0 || s.n > 0, "cannot reduce axis {} of size 0 (shape {})", axis,
              formatDims(x.shape()));
-  Dims outShape = *toDims(reducedShape(staticShape(x.shape()), x.rank() == 0 ? -1 : axis, keepdims));
+  Dims outShape =
+      *toDims(reducedShape(staticShape(x.shape()), x.rank() == 0 ? -1 : axis, keepdims));
   Tensor out(DType::I64, outShape);
   int64_t* op = out.data<int64_t>();
   visitValues(x, [&](auto tag) {
@@ -86,7 +89,8 @@ void inferArg(InferCtx& c) {
 
 int64_t topkK(const Tensor& k) {
   AICC_CHECK(k.numel() == 1 && k.rank() <= 1 && isInteger(k.dtype()),
-             "K must be a 1-element integer tensor, got {} {}", dtypeName(k.dtype()), formatDims(k.shape()));
+             "K must be a 1-element integer tensor, got {} {}", dtypeName(k.dtype()),
+             formatDims(k.shape()));
   return k.getI64(0);
 }
 
@@ -149,7 +153,8 @@ void inferTopK(InferCtx& c) {
   if (const auto* kv = c.shapeValue(1); kv && kv->size() == 1) kd = (*kv)[0];
   const Dim& ad = out[static_cast<size_t>(axis)];
   if (kd.isStatic() && ad.isStatic())
-    AICC_CHECK(kd.value <= ad.value, "K = {} is larger than axis {} of size {}", kd.value, axis, ad.value);
+    AICC_CHECK(kd.value <= ad.value, "K = {} is larger than axis {} of size {}", kd.value, axis,
+               ad.value);
   out[static_cast<size_t>(axis)] = kd;
   c.setTensor(0, dt, out);
   c.setTensor(1, DType::I64, out);
@@ -161,8 +166,10 @@ std::vector<RValue> cumsumKernel(KernelCtx& c) {
   Tensor x = c.in(0);
   const DType dt = x.dtype();
   const Tensor& a = c.in(1);
-  AICC_CHECK(a.numel() == 1 && a.rank() <= 1 && (a.dtype() == DType::I32 || a.dtype() == DType::I64),
-             "axis must be a 0-D int32/int64 tensor, got {} {}", dtypeName(a.dtype()), formatDims(a.shape()));
+  AICC_CHECK(a.numel() == 1 && a.rank() <= 1 &&
+                 (a.dtype() == DType::I32 || a.dtype() == DType::I64),
+             "axis must be a 0-D int32/int64 tensor, got {} {}", dtypeName(a.dtype()),
+             formatDims(a.shape()));
   AICC_CHECK(x.rank() > 0, "input must have rank >= 1");
   int64_t axis = normAxis(a.getI64(0), x.rank());
   bool exclusive = c.node.attrInt("exclusive") != 0, reverse = c.node.attrInt("reverse") != 0;
@@ -173,9 +180,12 @@ std::vector<RValue> cumsumKernel(KernelCtx& c) {
     // Floats accumulate in double; integers exactly, with 64-bit wrap-around.
     using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
     auto acc = [](T v) {
-      if constexpr (std::is_floating_point_v<T>) return static_cast<double>(v);
-      else if constexpr (std::is_signed_v<T>) return static_cast<uint64_t>(static_cast<int64_t>(v));
-      else return static_cast<uint64_t>(v);
+      if constexpr (std::is_floating_point_v<T>)
+        return static_cast<double>(v);
+      else if constexpr (std::is_signed_v<T>)
+        return static_cast<uint64_t>(static_cast<int64_t>(v));
+      else
+        return static_cast<uint64_t>(v);
     };
     y = Tensor(x.dtype(), x.shape());
     const T* xp = x.data<T>();

@@ -60,7 +60,8 @@ template <typename T> void softmaxTyped(SK k, const T* x, T* y, const AxisSplit&
       const T* xr = xo + j * inner;
       T* yr = yo + j * inner;
       if (k == SK::Softmax) {
-        for (int64_t i = 0; i < inner; ++i) yr[i] = static_cast<T>(static_cast<double>(yr[i]) / sum[i]);
+        for (int64_t i = 0; i < inner; ++i)
+          yr[i] = static_cast<T>(static_cast<double>(yr[i]) / sum[i]);
       } else {
         for (int64_t i = 0; i < inner; ++i)
           yr[i] = static_cast<T>(static_cast<double>(xr[i]) - m[i] - std::log(sum[i]));
@@ -70,12 +71,16 @@ template <typename T> void softmaxTyped(SK k, const T* x, T* y, const AxisSplit&
 }
 
 Tensor softmaxTensor(SK k, const Tensor& x, int64_t axis) {
-  if (isReducedFloat(x.dtype())) return softmaxTensor(k, x.castTo(DType::F32), axis).castTo(x.dtype());
+  if (isReducedFloat(x.dtype()))
+    return softmaxTensor(k, x.castTo(DType::F32), axis).castTo(x.dtype());
   Tensor y(x.dtype(), x.shape());
   AxisSplit s = splitAt(x.shape(), normAxis(axis, x.rank()));
-  if (x.dtype() == DType::F32) softmaxTyped<float>(k, x.data<float>(), y.data<float>(), s);
-  else if (x.dtype() == DType::F64) softmaxTyped<double>(k, x.data<double>(), y.data<double>(), s);
-  else fail("input 0 has unsupported element type {}", dtypeName(x.dtype()));
+  if (x.dtype() == DType::F32)
+    softmaxTyped<float>(k, x.data<float>(), y.data<float>(), s);
+  else if (x.dtype() == DType::F64)
+    softmaxTyped<double>(k, x.data<double>(), y.data<double>(), s);
+  else
+    fail("input 0 has unsupported element type {}", dtypeName(x.dtype()));
   return y;
 }
 
@@ -87,7 +92,8 @@ void inferAxisOp(InferCtx& c) {
 
 // Opsets 1..12: flatten to 2-D at `axis` (default 1), normalize rows (see the header comment).
 void upgradeFlattening(ImportCtx& c) {
-  int64_t axis = c.node.attrInt("axis", 1);
+  // The legacy default (1) differs from the canonical one, so look at the node's own attribute.
+  int64_t axis = c.node.attrs.count("axis") ? c.node.attrInt("axis") : 1;
   Value* x = c.node.inputs.at(0);
   if (x->type.isTensor() && x->type.shape) {
     auto r = static_cast<int64_t>(x->type.shape->size());
@@ -149,12 +155,16 @@ template <typename T> void lpNormTyped(const T* x, T* y, const AxisSplit& s, int
 
 Tensor lpNormTensor(const Tensor& x, int64_t axis, int64_t p) {
   AICC_CHECK(p == 1 || p == 2, "attribute 'p' must be 1 or 2, got {}", p);
-  if (isReducedFloat(x.dtype())) return lpNormTensor(x.castTo(DType::F32), axis, p).castTo(x.dtype());
+  if (isReducedFloat(x.dtype()))
+    return lpNormTensor(x.castTo(DType::F32), axis, p).castTo(x.dtype());
   Tensor y(x.dtype(), x.shape());
   AxisSplit s = splitAt(x.shape(), normAxis(axis, x.rank()));
-  if (x.dtype() == DType::F32) lpNormTyped<float>(x.data<float>(), y.data<float>(), s, p);
-  else if (x.dtype() == DType::F64) lpNormTyped<double>(x.data<double>(), y.data<double>(), s, p);
-  else fail("input 0 has unsupported element type {}", dtypeName(x.dtype()));
+  if (x.dtype() == DType::F32)
+    lpNormTyped<float>(x.data<float>(), y.data<float>(), s, p);
+  else if (x.dtype() == DType::F64)
+    lpNormTyped<double>(x.data<double>(), y.data<double>(), s, p);
+  else
+    fail("input 0 has unsupported element type {}", dtypeName(x.dtype()));
   return y;
 }
 

@@ -2,6 +2,7 @@
 #include "ops/shape_ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace aicc {
@@ -9,8 +10,8 @@ namespace {
 
 // out[o_0..o_k] = x[t_0[o_0], .., t_k[o_k]], or `fill` when any table entry is -1. Runs of
 // consecutive source indices along the last dim are copied at once.
-Tensor tableGather(const Tensor& x, const Dims& outShape, const std::vector<std::vector<int64_t>>& tables,
-                   const Tensor& fill) {
+Tensor tableGather(const Tensor& x, const Dims& outShape,
+                   const std::vector<std::vector<int64_t>>& tables, const Tensor& fill) {
   Tensor out(x.dtype(), outShape);
   if (out.numel() == 0) return out;
   if (outShape.empty()) {
@@ -55,7 +56,8 @@ Tensor tableGather(const Tensor& x, const Dims& outShape, const std::vector<std:
 Tensor fillOf(KernelCtx& c, size_t i, DType dt) {
   if (dt == DType::String) {
     Tensor t(dt, {});
-    if (c.has(i) && c.in(i).numel() > 0 && c.in(i).dtype() == DType::String) t.strings()[0] = c.in(i).strings()[0];
+    if (c.has(i) && c.in(i).numel() > 0 && c.in(i).dtype() == DType::String)
+      t.strings()[0] = c.in(i).strings()[0];
     return t;
   }
   if (!c.has(i) || c.in(i).numel() == 0) return Tensor(dt, {});
@@ -71,7 +73,8 @@ std::vector<std::pair<int64_t, int64_t>> padPairs(const std::vector<int64_t>& pa
                                                   const std::optional<std::vector<int64_t>>& axesIn,
                                                   int64_t rank) {
   std::vector<int64_t> axes;
-  if (axesIn) axes = normAxes(*axesIn, rank);
+  if (axesIn)
+    axes = normAxes(*axesIn, rank);
   else
     for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
   AICC_CHECK(pads.size() == 2 * axes.size(), "pads has {} entries, expected {}", pads.size(),
@@ -95,10 +98,11 @@ void inferPad(InferCtx& c) {
   for (size_t d = 0; d < out.size(); ++d) {
     int64_t add = p[d].first + p[d].second;
     if (out[d].isStatic()) {
-      AICC_CHECK(out[d].value + add >= 0, "pads {} make dim {} of {} negative", formatDims(*pads), d,
-                 formatShape(*in));
+      AICC_CHECK(out[d].value + add >= 0, "pads {} make dim {} of {} negative", formatDims(*pads),
+                 d, formatShape(*in));
       out[d] = Dim::known(out[d].value + add);
-    } else if (add != 0) out[d] = Dim{};
+    } else if (add != 0)
+      out[d] = Dim{};
   }
   c.setTensor(0, dt, out);
 }
@@ -128,7 +132,8 @@ std::vector<RValue> kernelPad(KernelCtx& c) {
   for (size_t d = 0; d < shape.size(); ++d) {
     shape[d] += p[d].first + p[d].second;
     AICC_CHECK(shape[d] >= 0, "pads make dim {} of {} negative", d, formatDims(x.shape()));
-    for (int64_t o = 0; o < shape[d]; ++o) tables[d].push_back(padSource(o - p[d].first, x.shape()[d], mode));
+    for (int64_t o = 0; o < shape[d]; ++o)
+      tables[d].push_back(padSource(o - p[d].first, x.shape()[d], mode));
   }
   return {RValue::of(tableGather(x, shape, tables, fillOf(c, 2, x.dtype())))};
 }
@@ -166,7 +171,8 @@ void inferCenterCropPad(InferCtx& c) {
   auto sizes = knownInts(c, 1);
   auto len = inLength1D(c, 1);
   if (!sizes && !len) return c.setTensor(0, c.inDType(0), Shape(in->size()));
-  auto axes = cropAxes(c.node, static_cast<int64_t>(in->size()), sizes ? sizes->size() : static_cast<size_t>(*len));
+  auto axes = cropAxes(c.node, static_cast<int64_t>(in->size()),
+                       sizes ? sizes->size() : static_cast<size_t>(*len));
   for (size_t i = 0; i < axes.size(); ++i)
     out[static_cast<size_t>(axes[i])] = sizes ? Dim::known((*sizes)[i]) : Dim{};
   c.setTensor(0, c.inDType(0), out);
@@ -199,10 +205,13 @@ void inferOneHot(InferCtx& c) {
   auto r = static_cast<int64_t>(in->size()) + 1;
   int64_t axis = c.node.attrInt("axis");
   if (axis < 0) axis += r;
-  AICC_CHECK(axis >= 0 && axis < r, "axis {} is out of range for rank {}", c.node.attrInt("axis"), r);
+  AICC_CHECK(axis >= 0 && axis < r, "axis {} is out of range for rank {}", c.node.attrInt("axis"),
+             r);
   Shape out = *in;
   Dim depth{};
-  if (const Tensor* d = c.constInput(1); d && d->numel() == 1) depth = Dim::known(static_cast<int64_t>(d->getF64(0)));
+  if (const Tensor* d = c.constInput(1);
+      d && d->numel() == 1 && d->getF64(0) >= 1 && d->getF64(0) < 1e12)
+    depth = Dim::known(static_cast<int64_t>(d->getF64(0)));
   out.insert(out.begin() + axis, depth);
   c.setTensor(0, dt, out);
 }
@@ -212,11 +221,14 @@ std::vector<RValue> kernelOneHot(KernelCtx& c) {
   const Tensor& vals = c.in(2);
   AICC_CHECK(c.in(1).numel() == 1, "depth must hold one value");
   AICC_CHECK(vals.numel() == 2, "values must hold 2 elements, has {}", vals.numel());
-  auto depth = static_cast<int64_t>(c.in(1).getF64(0));
+  double depthF = c.in(1).getF64(0);
+  AICC_CHECK(std::isfinite(depthF) && depthF < 1e12, "depth {} is invalid", depthF);
+  auto depth = static_cast<int64_t>(depthF);
   AICC_CHECK(depth >= 1, "depth {} must be positive", depth);
   int64_t r = ind.rank() + 1, axis = c.node.attrInt("axis");
   if (axis < 0) axis += r;
-  AICC_CHECK(axis >= 0 && axis < r, "axis {} is out of range for rank {}", c.node.attrInt("axis"), r);
+  AICC_CHECK(axis >= 0 && axis < r, "axis {} is out of range for rank {}", c.node.attrInt("axis"),
+             r);
   Dims shape = ind.shape();
   shape.insert(shape.begin() + axis, depth);
   Tensor out(vals.dtype(), shape);
@@ -225,7 +237,8 @@ std::vector<RValue> kernelOneHot(KernelCtx& c) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t k = 0; k < depth; ++k)
       for (int64_t i = 0; i < inner; ++i) {
-        auto v = static_cast<int64_t>(ind.getF64(o * inner + i));
+        double f = ind.getF64(o * inner + i);
+        int64_t v = std::isfinite(f) && std::fabs(f) < 1e15 ? static_cast<int64_t>(f) : -depth - 1;
         if (v < 0) v += depth;
         copyElems(vals, v == k ? 1 : 0, out, (o * depth + k) * inner + i, 1);
       }
@@ -238,7 +251,7 @@ std::vector<RValue> kernelUnique(KernelCtx& c) {
   Tensor x = c.in(0);
   const Attribute* axAttr = c.node.attr("axis");
   if (!axAttr) x = x.reshaped({x.numel()});
-  auto axis = static_cast<size_t>(axAttr ? normAxis(c.node.attrInt("axis"), x.rank()) : 0);
+  auto axis = axAttr ? axisAttr(c.node, x.rank()) : 0;
   int64_t n = x.shape()[axis], outer = prodDims(x.shape(), 0, axis),
           inner = prodDims(x.shape(), axis + 1, x.shape().size());
   bool str = x.dtype() == DType::String;
@@ -273,7 +286,8 @@ std::vector<RValue> kernelUnique(KernelCtx& c) {
   for (int64_t j = 0; j < u; ++j) pos[order[static_cast<size_t>(j)]] = j;
   Dims shape = x.shape();
   shape[axis] = u;
-  Tensor y(x.dtype(), shape), indices(DType::I64, {u}), inverse(DType::I64, {n}), counts(DType::I64, {u});
+  Tensor y(x.dtype(), shape), indices(DType::I64, {u}), inverse(DType::I64, {n}),
+      counts(DType::I64, {u});
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < u; ++j)
       copyElems(x, (o * n + order[static_cast<size_t>(j)]) * inner, y, (o * u + j) * inner, inner);
@@ -297,12 +311,13 @@ void inferUnique(InferCtx& c) {
       for (const Dim& d : *in) n = mulDim(n, d);
     }
   } else if (in) {
-    auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), static_cast<int64_t>(in->size())));
+    auto axis = axisAttr(c.node, static_cast<int64_t>(in->size()));
     Shape s = *in;
     s[axis] = Dim{};
     n = (*in)[axis];
     c.setTensor(0, dt, s);
-  } else c.setTensor(0, dt, std::nullopt);
+  } else
+    c.setTensor(0, dt, std::nullopt);
   c.setTensor(1, DType::I64, Shape{Dim{}});
   c.setTensor(2, DType::I64, Shape{n});
   c.setTensor(3, DType::I64, Shape{Dim{}});
@@ -313,6 +328,7 @@ void inferUnique(InferCtx& c) {
 std::vector<RValue> kernelTrilu(KernelCtx& c) {
   const Tensor& x = c.in(0);
   AICC_CHECK(x.rank() >= 2, "input must have rank >= 2, has {}", x.rank());
+  AICC_CHECK(!c.has(1) || c.in(1).numel() == 1, "k must hold one value");
   int64_t k = c.has(1) ? c.in(1).getI64(0) : 0;
   bool upper = c.node.attrInt("upper") != 0;
   int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
@@ -334,10 +350,11 @@ std::vector<RValue> kernelReverseSequence(KernelCtx& c) {
   auto ta = static_cast<size_t>(normAxis(c.node.attrInt("time_axis"), x.rank()));
   auto ba = static_cast<size_t>(normAxis(c.node.attrInt("batch_axis"), x.rank()));
   AICC_CHECK(ta != ba && ta <= 1 && ba <= 1, "time_axis and batch_axis must be 0 and 1");
-  AICC_CHECK(static_cast<int64_t>(lens.size()) == x.shape()[ba], "sequence_lens has {} entries for batch {}",
-             lens.size(), x.shape()[ba]);
+  AICC_CHECK(static_cast<int64_t>(lens.size()) == x.shape()[ba],
+             "sequence_lens has {} entries for batch {}", lens.size(), x.shape()[ba]);
   int64_t T = x.shape()[ta];
-  for (int64_t l : lens) AICC_CHECK(l >= 0 && l <= T, "sequence length {} is out of range [0, {}]", l, T);
+  for (int64_t l : lens)
+    AICC_CHECK(l >= 0 && l <= T, "sequence length {} is out of range [0, {}]", l, T);
   Tensor out = x.clone();
   Dims st = stridesOf(x.shape());
   int64_t inner = prodDims(x.shape(), 2, x.shape().size());
@@ -371,7 +388,8 @@ std::vector<RValue> kernelEyeLike(KernelCtx& c) {
 // ---- DepthToSpace / SpaceToDepth -------------------------------------------------------------
 
 // Copies x viewed as `view` (a reshape of x), transposed by `perm`, reshaped to `outShape`.
-Tensor permuteView(const Tensor& x, const Dims& view, const std::vector<size_t>& perm, const Dims& outShape) {
+Tensor permuteView(const Tensor& x, const Dims& view, const std::vector<size_t>& perm,
+                   const Dims& outShape) {
   Dims st = stridesOf(view), shape, strides;
   for (size_t p : perm) {
     shape.push_back(view[p]);
@@ -398,8 +416,8 @@ std::vector<RValue> kernelSpaceToDepth(KernelCtx& c) {
   int64_t b = c.node.attrInt("blocksize"), N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
   AICC_CHECK(b > 0 && H % b == 0 && W % b == 0, "spatial dims {} not divisible by blocksize {}",
              formatDims(x.shape()), b);
-  return {RValue::of(
-      permuteView(x, {N, C, H / b, b, W / b, b}, {0, 3, 5, 1, 2, 4}, {N, C * b * b, H / b, W / b}))};
+  return {RValue::of(permuteView(x, {N, C, H / b, b, W / b, b}, {0, 3, 5, 1, 2, 4},
+                                 {N, C * b * b, H / b, W / b}))};
 }
 
 void inferBlocks(InferCtx& c, bool toSpace) {
@@ -429,28 +447,64 @@ void inferBlocks(InferCtx& c, bool toSpace) {
 } // namespace
 
 void registerShapeMiscOps(OpRegistry& r) {
-  r.op("Pad").inputs(1, 4).attrString("mode", "constant").props(kInjective).infer(inferPad)
+  r.op("Pad")
+      .inputs(1, 4)
+      .attrString("mode", "constant")
+      .props(kInjective)
+      .infer(inferPad)
       .kernel(kernelPad)
       .upgrade(1, 10, upgradePad,
                {{"pads", Attribute::Kind::Ints, std::nullopt, false},
                 {"paddings", Attribute::Kind::Ints, std::nullopt, false},
                 {"value", Attribute::Kind::Float, std::nullopt, false}});
-  r.op("CenterCropPad").since(18).inputs(2, 2).attr("axes", Attribute::Kind::Ints)
-      .infer(inferCenterCropPad).kernel(kernelCenterCropPad);
+  r.op("CenterCropPad")
+      .since(18)
+      .inputs(2, 2)
+      .attr("axes", Attribute::Kind::Ints)
+      .infer(inferCenterCropPad)
+      .kernel(kernelCenterCropPad);
   r.op("OneHot").since(9).inputs(3, 3).attrInt("axis", -1).infer(inferOneHot).kernel(kernelOneHot);
-  r.op("Unique").since(11).inputs(1, 1).outputs(1, 4).attr("axis", Attribute::Kind::Int)
-      .attrInt("sorted", 1).infer(inferUnique).kernel(kernelUnique);
-  r.op("Trilu").since(14).inputs(1, 2).attrInt("upper", 1).infer(inferSameAsInput0).kernel(kernelTrilu);
-  r.op("ReverseSequence").since(10).inputs(2, 2).attrInt("time_axis", 0).attrInt("batch_axis", 1)
-      .infer(inferSameAsInput0).kernel(kernelReverseSequence);
-  r.op("EyeLike").since(9).inputs(1, 1).attr("dtype", Attribute::Kind::Int).attrInt("k", 0)
+  r.op("Unique")
+      .since(11)
+      .inputs(1, 1)
+      .outputs(1, 4)
+      .attr("axis", Attribute::Kind::Int)
+      .attrInt("sorted", 1)
+      .infer(inferUnique)
+      .kernel(kernelUnique);
+  r.op("Trilu")
+      .since(14)
+      .inputs(1, 2)
+      .attrInt("upper", 1)
+      .infer(inferSameAsInput0)
+      .kernel(kernelTrilu);
+  r.op("ReverseSequence")
+      .since(10)
+      .inputs(2, 2)
+      .attrInt("time_axis", 0)
+      .attrInt("batch_axis", 1)
+      .infer(inferSameAsInput0)
+      .kernel(kernelReverseSequence);
+  r.op("EyeLike")
+      .since(9)
+      .inputs(1, 1)
+      .attr("dtype", Attribute::Kind::Int)
+      .attrInt("k", 0)
       .infer([](InferCtx& c) { c.setTensor(0, eyeDType(c.node, c.inDType(0)), c.inShape(0)); })
       .kernel(kernelEyeLike);
-  r.op("DepthToSpace").inputs(1, 1).attr("blocksize", Attribute::Kind::Int, true)
-      .attrString("mode", "DCR").props(kInjective)
-      .infer([](InferCtx& c) { inferBlocks(c, true); }).kernel(kernelDepthToSpace);
-  r.op("SpaceToDepth").inputs(1, 1).attr("blocksize", Attribute::Kind::Int, true).props(kInjective)
-      .infer([](InferCtx& c) { inferBlocks(c, false); }).kernel(kernelSpaceToDepth);
+  r.op("DepthToSpace")
+      .inputs(1, 1)
+      .attr("blocksize", Attribute::Kind::Int, true)
+      .attrString("mode", "DCR")
+      .props(kInjective)
+      .infer([](InferCtx& c) { inferBlocks(c, true); })
+      .kernel(kernelDepthToSpace);
+  r.op("SpaceToDepth")
+      .inputs(1, 1)
+      .attr("blocksize", Attribute::Kind::Int, true)
+      .props(kInjective)
+      .infer([](InferCtx& c) { inferBlocks(c, false); })
+      .kernel(kernelSpaceToDepth);
 }
 
 } // namespace aicc

@@ -17,19 +17,24 @@ Dim solveReshapeDim(const Shape& in, const Shape& out, size_t unknownAt) {
   int64_t pin = 1, pout = 1;
   std::vector<std::string> syms;
   for (const Dim& d : in) {
-    if (d.isStatic()) pin *= d.value;
-    else if (!d.symbol.empty()) syms.push_back(d.symbol);
-    else return Dim{};
+    if (d.isStatic())
+      pin *= d.value;
+    else if (!d.symbol.empty())
+      syms.push_back(d.symbol);
+    else
+      return Dim{};
   }
   for (size_t i = 0; i < out.size(); ++i) {
     if (i == unknownAt) continue;
     const Dim& d = out[i];
-    if (d.isStatic()) pout *= d.value;
+    if (d.isStatic())
+      pout *= d.value;
     else if (!d.symbol.empty()) {
       auto it = std::find(syms.begin(), syms.end(), d.symbol);
       if (it == syms.end()) return Dim{};
       syms.erase(it);
-    } else return Dim{};
+    } else
+      return Dim{};
   }
   if (pout == 0) return Dim{};
   if (syms.empty()) {
@@ -66,7 +71,8 @@ void inferReshape(InferCtx& c) {
         AICC_CHECK(i < in->size(), "shape entry {} is 0 (copy) but the input {} has rank {}", i,
                    formatShape(*in), in->size());
         out.push_back((*in)[i]);
-      } else out.push_back(Dim{});
+      } else
+        out.push_back(Dim{});
       continue;
     }
     if (!d.isStatic() && d.symbol.empty()) unknown.push_back(i); // -1 or not known
@@ -97,8 +103,8 @@ std::vector<RValue> kernelReshape(KernelCtx& c) {
       neg = static_cast<int64_t>(i);
       out.push_back(1);
     } else if (v == 0 && !allowzero) {
-      AICC_CHECK(static_cast<int64_t>(i) < x.rank(), "shape entry {} is 0 (copy) but the input has rank {}",
-                 i, x.rank());
+      AICC_CHECK(static_cast<int64_t>(i) < x.rank(),
+                 "shape entry {} is 0 (copy) but the input has rank {}", i, x.rank());
       out.push_back(x.dim(static_cast<int64_t>(i)));
     } else {
       AICC_CHECK(v >= 0, "shape {} has an invalid dim {}", formatDims(shape), v);
@@ -124,8 +130,8 @@ std::vector<int64_t> transposePerm(const Node& n, int64_t rank) {
     for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
     return perm;
   }
-  AICC_CHECK(static_cast<int64_t>(perm.size()) == rank, "perm {} has {} entries for a rank-{} input",
-             formatDims(perm), perm.size(), rank);
+  AICC_CHECK(static_cast<int64_t>(perm.size()) == rank,
+             "perm {} has {} entries for a rank-{} input", formatDims(perm), perm.size(), rank);
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (auto& p : perm) {
     p = normAxis(p, rank);
@@ -169,8 +175,11 @@ void inferSqueeze(InferCtx& c) {
     auto ax = normAxes(*axes, r);
     for (int64_t i = 0; i < r; ++i) {
       const Dim& d = (*in)[static_cast<size_t>(i)];
-      if (std::find(ax.begin(), ax.end(), i) == ax.end()) out.push_back(d);
-      else AICC_CHECK(!d.isStatic() || d.value == 1, "cannot squeeze axis {} of {}", i, formatShape(*in));
+      if (std::find(ax.begin(), ax.end(), i) == ax.end())
+        out.push_back(d);
+      else
+        AICC_CHECK(!d.isStatic() || d.value == 1, "cannot squeeze axis {} of {}", i,
+                   formatShape(*in));
     }
   } else {
     for (const Dim& d : *in) {
@@ -188,8 +197,10 @@ std::vector<RValue> kernelSqueeze(KernelCtx& c) {
   if (c.has(1)) {
     auto ax = normAxes(c.in(1).toI64Vector(), x.rank());
     for (int64_t i = 0; i < x.rank(); ++i) {
-      if (std::find(ax.begin(), ax.end(), i) == ax.end()) out.push_back(x.dim(i));
-      else AICC_CHECK(x.dim(i) == 1, "cannot squeeze axis {} of {}", i, formatDims(x.shape()));
+      if (std::find(ax.begin(), ax.end(), i) == ax.end())
+        out.push_back(x.dim(i));
+      else
+        AICC_CHECK(x.dim(i) == 1, "cannot squeeze axis {} of {}", i, formatDims(x.shape()));
     }
   } else {
     for (int64_t d : x.shape())
@@ -213,8 +224,10 @@ void inferUnsqueeze(InferCtx& c) {
   auto axes = knownInts(c, 1);
   if (!in || !axes) {
     auto len = inLength1D(c, 1);
-    if (in && len) c.setTensor(0, dt, Shape(in->size() + static_cast<size_t>(*len)));
-    else c.setTensor(0, dt, std::nullopt);
+    if (in && len)
+      c.setTensor(0, dt, Shape(in->size() + static_cast<size_t>(*len)));
+    else
+      c.setTensor(0, dt, std::nullopt);
     return;
   }
   auto outRank = static_cast<int64_t>(in->size() + axes->size());
@@ -222,8 +235,10 @@ void inferUnsqueeze(InferCtx& c) {
   Shape out;
   size_t j = 0;
   for (int64_t i = 0; i < outRank; ++i) {
-    if (std::binary_search(ax.begin(), ax.end(), i)) out.push_back(Dim::known(1));
-    else out.push_back((*in)[j++]);
+    if (std::binary_search(ax.begin(), ax.end(), i))
+      out.push_back(Dim::known(1));
+    else
+      out.push_back((*in)[j++]);
   }
   c.setTensor(0, dt, out);
   if (const auto* v = c.shapeValue(0); v && out.size() <= 1) c.setShapeValue(0, *v);
@@ -263,7 +278,8 @@ void inferFlatten(InferCtx& c) {
 std::vector<RValue> kernelFlatten(KernelCtx& c) {
   const Tensor& x = c.in(0);
   auto a = static_cast<size_t>(flattenAxis(c.node, x.rank()));
-  return {RValue::of(x.reshaped({prodDims(x.shape(), 0, a), prodDims(x.shape(), a, x.shape().size())}))};
+  return {RValue::of(
+      x.reshaped({prodDims(x.shape(), 0, a), prodDims(x.shape(), a, x.shape().size())}))};
 }
 
 // ---- Shape / Size / Identity / Constant ------------------------------------------------------
@@ -306,11 +322,16 @@ Tensor constantValue(const Node& n) {
   std::vector<std::pair<std::string, Tensor>> found;
   for (const auto& [name, a] : n.attrs) {
     Tensor t;
-    if (name == "value") t = std::get<Tensor>(a.v);
-    else if (name == "value_float") t = Tensor::fromF32({std::get<float>(a.v)}, Dims{});
-    else if (name == "value_floats") t = Tensor::fromF32(std::get<std::vector<float>>(a.v));
-    else if (name == "value_int") t = Tensor::fromI64({std::get<int64_t>(a.v)}, Dims{});
-    else if (name == "value_ints") t = Tensor::fromI64(std::get<std::vector<int64_t>>(a.v));
+    if (name == "value")
+      t = std::get<Tensor>(a.v);
+    else if (name == "value_float")
+      t = Tensor::fromF32({std::get<float>(a.v)}).reshaped({});
+    else if (name == "value_floats")
+      t = Tensor::fromF32(std::get<std::vector<float>>(a.v));
+    else if (name == "value_int")
+      t = Tensor::fromI64({std::get<int64_t>(a.v)}).reshaped({});
+    else if (name == "value_ints")
+      t = Tensor::fromI64(std::get<std::vector<int64_t>>(a.v));
     else if (name == "value_string") {
       t = Tensor(DType::String, {});
       t.strings()[0] = std::get<std::string>(a.v);
@@ -318,7 +339,8 @@ Tensor constantValue(const Node& n) {
       const auto& s = std::get<std::vector<std::string>>(a.v);
       t = Tensor(DType::String, {static_cast<int64_t>(s.size())});
       for (size_t i = 0; i < s.size(); ++i) t.strings()[i] = s[i];
-    } else continue;
+    } else
+      continue;
     found.emplace_back(name, t);
   }
   AICC_CHECK(found.size() == 1, "Constant needs exactly one value attribute, has {}", found.size());
@@ -361,7 +383,8 @@ void inferConstantOfShape(InferCtx& c) {
   auto s = shapeFromInput(c, 0);
   c.setTensor(0, v.dtype(), s);
   if (s && s->size() == 1 && (*s)[0].isStatic() && (*s)[0].value <= 64 && isInteger(v.dtype()))
-    c.setShapeValue(0, std::vector<Dim>(static_cast<size_t>((*s)[0].value), Dim::known(v.getI64(0))));
+    c.setShapeValue(0,
+                    std::vector<Dim>(static_cast<size_t>((*s)[0].value), Dim::known(v.getI64(0))));
 }
 
 std::vector<RValue> kernelConstantOfShape(KernelCtx& c) {
@@ -376,7 +399,8 @@ std::vector<RValue> kernelConstantOfShape(KernelCtx& c) {
 void inferExpand(InferCtx& c) {
   auto target = shapeFromInput(c, 1);
   const auto& in = c.inShape(0);
-  c.setTensor(0, c.inDType(0), in && target ? std::optional<Shape>(broadcastShape(*in, *target)) : std::nullopt);
+  c.setTensor(0, c.inDType(0),
+              in && target ? std::optional<Shape>(broadcastShape(*in, *target)) : std::nullopt);
 }
 
 // Broadcasts `x` to `shape` (which must already be the broadcast result).
@@ -399,8 +423,8 @@ void inferTile(InferCtx& c) {
   if (!in) return c.setTensor(0, c.inDType(0), std::nullopt);
   Shape out(in->size());
   if (reps) {
-    AICC_CHECK(reps->size() == in->size(), "repeats has {} entries for a rank-{} input", reps->size(),
-               in->size());
+    AICC_CHECK(reps->size() == in->size(), "repeats has {} entries for a rank-{} input",
+               reps->size(), in->size());
     for (size_t i = 0; i < in->size(); ++i) out[i] = mulDim((*in)[i], Dim::known((*reps)[i]));
   }
   c.setTensor(0, c.inDType(0), out);
@@ -409,8 +433,8 @@ void inferTile(InferCtx& c) {
 std::vector<RValue> kernelTile(KernelCtx& c) {
   const Tensor& x = c.in(0);
   auto reps = c.in(1).toI64Vector();
-  AICC_CHECK(static_cast<int64_t>(reps.size()) == x.rank(), "repeats has {} entries for a rank-{} input",
-             reps.size(), x.rank());
+  AICC_CHECK(static_cast<int64_t>(reps.size()) == x.rank(),
+             "repeats has {} entries for a rank-{} input", reps.size(), x.rank());
   // out viewed as [r0, d0, r1, d1, ...] with stride 0 on the repeat dims.
   Dims st = stridesOf(x.shape()), shape, strides, outShape;
   for (size_t i = 0; i < reps.size(); ++i) {
@@ -425,7 +449,7 @@ std::vector<RValue> kernelTile(KernelCtx& c) {
 int64_t rangeCount(double start, double limit, double delta) {
   AICC_CHECK(delta != 0, "delta must not be 0");
   double n = std::ceil((limit - start) / delta);
-  AICC_CHECK(std::isfinite(n), "range count is not finite");
+  AICC_CHECK(std::isfinite(n) && n < 1e15, "range count {} is invalid", n);
   return std::max<int64_t>(0, static_cast<int64_t>(n));
 }
 
@@ -453,7 +477,8 @@ void inferRange(InferCtx& c) {
 
 std::vector<RValue> kernelRange(KernelCtx& c) {
   const Tensor &s = c.in(0), &l = c.in(1), &d = c.in(2);
-  AICC_CHECK(s.numel() == 1 && l.numel() == 1 && d.numel() == 1, "start, limit and delta must be scalars");
+  AICC_CHECK(s.numel() == 1 && l.numel() == 1 && d.numel() == 1,
+             "start, limit and delta must be scalars");
   DType dt = s.dtype();
   if (isInteger(dt)) {
     int64_t a = s.getI64(0), b = l.getI64(0), st = d.getI64(0);
@@ -473,43 +498,82 @@ std::vector<RValue> kernelRange(KernelCtx& c) {
 } // namespace
 
 void registerShapeOps(OpRegistry& r) {
-  r.op("Reshape").inputs(1, 2).attrInt("allowzero", 0).props(kInjective).infer(inferReshape)
+  r.op("Reshape")
+      .inputs(1, 2)
+      .attrInt("allowzero", 0)
+      .props(kInjective)
+      .infer(inferReshape)
       .kernel(kernelReshape)
       .upgrade(1, 4, [](ImportCtx& c) { c.attrToInput("shape", 1); },
                {{"shape", Attribute::Kind::Ints, std::nullopt, false},
                 {"consumed_inputs", Attribute::Kind::Ints, std::nullopt, false}});
-  r.op("Transpose").inputs(1, 1).attr("perm", Attribute::Kind::Ints).props(kInjective)
-      .infer(inferTranspose).kernel(kernelTranspose);
-  r.op("Squeeze").inputs(1, 2).props(kInjective).infer(inferSqueeze).kernel(kernelSqueeze)
+  r.op("Transpose")
+      .inputs(1, 1)
+      .attr("perm", Attribute::Kind::Ints)
+      .props(kInjective)
+      .infer(inferTranspose)
+      .kernel(kernelTranspose);
+  r.op("Squeeze")
+      .inputs(1, 2)
+      .props(kInjective)
+      .infer(inferSqueeze)
+      .kernel(kernelSqueeze)
       .upgrade(1, 12, [](ImportCtx& c) { c.attrToInput("axes", 1); },
                {{"axes", Attribute::Kind::Ints, std::nullopt, false}});
-  r.op("Unsqueeze").inputs(1, 2).props(kInjective).infer(inferUnsqueeze).kernel(kernelUnsqueeze)
+  r.op("Unsqueeze")
+      .inputs(1, 2)
+      .props(kInjective)
+      .infer(inferUnsqueeze)
+      .kernel(kernelUnsqueeze)
       .upgrade(1, 12, [](ImportCtx& c) { c.attrToInput("axes", 1); },
                {{"axes", Attribute::Kind::Ints, std::nullopt, true}});
-  r.op("Flatten").inputs(1, 1).attrInt("axis", 1).props(kInjective).infer(inferFlatten)
+  r.op("Flatten")
+      .inputs(1, 1)
+      .attrInt("axis", 1)
+      .props(kInjective)
+      .infer(inferFlatten)
       .kernel(kernelFlatten);
-  r.op("Shape").inputs(1, 1).attrInt("start", 0).attr("end", Attribute::Kind::Int)
-      .props(kShapeOnly).infer(inferShape).kernel(kernelShape);
+  r.op("Shape")
+      .inputs(1, 1)
+      .attrInt("start", 0)
+      .attr("end", Attribute::Kind::Int)
+      .props(kShapeOnly)
+      .infer(inferShape)
+      .kernel(kernelShape);
   r.op("Size").inputs(1, 1).props(kShapeOnly).infer(inferSize).kernel([](KernelCtx& c) {
-    return std::vector<RValue>{RValue::of(Tensor::fromI64({c.in(0).numel()}, Dims{}))};
+    return std::vector<RValue>{RValue::of(Tensor::fromI64({c.in(0).numel()}).reshaped({}))};
   });
-  r.op("Identity").inputs(1, 1).props(kInjective)
+  r.op("Identity")
+      .inputs(1, 1)
+      .props(kInjective)
       .infer([](InferCtx& c) {
         c.setOutput(0, c.inType(0));
         if (const auto* v = c.shapeValue(0)) c.setShapeValue(0, *v);
       })
       .kernel([](KernelCtx& c) { return std::vector<RValue>{c.value(0)}; });
-  r.op("Constant").inputs(0, 0).attr("value", Attribute::Kind::Tensor)
-      .attr("value_float", Attribute::Kind::Float).attr("value_floats", Attribute::Kind::Floats)
-      .attr("value_int", Attribute::Kind::Int).attr("value_ints", Attribute::Kind::Ints)
-      .attr("value_string", Attribute::Kind::String).attr("value_strings", Attribute::Kind::Strings)
-      .infer(inferConstant).kernel([](KernelCtx& c) {
-        return std::vector<RValue>{RValue::of(constantValue(c.node))};
-      });
-  r.op("ConstantOfShape").since(9).inputs(1, 1).attr("value", Attribute::Kind::Tensor)
-      .infer(inferConstantOfShape).kernel(kernelConstantOfShape);
+  r.op("Constant")
+      .inputs(0, 0)
+      .attr("value", Attribute::Kind::Tensor)
+      .attr("value_float", Attribute::Kind::Float)
+      .attr("value_floats", Attribute::Kind::Floats)
+      .attr("value_int", Attribute::Kind::Int)
+      .attr("value_ints", Attribute::Kind::Ints)
+      .attr("value_string", Attribute::Kind::String)
+      .attr("value_strings", Attribute::Kind::Strings)
+      .infer(inferConstant)
+      .kernel([](KernelCtx& c) { return std::vector<RValue>{RValue::of(constantValue(c.node))}; });
+  r.op("ConstantOfShape")
+      .since(9)
+      .inputs(1, 1)
+      .attr("value", Attribute::Kind::Tensor)
+      .infer(inferConstantOfShape)
+      .kernel(kernelConstantOfShape);
   r.op("Expand").since(8).inputs(2, 2).props(kInjective).infer(inferExpand).kernel(kernelExpand);
-  r.op("Tile").inputs(2, 2).props(kInjective).infer(inferTile).kernel(kernelTile)
+  r.op("Tile")
+      .inputs(2, 2)
+      .props(kInjective)
+      .infer(inferTile)
+      .kernel(kernelTile)
       .upgrade(1, 5, [](ImportCtx& c) {
         fail("{}: Tile-1 (tiles/axis inputs) is not supported", c.node.describe());
       });
@@ -518,6 +582,7 @@ void registerShapeOps(OpRegistry& r) {
   registerShapeSliceOps(r);
   registerShapeMiscOps(r);
   registerShapeResizeOps(r);
+  registerShapeGridOps(r);
 }
 
 } // namespace aicc

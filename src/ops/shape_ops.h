@@ -5,7 +5,8 @@
 //                     ScatterElements (Scatter), Compress, NonZero
 //   shape_misc.cpp    Pad, CenterCropPad, OneHot, Unique, Trilu, ReverseSequence, DepthToSpace,
 //                     SpaceToDepth, EyeLike
-//   shape_resize.cpp  Resize (Upsample), GridSample, Col2Im
+//   shape_resize.cpp  Resize (Upsample upgraded to Resize)
+//   shape_grid.cpp    GridSample, Col2Im
 //   shape_util.cpp    the helpers below
 // Data propagation of small integer tensors (Shape -> Gather -> Concat -> Reshape) is handled by
 // these ops' inference rules through InferCtx::shapeValue / setShapeValue.
@@ -20,6 +21,7 @@ namespace aicc {
 void registerShapeSliceOps(OpRegistry& r);
 void registerShapeMiscOps(OpRegistry& r);
 void registerShapeResizeOps(OpRegistry& r);
+void registerShapeGridOps(OpRegistry& r);
 
 // ---- Kernel helpers --------------------------------------------------------------------------
 
@@ -31,6 +33,8 @@ void copyElems(const Tensor& src, int64_t srcOff, Tensor& dst, int64_t dstOff, i
 Tensor stridedCopy(const Tensor& in, int64_t base, const Dims& outShape, const Dims& strides);
 // Normalizes an index into [0, dim) (negative wraps once); throws naming `what` otherwise.
 int64_t wrapIndex(int64_t idx, int64_t dim, const char* what);
+// The node's "axis" attribute normalized for a tensor of rank `rank` (which must be >= 1).
+size_t axisAttr(const Node& n, int64_t rank);
 // Product of dims[from, to).
 int64_t prodDims(const Dims& d, size_t from, size_t to);
 

@@ -27,7 +27,7 @@ void inferConcat(InferCtx& c) {
   }
   if (!rankKnown) return c.setTensor(0, dt, std::nullopt);
   auto rank = static_cast<int64_t>(out->size());
-  auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), rank));
+  auto axis = axisAttr(c.node, rank);
   Dim sum = Dim::known(0);
   for (size_t i = 0; i < c.numInputs(); ++i) {
     const auto& s = c.inShape(i);
@@ -38,16 +38,20 @@ void inferConcat(InferCtx& c) {
     for (size_t d = 0; d < s->size(); ++d) {
       const Dim& a = (*s)[d];
       if (d == axis) {
-        if (sum.isStatic() && a.isStatic()) sum = Dim::known(sum.value + a.value);
-        else if (sum.isStatic() && sum.value == 0) sum = a;
-        else if (!(a.isStatic() && a.value == 0)) sum = Dim{};
+        if (sum.isStatic() && a.isStatic())
+          sum = Dim::known(sum.value + a.value);
+        else if (sum.isStatic() && sum.value == 0)
+          sum = a;
+        else if (!(a.isStatic() && a.value == 0))
+          sum = Dim{};
         continue;
       }
       Dim& o = (*out)[d];
       if (a.isStatic() && o.isStatic())
         AICC_CHECK(a.value == o.value, "input {} has shape {}, incompatible on axis {} with {}", i,
                    formatShape(*s), d, formatShape(*out));
-      else if (a.isStatic() || (o.symbol.empty() && !a.symbol.empty())) o = a;
+      else if (a.isStatic() || (o.symbol.empty() && !a.symbol.empty()))
+        o = a;
     }
   }
   (*out)[axis] = sum;
@@ -67,13 +71,14 @@ void inferConcat(InferCtx& c) {
 std::vector<RValue> kernelConcat(KernelCtx& c) {
   AICC_CHECK(c.numInputs() >= 1, "needs at least one input");
   const Tensor& x0 = c.in(0);
-  auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), x0.rank()));
+  auto axis = axisAttr(c.node, x0.rank());
   Dims shape = x0.shape();
   shape[axis] = 0;
   for (size_t i = 0; i < c.numInputs(); ++i) {
     const Tensor& x = c.in(i);
-    AICC_CHECK(x.rank() == x0.rank() && x.dtype() == x0.dtype(), "input {} is {}{}, input 0 {}{}", i,
-               dtypeName(x.dtype()), formatDims(x.shape()), dtypeName(x0.dtype()), formatDims(x0.shape()));
+    AICC_CHECK(x.rank() == x0.rank() && x.dtype() == x0.dtype(), "input {} is {}{}, input 0 {}{}",
+               i, dtypeName(x.dtype()), formatDims(x.shape()), dtypeName(x0.dtype()),
+               formatDims(x0.shape()));
     for (size_t d = 0; d < shape.size(); ++d)
       AICC_CHECK(d == axis || x.shape()[d] == x0.shape()[d], "input {} has shape {}, input 0 {}", i,
                  formatDims(x.shape()), formatDims(x0.shape()));
@@ -115,12 +120,15 @@ void inferSplit(InferCtx& c) {
     for (size_t i = 0; i < n; ++i) c.setTensor(i, dt, std::nullopt);
     return;
   }
-  auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), static_cast<int64_t>(in->size())));
+  auto axis = axisAttr(c.node, static_cast<int64_t>(in->size()));
   std::optional<std::vector<int64_t>> sizes;
-  if (c.has(1)) sizes = knownInts(c, 1);
-  else if ((*in)[axis].isStatic()) sizes = equalSplit((*in)[axis].value, splitParts(c.node));
+  if (c.has(1))
+    sizes = knownInts(c, 1);
+  else if ((*in)[axis].isStatic())
+    sizes = equalSplit((*in)[axis].value, splitParts(c.node));
   if (sizes) {
-    AICC_CHECK(sizes->size() == n, "split into {} parts but the node has {} outputs", sizes->size(), n);
+    AICC_CHECK(sizes->size() == n, "split into {} parts but the node has {} outputs", sizes->size(),
+               n);
     if ((*in)[axis].isStatic()) {
       int64_t sum = 0;
       for (int64_t s : *sizes) sum += s;
@@ -137,9 +145,10 @@ void inferSplit(InferCtx& c) {
 
 std::vector<RValue> kernelSplit(KernelCtx& c) {
   const Tensor& x = c.in(0);
-  auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), x.rank()));
+  auto axis = axisAttr(c.node, x.rank());
   int64_t dim = x.shape()[axis];
-  std::vector<int64_t> sizes = c.has(1) ? c.in(1).toI64Vector() : equalSplit(dim, splitParts(c.node));
+  std::vector<int64_t> sizes =
+      c.has(1) ? c.in(1).toI64Vector() : equalSplit(dim, splitParts(c.node));
   AICC_CHECK(sizes.size() == c.numOutputs(), "split into {} parts but the node has {} outputs",
              sizes.size(), c.numOutputs());
   int64_t sum = 0;
@@ -147,7 +156,8 @@ std::vector<RValue> kernelSplit(KernelCtx& c) {
     AICC_CHECK(s >= 0, "split sizes {} has a negative entry", formatDims(sizes));
     sum += s;
   }
-  AICC_CHECK(sum == dim, "split sizes {} do not add up to dim {} ({})", formatDims(sizes), axis, dim);
+  AICC_CHECK(sum == dim, "split sizes {} do not add up to dim {} ({})", formatDims(sizes), axis,
+             dim);
   Dims st = stridesOf(x.shape());
   std::vector<RValue> outs;
   int64_t start = 0;
@@ -186,20 +196,24 @@ struct SliceParams {
 };
 
 SliceParams normSlice(std::vector<int64_t> starts, std::vector<int64_t> ends,
-                      std::optional<std::vector<int64_t>> axes, std::optional<std::vector<int64_t>> steps,
-                      int64_t rank) {
-  AICC_CHECK(starts.size() == ends.size(), "starts has {} entries, ends {}", starts.size(), ends.size());
+                      std::optional<std::vector<int64_t>> axes,
+                      std::optional<std::vector<int64_t>> steps, int64_t rank) {
+  AICC_CHECK(starts.size() == ends.size(), "starts has {} entries, ends {}", starts.size(),
+             ends.size());
   SliceParams p{starts, ends, {}, {}};
-  if (axes) p.axes = normAxes(*axes, rank);
+  if (axes)
+    p.axes = normAxes(*axes, rank);
   else
     for (size_t i = 0; i < starts.size(); ++i) p.axes.push_back(static_cast<int64_t>(i));
+  for (int64_t a : p.axes)
+    AICC_CHECK(a >= 0 && a < rank, "slice axis {} is out of range for rank {}", a, rank);
   p.steps = steps ? *steps : std::vector<int64_t>(starts.size(), 1);
   AICC_CHECK(p.axes.size() == starts.size() && p.steps.size() == starts.size(),
              "starts, ends, axes and steps must have the same length");
   std::vector<int64_t> sorted = p.axes;
   std::sort(sorted.begin(), sorted.end());
-  AICC_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), "axes {} has duplicates",
-             formatDims(p.axes));
+  AICC_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+             "axes {} has duplicates", formatDims(p.axes));
   return p;
 }
 
@@ -216,7 +230,8 @@ void inferSlice(InferCtx& c) {
     Shape s = *in;
     if (axes)
       for (int64_t a : normAxes(*axes, rank)) s[static_cast<size_t>(a)] = Dim{};
-    else s = Shape(in->size());
+    else
+      s = Shape(in->size());
     return c.setTensor(0, dt, s);
   }
   SliceParams p = normSlice(*starts, *ends, axes, steps, rank);
@@ -224,8 +239,10 @@ void inferSlice(InferCtx& c) {
   for (size_t i = 0; i < p.axes.size(); ++i) {
     const Dim& d = (*in)[static_cast<size_t>(p.axes[i])];
     Dim& o = out[static_cast<size_t>(p.axes[i])];
-    if (d.isStatic()) o = Dim::known(sliceDim(d.value, p.starts[i], p.ends[i], p.steps[i]).count);
-    else if (!(p.starts[i] == 0 && p.steps[i] == 1 && p.ends[i] >= INT_MAX)) o = Dim{};
+    if (d.isStatic())
+      o = Dim::known(sliceDim(d.value, p.starts[i], p.ends[i], p.steps[i]).count);
+    else if (!(p.starts[i] == 0 && p.steps[i] == 1 && p.ends[i] >= INT_MAX))
+      o = Dim{};
   }
   c.setTensor(0, dt, out);
   // Data propagation: slicing a 1-D shape value.
@@ -233,7 +250,8 @@ void inferSlice(InferCtx& c) {
     if (const auto* sv = c.shapeValue(0)) {
       SliceDim sd = sliceDim(static_cast<int64_t>(sv->size()), p.starts[0], p.ends[0], p.steps[0]);
       std::vector<Dim> v;
-      for (int64_t i = 0; i < sd.count; ++i) v.push_back((*sv)[static_cast<size_t>(sd.start + i * p.steps[0])]);
+      for (int64_t i = 0; i < sd.count; ++i)
+        v.push_back((*sv)[static_cast<size_t>(sd.start + i * p.steps[0])]);
       c.setShapeValue(0, v);
     }
 }
@@ -263,7 +281,7 @@ void inferGather(InferCtx& c) {
   const auto& data = c.inShape(0);
   const auto& idx = c.inShape(1);
   if (!data || !idx) return c.setTensor(0, dt, std::nullopt);
-  auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), static_cast<int64_t>(data->size())));
+  auto axis = axisAttr(c.node, static_cast<int64_t>(data->size()));
   Shape out(data->begin(), data->begin() + static_cast<std::ptrdiff_t>(axis));
   out.insert(out.end(), idx->begin(), idx->end());
   out.insert(out.end(), data->begin() + static_cast<std::ptrdiff_t>(axis) + 1, data->end());
@@ -273,7 +291,9 @@ void inferGather(InferCtx& c) {
     if (const auto* sv = c.shapeValue(0))
       if (auto ii = knownInts(c, 1)) {
         std::vector<Dim> v;
-        for (int64_t i : *ii) v.push_back((*sv)[static_cast<size_t>(wrapIndex(i, static_cast<int64_t>(sv->size()), "index"))]);
+        for (int64_t i : *ii)
+          v.push_back(
+              (*sv)[static_cast<size_t>(wrapIndex(i, static_cast<int64_t>(sv->size()), "index"))]);
         c.setShapeValue(0, v);
       }
 }
@@ -281,12 +301,13 @@ void inferGather(InferCtx& c) {
 std::vector<RValue> kernelGather(KernelCtx& c) {
   const Tensor& x = c.in(0);
   const Tensor& ind = c.in(1);
-  AICC_CHECK(ind.dtype() == DType::I32 || ind.dtype() == DType::I64, "indices must be int32 or int64, got {}",
-             dtypeName(ind.dtype()));
-  auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), x.rank()));
+  AICC_CHECK(ind.dtype() == DType::I32 || ind.dtype() == DType::I64,
+             "indices must be int32 or int64, got {}", dtypeName(ind.dtype()));
+  auto axis = axisAttr(c.node, x.rank());
   Dims shape(x.shape().begin(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis));
   shape.insert(shape.end(), ind.shape().begin(), ind.shape().end());
-  shape.insert(shape.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.shape().end());
+  shape.insert(shape.end(), x.shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1,
+               x.shape().end());
   Tensor out(x.dtype(), shape);
   int64_t dim = x.shape()[axis], outer = prodDims(x.shape(), 0, axis),
           inner = prodDims(x.shape(), axis + 1, x.shape().size()), n = ind.numel();
@@ -294,7 +315,8 @@ std::vector<RValue> kernelGather(KernelCtx& c) {
   for (auto& i : idx) i = wrapIndex(i, dim, "index");
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < n; ++j)
-      copyElems(x, (o * dim + idx[static_cast<size_t>(j)]) * inner, out, (o * n + j) * inner, inner);
+      copyElems(x, (o * dim + idx[static_cast<size_t>(j)]) * inner, out, (o * n + j) * inner,
+                inner);
   return {RValue::of(out)};
 }
 
@@ -304,8 +326,9 @@ std::vector<int64_t> elementOffsets(const Dims& data, const Tensor& ind, size_t 
   AICC_CHECK(ind.shape().size() == data.size(), "indices has rank {}, data rank {}", ind.rank(),
              data.size());
   for (size_t d = 0; d < data.size(); ++d)
-    AICC_CHECK(d == axis || ind.shape()[d] <= data[d], "indices shape {} exceeds data shape {} on axis {}",
-               formatDims(ind.shape()), formatDims(data), d);
+    AICC_CHECK(d == axis || ind.shape()[d] <= data[d],
+               "indices shape {} exceeds data shape {} on axis {}", formatDims(ind.shape()),
+               formatDims(data), d);
   Dims st = stridesOf(data);
   std::vector<int64_t> offs(static_cast<size_t>(ind.numel()));
   Dims coord(data.size(), 0);
@@ -326,7 +349,7 @@ std::vector<int64_t> elementOffsets(const Dims& data, const Tensor& ind, size_t 
 std::vector<RValue> kernelGatherElements(KernelCtx& c) {
   const Tensor& x = c.in(0);
   const Tensor& ind = c.in(1);
-  auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), x.rank()));
+  auto axis = axisAttr(c.node, x.rank());
   auto offs = elementOffsets(x.shape(), ind, axis);
   Tensor out(x.dtype(), ind.shape());
   for (size_t i = 0; i < offs.size(); ++i) copyElems(x, offs[i], out, static_cast<int64_t>(i), 1);
@@ -348,15 +371,18 @@ NdIndex ndIndex(const Dims& data, const Tensor& ind, int64_t batch) {
   AICC_CHECK(q >= 1, "indices must have rank >= 1");
   AICC_CHECK(batch >= 0 && batch < std::min(r, q), "batch_dims {} is out of range", batch);
   int64_t k = ind.shape().back();
-  AICC_CHECK(k >= 1 && k <= r - batch, "indices last dim {} is out of range for data {}", k, formatDims(data));
+  AICC_CHECK(k >= 1 && k <= r - batch, "indices last dim {} is out of range for data {}", k,
+             formatDims(data));
   for (int64_t b = 0; b < batch; ++b)
     AICC_CHECK(ind.shape()[static_cast<size_t>(b)] == data[static_cast<size_t>(b)],
-               "batch dim {} differs: indices {}, data {}", b, formatDims(ind.shape()), formatDims(data));
+               "batch dim {} differs: indices {}, data {}", b, formatDims(ind.shape()),
+               formatDims(data));
   auto bu = static_cast<size_t>(batch), ku = static_cast<size_t>(k);
   NdIndex res;
   res.slice = prodDims(data, bu + ku, data.size());
   res.outShape.assign(ind.shape().begin(), ind.shape().end() - 1);
-  res.outShape.insert(res.outShape.end(), data.begin() + static_cast<std::ptrdiff_t>(bu + ku), data.end());
+  res.outShape.insert(res.outShape.end(), data.begin() + static_cast<std::ptrdiff_t>(bu + ku),
+                      data.end());
   int64_t nb = prodDims(data, 0, bu);
   int64_t batchStride = prodDims(data, bu, data.size());
   int64_t tuples = ind.numel() / k, perBatch = nb ? tuples / nb : 0;
@@ -364,7 +390,8 @@ NdIndex ndIndex(const Dims& data, const Tensor& ind, int64_t batch) {
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t off = (perBatch ? t / perBatch : 0) * batchStride;
     for (size_t j = 0; j < ku; ++j)
-      off += wrapIndex(ind.getI64(t * k + static_cast<int64_t>(j)), data[bu + j], "index") * st[bu + j];
+      off += wrapIndex(ind.getI64(t * k + static_cast<int64_t>(j)), data[bu + j], "index") *
+             st[bu + j];
     res.offsets.push_back(off);
   }
   return res;
@@ -374,10 +401,12 @@ void inferGatherND(InferCtx& c) {
   DType dt = c.inDType(0);
   const auto& data = c.inShape(0);
   const auto& ind = c.inShape(1);
-  if (!data || !ind || ind->empty() || !ind->back().isStatic()) return c.setTensor(0, dt, std::nullopt);
+  if (!data || !ind || ind->empty() || !ind->back().isStatic())
+    return c.setTensor(0, dt, std::nullopt);
   auto b = static_cast<size_t>(c.node.attrInt("batch_dims"));
   auto k = static_cast<size_t>(ind->back().value);
-  AICC_CHECK(b + k <= data->size(), "indices last dim {} is out of range for data {}", k, formatShape(*data));
+  AICC_CHECK(b + k <= data->size(), "indices last dim {} is out of range for data {}", k,
+             formatShape(*data));
   Shape out(ind->begin(), ind->end() - 1);
   out.insert(out.end(), data->begin() + static_cast<std::ptrdiff_t>(b + k), data->end());
   c.setTensor(0, dt, out);
@@ -399,11 +428,17 @@ void scatterOne(Tensor& out, int64_t o, const Tensor& upd, int64_t u, const std:
   if (red == "none") return copyElems(upd, u, out, o, 1);
   if (isInteger(out.dtype())) {
     int64_t a = out.getI64(o), b = upd.getI64(u);
-    out.setI64(o, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : std::min(a, b));
+    out.setI64(o, red == "add"   ? a + b
+                  : red == "mul" ? a * b
+                  : red == "max" ? std::max(a, b)
+                                 : std::min(a, b));
     return;
   }
   double a = out.getF64(o), b = upd.getF64(u);
-  out.setF64(o, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : std::min(a, b));
+  out.setF64(o, red == "add"   ? a + b
+                : red == "mul" ? a * b
+                : red == "max" ? std::max(a, b)
+                               : std::min(a, b));
 }
 
 void checkReduction(const std::string& red) {
@@ -434,10 +469,11 @@ std::vector<RValue> kernelScatterElements(KernelCtx& c) {
   checkReduction(red);
   AICC_CHECK(upd.shape() == ind.shape(), "updates shape {} differs from indices shape {}",
              formatDims(upd.shape()), formatDims(ind.shape()));
-  auto axis = static_cast<size_t>(normAxis(c.node.attrInt("axis"), x.rank()));
+  auto axis = axisAttr(c.node, x.rank());
   auto offs = elementOffsets(x.shape(), ind, axis);
   Tensor out = x.clone();
-  for (size_t i = 0; i < offs.size(); ++i) scatterOne(out, offs[i], upd, static_cast<int64_t>(i), red);
+  for (size_t i = 0; i < offs.size(); ++i)
+    scatterOne(out, offs[i], upd, static_cast<int64_t>(i), red);
   return {RValue::of(out)};
 }
 
@@ -448,7 +484,7 @@ std::vector<RValue> kernelCompress(KernelCtx& c) {
   const Tensor& cond = c.in(1);
   const Attribute* axAttr = c.node.attr("axis");
   if (!axAttr) x = x.reshaped({x.numel()});
-  auto axis = static_cast<size_t>(axAttr ? normAxis(c.node.attrInt("axis"), x.rank()) : 0);
+  auto axis = axAttr ? axisAttr(c.node, x.rank()) : 0;
   int64_t dim = x.shape()[axis];
   std::vector<int64_t> keep;
   for (int64_t i = 0; i < std::min(dim, cond.numel()); ++i)
@@ -456,10 +492,12 @@ std::vector<RValue> kernelCompress(KernelCtx& c) {
   Dims shape = x.shape();
   shape[axis] = static_cast<int64_t>(keep.size());
   Tensor out(x.dtype(), shape);
-  int64_t outer = prodDims(x.shape(), 0, axis), inner = prodDims(x.shape(), axis + 1, x.shape().size());
+  int64_t outer = prodDims(x.shape(), 0, axis),
+          inner = prodDims(x.shape(), axis + 1, x.shape().size());
   for (int64_t o = 0; o < outer; ++o)
     for (size_t j = 0; j < keep.size(); ++j)
-      copyElems(x, (o * dim + keep[j]) * inner, out, (o * static_cast<int64_t>(keep.size()) + static_cast<int64_t>(j)) * inner, inner);
+      copyElems(x, (o * dim + keep[j]) * inner, out,
+                (o * static_cast<int64_t>(keep.size()) + static_cast<int64_t>(j)) * inner, inner);
   return {RValue::of(out)};
 }
 
@@ -469,7 +507,7 @@ void inferCompress(InferCtx& c) {
   if (!c.node.attr("axis")) return c.setTensor(0, dt, Shape{Dim{}});
   if (!in) return c.setTensor(0, dt, std::nullopt);
   Shape s = *in;
-  s[static_cast<size_t>(normAxis(c.node.attrInt("axis"), static_cast<int64_t>(in->size())))] = Dim{};
+  s[axisAttr(c.node, static_cast<int64_t>(in->size()))] = Dim{};
   c.setTensor(0, dt, s);
 }
 
@@ -483,20 +521,35 @@ std::vector<RValue> kernelNonZero(KernelCtx& c) {
   Dims st = stridesOf(x.shape());
   for (int64_t j = 0; j < n; ++j)
     for (int64_t d = 0; d < x.rank(); ++d)
-      out.data<int64_t>()[d * n + j] = (nz[static_cast<size_t>(j)] / st[static_cast<size_t>(d)]) % x.dim(d);
+      out.data<int64_t>()[d * n + j] =
+          (nz[static_cast<size_t>(j)] / st[static_cast<size_t>(d)]) % x.dim(d);
   return {RValue::of(out)};
 }
 
 } // namespace
 
 void registerShapeSliceOps(OpRegistry& r) {
-  r.op("Concat").inputs(1, 1 << 30).attr("axis", Attribute::Kind::Int, true).props(kInjective)
-      .infer(inferConcat).kernel(kernelConcat);
-  r.op("Split").inputs(1, 2).outputs(1, 1 << 30).attrInt("axis", 0)
-      .attr("num_outputs", Attribute::Kind::Int).props(kInjective).infer(inferSplit).kernel(kernelSplit)
+  r.op("Concat")
+      .inputs(1, 1 << 30)
+      .attr("axis", Attribute::Kind::Int, true)
+      .props(kInjective)
+      .infer(inferConcat)
+      .kernel(kernelConcat);
+  r.op("Split")
+      .inputs(1, 2)
+      .outputs(1, 1 << 30)
+      .attrInt("axis", 0)
+      .attr("num_outputs", Attribute::Kind::Int)
+      .props(kInjective)
+      .infer(inferSplit)
+      .kernel(kernelSplit)
       .upgrade(1, 12, [](ImportCtx& c) { c.attrToInput("split", 1); },
                {{"split", Attribute::Kind::Ints, std::nullopt, false}});
-  r.op("Slice").inputs(1, 5).props(kInjective).infer(inferSlice).kernel(kernelSlice)
+  r.op("Slice")
+      .inputs(1, 5)
+      .props(kInjective)
+      .infer(inferSlice)
+      .kernel(kernelSlice)
       .upgrade(1, 9,
                [](ImportCtx& c) {
                  c.attrToInput("starts", 1);
@@ -506,26 +559,59 @@ void registerShapeSliceOps(OpRegistry& r) {
                {{"starts", Attribute::Kind::Ints, std::nullopt, true},
                 {"ends", Attribute::Kind::Ints, std::nullopt, true},
                 {"axes", Attribute::Kind::Ints, std::nullopt, false}});
-  r.op("Gather").inputs(2, 2).attrInt("axis", 0).props(kInjective).infer(inferGather).kernel(kernelGather);
-  r.op("GatherElements").since(11).inputs(2, 2).attrInt("axis", 0).props(kInjective)
+  r.op("Gather")
+      .inputs(2, 2)
+      .attrInt("axis", 0)
+      .props(kInjective)
+      .infer(inferGather)
+      .kernel(kernelGather);
+  r.op("GatherElements")
+      .since(11)
+      .inputs(2, 2)
+      .attrInt("axis", 0)
+      .props(kInjective)
       .infer([](InferCtx& c) { c.setTensor(0, c.inDType(0), c.inShape(1)); })
       .kernel(kernelGatherElements);
-  r.op("GatherND").since(11).inputs(2, 2).attrInt("batch_dims", 0).props(kInjective)
-      .infer(inferGatherND).kernel(kernelGatherND);
-  r.op("ScatterND").since(11).inputs(3, 3).attrString("reduction", "none").infer(inferSameAsInput0)
+  r.op("GatherND")
+      .since(11)
+      .inputs(2, 2)
+      .attrInt("batch_dims", 0)
+      .props(kInjective)
+      .infer(inferGatherND)
+      .kernel(kernelGatherND);
+  r.op("ScatterND")
+      .since(11)
+      .inputs(3, 3)
+      .attrString("reduction", "none")
+      .infer(inferSameAsInput0)
       .kernel(kernelScatterND);
-  r.op("ScatterElements").since(11).inputs(3, 3).attrInt("axis", 0).attrString("reduction", "none")
-      .infer(inferSameAsInput0).kernel(kernelScatterElements);
+  r.op("ScatterElements")
+      .since(11)
+      .inputs(3, 3)
+      .attrInt("axis", 0)
+      .attrString("reduction", "none")
+      .infer(inferSameAsInput0)
+      .kernel(kernelScatterElements);
   // Scatter (opsets 9-10) is ScatterElements under its old name.
-  r.op("Scatter").since(9).inputs(3, 3).attrInt("axis", 0).infer(inferSameAsInput0)
+  r.op("Scatter")
+      .since(9)
+      .inputs(3, 3)
+      .attrInt("axis", 0)
+      .infer(inferSameAsInput0)
       .kernel(kernelScatterElements)
       .upgrade(9, 1 << 30, [](ImportCtx& c) {
         c.node.op = "ScatterElements";
         c.node.def = OpRegistry::instance().find("", "ScatterElements");
       });
-  r.op("Compress").since(9).inputs(2, 2).attr("axis", Attribute::Kind::Int).infer(inferCompress)
+  r.op("Compress")
+      .since(9)
+      .inputs(2, 2)
+      .attr("axis", Attribute::Kind::Int)
+      .infer(inferCompress)
       .kernel(kernelCompress);
-  r.op("NonZero").since(9).inputs(1, 1)
+  r.op("NonZero")
+      .since(9)
+      .inputs(1, 1)
       .infer([](InferCtx& c) {
         auto rank = inRank(c, 0);
         c.setTensor(0, DType::I64, Shape{rank ? Dim::known(*rank) : Dim{}, Dim{}});

@@ -19,8 +19,7 @@ void copyElems(const Tensor& src, int64_t srcOff, Tensor& dst, int64_t dstOff, i
 namespace {
 
 // Copies one row of `n` elements with input stride `st` (elements) for fixed-size element types.
-template <typename T>
-void copyRow(const std::byte* in, int64_t st, std::byte* out, int64_t n) {
+template <typename T> void copyRow(const std::byte* in, int64_t st, std::byte* out, int64_t n) {
   const T* s = reinterpret_cast<const T*>(in);
   T* d = reinterpret_cast<T*>(out);
   for (int64_t i = 0; i < n; ++i) d[i] = s[i * st];
@@ -38,8 +37,9 @@ Tensor stridedCopy(const Tensor& in, int64_t base, const Dims& outShape, const D
     int64_t ext = (outShape[d] - 1) * strides[d];
     (ext > 0 ? hi : lo) += ext;
   }
-  AICC_CHECK(lo >= 0 && hi < in.numel(), "internal: strided access [{}, {}] outside a tensor of {} elements",
-             lo, hi, in.numel());
+  AICC_CHECK(lo >= 0 && hi < in.numel(),
+             "internal: strided access [{}, {}] outside a tensor of {} elements", lo, hi,
+             in.numel());
   // Coalesce: drop size-1 dims, merge dims that are contiguous with respect to each other.
   Dims shp, st;
   for (size_t d = 0; d < outShape.size(); ++d) {
@@ -74,10 +74,18 @@ Tensor stridedCopy(const Tensor& in, int64_t base, const Dims& outShape, const D
       const std::byte* s = src + static_cast<size_t>(off) * es;
       std::byte* d = dst + static_cast<size_t>(o) * es;
       switch (es) {
-      case 1: copyRow<uint8_t>(s, ist, d, inner); break;
-      case 2: copyRow<uint16_t>(s, ist, d, inner); break;
-      case 4: copyRow<uint32_t>(s, ist, d, inner); break;
-      case 8: copyRow<uint64_t>(s, ist, d, inner); break;
+      case 1:
+        copyRow<uint8_t>(s, ist, d, inner);
+        break;
+      case 2:
+        copyRow<uint16_t>(s, ist, d, inner);
+        break;
+      case 4:
+        copyRow<uint32_t>(s, ist, d, inner);
+        break;
+      case 8:
+        copyRow<uint64_t>(s, ist, d, inner);
+        break;
       default:
         for (int64_t i = 0; i < inner; ++i)
           std::memcpy(d + static_cast<size_t>(i) * es, s + static_cast<size_t>(i * ist) * es, es);
@@ -100,6 +108,11 @@ int64_t wrapIndex(int64_t idx, int64_t dim, const char* what) {
   int64_t i = idx < 0 ? idx + dim : idx;
   AICC_CHECK(i >= 0 && i < dim, "{} {} is out of range for a dimension of size {}", what, idx, dim);
   return i;
+}
+
+size_t axisAttr(const Node& n, int64_t rank) {
+  AICC_CHECK(rank >= 1, "the input must have rank >= 1 for an axis, is a scalar");
+  return static_cast<size_t>(normAxis(n.attrInt("axis"), rank));
 }
 
 int64_t prodDims(const Dims& d, size_t from, size_t to) {

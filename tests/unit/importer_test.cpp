@@ -193,4 +193,44 @@ TEST(Importer, ArityAndDuplicateOutputs) {
   EXPECT_THROW(importOnnxBytes(m.SerializeAsString(), "."), Error);
 }
 
+TEST(Importer, ModelLocalFunctionsAreInlined) {
+  onnx::ModelProto m = baseModel();
+  auto* os = m.add_opset_import();
+  os->set_domain("local");
+  os->set_version(1);
+  auto* f = m.add_functions();
+  f->set_name("LeakyTwice");
+  f->set_domain("local");
+  f->add_input("a");
+  f->add_output("b");
+  f->add_attribute("alpha");
+  auto* fo = f->add_opset_import();
+  fo->set_version(17);
+  auto* n1 = f->add_node();
+  n1->set_op_type("LeakyRelu");
+  n1->add_input("a");
+  n1->add_output("t");
+  auto* ref = n1->add_attribute();
+  ref->set_name("alpha");
+  ref->set_type(onnx::AttributeProto::FLOAT);
+  ref->set_ref_attr_name("alpha");
+  auto* n2 = f->add_node();
+  n2->set_op_type("Add");
+  n2->add_input("t");
+  n2->add_input("t");
+  n2->add_output("b");
+  auto* g = m.mutable_graph();
+  setType(g->add_input(), "x", {"2"});
+  setType(g->add_output(), "y", {"2"});
+  auto* call = addNode(g, "LeakyTwice", {"x"}, {"y"});
+  call->set_domain("local");
+  auto* alpha = call->add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(onnx::AttributeProto::FLOAT);
+  alpha->set_f(0.5f);
+  ImportedModel im = importOnnxBytes(m.SerializeAsString(), ".");
+  ASSERT_EQ(im.model.graph->nodes.size(), 2u);
+  EXPECT_EQ(runF32(im, {Tensor::fromF32({-2, 3})}), (std::vector<float>{-2, 6}));
+}
+
 } // namespace

@@ -55,12 +55,16 @@ public:
 private:
   void importGraph(const onnx::GraphProto& gp, Graph& g, bool isMain);
   void importNode(const onnx::NodeProto& np, Graph& g);
+  void inlineFunction(const onnx::FunctionProto& fp, const onnx::NodeProto& np, Graph& g);
   Attribute convertAttr(const onnx::AttributeProto& ap, Graph& g, const std::string& what);
   std::vector<int> topoOrder(const onnx::GraphProto& gp, const Graph& g);
 
   std::shared_ptr<onnx::ModelProto> proto_;
   ExternalData ext_;
   std::map<std::string, int64_t> opsets_;
+  std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*> functions_;
+  int inlineDepth_ = 0;
+  int64_t inlineCounter_ = 0;
   ImportedModel result_;
 };
 
@@ -195,6 +199,10 @@ void Importer::importNode(const onnx::NodeProto& np, Graph& g) {
              domainDisplay(domain));
   int64_t opset = os->second;
   const OpDef* def = OpRegistry::instance().find(domain, np.op_type());
+  if (auto fn = functions_.find({domain, np.op_type()}); fn != functions_.end()) {
+    inlineFunction(*fn->second, np, g);
+    return;
+  }
   AICC_CHECK(def, "{}: unsupported op '{}' in domain '{}' (opset {})", label, np.op_type(),
              domainDisplay(domain), opset);
   AICC_CHECK(opset >= def->sinceVersion, "{}: op '{}' needs {} opset {} or later, the model imports {}",
@@ -250,6 +258,58 @@ void Importer::importNode(const onnx::NodeProto& np, Graph& g) {
   }
 }
 
+// Model-local functions (ModelProto.functions) are inlined where they are called: the body's
+// values get fresh names, formal inputs/outputs map to the call's, and attribute references
+// (ref_attr_name) take the call's attribute or the function's default.
+void Importer::inlineFunction(const onnx::FunctionProto& fp, const onnx::NodeProto& call, Graph& g) {
+  std::string label = nodeLabel(call);
+  AICC_CHECK(++inlineDepth_ < 64, "{}: function '{}' calls itself too deeply", label, fp.name());
+  std::map<std::string, std::string> rename;
+  for (int i = 0; i < fp.input_size(); ++i) rename[fp.input(i)] = i < call.input_size() ? call.input(i) : "";
+  for (int i = 0; i < fp.output_size(); ++i) rename[fp.output(i)] = i < call.output_size() ? call.output(i) : "";
+  std::map<std::string, const onnx::AttributeProto*> given, defaults;
+  for (const auto& a : call.attribute()) given[a.name()] = &a;
+  // FunctionProto.attribute_proto (field 11, default values) is newer than Debian's onnx.proto:
+  // read it from the unknown fields.
+  std::vector<onnx::AttributeProto> defaultProtos;
+  const auto& unknown = fp.GetReflection()->GetUnknownFields(fp);
+  for (int i = 0; i < unknown.field_count(); ++i)
+    if (unknown.field(i).number() == 11 && unknown.field(i).type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+      defaultProtos.emplace_back();
+      AICC_CHECK(defaultProtos.back().ParseFromString(unknown.field(i).length_delimited()),
+                 "{}: function '{}' has a malformed default attribute", label, fp.name());
+    }
+  for (const auto& a : defaultProtos) defaults[a.name()] = &a;
+  std::string prefix = fmt::format("{}/{}#{}/", call.name().empty() ? fp.name() : call.name(), fp.name(), inlineCounter_++);
+  auto mapName = [&](const std::string& n) -> std::string {
+    if (n.empty()) return n;
+    auto it = rename.find(n);
+    if (it != rename.end()) return it->second;
+    return rename[n] = prefix + n;
+  };
+  for (const auto& body : fp.node()) {
+    onnx::NodeProto n = body;
+    for (auto& in : *n.mutable_input()) in = mapName(in);
+    for (auto& out : *n.mutable_output()) out = mapName(out);
+    if (!n.name().empty()) n.set_name(prefix + n.name());
+    n.clear_attribute();
+    for (const auto& a : body.attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *n.add_attribute() = a;
+        continue;
+      }
+      const onnx::AttributeProto* src = given.count(a.ref_attr_name()) ? given[a.ref_attr_name()]
+                                        : defaults.count(a.ref_attr_name()) ? defaults[a.ref_attr_name()] : nullptr;
+      if (!src) continue; // not given: the op's own default applies
+      onnx::AttributeProto* copy = n.add_attribute();
+      *copy = *src;
+      copy->set_name(a.name());
+    }
+    importNode(n, g);
+  }
+  --inlineDepth_;
+}
+
 void Importer::importGraph(const onnx::GraphProto& gp, Graph& g, bool isMain) {
   g.name = gp.name();
   std::set<std::string> initNames;
@@ -286,6 +346,7 @@ ImportedModel Importer::run(const ImportOptions& opts) {
   const onnx::ModelProto& mp = *proto_;
   AICC_CHECK(mp.has_graph(), "model has no graph");
   for (const auto& os : mp.opset_import()) opsets_[normDomain(os.domain())] = os.version();
+  for (const auto& f : mp.functions()) functions_[{normDomain(f.domain()), f.name()}] = &f;
   if (mp.ir_version() < 3 && !opsets_.count("")) opsets_[""] = kMinOpset; // IR v1/2: implicit ai.onnx
   Model& m = result_.model;
   m.opsets = opsets_;
