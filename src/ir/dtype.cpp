@@ -156,10 +156,7 @@ uint32_t miniEncode(DType t, float v, bool saturate) {
   bool overflow = std::isinf(a) || a >= maxv + ulpTop / 2;
   if (overflow) {
     if (!m.hasNan) return withSign(codes.back().second); // float4: always saturates
-    if (saturate) {
-      if (std::isinf(a) && m.uz) return nanCode;
-      return withSign(codes.back().second);
-    }
+    if (saturate) return withSign(codes.back().second); // ONNX Cast: +-inf saturate to +-max too
     if (m.hasInf) return withSign(((1u << m.expBits) - 1) << m.manBits);
     return nanCode;
   }

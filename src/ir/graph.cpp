@@ -169,6 +169,15 @@ std::string Graph::uniqueName(const std::string& base) {
   }
 }
 
+void Graph::renameValue(Value* v, const std::string& newName) {
+  AICC_CHECK(v->owner == this, "value '{}' does not belong to graph '{}'", v->name, name);
+  AICC_CHECK(!newName.empty() && !byName_.count(newName), "graph '{}': cannot rename '{}' to '{}'", name,
+             v->name, newName);
+  byName_.erase(v->name);
+  v->name = newName;
+  byName_[newName] = v;
+}
+
 void Graph::eraseUnusedValues() {
   std::set<const Value*> used(inputs.begin(), inputs.end());
   used.insert(outputs.begin(), outputs.end());

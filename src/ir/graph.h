@@ -141,6 +141,8 @@ public:
 
   // Removes values that nothing refers to any more (after nodes were erased).
   void eraseUnusedValues();
+  // Renames a value of this graph (the new name must be free in this graph).
+  void renameValue(Value* v, const std::string& newName);
 
 private:
   std::vector<std::unique_ptr<Value>> values_;

@@ -18,6 +18,7 @@ void registerAllOps(OpRegistry& r) {
   registerTextOps(r);
   registerMlOps(r);
   registerTrainingOps(r);
+  registerFusedOps(r);
 }
 
 } // namespace aicc

@@ -20,5 +20,6 @@ void registerSignalOps(OpRegistry& r);       // ops/signal.cpp: DFT, STFT, windo
 void registerMiscOps(OpRegistry& r);         // ops/misc.cpp: NonMaxSuppression, BitCast, random ops, ...
 void registerTextOps(OpRegistry& r);         // ops/text.cpp: string ops
 void registerMlOps(OpRegistry& r);           // ops/ml.cpp: the ai.onnx.ml domain
-void registerTrainingOps(OpRegistry& r);     // ops/training.cpp: ai.onnx.preview.training optimizers
+void registerTrainingOps(OpRegistry& r);
+void registerFusedOps(OpRegistry& r);        // ops/fused.cpp: aicc.Fused (groups made by fusion passes)     // ops/training.cpp: ai.onnx.preview.training optimizers
 } // namespace aicc

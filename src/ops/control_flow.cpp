@@ -13,7 +13,8 @@ namespace {
 
 Graph& graphAttr(const Node& n, const std::string& name) {
   const Attribute* a = n.attr(name);
-  AICC_CHECK(a && a->kind() == Attribute::Kind::Graph, "{}: missing graph attribute '{}'", n.describe(), name);
+  AICC_CHECK(a && a->kind() == Attribute::Kind::Graph, "{}: missing graph attribute '{}'",
+             n.describe(), name);
   return *std::get<GraphPtr>(a->v);
 }
 
@@ -54,12 +55,14 @@ Type relaxed(const Type& t) {
 // at body.outputs[outOff]. Iterates to a fixed point (types only widen), so that the carried types
 // cover every iteration; returns the carried types (initial values included).
 std::vector<Type> inferLoopBody(InferCtx& c, Graph& body, const std::vector<Type>& before,
-                                std::vector<Type> carried, const std::vector<Type>& after, size_t outOff) {
+                                std::vector<Type> carried, const std::vector<Type>& after,
+                                size_t outOff) {
   AICC_CHECK(body.inputs.size() == before.size() + carried.size() + after.size(),
              "the body takes {} inputs, expected {}", body.inputs.size(),
              before.size() + carried.size() + after.size());
-  AICC_CHECK(body.outputs.size() >= outOff + carried.size(), "the body has {} outputs, expected at least {}",
-             body.outputs.size(), outOff + carried.size());
+  AICC_CHECK(body.outputs.size() >= outOff + carried.size(),
+             "the body has {} outputs, expected at least {}", body.outputs.size(),
+             outOff + carried.size());
   TypeSnapshot snap;
   snap.take(body);
   for (int round = 0;; ++round) {
@@ -106,15 +109,19 @@ Tensor emptyStack(const Type& t) {
 }
 
 void registerIf(OpRegistry& r) {
-  r.op("If").since(1).inputs(1, 1).outputs(1, 1 << 30)
+  r.op("If")
+      .since(1)
+      .inputs(1, 1)
+      .outputs(1, 1 << 30)
       .attr("then_branch", Attribute::Kind::Graph, true)
       .attr("else_branch", Attribute::Kind::Graph, true)
       .infer([](InferCtx& c) {
         Graph& th = graphAttr(c.node, "then_branch");
         Graph& el = graphAttr(c.node, "else_branch");
-        AICC_CHECK(th.outputs.size() == el.outputs.size() && th.outputs.size() >= c.node.outputs.size(),
-                   "the branches have {} and {} outputs, the node {}", th.outputs.size(), el.outputs.size(),
-                   c.node.outputs.size());
+        AICC_CHECK(th.outputs.size() == el.outputs.size() &&
+                       th.outputs.size() >= c.node.outputs.size(),
+                   "the branches have {} and {} outputs, the node {}", th.outputs.size(),
+                   el.outputs.size(), c.node.outputs.size());
         // A branch whose static shapes provably fail can never be taken: the other decides.
         std::optional<Error> thErr, elErr;
         try {
@@ -141,14 +148,19 @@ void registerIf(OpRegistry& r) {
 }
 
 void registerLoop(OpRegistry& r) {
-  r.op("Loop").since(1).inputs(2, 1 << 30).outputs(1, 1 << 30).attr("body", Attribute::Kind::Graph, true)
+  r.op("Loop")
+      .since(1)
+      .inputs(2, 1 << 30)
+      .outputs(1, 1 << 30)
+      .attr("body", Attribute::Kind::Graph, true)
       .infer([](InferCtx& c) {
         Graph& body = graphAttr(c.node, "body");
         size_t n = c.numInputs() - 2;
         std::vector<Type> carried;
         for (size_t i = 0; i < n; ++i) carried.push_back(c.inType(2 + i));
-        carried = inferLoopBody(c, body, {Type::tensor(DType::I64, Shape{}), Type::tensor(DType::Bool, Shape{})},
-                                carried, {}, 1);
+        carried = inferLoopBody(
+            c, body, {Type::tensor(DType::I64, Shape{}), Type::tensor(DType::Bool, Shape{})},
+            carried, {}, 1);
         for (size_t i = 0; i < n; ++i) c.setOutput(i, carried[i]);
         // Trip count: known when M is a constant and there is no condition.
         Dim trips;
@@ -159,7 +171,8 @@ void registerLoop(OpRegistry& r) {
       .kernel([](KernelCtx& c) {
         const Graph& body = graphAttr(c.node, "body");
         size_t n = c.numInputs() - 2;
-        AICC_CHECK(body.inputs.size() == n + 2, "the body takes {} inputs, expected {}", body.inputs.size(), n + 2);
+        AICC_CHECK(body.inputs.size() == n + 2, "the body takes {} inputs, expected {}",
+                   body.inputs.size(), n + 2);
         AICC_CHECK(body.outputs.size() >= n + 1, "the body has {} outputs, expected at least {}",
                    body.outputs.size(), n + 1);
         size_t k = body.outputs.size() - 1 - n;
@@ -170,7 +183,8 @@ void registerLoop(OpRegistry& r) {
         }
         bool cond = c.has(1) ? scalarTruth(c.in(1), "cond") : true;
         std::vector<RValue> state;
-        for (size_t i = 0; i < n; ++i) state.push_back(c.has(2 + i) ? c.value(2 + i) : RValue::none());
+        for (size_t i = 0; i < n; ++i)
+          state.push_back(c.has(2 + i) ? c.value(2 + i) : RValue::none());
         std::vector<std::vector<Tensor>> scans(k);
         for (int64_t it = 0; it < maxTrips && cond; ++it) {
           std::vector<RValue> args{RValue::of(Tensor::scalar(DType::I64, static_cast<double>(it))),
@@ -178,12 +192,14 @@ void registerLoop(OpRegistry& r) {
           args.insert(args.end(), state.begin(), state.end());
           std::vector<RValue> outs = c.runSubgraph(body, args);
           if (c.has(1)) {
-            AICC_CHECK(outs[0].kind == RValue::Kind::Tensor, "the body's condition output must be a tensor");
+            AICC_CHECK(outs[0].kind == RValue::Kind::Tensor,
+                       "the body's condition output must be a tensor");
             cond = scalarTruth(outs[0].tensor, "the body's condition output");
           }
           for (size_t i = 0; i < n; ++i) state[i] = std::move(outs[1 + i]);
           for (size_t j = 0; j < k; ++j) {
-            AICC_CHECK(outs[1 + n + j].kind == RValue::Kind::Tensor, "scan output {} must be a tensor", j);
+            AICC_CHECK(outs[1 + n + j].kind == RValue::Kind::Tensor,
+                       "scan output {} must be a tensor", j);
             scans[j].push_back(std::move(outs[1 + n + j].tensor));
           }
         }
@@ -203,16 +219,17 @@ struct ScanAttrs {
 ScanAttrs scanAttrs(const Node& n, size_t numInputs, size_t numBodyOutputs) {
   ScanAttrs s;
   int64_t m = n.attrInt("num_scan_inputs");
-  AICC_CHECK(m >= 1 && static_cast<size_t>(m) <= numInputs, "num_scan_inputs {} is out of range for {} inputs",
-             m, numInputs);
+  AICC_CHECK(m >= 1 && static_cast<size_t>(m) <= numInputs,
+             "num_scan_inputs {} is out of range for {} inputs", m, numInputs);
   s.numScan = static_cast<size_t>(m);
   s.numState = numInputs - s.numScan;
-  AICC_CHECK(numBodyOutputs >= s.numState, "the body has {} outputs but there are {} states", numBodyOutputs,
-             s.numState);
+  AICC_CHECK(numBodyOutputs >= s.numState, "the body has {} outputs but there are {} states",
+             numBodyOutputs, s.numState);
   size_t k = numBodyOutputs - s.numState;
   auto get = [&](const char* name, size_t count, std::vector<int64_t>& out) {
     out = n.attrInts(name, std::vector<int64_t>(count, 0));
-    AICC_CHECK(out.size() == count, "attribute '{}' has {} entries, expected {}", name, out.size(), count);
+    AICC_CHECK(out.size() == count, "attribute '{}' has {} entries, expected {}", name, out.size(),
+               count);
   };
   get("scan_input_axes", s.numScan, s.inAxes);
   get("scan_input_directions", s.numScan, s.inDirs);
@@ -231,7 +248,8 @@ void upgradeScan8(ImportCtx& ctx) {
   int64_t m = n.attrInt("num_scan_inputs");
   size_t numIn = n.inputs.size() - 1;
   AICC_CHECK(m >= 1 && static_cast<size_t>(m) <= numIn, "num_scan_inputs {} is out of range", m);
-  AICC_CHECK(body->inputs.size() == numIn, "the body takes {} inputs, the node has {}", body->inputs.size(), numIn);
+  AICC_CHECK(body->inputs.size() == numIn, "the body takes {} inputs, the node has {}",
+             body->inputs.size(), numIn);
   auto outer = std::make_shared<Graph>();
   outer->parent = &ctx.graph;
   outer->name = body->name + "_batch";
@@ -256,7 +274,10 @@ void upgradeScan8(ImportCtx& ctx) {
 }
 
 void registerScan(OpRegistry& r) {
-  r.op("Scan").since(8).inputs(1, 1 << 30).outputs(1, 1 << 30)
+  r.op("Scan")
+      .since(8)
+      .inputs(1, 1 << 30)
+      .outputs(1, 1 << 30)
       .attr("body", Attribute::Kind::Graph, true)
       .attr("num_scan_inputs", Attribute::Kind::Int, true)
       .attr("scan_input_axes", Attribute::Kind::Ints)
@@ -285,7 +306,8 @@ void registerScan(OpRegistry& r) {
         states = inferLoopBody(c, body, {}, states, slices, 0);
         for (size_t i = 0; i < s.numState; ++i) c.setOutput(i, states[i]);
         for (size_t k = 0; s.numState + k < c.node.outputs.size() && k < s.outAxes.size(); ++k)
-          c.setOutput(s.numState + k, withNewAxis(body.outputs[s.numState + k]->type, s.outAxes[k], len));
+          c.setOutput(s.numState + k,
+                      withNewAxis(body.outputs[s.numState + k]->type, s.outAxes[k], len));
       })
       .kernel([](KernelCtx& c) {
         const Graph& body = graphAttr(c.node, "body");
@@ -300,7 +322,8 @@ void registerScan(OpRegistry& r) {
           const Tensor& x = c.in(s.numState + j);
           int64_t ax = normAxis(s.inAxes[j], x.rank());
           AICC_CHECK(x.rank() >= 1, "scan input {} must have rank >= 1", j);
-          AICC_CHECK(len < 0 || x.dim(ax) == len, "scan inputs have different lengths ({} and {})", len, x.dim(ax));
+          AICC_CHECK(len < 0 || x.dim(ax) == len, "scan inputs have different lengths ({} and {})",
+                     len, x.dim(ax));
           len = x.dim(ax);
           axes.push_back(ax);
         }
@@ -309,11 +332,13 @@ void registerScan(OpRegistry& r) {
         for (int64_t t = 0; t < len; ++t) {
           std::vector<RValue> args = state;
           for (size_t j = 0; j < s.numScan; ++j)
-            args.push_back(RValue::of(sliceAlong(c.in(s.numState + j), axes[j], s.inDirs[j] ? len - 1 - t : t)));
+            args.push_back(RValue::of(
+                sliceAlong(c.in(s.numState + j), axes[j], s.inDirs[j] ? len - 1 - t : t)));
           std::vector<RValue> outs = c.runSubgraph(body, args);
           for (size_t i = 0; i < s.numState; ++i) state[i] = std::move(outs[i]);
           for (size_t j = 0; j < k; ++j) {
-            AICC_CHECK(outs[s.numState + j].kind == RValue::Kind::Tensor, "scan output {} must be a tensor", j);
+            AICC_CHECK(outs[s.numState + j].kind == RValue::Kind::Tensor,
+                       "scan output {} must be a tensor", j);
             scans[j].push_back(std::move(outs[s.numState + j].tensor));
           }
         }

@@ -60,8 +60,9 @@ Tensor concatTensors(const std::vector<Tensor>& parts, int64_t axis) {
     AICC_CHECK(p.rank() == first.rank(), "cannot concatenate shapes {} and {}",
                formatDims(first.shape()), formatDims(p.shape()));
     for (size_t i = 0; i < outShape.size(); ++i)
-      AICC_CHECK(i == ax || p.shape()[i] == first.shape()[i], "cannot concatenate shapes {} and {} along axis {}",
-                 formatDims(first.shape()), formatDims(p.shape()), axis);
+      AICC_CHECK(i == ax || p.shape()[i] == first.shape()[i],
+                 "cannot concatenate shapes {} and {} along axis {}", formatDims(first.shape()),
+                 formatDims(p.shape()), axis);
     outShape[ax] += p.shape()[ax];
   }
   Tensor out(first.dtype(), outShape);
@@ -79,10 +80,11 @@ Tensor stackTensors(const std::vector<Tensor>& parts, int64_t axis) {
   AICC_CHECK(!parts.empty(), "cannot stack zero tensors");
   std::vector<Tensor> r;
   for (const Tensor& p : parts) {
-    AICC_CHECK(p.shape() == parts[0].shape(), "cannot stack shapes {} and {}", formatDims(parts[0].shape()),
-               formatDims(p.shape()));
+    AICC_CHECK(p.shape() == parts[0].shape(), "cannot stack shapes {} and {}",
+               formatDims(parts[0].shape()), formatDims(p.shape()));
     Dims d = p.shape();
-    AICC_CHECK(axis >= 0 && axis <= p.rank(), "stack axis {} is out of range for rank {}", axis, p.rank());
+    AICC_CHECK(axis >= 0 && axis <= p.rank(), "stack axis {} is out of range for rank {}", axis,
+               p.rank());
     d.insert(d.begin() + axis, 1);
     r.push_back(p.reshaped(d));
   }
@@ -103,7 +105,8 @@ Tensor sliceAlong(const Tensor& x, int64_t axis, int64_t index) {
 }
 
 bool scalarTruth(const Tensor& t, const char* what) {
-  AICC_CHECK(t.numel() == 1, "{} must have exactly one element, got shape {}", what, formatDims(t.shape()));
+  AICC_CHECK(t.numel() == 1, "{} must have exactly one element, got shape {}", what,
+             formatDims(t.shape()));
   return t.getF64(0) != 0;
 }
 
@@ -130,19 +133,25 @@ int64_t position(KernelCtx& c, size_t i, int64_t n, bool allowEnd, int64_t dflt)
   AICC_CHECK(p.numel() == 1, "position must be a scalar");
   int64_t pos = p.getI64(0);
   int64_t hi = allowEnd ? n : n - 1;
-  AICC_CHECK(pos >= -n && pos <= hi, "position {} is out of range for a sequence of {} tensors", pos, n);
+  AICC_CHECK(pos >= -n && pos <= hi, "position {} is out of range for a sequence of {} tensors",
+             pos, n);
   return pos < 0 ? pos + n : pos;
 }
 
 void registerSequenceCore(OpRegistry& r) {
-  r.op("SequenceEmpty").since(11).inputs(0, 0).attrInt("dtype", static_cast<int64_t>(DType::F32))
+  r.op("SequenceEmpty")
+      .since(11)
+      .inputs(0, 0)
+      .attrInt("dtype", static_cast<int64_t>(DType::F32))
       .infer([](InferCtx& c) {
         auto dt = dtypeFromOnnx(static_cast<int32_t>(c.node.attrInt("dtype")));
         c.setOutput(0, Type::sequence(Type::tensor(dt ? *dt : DType::Undefined)));
       })
       .kernel([](KernelCtx&) { return std::vector<RValue>{RValue::ofSeq({})}; });
 
-  r.op("SequenceConstruct").since(11).inputs(1, 1 << 30)
+  r.op("SequenceConstruct")
+      .since(11)
+      .inputs(1, 1 << 30)
       .infer([](InferCtx& c) {
         Type e = c.inType(0);
         for (size_t i = 1; i < c.numInputs(); ++i) e = unionType(e, c.inType(i));
@@ -157,7 +166,9 @@ void registerSequenceCore(OpRegistry& r) {
         return std::vector<RValue>{RValue::ofSeq(std::move(s))};
       });
 
-  r.op("SequenceAt").since(11).inputs(2, 2)
+  r.op("SequenceAt")
+      .since(11)
+      .inputs(2, 2)
       .infer([](InferCtx& c) { c.setOutput(0, seqElem(c, 0)); })
       .kernel([](KernelCtx& c) {
         const auto& s = seqIn(c, 0);
@@ -166,7 +177,9 @@ void registerSequenceCore(OpRegistry& r) {
         return std::vector<RValue>{RValue::of(s[static_cast<size_t>(p)])};
       });
 
-  r.op("SequenceInsert").since(11).inputs(2, 3)
+  r.op("SequenceInsert")
+      .since(11)
+      .inputs(2, 3)
       .infer([](InferCtx& c) {
         const Type& s = c.inType(0);
         Type e = c.inType(1);
@@ -174,24 +187,29 @@ void registerSequenceCore(OpRegistry& r) {
         if (c.node.inputs[0]->producer && c.node.inputs[0]->producer->op == "SequenceEmpty") {
           Type declared = seqElem(c, 0);
           if (declared.dtype != DType::Undefined && e.isTensor() && declared.dtype != e.dtype)
-            fail("cannot insert a {} tensor into a sequence of {}", dtypeName(e.dtype), dtypeName(declared.dtype));
+            fail("cannot insert a {} tensor into a sequence of {}", dtypeName(e.dtype),
+                 dtypeName(declared.dtype));
           c.setOutput(0, Type::sequence(e));
           return;
         }
-        c.setOutput(0, s.kind == Type::Kind::Sequence ? Type::sequence(unionType(*s.elem, e)) : Type{});
+        c.setOutput(0, s.kind == Type::Kind::Sequence ? Type::sequence(unionType(*s.elem, e))
+                                                      : Type{});
       })
       .kernel([](KernelCtx& c) {
         std::vector<Tensor> s = seqIn(c, 0);
         const Tensor& t = c.in(1);
-        AICC_CHECK(s.empty() || s[0].dtype() == t.dtype(), "cannot insert a {} tensor into a sequence of {}",
-                   dtypeName(t.dtype()), dtypeName(s[0].dtype()));
+        AICC_CHECK(s.empty() || s[0].dtype() == t.dtype(),
+                   "cannot insert a {} tensor into a sequence of {}", dtypeName(t.dtype()),
+                   dtypeName(s[0].dtype()));
         int64_t n = static_cast<int64_t>(s.size());
         int64_t p = position(c, 2, n, true, n);
         s.insert(s.begin() + p, t);
         return std::vector<RValue>{RValue::ofSeq(std::move(s))};
       });
 
-  r.op("SequenceErase").since(11).inputs(1, 2)
+  r.op("SequenceErase")
+      .since(11)
+      .inputs(1, 2)
       .infer([](InferCtx& c) { c.setOutput(0, c.inType(0)); })
       .kernel([](KernelCtx& c) {
         std::vector<Tensor> s = seqIn(c, 0);
@@ -202,15 +220,22 @@ void registerSequenceCore(OpRegistry& r) {
         return std::vector<RValue>{RValue::ofSeq(std::move(s))};
       });
 
-  r.op("SequenceLength").since(11).inputs(1, 1)
+  r.op("SequenceLength")
+      .since(11)
+      .inputs(1, 1)
       .infer([](InferCtx& c) { c.setTensor(0, DType::I64, Shape{}); })
       .kernel([](KernelCtx& c) {
-        return std::vector<RValue>{RValue::of(Tensor::scalar(DType::I64, static_cast<double>(seqIn(c, 0).size())))};
+        return std::vector<RValue>{
+            RValue::of(Tensor::scalar(DType::I64, static_cast<double>(seqIn(c, 0).size())))};
       });
 }
 
 void registerSequenceTensorOps(OpRegistry& r) {
-  r.op("ConcatFromSequence").since(11).inputs(1, 1).attr("axis", Attribute::Kind::Int, true).attrInt("new_axis", 0)
+  r.op("ConcatFromSequence")
+      .since(11)
+      .inputs(1, 1)
+      .attr("axis", Attribute::Kind::Int, true)
+      .attrInt("new_axis", 0)
       .infer([](InferCtx& c) {
         Type e = seqElem(c, 0);
         if (!e.isTensor() || !e.shape) {
@@ -221,8 +246,10 @@ void registerSequenceTensorOps(OpRegistry& r) {
         auto r = static_cast<int64_t>(e.shape->size());
         int64_t ax = normAxis(c.node.attrInt("axis"), newAxis ? r + 1 : r);
         Shape s = *e.shape;
-        if (newAxis) s.insert(s.begin() + ax, Dim{});
-        else s[static_cast<size_t>(ax)] = Dim{};
+        if (newAxis)
+          s.insert(s.begin() + ax, Dim{});
+        else
+          s[static_cast<size_t>(ax)] = Dim{};
         c.setTensor(0, e.dtype, s);
       })
       .kernel([](KernelCtx& c) {
@@ -231,10 +258,15 @@ void registerSequenceTensorOps(OpRegistry& r) {
         bool newAxis = c.node.attrInt("new_axis") != 0;
         int64_t r = s[0].rank();
         int64_t ax = normAxis(c.node.attrInt("axis"), newAxis ? r + 1 : r);
-        return std::vector<RValue>{RValue::of(newAxis ? stackTensors(s, ax) : concatTensors(s, ax))};
+        return std::vector<RValue>{
+            RValue::of(newAxis ? stackTensors(s, ax) : concatTensors(s, ax))};
       });
 
-  r.op("SplitToSequence").since(11).inputs(1, 2).attrInt("axis", 0).attrInt("keepdims", 1)
+  r.op("SplitToSequence")
+      .since(11)
+      .inputs(1, 2)
+      .attrInt("axis", 0)
+      .attrInt("keepdims", 1)
       .infer([](InferCtx& c) {
         const auto& in = c.inShape(0);
         if (!in) {
@@ -243,9 +275,12 @@ void registerSequenceTensorOps(OpRegistry& r) {
         }
         int64_t ax = normAxis(c.node.attrInt("axis"), static_cast<int64_t>(in->size()));
         Shape s = *in;
-        if (c.has(1)) s[static_cast<size_t>(ax)] = Dim{};
-        else if (c.node.attrInt("keepdims")) s[static_cast<size_t>(ax)] = Dim::known(1);
-        else s.erase(s.begin() + ax);
+        if (c.has(1))
+          s[static_cast<size_t>(ax)] = Dim{};
+        else if (c.node.attrInt("keepdims"))
+          s[static_cast<size_t>(ax)] = Dim::known(1);
+        else
+          s.erase(s.begin() + ax);
         c.setOutput(0, Type::sequence(Type::tensor(c.inDType(0), s)));
       })
       .kernel([](KernelCtx& c) {
@@ -259,7 +294,8 @@ void registerSequenceTensorOps(OpRegistry& r) {
           squeeze = c.node.attrInt("keepdims") == 0;
         } else {
           const Tensor& sp = c.in(1);
-          AICC_CHECK(sp.dtype() == DType::I32 || sp.dtype() == DType::I64, "split must be i32 or i64");
+          AICC_CHECK(sp.dtype() == DType::I32 || sp.dtype() == DType::I64,
+                     "split must be i32 or i64");
           if (sp.rank() == 0) {
             int64_t k = sp.getI64(0);
             AICC_CHECK(k > 0, "split size must be positive, got {}", k);
@@ -283,7 +319,8 @@ void registerSequenceTensorOps(OpRegistry& r) {
           Dims d = x.shape();
           d[ax_] = len;
           Tensor t(x.dtype(), d);
-          for (int64_t o = 0; o < outer; ++o) copyElems(t, o * len * inner, x, (o * n + start) * inner, len * inner);
+          for (int64_t o = 0; o < outer; ++o)
+            copyElems(t, o * len * inner, x, (o * n + start) * inner, len * inner);
           if (squeeze) {
             d.erase(d.begin() + ax);
             t = t.reshaped(d);
@@ -296,26 +333,33 @@ void registerSequenceTensorOps(OpRegistry& r) {
 }
 
 void registerSequenceMap(OpRegistry& r) {
-  r.op("SequenceMap").since(17).inputs(1, 1 << 30).outputs(1, 1 << 30).attr("body", Attribute::Kind::Graph, true)
+  r.op("SequenceMap")
+      .since(17)
+      .inputs(1, 1 << 30)
+      .outputs(1, 1 << 30)
+      .attr("body", Attribute::Kind::Graph, true)
       .infer([](InferCtx& c) {
         Graph& body = *std::get<GraphPtr>(c.node.attr("body")->v);
         AICC_CHECK(body.inputs.size() == c.numInputs(), "body takes {} inputs, the node has {}",
                    body.inputs.size(), c.numInputs());
-        AICC_CHECK(body.outputs.size() == c.node.outputs.size(), "body has {} outputs, the node has {}",
-                   body.outputs.size(), c.node.outputs.size());
+        AICC_CHECK(body.outputs.size() == c.node.outputs.size(),
+                   "body has {} outputs, the node has {}", body.outputs.size(),
+                   c.node.outputs.size());
         for (size_t i = 0; i < c.numInputs(); ++i) {
           const Type& t = c.inType(i);
           setSubgraphInputType(body.inputs[i], t.kind == Type::Kind::Sequence ? *t.elem : t);
         }
         inferShapes(body, c.shapeValues());
-        for (size_t i = 0; i < body.outputs.size(); ++i) c.setOutput(i, Type::sequence(body.outputs[i]->type));
+        for (size_t i = 0; i < body.outputs.size(); ++i)
+          c.setOutput(i, Type::sequence(body.outputs[i]->type));
       })
       .kernel([](KernelCtx& c) {
         const Graph& body = *std::get<GraphPtr>(c.node.attr("body")->v);
         size_t n = seqIn(c, 0).size();
         for (size_t i = 1; i < c.numInputs(); ++i)
           if (c.value(i).kind == RValue::Kind::Sequence)
-            AICC_CHECK(c.value(i).seq.size() == n, "input sequences have different lengths ({} and {})", n,
+            AICC_CHECK(c.value(i).seq.size() == n,
+                       "input sequences have different lengths ({} and {})", n,
                        c.value(i).seq.size());
         std::vector<std::vector<Tensor>> outs(body.outputs.size());
         for (size_t k = 0; k < n; ++k) {
@@ -337,21 +381,32 @@ void registerSequenceMap(OpRegistry& r) {
 }
 
 void registerOptionalOps(OpRegistry& r) {
-  r.op("Optional").since(15).inputs(0, 1).attr("type", Attribute::Kind::Type)
+  r.op("Optional")
+      .since(15)
+      .inputs(0, 1)
+      .attr("type", Attribute::Kind::Type)
       .infer([](InferCtx& c) {
-        if (c.has(0)) c.setOutput(0, Type::optional(c.inType(0)));
-        else if (const Attribute* a = c.node.attr("type")) c.setOutput(0, Type::optional(std::get<Type>(a->v)));
-        else fail("an Optional without input needs the 'type' attribute");
+        if (c.has(0))
+          c.setOutput(0, Type::optional(c.inType(0)));
+        else if (const Attribute* a = c.node.attr("type"))
+          c.setOutput(0, Type::optional(std::get<Type>(a->v)));
+        else
+          fail("an Optional without input needs the 'type' attribute");
       })
-      .kernel([](KernelCtx& c) { return std::vector<RValue>{c.has(0) ? c.value(0) : RValue::none()}; });
+      .kernel(
+          [](KernelCtx& c) { return std::vector<RValue>{c.has(0) ? c.value(0) : RValue::none()}; });
 
-  r.op("OptionalHasElement").since(15).inputs(0, 1)
+  r.op("OptionalHasElement")
+      .since(15)
+      .inputs(0, 1)
       .infer([](InferCtx& c) { c.setTensor(0, DType::Bool, Shape{}); })
       .kernel([](KernelCtx& c) {
         return std::vector<RValue>{RValue::of(Tensor::scalar(DType::Bool, c.has(0) ? 1 : 0))};
       });
 
-  r.op("OptionalGetElement").since(15).inputs(1, 1)
+  r.op("OptionalGetElement")
+      .since(15)
+      .inputs(1, 1)
       .infer([](InferCtx& c) {
         const Type& t = c.inType(0);
         c.setOutput(0, t.kind == Type::Kind::Optional ? *t.elem : t);

@@ -88,7 +88,7 @@ template <typename T> T wrapMul(T a, T b) {
 
 // Iterates a broadcast of N operands into `out` row by row: adjacent dims are coalesced where
 // every operand is contiguous (or broadcast) across them, so rows are as long as possible.
-// fn(outOffset, offsets[N], increments[N] (0 or 1... the operand's innermost stride), length).
+// fn(outOffset, offsets[N], increments[N] (each operand's stride along the row: 0 or 1), length).
 template <size_t N, typename Fn>
 void forEachBroadcastRow(const Dims& out, const std::array<const Dims*, N>& ins, Fn&& fn) {
   int64_t total = checkedNumel(out);

@@ -113,9 +113,9 @@ void ImportCtx::attrToInput(const std::string& attrName, size_t index, DType dt)
   Tensor t;
   const Attribute& a = it->second;
   if (auto* ints = std::get_if<std::vector<int64_t>>(&a.v)) t = Tensor::fromI64(*ints, {static_cast<int64_t>(ints->size())});
-  else if (auto* i = std::get_if<int64_t>(&a.v)) t = Tensor::fromI64({*i}, Dims{});
+  else if (auto* i = std::get_if<int64_t>(&a.v)) t = Tensor::fromI64({*i}).reshaped({}); // a scalar
   else if (auto* fs = std::get_if<std::vector<float>>(&a.v)) t = Tensor::fromF32(*fs);
-  else if (auto* f = std::get_if<float>(&a.v)) t = Tensor::fromF32({*f}, Dims{});
+  else if (auto* f = std::get_if<float>(&a.v)) t = Tensor::fromF32({*f}).reshaped({});
   else fail("{}: attribute '{}' cannot become an input", node.describe(), attrName);
   if (t.dtype() != dt) t = t.castTo(dt);
   if (node.inputs.size() <= index) node.inputs.resize(index + 1, nullptr);

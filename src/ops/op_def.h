@@ -127,6 +127,7 @@ inline constexpr const char* kOnnxDomain = "";
 inline constexpr const char* kMsDomain = "com.microsoft";
 inline constexpr const char* kMlDomain = "ai.onnx.ml";
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+inline constexpr const char* kAiccDomain = "aicc"; // ops created by aicc's own passes (aicc.Fused)
 std::string domainDisplay(const std::string& domain); // "" -> "ai.onnx"
 
 // ---- Interpreter kernels ---------------------------------------------------------------------

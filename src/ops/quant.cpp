@@ -1,6 +1,7 @@
-// Quantization: QuantizeLinear, DequantizeLinear (per-tensor, per-axis, blocked), DynamicQuantizeLinear,
-// MatMulInteger, QLinearMatMul. The conv-like ops live in quant_conv.cpp, the com.microsoft ops in
-// quant_ms.cpp. Rounding is half to even, results saturate to the target range.
+// Quantization: QuantizeLinear, DequantizeLinear (per-tensor, per-axis, blocked),
+// DynamicQuantizeLinear, MatMulInteger, QLinearMatMul. The conv-like ops live in quant_conv.cpp,
+// the com.microsoft ops in quant_ms.cpp. Rounding is half to even, results saturate to the target
+// range.
 #include "ops/helpers.h"
 #include "ops/quant_util.h"
 
@@ -11,16 +12,26 @@ namespace aicc {
 
 std::pair<int64_t, int64_t> quantRange(DType t) {
   switch (t) {
-  case DType::U8: return {0, 255};
-  case DType::I8: return {-128, 127};
-  case DType::U16: return {0, 65535};
-  case DType::I16: return {-32768, 32767};
-  case DType::U4: return {0, 15};
-  case DType::I4: return {-8, 7};
-  case DType::U2: return {0, 3};
-  case DType::I2: return {-2, 1};
-  case DType::I32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
-  default: fail("{} is not an integer quantized type", dtypeName(t));
+  case DType::U8:
+    return {0, 255};
+  case DType::I8:
+    return {-128, 127};
+  case DType::U16:
+    return {0, 65535};
+  case DType::I16:
+    return {-32768, 32767};
+  case DType::U4:
+    return {0, 15};
+  case DType::I4:
+    return {-8, 7};
+  case DType::U2:
+    return {0, 3};
+  case DType::I2:
+    return {-2, 1};
+  case DType::I32:
+    return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+  default:
+    fail("{} is not an integer quantized type", dtypeName(t));
   }
 }
 
@@ -37,7 +48,8 @@ QuantParam::QuantParam(const Tensor* t, int64_t n, const char* what) {
     return;
   }
   AICC_CHECK(t->numel() == 1 || (t->rank() == 1 && t->numel() == n),
-             "{} must be a scalar or have {} elements, got shape {}", what, n, formatDims(t->shape()));
+             "{} must be a scalar or have {} elements, got shape {}", what, n,
+             formatDims(t->shape()));
   v_ = t->toF64Vector();
 }
 
@@ -54,18 +66,20 @@ public:
     axis_ = normAxis(axis, rank);
     auto ax = static_cast<size_t>(axis_);
     if (block <= 0) {
-      AICC_CHECK(s.size() == 1 && s[0] == x[ax], "the scale has shape {}, expected [{}] (per-axis along axis {})",
-                 formatDims(s), x[ax], axis_);
+      AICC_CHECK(s.size() == 1 && s[0] == x[ax],
+                 "the scale has shape {}, expected [{}] (per-axis along axis {})", formatDims(s),
+                 x[ax], axis_);
       mode_ = 1;
       inner_ = 1;
       for (size_t i = ax + 1; i < x.size(); ++i) inner_ *= x[i];
       return;
     }
-    AICC_CHECK(s.size() == x.size(), "the scale has shape {}, expected rank {} (blocked)", formatDims(s), x.size());
+    AICC_CHECK(s.size() == x.size(), "the scale has shape {}, expected rank {} (blocked)",
+               formatDims(s), x.size());
     for (size_t i = 0; i < x.size(); ++i) {
       int64_t want = i == ax ? (x[i] + block - 1) / block : x[i];
-      AICC_CHECK(s[i] == want, "the scale has shape {}, incompatible with {} and block_size {}", formatDims(s),
-                 formatDims(x), block);
+      AICC_CHECK(s[i] == want, "the scale has shape {}, incompatible with {} and block_size {}",
+                 formatDims(s), formatDims(x), block);
     }
     mode_ = 2;
     sStrides_ = stridesOf(s);
@@ -96,12 +110,14 @@ DType promoteFloat(DType a, DType b) {
 }
 
 bool isF8(DType t) {
-  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 || t == DType::F8E5M2FNUZ;
+  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 ||
+         t == DType::F8E5M2FNUZ;
 }
 
 void checkZeroPointShape(const Tensor& zp, const Tensor& scale) {
   AICC_CHECK(zp.shape() == scale.shape() || (zp.numel() == 1 && scale.numel() == 1),
-             "the zero point has shape {}, the scale {}", formatDims(zp.shape()), formatDims(scale.shape()));
+             "the zero point has shape {}, the scale {}", formatDims(zp.shape()),
+             formatDims(scale.shape()));
 }
 
 DType quantizeOutType(const Node& n, DType zpType) {
@@ -109,8 +125,8 @@ DType quantizeOutType(const Node& n, DType zpType) {
   std::optional<DType> attr = od ? dtypeFromOnnx(static_cast<int32_t>(od)) : std::nullopt;
   AICC_CHECK(!od || attr, "attribute 'output_dtype' has unknown type code {}", od);
   if (zpType != DType::Undefined) {
-    AICC_CHECK(!attr || *attr == zpType, "output_dtype {} differs from the zero point's type {}", dtypeName(*attr),
-               dtypeName(zpType));
+    AICC_CHECK(!attr || *attr == zpType, "output_dtype {} differs from the zero point's type {}",
+               dtypeName(*attr), dtypeName(zpType));
     return zpType;
   }
   return attr ? *attr : DType::U8;
@@ -135,11 +151,17 @@ Tensor quantize(const Node& n, const Tensor& x, const Tensor& scale, const Tenso
   Tensor y(out, x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) {
     int64_t s = si(i);
-    double q = roundToType(comp, roundToType(comp, x.getF64(i)) / roundToType(comp, scale.getF64(s)));
+    double q =
+        roundToType(comp, roundToType(comp, x.getF64(i)) / roundToType(comp, scale.getF64(s)));
     double z = zp ? zp->getF64(s) : 0.0;
-    if (f8) y.data<uint8_t>()[i] = static_cast<uint8_t>(floatToReduced(out, static_cast<float>(q), saturate));
-    else if (f4) y.data<uint8_t>()[i] = static_cast<uint8_t>(floatToReduced(out, static_cast<float>(q + z), true));
-    else y.setI64(i, roundSat(std::nearbyint(q) + z, range.first, range.second)); // round, then shift
+    if (f8)
+      y.data<uint8_t>()[i] =
+          static_cast<uint8_t>(floatToReduced(out, static_cast<float>(q), saturate));
+    else if (f4)
+      y.data<uint8_t>()[i] =
+          static_cast<uint8_t>(floatToReduced(out, static_cast<float>(q + z), true));
+    else
+      y.setI64(i, roundSat(std::nearbyint(q) + z, range.first, range.second)); // round, then shift
   }
   return y;
 }
@@ -155,7 +177,8 @@ Tensor dequantize(const Node& n, const Tensor& x, const Tensor& scale, const Ten
   bool floatIn = isFloat(x.dtype());
   if (floatIn) zp = nullptr; // float8 / float4 zero points must be 0
   if (zp) {
-    AICC_CHECK(zp->dtype() == x.dtype(), "the zero point is {}, x is {}", dtypeName(zp->dtype()), dtypeName(x.dtype()));
+    AICC_CHECK(zp->dtype() == x.dtype(), "the zero point is {}, x is {}", dtypeName(zp->dtype()),
+               dtypeName(x.dtype()));
     checkZeroPointShape(*zp, scale);
   }
   // x - zp is computed in f32 (f64 for 32-bit integers), then multiplied in the promoted type.
@@ -165,34 +188,51 @@ Tensor dequantize(const Node& n, const Tensor& x, const Tensor& scale, const Ten
   Tensor y(out, x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) {
     int64_t s = si(i);
-    double dx = roundToType(comp, roundToType(DType::F32, x.getF64(i)) - (zp ? zp->getF64(s) : 0.0));
+    double dx =
+        roundToType(comp, roundToType(DType::F32, x.getF64(i)) - (zp ? zp->getF64(s) : 0.0));
     y.setF64(i, roundToType(comp, dx * scale.getF64(s)));
   }
   return y;
 }
 
 void registerQuantizeOps(OpRegistry& r) {
-  r.op("QuantizeLinear").since(10).inputs(2, 3)
-      .attrInt("axis", 1).attrInt("block_size", 0).attrInt("output_dtype", 0).attrInt("precision", 0)
+  r.op("QuantizeLinear")
+      .since(10)
+      .inputs(2, 3)
+      .attrInt("axis", 1)
+      .attrInt("block_size", 0)
+      .attrInt("output_dtype", 0)
+      .attrInt("precision", 0)
       .attrInt("saturate", 1)
       .infer([](InferCtx& c) {
-        c.setTensor(0, quantizeOutType(c.node, c.has(2) ? c.inDType(2) : DType::Undefined), c.inShape(0));
+        c.setTensor(0, quantizeOutType(c.node, c.has(2) ? c.inDType(2) : DType::Undefined),
+                    c.inShape(0));
       })
       .kernel([](KernelCtx& c) {
-        return std::vector<RValue>{RValue::of(quantize(c.node, c.in(0), c.in(1), c.has(2) ? &c.in(2) : nullptr))};
+        return std::vector<RValue>{
+            RValue::of(quantize(c.node, c.in(0), c.in(1), c.has(2) ? &c.in(2) : nullptr))};
       });
 
-  r.op("DequantizeLinear").since(10).inputs(2, 3).attrInt("axis", 1).attrInt("block_size", 0).attrInt("output_dtype", 0)
+  r.op("DequantizeLinear")
+      .since(10)
+      .inputs(2, 3)
+      .attrInt("axis", 1)
+      .attrInt("block_size", 0)
+      .attrInt("output_dtype", 0)
       .infer([](InferCtx& c) {
         int64_t od = c.node.attrInt("output_dtype");
         auto t = od ? dtypeFromOnnx(static_cast<int32_t>(od)) : std::optional<DType>(c.inDType(1));
         c.setTensor(0, t ? *t : DType::Undefined, c.inShape(0));
       })
       .kernel([](KernelCtx& c) {
-        return std::vector<RValue>{RValue::of(dequantize(c.node, c.in(0), c.in(1), c.has(2) ? &c.in(2) : nullptr))};
+        return std::vector<RValue>{
+            RValue::of(dequantize(c.node, c.in(0), c.in(1), c.has(2) ? &c.in(2) : nullptr))};
       });
 
-  r.op("DynamicQuantizeLinear").since(11).inputs(1, 1).outputs(3, 3)
+  r.op("DynamicQuantizeLinear")
+      .since(11)
+      .inputs(1, 1)
+      .outputs(3, 3)
       .infer([](InferCtx& c) {
         c.setTensor(0, DType::U8, c.inShape(0));
         c.setTensor(1, DType::F32, Shape{});
@@ -212,7 +252,8 @@ void registerQuantizeOps(OpRegistry& r) {
         float zp = std::nearbyint(zpf);
         Tensor y(DType::U8, x.shape());
         for (int64_t i = 0; i < x.numel(); ++i)
-          y.data<uint8_t>()[i] = static_cast<uint8_t>(roundSat(std::nearbyint(xp[i] / scale) + zp, 0, 255));
+          y.data<uint8_t>()[i] =
+              static_cast<uint8_t>(roundSat(std::nearbyint(xp[i] / scale) + zp, 0, 255));
         return std::vector<RValue>{RValue::of(y), RValue::of(Tensor::scalar(DType::F32, scale)),
                                    RValue::of(Tensor::scalar(DType::U8, zp))};
       });
@@ -220,7 +261,8 @@ void registerQuantizeOps(OpRegistry& r) {
 
 // ---- Integer matrix products ------------------------------------------------------------------
 
-// numpy.matmul geometry: 1-D operands are promoted (and the added dim dropped), batch dims broadcast.
+// numpy.matmul geometry: 1-D operands are promoted (and the added dim dropped), batch dims
+// broadcast.
 struct MatMulPlan {
   int64_t M = 1, K = 1, N = 1;
   Dims out;
@@ -234,7 +276,8 @@ MatMulPlan planMatMul(const Dims& a, const Dims& b) {
   p.M = a2[a2.size() - 2];
   p.K = a2.back();
   p.N = b2.back();
-  AICC_CHECK(b2[b2.size() - 2] == p.K, "matmul shapes {} and {} do not agree on K", formatDims(a), formatDims(b));
+  AICC_CHECK(b2[b2.size() - 2] == p.K, "matmul shapes {} and {} do not agree on K", formatDims(a),
+             formatDims(b));
   Dims ab(a2.begin(), a2.end() - 2), bb(b2.begin(), b2.end() - 2);
   Dims batch = broadcastDims(ab, bb);
   int64_t nb = checkedNumel(batch);
@@ -255,8 +298,8 @@ std::optional<Shape> matmulShape(const std::optional<Shape>& a, const std::optio
   Shape b2 = b->size() == 1 ? Shape{(*b)[0], Dim::known(1)} : *b;
   const Dim& ka = a2.back();
   const Dim& kb = b2[b2.size() - 2];
-  AICC_CHECK(!ka.isStatic() || !kb.isStatic() || ka.value == kb.value, "matmul shapes {} and {} do not agree on K",
-             formatShape(*a), formatShape(*b));
+  AICC_CHECK(!ka.isStatic() || !kb.isStatic() || ka.value == kb.value,
+             "matmul shapes {} and {} do not agree on K", formatShape(*a), formatShape(*b));
   Shape out = broadcastShape(Shape(a2.begin(), a2.end() - 2), Shape(b2.begin(), b2.end() - 2));
   if (a->size() > 1) out.push_back(a2[a2.size() - 2]);
   if (b->size() > 1) out.push_back(b2.back());
@@ -265,11 +308,15 @@ std::optional<Shape> matmulShape(const std::optional<Shape>& a, const std::optio
 
 // (a - azp[row]) @ (b - bzp[col]) with int32 accumulation; zero points per tensor, per row of a,
 // per column of b.
-std::vector<int32_t> intMatMul(const MatMulPlan& p, const Tensor& a, const QuantParam& azp, const Tensor& b,
-                               const QuantParam& bzp) {
+std::vector<int32_t> intMatMul(const MatMulPlan& p, const Tensor& a, const QuantParam& azp,
+                               const Tensor& b, const QuantParam& bzp) {
   std::vector<int32_t> A(static_cast<size_t>(a.numel())), B(static_cast<size_t>(b.numel()));
-  for (int64_t i = 0; i < a.numel(); ++i) A[static_cast<size_t>(i)] = static_cast<int32_t>(a.getI64(i) - static_cast<int64_t>(azp((i / p.K) % p.M)));
-  for (int64_t i = 0; i < b.numel(); ++i) B[static_cast<size_t>(i)] = static_cast<int32_t>(b.getI64(i) - static_cast<int64_t>(bzp(i % p.N)));
+  for (int64_t i = 0; i < a.numel(); ++i)
+    A[static_cast<size_t>(i)] =
+        static_cast<int32_t>(a.getI64(i) - static_cast<int64_t>(azp((i / p.K) % p.M)));
+  for (int64_t i = 0; i < b.numel(); ++i)
+    B[static_cast<size_t>(i)] =
+        static_cast<int32_t>(b.getI64(i) - static_cast<int64_t>(bzp(i % p.N)));
   std::vector<int32_t> out(p.aOff.size() * static_cast<size_t>(p.M * p.N), 0);
   for (size_t bi = 0; bi < p.aOff.size(); ++bi) {
     const int32_t* ap = A.data() + p.aOff[bi];
@@ -288,8 +335,11 @@ std::vector<int32_t> intMatMul(const MatMulPlan& p, const Tensor& a, const Quant
 }
 
 void registerMatMulOps(OpRegistry& r) {
-  r.op("MatMulInteger").since(10).inputs(2, 4)
-      .infer([](InferCtx& c) { c.setTensor(0, DType::I32, matmulShape(c.inShape(0), c.inShape(1))); })
+  r.op("MatMulInteger")
+      .since(10)
+      .inputs(2, 4)
+      .infer(
+          [](InferCtx& c) { c.setTensor(0, DType::I32, matmulShape(c.inShape(0), c.inShape(1))); })
       .kernel([](KernelCtx& c) {
         requireDType(c, 0, {DType::U8, DType::I8});
         requireDType(c, 1, {DType::U8, DType::I8});
@@ -302,17 +352,24 @@ void registerMatMulOps(OpRegistry& r) {
         return std::vector<RValue>{RValue::of(y)};
       });
 
-  r.op("QLinearMatMul").since(10).inputs(8, 8)
-      .infer([](InferCtx& c) { c.setTensor(0, c.inDType(7), matmulShape(c.inShape(0), c.inShape(3))); })
+  r.op("QLinearMatMul")
+      .since(10)
+      .inputs(8, 8)
+      .infer([](InferCtx& c) {
+        c.setTensor(0, c.inDType(7), matmulShape(c.inShape(0), c.inShape(3)));
+      })
       .kernel([](KernelCtx& c) {
         requireDType(c, 0, {DType::U8, DType::I8});
         requireDType(c, 3, {DType::U8, DType::I8});
         const Tensor& a = c.in(0);
         const Tensor& b = c.in(3);
         MatMulPlan p = planMatMul(a.shape(), b.shape());
-        QuantParam as(&c.in(1), p.M, "a_scale"), azp(c.has(2) ? &c.in(2) : nullptr, p.M, "a_zero_point");
-        QuantParam bs(&c.in(4), p.N, "b_scale"), bzp(c.has(5) ? &c.in(5) : nullptr, p.N, "b_zero_point");
-        QuantParam ys(&c.in(6), 1, "y_scale"), yzp(c.has(7) ? &c.in(7) : nullptr, 1, "y_zero_point");
+        QuantParam as(&c.in(1), p.M, "a_scale"),
+            azp(c.has(2) ? &c.in(2) : nullptr, p.M, "a_zero_point");
+        QuantParam bs(&c.in(4), p.N, "b_scale"),
+            bzp(c.has(5) ? &c.in(5) : nullptr, p.N, "b_zero_point");
+        QuantParam ys(&c.in(6), 1, "y_scale"),
+            yzp(c.has(7) ? &c.in(7) : nullptr, 1, "y_zero_point");
         DType st = c.in(1).dtype();
         DType out = c.has(7) ? c.in(7).dtype() : a.dtype();
         auto [lo, hi] = quantRange(out);

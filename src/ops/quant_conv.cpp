@@ -11,14 +11,14 @@ namespace {
 struct ConvGeom {
   int64_t N = 0, C = 0, M = 0, group = 1, spatial = 0;
   // Spatial geometry padded to 3 dims (leading dims of size 1).
-  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, dil[3] = {1, 1, 1},
-          padBegin[3] = {0, 0, 0};
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, stride[3] = {1, 1, 1},
+          dil[3] = {1, 1, 1}, padBegin[3] = {0, 0, 0};
   Dims outShape;
 };
 
 // Output size along one spatial dim, with the begin pad it uses (auto_pad resolved).
-std::pair<int64_t, int64_t> convOutDim(const std::string& autoPad, int64_t in, int64_t k, int64_t stride, int64_t dil,
-                                       int64_t pb, int64_t pe) {
+std::pair<int64_t, int64_t> convOutDim(const std::string& autoPad, int64_t in, int64_t k,
+                                       int64_t stride, int64_t dil, int64_t pb, int64_t pe) {
   AICC_CHECK(stride > 0 && dil > 0, "strides and dilations must be positive");
   int64_t ext = (k - 1) * dil + 1;
   if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
@@ -27,11 +27,14 @@ std::pair<int64_t, int64_t> convOutDim(const std::string& autoPad, int64_t in, i
     int64_t begin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
     return {out, begin};
   }
-  if (autoPad == "VALID") pb = pe = 0;
-  else AICC_CHECK(autoPad == "NOTSET", "attribute 'auto_pad' has unknown value '{}'", autoPad);
+  if (autoPad == "VALID")
+    pb = pe = 0;
+  else
+    AICC_CHECK(autoPad == "NOTSET", "attribute 'auto_pad' has unknown value '{}'", autoPad);
   AICC_CHECK(pb >= 0 && pe >= 0, "pads must be non-negative");
   int64_t span = in + pb + pe - ext;
-  AICC_CHECK(span >= 0, "the kernel (extent {}) is larger than the padded input ({})", ext, in + pb + pe);
+  AICC_CHECK(span >= 0, "the kernel (extent {}) is larger than the padded input ({})", ext,
+             in + pb + pe);
   return {span / stride + 1, pb};
 }
 
@@ -45,9 +48,10 @@ ConvGeom convGeometry(const Node& n, const Dims& x, const Dims& w) {
   g.C = x[1];
   g.M = w[0];
   g.group = n.attrInt("group");
-  AICC_CHECK(g.group > 0 && g.C % g.group == 0 && g.M % g.group == 0, "group {} does not divide channels {} / {}",
-             g.group, g.C, g.M);
-  AICC_CHECK(w[1] * g.group == g.C, "w has {} input channels per group, x has {} channels in {} groups", w[1], g.C,
+  AICC_CHECK(g.group > 0 && g.C % g.group == 0 && g.M % g.group == 0,
+             "group {} does not divide channels {} / {}", g.group, g.C, g.M);
+  AICC_CHECK(w[1] * g.group == g.C,
+             "w has {} input channels per group, x has {} channels in {} groups", w[1], g.C,
              g.group);
   std::vector<int64_t> ks = n.attrInts("kernel_shape", Dims(w.begin() + 2, w.end()));
   std::vector<int64_t> strides = n.attrInts("strides", std::vector<int64_t>(sp, 1));
@@ -59,7 +63,8 @@ ConvGeom convGeometry(const Node& n, const Dims& x, const Dims& w) {
   g.outShape = {g.N, g.M};
   size_t off = 3 - sp;
   for (size_t i = 0; i < sp; ++i) {
-    AICC_CHECK(ks[i] == w[2 + i], "kernel_shape {} does not match w's shape {}", fmt::join(ks, ","), formatDims(w));
+    AICC_CHECK(ks[i] == w[2 + i], "kernel_shape {} does not match w's shape {}", fmt::join(ks, ","),
+               formatDims(w));
     auto [o, pb] = convOutDim(autoPad, x[2 + i], ks[i], strides[i], dil[i], pads[i], pads[sp + i]);
     g.in[off + i] = x[2 + i];
     g.k[off + i] = ks[i];
@@ -91,8 +96,8 @@ void inferConv(InferCtx& c, size_t xi, size_t wi, DType dt) {
 }
 
 // int32 accumulators [N, M, outSpatial] of sum((x - xzp) * (w - wzp[m])) (+ bias[m]).
-std::vector<int32_t> intConv(const ConvGeom& g, const Tensor& x, int32_t xzp, const Tensor& w, const QuantParam& wzp,
-                             const Tensor* bias) {
+std::vector<int32_t> intConv(const ConvGeom& g, const Tensor& x, int32_t xzp, const Tensor& w,
+                             const QuantParam& wzp, const Tensor* bias) {
   int64_t cg = g.C / g.group, mg = g.M / g.group;
   int64_t kvol = g.k[0] * g.k[1] * g.k[2], inVol = g.in[0] * g.in[1] * g.in[2];
   int64_t P = g.out[0] * g.out[1] * g.out[2], Kc = cg * kvol;
@@ -102,13 +107,15 @@ std::vector<int32_t> intConv(const ConvGeom& g, const Tensor& x, int32_t xzp, co
       for (size_t i = 0; i < v.size(); ++i) v[i] = t.data<uint8_t>()[i];
     else if (t.dtype() == DType::I8)
       for (size_t i = 0; i < v.size(); ++i) v[i] = t.data<int8_t>()[i];
-    else fail("expected a u8 or i8 tensor, got {}", dtypeName(t.dtype()));
+    else
+      fail("expected a u8 or i8 tensor, got {}", dtypeName(t.dtype()));
   };
   load(x, xv);
   load(w, wv);
   for (auto& v : xv) v -= xzp;
   for (int64_t m = 0; m < g.M; ++m)
-    for (int64_t i = 0; i < Kc; ++i) wv[static_cast<size_t>(m * Kc + i)] -= static_cast<int32_t>(wzp(m));
+    for (int64_t i = 0; i < Kc; ++i)
+      wv[static_cast<size_t>(m * Kc + i)] -= static_cast<int32_t>(wzp(m));
   std::vector<int32_t> out(static_cast<size_t>(g.N * g.M * P), 0), col(static_cast<size_t>(Kc * P));
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gr = 0; gr < g.group; ++gr) {
@@ -175,7 +182,8 @@ void registerQuantConvOps(OpRegistry& r) {
         const Tensor& w = c.in(1);
         ConvGeom g = convGeometry(c.node, x.shape(), w.shape());
         QuantParam wzp(c.has(3) ? &c.in(3) : nullptr, g.M, "w_zero_point");
-        std::vector<int32_t> acc = intConv(g, x, scalarZeroPoint(c, 2, "x_zero_point"), w, wzp, nullptr);
+        std::vector<int32_t> acc =
+            intConv(g, x, scalarZeroPoint(c, 2, "x_zero_point"), w, wzp, nullptr);
         Tensor y(DType::I32, g.outShape);
         std::copy(acc.begin(), acc.end(), y.data<int32_t>());
         return std::vector<RValue>{RValue::of(y)};
@@ -187,16 +195,20 @@ void registerQuantConvOps(OpRegistry& r) {
         const Tensor& x = c.in(0);
         const Tensor& w = c.in(3);
         ConvGeom g = convGeometry(c.node, x.shape(), w.shape());
-        QuantParam xs(&c.in(1), 1, "x_scale"), ws(&c.in(4), g.M, "w_scale"), ys(&c.in(6), 1, "y_scale");
+        QuantParam xs(&c.in(1), 1, "x_scale"), ws(&c.in(4), g.M, "w_scale"),
+            ys(&c.in(6), 1, "y_scale");
         QuantParam wzp(c.has(5) ? &c.in(5) : nullptr, g.M, "w_zero_point");
         const Tensor* bias = nullptr;
         if (c.has(8)) {
           bias = &c.in(8);
-          AICC_CHECK(bias->dtype() == DType::I32 && bias->numel() == g.M, "B must be i32 with {} elements", g.M);
+          AICC_CHECK(bias->dtype() == DType::I32 && bias->numel() == g.M,
+                     "B must be i32 with {} elements", g.M);
         }
-        std::vector<int32_t> acc = intConv(g, x, scalarZeroPoint(c, 2, "x_zero_point"), w, wzp, bias);
+        std::vector<int32_t> acc =
+            intConv(g, x, scalarZeroPoint(c, 2, "x_zero_point"), w, wzp, bias);
         DType out = c.has(7) ? c.in(7).dtype() : x.dtype();
-        AICC_CHECK(out == DType::U8 || out == DType::I8, "y_zero_point must be u8 or i8, got {}", dtypeName(out));
+        AICC_CHECK(out == DType::U8 || out == DType::I8, "y_zero_point must be u8 or i8, got {}",
+                   dtypeName(out));
         auto [lo, hi] = quantRange(out);
         double yzp = c.has(7) ? static_cast<double>(scalarZeroPoint(c, 7, "y_zero_point")) : 0.0;
         DType st = c.in(1).dtype();
@@ -210,8 +222,10 @@ void registerQuantConvOps(OpRegistry& r) {
           float v = static_cast<float>(acc[static_cast<size_t>(i)]) *
                     static_cast<float>(factor[static_cast<size_t>((i / P) % g.M)]);
           int64_t q = roundSat(std::nearbyint(v) + yzp, lo, hi);
-          if (out == DType::U8) y.data<uint8_t>()[i] = static_cast<uint8_t>(q);
-          else y.data<int8_t>()[i] = static_cast<int8_t>(q);
+          if (out == DType::U8)
+            y.data<uint8_t>()[i] = static_cast<uint8_t>(q);
+          else
+            y.data<int8_t>()[i] = static_cast<int8_t>(q);
         }
         return std::vector<RValue>{RValue::of(y)};
       });

@@ -305,6 +305,8 @@ void inferReduce(InferCtx& c) {
   std::optional<int64_t> numAxes; // length of a non-constant axes input, when static
   if (!c.has(1)) {
     axes.emplace();
+  } else if (const Tensor* at = c.constInput(1); at && at->rank() <= 1 && isInteger(at->dtype())) {
+    axes = at->toI64Vector(); // (shape values cannot hold negative axes)
   } else if (const auto* sv = c.shapeValue(1)) {
     std::vector<int64_t> v;
     for (const Dim& d : *sv)

@@ -49,7 +49,8 @@ struct Activation {
 // The activations of each direction, consuming activation_alpha/beta in order for the functions
 // that take them (spec defaults when the lists run out).
 std::vector<std::vector<Activation>> activations(const Node& n, Cell cell, int64_t dirs) {
-  static const std::vector<std::string> defaults[] = {{"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
+  static const std::vector<std::string> defaults[] = {
+      {"Tanh"}, {"Sigmoid", "Tanh"}, {"Sigmoid", "Tanh", "Tanh"}};
   size_t per = static_cast<size_t>(numActs(cell));
   std::vector<std::string> names;
   if (const Attribute* a = n.attr("activations")) names = std::get<std::vector<std::string>>(a->v);
@@ -58,8 +59,9 @@ std::vector<std::vector<Activation>> activations(const Node& n, Cell cell, int64
     std::vector<std::string> once = names;
     names.insert(names.end(), once.begin(), once.end());
   }
-  AICC_CHECK(names.size() == per * static_cast<size_t>(dirs), "attribute 'activations' has {} entries, expected {}",
-             names.size(), per * static_cast<size_t>(dirs));
+  AICC_CHECK(names.size() == per * static_cast<size_t>(dirs),
+             "attribute 'activations' has {} entries, expected {}", names.size(),
+             per * static_cast<size_t>(dirs));
   std::vector<float> alphas, betas;
   if (const Attribute* a = n.attr("activation_alpha")) alphas = std::get<std::vector<float>>(a->v);
   if (const Attribute* a = n.attr("activation_beta")) betas = std::get<std::vector<float>>(a->v);
@@ -69,11 +71,16 @@ std::vector<std::vector<Activation>> activations(const Node& n, Cell cell, int64
     Activation act{lower(names[k])};
     double da = 0, db = 0;
     bool hasA = true, hasB = false;
-    if (act.name == "leakyrelu") da = 0.01;
-    else if (act.name == "thresholdedrelu" || act.name == "elu") da = 1.0;
-    else if (act.name == "hardsigmoid") da = 0.2, db = 0.5, hasB = true;
-    else if (act.name == "affine" || act.name == "scaledtanh") da = 1.0, db = 0.0, hasB = true;
-    else hasA = false;
+    if (act.name == "leakyrelu")
+      da = 0.01;
+    else if (act.name == "thresholdedrelu" || act.name == "elu")
+      da = 1.0;
+    else if (act.name == "hardsigmoid")
+      da = 0.2, db = 0.5, hasB = true;
+    else if (act.name == "affine" || act.name == "scaledtanh")
+      da = 1.0, db = 0.0, hasB = true;
+    else
+      hasA = false;
     if (hasA) act.alpha = ai < alphas.size() ? alphas[ai++] : da;
     if (hasB) act.beta = bi < betas.size() ? betas[bi++] : db;
     act(0.0); // validates the name
@@ -92,14 +99,18 @@ void inferRnn(InferCtx& c, Cell cell) {
     seq = (*x)[layout1 ? 1 : 0];
     batch = (*x)[layout1 ? 0 : 1];
   }
-  if (const Attribute* a = c.node.attr("hidden_size")) hidden = Dim::known(std::get<int64_t>(a->v));
-  else if (const auto& r = c.inShape(2); r && r->size() == 3) hidden = (*r)[2];
+  if (const Attribute* a = c.node.attr("hidden_size"))
+    hidden = Dim::known(std::get<int64_t>(a->v));
+  else if (const auto& r = c.inShape(2); r && r->size() == 3)
+    hidden = (*r)[2];
   if (const auto& w = c.inShape(1); w && w->size() == 3) {
     const Dim& d0 = (*w)[0];
-    AICC_CHECK(!d0.isStatic() || d0.value == dirs, "W has {} directions, attribute 'direction' says {}", d0.value, dirs);
+    AICC_CHECK(!d0.isStatic() || d0.value == dirs,
+               "W has {} directions, attribute 'direction' says {}", d0.value, dirs);
     if (hidden.isStatic() && (*w)[1].isStatic())
-      AICC_CHECK((*w)[1].value == gatesOf(cell) * hidden.value, "W has {} rows, expected {} x hidden_size {}",
-                 (*w)[1].value, gatesOf(cell), hidden.value);
+      AICC_CHECK((*w)[1].value == gatesOf(cell) * hidden.value,
+                 "W has {} rows, expected {} x hidden_size {}", (*w)[1].value, gatesOf(cell),
+                 hidden.value);
   }
   Dim nd = Dim::known(dirs);
   c.setTensor(0, dt, layout1 ? Shape{batch, seq, nd, hidden} : Shape{seq, nd, batch, hidden});
@@ -121,27 +132,31 @@ std::vector<RValue> runRnn(KernelCtx& c, Cell cell) {
   int64_t G = gatesOf(cell);
   int64_t T = X.dim(layout1 ? 1 : 0), B = X.dim(layout1 ? 0 : 1), I = X.dim(2);
   int64_t H = n.attrInt("hidden_size", R.dim(2));
-  AICC_CHECK(W.shape() == (Dims{dirs, G * H, I}), "W has shape {}, expected {}", formatDims(W.shape()),
-             formatDims({dirs, G * H, I}));
-  AICC_CHECK(R.shape() == (Dims{dirs, G * H, H}), "R has shape {}, expected {}", formatDims(R.shape()),
-             formatDims({dirs, G * H, H}));
+  AICC_CHECK(W.shape() == (Dims{dirs, G * H, I}), "W has shape {}, expected {}",
+             formatDims(W.shape()), formatDims({dirs, G * H, I}));
+  AICC_CHECK(R.shape() == (Dims{dirs, G * H, H}), "R has shape {}, expected {}",
+             formatDims(R.shape()), formatDims({dirs, G * H, H}));
   auto vec = [&](size_t i, const Dims& shape, const char* what) {
     if (!c.has(i)) return std::vector<double>(static_cast<size_t>(checkedNumel(shape)), 0.0);
-    AICC_CHECK(c.in(i).shape() == shape, "{} has shape {}, expected {}", what, formatDims(c.in(i).shape()),
-               formatDims(shape));
+    AICC_CHECK(c.in(i).shape() == shape, "{} has shape {}, expected {}", what,
+               formatDims(c.in(i).shape()), formatDims(shape));
     return c.in(i).toF64Vector();
   };
   std::vector<double> x = X.toF64Vector(), w = W.toF64Vector(), r = R.toF64Vector();
   std::vector<double> bias = vec(3, {dirs, 2 * G * H}, "B");
   Dims stShape = layout1 ? Dims{B, dirs, H} : Dims{dirs, B, H};
   std::vector<double> h0 = vec(5, stShape, "initial_h");
-  std::vector<double> c0 = cell == Cell::Lstm ? vec(6, stShape, "initial_c") : std::vector<double>{};
-  std::vector<double> peep = cell == Cell::Lstm ? vec(7, {dirs, 3 * H}, "P") : std::vector<double>{};
+  std::vector<double> c0 =
+      cell == Cell::Lstm ? vec(6, stShape, "initial_c") : std::vector<double>{};
+  std::vector<double> peep =
+      cell == Cell::Lstm ? vec(7, {dirs, 3 * H}, "P") : std::vector<double>{};
   std::vector<int64_t> lens(static_cast<size_t>(B), T);
   if (c.has(4)) {
-    AICC_CHECK(c.in(4).numel() == B, "sequence_lens has {} entries, batch size is {}", c.in(4).numel(), B);
+    AICC_CHECK(c.in(4).numel() == B, "sequence_lens has {} entries, batch size is {}",
+               c.in(4).numel(), B);
     lens = c.in(4).toI64Vector();
-    for (int64_t l : lens) AICC_CHECK(l >= 0 && l <= T, "sequence_lens entry {} is out of range [0, {}]", l, T);
+    for (int64_t l : lens)
+      AICC_CHECK(l >= 0 && l <= T, "sequence_lens entry {} is out of range [0, {}]", l, T);
   }
   const Attribute* clipAttr = n.attr("clip");
   double clip = clipAttr ? std::get<float>(clipAttr->v) : 0.0;
@@ -153,12 +168,14 @@ std::vector<RValue> runRnn(KernelCtx& c, Cell cell) {
   DType dt = X.dtype();
   Tensor Y(dt, layout1 ? Dims{B, T, dirs, H} : Dims{T, dirs, B, H});
   Tensor Yh(dt, stShape), Yc(dt, stShape);
-  auto stIdx = [&](int64_t d, int64_t b, int64_t j) { return (layout1 ? (b * dirs + d) : (d * B + b)) * H + j; };
+  auto stIdx = [&](int64_t d, int64_t b, int64_t j) {
+    return (layout1 ? (b * dirs + d) : (d * B + b)) * H + j;
+  };
   auto yIdx = [&](int64_t t, int64_t d, int64_t b, int64_t j) {
     return (layout1 ? ((b * T + t) * dirs + d) : ((t * dirs + d) * B + b)) * H + j;
   };
-  std::vector<double> h(static_cast<size_t>(H)), cs(static_cast<size_t>(H)), xw(static_cast<size_t>(G * H)),
-      hr(static_cast<size_t>(G * H)), tmp(static_cast<size_t>(H));
+  std::vector<double> h(static_cast<size_t>(H)), cs(static_cast<size_t>(H)),
+      xw(static_cast<size_t>(G * H)), hr(static_cast<size_t>(G * H)), tmp(static_cast<size_t>(H));
   for (int64_t d = 0; d < dirs; ++d) {
     bool rev = reverseOnly || d == 1;
     const double* Wd = w.data() + d * G * H * I;
@@ -169,7 +186,8 @@ std::vector<RValue> runRnn(KernelCtx& c, Cell cell) {
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t j = 0; j < H; ++j) {
         h[static_cast<size_t>(j)] = h0[static_cast<size_t>(stIdx(d, b, j))];
-        if (cell == Cell::Lstm) cs[static_cast<size_t>(j)] = c0[static_cast<size_t>(stIdx(d, b, j))];
+        if (cell == Cell::Lstm)
+          cs[static_cast<size_t>(j)] = c0[static_cast<size_t>(stIdx(d, b, j))];
       }
       int64_t len = lens[static_cast<size_t>(b)];
       for (int64_t s = 0; s < len; ++s) {
@@ -186,7 +204,8 @@ std::vector<RValue> runRnn(KernelCtx& c, Cell cell) {
           return v[static_cast<size_t>(gate * H_ + j)];
         };
         if (cell == Cell::Rnn) {
-          for (int64_t j = 0; j < H; ++j) h[static_cast<size_t>(j)] = f[0](clipv(at(xw, 0, H, j) + at(hr, 0, H, j)));
+          for (int64_t j = 0; j < H; ++j)
+            h[static_cast<size_t>(j)] = f[0](clipv(at(xw, 0, H, j) + at(hr, 0, H, j)));
         } else if (cell == Cell::Gru) { // gates z, r, h
           std::vector<double> z(static_cast<size_t>(H)), rg(static_cast<size_t>(H));
           for (int64_t j = 0; j < H; ++j) {
@@ -195,24 +214,29 @@ std::vector<RValue> runRnn(KernelCtx& c, Cell cell) {
           }
           for (int64_t j = 0; j < H; ++j) {
             double hh;
-            if (lbr) hh = at(xw, 2, H, j) + rg[static_cast<size_t>(j)] * at(hr, 2, H, j);
+            if (lbr)
+              hh = at(xw, 2, H, j) + rg[static_cast<size_t>(j)] * at(hr, 2, H, j);
             else {
               hh = at(xw, 2, H, j) + Rb[2 * H + j];
               for (int64_t k = 0; k < H; ++k)
-                hh += Rd[(2 * H + j) * H + k] * rg[static_cast<size_t>(k)] * h[static_cast<size_t>(k)];
+                hh += Rd[(2 * H + j) * H + k] * rg[static_cast<size_t>(k)] *
+                      h[static_cast<size_t>(k)];
             }
             tmp[static_cast<size_t>(j)] = f[1](clipv(hh));
           }
           for (int64_t j = 0; j < H; ++j) {
             double zj = z[static_cast<size_t>(j)];
-            h[static_cast<size_t>(j)] = (1 - zj) * tmp[static_cast<size_t>(j)] + zj * h[static_cast<size_t>(j)];
+            h[static_cast<size_t>(j)] =
+                (1 - zj) * tmp[static_cast<size_t>(j)] + zj * h[static_cast<size_t>(j)];
           }
         } else { // gates i, o, f, c; peepholes i, o, f
           const double* P = peep.data() + d * 3 * H;
           for (int64_t j = 0; j < H; ++j) {
             double cPrev = cs[static_cast<size_t>(j)];
             double ig = f[0](clipv(at(xw, 0, H, j) + at(hr, 0, H, j) + P[j] * cPrev));
-            double fg = inputForget ? 1 - ig : f[0](clipv(at(xw, 2, H, j) + at(hr, 2, H, j) + P[2 * H + j] * cPrev));
+            double fg = inputForget
+                            ? 1 - ig
+                            : f[0](clipv(at(xw, 2, H, j) + at(hr, 2, H, j) + P[2 * H + j] * cPrev));
             double cg = f[1](clipv(at(xw, 3, H, j) + at(hr, 3, H, j)));
             double cNew = fg * cPrev + ig * cg;
             double og = f[0](clipv(at(xw, 1, H, j) + at(hr, 1, H, j) + P[H + j] * cNew));
@@ -237,7 +261,9 @@ std::vector<RValue> runRnn(KernelCtx& c, Cell cell) {
 // optional output now), dropped at import.
 OpBuilder rnnOp(OpRegistry& r, const char* name, Cell cell) {
   OpBuilder b = r.op(name);
-  b.since(1).inputs(3, cell == Cell::Lstm ? 8 : 6).outputs(0, cell == Cell::Lstm ? 3 : 2)
+  b.since(1)
+      .inputs(3, cell == Cell::Lstm ? 8 : 6)
+      .outputs(0, cell == Cell::Lstm ? 3 : 2)
       .attr("activation_alpha", Attribute::Kind::Floats)
       .attr("activation_beta", Attribute::Kind::Floats)
       .attr("activations", Attribute::Kind::Strings)

@@ -38,6 +38,9 @@ size_t axisAttr(const Node& n, int64_t rank);
 // Product of dims[from, to).
 int64_t prodDims(const Dims& d, size_t from, size_t to);
 
+// The value of a Constant node (from whichever value_* attribute it has).
+Tensor constantValue(const Node& n);
+
 // ---- Inference helpers -----------------------------------------------------------------------
 
 // The integer contents of input i when known: a constant, or a data-propagated value with every

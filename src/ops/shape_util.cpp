@@ -121,8 +121,42 @@ int64_t prodDims(const Dims& d, size_t from, size_t to) {
   return p;
 }
 
+Tensor constantValue(const Node& n) {
+  std::vector<std::pair<std::string, Tensor>> found;
+  for (const auto& [name, a] : n.attrs) {
+    Tensor t;
+    if (name == "value")
+      t = std::get<Tensor>(a.v);
+    else if (name == "value_float")
+      t = Tensor::fromF32({std::get<float>(a.v)}).reshaped({});
+    else if (name == "value_floats")
+      t = Tensor::fromF32(std::get<std::vector<float>>(a.v));
+    else if (name == "value_int")
+      t = Tensor::fromI64({std::get<int64_t>(a.v)}).reshaped({});
+    else if (name == "value_ints")
+      t = Tensor::fromI64(std::get<std::vector<int64_t>>(a.v));
+    else if (name == "value_string") {
+      t = Tensor(DType::String, {});
+      t.strings()[0] = std::get<std::string>(a.v);
+    } else if (name == "value_strings") {
+      const auto& s = std::get<std::vector<std::string>>(a.v);
+      t = Tensor(DType::String, {static_cast<int64_t>(s.size())});
+      for (size_t i = 0; i < s.size(); ++i) t.strings()[i] = s[i];
+    } else
+      continue;
+    found.emplace_back(name, t);
+  }
+  AICC_CHECK(found.size() == 1, "Constant needs exactly one value attribute, has {}", found.size());
+  return found[0].second;
+}
+
 std::optional<std::vector<int64_t>> knownInts(InferCtx& c, size_t i) {
   if (!c.has(i)) return std::nullopt;
+  if (const Node* p = c.node.inputs[i]->producer; p && p->op == "Constant" && p->domain.empty()) {
+    Tensor t = constantValue(*p);
+    if (!isInteger(t.dtype()) || t.numel() > 4096) return std::nullopt;
+    return t.toI64Vector();
+  }
   if (const Tensor* t = c.constInput(i)) {
     if (!isInteger(t->dtype()) || t->numel() > 4096) return std::nullopt;
     return t->toI64Vector();

@@ -17,6 +17,10 @@ using ShapeValues = std::map<const Value*, std::vector<Dim>>;
 void inferShapes(Graph& g, ShapeValues& shapeValues);
 void inferShapes(Graph& g);
 
+// The "infer-shapes" pass: re-runs inference over the main graph; returns whether some value's
+// type changed (became more precise).
+bool refreshShapes(Model& m);
+
 // Merge of a declared and an inferred type (see above); `what` names the value in errors.
 Type mergeTypes(const Type& declared, const Type& inferred, const std::string& what);
 

@@ -15,8 +15,8 @@ namespace {
 
 // Parses `body` as the graph of a model importing opset 18 and runs shape inference.
 Model inferred(const std::string& params, const std::string& body, const std::string& ret) {
-  Model m = parseModel("model opsets={\"\": 18} {\ngraph @g(" + params + ") {\n" + body + "\n  return " +
-                       ret + "\n}\n}\n");
+  Model m = parseModel("model opsets={\"\": 18} {\ngraph @g(" + params + ") {\n" + body +
+                       "\n  return " + ret + "\n}\n}\n");
   inferShapes(*m.graph);
   return m;
 }
@@ -43,7 +43,7 @@ TEST(Reduction, InferenceKeepsSymbolicDims) {
   %tv, %ti = TopK(%x, %k) : ?, ?
   %sm = Softmax(%x) {axis = 1} : ?
   %e = Einsum(%x, %y) {equation = "bij,bjk->bik"} : ?
-  %e2 = Einsum(%x) {equation = "...j"} : ?)",
+  %e2 = Einsum(%x) {equation = "...j->..."} : ?)",
                      "%r1, %r2, %r3, %r4, %r5, %r6, %am, %tv, %ti, %sm, %e, %e2");
   EXPECT_EQ(typeOf(m, "r1"), "f32[N,3,1]");
   EXPECT_EQ(typeOf(m, "r2"), "f32[N,L]");
@@ -60,8 +60,8 @@ TEST(Reduction, InferenceKeepsSymbolicDims) {
 }
 
 TEST(Reduction, Int64SumIsExact) {
-  Model m = inferred("%x: i64[2,4]", "  %a = const i64[1] [1]\n  %s = ReduceSum(%x, %a) {keepdims = 0} : ?",
-                     "%s");
+  Model m = inferred("%x: i64[2,4]",
+                     "  %a = const i64[1] [1]\n  %s = ReduceSum(%x, %a) {keepdims = 0} : ?", "%s");
   int64_t big = int64_t{1} << 62, p53 = (int64_t{1} << 53) + 1;
   Tensor x = Tensor::fromI64({big, 1, -big + 3, 7, p53, p53, 1, 1}, {2, 4});
   auto out = interpret(*m.graph, {RValue::of(x)}, {true});
@@ -111,5 +111,6 @@ TEST(Reduction, LegacySoftmaxFlattensAtAxis) {
   Tensor x = Tensor::fromF32({0, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2});
   auto out = interpret(*im.model.graph, {RValue::of(x)}, {true});
   ASSERT_EQ(out[0].tensor.shape(), (Dims{2, 2, 2}));
-  for (int64_t i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(static_cast<float>(out[0].tensor.getF64(i)), 0.25f);
+  for (int64_t i = 0; i < 8; ++i)
+    EXPECT_FLOAT_EQ(static_cast<float>(out[0].tensor.getF64(i)), 0.25f);
 }

@@ -4,6 +4,8 @@
 
 #include "common.h"
 
+#include "passes/pipelines.h"
+
 namespace aicc::cli {
 
 struct RunArgs {
@@ -12,6 +14,7 @@ struct RunArgs {
   std::string outputDir;
   std::vector<std::string> dims;
   bool checkTypes = false;
+  int optLevel = 2;
 };
 int runCommand(const RunArgs& a);
 
@@ -27,6 +30,7 @@ struct TestOnnxArgs {
   std::string json;
   std::string expectFailures; // exit non-zero unless exactly the listed tests fail
   int jobs = 1;
+  int optLevel = 0; // graph passes before interpreting (the suite checks -O3 == -O0)
   double timeoutSec = 120;
   bool verbose = false;
 };
@@ -39,5 +43,22 @@ struct IrArgs {
   bool allowUnregistered = false;
 };
 int irCommand(const IrArgs& a);
+
+struct OptArgs {
+  std::string input; // .onnx or IR text
+  std::string output; // "" or "-": stdout (text); *.onnx: ONNX; else text
+  int optLevel = 2;
+  std::string passes; // comma-separated pass names (overrides -O)
+  std::string statsJson;
+  std::vector<std::string> dims;
+  bool printAfterAll = false, printAfterChange = false, timePasses = false, printConstants = false;
+  bool verifyEach = true;
+  std::vector<std::string> printBefore, printAfter;
+  int64_t stopAfter = -1;
+  std::string reproducer;
+};
+int optCommand(const OptArgs& a);
+// Runs the -O pipeline (or a.passes) on m with a's instrumentation; returns the pass records.
+std::vector<PassRecord> optimize(Model& m, const OptArgs& a);
 
 } // namespace aicc::cli

@@ -1,6 +1,46 @@
 #include "common.h"
 
+#include "frontend/onnx/tensor_proto.h"
+#include "ir/parser.h"
+#include "passes/shape_inference.h"
+
+#include <functional>
+
 namespace aicc::cli {
+
+ImportedModel loadModel(const std::string& path, const std::map<std::string, int64_t>& dims) {
+  if (path.size() > 5 && path.substr(path.size() - 5) == ".onnx") {
+    ImportOptions opts;
+    opts.dims = dims;
+    return importOnnxFile(path, opts);
+  }
+  ImportedModel im;
+  try {
+    im.model = parseModel(readFileBytes(path));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}:{}", path, e.what()));
+  }
+  for (const Value* v : im.model.graph->inputs) im.allInputNames.push_back(v->name);
+  if (!dims.empty()) specializeDims(im.model, dims);
+  return im;
+}
+
+std::map<std::string, int64_t> opHistogram(const Graph& g) {
+  std::map<std::string, int64_t> hist;
+  std::function<void(const Graph&)> walk = [&](const Graph& sg) {
+    for (const auto& n : sg.nodes) {
+      ++hist[n->domain.empty() ? n->op : n->domain + "." + n->op];
+      if (n->domain == kAiccDomain) continue;
+      for (const auto& [_, a] : n->attrs) {
+        if (auto* s = std::get_if<GraphPtr>(&a.v)) walk(**s);
+        if (auto* ss = std::get_if<std::vector<GraphPtr>>(&a.v))
+          for (const auto& x : *ss) walk(*x);
+      }
+    }
+  };
+  walk(g);
+  return hist;
+}
 
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) {
   std::map<std::string, int64_t> dims;

@@ -10,6 +10,13 @@
 
 namespace aicc::cli {
 
+// Loads a model from ONNX (.onnx) or the IR text form (anything else).
+ImportedModel loadModel(const std::string& path, const std::map<std::string, int64_t>& dims = {});
+
+// Op histogram ("Conv", "com.microsoft.QLinearAdd", ...) over a graph and its subgraphs
+// (the bodies of aicc.Fused nodes are not counted: a fused group is one node).
+std::map<std::string, int64_t> opHistogram(const Graph& g);
+
 // Parses "NAME=VALUE" strings into a dims map.
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs);
 

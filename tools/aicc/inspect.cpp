@@ -6,17 +6,6 @@
 
 namespace aicc::cli {
 
-static void countOps(const Graph& g, std::map<std::string, int64_t>& hist) {
-  for (const auto& n : g.nodes) {
-    ++hist[n->domain.empty() ? n->op : n->domain + "." + n->op];
-    for (const auto& [_, a] : n->attrs) {
-      if (auto* sg = std::get_if<GraphPtr>(&a.v)) countOps(**sg, hist);
-      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-        for (const auto& s : *sgs) countOps(*s, hist);
-    }
-  }
-}
-
 int inspectCommand(const InspectArgs& a) {
   ImportedModel im = importOnnxFile(a.model);
   const Model& m = im.model;
@@ -43,8 +32,7 @@ int inspectCommand(const InspectArgs& a) {
     }
   std::cout << fmt::format("parameters: {} in {} constants ({:.2f} MiB)\n", params, g.constants.size(),
                            static_cast<double>(bytes) / (1 << 20));
-  std::map<std::string, int64_t> hist;
-  countOps(g, hist);
+  std::map<std::string, int64_t> hist = opHistogram(g);
   int64_t total = 0;
   for (const auto& [_, c] : hist) total += c;
   std::cout << fmt::format("nodes: {}\nops:\n", total);

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   runCmd->add_option("--output-dir", run.outputDir, "Write output_<i>.pb files here");
   runCmd->add_option("--dim", run.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   runCmd->add_flag("--check-types", run.checkTypes, "Check every node's result against shape inference");
+  runCmd->add_option("-O", run.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
 
   InspectArgs inspect;
   auto* inspectCmd = app.add_subcommand("inspect", "Show a model's inputs, outputs, opsets and ops");
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
                       "and listed tests that pass, make the exit status non-zero");
   testCmd->add_option("-j,--jobs", test.jobs, "Tests run in parallel (each in its own process)");
   testCmd->add_option("--timeout", test.timeoutSec, "Seconds before a test counts as hung");
+  testCmd->add_option("-O", test.optLevel, "Graph optimization level before interpreting (default 0)")
+      ->check(CLI::Range(0, 3));
   testCmd->add_flag("-v,--verbose", test.verbose, "Print the failure reason of each test");
 
   IrArgs ir;
@@ -43,6 +46,28 @@ int main(int argc, char** argv) {
   irCmd->add_flag("--verify", ir.verify, "Run the IR verifier");
   irCmd->add_flag("--print-constants", ir.printConstants, "Print all constant data");
   irCmd->add_flag("--allow-unregistered", ir.allowUnregistered, "Accept ops the registry does not know");
+
+  OptArgs opt;
+  auto* optCmd = app.add_subcommand("opt", "Run graph passes and print or write the optimized IR");
+  optCmd->add_option("input", opt.input, "ONNX model or IR text file")->required();
+  optCmd->add_option("-o", opt.output, "Output: IR text, or ONNX when the name ends in .onnx (default: stdout)");
+  optCmd->add_option("-O", opt.optLevel, "Optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
+  optCmd->add_option("--passes", opt.passes, "Comma-separated pass list, instead of -O");
+  optCmd->add_option("--stats-json", opt.statsJson, "Write node counts, op histograms and pass timings here");
+  optCmd->add_option("--dim", opt.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  optCmd->add_flag("--print-ir-after-all", opt.printAfterAll, "Print the IR (stderr) after every pass");
+  optCmd->add_flag("--print-ir-after-change", opt.printAfterChange, "Print the IR after passes that changed it");
+  optCmd->add_option("--print-ir-before", opt.printBefore, "Print the IR before this pass; repeatable");
+  optCmd->add_option("--print-ir-after", opt.printAfter, "Print the IR after this pass; repeatable");
+  optCmd->add_flag("--time-passes", opt.timePasses, "Print each pass's time");
+  optCmd->add_option("--stop-after", opt.stopAfter, "Stop after N pass runs (bisecting)");
+  optCmd->add_flag("!--no-verify", opt.verifyEach, "Do not run the verifier after each pass");
+  optCmd->add_option("--reproducer", opt.reproducer, "On a pass failure, write the IR before the pass here");
+  optCmd->add_flag("--print-constants", opt.printConstants, "Print all constant data");
+  optCmd->add_flag("--list-passes", [](int64_t) {
+    for (const auto& p : aicc::graphPasses()) std::cout << fmt::format("{:<18} {}\n", p.name, p.summary);
+    std::exit(0);
+  }, "List the graph passes and exit");
 
   try {
     app.parse(argc, argv);
@@ -54,6 +79,7 @@ int main(int argc, char** argv) {
     if (*inspectCmd) return inspectCommand(inspect);
     if (*testCmd) return testOnnxCommand(test);
     if (*irCmd) return irCommand(ir);
+    if (*optCmd) return optCommand(opt);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
     return 1;

@@ -13,6 +13,9 @@ int runCommand(const RunArgs& a) {
   opts.dims = parseDims(a.dims);
   ImportedModel m = importOnnxFile(a.model, opts);
   std::vector<RValue> inputs = bindInputs(m, a.inputs);
+  OptArgs opt;
+  opt.optLevel = a.optLevel;
+  optimize(m.model, opt);
   const Graph& g = *m.model.graph;
   RunOptions ro;
   ro.checkTypes = a.checkTypes;

@@ -71,7 +71,9 @@ std::vector<RValue> lightInputs(const Graph& g) {
   return ins;
 }
 
-Result runTest(const TestCase& tc) {
+Result runTest(const TestCase& tc, int optLevel) {
+  OptArgs opt;
+  opt.optLevel = optLevel;
   ImportedModel m;
   try {
     m = importOnnxFile(tc.model);
@@ -92,6 +94,7 @@ Result runTest(const TestCase& tc) {
   };
   try {
     if (!tc.lightOutput.empty()) {
+      optimize(m.model, opt);
       auto outs = interpret(*m.model.graph, lightInputs(*m.model.graph), ro);
       std::vector<RValue> expected{readValueFile(tc.lightOutput, m.model.graph->outputs[0]->type)};
       if (auto mm = check(expected, outs)) return {"fail", *mm, 0};
@@ -104,6 +107,7 @@ Result runTest(const TestCase& tc) {
       spec.inputsDir = ds;
       spec.generate = false;
       auto inputs = bindInputs(mi, spec);
+      optimize(mi.model, opt);
       auto outs = interpret(*mi.model.graph, inputs, ro);
       std::vector<RValue> expected;
       for (size_t i = 0; i < mi.model.graph->outputs.size(); ++i) {
@@ -218,7 +222,7 @@ int testOnnxCommand(const TestOnnxArgs& a) {
         close(fds[0]);
         Result r;
         try {
-          r = runTest(tests[next]);
+          r = runTest(tests[next], a.optLevel);
         } catch (const std::exception& e) {
           r = {"fail", std::string("internal error: ") + e.what(), 0};
         }

@@ -1,0 +1,227 @@
+// TreeEnsemble (ai.onnx.ml opset 5): a forest of binary decision trees whose leaves add weights
+// to targets; the per-tree results are aggregated (sum, average, min, max) and post-transformed.
+#include "ops/ml.h"
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+namespace aicc {
+namespace {
+
+enum class Mode { LEQ, LT, GTE, GT, EQ, NEQ, MEMBER };
+enum class Aggregate { Average, Sum, Min, Max };
+enum class PostTransform { None, Softmax, Logistic, SoftmaxZero, Probit };
+
+struct Forest {
+  std::vector<Mode> modes;
+  std::vector<double> splits;
+  std::vector<int64_t> features, trueIds, falseIds;
+  std::vector<bool> trueLeaf, falseLeaf, missingTrue;
+  std::vector<std::vector<double>> members; // per node, the set of a MEMBER node
+  std::vector<double> leafWeights;
+  std::vector<int64_t> leafTargets, roots;
+  int64_t nTargets = 0;
+};
+
+std::vector<double> tensorValues(const Node& n, const std::string& name) {
+  const Attribute* a = n.attr(name);
+  AICC_CHECK(a, "attribute '{}' is required", name);
+  return std::get<Tensor>(a->v).toF64Vector();
+}
+
+Forest parseForest(const Node& n) {
+  Forest f;
+  const std::vector<double> modes = tensorValues(n, "nodes_modes");
+  const size_t count = modes.size();
+  f.splits = tensorValues(n, "nodes_splits");
+  f.features = n.attrInts("nodes_featureids");
+  f.trueIds = n.attrInts("nodes_truenodeids");
+  f.falseIds = n.attrInts("nodes_falsenodeids");
+  const std::vector<int64_t> tl = n.attrInts("nodes_trueleafs"), fl = n.attrInts("nodes_falseleafs");
+  const std::vector<int64_t> mt = n.attrInts("nodes_missing_value_tracks_true", {});
+  using Entry = std::pair<const char*, size_t>;
+  for (auto [name, size] : {Entry{"nodes_splits", f.splits.size()},
+                            Entry{"nodes_featureids", f.features.size()},
+                            Entry{"nodes_truenodeids", f.trueIds.size()},
+                            Entry{"nodes_falsenodeids", f.falseIds.size()},
+                            Entry{"nodes_trueleafs", tl.size()},
+                            Entry{"nodes_falseleafs", fl.size()}})
+    AICC_CHECK(size == count, "attribute '{}' has {} entries, nodes_modes {}", name, size, count);
+  AICC_CHECK(mt.empty() || mt.size() == count,
+             "attribute 'nodes_missing_value_tracks_true' has {} entries, nodes_modes {}",
+             mt.size(), count);
+  f.leafWeights = tensorValues(n, "leaf_weights");
+  f.leafTargets = n.attrInts("leaf_targetids");
+  AICC_CHECK(f.leafWeights.size() == f.leafTargets.size(),
+             "leaf_weights has {} entries, leaf_targetids {}", f.leafWeights.size(),
+             f.leafTargets.size());
+  int64_t maxTarget = -1;
+  for (int64_t t : f.leafTargets) maxTarget = std::max(maxTarget, t);
+  f.nTargets = n.attrInt("n_targets", maxTarget + 1);
+  for (int64_t t : f.leafTargets)
+    AICC_CHECK(t >= 0 && t < f.nTargets, "leaf target id {} is out of range [0, {})", t,
+               f.nTargets);
+  f.roots = n.attrInts("tree_roots");
+  for (int64_t r : f.roots)
+    AICC_CHECK(r >= 0 && static_cast<size_t>(r) < count, "tree root {} is not a node index", r);
+
+  // Membership sets are listed in node order, each terminated by NaN.
+  std::vector<double> mv;
+  if (n.attr("membership_values")) mv = tensorValues(n, "membership_values");
+  size_t pos = 0;
+  f.members.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    const double m = modes[i];
+    AICC_CHECK(m >= 0 && m <= 6 && m == std::floor(m), "node {} has invalid mode {}", i, m);
+    f.modes.push_back(static_cast<Mode>(static_cast<int>(m)));
+    f.trueLeaf.push_back(tl[i] != 0);
+    f.falseLeaf.push_back(fl[i] != 0);
+    f.missingTrue.push_back(!mt.empty() && mt[i] != 0);
+    const size_t leaves = f.leafWeights.size();
+    AICC_CHECK(f.trueIds[i] >= 0 && static_cast<size_t>(f.trueIds[i]) < (tl[i] ? leaves : count),
+               "node {}: true branch {} is out of range", i, f.trueIds[i]);
+    AICC_CHECK(f.falseIds[i] >= 0 &&
+                   static_cast<size_t>(f.falseIds[i]) < (fl[i] ? leaves : count),
+               "node {}: false branch {} is out of range", i, f.falseIds[i]);
+    AICC_CHECK(f.features[i] >= 0, "node {}: negative feature id {}", i, f.features[i]);
+    if (f.modes.back() != Mode::MEMBER) continue;
+    AICC_CHECK(pos < mv.size(), "membership_values has no set for BRANCH_MEMBER node {}", i);
+    while (pos < mv.size() && !std::isnan(mv[pos])) f.members[i].push_back(mv[pos++]);
+    ++pos; // the NaN
+  }
+  return f;
+}
+
+bool branchTrue(const Forest& f, size_t i, double x) {
+  if (std::isnan(x) && f.missingTrue[i]) return true;
+  const double s = f.splits[i];
+  switch (f.modes[i]) {
+  case Mode::LEQ: return x <= s;
+  case Mode::LT: return x < s;
+  case Mode::GTE: return x >= s;
+  case Mode::GT: return x > s;
+  case Mode::EQ: return x == s;
+  case Mode::NEQ: return x != s;
+  case Mode::MEMBER:
+    return std::find(f.members[i].begin(), f.members[i].end(), x) != f.members[i].end();
+  }
+  return false;
+}
+
+// The leaf a row reaches from `root`.
+size_t findLeaf(const Forest& f, size_t root, const Tensor& x, int64_t row, int64_t nFeatures) {
+  // A root whose branches both lead to the same leaf is that leaf (a one-leaf tree).
+  if (f.trueLeaf[root] && f.falseLeaf[root] && f.trueIds[root] == f.falseIds[root])
+    return static_cast<size_t>(f.trueIds[root]);
+  size_t i = root;
+  for (size_t steps = 0; steps <= f.modes.size(); ++steps) {
+    AICC_CHECK(f.features[i] < nFeatures, "node {} reads feature {} of {}", i, f.features[i],
+               nFeatures);
+    const bool t = branchTrue(f, i, x.getF64(row * nFeatures + f.features[i]));
+    const size_t next = static_cast<size_t>(t ? f.trueIds[i] : f.falseIds[i]);
+    if (t ? f.trueLeaf[i] : f.falseLeaf[i]) return next;
+    i = next;
+  }
+  fail("the tree rooted at node {} has a cycle", root);
+}
+
+// Inverse of the error function: a rational first guess refined by Newton steps.
+double erfInv(double y) {
+  if (y <= -1) return -std::numeric_limits<double>::infinity();
+  if (y >= 1) return std::numeric_limits<double>::infinity();
+  const double a = 0.147, l = std::log(1 - y * y), t = 2 / (M_PI * a) + l / 2;
+  double x = std::copysign(std::sqrt(std::sqrt(t * t - l / a) - t), y);
+  for (int k = 0; k < 3; ++k) x -= (std::erf(x) - y) / (2 / std::sqrt(M_PI) * std::exp(-x * x));
+  return x;
+}
+
+void postTransform(PostTransform p, double* v, int64_t n) {
+  if (p == PostTransform::None) return;
+  if (p == PostTransform::Logistic) {
+    for (int64_t i = 0; i < n; ++i) v[i] = 1 / (1 + std::exp(-v[i]));
+  } else if (p == PostTransform::Probit) {
+    for (int64_t i = 0; i < n; ++i) v[i] = std::sqrt(2.0) * erfInv(2 * v[i] - 1);
+  } else { // softmax; SOFTMAX_ZERO leaves zeros at zero
+    const bool zero = p == PostTransform::SoftmaxZero;
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, v[i]);
+    for (int64_t i = 0; i < n; ++i) sum += v[i] = (zero && v[i] == 0) ? 0 : std::exp(v[i] - mx);
+    for (int64_t i = 0; i < n; ++i) v[i] = sum > 0 ? v[i] / sum : 0;
+  }
+}
+
+std::vector<RValue> treeEnsembleKernel(KernelCtx& c) {
+  const Tensor& x = c.in(0);
+  requireDType(c, 0, {DType::F32, DType::F64, DType::F16});
+  AICC_CHECK(x.rank() == 2, "input X must have shape [N, F], got {}", formatDims(x.shape()));
+  const Forest f = parseForest(c.node);
+  const int64_t agg = c.node.attrInt("aggregate_function"), pt = c.node.attrInt("post_transform");
+  AICC_CHECK(agg >= 0 && agg <= 3, "aggregate_function must be in [0, 3], got {}", agg);
+  AICC_CHECK(pt >= 0 && pt <= 4, "post_transform must be in [0, 4], got {}", pt);
+  const auto aggregate = static_cast<Aggregate>(agg);
+  const int64_t rows = x.dim(0), nFeatures = x.dim(1), nt = f.nTargets;
+  // As in the ONNX reference: MIN / MAX start from the largest finite value of X's type.
+  const double big = x.dtype() == DType::F64 ? DBL_MAX : x.dtype() == DType::F32 ? FLT_MAX : 65504.0;
+  const double init = aggregate == Aggregate::Min ? big : aggregate == Aggregate::Max ? -big : 0.0;
+  Tensor y(x.dtype(), {rows, nt});
+  std::vector<double> acc(static_cast<size_t>(nt));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::fill(acc.begin(), acc.end(), init);
+    for (int64_t root : f.roots) {
+      const size_t leaf = findLeaf(f, static_cast<size_t>(root), x, r, nFeatures);
+      double& a = acc[static_cast<size_t>(f.leafTargets[leaf])];
+      const double w = f.leafWeights[leaf];
+      switch (aggregate) {
+      case Aggregate::Sum: a += w; break;
+      case Aggregate::Average: a += w / static_cast<double>(f.roots.size()); break;
+      case Aggregate::Min: a = std::min(a, w); break;
+      case Aggregate::Max: a = std::max(a, w); break;
+      }
+    }
+    postTransform(static_cast<PostTransform>(pt), acc.data(), nt);
+    for (int64_t t = 0; t < nt; ++t) y.setF64(r * nt + t, acc[static_cast<size_t>(t)]);
+  }
+  return {RValue::of(y)};
+}
+
+void inferTreeEnsemble(InferCtx& c) {
+  DType t = c.inDType(0);
+  AICC_CHECK(t == DType::Undefined || t == DType::F32 || t == DType::F64 || t == DType::F16,
+             "input X must be float, double or float16, got {}", dtypeName(t));
+  int64_t maxTarget = -1;
+  for (int64_t id : c.node.attrInts("leaf_targetids")) maxTarget = std::max(maxTarget, id);
+  const Dim nt = Dim::known(c.node.attrInt("n_targets", maxTarget + 1));
+  const auto& s = c.inShape(0);
+  if (!s) return c.setTensor(0, t, Shape{Dim{}, nt});
+  AICC_CHECK(s->size() == 2, "input X must have shape [N, F], got {}", formatShape(*s));
+  c.setTensor(0, t, Shape{(*s)[0], nt});
+}
+
+} // namespace
+
+void registerMlTreeOps(OpRegistry& r) {
+  r.op("TreeEnsemble", kMlDomain)
+      .since(5)
+      .inputs(1, 1)
+      .attrInt("aggregate_function", 1)
+      .attrInt("post_transform", 0)
+      .attr("tree_roots", Attribute::Kind::Ints, true)
+      .attr("nodes_modes", Attribute::Kind::Tensor, true)
+      .attr("nodes_splits", Attribute::Kind::Tensor, true)
+      .attr("nodes_featureids", Attribute::Kind::Ints, true)
+      .attr("nodes_truenodeids", Attribute::Kind::Ints, true)
+      .attr("nodes_falsenodeids", Attribute::Kind::Ints, true)
+      .attr("nodes_trueleafs", Attribute::Kind::Ints, true)
+      .attr("nodes_falseleafs", Attribute::Kind::Ints, true)
+      .attr("nodes_hitrates", Attribute::Kind::Tensor)
+      .attr("nodes_missing_value_tracks_true", Attribute::Kind::Ints)
+      .attr("membership_values", Attribute::Kind::Tensor)
+      .attr("leaf_targetids", Attribute::Kind::Ints, true)
+      .attr("leaf_weights", Attribute::Kind::Tensor, true)
+      .attr("n_targets", Attribute::Kind::Int)
+      .infer(inferTreeEnsemble)
+      .kernel(treeEnsembleKernel);
+}
+
+} // namespace aicc

@@ -1,0 +1,87 @@
+#include "passes/pipelines.h"
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/algebraic_simplify.h"
+#include "passes/common_subexpression_elimination.h"
+#include "passes/constant_folding.h"
+#include "passes/dead_code_elimination.h"
+#include "passes/fold_affine_into_conv.h"
+#include "passes/fold_shape_ops.h"
+#include "passes/fuse_elementwise.h"
+#include "passes/fuse_epilogue.h"
+#include "passes/memory_schedule.h"
+#include "passes/recognize_patterns.h"
+#include "passes/shape_inference.h"
+
+namespace aicc {
+
+std::string IrTraits<Model>::print(const Model& m) { return printModel(m); }
+void IrTraits<Model>::verify(const Model& m) { verifyModel(m); }
+
+const std::vector<GraphPassInfo>& graphPasses() {
+  static const std::vector<GraphPassInfo> kPasses = {
+      {"infer-shapes", "re-run shape/type inference (changed: some type became more precise)"},
+      {"fold-shapes", "replace shape arithmetic on known shapes (Shape/Size/Gather/Concat/...) by constants"},
+      {"constant-fold", "evaluate nodes whose inputs are all constants with the reference interpreter"},
+      {"dce", "remove nodes and constants whose results are unused"},
+      {"cse", "merge identical nodes (same op, inputs and attributes, subgraphs compared structurally)"},
+      {"simplify", "algebraic simplification patterns, run to a fixed point"},
+      {"fold-affine", "fold BatchNormalization and constant Mul/Add into the preceding Conv/Gemm"},
+      {"recognize", "recognize spelled-out LayerNorm, GELU, HardSwish, HardSigmoid, SiLU, attention"},
+      {"fuse-elementwise", "fuse chains of elementwise/injective ops into one aicc.Fused node"},
+      {"fuse-epilogue", "fuse bias/activation/residual consumers into Conv/Gemm/MatMul"},
+      {"schedule-memory", "reorder nodes to lower peak memory (reports liveness and peak bytes)"},
+  };
+  return kPasses;
+}
+
+GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
+  GraphPass p;
+  p.name = name;
+  if (name == "infer-shapes") p.run = [](Model& m) { return refreshShapes(m); };
+  else if (name == "fold-shapes") p.run = [](Model& m) { return foldShapeOps(m); };
+  else if (name == "constant-fold") p.run = [opts](Model& m) { return foldConstants(m, opts.constantFoldLimit); };
+  else if (name == "dce") p.run = [](Model& m) { return eliminateDeadCode(m); };
+  else if (name == "cse") p.run = [](Model& m) { return eliminateCommonSubexpressions(m); };
+  else if (name == "simplify") p.run = [](Model& m) { return simplifyAlgebra(m); };
+  else if (name == "fold-affine") p.run = [](Model& m) { return foldAffineIntoConv(m); };
+  else if (name == "recognize") p.run = [](Model& m) { return recognizePatterns(m); };
+  else if (name == "fuse-elementwise") p.run = [](Model& m) { return fuseElementwise(m); };
+  else if (name == "fuse-epilogue") p.run = [](Model& m) { return fuseEpilogue(m); };
+  else if (name == "schedule-memory") p.run = [](Model& m) { return scheduleForMemory(m); };
+  else {
+    std::vector<std::string> names;
+    for (const auto& i : graphPasses()) names.push_back(i.name);
+    fail("unknown pass '{}' (known: {})", name, fmt::join(names, ", "));
+  }
+  return p;
+}
+
+std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts) {
+  AICC_CHECK(level >= 0 && level <= 3, "optimization level must be 0 to 3, got {}", level);
+  auto pass = [&](const char* n) { return makeGraphPass(n, opts); };
+  std::vector<GraphPass> p;
+  if (level == 0) return p; // -O0: the imported graph as is
+  // Cleanup, to a fixed point: shape arithmetic and constants fold, dead code goes, duplicates merge.
+  p.push_back(GraphPass::group("cleanup",
+                               {pass("fold-shapes"), pass("constant-fold"), pass("dce"), pass("cse")},
+                               /*toFixpoint=*/true));
+  if (level == 1) return p;
+  // Algebra: identities, inverse pairs, constants folded into Conv/Gemm weights, then cleanup again.
+  p.push_back(GraphPass::group("algebra",
+                               {pass("simplify"), pass("fold-affine"), pass("constant-fold"), pass("dce")},
+                               /*toFixpoint=*/true));
+  // Recognize the spelled-out forms exporters produce (LayerNorm, GELU, attention, ...).
+  p.push_back(pass("recognize"));
+  // Fusion: epilogues into Conv/Gemm/MatMul first, then the remaining elementwise chains.
+  p.push_back(pass("fuse-epilogue"));
+  p.push_back(pass("fuse-elementwise"));
+  p.push_back(pass("dce"));
+  if (level == 2) return p;
+  // Order nodes to lower peak memory.
+  p.push_back(pass("schedule-memory"));
+  return p;
+}
+
+} // namespace aicc

@@ -1,0 +1,37 @@
+// Graph passes by name, and the -O pipelines (flat, commented lists in pipelines.cpp).
+#pragma once
+
+#include "ir/graph.h"
+#include "passes/pass_manager.h"
+
+#include <string>
+#include <vector>
+
+namespace aicc {
+
+template <> struct IrTraits<Model> {
+  static std::string print(const Model& m);
+  static void verify(const Model& m);
+};
+
+using GraphPass = Pass<Model>;
+
+struct GraphPassOptions {
+  // Constant folding produces at most this many elements per folded value (bigger results
+  // would bloat the weights; they stay computed at run time).
+  int64_t constantFoldLimit = int64_t{1} << 20;
+};
+
+struct GraphPassInfo {
+  std::string name;
+  std::string summary;
+};
+
+// Every graph pass, in the order of the -O3 pipeline.
+const std::vector<GraphPassInfo>& graphPasses();
+// The pass called `name`; throws naming the known passes when there is none.
+GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts = {});
+// The pipeline of optimization level 0..3.
+std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts = {});
+
+} // namespace aicc

@@ -1,0 +1,95 @@
+// aicc opt: runs a graph pass pipeline (-O0..-O3 or an explicit list) with the pass manager's
+// instrumentation, writes the text IR (or ONNX for a .onnx output) and optional statistics.
+#include "commands.h"
+
+#include "frontend/onnx/onnx_exporter.h"
+#include "ir/printer.h"
+#include "passes/memory_schedule.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace aicc::cli {
+
+namespace {
+
+std::string jsonCounts(const std::map<std::string, int64_t>& m) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : m) parts.push_back(fmt::format("\"{}\": {}", k, v));
+  return "{" + fmt::format("{}", fmt::join(parts, ", ")) + "}";
+}
+
+int64_t total(const std::map<std::string, int64_t>& m) {
+  int64_t n = 0;
+  for (const auto& [_, v] : m) n += v;
+  return n;
+}
+
+} // namespace
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<PassRecord> optimize(Model& m, const OptArgs& a) {
+  PassInstrumentation inst;
+  inst.printAfterAll = a.printAfterAll;
+  inst.printAfterChange = a.printAfterChange;
+  for (const auto& n : a.printBefore) inst.printBefore.insert(n);
+  for (const auto& n : a.printAfter) inst.printAfter.insert(n);
+  inst.timing = a.timePasses;
+  inst.stopAfter = a.stopAfter;
+  inst.verifyEach = a.verifyEach;
+  inst.reproducerPath = a.reproducer;
+  PassManager<Model> pm(inst);
+  if (!a.passes.empty())
+    for (const auto& n : splitList(a.passes)) pm.add(makeGraphPass(n));
+  else
+    for (auto& p : optPipeline(a.optLevel)) pm.add(std::move(p));
+  pm.run(m);
+  return pm.records();
+}
+
+int optCommand(const OptArgs& a) {
+  ImportedModel im = loadModel(a.input, parseDims(a.dims));
+  Model& m = im.model;
+  auto opsBefore = opHistogram(*m.graph);
+  int64_t peakBefore = peakMemoryBytes(*m.graph);
+  std::vector<PassRecord> records = optimize(m, a);
+  auto opsAfter = opHistogram(*m.graph);
+  if (a.output.empty() || a.output == "-") {
+    PrintOptions po;
+    po.printConstants = a.printConstants;
+    std::cout << printModel(m, po);
+  } else if (a.output.size() > 5 && a.output.substr(a.output.size() - 5) == ".onnx") {
+    exportOnnxFile(m, a.output);
+  } else {
+    PrintOptions po;
+    po.printConstants = a.printConstants;
+    std::ofstream f(a.output);
+    AICC_CHECK(f.good(), "cannot write '{}'", a.output);
+    f << printModel(m, po);
+  }
+  if (!a.statsJson.empty()) {
+    std::vector<std::string> passes;
+    for (const auto& r : records)
+      passes.push_back(fmt::format("{{\"name\": \"{}\", \"ms\": {:.3f}, \"changed\": {}}}", r.name, r.ms, r.changed));
+    std::ofstream f(a.statsJson);
+    AICC_CHECK(f.good(), "cannot write '{}'", a.statsJson);
+    f << fmt::format(
+        "{{\n  \"model\": \"{}\",\n  \"opt_level\": {},\n  \"nodes_before\": {},\n  \"nodes_after\": {},\n"
+        "  \"ops_before\": {},\n  \"ops_after\": {},\n  \"fused_groups\": {},\n"
+        "  \"peak_memory_before\": {},\n  \"peak_memory_after\": {},\n  \"passes\": [\n    {}\n  ]\n}}\n",
+        a.input, a.passes.empty() ? std::to_string(a.optLevel) : "null", total(opsBefore), total(opsAfter),
+        jsonCounts(opsBefore), jsonCounts(opsAfter), opsAfter.count("aicc.Fused") ? opsAfter["aicc.Fused"] : 0,
+        peakBefore, peakMemoryBytes(*m.graph), fmt::join(passes, ",\n    "));
+  }
+  return 0;
+}
+
+} // namespace aicc::cli
