@@ -5,7 +5,7 @@ stored expected outputs the way ONNX's backend runner does (np.testing.assert_al
 rtol=1e-3, atol=1e-7; strings exactly; same dtype and shape). Prints per-test results and totals,
 and optionally compares with a `aicc test-onnx --json` report (the two must agree).
 
-    check_with_run.py AICC DIR... [--jobs N] [--json OUT] [--agree-with REPORT.json]
+    check_with_run.py AICC DIR... [--jobs N] [--json OUT] [--tolerances FILE] [--agree-with REPORT.json]
 """
 import argparse
 import concurrent.futures
@@ -46,7 +46,23 @@ def proto_kind(type_proto):
             "optional_type": onnx.OptionalProto}.get(which, onnx.TensorProto)
 
 
-def compare(expected, actual):
+def read_tolerances(path):
+    tol = {}
+    if not path:
+        return tol
+    for line in open(path):
+        body = line.split("#", 1)[0].split()
+        if not body:
+            continue
+        t = {"rtol": 1e-3, "atol": 1e-7}
+        for kv in body[1:]:
+            k, v = kv.split("=")
+            t[k] = float(v)
+        tol[body[0]] = t
+    return tol
+
+
+def compare(expected, actual, rtol=1e-3, atol=1e-7):
     if expected is None or actual is None:
         if expected is not None or actual is not None:
             raise AssertionError("optional presence differs")
@@ -55,7 +71,7 @@ def compare(expected, actual):
         if not isinstance(actual, list) or len(expected) != len(actual):
             raise AssertionError("sequence length differs")
         for e, a in zip(expected, actual):
-            compare(e, a)
+            compare(e, a, rtol, atol)
         return
     if expected.dtype != actual.dtype:
         raise AssertionError(f"dtype {expected.dtype} expected, got {actual.dtype}")
@@ -70,7 +86,7 @@ def compare(expected, actual):
         return
     np.testing.assert_allclose(actual.astype(np.float64) if actual.dtype.kind != "c" else actual,
                                expected.astype(np.float64) if expected.dtype.kind != "c" else expected,
-                               rtol=1e-3, atol=1e-7)
+                               rtol=rtol, atol=atol)
 
 
 def collect(root):
@@ -103,7 +119,7 @@ def light_inputs(model_path, folder):
         k += 1
 
 
-def run_test(aicc, test, timeout):
+def run_test(aicc, test, timeout, tol):
     name, model, light_out = test
     m = onnx.load(model, load_external_data=False)
     kinds = [proto_kind(o.type) for o in m.graph.output]
@@ -135,7 +151,7 @@ def run_test(aicc, test, timeout):
                 if not os.path.exists(got_path):
                     return name, "fail", f"output_{i}.pb missing"
                 try:
-                    compare(load_value(exp_path, kinds[i]), load_value(got_path, kinds[i]))
+                    compare(load_value(exp_path, kinds[i]), load_value(got_path, kinds[i]), **tol.get(name, {}))
                 except AssertionError as e:
                     return name, "fail", f"output {i}: {str(e).strip().splitlines()[0] if str(e).strip() else 'mismatch'}"
     return name, "pass", ""
@@ -148,12 +164,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--json")
+    ap.add_argument("--tolerances", help="per-test tolerance overrides (tests/onnx/tolerances.txt)")
     ap.add_argument("--agree-with", help="aicc test-onnx --json report to compare with")
     a = ap.parse_args()
     tests = [t for d in a.dirs for t in collect(d)]
     results = {}
+    tol = read_tolerances(a.tolerances)
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-        for name, status, reason in ex.map(lambda t: run_test(a.aicc, t, a.timeout), tests):
+        for name, status, reason in ex.map(lambda t: run_test(a.aicc, t, a.timeout, tol), tests):
             results[name] = (status, reason)
             print(f"{status:<12} {name}" + (f"  -- {reason}" if reason and status != "pass" else ""), flush=True)
     counts = {s: sum(1 for v in results.values() if v[0] == s) for s in ("pass", "fail", "unsupported")}

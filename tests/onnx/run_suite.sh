@@ -15,4 +15,4 @@ cats=()
 for c in node simple pytorch-converted pytorch-operator light; do
   [ -d "$data/$c" ] && cats+=("$data/$c")
 done
-exec "$aicc" test-onnx -j2 --timeout 300 --expect-failures "$here/expected_failures.txt" "$@" "${cats[@]}"
+exec "$aicc" test-onnx -j2 --timeout 300 --expect-failures "$here/expected_failures.txt" --tolerances "$here/tolerances.txt" "$@" "${cats[@]}"

@@ -29,6 +29,7 @@ struct TestOnnxArgs {
   std::vector<std::string> dirs;
   std::string json;
   std::string expectFailures; // exit non-zero unless exactly the listed tests fail
+  std::string tolerances;     // per-test tolerance overrides: "name rtol=X atol=Y # reason"
   int jobs = 1;
   int optLevel = 0; // graph passes before interpreting (the suite checks -O3 == -O0)
   double timeoutSec = 120;

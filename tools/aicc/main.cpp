@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   testCmd->add_option("--expect-failures", test.expectFailures,
                       "File listing the tests known not to pass (name # reason); other failures, "
                       "and listed tests that pass, make the exit status non-zero");
+  testCmd->add_option("--tolerances", test.tolerances,
+                      "File of per-test tolerance overrides (name rtol=X atol=Y # reason)");
   testCmd->add_option("-j,--jobs", test.jobs, "Tests run in parallel (each in its own process)");
   testCmd->add_option("--timeout", test.timeoutSec, "Seconds before a test counts as hung");
   testCmd->add_option("-O", test.optLevel, "Graph optimization level before interpreting (default 0)")
