@@ -96,4 +96,41 @@ void eraseNodes(Graph& g, const std::vector<Node*>& nodes) {
   g.eraseUnusedValues();
 }
 
+std::string freshName(Graph& g, const std::string& base) {
+  for (;;) {
+    std::string n = g.uniqueName(base);
+    bool clash = false;
+    forEachGraph(g, [&](Graph& sg) { clash = clash || (&sg != &g && sg.lookupLocal(n)); });
+    if (!clash) return n;
+  }
+}
+
+bool canRedirectUses(const Graph& g, const Value* from, const Value* to) {
+  bool ok = true;
+  forEachGraph(const_cast<Graph&>(g), [&](Graph& sg) {
+    if (&sg == &g || !ok) return;
+    bool uses = std::find(sg.outputs.begin(), sg.outputs.end(), from) != sg.outputs.end();
+    for (const auto& n : sg.nodes)
+      uses = uses || std::find(n->inputs.begin(), n->inputs.end(), from) != n->inputs.end();
+    if (!uses) return;
+    for (const Graph* s = &sg; s && s != to->owner; s = s->parent)
+      if (s->lookupLocal(to->name) && s->lookupLocal(to->name) != to) ok = false;
+  });
+  return ok;
+}
+
+Value* replaceByConstant(Graph& g, Value* v, Tensor t) {
+  AICC_CHECK(v->owner == &g, "internal: value '{}' is not in graph '{}'", v->name, g.name);
+  Value* c = nullptr;
+  if (isGraphOutput(g, v)) {
+    c = g.addConstant(freshName(g, v->name), std::move(t));
+  } else {
+    std::string name = v->name;
+    g.renameValue(v, freshName(g, name + "_folded"));
+    c = g.addConstant(name, std::move(t));
+  }
+  replaceAllUses(g, v, c);
+  return c;
+}
+
 } // namespace aicc

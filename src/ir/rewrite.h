@@ -40,4 +40,16 @@ size_t nodeIndex(const Graph& g, const Node* n);
 // Calls f on g and every nested subgraph (depth first).
 void forEachGraph(Graph& g, const std::function<void(Graph&)>& f);
 
+// A value name free in g's scope chain and not defined in any of g's nested subgraphs (so a
+// reference to it from inside a subgraph is never shadowed).
+std::string freshName(Graph& g, const std::string& base);
+
+// Whether every use of `from` in g's subgraphs would still resolve to `to` by name (no value of
+// a subgraph between the use and to->owner has to's name). replaceAllUses is only faithful then.
+bool canRedirectUses(const Graph& g, const Value* from, const Value* to);
+
+// Replaces node output `v` of g by a new constant holding `t` (its uses redirected; `v`'s
+// producer is left for DCE). The constant takes v's name unless v is a graph output of g.
+Value* replaceByConstant(Graph& g, Value* v, Tensor t);
+
 } // namespace aicc

@@ -66,7 +66,7 @@ Tensor Tensor::fromI64(const std::vector<int64_t>& v, Dims shape) {
   if (shape.empty() && v.size() == 1) shape = {1};
   Tensor t(DType::I64, shape);
   AICC_CHECK(t.numel() == static_cast<int64_t>(v.size()), "fromI64: size mismatch");
-  std::memcpy(t.raw(), v.data(), v.size() * sizeof(int64_t));
+  if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(int64_t));
   return t;
 }
 
@@ -74,7 +74,7 @@ Tensor Tensor::fromF32(const std::vector<float>& v, Dims shape) {
   if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
   Tensor t(DType::F32, shape);
   AICC_CHECK(t.numel() == static_cast<int64_t>(v.size()), "fromF32: size mismatch");
-  std::memcpy(t.raw(), v.data(), v.size() * sizeof(float));
+  if (!v.empty()) std::memcpy(t.raw(), v.data(), v.size() * sizeof(float));
   return t;
 }
 

@@ -24,8 +24,10 @@ Tensor labelTable(const Node& n, const std::string& prefix) {
     found.push_back(Tensor::fromI64(std::get<std::vector<int64_t>>(a->v)));
   if (const Attribute* a = n.attr(prefix + "_floats"))
     found.push_back(Tensor::fromF32(std::get<std::vector<float>>(a->v)));
-  AICC_CHECK(found.size() == 1, "exactly one of the attributes {0}_tensor, {0}_strings, "
-             "{0}_int64s, {0}_floats must be given, found {1}", prefix, found.size());
+  AICC_CHECK(found.size() == 1,
+             "exactly one of the attributes {0}_tensor, {0}_strings, "
+             "{0}_int64s, {0}_floats must be given, found {1}",
+             prefix, found.size());
   static const DType allowed[] = {DType::String, DType::I64, DType::F32,
                                   DType::I32,    DType::I16, DType::F64};
   DType dt = found[0].dtype();
@@ -45,24 +47,29 @@ Tensor labelDefault(const Node& n, DType dt) {
     return d.reshaped({1});
   }
   Tensor d(dt, {1});
-  if (dt == DType::String) d.strings()[0] = n.attrString("default_string");
-  else if (isFloat(dt)) d.setF64(0, n.attrFloat("default_float"));
-  else d.setI64(0, n.attrInt("default_int64"));
+  if (dt == DType::String)
+    d.strings()[0] = n.attrString("default_string");
+  else if (isFloat(dt))
+    d.setF64(0, n.attrFloat("default_float"));
+  else
+    d.setI64(0, n.attrInt("default_int64"));
   return d;
 }
 
 void copyElem(Tensor& dst, int64_t di, const Tensor& src, int64_t si) {
-  if (dst.dtype() == DType::String) dst.strings()[di] = src.strings()[si];
-  else if (isFloat(dst.dtype())) dst.setF64(di, src.getF64(si));
-  else dst.setI64(di, src.getI64(si));
+  if (dst.dtype() == DType::String)
+    dst.strings()[di] = src.strings()[si];
+  else if (isFloat(dst.dtype()))
+    dst.setF64(di, src.getF64(si));
+  else
+    dst.setI64(di, src.getI64(si));
 }
 
 std::vector<RValue> labelEncoderKernel(KernelCtx& c) {
   const Tensor& x = c.in(0);
   const Tensor keys = labelTable(c.node, "keys");
   const Tensor values = labelTable(c.node, "values");
-  AICC_CHECK(keys.numel() == values.numel(), "{} keys but {} values", keys.numel(),
-             values.numel());
+  AICC_CHECK(keys.numel() == values.numel(), "{} keys but {} values", keys.numel(), values.numel());
   AICC_CHECK(x.dtype() == keys.dtype(), "input is {} but the keys are {}", dtypeName(x.dtype()),
              dtypeName(keys.dtype()));
   const Tensor dflt = labelDefault(c.node, values.dtype());
@@ -80,14 +87,18 @@ std::vector<RValue> labelEncoderKernel(KernelCtx& c) {
     int64_t nanKey = -1; // a NaN key matches NaN inputs
     for (int64_t i = 0; i < keys.numel(); ++i) {
       double k = keys.getF64(i);
-      if (std::isnan(k)) nanKey = nanKey < 0 ? i : nanKey;
-      else table.emplace(k, i);
+      if (std::isnan(k))
+        nanKey = nanKey < 0 ? i : nanKey;
+      else
+        table.emplace(k, i);
     }
     for (int64_t i = 0; i < x.numel(); ++i) {
       double v = x.getF64(i);
       int64_t at = -1;
-      if (std::isnan(v)) at = nanKey;
-      else if (auto it = table.find(v); it != table.end()) at = it->second;
+      if (std::isnan(v))
+        at = nanKey;
+      else if (auto it = table.find(v); it != table.end())
+        at = it->second;
       at < 0 ? copyElem(y, i, dflt, 0) : copyElem(y, i, values, at);
     }
   } else {
@@ -149,7 +160,8 @@ std::vector<RValue> arrayFeatureExtractorKernel(KernelCtx& c) {
   Tensor y(x.dtype(), ys);
   const int64_t rows = last == 0 ? 0 : x.numel() / last;
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < k; ++j) copyElem(y, r * k + j, x, r * last + idx[static_cast<size_t>(j)]);
+    for (int64_t j = 0; j < k; ++j)
+      copyElem(y, r * k + j, x, r * last + idx[static_cast<size_t>(j)]);
   return {RValue::of(y)};
 }
 
@@ -159,8 +171,10 @@ void inferArrayFeatureExtractor(InferCtx& c) {
   AICC_CHECK(!xs->empty(), "input X must have rank >= 1");
   Dim k;
   if (is) {
-    if (auto d = toDims(*is)) k = Dim::known(checkedNumel(*d));
-    else if (is->size() == 1) k = (*is)[0];
+    if (auto d = toDims(*is))
+      k = Dim::known(checkedNumel(*d));
+    else if (is->size() == 1)
+      k = (*is)[0];
   }
   Shape ys = xs->size() == 1 ? Shape{Dim::known(1), k} : *xs;
   ys.back() = k;

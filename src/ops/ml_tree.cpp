@@ -2,7 +2,6 @@
 // to targets; the per-tree results are aggregated (sum, average, min, max) and post-transformed.
 #include "ops/ml.h"
 
-#include <cfloat>
 #include <cmath>
 #include <limits>
 
@@ -38,15 +37,15 @@ Forest parseForest(const Node& n) {
   f.features = n.attrInts("nodes_featureids");
   f.trueIds = n.attrInts("nodes_truenodeids");
   f.falseIds = n.attrInts("nodes_falsenodeids");
-  const std::vector<int64_t> tl = n.attrInts("nodes_trueleafs"), fl = n.attrInts("nodes_falseleafs");
+  const std::vector<int64_t> tl = n.attrInts("nodes_trueleafs"),
+                             fl = n.attrInts("nodes_falseleafs");
   const std::vector<int64_t> mt = n.attrInts("nodes_missing_value_tracks_true", {});
   using Entry = std::pair<const char*, size_t>;
-  for (auto [name, size] : {Entry{"nodes_splits", f.splits.size()},
-                            Entry{"nodes_featureids", f.features.size()},
-                            Entry{"nodes_truenodeids", f.trueIds.size()},
-                            Entry{"nodes_falsenodeids", f.falseIds.size()},
-                            Entry{"nodes_trueleafs", tl.size()},
-                            Entry{"nodes_falseleafs", fl.size()}})
+  for (auto [name, size] :
+       {Entry{"nodes_splits", f.splits.size()}, Entry{"nodes_featureids", f.features.size()},
+        Entry{"nodes_truenodeids", f.trueIds.size()},
+        Entry{"nodes_falsenodeids", f.falseIds.size()}, Entry{"nodes_trueleafs", tl.size()},
+        Entry{"nodes_falseleafs", fl.size()}})
     AICC_CHECK(size == count, "attribute '{}' has {} entries, nodes_modes {}", name, size, count);
   AICC_CHECK(mt.empty() || mt.size() == count,
              "attribute 'nodes_missing_value_tracks_true' has {} entries, nodes_modes {}",
@@ -81,8 +80,7 @@ Forest parseForest(const Node& n) {
     const size_t leaves = f.leafWeights.size();
     AICC_CHECK(f.trueIds[i] >= 0 && static_cast<size_t>(f.trueIds[i]) < (tl[i] ? leaves : count),
                "node {}: true branch {} is out of range", i, f.trueIds[i]);
-    AICC_CHECK(f.falseIds[i] >= 0 &&
-                   static_cast<size_t>(f.falseIds[i]) < (fl[i] ? leaves : count),
+    AICC_CHECK(f.falseIds[i] >= 0 && static_cast<size_t>(f.falseIds[i]) < (fl[i] ? leaves : count),
                "node {}: false branch {} is out of range", i, f.falseIds[i]);
     AICC_CHECK(f.features[i] >= 0, "node {}: negative feature id {}", i, f.features[i]);
     if (f.modes.back() != Mode::MEMBER) continue;
@@ -97,12 +95,18 @@ bool branchTrue(const Forest& f, size_t i, double x) {
   if (std::isnan(x) && f.missingTrue[i]) return true;
   const double s = f.splits[i];
   switch (f.modes[i]) {
-  case Mode::LEQ: return x <= s;
-  case Mode::LT: return x < s;
-  case Mode::GTE: return x >= s;
-  case Mode::GT: return x > s;
-  case Mode::EQ: return x == s;
-  case Mode::NEQ: return x != s;
+  case Mode::LEQ:
+    return x <= s;
+  case Mode::LT:
+    return x < s;
+  case Mode::GTE:
+    return x >= s;
+  case Mode::GT:
+    return x > s;
+  case Mode::EQ:
+    return x == s;
+  case Mode::NEQ:
+    return x != s;
   case Mode::MEMBER:
     return std::find(f.members[i].begin(), f.members[i].end(), x) != f.members[i].end();
   }
@@ -161,23 +165,33 @@ std::vector<RValue> treeEnsembleKernel(KernelCtx& c) {
   AICC_CHECK(pt >= 0 && pt <= 4, "post_transform must be in [0, 4], got {}", pt);
   const auto aggregate = static_cast<Aggregate>(agg);
   const int64_t rows = x.dim(0), nFeatures = x.dim(1), nt = f.nTargets;
-  // As in the ONNX reference: MIN / MAX start from the largest finite value of X's type.
-  const double big = x.dtype() == DType::F64 ? DBL_MAX : x.dtype() == DType::F32 ? FLT_MAX : 65504.0;
-  const double init = aggregate == Aggregate::Min ? big : aggregate == Aggregate::Max ? -big : 0.0;
   Tensor y(x.dtype(), {rows, nt});
   std::vector<double> acc(static_cast<size_t>(nt));
+  std::vector<bool> hit(static_cast<size_t>(nt));
   for (int64_t r = 0; r < rows; ++r) {
-    std::fill(acc.begin(), acc.end(), init);
+    // A target no leaf contributes to scores 0 (as in onnxruntime; the spec does not say).
+    std::fill(acc.begin(), acc.end(), 0.0);
+    std::fill(hit.begin(), hit.end(), false);
     for (int64_t root : f.roots) {
       const size_t leaf = findLeaf(f, static_cast<size_t>(root), x, r, nFeatures);
-      double& a = acc[static_cast<size_t>(f.leafTargets[leaf])];
+      const size_t t = static_cast<size_t>(f.leafTargets[leaf]);
       const double w = f.leafWeights[leaf];
+      double& a = acc[t];
       switch (aggregate) {
-      case Aggregate::Sum: a += w; break;
-      case Aggregate::Average: a += w / static_cast<double>(f.roots.size()); break;
-      case Aggregate::Min: a = std::min(a, w); break;
-      case Aggregate::Max: a = std::max(a, w); break;
+      case Aggregate::Sum:
+        a += w;
+        break;
+      case Aggregate::Average:
+        a += w / static_cast<double>(f.roots.size());
+        break;
+      case Aggregate::Min:
+        a = hit[t] ? std::min(a, w) : w;
+        break;
+      case Aggregate::Max:
+        a = hit[t] ? std::max(a, w) : w;
+        break;
       }
+      hit[t] = true;
     }
     postTransform(static_cast<PostTransform>(pt), acc.data(), nt);
     for (int64_t t = 0; t < nt; ++t) y.setF64(r * nt + t, acc[static_cast<size_t>(t)]);

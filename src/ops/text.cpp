@@ -1,16 +1,12 @@
-// String ops: StringNormalizer, StringSplit, StringConcat, RegexFullMatch.
+// String ops: StringNormalizer, StringSplit, StringConcat; UTF-8 and case-mapping helpers.
 #include "ops/text.h"
 
-#include <regex>
 #include <set>
 
 namespace aicc {
-namespace {
 
-// ---- UTF-8 helpers -----------------------------------------------------------------------------
+// ---- UTF-8 and case mapping --------------------------------------------------------------------
 
-// Decodes the code point at s[i] and advances i. A byte that does not start a valid sequence is
-// returned as 0xDC00 + byte (like Python's surrogateescape) so it survives a round trip.
 char32_t decodeUtf8(const std::string& s, size_t& i) {
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = b(i);
@@ -25,28 +21,6 @@ char32_t decodeUtf8(const std::string& s, size_t& i) {
   return cp;
 }
 
-void appendUtf8(std::string& out, char32_t cp) {
-  if (cp >= 0xDC80 && cp <= 0xDCFF) { // an undecodable byte kept as is
-    out += static_cast<char>(cp - 0xDC00);
-  } else if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// Simple (one-to-one) case mapping as in the en_US.UTF-8 locale, for ASCII, Latin-1, Latin
-// Extended-A, Greek and Cyrillic. Other code points are left unchanged.
 char32_t toUpperCp(char32_t c) {
   if (c >= 'a' && c <= 'z') return c - 32;
   if (c < 0x80) return c;
@@ -90,6 +64,28 @@ char32_t toLowerCp(char32_t c) {
   if (c >= 0x410 && c <= 0x42F) return c + 0x20;
   if (c >= 0x400 && c <= 0x40F) return c + 0x50;
   return c;
+}
+
+namespace {
+
+void appendUtf8(std::string& out, char32_t cp) {
+  if (cp >= 0xDC80 && cp <= 0xDCFF) { // an undecodable byte kept as is
+    out += static_cast<char>(cp - 0xDC00);
+  } else if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
 }
 
 std::string changeCase(const std::string& s, bool upper) {
@@ -167,17 +163,19 @@ bool isSpace(char ch) {
          (ch >= 0x1C && ch <= 0x1F);
 }
 
-// Python's str.split(None, maxsplit): runs of whitespace separate, leading whitespace is
-// dropped; once maxsplit splits are made, the rest (from the next word on) is the last piece.
+// Splitting on whitespace: runs of whitespace separate, leading and trailing whitespace is
+// removed (as the spec says; unlike Python's str.split, also from the last piece when maxsplit
+// stops the splitting early, which then holds the rest from the next word on).
 std::vector<std::string> splitWhitespace(const std::string& s, int64_t maxsplit) {
   std::vector<std::string> out;
   size_t i = 0, n = s.size();
+  while (n > 0 && isSpace(s[n - 1])) --n;
   int64_t splits = 0;
   while (true) {
     while (i < n && isSpace(s[i])) ++i;
     if (i >= n) break;
     if (maxsplit >= 0 && splits == maxsplit) {
-      out.push_back(s.substr(i));
+      out.push_back(s.substr(i, n - i));
       break;
     }
     size_t j = i;
@@ -189,7 +187,8 @@ std::vector<std::string> splitWhitespace(const std::string& s, int64_t maxsplit)
   return out;
 }
 
-// Python's str.split(sep, maxsplit): every occurrence separates (empty pieces kept).
+// Python's str.split(sep, maxsplit): every occurrence separates (empty pieces kept), so an
+// empty string gives one empty piece.
 std::vector<std::string> splitBy(const std::string& s, const std::string& sep, int64_t maxsplit) {
   std::vector<std::string> out;
   size_t i = 0;
@@ -239,7 +238,7 @@ void inferStringSplit(InferCtx& c) {
     ys->push_back(Dim{}); // the longest split: data dependent
   }
   c.setTensor(0, DType::String, ys);
-  if (c.node.outputs.size() > 1) c.setTensor(1, DType::I64, s);
+  c.setTensor(1, DType::I64, s);
 }
 
 // ---- StringConcat ------------------------------------------------------------------------------
@@ -261,71 +260,6 @@ void inferStringConcat(InferCtx& c) {
   inferBroadcast(c, DType::String);
 }
 
-// ---- RegexFullMatch ----------------------------------------------------------------------------
-
-std::wstring toWide(const std::string& s) {
-  std::wstring w;
-  for (size_t i = 0; i < s.size();) w += static_cast<wchar_t>(decodeUtf8(s, i));
-  return w;
-}
-
-// The spec's patterns are RE2 syntax. RE2 is (nearly) a subset of ECMAScript regular
-// expressions, matched here by std::wregex over code points (so '.' is one character, as in
-// RE2's UTF-8 mode). RE2 rejects lookaround and backreferences: so does this. A leading "(?i)"
-// (RE2's case-insensitive flag) becomes std::regex::icase.
-std::wregex compileRe2(std::string pattern) {
-  auto flags = std::regex::ECMAScript | std::regex::optimize;
-  if (pattern.rfind("(?i)", 0) == 0) {
-    pattern = pattern.substr(4);
-    flags |= std::regex::icase;
-  }
-  bool inClass = false;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    char ch = pattern[i];
-    if (ch == '\\' && i + 1 < pattern.size()) {
-      char nx = pattern[++i];
-      AICC_CHECK(inClass || !(nx >= '1' && nx <= '9'),
-                 "pattern '{}': backreferences are not RE2 syntax", pattern);
-      continue;
-    }
-    if (ch == '[') inClass = true;
-    else if (ch == ']') inClass = false;
-    else if (!inClass && pattern.compare(i, 2, "(?") == 0) {
-      char k = i + 2 < pattern.size() ? pattern[i + 2] : '\0';
-      AICC_CHECK(k == ':', "pattern '{}': group '(?{}' is not supported", pattern, k);
-    }
-  }
-  try {
-    return std::wregex(toWide(pattern), flags);
-  } catch (const std::regex_error& e) {
-    fail("invalid pattern '{}': {}", pattern, e.what());
-  }
-}
-
-std::vector<RValue> regexFullMatchKernel(KernelCtx& c) {
-  requireString(c, 0);
-  const Tensor& x = c.in(0);
-  const Attribute* p = c.node.attr("pattern");
-  AICC_CHECK(p, "attribute 'pattern' is required");
-  const std::string& pattern = std::get<std::string>(p->v);
-  std::wregex re = compileRe2(pattern);
-  Tensor y(DType::Bool, x.shape());
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    try {
-      y.data<bool>()[i] = std::regex_match(toWide(x.strings()[i]), re);
-    } catch (const std::regex_error& e) {
-      fail("matching element {} against '{}': {}", i, pattern, e.what());
-    }
-  }
-  return {RValue::of(y)};
-}
-
-void inferRegexFullMatch(InferCtx& c) {
-  inferRequireString(c, 0);
-  AICC_CHECK(c.node.attr("pattern"), "attribute 'pattern' is required");
-  c.setTensor(0, DType::Bool, c.inShape(0));
-}
-
 } // namespace
 
 void registerTextOps(OpRegistry& r) {
@@ -341,7 +275,7 @@ void registerTextOps(OpRegistry& r) {
   r.op("StringSplit")
       .since(20)
       .inputs(1, 1)
-      .outputs(1, 2)
+      .outputs(2, 2)
       .attr("delimiter", Attribute::Kind::String)
       .attr("maxsplit", Attribute::Kind::Int)
       .infer(inferStringSplit)
@@ -352,13 +286,7 @@ void registerTextOps(OpRegistry& r) {
       .props(kElementwise)
       .infer(inferStringConcat)
       .kernel(stringConcatKernel);
-  r.op("RegexFullMatch")
-      .since(20)
-      .inputs(1, 1)
-      .props(kElementwise)
-      .attr("pattern", Attribute::Kind::String)
-      .infer(inferRegexFullMatch)
-      .kernel(regexFullMatchKernel);
+  registerTextRegexOps(r);
   registerTextTfIdfOps(r);
 }
 

@@ -19,9 +19,7 @@ int64_t tfidfOutputSize(const Node& n) {
 }
 
 // The pool's n-grams of the lengths the node counts, each mapped to its output column.
-template <typename K> struct NgramPool {
-  std::map<std::vector<K>, int64_t> column;
-};
+template <typename K> struct NgramPool { std::map<std::vector<K>, int64_t> column; };
 
 template <typename K>
 NgramPool<K> buildPool(const Node& n, const std::vector<K>& pool, int64_t minN, int64_t maxN) {
@@ -34,8 +32,8 @@ NgramPool<K> buildPool(const Node& n, const std::vector<K>& pool, int64_t minN, 
     const int64_t len = static_cast<int64_t>(i) + 1;
     const int64_t begin = counts[i], end = i + 1 < counts.size() ? counts[i + 1] : total;
     AICC_CHECK(begin >= 0 && begin <= end && end <= total,
-               "attribute 'ngram_counts' {} does not split a pool of {} items",
-               formatDims(counts), total);
+               "attribute 'ngram_counts' {} does not split a pool of {} items", formatDims(counts),
+               total);
     AICC_CHECK((end - begin) % len == 0,
                "the pool holds {} items for {}-grams, not a multiple of {}", end - begin, len, len);
     for (int64_t at = begin; at < end; at += len, ++gram) {
@@ -108,18 +106,25 @@ std::vector<RValue> tfidfKernel(KernelCtx& c) {
     countNgrams(pool, rows, cols, minN, maxN, maxSkip, outSize, item, freq);
   }
 
-  const Attribute* wa = n.attr("weights");
-  std::vector<float> w = wa ? std::get<std::vector<float>>(wa->v) : std::vector<float>{};
-  AICC_CHECK(w.empty() || static_cast<int64_t>(w.size()) >= outSize,
-             "attribute 'weights' has {} entries, the output {} columns", w.size(), outSize);
+  // weights[j] belongs to the j-th n-gram of the pool, so to output column ngram_indexes[j].
+  std::vector<double> colWeight(static_cast<size_t>(outSize), 1.0);
+  if (const Attribute* wa = n.attr("weights")) {
+    const auto& w = std::get<std::vector<float>>(wa->v);
+    const std::vector<int64_t> indexes = n.attrInts("ngram_indexes");
+    AICC_CHECK(w.size() == indexes.size(), "attribute 'weights' has {} entries, ngram_indexes {}",
+               w.size(), indexes.size());
+    for (size_t j = 0; j < w.size(); ++j) colWeight[static_cast<size_t>(indexes[j])] = w[j];
+  }
   Tensor y(DType::F32, batched ? Dims{rows, outSize} : Dims{outSize});
   float* yp = y.data<float>();
   for (int64_t i = 0; i < rows * outSize; ++i) {
     const double f = static_cast<double>(freq[static_cast<size_t>(i)]);
-    const double wi = w.empty() ? 1.0 : w[static_cast<size_t>(i % outSize)];
+    const double wi = colWeight[static_cast<size_t>(i % outSize)];
     double v = f;
-    if (mode == "IDF") v = f > 0 ? wi : 0.0;
-    else if (mode == "TFIDF") v = f * wi;
+    if (mode == "IDF")
+      v = f > 0 ? wi : 0.0;
+    else if (mode == "TFIDF")
+      v = f * wi;
     yp[i] = static_cast<float>(v);
   }
   return {RValue::of(y)};

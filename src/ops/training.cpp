@@ -43,8 +43,7 @@ OptimizerArgs optimizerArgs(const KernelCtx& c, size_t states) {
 }
 
 // Runs update(x, g, states, newX, newStates) elementwise for each of the n tensors.
-template <typename F>
-std::vector<RValue> runOptimizer(KernelCtx& c, size_t states, F update) {
+template <typename F> std::vector<RValue> runOptimizer(KernelCtx& c, size_t states, F update) {
   const OptimizerArgs a = optimizerArgs(c, states);
   std::vector<RValue> out((1 + states) * a.n);
   for (size_t k = 0; k < a.n; ++k) {
@@ -72,13 +71,13 @@ std::vector<RValue> runOptimizer(KernelCtx& c, size_t states, F update) {
 std::vector<RValue> adagradKernel(KernelCtx& c) {
   const double decay = c.node.attrFloat("decay_factor"), eps = c.node.attrFloat("epsilon");
   const double norm = c.node.attrFloat("norm_coefficient");
-  return runOptimizer(c, 1, [&](const OptimizerArgs& a, double x, double g, const double* s,
-                                double* ns) {
-    const double r = a.r / (1 + static_cast<double>(a.t) * decay);
-    const double gr = norm * x + g;
-    ns[0] = s[0] + gr * gr; // accumulated squared gradient
-    return x - r * gr / (std::sqrt(ns[0]) + eps);
-  });
+  return runOptimizer(c, 1,
+                      [&](const OptimizerArgs& a, double x, double g, const double* s, double* ns) {
+                        const double r = a.r / (1 + static_cast<double>(a.t) * decay);
+                        const double gr = norm * x + g;
+                        ns[0] = s[0] + gr * gr; // accumulated squared gradient
+                        return x - r * gr / (std::sqrt(ns[0]) + eps);
+                      });
 }
 
 std::vector<RValue> momentumKernel(KernelCtx& c) {
@@ -88,32 +87,32 @@ std::vector<RValue> momentumKernel(KernelCtx& c) {
   AICC_CHECK(mode == "standard" || mode == "nesterov",
              "mode must be 'standard' or 'nesterov', got '{}'", mode);
   const bool nesterov = mode == "nesterov";
-  return runOptimizer(c, 1, [&](const OptimizerArgs& a, double x, double g, const double* s,
-                                double* ns) {
-    const double gr = norm * x + g;
-    const double b = a.t > 0 ? beta : 1.0; // the first update takes the whole gradient
-    ns[0] = alpha * s[0] + b * gr;           // the new momentum
-    return nesterov ? x - a.r * (gr + alpha * ns[0]) : x - a.r * ns[0];
-  });
+  return runOptimizer(
+      c, 1, [&](const OptimizerArgs& a, double x, double g, const double* s, double* ns) {
+        const double gr = norm * x + g;
+        const double b = a.t > 0 ? beta : 1.0; // the first update takes the whole gradient
+        ns[0] = alpha * s[0] + b * gr;         // the new momentum
+        return nesterov ? x - a.r * (gr + alpha * ns[0]) : x - a.r * ns[0];
+      });
 }
 
 std::vector<RValue> adamKernel(KernelCtx& c) {
   const double alpha = c.node.attrFloat("alpha"), beta = c.node.attrFloat("beta");
   const double eps = c.node.attrFloat("epsilon"), norm = c.node.attrFloat("norm_coefficient");
   const double post = c.node.attrFloat("norm_coefficient_post");
-  return runOptimizer(c, 2, [&](const OptimizerArgs& a, double x, double g, const double* s,
-                                double* ns) {
-    const double gr = norm * x + g;
-    ns[0] = alpha * s[0] + (1 - alpha) * gr;      // first moment
-    ns[1] = beta * s[1] + (1 - beta) * gr * gr;   // second moment
-    double r = a.r;
-    if (a.t > 0) {
-      const double t = static_cast<double>(a.t);
-      r = a.r * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t));
-    }
-    const double xn = x - r * ns[0] / (std::sqrt(ns[1]) + eps);
-    return (1 - post) * xn;
-  });
+  return runOptimizer(c, 2,
+                      [&](const OptimizerArgs& a, double x, double g, const double* s, double* ns) {
+                        const double gr = norm * x + g;
+                        ns[0] = alpha * s[0] + (1 - alpha) * gr;    // first moment
+                        ns[1] = beta * s[1] + (1 - beta) * gr * gr; // second moment
+                        double r = a.r;
+                        if (a.t > 0) {
+                          const double t = static_cast<double>(a.t);
+                          r = a.r * std::sqrt(1 - std::pow(beta, t)) / (1 - std::pow(alpha, t));
+                        }
+                        const double xn = x - r * ns[0] / (std::sqrt(ns[1]) + eps);
+                        return (1 - post) * xn;
+                      });
 }
 
 // Output j is X_new[j] (type of input 2 + j) for j < n, else a new state (type of the old
@@ -123,10 +122,10 @@ void inferOptimizer(InferCtx& c, size_t states) {
   AICC_CHECK(c.numInputs() > 2 && (c.numInputs() - 2) % groups == 0,
              "expects R, T and {} groups of tensors, got {} inputs", groups, c.numInputs());
   const size_t n = (c.numInputs() - 2) / groups;
-  AICC_CHECK(c.node.outputs.size() == (1 + states) * n,
-             "expects {} outputs for {} tensors, got {}", (1 + states) * n, n,
-             c.node.outputs.size());
-  for (size_t j = 0; j < c.node.outputs.size(); ++j) c.setOutput(j, c.inType(j < n ? 2 + j : 2 + n + j));
+  AICC_CHECK(c.node.outputs.size() == (1 + states) * n, "expects {} outputs for {} tensors, got {}",
+             (1 + states) * n, n, c.node.outputs.size());
+  for (size_t j = 0; j < c.node.outputs.size(); ++j)
+    c.setOutput(j, c.inType(j < n ? 2 + j : 2 + n + j));
 }
 
 } // namespace

@@ -1,8 +1,115 @@
 #include "passes/fuse_elementwise.h"
 
+#include "ir/rewrite.h"
+#include "ops/op_def.h"
+#include "passes/fuse_group.h"
+
+#include <set>
+
 namespace aicc {
 
-// TEMPORARY placeholder: being implemented.
-bool fuseElementwise(Model&) { return false; }
+namespace {
+
+bool isFusible(const Node& n) {
+  if (!n.def || isFusedNode(n) || hasSubgraphs(n)) return false;
+  if (n.def->props & kNondeterministic) return false;
+  bool elementwise = (n.def->props & kElementwise) || (n.domain.empty() && n.op == "Identity");
+  if (!elementwise || n.outputs.size() != 1 || !n.outputs[0]) return false;
+  return n.outputs[0]->type.isTensor() && n.outputs[0]->type.shape.has_value();
+}
+
+bool isReduction(const Node& n) {
+  static const std::set<std::string> kReductions = {
+      "Softmax",    "LogSoftmax", "LayerNormalization", "RMSNormalization", "ReduceMean",
+      "ReduceSum",  "ReduceMax",  "ReduceMin",          "ReduceProd",       "ReduceL1",
+      "ReduceL2",   "ReduceSumSquare", "ReduceLogSum",  "ReduceLogSumExp"};
+  if (!n.def || !n.domain.empty() || !kReductions.count(n.op) || hasSubgraphs(n)) return false;
+  if (n.def->props & kNondeterministic) return false;
+  return !n.inputs.empty() && n.inputs[0] && !n.outputs.empty() && n.outputs[0];
+}
+
+int64_t countOf(const std::map<const Value*, int64_t>& counts, const Value* v) {
+  auto it = counts.find(v);
+  return it == counts.end() ? 0 : it->second;
+}
+
+struct Grower {
+  Graph& g;
+  const std::map<const Value*, int64_t>& counts;
+  const std::set<const Node*>& taken;
+  ShapeOracle& shapes;
+  std::vector<Node*> group;
+  std::set<const Node*> inGroup;
+
+  void add(Node* n) {
+    group.push_back(n);
+    inGroup.insert(n);
+  }
+  // Every use of v is an input slot of a group node (graph outputs and subgraph reads count as
+  // uses elsewhere).
+  bool usedOnlyInGroup(const Value* v) const {
+    int64_t k = 0;
+    for (const Node* n : group)
+      for (const Value* in : n->inputs) k += in == v;
+    return k == countOf(counts, v);
+  }
+  // Grows the group upwards from group[start..], adding fusible producers of `shape`.
+  void grow(size_t start, const Value* shape) {
+    for (size_t i = start; i < group.size(); ++i) {
+      for (Value* v : group[i]->inputs) {
+        if (!v || !v->producer || v->owner != &g) continue;
+        Node* p = v->producer;
+        if (inGroup.count(p) || taken.count(p) || !isFusible(*p)) continue;
+        if (!shapes.same(p->outputs[0], shape) || !usedOnlyInGroup(v)) continue;
+        add(p);
+      }
+    }
+  }
+};
+
+bool fuseInGraph(Graph& g) {
+  std::map<const Value*, int64_t> counts = useCounts(g);
+  std::vector<Node*> order;
+  for (const auto& n : g.nodes) order.push_back(n.get());
+  std::set<const Node*> taken; // fused already (pointers may dangle: never dereferenced)
+  ShapeOracle shapes;
+  bool changed = false;
+  for (size_t i = order.size(); i-- > 0;) {
+    Node* n = order[i];
+    if (taken.count(n)) continue;
+    Grower gr{g, counts, taken, shapes, {}, {}};
+    std::string kind;
+    if (isFusible(*n)) {
+      gr.add(n);
+      gr.grow(0, n->outputs[0]);
+      kind = "elementwise";
+    } else if (isReduction(*n)) {
+      Value* in = n->inputs[0];
+      Node* p = in->producer;
+      if (!p || in->owner != &g || taken.count(p) || !isFusible(*p) || countOf(counts, in) != 1)
+        continue;
+      gr.add(n);
+      gr.add(p);
+      gr.grow(1, p->outputs[0]);
+      kind = "reduction";
+    } else {
+      continue;
+    }
+    if (gr.group.size() < 2) continue;
+    if (!fuseGroup(g, gr.group, kind, counts)) continue;
+    taken.insert(gr.group.begin(), gr.group.end());
+    shapes.clear();
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace
+
+bool fuseElementwise(Model& m) {
+  bool changed = false;
+  for (Graph* g : fusionScopes(*m.graph)) changed |= fuseInGraph(*g);
+  return changed;
+}
 
 } // namespace aicc

@@ -1,6 +1,7 @@
 #include "frontend/onnx/onnx_exporter.h"
 
 #include "frontend/onnx/tensor_proto.h"
+#include "ops/op_def.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -94,9 +95,13 @@ void graphToProto(const Graph& g, onnx::GraphProto& p) {
   for (const Value* v : g.outputs) valueInfo(*v, *p.add_output());
 }
 
+// The IR holds every op in its latest semantics (the importer upgrades older forms), so the model
+// is written at an opset where those forms exist: at least the one imported, at least 21 (Reduce
+// axes as inputs, Split num_outputs, Pad axes, ...) and at least each op's own since-version.
 void collectDomains(const Graph& g, std::map<std::string, int64_t>& opsets) {
   for (const auto& n : g.nodes) {
     if (n->domain == "aicc" && !opsets.count("aicc")) opsets["aicc"] = 1;
+    if (n->def) opsets[n->domain] = std::max<int64_t>(opsets[n->domain], n->def->sinceVersion);
     for (const auto& [_, a] : n->attrs) {
       if (auto* sg = std::get_if<GraphPtr>(&a.v)) collectDomains(**sg, opsets);
       if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
@@ -113,7 +118,7 @@ std::string exportOnnxBytes(const Model& m) {
   p.set_producer_name(m.producerName.empty() ? "aicc" : m.producerName);
   if (!m.producerVersion.empty()) p.set_producer_version(m.producerVersion);
   std::map<std::string, int64_t> opsets = m.opsets;
-  if (!opsets.count("")) opsets[""] = 17;
+  opsets[""] = std::max<int64_t>(opsets[""], 21);
   collectDomains(*m.graph, opsets);
   for (const auto& [d, v] : opsets) {
     auto* os = p.add_opset_import();
