@@ -19,6 +19,9 @@ void registerAllOps(OpRegistry& r) {
   registerMlOps(r);
   registerTrainingOps(r);
   registerFusedOps(r);
+  // Gradient rules, attached to the ops above.
+  registerElementwiseGrads(r);
+  registerNnGrads(r);
 }
 
 } // namespace aicc

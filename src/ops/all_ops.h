@@ -22,4 +22,8 @@ void registerTextOps(OpRegistry& r);         // ops/text.cpp: string ops
 void registerMlOps(OpRegistry& r);           // ops/ml.cpp: the ai.onnx.ml domain
 void registerTrainingOps(OpRegistry& r);
 void registerFusedOps(OpRegistry& r);        // ops/fused.cpp: aicc.Fused (groups made by fusion passes)     // ops/training.cpp: ai.onnx.preview.training optimizers
+
+// Gradient rules (autodiff), attached to the registered ops by family.
+void registerElementwiseGrads(OpRegistry& r); // ops/elementwise_grad.cpp (+ reductions, shape ops)
+void registerNnGrads(OpRegistry& r);          // ops/nn_grad.cpp (conv, pooling, normalization, losses, ...)
 } // namespace aicc

@@ -39,6 +39,12 @@ const OpDef* OpRegistry::find(const std::string& domain, const std::string& op) 
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
+OpDef& OpRegistry::at(const std::string& op, const std::string& domain) {
+  auto it = ops_.find({domain, op});
+  AICC_CHECK(it != ops_.end(), "op {} is not registered", op);
+  return *it->second;
+}
+
 std::vector<const OpDef*> OpRegistry::all() const {
   std::vector<const OpDef*> v;
   for (const auto& [_, d] : ops_) v.push_back(d.get());

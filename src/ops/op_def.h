@@ -4,6 +4,7 @@
 //     rewrite older opset forms into the canonical (latest) form the IR uses;
 //   - shape/type inference;
 //   - the reference kernel (the interpreter: the meaning of the op);
+//   - the gradient rule (autodiff), set by the family's grad file (e.g. ops/elementwise_grad.cpp);
 //   - properties the passes use.
 #pragma once
 
@@ -30,10 +31,14 @@ struct RValue {
 class KernelCtx;
 class InferCtx;
 class ImportCtx;
+class GradCtx; // autodiff/grad_ctx.h
 
 using KernelFn = std::function<std::vector<RValue>(KernelCtx&)>;
 using InferFn = std::function<void(InferCtx&)>;
 using ImportFn = std::function<void(ImportCtx&)>;
+// Gradient rule: emits the nodes computing the gradients of a node's inputs from the gradients of
+// its outputs (reverse-mode autodiff; see autodiff/grad_ctx.h).
+using GradFn = std::function<void(GradCtx&)>;
 
 struct AttrSpec {
   std::string name;
@@ -68,6 +73,7 @@ struct OpDef {
   int minOutputs = 1, maxOutputs = 1;
   InferFn infer;
   KernelFn kernel;
+  GradFn grad; // nullptr: not differentiable (autodiff reports an error naming the op)
   std::vector<ImportRule> imports;
   uint32_t props = 0;
 
@@ -95,6 +101,7 @@ public:
   OpBuilder& props(uint32_t p) { d_.props |= p; return *this; }
   OpBuilder& infer(InferFn f) { d_.infer = std::move(f); return *this; }
   OpBuilder& kernel(KernelFn f) { d_.kernel = std::move(f); return *this; }
+  OpBuilder& grad(GradFn f) { d_.grad = std::move(f); return *this; }
   OpBuilder& upgrade(int from, int to, ImportFn f, std::vector<AttrSpec> legacyAttrs = {}) {
     d_.imports.push_back({from, to, std::move(legacyAttrs), std::move(f)});
     return *this;
@@ -116,6 +123,8 @@ public:
 
   OpBuilder op(std::string name, std::string domain = "");
   const OpDef* find(const std::string& domain, const std::string& op) const;
+  // The registered op, for attaching more knowledge (gradient rules); throws when absent.
+  OpDef& at(const std::string& op, const std::string& domain = "");
   std::vector<const OpDef*> all() const;
 
 private:

@@ -22,8 +22,8 @@ namespace aicc {
 namespace {
 
 struct Affine {
-  Value* x = nullptr;             // the tensor the affine map applies to
-  std::vector<double> a, b;       // per channel (size C) or size 1 (same for every channel)
+  Value* x = nullptr;       // the tensor the affine map applies to
+  std::vector<double> a, b; // per channel (size C) or size 1 (same for every channel)
 };
 
 bool isOp(const Node& n, const char* op) { return n.op == op && n.domain.empty(); }
@@ -78,7 +78,8 @@ std::optional<Affine> affineOf(const Graph& g, const Node& n) {
     std::vector<std::vector<double>> p;
     for (size_t i = 1; i < 5; ++i) {
       const Tensor* t = constData(n.inputs[i]);
-      if (!t || t->rank() != 1 || t->numel() != C || !isFoldableFloat(t->dtype())) return std::nullopt;
+      if (!t || t->rank() != 1 || t->numel() != C || !isFoldableFloat(t->dtype()))
+        return std::nullopt;
       p.push_back(t->toF64Vector());
     }
     const double eps = n.attrFloat("epsilon");
@@ -136,7 +137,8 @@ bool foldInto(Graph& g, const Affine& f, Value* result) {
   } else if (convT) {
     const int64_t G = p->attrInt("group");
     if (W->rank() < 2 || G < 1 || W->dim(1) * G != C || W->dim(0) % G != 0) return false;
-    const int64_t cinPerG = W->dim(0) / G, mPerG = W->dim(1), inner = W->numel() / W->dim(0) / mPerG;
+    const int64_t cinPerG = W->dim(0) / G, mPerG = W->dim(1),
+                  inner = W->numel() / W->dim(0) / mPerG;
     channelOf = [=](int64_t i) {
       const int64_t ci = i / (mPerG * inner), m = (i / inner) % mPerG;
       return (ci / cinPerG) * mPerG + m;
@@ -176,7 +178,8 @@ bool foldInto(Graph& g, const Affine& f, Value* result) {
   } else if (needBias) {
     if (B && (B->rank() != 1 || B->numel() != C || B->dtype() != W->dtype())) return false;
     b2 = Tensor(W->dtype(), {C});
-    for (int64_t c = 0; c < C; ++c) b2.setF64(c, (B ? B->getF64(c) : 0.0) * at(f.a, c) + at(f.b, c));
+    for (int64_t c = 0; c < C; ++c)
+      b2.setF64(c, (B ? B->getF64(c) : 0.0) * at(f.a, c) + at(f.b, c));
   }
   const std::string base = p->name.empty() ? f.x->name : p->name;
   p->inputs[1] = g.addConstant(g.uniqueName(base + "_w_folded"), std::move(w2));

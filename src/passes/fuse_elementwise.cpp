@@ -20,9 +20,9 @@ bool isFusible(const Node& n) {
 
 bool isReduction(const Node& n) {
   static const std::set<std::string> kReductions = {
-      "Softmax",    "LogSoftmax", "LayerNormalization", "RMSNormalization", "ReduceMean",
-      "ReduceSum",  "ReduceMax",  "ReduceMin",          "ReduceProd",       "ReduceL1",
-      "ReduceL2",   "ReduceSumSquare", "ReduceLogSum",  "ReduceLogSumExp"};
+      "Softmax",   "LogSoftmax",      "LayerNormalization", "RMSNormalization", "ReduceMean",
+      "ReduceSum", "ReduceMax",       "ReduceMin",          "ReduceProd",       "ReduceL1",
+      "ReduceL2",  "ReduceSumSquare", "ReduceLogSum",       "ReduceLogSumExp"};
   if (!n.def || !n.domain.empty() || !kReductions.count(n.op) || hasSubgraphs(n)) return false;
   if (n.def->props & kNondeterministic) return false;
   return !n.inputs.empty() && n.inputs[0] && !n.outputs.empty() && n.outputs[0];

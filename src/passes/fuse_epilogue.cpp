@@ -19,8 +19,8 @@ bool isHead(const Node& n) {
 
 bool isActivation(const Node& n) {
   static const std::set<std::string> kActs = {
-      "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Gelu", "Swish", "Elu",
-      "Selu", "Celu", "Softplus", "Softsign", "Mish", "ThresholdedRelu"};
+      "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Gelu",           "Swish",
+      "Elu",  "Selu",      "Celu",    "Softplus",    "Softsign",  "Mish", "ThresholdedRelu"};
   return n.domain.empty() && kActs.count(n.op) && n.inputs.size() == 1;
 }
 
@@ -79,7 +79,9 @@ bool acceptsStep(const Scope& sc, const Node& u, const Value* cur, const Value* 
       if (u.inputs[i] && !u.inputs[i]->isConstant()) return false;
     return true;
   }
-  if (u.op == "PRelu") return u.inputs.size() == 2 && u.inputs[0] == cur && u.inputs[1] && perChannel(u.inputs[1], s, axis);
+  if (u.op == "PRelu")
+    return u.inputs.size() == 2 && u.inputs[0] == cur && u.inputs[1] &&
+           perChannel(u.inputs[1], s, axis);
   if (u.op == "Add" || u.op == "Sub" || u.op == "Mul" || u.op == "Div") {
     if (u.inputs.size() != 2 || !u.inputs[1]) return false;
     size_t self = u.inputs[0] == cur ? 0 : 1;
@@ -100,12 +102,15 @@ std::vector<Node*> matchSiLU(const Scope& sc, const Value* cur, const Value* hea
   for (int k = 0; k < 2; ++k) {
     Node* sig = it->second[k];
     Node* mul = it->second[1 - k];
-    if (sig->op != "Sigmoid" || !sig->domain.empty() || sig->inputs.size() != 1 || sig == mul) continue;
+    if (sig->op != "Sigmoid" || !sig->domain.empty() || sig->inputs.size() != 1 || sig == mul)
+      continue;
     if (!sig->outputs[0] || sc.soleUser(sig->outputs[0]) != mul) continue;
-    if (mul->op != "Mul" || !mul->domain.empty() || mul->inputs.size() != 2 || !mul->outputs[0]) continue;
+    if (mul->op != "Mul" || !mul->domain.empty() || mul->inputs.size() != 2 || !mul->outputs[0])
+      continue;
     bool ok = (mul->inputs[0] == cur && mul->inputs[1] == sig->outputs[0]) ||
               (mul->inputs[1] == cur && mul->inputs[0] == sig->outputs[0]);
-    if (!ok || !sc.shapes.same(mul->outputs[0], head) || mul->outputs[0]->type.dtype != head->type.dtype)
+    if (!ok || !sc.shapes.same(mul->outputs[0], head) ||
+        mul->outputs[0]->type.dtype != head->type.dtype)
       continue;
     return {sig, mul};
   }

@@ -11,7 +11,8 @@
 //   - bias / affine: Add, Sub, Mul with a constant that broadcasts per channel (Conv and
 //     ConvTranspose: axis 1) or per column (Gemm, MatMul: last axis), or is a scalar; Div by such
 //     a constant;
-//   - residual: Add with another (non-constant) tensor of exactly the same provable shape and dtype.
+//   - residual: Add with another (non-constant) tensor of exactly the same provable shape and
+//   dtype.
 // The head and its chain become one aicc.Fused node, kind = "epilogue", body = head + chain.
 // Constants: small ones (<= 16 elements: Clip bounds, scalars) are copied into the body as body
 // constants; larger ones (weights, per-channel biases) stay in the enclosing graph and are passed

@@ -44,7 +44,8 @@ bool sameProvableShape(const Type& a, const Type& b) {
 }
 
 static bool sameDim(const Dim& a, const Dim& b) {
-  return a.isStatic() ? b.isStatic() && a.value == b.value : !a.symbol.empty() && a.symbol == b.symbol;
+  return a.isStatic() ? b.isStatic() && a.value == b.value
+                      : !a.symbol.empty() && a.symbol == b.symbol;
 }
 
 const Value* ShapeOracle::source(const Node& n) {
@@ -85,7 +86,8 @@ const Value* ShapeOracle::canon(const Value* v) {
 }
 
 bool ShapeOracle::same(const Value* a, const Value* b) {
-  if (!a || !b || !a->type.isTensor() || !b->type.isTensor() || !a->type.shape || !b->type.shape) return false;
+  if (!a || !b || !a->type.isTensor() || !b->type.isTensor() || !a->type.shape || !b->type.shape)
+    return false;
   if (a->type.shape->size() != b->type.shape->size()) return false;
   if (sameProvableShape(a->type, b->type)) return true;
   const Value* ca = canon(a);

@@ -143,9 +143,10 @@ std::vector<size_t> greedyOrder(const Problem& p, bool lifo) {
       for (size_t t : p.reads[i])
         if (remaining[t] == 1 && !p.pinned[t]) delta -= p.size[t];
       size_t b = ready[best];
-      bool better = k == 0 || delta < bestDelta ||
-                    (delta == bestDelta && (lifo ? (readyAt[i] > readyAt[b] || (readyAt[i] == readyAt[b] && i < b))
-                                                 : i < b));
+      bool better =
+          k == 0 || delta < bestDelta ||
+          (delta == bestDelta &&
+           (lifo ? (readyAt[i] > readyAt[b] || (readyAt[i] == readyAt[b] && i < b)) : i < b));
       if (better) {
         best = k;
         bestDelta = delta;
@@ -164,6 +165,55 @@ std::vector<size_t> greedyOrder(const Problem& p, bool lifo) {
   return order;
 }
 
+// Depth-first post-order from the end of the graph: each node's inputs are computed just before
+// it, one input's whole subtree after the other (largest subtree first when `bigFirst`, else in
+// input order), which keeps few branches alive at once. Nodes nobody reads are roots, in order.
+std::vector<size_t> depthFirstOrder(const Problem& p, bool bigFirst) {
+  // Bytes a node's output adds to the most demanding chain of producers above it (preds come
+  // first in the original order).
+  std::vector<int64_t> weight(p.n, 0);
+  for (size_t i = 0; i < p.n; ++i) {
+    int64_t above = 0;
+    for (size_t q : p.preds[i]) above = std::max(above, weight[q]);
+    for (size_t t : p.outs[i]) weight[i] += p.size[t];
+    weight[i] += above;
+  }
+  std::vector<bool> hasSucc(p.n, false), done(p.n, false);
+  for (size_t i = 0; i < p.n; ++i)
+    for (size_t s : p.succs[i]) hasSucc[i] = hasSucc[i] || s != i;
+  std::vector<size_t> order;
+  std::vector<std::pair<size_t, size_t>> stack; // (node, next pred index)
+  auto sortedPreds = [&](size_t i) {
+    std::vector<size_t> ps = p.preds[i];
+    if (bigFirst)
+      std::stable_sort(ps.begin(), ps.end(),
+                       [&](size_t a, size_t b) { return weight[a] > weight[b]; });
+    return ps;
+  };
+  std::vector<std::vector<size_t>> predOrder(p.n);
+  for (size_t i = 0; i < p.n; ++i) predOrder[i] = sortedPreds(i);
+  for (size_t root = 0; root < p.n; ++root) {
+    if (hasSucc[root] || done[root]) continue;
+    stack.push_back({root, 0});
+    while (!stack.empty()) {
+      auto& [i, k] = stack.back();
+      if (done[i]) {
+        stack.pop_back();
+        continue;
+      }
+      if (k < predOrder[i].size()) {
+        size_t q = predOrder[i][k++];
+        if (!done[q]) stack.push_back({q, 0});
+        continue;
+      }
+      done[i] = true;
+      order.push_back(i);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
 bool scheduleGraph(Graph& g) {
   if (g.nodes.size() < 3) return false;
   Problem p = buildProblem(g);
@@ -171,8 +221,9 @@ bool scheduleGraph(Graph& g) {
   for (size_t i = 0; i < p.n; ++i) original[i] = i;
   int64_t bestPeak = peakOf(p, original);
   std::vector<size_t> best = original;
-  for (bool lifo : {false, true}) {
-    std::vector<size_t> o = greedyOrder(p, lifo);
+  for (int variant = 0; variant < 4; ++variant) {
+    std::vector<size_t> o =
+        variant < 2 ? greedyOrder(p, variant == 1) : depthFirstOrder(p, variant == 3);
     if (o.size() != p.n) continue; // cannot happen for a topologically ordered graph
     int64_t pk = peakOf(p, o);
     if (pk < bestPeak) {

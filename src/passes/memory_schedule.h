@@ -27,10 +27,10 @@ namespace aicc {
 // Liveness of one node result of a graph.
 struct TensorLiveness {
   const Value* value = nullptr;
-  int64_t bytes = 0;    // 0 when unknown
-  bool known = true;    // false: dynamic shape, sequence, string, ...
-  size_t def = 0;       // index of the producing node
-  size_t lastUse = 0;   // index of the last node during which it is live
+  int64_t bytes = 0;  // 0 when unknown
+  bool known = true;  // false: dynamic shape, sequence, string, ...
+  size_t def = 0;     // index of the producing node
+  size_t lastUse = 0; // index of the last node during which it is live
 };
 
 struct MemoryReport {

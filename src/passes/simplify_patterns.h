@@ -28,11 +28,11 @@ struct PatternFamily {
 };
 
 // Families, in the order the driver applies them.
-PatternFamily identityOpPatterns();  // Identity, Dropout, Cast, Reshape, Transpose, ... no-ops
-PatternFamily arithmeticPatterns();  // x*1, 1*x, x+0, 0+x, x-0, x/1
-PatternFamily shapeChainPatterns();  // transpose pairs, reshape chains, squeeze/unsqueeze pairs
-PatternFamily castChainPatterns();   // exact cast chains
-PatternFamily sinkingPatterns();     // transposes/reshapes sunk through elementwise ops
+PatternFamily identityOpPatterns(); // Identity, Dropout, Cast, Reshape, Transpose, ... no-ops
+PatternFamily arithmeticPatterns(); // x*1, 1*x, x+0, 0+x, x-0, x/1
+PatternFamily shapeChainPatterns(); // transpose pairs, reshape chains, squeeze/unsqueeze pairs
+PatternFamily castChainPatterns();  // exact cast chains
+PatternFamily sinkingPatterns();    // transposes/reshapes sunk through elementwise ops
 
 // ---- Matching helpers -------------------------------------------------------------------------
 

@@ -23,7 +23,8 @@ bool isReshapeLike(const Node& n) {
 }
 
 Node* reshapeLikeProducer(const Graph& g, const Value* v) {
-  if (!v || !v->producer || v->producer->owner != &g || !isReshapeLike(*v->producer)) return nullptr;
+  if (!v || !v->producer || v->producer->owner != &g || !isReshapeLike(*v->producer))
+    return nullptr;
   return v->producer->hasInput(0) ? v->producer : nullptr;
 }
 
@@ -56,8 +57,7 @@ bool reshapeChain(Graph& g, Node& n) {
   Value* x = inner->inputs[0];
   if (dtypeOf(x) != dtypeOf(n.outputs[0])) return false;
   auto s = constInts(n.inputs[1]);
-  bool keep = s && (n.attrInt("allowzero") != 0 ||
-                    std::find(s->begin(), s->end(), 0) == s->end());
+  bool keep = s && (n.attrInt("allowzero") != 0 || std::find(s->begin(), s->end(), 0) == s->end());
   if (!keep) {
     auto out = staticDims(n.outputs[0]);
     if (!out) return false;
@@ -123,19 +123,32 @@ bool reshapeRoundTrip(Graph& g, Node& n) {
 // Significand bits (with the implicit one) of the standard float types; 0 for others.
 int significandBits(DType t) {
   switch (t) {
-  case DType::F16: return 11;
-  case DType::BF16: return 8;
-  case DType::F32: return 24;
-  case DType::F64: return 53;
-  default: return 0;
+  case DType::F16:
+    return 11;
+  case DType::BF16:
+    return 8;
+  case DType::F32:
+    return 24;
+  case DType::F64:
+    return 53;
+  default:
+    return 0;
   }
 }
 
 bool isPlainInt(DType t) {
   switch (t) {
-  case DType::I8: case DType::I16: case DType::I32: case DType::I64:
-  case DType::U8: case DType::U16: case DType::U32: case DType::U64: return true;
-  default: return false;
+  case DType::I8:
+  case DType::I16:
+  case DType::I32:
+  case DType::I64:
+  case DType::U8:
+  case DType::U16:
+  case DType::U32:
+  case DType::U64:
+    return true;
+  default:
+    return false;
   }
 }
 

@@ -18,13 +18,24 @@ namespace {
 
 // Elementwise ops with one data input (extra inputs must be scalar constants, e.g. Clip).
 bool isUnaryElementwise(const Node& n) {
-  static const std::set<std::string> kOps = {
-      "Relu",  "Sigmoid",     "Tanh",      "Exp",      "Log",       "Abs",       "Neg",
-      "Sqrt",  "Reciprocal",  "Floor",     "Ceil",     "Round",     "Erf",       "Sin",
-      "Cos",   "Softplus",    "Softsign",  "LeakyRelu", "Elu",      "Selu",      "Celu",
-      "HardSigmoid", "HardSwish", "Gelu",  "Mish",     "ThresholdedRelu", "Not", "Sign",
-      "Clip",  "Cast",        "IsNaN",     "IsInf"};
-  if (!n.domain.empty() || !kOps.count(n.op) || !n.hasInput(0) || n.outputs.size() != 1) return false;
+  static const std::set<std::string> kOps = {"Relu",       "Sigmoid",
+                                             "Tanh",       "Exp",
+                                             "Log",        "Abs",
+                                             "Neg",        "Sqrt",
+                                             "Reciprocal", "Floor",
+                                             "Ceil",       "Round",
+                                             "Erf",        "Sin",
+                                             "Cos",        "Softplus",
+                                             "Softsign",   "LeakyRelu",
+                                             "Elu",        "Selu",
+                                             "Celu",       "HardSigmoid",
+                                             "HardSwish",  "Gelu",
+                                             "Mish",       "ThresholdedRelu",
+                                             "Not",        "Sign",
+                                             "Clip",       "Cast",
+                                             "IsNaN",      "IsInf"};
+  if (!n.domain.empty() || !kOps.count(n.op) || !n.hasInput(0) || n.outputs.size() != 1)
+    return false;
   for (size_t i = 1; i < n.inputs.size(); ++i) {
     if (!n.inputs[i]) continue;
     const Tensor* t = constData(n.inputs[i]);
@@ -35,15 +46,18 @@ bool isUnaryElementwise(const Node& n) {
 
 bool isBinaryElementwise(const Node& n) {
   static const std::set<std::string> kOps = {
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "And", "Or", "Xor", "Equal",
-      "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "BitShift", "BitwiseAnd", "BitwiseOr",
-      "BitwiseXor"};
+      "Add",      "Sub",        "Mul",         "Div",
+      "Pow",      "Max",        "Min",         "Mod",
+      "And",      "Or",         "Xor",         "Equal",
+      "Less",     "Greater",    "LessOrEqual", "GreaterOrEqual",
+      "BitShift", "BitwiseAnd", "BitwiseOr",   "BitwiseXor"};
   return n.domain.empty() && kOps.count(n.op) && n.inputs.size() == 2 && n.hasInput(0) &&
          n.hasInput(1) && n.outputs.size() == 1 && n.outputs[0];
 }
 
 // A Transpose of g with perm p whose result has exactly `uses` uses.
-Node* transposeWithPerm(const Graph& g, const Value* v, const std::vector<int64_t>& p, int64_t uses) {
+Node* transposeWithPerm(const Graph& g, const Value* v, const std::vector<int64_t>& p,
+                        int64_t uses) {
   Node* t = producerOf(g, v, "Transpose");
   if (!t || !t->hasInput(0)) return nullptr;
   auto q = transposePerm(*t);
@@ -67,7 +81,8 @@ bool meetsTranspose(const Graph& g, const Value* v, const std::vector<int64_t>& 
   const Node& c = *uses[0].node;
   if (c.owner != &g) return false;
   if (c.op == "Transpose" && c.domain.empty()) return true;
-  if (isUnaryElementwise(c) && uses[0].index == 0) return meetsTranspose(g, c.outputs[0], p, depth - 1);
+  if (isUnaryElementwise(c) && uses[0].index == 0)
+    return meetsTranspose(g, c.outputs[0], p, depth - 1);
   if (isBinaryElementwise(c) && c.inputs[0] != c.inputs[1])
     return comesFromTranspose(g, c.inputs[1 - uses[0].index], p, 4);
   return false;
@@ -86,8 +101,10 @@ Node* cloneOn(Graph& g, Node& n, std::vector<Value*> inputs) {
 bool finish(Graph& g, Node& n, Node* inner, Node& mover) {
   Node* t = insertNode(g, &n, mover.op, {inner->outputs[0]}, 1, hintFor(mover), "");
   t->attrs = mover.attrs;
-  if (mover.op == "Reshape") t->inputs.push_back(mover.inputs[1]);
-  else if (auto p = transposePerm(mover)) t->attrs["perm"] = Attribute{*p};
+  if (mover.op == "Reshape")
+    t->inputs.push_back(mover.inputs[1]);
+  else if (auto p = transposePerm(mover))
+    t->attrs["perm"] = Attribute{*p};
   t->outputs[0]->type = n.outputs[0]->type;
   if (replaceValue(g, n.outputs[0], t->outputs[0])) return true;
   // Not replaceable (cannot happen for a used result): drop the unused new nodes.

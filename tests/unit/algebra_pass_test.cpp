@@ -41,7 +41,8 @@ int64_t countOp(const Graph& g, const std::string& op) {
 }
 
 GraphPass algebraGroup() {
-  return GraphPass::group("algebra", {makeGraphPass("simplify"), makeGraphPass("fold-affine")}, true);
+  return GraphPass::group("algebra", {makeGraphPass("simplify"), makeGraphPass("fold-affine")},
+                          true);
 }
 
 class AlgebraOnModel : public ::testing::TestWithParam<std::string> {};

@@ -45,6 +45,13 @@ struct IrArgs {
 };
 int irCommand(const IrArgs& a);
 
+struct AutodiffArgs {
+  std::string model, loss, output;
+  std::vector<std::string> wrt, dims;
+  bool keepOutputs = false;
+};
+int autodiffCommand(const AutodiffArgs& a);
+
 struct OptArgs {
   std::string input; // .onnx or IR text
   std::string output; // "" or "-": stdout (text); *.onnx: ONNX; else text

@@ -71,6 +71,16 @@ int main(int argc, char** argv) {
     std::exit(0);
   }, "List the graph passes and exit");
 
+  AutodiffArgs ad;
+  auto* adCmd = app.add_subcommand("autodiff", "Append the gradient graph of a scalar loss; write it as ONNX");
+  adCmd->add_option("model", ad.model, "ONNX model or IR text file")->required();
+  adCmd->add_option("--loss", ad.loss, "Name of the scalar loss value")->required();
+  adCmd->add_option("--wrt", ad.wrt, "Values to differentiate (graph inputs or weights), or all-weights")
+      ->required()->expected(1, -1);
+  adCmd->add_option("-o", ad.output, "Output ONNX file (outputs: loss, grad_<name>...)")->required();
+  adCmd->add_option("--dim", ad.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  adCmd->add_flag("--keep-outputs", ad.keepOutputs, "Keep the model's other outputs after the gradients");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -82,6 +92,7 @@ int main(int argc, char** argv) {
     if (*testCmd) return testOnnxCommand(test);
     if (*irCmd) return irCommand(ir);
     if (*optCmd) return optCommand(opt);
+    if (*adCmd) return autodiffCommand(ad);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
     return 1;
