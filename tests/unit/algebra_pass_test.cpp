@@ -12,6 +12,8 @@
 #include "passes/fold_affine_into_conv.h"
 #include "passes/pipelines.h"
 
+#include "shared_models.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -21,18 +23,6 @@ namespace fs = std::filesystem;
 using namespace aicc;
 
 namespace {
-
-fs::path modelsDir() { return fs::path(AICC_SHARED_DIR) / "models"; }
-
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  if (!fs::is_directory(modelsDir())) return {"(none)"};
-  for (const auto& e : fs::directory_iterator(modelsDir()))
-    if (fs::exists(e.path() / "model.onnx") && e.path().filename() != "superres-prepost-customops")
-      names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 int64_t countOp(const Graph& g, const std::string& op) {
   int64_t n = 0;
@@ -48,22 +38,17 @@ GraphPass algebraGroup() {
 class AlgebraOnModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AlgebraOnModel, KeepsNumerics) {
-  if (GetParam() == "(none)") GTEST_SKIP() << "no models: " << modelsDir() << " is missing";
-  fs::path dir = modelsDir() / GetParam();
-  fs::path data = dir / "test_data_set_0";
-  if (!fs::is_directory(data)) GTEST_SKIP() << "no test_data_set_0 in " << dir;
-  ImportedModel ref = importOnnxFile((dir / "model.onnx").string());
-  InputSpec spec;
-  spec.inputsDir = data.string();
-  spec.generate = false;
-  std::vector<RValue> inputs = bindInputs(ref, spec);
+  std::string skip;
+  auto mc = test::loadModelCase(GetParam(), skip);
+  if (!mc) GTEST_SKIP() << skip;
+  const std::vector<RValue>& inputs = mc->inputs;
+  const std::vector<RValue>& expected = mc->expected;
   RunOptions ro;
   ro.checkTypes = true;
-  std::vector<RValue> expected = interpret(*ref.model.graph, inputs, ro);
 
   for (const std::string what : {"simplify", "fold-affine", "both"}) {
     SCOPED_TRACE(what);
-    ImportedModel m = importOnnxFile((dir / "model.onnx").string());
+    ImportedModel m = mc->reimport();
     PassInstrumentation inst;
     inst.verifyEach = true;
     PassManager<Model> pm(inst);
@@ -85,13 +70,8 @@ TEST_P(AlgebraOnModel, KeepsNumerics) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, AlgebraOnModel, ::testing::ValuesIn(modelNames()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shared, AlgebraOnModel, ::testing::ValuesIn(test::sharedModelNames()),
+                         [](const auto& info) { return test::modelParamName(info.param); });
 
 Tensor randomTensor(DType dt, Dims shape, uint32_t seed, double lo, double hi) {
   Tensor t(dt, std::move(shape));

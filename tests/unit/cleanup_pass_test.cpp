@@ -15,6 +15,8 @@
 #include "passes/fold_shape_ops.h"
 #include "passes/pipelines.h"
 
+#include "shared_models.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -23,18 +25,6 @@ namespace fs = std::filesystem;
 using namespace aicc;
 
 namespace {
-
-fs::path modelsDir() { return fs::path(AICC_SHARED_DIR) / "models"; }
-
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  if (!fs::is_directory(modelsDir())) return {"(none)"};
-  for (const auto& e : fs::directory_iterator(modelsDir()))
-    if (fs::exists(e.path() / "model.onnx") && e.path().filename() != "superres-prepost-customops")
-      names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 size_t countNodes(Graph& g) {
   size_t n = g.nodes.size();
@@ -47,18 +37,15 @@ size_t countNodes(Graph& g) {
 class CleanupOnModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CleanupOnModel, KeepsNumerics) {
-  if (GetParam() == "(none)") GTEST_SKIP() << "no models: " << modelsDir() << " is missing";
-  fs::path dir = modelsDir() / GetParam();
-  fs::path data = dir / "test_data_set_0";
-  if (!fs::is_directory(data)) GTEST_SKIP() << "no test_data_set_0 in " << dir;
-  ImportedModel ref = importOnnxFile((dir / "model.onnx").string());
-  InputSpec spec;
-  spec.inputsDir = data.string();
-  spec.generate = false;
-  std::vector<RValue> inputs = bindInputs(ref, spec);
+  std::string skip;
+  auto mc = test::loadModelCase(GetParam(), skip);
+  if (!mc) GTEST_SKIP() << skip;
+  ImportedModel& ref = mc->ref;
+  const std::vector<RValue>& inputs = mc->inputs;
+  fs::path data = mc->dir / "test_data_set_0";
+  const std::vector<RValue>& expected = mc->expected;
   RunOptions ro;
   ro.checkTypes = true;
-  std::vector<RValue> expected = interpret(*ref.model.graph, inputs, ro);
   size_t before = countNodes(*ref.model.graph);
 
   std::vector<std::vector<std::string>> runs = {
@@ -66,7 +53,7 @@ TEST_P(CleanupOnModel, KeepsNumerics) {
   for (const auto& passes : runs) {
     std::string what = passes.empty() ? "-O1" : passes[0];
     SCOPED_TRACE(what);
-    ImportedModel m = importOnnxFile((dir / "model.onnx").string());
+    ImportedModel m = mc->reimport();
     PassInstrumentation inst;
     inst.verifyEach = true;
     PassManager<Model> pm(inst);
@@ -99,13 +86,8 @@ TEST_P(CleanupOnModel, KeepsNumerics) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, CleanupOnModel, ::testing::ValuesIn(modelNames()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shared, CleanupOnModel, ::testing::ValuesIn(test::sharedModelNames()),
+                         [](const auto& info) { return test::modelParamName(info.param); });
 
 Model parse(const std::string& text) { return parseModel(text); }
 

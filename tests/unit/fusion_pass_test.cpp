@@ -16,6 +16,8 @@
 #include "passes/pipelines.h"
 #include "passes/shape_inference.h"
 
+#include "shared_models.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -24,18 +26,6 @@ namespace fs = std::filesystem;
 using namespace aicc;
 
 namespace {
-
-fs::path modelsDir() { return fs::path(AICC_SHARED_DIR) / "models"; }
-
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  if (!fs::is_directory(modelsDir())) return {"(none)"};
-  for (const auto& e : fs::directory_iterator(modelsDir()))
-    if (fs::exists(e.path() / "model.onnx") && e.path().filename() != "superres-prepost-customops")
-      names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 int64_t countFused(const Graph& g) {
   int64_t n = 0;
@@ -59,22 +49,17 @@ void runPasses(Model& m, const std::vector<std::string>& names, int optLevel = 0
 class FusionOnModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FusionOnModel, KeepsNumericsAndNeverRaisesPeak) {
-  if (GetParam() == "(none)") GTEST_SKIP() << "no models: " << modelsDir() << " is missing";
-  fs::path dir = modelsDir() / GetParam();
-  fs::path data = dir / "test_data_set_0";
-  if (!fs::is_directory(data)) GTEST_SKIP() << "no test_data_set_0 in " << dir;
-  ImportedModel ref = importOnnxFile((dir / "model.onnx").string());
-  InputSpec spec;
-  spec.inputsDir = data.string();
-  spec.generate = false;
-  std::vector<RValue> inputs = bindInputs(ref, spec);
+  std::string skip;
+  auto mc = test::loadModelCase(GetParam(), skip);
+  if (!mc) GTEST_SKIP() << skip;
+  const std::vector<RValue>& inputs = mc->inputs;
+  const std::vector<RValue>& expected = mc->expected;
   RunOptions ro;
   ro.checkTypes = true;
-  std::vector<RValue> expected = interpret(*ref.model.graph, inputs, ro);
 
   for (int level : {0, 1}) {
     SCOPED_TRACE(level == 0 ? "fusion passes alone" : "-O1 then fusion passes");
-    ImportedModel m = importOnnxFile((dir / "model.onnx").string());
+    ImportedModel m = mc->reimport();
     ASSERT_NO_THROW(runPasses(m.model, {"fuse-epilogue", "fuse-elementwise", "dce"}, level));
     // Fused nodes pass shape inference (their bodies are re-inferred) and the verifier.
     ASSERT_NO_THROW(inferShapes(*m.model.graph));
@@ -93,13 +78,8 @@ TEST_P(FusionOnModel, KeepsNumericsAndNeverRaisesPeak) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, FusionOnModel, ::testing::ValuesIn(modelNames()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shared, FusionOnModel, ::testing::ValuesIn(test::sharedModelNames()),
+                         [](const auto& info) { return test::modelParamName(info.param); });
 
 Tensor floats(Dims shape, float start, float step) {
   Tensor t(DType::F32, shape);

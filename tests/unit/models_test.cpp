@@ -5,6 +5,7 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
+#include "shared_models.h"
 
 #include <gtest/gtest.h>
 
@@ -15,22 +16,11 @@ using namespace aicc;
 
 namespace {
 
-fs::path modelsDir() { return fs::path(AICC_SHARED_DIR) / "models"; }
-
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  if (!fs::is_directory(modelsDir())) return {"(none)"};
-  for (const auto& e : fs::directory_iterator(modelsDir()))
-    if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 class RealModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RealModel, MatchesReference) {
-  if (GetParam() == "(none)") GTEST_SKIP() << "no models: " << modelsDir() << " is missing";
-  fs::path dir = modelsDir() / GetParam();
+  if (GetParam() == "(none)") GTEST_SKIP() << "no models: " << test::sharedModelsDir() << " is missing";
+  fs::path dir = test::sharedModelsDir() / GetParam();
   if (GetParam() == "superres-prepost-customops") {
     try {
       importOnnxFile((dir / "model.onnx").string());
@@ -64,12 +54,7 @@ TEST_P(RealModel, MatchesReference) {
   EXPECT_GT(compared, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, RealModel, ::testing::ValuesIn(modelNames()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shared, RealModel, ::testing::ValuesIn(test::sharedModelNames(/*includeCustomOps=*/true)),
+                         [](const auto& info) { return test::modelParamName(info.param); });
 
 } // namespace

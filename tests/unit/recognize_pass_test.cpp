@@ -12,6 +12,8 @@
 #include "passes/pipelines.h"
 #include "passes/recognize_patterns.h"
 
+#include "shared_models.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -23,18 +25,6 @@ using namespace aicc;
 
 namespace {
 
-fs::path modelsDir() { return fs::path(AICC_SHARED_DIR) / "models"; }
-
-std::vector<std::string> modelNames() {
-  std::vector<std::string> names;
-  if (!fs::is_directory(modelsDir())) return {"(none)"};
-  for (const auto& e : fs::directory_iterator(modelsDir()))
-    if (fs::exists(e.path() / "model.onnx") && e.path().filename() != "superres-prepost-customops")
-      names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 std::map<std::string, int64_t> opCounts(const Graph& g) {
   std::map<std::string, int64_t> m;
   for (const auto& n : g.nodes) ++m[n->op];
@@ -44,22 +34,17 @@ std::map<std::string, int64_t> opCounts(const Graph& g) {
 class RecognizeOnModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RecognizeOnModel, KeepsNumerics) {
-  if (GetParam() == "(none)") GTEST_SKIP() << "no models: " << modelsDir() << " is missing";
-  fs::path dir = modelsDir() / GetParam();
-  fs::path data = dir / "test_data_set_0";
-  if (!fs::is_directory(data)) GTEST_SKIP() << "no test_data_set_0 in " << dir;
-  ImportedModel ref = importOnnxFile((dir / "model.onnx").string());
-  InputSpec spec;
-  spec.inputsDir = data.string();
-  spec.generate = false;
-  std::vector<RValue> inputs = bindInputs(ref, spec);
+  std::string skip;
+  auto mc = test::loadModelCase(GetParam(), skip);
+  if (!mc) GTEST_SKIP() << skip;
+  const std::vector<RValue>& inputs = mc->inputs;
+  const std::vector<RValue>& expected = mc->expected;
   RunOptions ro;
   ro.checkTypes = true;
-  std::vector<RValue> expected = interpret(*ref.model.graph, inputs, ro);
 
   for (bool cleanupFirst : {false, true}) {
     SCOPED_TRACE(cleanupFirst ? "-O1 + recognize" : "recognize");
-    ImportedModel m = importOnnxFile((dir / "model.onnx").string());
+    ImportedModel m = mc->reimport();
     PassInstrumentation inst;
     inst.verifyEach = true;
     PassManager<Model> pm(inst);
@@ -85,13 +70,8 @@ TEST_P(RecognizeOnModel, KeepsNumerics) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shared, RecognizeOnModel, ::testing::ValuesIn(modelNames()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shared, RecognizeOnModel, ::testing::ValuesIn(test::sharedModelNames()),
+                         [](const auto& info) { return test::modelParamName(info.param); });
 
 // Inputs for a parsed graph: symbolic dims fixed to 3, values generated deterministically.
 std::vector<RValue> makeInputs(const Graph& g) {
@@ -135,12 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Lit, RecognizeLit,
                          ::testing::Values("recognize-layernorm.aicc", "recognize-gelu.aicc",
                                            "recognize-activations.aicc",
                                            "recognize-attention.aicc"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         [](const auto& info) { return test::modelParamName(info.param); });
 
 TEST(RecognizePass, NoChangeWithoutPatterns) {
   Model m = parseModel(R"(graph @g(%x: f32[2,3]) {

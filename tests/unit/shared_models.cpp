@@ -1,0 +1,62 @@
+#include "shared_models.h"
+
+#include <gtest/gtest.h>
+
+namespace fs = std::filesystem;
+
+namespace aicc::test {
+
+fs::path sharedModelsDir() { return fs::path(AICC_SHARED_DIR) / "models"; }
+
+std::vector<std::string> sharedModelNames(bool includeCustomOps) {
+  std::vector<std::string> names;
+  if (!fs::is_directory(sharedModelsDir())) return {"(none)"};
+  for (const auto& e : fs::directory_iterator(sharedModelsDir()))
+    if (fs::exists(e.path() / "model.onnx") &&
+        (includeCustomOps || e.path().filename() != "superres-prepost-customops"))
+      names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ImportedModel ModelCase::reimport() const { return importOnnxFile((dir / "model.onnx").string()); }
+
+std::optional<ModelCase> loadModelCase(const std::string& name, std::string& skipReason) {
+  if (name == "(none)") {
+    skipReason = "no models: " + sharedModelsDir().string() + " is missing";
+    return std::nullopt;
+  }
+  ModelCase mc;
+  mc.dir = sharedModelsDir() / name;
+  fs::path data = mc.dir / "test_data_set_0";
+  if (!fs::is_directory(data)) {
+    skipReason = "no test_data_set_0 in " + mc.dir.string();
+    return std::nullopt;
+  }
+  mc.ref = mc.reimport();
+  InputSpec spec;
+  spec.inputsDir = data.string();
+  spec.generate = false;
+  mc.inputs = bindInputs(mc.ref, spec);
+  RunOptions ro;
+  ro.checkTypes = true;
+  mc.expected = interpret(*mc.ref.model.graph, mc.inputs, ro);
+  return mc;
+}
+
+void expectOutputsClose(const std::vector<RValue>& expected, const std::vector<RValue>& got, Tolerance tol) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    auto mismatch = compareValues(expected[i], got[i], tol);
+    EXPECT_FALSE(mismatch) << "output " << i << ": " << *mismatch;
+  }
+}
+
+std::string modelParamName(const std::string& name) {
+  std::string n = name;
+  for (char& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
+} // namespace aicc::test
