@@ -1,0 +1,335 @@
+// The memory planner: liveness (from passes/memory_schedule.h), views and in-place decisions in
+// node order, then placement of the buffers in the arena (greedy by size with best or first fit,
+// greedy by breadth (the buffers of the most crowded nodes first) with best fit, or first fit in
+// execution order; the smallest arena wins). The checker and the printer are in
+// memory_plan_check.cpp.
+#include "backend/memory_plan.h"
+
+#include "backend/memory_plan_internal.h"
+#include "ir/rewrite.h"
+#include "ops/op_def.h"
+#include "passes/memory_schedule.h"
+#include "support/error.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace aicc {
+
+namespace memplan {
+
+bool isViewNode(const Node& n) {
+  static const char* kViews[] = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+  if (!n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0] || !n.hasInput(0)) return false;
+  return std::any_of(std::begin(kViews), std::end(kViews),
+                     [&](const char* v) { return n.op == v; });
+}
+
+bool isElementwiseNode(const Node& n) {
+  if (n.outputs.size() != 1 || !n.outputs[0]) return false;
+  if (n.def && (n.def->props & kElementwise)) return true;
+  if (n.domain != kAiccDomain || n.op != "Fused") return false;
+  const Attribute* body = n.attr("body");
+  const GraphPtr* g = body ? std::get_if<GraphPtr>(&body->v) : nullptr;
+  if (!g || !*g || (*g)->nodes.empty()) return false;
+  for (const auto& bn : (*g)->nodes)
+    if (!bn->def || !(bn->def->props & kElementwise)) return false;
+  return true;
+}
+
+std::optional<int64_t> staticBytes(const Type& t) {
+  if (!t.isTensor() || !t.shape || t.dtype == DType::String) return std::nullopt;
+  int64_t n = static_cast<int64_t>(dtypeSize(t.dtype));
+  if (n == 0) return std::nullopt;
+  for (const Dim& d : *t.shape) {
+    if (!d.isStatic()) return std::nullopt;
+    if (d.value != 0 && n > std::numeric_limits<int64_t>::max() / 4 / d.value) return std::nullopt;
+    n *= d.value;
+  }
+  return n;
+}
+
+int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+void collectConstants(const Graph& g, std::vector<const Value*>& out) {
+  for (const Value* c : g.constants) out.push_back(c);
+  for (const auto& n : g.nodes)
+    for (const auto& [_, a] : n->attrs) {
+      if (auto* sg = std::get_if<GraphPtr>(&a.v)) collectConstants(**sg, out);
+      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+        for (const auto& s : *sgs) collectConstants(*s, out);
+    }
+}
+
+std::string human(int64_t bytes) {
+  double b = static_cast<double>(bytes);
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (b < 1024.0 * 1024) return fmt::format("{:.1f} KiB", b / 1024);
+  if (b < 1024.0 * 1024 * 1024) return fmt::format("{:.2f} MiB", b / (1024.0 * 1024));
+  return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+}
+
+} // namespace memplan
+
+using namespace memplan;
+
+const PlannedValue* MemoryPlan::find(const Value* v) const {
+  auto it = index.find(v);
+  return it == index.end() ? nullptr : &values[it->second];
+}
+
+namespace {
+
+using Fit = MemoryPlanOptions::Fit;
+
+// The order in which a placement considers the buffers (those with a size).
+std::vector<size_t> placementOrder(const std::vector<PlannedBuffer>& bufs, size_t numNodes,
+                                   Fit fit) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < bufs.size(); ++i)
+    if (bufs[i].alignedBytes > 0) order.push_back(i);
+  auto bySize = [&](size_t a, size_t b) {
+    const PlannedBuffer &x = bufs[a], &y = bufs[b];
+    if (x.alignedBytes != y.alignedBytes) return x.alignedBytes > y.alignedBytes;
+    return x.start < y.start || (x.start == y.start && a < b);
+  };
+  if (fit == Fit::FirstFitByOrder) {
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return bufs[a].start != bufs[b].start ? bufs[a].start < bufs[b].start : bySize(a, b);
+    });
+  } else if (fit == Fit::BestFitByBreadth) {
+    // Nodes with the most live bytes first; at each, its live buffers not yet ordered, largest
+    // first.
+    std::vector<std::vector<size_t>> liveAt(numNodes);
+    std::vector<int64_t> breadth(numNodes, 0);
+    for (size_t b : order)
+      for (size_t i = bufs[b].start; i <= bufs[b].end && i < numNodes; ++i) {
+        liveAt[i].push_back(b);
+        breadth[i] += bufs[b].alignedBytes;
+      }
+    std::vector<size_t> nodes(numNodes);
+    std::iota(nodes.begin(), nodes.end(), size_t{0});
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [&](size_t a, size_t b) { return breadth[a] > breadth[b]; });
+    std::vector<bool> taken(bufs.size(), false);
+    order.clear();
+    for (size_t i : nodes) {
+      std::sort(liveAt[i].begin(), liveAt[i].end(), bySize);
+      for (size_t b : liveAt[i])
+        if (!taken[b]) {
+          taken[b] = true;
+          order.push_back(b);
+        }
+    }
+  } else {
+    std::sort(order.begin(), order.end(), bySize);
+  }
+  return order;
+}
+
+// Offsets for the buffers (aligned sizes, lifetimes) under one placement; returns the arena size.
+int64_t place(const std::vector<PlannedBuffer>& bufs, size_t numNodes, Fit fit,
+              std::vector<int64_t>& offsets) {
+  offsets.assign(bufs.size(), 0);
+  std::vector<size_t> placed; // sorted by offset
+  int64_t arena = 0;
+  for (size_t b : placementOrder(bufs, numNodes, fit)) {
+    const PlannedBuffer& x = bufs[b];
+    int64_t prev = 0, best = -1, bestGap = std::numeric_limits<int64_t>::max();
+    for (size_t p : placed) {
+      const PlannedBuffer& y = bufs[p];
+      if (y.end < x.start || x.end < y.start) continue; // not live together
+      int64_t gap = offsets[p] - prev;
+      if (gap >= x.alignedBytes && gap < bestGap) {
+        best = prev;
+        bestGap = gap;
+        if (fit == Fit::FirstFitBySize || fit == Fit::FirstFitByOrder) break;
+      }
+      prev = std::max(prev, offsets[p] + y.alignedBytes);
+    }
+    offsets[b] = best >= 0 ? best : prev;
+    arena = std::max(arena, offsets[b] + x.alignedBytes);
+    auto at = std::upper_bound(placed.begin(), placed.end(), offsets[b],
+                               [&](int64_t off, size_t q) { return off < offsets[q]; });
+    placed.insert(at, b);
+  }
+  return arena;
+}
+
+const char* fitName(Fit f) {
+  switch (f) {
+  case Fit::BestFitBySize:
+    return "best-fit by size";
+  case Fit::FirstFitBySize:
+    return "first-fit by size";
+  case Fit::FirstFitByOrder:
+    return "first-fit in execution order";
+  case Fit::BestFitByBreadth:
+    return "best-fit by breadth";
+  case Fit::Auto:
+    break;
+  }
+  return "auto";
+}
+
+} // namespace
+
+MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
+  AICC_CHECK(opts.alignment > 0 && (opts.alignment & (opts.alignment - 1)) == 0,
+             "memory plan: alignment {} is not a power of two", opts.alignment);
+  MemoryPlan p;
+  p.numNodes = g.nodes.size();
+  p.alignment = opts.alignment;
+
+  // Weights: one aligned slot each in the read-only blob (string tensors are host objects: -1).
+  std::vector<const Value*> consts;
+  collectConstants(g, consts);
+  std::map<const Value*, int64_t> weightOffset;
+  for (const Value* c : consts) {
+    WeightSlot w{c, -1, 0};
+    if (c->constant && c->constant->dtype() != DType::String) {
+      w.bytes = static_cast<int64_t>(c->constant->nbytes());
+      w.offset = p.weightBytes;
+      p.weightBytes = alignUp(p.weightBytes + w.bytes, opts.alignment);
+    }
+    weightOffset[c] = w.offset;
+    p.weights.push_back(w);
+  }
+
+  for (const Value* in : g.inputs) {
+    PlannedValue v;
+    v.value = in;
+    v.storage = MemStorage::Input;
+    v.bytes = staticBytes(in->type).value_or(-1);
+    v.lastUse = p.numNodes ? p.numNodes - 1 : 0;
+    p.index[in] = p.values.size();
+    p.values.push_back(v);
+  }
+
+  MemoryReport rep = analyzeMemory(g);
+  std::map<const Value*, const TensorLiveness*> live;
+  for (const TensorLiveness& t : rep.tensors) {
+    if (!t.known) {
+      const Node* prod = t.value->producer;
+      fail("memory plan: value '{}' (output of {}) has no static size: its type is {}; fix "
+           "symbolic dims first (--dim NAME=VALUE); data-dependent shapes cannot be planned "
+           "statically",
+           t.value->name, prod ? prod->describe() : std::string("?"), formatType(t.value->type));
+    }
+    live[t.value] = &t;
+  }
+
+  auto newBuffer = [&](PlannedValue& v, bool isOut) {
+    PlannedBuffer b;
+    b.bytes = v.bytes;
+    b.alignedBytes = alignUp(v.bytes, opts.alignment);
+    b.start = v.def;
+    b.end = v.lastUse;
+    b.holdsOutput = isOut;
+    b.members.push_back(v.value);
+    v.buffer = static_cast<int>(p.buffers.size());
+    p.buffers.push_back(std::move(b));
+  };
+  auto join = [&](PlannedValue& v, int buf, bool isOut) {
+    PlannedBuffer& b = p.buffers[buf];
+    v.buffer = buf;
+    b.end = std::max(b.end, v.lastUse);
+    b.holdsOutput |= isOut;
+    b.members.push_back(v.value);
+  };
+
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = *g.nodes[i];
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const Value* o = n.outputs[k];
+      if (!o) continue;
+      const TensorLiveness* t = live.at(o);
+      PlannedValue v;
+      v.value = o;
+      v.bytes = t->bytes;
+      v.def = t->def;
+      v.lastUse = t->lastUse;
+      bool isOut = isGraphOutput(g, o);
+      bool done = false;
+
+      if (opts.views && isViewNode(n)) {
+        const Value* src = n.inputs[0];
+        if (auto w = weightOffset.find(src); w != weightOffset.end() && w->second >= 0) {
+          v.storage = MemStorage::Weight;
+          v.offset = w->second;
+          done = true;
+        } else if (const PlannedValue* s = p.find(src);
+                   s && (s->bytes == v.bytes || s->storage == MemStorage::Input)) {
+          v.storage = s->storage;
+          v.offset = s->offset;
+          if (s->storage == MemStorage::Arena) join(v, s->buffer, isOut);
+          done = true;
+        }
+        if (done) {
+          v.how = MemHow::View;
+          v.aliasOf = src;
+          ++p.views;
+        }
+      }
+
+      if (!done && opts.inPlace && v.bytes > 0 && isElementwiseNode(n)) {
+        for (const Value* x : n.inputs) {
+          const PlannedValue* s = x ? p.find(x) : nullptr;
+          if (!s || s->storage != MemStorage::Arena || s->bytes != v.bytes ||
+              x->type.dtype != o->type.dtype)
+            continue;
+          const PlannedBuffer& b = p.buffers[s->buffer];
+          if (b.holdsOutput || b.end != i) continue; // read later, or handed out
+          v.how = MemHow::InPlace;
+          v.aliasOf = x;
+          join(v, s->buffer, isOut);
+          ++p.inPlace;
+          done = true;
+          break;
+        }
+      }
+
+      if (!done) newBuffer(v, isOut);
+      p.index[o] = p.values.size();
+      p.values.push_back(v);
+    }
+  }
+
+  // Placement.
+  std::vector<Fit> fits = {opts.fit};
+  if (opts.fit == Fit::Auto)
+    fits = {Fit::BestFitBySize, Fit::FirstFitBySize, Fit::BestFitByBreadth, Fit::FirstFitByOrder};
+  std::vector<int64_t> best;
+  for (Fit f : fits) {
+    std::vector<int64_t> offs;
+    int64_t arena = place(p.buffers, p.numNodes, f, offs);
+    if (best.empty() || arena < p.arenaBytes) {
+      best = std::move(offs);
+      p.arenaBytes = arena;
+      p.fit = fitName(f);
+    }
+  }
+  for (size_t b = 0; b < p.buffers.size(); ++b) p.buffers[b].offset = best[b];
+  for (PlannedValue& v : p.values)
+    if (v.storage == MemStorage::Arena) v.offset = p.buffers[v.buffer].offset;
+
+  // Lower bound: the largest sum of aligned buffer sizes live at one node.
+  std::vector<int64_t> diff(p.numNodes + 1, 0);
+  for (const PlannedBuffer& b : p.buffers) {
+    diff[b.start] += b.alignedBytes;
+    diff[b.end + 1] -= b.alignedBytes;
+    p.unsharedBytes += b.alignedBytes;
+  }
+  int64_t cur = 0;
+  for (size_t i = 0; i < p.numNodes; ++i) {
+    cur += diff[i];
+    if (cur > p.lowerBoundBytes) {
+      p.lowerBoundBytes = cur;
+      p.lowerBoundNode = i;
+    }
+  }
+  return p;
+}
+
+} // namespace aicc

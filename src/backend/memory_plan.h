@@ -1,0 +1,119 @@
+// Static memory planning: every intermediate tensor of a graph gets an offset in ONE arena, and
+// every weight an offset in a read-only blob. See docs/backend.md ("Memory plan").
+//
+// Model (main graph, in its current node order; node i = the i-th node):
+//   - Graph inputs are external: the caller's buffers, never copied into the arena. Constants
+//     (weights, also those of subgraphs) go to the read-only weight blob, each aligned.
+//   - Every node result lives in the arena. Its lifetime is [producer, last reader], readers
+//     being nodes that take it as an input or hold a subgraph (If/Loop/Scan body, aicc.Fused
+//     body) that reads it from the outer scope. Results nobody reads die at their producer.
+//   - Graph outputs are arena tensors that stay live until the end of the run: nothing else is
+//     placed over them once they are produced, so after a run the runtime hands out pointers
+//     into the arena (valid until the next run) or copies them out. A graph output that is a
+//     graph input or a constant (or a view of one) is copied by the runtime.
+//   - Views: Reshape/Squeeze/Unsqueeze/Flatten/Identity results alias their data input (same
+//     bytes, no copy); the node becomes a no-op. A view of a graph input or weight points there.
+//   - In place: an elementwise node (kElementwise op, or an aicc.Fused body made only of them)
+//     with one output writes it over an input whose storage (all views of it included) dies at
+//     that node, has the output's dtype and byte size, lives in the arena and holds no graph
+//     output. The input and the output then share one buffer.
+//   - A buffer (a root tensor with its views and in-place successors) is live from its root's
+//     producer to the last reader of any member; two buffers live at the same node never
+//     overlap. The lower bound is the largest sum of (aligned) buffer sizes live at one node.
+//   - Subgraph intermediates are not planned: nodes with bodies run them through the
+//     interpreter until the backend lowers them (aicc.Fused groups become one loop nest).
+// Every planned value needs a static size: planMemory fails naming the first value without one.
+#pragma once
+
+#include "ir/graph.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace aicc {
+
+constexpr int64_t kArenaAlignment = 64;
+
+enum class MemStorage { Arena, Input, Weight };
+// How a value got its storage: its own buffer, a view of its data input, or written in place over
+// an input.
+enum class MemHow { Own, View, InPlace };
+
+struct PlannedValue {
+  const Value* value = nullptr;
+  MemStorage storage = MemStorage::Arena;
+  MemHow how = MemHow::Own;
+  const Value* aliasOf = nullptr; // View / InPlace: the input whose storage it takes
+  int64_t bytes = 0;              // numel * element size (unaligned)
+  int64_t offset = 0;             // in the arena or the weight blob; 0 for graph inputs
+  int buffer = -1;                // index into MemoryPlan::buffers (arena values)
+  size_t def = 0, lastUse = 0;    // node indices (inclusive); node results only
+};
+
+// One arena region: the root tensor plus its views and in-place successors.
+struct PlannedBuffer {
+  int64_t offset = 0;
+  int64_t bytes = 0;         // size of the members (all equal)
+  int64_t alignedBytes = 0;  // rounded up to the alignment
+  size_t start = 0, end = 0; // live during nodes [start, end]
+  bool holdsOutput = false;
+  std::vector<const Value*> members; // definition order; members[0] is the root
+};
+
+struct WeightSlot {
+  const Value* value = nullptr;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+struct MemoryPlanOptions {
+  int64_t alignment = kArenaAlignment; // a power of two
+  enum class Fit { Auto, BestFitBySize, FirstFitBySize, BestFitByBreadth, FirstFitByOrder };
+  // Auto tries every placement and keeps the smallest arena.
+  Fit fit = Fit::Auto;
+  bool views = true;
+  bool inPlace = true;
+};
+
+struct MemoryPlan {
+  size_t numNodes = 0;
+  int64_t alignment = kArenaAlignment;
+  std::vector<PlannedValue> values; // graph inputs, then node results in definition order
+  std::map<const Value*, size_t> index;
+  std::vector<PlannedBuffer> buffers;
+  std::vector<WeightSlot> weights; // constants of the graph and its subgraphs
+  int64_t weightBytes = 0;         // blob size
+  int64_t arenaBytes = 0;
+  int64_t lowerBoundBytes = 0; // max over nodes of the live buffers' aligned sizes
+  size_t lowerBoundNode = 0;   // where it is reached
+  int64_t unsharedBytes = 0;   // sum of all aligned buffers (an arena with no reuse)
+  std::string fit;             // the placement that was kept
+  int64_t views = 0, inPlace = 0;
+
+  double ratio() const {
+    return lowerBoundBytes > 0 ? double(arenaBytes) / double(lowerBoundBytes) : 1.0;
+  }
+  // nullptr when v is not planned (e.g. an omitted value or a subgraph intermediate).
+  const PlannedValue* find(const Value* v) const;
+};
+
+// Plans g (a main graph) in its current node order. Throws aicc::Error naming the value when a
+// node result has no static size (symbolic or unknown dims, sequences, strings).
+MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts = {});
+
+// Checks a plan against g with its own liveness analysis: every node result planned with its
+// static size, aligned offsets inside the arena/blob, views and in-place writes legal (in place
+// only over storage that nobody reads afterwards), and no two values live at the same node
+// overlapping in memory unless they legally share storage. Returns the problems (empty = valid).
+std::vector<std::string> checkMemoryPlan(const Graph& g, const MemoryPlan& plan);
+// Throws aicc::Error listing the first problems.
+void verifyMemoryPlan(const Graph& g, const MemoryPlan& plan);
+
+// One line: "arena 1.2 MiB, lower bound 1.1 MiB (ratio 1.05), weights 4.0 MiB, ...".
+std::string formatMemorySummary(const MemoryPlan& plan);
+// The summary, then the weights and a table of values: name, bytes, offset, lifetime, how.
+std::string formatMemoryPlan(const MemoryPlan& plan);
+
+} // namespace aicc

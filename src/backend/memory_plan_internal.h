@@ -1,0 +1,24 @@
+// Helpers shared by the memory planner's files (not a public interface).
+#pragma once
+
+#include "ir/graph.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aicc::memplan {
+
+// Reshape/Squeeze/Unsqueeze/Flatten/Identity (ai.onnx) with its data input and one output.
+bool isViewNode(const Node& n);
+// One output, and a kElementwise op or an aicc.Fused whose body holds only kElementwise ops.
+bool isElementwiseNode(const Node& n);
+// numel * element size from a static tensor type; nullopt otherwise (strings, sequences, ...).
+std::optional<int64_t> staticBytes(const Type& t);
+int64_t alignUp(int64_t x, int64_t a);
+// Constants of g and of its subgraphs (depth first).
+void collectConstants(const Graph& g, std::vector<const Value*>& out);
+std::string human(int64_t bytes); // "1.25 MiB"
+
+} // namespace aicc::memplan
