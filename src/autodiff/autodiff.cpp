@@ -124,6 +124,8 @@ AutodiffResult differentiate(Model& m, const AutodiffOptions& opts) {
   std::set<const Value*> needed{loss};
   std::vector<Node*> path; // nodes on a path wrt -> loss, in reverse order
   size_t forwardCount = g.nodes.size();
+  std::set<const Node*> forwardNodes; // for rematerialization (autodiff/remat.h)
+  for (const auto& n : g.nodes) forwardNodes.insert(n.get());
   for (size_t k = forwardCount; k-- > 0;) {
     Node* n = g.nodes[k].get();
     bool feedsLoss = false;
@@ -209,6 +211,7 @@ AutodiffResult differentiate(Model& m, const AutodiffOptions& opts) {
   res.backwardNodes = static_cast<int64_t>(g.nodes.size() - forwardCount);
   inferShapes(g);
   eliminateDeadCode(m);
+  if (opts.rematerialize) res.remat = rematerialize(m, forwardNodes);
   return res;
 }
 

@@ -10,6 +10,7 @@
 // (error).
 #pragma once
 
+#include "autodiff/remat.h"
 #include "ir/graph.h"
 
 #include <string>
@@ -21,12 +22,16 @@ struct AutodiffOptions {
   std::string loss;               // name of the scalar loss value
   std::vector<std::string> wrt;   // values to differentiate; {"all-weights"} = every float constant
   bool keepForwardOutputs = false; // keep the model's original outputs (after the loss)
+  // Recompute cheap forward values (elementwise/injective ops) in the backward part instead of
+  // keeping them alive from the forward pass (autodiff/remat.h); AutodiffResult::remat reports it.
+  bool rematerialize = false;
 };
 
 struct AutodiffResult {
   std::vector<std::string> gradNames; // in the order of the resolved wrt list
   std::vector<std::string> wrt;       // the resolved wrt list
   int64_t backwardNodes = 0;
+  RematStats remat; // filled when AutodiffOptions::rematerialize is set
 };
 
 // Rewrites m: outputs become [loss, grad_<w>...] (plus the original outputs when asked).

@@ -18,6 +18,7 @@ void registerAllOps(OpRegistry& r) {
   registerTextOps(r);
   registerMlOps(r);
   registerTrainingOps(r);
+  registerAutodiffOps(r); // Gradient: expanded at import with the autodiff pass
   registerFusedOps(r);
   // Gradient rules, attached to the ops above.
   registerElementwiseGrads(r);

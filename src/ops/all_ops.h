@@ -21,6 +21,7 @@ void registerMiscOps(OpRegistry& r);         // ops/misc.cpp: NonMaxSuppression,
 void registerTextOps(OpRegistry& r);         // ops/text.cpp: string ops
 void registerMlOps(OpRegistry& r);           // ops/ml.cpp: the ai.onnx.ml domain
 void registerTrainingOps(OpRegistry& r);
+void registerAutodiffOps(OpRegistry& r);     // autodiff/gradient_op.cpp: ai.onnx.preview.training.Gradient
 void registerFusedOps(OpRegistry& r);        // ops/fused.cpp: aicc.Fused (groups made by fusion passes)     // ops/training.cpp: ai.onnx.preview.training optimizers
 
 // Gradient rules (autodiff), attached to the registered ops by family.

@@ -52,6 +52,27 @@ struct AutodiffArgs {
 };
 int autodiffCommand(const AutodiffArgs& a);
 
+struct LoopOptArgs {
+  std::string file; // .loop text, or a model to lower
+  std::string passes; // comma-separated loop passes (default: simplify)
+  bool printAfterAll = false, printAfterChange = false, timePasses = false, verifyEach = true;
+  int64_t stopAfter = -1;
+  std::string reproducer;
+};
+int loopOptCommand(const LoopOptArgs& a);
+
+struct TrainArgs { // tools/aicc/train.cpp
+  std::string model, loss, output, exportStep, accuracy;
+  std::vector<std::string> data, testData, params, dims;
+  std::string optimizer = "adam";
+  double lr = 1e-3, momentum = 0.9, weightDecay = 0;
+  int64_t batch = 32;
+  int epochs = 10, evalEvery = 1;
+  uint32_t seed = 0;
+  bool remat = false;
+};
+int trainCommand(const TrainArgs& a);
+
 struct OptArgs {
   std::string input; // .onnx or IR text
   std::string output; // "" or "-": stdout (text); *.onnx: ONNX; else text

@@ -81,6 +81,39 @@ int main(int argc, char** argv) {
   adCmd->add_option("--dim", ad.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   adCmd->add_flag("--keep-outputs", ad.keepOutputs, "Keep the model's other outputs after the gradients");
 
+  TrainArgs tr;
+  auto* trainCmd = app.add_subcommand("train", "Train a model's weights with one training-step graph (interpreter)");
+  trainCmd->add_option("model", tr.model, "ONNX model (or IR text) whose graph computes a scalar loss")->required();
+  trainCmd->add_option("--loss", tr.loss, "Name of the scalar loss value")->required();
+  trainCmd->add_option("--data", tr.data, "NAME=FILE.npy training data for each model input (axis 0: samples)");
+  trainCmd->add_option("--test-data", tr.testData, "NAME=FILE.npy test data, evaluated after each epoch");
+  trainCmd->add_option("--accuracy", tr.accuracy, "LOGITS:LABELS: report argmax accuracy of output LOGITS vs input LABELS");
+  trainCmd->add_option("--params", tr.params, "Weights to train (default: float constants of 2+ elements)")
+      ->expected(1, -1);
+  trainCmd->add_option("--optimizer", tr.optimizer, "sgd, momentum, adam or adamw (default adam)");
+  trainCmd->add_option("--lr", tr.lr, "Learning rate (default 1e-3)");
+  trainCmd->add_option("--momentum", tr.momentum, "Momentum for sgd/momentum (default 0.9; sgd 0 = plain SGD)");
+  trainCmd->add_option("--weight-decay", tr.weightDecay, "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)");
+  trainCmd->add_option("--batch", tr.batch, "Batch size when the model's batch dim is symbolic (default 32)");
+  trainCmd->add_option("--epochs", tr.epochs, "Epochs (default 10)");
+  trainCmd->add_option("--eval-every", tr.evalEvery, "Evaluate the test data every N epochs (default 1)");
+  trainCmd->add_option("--seed", tr.seed, "Shuffling seed (default 0)");
+  trainCmd->add_flag("--remat", tr.remat, "Recompute cheap activations in the backward part (less memory)");
+  trainCmd->add_option("--export-step", tr.exportStep, "Write the training-step graph as ONNX");
+  trainCmd->add_option("-o", tr.output, "Write the trained model (forward graph, new weights) as ONNX");
+  trainCmd->add_option("--dim", tr.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+
+  LoopOptArgs lo;
+  auto* loCmd = app.add_subcommand("loop-opt", "Run loop IR passes on a .loop file (or on a model's lowered nodes)");
+  loCmd->add_option("file", lo.file, ".loop text file, or an ONNX model / graph IR text to lower")->required();
+  loCmd->add_option("--passes", lo.passes, "Comma-separated loop passes (simplify, unroll, split=VAR:N)");
+  loCmd->add_flag("--print-ir-after-all", lo.printAfterAll, "Print the IR (stderr) after every pass");
+  loCmd->add_flag("--print-ir-after-change", lo.printAfterChange, "Print the IR after passes that changed it");
+  loCmd->add_flag("--time-passes", lo.timePasses, "Print each pass's time");
+  loCmd->add_option("--stop-after", lo.stopAfter, "Stop after N pass runs (bisecting)");
+  loCmd->add_flag("!--no-verify", lo.verifyEach, "Do not run the verifier after each pass");
+  loCmd->add_option("--reproducer", lo.reproducer, "On a pass failure, write the IR before the pass here");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -93,6 +126,8 @@ int main(int argc, char** argv) {
     if (*irCmd) return irCommand(ir);
     if (*optCmd) return optCommand(opt);
     if (*adCmd) return autodiffCommand(ad);
+    if (*loCmd) return loopOptCommand(lo);
+    if (*trainCmd) return trainCommand(tr);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
     return 1;

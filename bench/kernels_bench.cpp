@@ -1,0 +1,176 @@
+// Microbenchmarks of the hand-written kernels (src/kernels), in GFLOP/s:
+//   peak/<isa>                        FMA-only loop: the machine's per-core peak for that ISA
+//   gemm/<kernel>/MxNxK/threads:T     C = A[M,K] * B[K,N] (B pre-packed), bias + ReLU epilogue
+//   dwconv/<kernel>/HxWxC/s<S>/threads:T, conv2d/<gemm kernel>/..., the NHWC convolutions
+// Run: ./build/aicc_bench [--benchmark_filter=gemm/.*14x32] (see bench/README.md).
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/conv.h"
+#include "kernels/gemm.h"
+#include "kernels/registry.h"
+#include "kernels/thread_pool.h"
+
+namespace aicc::bench {
+float fmaLoopAvx512(int64_t iters);
+float fmaLoopAvx2(int64_t iters);
+} // namespace aicc::bench
+
+using namespace aicc::kernels;
+
+namespace {
+
+std::vector<float> randomVec(size_t n) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+ThreadPool* poolFor(int threads) {
+  static std::unique_ptr<ThreadPool> pools[3];
+  if (threads <= 1) return nullptr;
+  auto& p = pools[threads == 2 ? 1 : 2];
+  if (!p) p = std::make_unique<ThreadPool>(threads);
+  return p.get();
+}
+
+void setFlops(benchmark::State& st, double flopsPerIter) {
+  st.counters["FLOPS"] =
+      benchmark::Counter(flopsPerIter, benchmark::Counter::kIsIterationInvariantRate,
+                         benchmark::Counter::OneK::kIs1000);
+}
+
+void benchPeak(benchmark::State& st, bool avx512) {
+  const int64_t iters = 1 << 20;
+  for (auto _ : st)
+    benchmark::DoNotOptimize(avx512 ? aicc::bench::fmaLoopAvx512(iters)
+                                    : aicc::bench::fmaLoopAvx2(iters));
+  setFlops(st, double(iters) * 12 * (avx512 ? 32 : 16));
+}
+
+void benchGemm(benchmark::State& st, const KernelDesc* kd, int64_t M, int64_t N, int64_t K,
+               int threads) {
+  const auto A = randomVec(size_t(M * K)), B = randomVec(size_t(K * N)),
+             bias = randomVec(size_t(N));
+  std::vector<float> C(size_t(M * N));
+  const PackedB pb = packB(*kd, B.data(), K, N, N);
+  ThreadPool* pool = poolFor(threads);
+  for (auto _ : st) {
+    gemm(pb, M, A.data(), K, C.data(), N, Epilogue::relu(bias.data()), pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(st, 2.0 * double(M) * double(N) * double(K));
+}
+
+void benchDw(benchmark::State& st, const KernelDesc* kd, int64_t H, int64_t W, int64_t C,
+             int64_t stride, int threads) {
+  const auto in = randomVec(size_t(H * W * C)), w = randomVec(size_t(9 * C)),
+             b = randomVec(size_t(C));
+  const int64_t OH = dwOutSize(H, stride), OW = dwOutSize(W, stride);
+  std::vector<float> out(size_t(OH * OW * C));
+  const DwConvWeights wt = packDepthwise3x3(*kd, w.data(), b.data(), C);
+  ThreadPool* pool = poolFor(threads);
+  for (auto _ : st) {
+    depthwiseConv3x3Nhwc(wt, 1, H, W, stride, in.data(), out.data(), Epilogue::relu6(), pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(st, 2.0 * 9 * double(OH * OW * C));
+}
+
+void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, int threads) {
+  const auto in = randomVec(size_t(s.N * s.H * s.W * s.Cin));
+  const auto w = randomVec(size_t(s.Cout * s.Cin * s.KH * s.KW)), b = randomVec(size_t(s.Cout));
+  std::vector<float> out(size_t(s.N * s.OH() * s.OW() * s.Cout));
+  const Conv2dWeights wt = packConv2d(*kd, s, w.data(), b.data());
+  ThreadPool* pool = poolFor(threads);
+  for (auto _ : st) {
+    conv2dNhwc(wt, in.data(), out.data(), Epilogue::relu(), pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(st, 2.0 * double(s.N * s.OH() * s.OW() * s.Cout) * double(s.Cin * s.KH * s.KW));
+}
+
+Conv2dShape convShape(int64_t HW, int64_t Cin, int64_t Cout, int64_t K, int64_t stride) {
+  Conv2dShape s;
+  s.H = s.W = HW;
+  s.Cin = Cin;
+  s.Cout = Cout;
+  s.KH = s.KW = K;
+  s.strideH = s.strideW = stride;
+  s.padTop = s.padLeft = s.padBottom = s.padRight = K / 2;
+  return s;
+}
+
+void registerAll() {
+  if (cpuSupports(Isa::Avx512))
+    benchmark::RegisterBenchmark("peak/avx512", [](benchmark::State& st) { benchPeak(st, true); });
+  if (cpuSupports(Isa::Avx2))
+    benchmark::RegisterBenchmark("peak/avx2", [](benchmark::State& st) { benchPeak(st, false); });
+
+  struct Shape {
+    int64_t M, N, K;
+  };
+  // ResNet 3x3 conv at 56x56 (im2col), ResNet 3x3 at 14x14, BERT QKV/FFN, ResNet 3x3 at 7x7.
+  const Shape shapes[] = {
+      {3136, 64, 576}, {196, 256, 2304}, {128, 768, 768}, {128, 3072, 768}, {49, 512, 4608}};
+  for (const KernelDesc* kd : availableKernels(KernelOp::Gemm))
+    for (const Shape& s : shapes)
+      for (int t : {1, 2}) {
+        const std::string name = "gemm/" + std::string(kd->name) + "/" + std::to_string(s.M) + "x" +
+                                 std::to_string(s.N) + "x" + std::to_string(s.K) +
+                                 "/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          benchGemm(st, kd, s.M, s.N, s.K, t);
+        })->UseRealTime();
+      }
+
+  struct DwShape {
+    int64_t HW, C, stride;
+  };
+  // MobileNetV2 depthwise layers.
+  const DwShape dws[] = {{112, 32, 1}, {112, 96, 2}, {56, 144, 1}, {28, 192, 1}, {14, 576, 1}};
+  for (const KernelDesc* kd : availableKernels(KernelOp::DepthwiseConv3x3))
+    for (const DwShape& s : dws)
+      for (int t : {1, 2}) {
+        const std::string name = "dwconv/" + std::string(kd->name) + "/" + std::to_string(s.HW) +
+                                 "x" + std::to_string(s.HW) + "x" + std::to_string(s.C) + "/s" +
+                                 std::to_string(s.stride) + "/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          benchDw(st, kd, s.HW, s.HW, s.C, s.stride, t);
+        })->UseRealTime();
+      }
+
+  // ResNet-50 convolutions through the default GEMM kernel: 3x3 (im2col), 1x1 (direct), stem 7x7/2.
+  const KernelDesc* gk = &defaultKernel(KernelOp::Gemm);
+  const std::pair<const char*, Conv2dShape> convs[] = {
+      {"56x56x64_3x3_64", convShape(56, 64, 64, 3, 1)},
+      {"56x56x64_1x1_256", convShape(56, 64, 256, 1, 1)},
+      {"14x14x256_3x3_256", convShape(14, 256, 256, 3, 1)},
+      {"224x224x3_7x7s2_64", convShape(224, 3, 64, 7, 2)}};
+  for (const auto& [label, s] : convs)
+    for (int t : {1, 2}) {
+      const std::string name =
+          "conv2d/" + std::string(gk->name) + "/" + label + "/threads:" + std::to_string(t);
+      const Conv2dShape shape = s;
+      benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+        benchConv(st, gk, shape, t);
+      })->UseRealTime();
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  registerAll();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,162 @@
+#include "kernels/conv.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/thread_pool.h"
+#include "support/error.h"
+
+namespace aicc::kernels {
+
+DwConvWeights packDepthwise3x3(const KernelDesc& kernel, const float* weightC133, const float* bias,
+                               int64_t C) {
+  AICC_CHECK(kernel.op == KernelOp::DepthwiseConv3x3 && kernel.dwRow,
+             "packDepthwise3x3: '{}' is not a depthwise kernel", kernel.name);
+  AICC_CHECK(C >= 1, "packDepthwise3x3: bad channel count {}", C);
+  DwConvWeights wt;
+  wt.kernel = &kernel;
+  wt.C = C;
+  wt.w.resize(size_t(9 * C));
+  for (int64_t c = 0; c < C; ++c)
+    for (int t = 0; t < 9; ++t) wt.w[size_t(t * C + c)] = weightC133[c * 9 + t];
+  if (bias) wt.bias.assign(bias, bias + C);
+  return wt;
+}
+
+void depthwiseConv3x3Nhwc(const DwConvWeights& wt, int64_t N, int64_t H, int64_t W, int64_t stride,
+                          const float* in, float* out, const Epilogue& act, ThreadPool* pool) {
+  AICC_CHECK(wt.kernel && wt.kernel->dwRow, "depthwiseConv3x3: weights are not packed");
+  AICC_CHECK(stride == 1 || stride == 2, "depthwiseConv3x3: stride {} (1 or 2 supported)", stride);
+  AICC_CHECK(N >= 0 && H >= 1 && W >= 1, "depthwiseConv3x3: bad shape N={} H={} W={}", N, H, W);
+  AICC_CHECK(!act.bias, "depthwiseConv3x3: the bias lives in the packed weights");
+  const int64_t C = wt.C, OH = dwOutSize(H, stride), OW = dwOutSize(W, stride);
+  const int64_t rowsTotal = N * OH;
+  auto runRows = [&](int64_t r0, int64_t r1) {
+    DwRowParams p{};
+    p.w = wt.w.data();
+    p.bias = wt.bias.empty() ? nullptr : wt.bias.data();
+    p.W = W;
+    p.C = C;
+    p.OW = OW;
+    p.stride = stride;
+    p.lo = act.lo();
+    p.hi = act.hi();
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t n = r / OH, oy = r % OH;
+      const float* img = in + n * H * W * C;
+      for (int ky = 0; ky < 3; ++ky) {
+        const int64_t iy = oy * stride - 1 + ky;
+        p.rows[ky] = iy >= 0 && iy < H ? img + iy * W * C : nullptr;
+      }
+      p.out = out + r * OW * C;
+      wt.kernel->dwRow(p);
+    }
+  };
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), rowsTotal) : 1;
+  if (T <= 1) return runRows(0, rowsTotal);
+  pool->parallelFor(T, [&](int64_t t) { runRows(rowsTotal * t / T, rowsTotal * (t + 1) / T); });
+}
+
+Conv2dWeights packConv2d(const KernelDesc& gemmKernel, const Conv2dShape& s,
+                         const float* weightOIHW, const float* bias) {
+  AICC_CHECK(s.N >= 0 && s.H >= 1 && s.W >= 1 && s.Cin >= 1 && s.Cout >= 1 && s.KH >= 1 &&
+                 s.KW >= 1 && s.strideH >= 1 && s.strideW >= 1 && s.dilH >= 1 && s.dilW >= 1 &&
+                 s.padTop >= 0 && s.padLeft >= 0 && s.padBottom >= 0 && s.padRight >= 0,
+             "packConv2d: bad shape");
+  AICC_CHECK(s.OH() >= 1 && s.OW() >= 1, "packConv2d: empty output ({}x{})", s.OH(), s.OW());
+  const int64_t K = s.KH * s.KW * s.Cin;
+  std::vector<float> b(size_t(K * s.Cout)); // [K, Cout], row (kh * KW + kw) * Cin + ci
+  for (int64_t co = 0; co < s.Cout; ++co)
+    for (int64_t ci = 0; ci < s.Cin; ++ci)
+      for (int64_t kh = 0; kh < s.KH; ++kh)
+        for (int64_t kw = 0; kw < s.KW; ++kw)
+          b[size_t(((kh * s.KW + kw) * s.Cin + ci) * s.Cout + co)] =
+              weightOIHW[((co * s.Cin + ci) * s.KH + kh) * s.KW + kw];
+  Conv2dWeights wt;
+  wt.shape = s;
+  wt.w = packB(gemmKernel, b.data(), K, s.Cout, s.Cout);
+  if (bias) wt.bias.assign(bias, bias + s.Cout);
+  return wt;
+}
+
+namespace {
+// Rows [p0, p1) of the im2col matrix of image `img` ([H, W, Cin]): one row per output pixel, K
+// columns ordered (kh, kw, ci); padding reads as zero.
+void im2colRows(const Conv2dShape& s, const float* img, int64_t p0, int64_t p1, float* dst) {
+  const int64_t OW = s.OW(), Cin = s.Cin, K = s.KH * s.KW * Cin;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t oy = p / OW, ox = p % OW;
+    float* row = dst + (p - p0) * K;
+    for (int64_t kh = 0; kh < s.KH; ++kh) {
+      const int64_t iy = oy * s.strideH - s.padTop + kh * s.dilH;
+      for (int64_t kw = 0; kw < s.KW; ++kw) {
+        const int64_t ix = ox * s.strideW - s.padLeft + kw * s.dilW;
+        float* d = row + (kh * s.KW + kw) * Cin;
+        if (iy < 0 || iy >= s.H || ix < 0 || ix >= s.W)
+          std::fill(d, d + Cin, 0.0f);
+        else
+          std::copy_n(img + (iy * s.W + ix) * Cin, Cin, d);
+      }
+    }
+  }
+}
+} // namespace
+
+void conv2dNhwc(const Conv2dWeights& wt, const float* in, float* out, const Epilogue& act,
+                ThreadPool* pool) {
+  const Conv2dShape& s = wt.shape;
+  AICC_CHECK(wt.w.kernel, "conv2d: weights are not packed");
+  AICC_CHECK(!act.bias, "conv2d: the bias lives in the packed weights");
+  Epilogue ep = act;
+  ep.bias = wt.bias.empty() ? nullptr : wt.bias.data();
+  const int64_t OH = s.OH(), OW = s.OW(), P = OH * OW, K = s.KH * s.KW * s.Cin;
+  if (s.isPointwise()) { // the NHWC input already is the [N*H*W, Cin] A matrix
+    gemm(wt.w, s.N * P, in, s.Cin, out, s.Cout, ep, pool);
+    return;
+  }
+  // im2col in chunks of output pixels so the chunk stays in cache between the copy and the GEMM.
+  const int64_t chunk = std::max<int64_t>(wt.w.kernel->mr, std::min<int64_t>(P, 256));
+  const int64_t chunksPerImage = (P + chunk - 1) / chunk, total = s.N * chunksPerImage;
+  const int64_t T = pool ? pool->numThreads() : 1;
+  auto runChunk = [&](int64_t c, ThreadPool* inner) {
+    const int64_t n = c / chunksPerImage, p0 = (c % chunksPerImage) * chunk;
+    const int64_t p1 = std::min(P, p0 + chunk);
+    thread_local std::vector<float> col;
+    if (col.size() < size_t((p1 - p0) * K)) col.resize(size_t((p1 - p0) * K));
+    im2colRows(s, in + n * s.H * s.W * s.Cin, p0, p1, col.data());
+    gemm(wt.w, p1 - p0, col.data(), K, out + (n * P + p0) * s.Cout, s.Cout, ep, inner);
+  };
+  if (T > 1 && total >= 2 * T) { // enough chunks: one thread per chunk
+    pool->parallelFor(T, [&](int64_t t) {
+      for (int64_t c = total * t / T; c < total * (t + 1) / T; ++c) runChunk(c, nullptr);
+    });
+  } else { // few pixels: parallelize inside each GEMM
+    for (int64_t c = 0; c < total; ++c) runChunk(c, pool);
+  }
+}
+
+void conv2dReferenceNhwc(const Conv2dShape& s, const float* in, const float* weightOIHW,
+                         const float* bias, float* out, const Epilogue& act) {
+  const int64_t OH = s.OH(), OW = s.OW();
+  const float lo = act.lo(), hi = act.hi();
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox)
+        for (int64_t co = 0; co < s.Cout; ++co) {
+          double acc = bias ? bias[co] : 0.0;
+          for (int64_t kh = 0; kh < s.KH; ++kh)
+            for (int64_t kw = 0; kw < s.KW; ++kw) {
+              const int64_t iy = oy * s.strideH - s.padTop + kh * s.dilH;
+              const int64_t ix = ox * s.strideW - s.padLeft + kw * s.dilW;
+              if (iy < 0 || iy >= s.H || ix < 0 || ix >= s.W) continue;
+              for (int64_t ci = 0; ci < s.Cin; ++ci)
+                acc += double(in[((n * s.H + iy) * s.W + ix) * s.Cin + ci]) *
+                       double(weightOIHW[((co * s.Cin + ci) * s.KH + kh) * s.KW + kw]);
+            }
+          const float v = float(acc);
+          out[((n * OH + oy) * OW + ox) * s.Cout + co] =
+              std::isnan(v) ? v : std::min(hi, std::max(lo, v));
+        }
+}
+
+} // namespace aicc::kernels

@@ -1,0 +1,63 @@
+// Convolutions on the micro-kernels, NHWC activations:
+//  - depthwise 3x3, pad 1, stride 1 or 2 (direct kernel, channels vectorized);
+//  - general 2-D convolution (group 1) as im2col + GEMM, with a 1x1 / stride 1 / pad 0 fast path
+//    that feeds the input to the GEMM directly.
+// NHWC rather than NCHW/NCHWc: it is NCHWc with one block of all C channels, so the depthwise
+// kernel vectorizes over channels for every stride and the GEMM convolution sees [pixels, channels]
+// rows (M = output pixels, N = output channels, K = KH*KW*Cin; weights are the pre-packed B).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace aicc::kernels {
+
+class ThreadPool;
+
+// ---- depthwise 3x3 ----
+struct DwConvWeights {
+  const KernelDesc* kernel = nullptr;
+  int64_t C = 0;
+  std::vector<float> w;    // [9][C]
+  std::vector<float> bias; // [C] or empty
+};
+// From ONNX weights [C, 1, 3, 3] and optional bias [C].
+DwConvWeights packDepthwise3x3(const KernelDesc& kernel, const float* weightC133, const float* bias,
+                               int64_t C);
+inline int64_t dwOutSize(int64_t in, int64_t stride) { return (in + 2 - 3) / stride + 1; }
+// in [N, H, W, C] -> out [N, OH, OW, C] with OH = dwOutSize(H, stride) (pad 1 on every side).
+void depthwiseConv3x3Nhwc(const DwConvWeights& wt, int64_t N, int64_t H, int64_t W, int64_t stride,
+                          const float* in, float* out, const Epilogue& act = {},
+                          ThreadPool* pool = nullptr);
+
+// ---- general conv2d (group 1) ----
+struct Conv2dShape {
+  int64_t N = 1, H = 0, W = 0, Cin = 0, Cout = 0, KH = 1, KW = 1;
+  int64_t strideH = 1, strideW = 1, padTop = 0, padLeft = 0, padBottom = 0, padRight = 0;
+  int64_t dilH = 1, dilW = 1;
+  int64_t OH() const { return (H + padTop + padBottom - dilH * (KH - 1) - 1) / strideH + 1; }
+  int64_t OW() const { return (W + padLeft + padRight - dilW * (KW - 1) - 1) / strideW + 1; }
+  bool isPointwise() const {
+    return KH == 1 && KW == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 &&
+           padBottom == 0 && padRight == 0;
+  }
+};
+struct Conv2dWeights {
+  Conv2dShape shape;
+  PackedB w;               // [KH*KW*Cin, Cout] packed; row index (kh * KW + kw) * Cin + ci
+  std::vector<float> bias; // [Cout] or empty
+};
+// From ONNX weights [Cout, Cin, KH, KW] and optional bias [Cout].
+Conv2dWeights packConv2d(const KernelDesc& gemmKernel, const Conv2dShape& s,
+                         const float* weightOIHW, const float* bias);
+// in [N, H, W, Cin] -> out [N, OH, OW, Cout].
+void conv2dNhwc(const Conv2dWeights& wt, const float* in, float* out, const Epilogue& act = {},
+                ThreadPool* pool = nullptr);
+
+// Plain references (NHWC, double accumulation) for tests.
+void conv2dReferenceNhwc(const Conv2dShape& s, const float* in, const float* weightOIHW,
+                         const float* bias, float* out, const Epilogue& act = {});
+
+} // namespace aicc::kernels

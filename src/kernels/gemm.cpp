@@ -1,0 +1,191 @@
+#include "kernels/gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+#include "support/error.h"
+
+namespace aicc::kernels {
+
+AlignedFloats AlignedFloats::make(int64_t n) {
+  AlignedFloats out;
+  const size_t bytes = (size_t(std::max<int64_t>(n, 1)) * sizeof(float) + 63) / 64 * 64;
+  out.ptr.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  AICC_CHECK(out.ptr, "kernels: out of memory allocating {} bytes", bytes);
+  std::memset(out.ptr.get(), 0, bytes);
+  out.size = n;
+  return out;
+}
+
+PackedB packB(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
+              bool transposed) {
+  AICC_CHECK(kernel.op == KernelOp::Gemm && kernel.gemm, "packB: '{}' is not a GEMM kernel",
+             kernel.name);
+  AICC_CHECK(K >= 0 && N >= 0, "packB: bad shape K={} N={}", K, N);
+  AICC_CHECK(ldb >= (transposed ? K : N), "packB: leading dimension {} too small", ldb);
+  const int64_t nr = kernel.nr, kcMax = kernel.kc;
+  PackedB pb;
+  pb.kernel = &kernel;
+  pb.K = K;
+  pb.N = N;
+  pb.Npad = (N + nr - 1) / nr * nr;
+  pb.data = AlignedFloats::make(K * pb.Npad);
+  float* dst = pb.data.data();
+  for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
+    const int64_t kc = std::min(kcMax, K - k0);
+    for (int64_t n0 = 0; n0 < N; n0 += nr) {
+      float* panel = dst + k0 * pb.Npad + n0 * kc;
+      const int64_t cols = std::min(nr, N - n0);
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t j = 0; j < cols; ++j)
+          panel[k * nr + j] =
+              transposed ? B[(n0 + j) * ldb + (k0 + k)] : B[(k0 + k) * ldb + (n0 + j)];
+    }
+  }
+  return pb;
+}
+
+namespace {
+
+// Packs rows [m0, m0 + rows) x columns [k0, k0 + kc) of A into micro-panels of MR rows, each
+// k-major (panel[k * MR + i]); a partial panel repeats its last row (those lanes are never read).
+// k outside, rows inside: contiguous writes, MR sequential read streams.
+template <int MR>
+void packAPanels(const float* A, int64_t lda, int64_t m0, int64_t rows, int64_t k0, int64_t kc,
+                 float* dst) {
+  for (int64_t i0 = 0; i0 < rows; i0 += MR) {
+    const int64_t r = std::min<int64_t>(MR, rows - i0);
+    const float* src[MR];
+    for (int i = 0; i < MR; ++i) src[i] = A + (m0 + i0 + std::min<int64_t>(i, r - 1)) * lda + k0;
+    float* panel = dst + i0 * kc;
+    for (int64_t k = 0; k < kc; ++k)
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) panel[k * MR + i] = src[i][k];
+  }
+}
+
+void packA(const float* A, int64_t lda, int64_t m0, int64_t rows, int64_t k0, int64_t kc, int mr,
+           float* dst) {
+  switch (mr) {
+  case 14:
+    return packAPanels<14>(A, lda, m0, rows, k0, kc, dst);
+  case 8:
+    return packAPanels<8>(A, lda, m0, rows, k0, kc, dst);
+  case 6:
+    return packAPanels<6>(A, lda, m0, rows, k0, kc, dst);
+  case 4:
+    return packAPanels<4>(A, lda, m0, rows, k0, kc, dst);
+  default:
+    break;
+  }
+  for (int64_t i0 = 0; i0 < rows; i0 += mr) {
+    const int64_t r = std::min<int64_t>(mr, rows - i0);
+    float* panel = dst + i0 * kc;
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t i = 0; i < mr; ++i)
+        panel[k * mr + i] = A[(m0 + i0 + std::min<int64_t>(i, r - 1)) * lda + k0 + k];
+  }
+}
+
+// One thread's share: rows [m0, m1) x panels [p0, p1).
+void gemmRange(const PackedB& b, const float* A, int64_t lda, float* C, int64_t ldc,
+               const Epilogue& ep, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+  const KernelDesc& kd = *b.kernel;
+  const int64_t K = b.K, N = b.N, nr = kd.nr, mr = kd.mr;
+  const int64_t kcMax = kd.kc, mc = kd.mc, ncPanels = std::max<int64_t>(1, kd.nc / kd.nr);
+  thread_local std::vector<float> aBuf;
+  const size_t need = size_t(std::min(mc, (m1 - m0 + mr - 1) / mr * mr) * std::min(kcMax, K));
+  if (aBuf.size() < need) aBuf.resize(need);
+  GemmTileParams t{};
+  t.ldc = ldc;
+  t.lo = ep.lo();
+  t.hi = ep.hi();
+  for (int64_t pc = p0; pc < p1; pc += ncPanels) {
+    const int64_t pcEnd = std::min(p1, pc + ncPanels);
+    for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
+      const int64_t kc = std::min(kcMax, K - k0);
+      t.kc = kc;
+      t.flags = (k0 == 0 ? kGemmFirst : 0u) | (k0 + kc == K ? kGemmLast : 0u);
+      for (int64_t ic = m0; ic < m1; ic += mc) {
+        const int64_t rows = std::min(mc, m1 - ic);
+        if (kd.packA)
+          for (int64_t i = 0; i < rows; i += mr)
+            kd.packA(A + (ic + i) * lda + k0, lda, std::min(mr, rows - i), kc,
+                     aBuf.data() + i * kc);
+        else
+          packA(A, lda, ic, rows, k0, kc, int(mr), aBuf.data());
+        for (int64_t p = pc; p < pcEnd; ++p) {
+          const int64_t n0 = p * nr;
+          t.w = b.data.data() + k0 * b.Npad + n0 * kc;
+          t.nr = std::min(nr, N - n0);
+          t.bias = ep.bias ? ep.bias + n0 : nullptr;
+          for (int64_t i = 0; i < rows; i += mr) {
+            t.a = aBuf.data() + i * kc;
+            t.c = C + (ic + i) * ldc + n0;
+            t.mr = std::min(mr, rows - i);
+            kd.gemm(t);
+          }
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+void gemm(const PackedB& b, int64_t M, const float* A, int64_t lda, float* C, int64_t ldc,
+          const Epilogue& ep, ThreadPool* pool) {
+  AICC_CHECK(b.kernel && b.kernel->gemm, "gemm: B is not packed");
+  AICC_CHECK(M >= 0 && lda >= b.K && ldc >= b.N, "gemm: bad shape M={} lda={} ldc={} (K={} N={})",
+             M, lda, ldc, b.K, b.N);
+  const int64_t N = b.N, K = b.K;
+  if (M == 0 || N == 0) return;
+  if (K == 0) { // no products: C = act(bias)
+    const float lo = ep.lo(), hi = ep.hi();
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        C[i * ldc + j] = std::min(hi, std::max(lo, ep.bias ? ep.bias[j] : 0.0f));
+    return;
+  }
+  const int64_t mr = b.kernel->mr, nr = b.kernel->nr;
+  const int64_t mTiles = (M + mr - 1) / mr, nTiles = (N + nr - 1) / nr;
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), mTiles * nTiles) : 1;
+  if (T <= 1) {
+    gemmRange(b, A, lda, C, ldc, ep, 0, M, 0, nTiles);
+    return;
+  }
+  // Split one dimension into T contiguous ranges of tiles. Splitting N lets each thread stream
+  // only its share of B (the weights); splitting M its share of A. Take the dimension whose operand
+  // is larger unless that leaves threads idle or badly balanced.
+  auto imbalance = [&](int64_t tiles) {
+    return tiles < T ? 1e9 : double((tiles + T - 1) / T * T) / double(tiles);
+  };
+  const double im = imbalance(mTiles), in = imbalance(nTiles);
+  bool splitN = K * N > M * K ? in <= im * 1.25 : in * 1.25 < im;
+  pool->parallelFor(T, [&](int64_t t) {
+    const int64_t tiles = splitN ? nTiles : mTiles;
+    const int64_t lo = tiles * t / T, hi = tiles * (t + 1) / T;
+    if (lo >= hi) return;
+    if (splitN)
+      gemmRange(b, A, lda, C, ldc, ep, 0, M, lo, hi);
+    else
+      gemmRange(b, A, lda, C, ldc, ep, lo * mr, std::min(M, hi * mr), 0, nTiles);
+  });
+}
+
+void gemmReference(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+                   const Epilogue& ep) {
+  const float lo = ep.lo(), hi = ep.hi();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = ep.bias ? ep.bias[j] : 0.0;
+      for (int64_t k = 0; k < K; ++k) s += double(A[i * K + k]) * double(B[k * N + j]);
+      const float v = float(s);
+      C[i * N + j] = std::isnan(v) ? v : std::min(hi, std::max(lo, v));
+    }
+}
+
+} // namespace aicc::kernels

@@ -1,0 +1,74 @@
+// f32 GEMM on the micro-kernels: C[M,N] = act(A[M,K] * B[K,N] + bias[N]), A and C row-major,
+// B pre-packed once (at compile time for weights) into the chosen kernel's panel layout.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+
+#include "kernels/registry.h"
+
+namespace aicc::kernels {
+
+class ThreadPool;
+
+// 64-byte aligned float storage.
+struct AlignedFloats {
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float[], Free> ptr;
+  int64_t size = 0;
+  static AlignedFloats make(int64_t n); // zero-filled
+  float* data() { return ptr.get(); }
+  const float* data() const { return ptr.get(); }
+};
+
+enum class Activation { None, Relu, Clip }; // Relu6 is Clip(0, 6)
+
+// The fused epilogue: bias[N] (optional) then a clamp.
+struct Epilogue {
+  const float* bias = nullptr;
+  Activation act = Activation::None;
+  float clipMin = 0.0f, clipMax = 6.0f; // for Clip
+  static Epilogue none(const float* bias = nullptr) { return {bias, Activation::None}; }
+  static Epilogue relu(const float* bias = nullptr) { return {bias, Activation::Relu}; }
+  static Epilogue relu6(const float* bias = nullptr) { return {bias, Activation::Clip, 0.f, 6.f}; }
+  float lo() const {
+    return act == Activation::None   ? -std::numeric_limits<float>::infinity()
+           : act == Activation::Relu ? 0.0f
+                                     : clipMin;
+  }
+  float hi() const {
+    return act == Activation::Clip ? clipMax : std::numeric_limits<float>::infinity();
+  }
+};
+
+// B packed for one GEMM kernel. Layout: K is cut into blocks of kernel->kc rows; block b (rows
+// k0..k0+kc) starts at k0 * Npad and holds ceil(N / nr) panels of kc x nr floats (k-major), the
+// columns past N zero-filled. Npad = ceil(N / nr) * nr.
+struct PackedB {
+  const KernelDesc* kernel = nullptr;
+  int64_t K = 0, N = 0, Npad = 0;
+  AlignedFloats data;
+};
+
+// Packs B for `kernel` (a KernelOp::Gemm descriptor). Element (k, n) is read from
+// B[k * ldb + n], or from B[n * ldb + k] when transposed (e.g. ONNX Gemm transB / [N,K] weights).
+PackedB packB(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
+              bool transposed = false);
+inline PackedB packB(const float* B, int64_t K, int64_t N) {
+  return packB(defaultKernel(KernelOp::Gemm), B, K, N, N);
+}
+
+// C = act(A * B + bias) with A [M, K] (leading dimension lda) and C [M, N] (ldc). Splits the
+// tiles over `pool`'s threads when given. Throws aicc::Error on bad arguments.
+void gemm(const PackedB& b, int64_t M, const float* A, int64_t lda, float* C, int64_t ldc,
+          const Epilogue& ep = {}, ThreadPool* pool = nullptr);
+
+// Plain reference GEMM (double accumulation) for tests: same contract, B unpacked [K, N].
+void gemmReference(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
+                   const Epilogue& ep = {});
+
+} // namespace aicc::kernels

@@ -1,0 +1,151 @@
+#include "kernels/registry.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace aicc::kernels {
+
+namespace {
+
+// Best first within each op (the dispatcher takes the first one the CPU supports).
+const KernelDesc kKernels[] = {
+    {.name = "f32_gemm_avx512_14x32",
+     .op = KernelOp::Gemm,
+     .isa = Isa::Avx512,
+     .mr = 14,
+     .nr = 32,
+     .kc = 256,
+     .mc = 126,
+     .nc = 512,
+     .vectorWidth = 16,
+     .constraints = "any M,N,K; B pre-packed in 32-column panels; 28 zmm accumulators",
+     .gemm = f32_gemm_avx512_14x32,
+     .packA = f32_gemm_avx512_packa14},
+    {.name = "f32_gemm_avx512_8x32",
+     .op = KernelOp::Gemm,
+     .isa = Isa::Avx512,
+     .mr = 8,
+     .nr = 32,
+     .kc = 256,
+     .mc = 128,
+     .nc = 512,
+     .vectorWidth = 16,
+     .constraints = "any M,N,K; B pre-packed in 32-column panels; 16 zmm accumulators",
+     .gemm = f32_gemm_avx512_8x32,
+     .packA = f32_gemm_avx512_packa8},
+    {.name = "f32_gemm_avx2_6x16",
+     .op = KernelOp::Gemm,
+     .isa = Isa::Avx2,
+     .mr = 6,
+     .nr = 16,
+     .kc = 256,
+     .mc = 120,
+     .nc = 512,
+     .vectorWidth = 8,
+     .constraints = "any M,N,K; B pre-packed in 16-column panels; 12 ymm accumulators",
+     .gemm = f32_gemm_avx2_6x16},
+    {.name = "f32_gemm_generic_4x8",
+     .op = KernelOp::Gemm,
+     .isa = Isa::Generic,
+     .mr = 4,
+     .nr = 8,
+     .kc = 256,
+     .mc = 128,
+     .nc = 512,
+     .vectorWidth = 1,
+     .constraints = "any M,N,K; portable C++",
+     .gemm = f32_gemm_generic_4x8},
+    {.name = "f32_dwconv3x3_avx512",
+     .op = KernelOp::DepthwiseConv3x3,
+     .isa = Isa::Avx512,
+     .vectorWidth = 16,
+     .constraints = "NHWC, 3x3, pad 1, stride 1 or 2, any C",
+     .dwRow = f32_dwconv3x3_avx512},
+    {.name = "f32_dwconv3x3_avx2",
+     .op = KernelOp::DepthwiseConv3x3,
+     .isa = Isa::Avx2,
+     .vectorWidth = 8,
+     .constraints = "NHWC, 3x3, pad 1, stride 1 or 2, any C",
+     .dwRow = f32_dwconv3x3_avx2},
+    {.name = "f32_dwconv3x3_generic",
+     .op = KernelOp::DepthwiseConv3x3,
+     .isa = Isa::Generic,
+     .vectorWidth = 1,
+     .constraints = "NHWC, 3x3, pad 1, stride 1 or 2, any C; portable C++",
+     .dwRow = f32_dwconv3x3_generic},
+};
+
+int isaRank(Isa isa) { return isa == Isa::Avx512 ? 2 : isa == Isa::Avx2 ? 1 : 0; }
+
+} // namespace
+
+std::string_view isaName(Isa isa) {
+  switch (isa) {
+  case Isa::Generic:
+    return "generic";
+  case Isa::Avx2:
+    return "avx2";
+  case Isa::Avx512:
+    return "avx512";
+  }
+  return "?";
+}
+
+bool cpuSupports(Isa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  switch (isa) {
+  case Isa::Generic:
+    return true;
+  case Isa::Avx2:
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  case Isa::Avx512:
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+           __builtin_cpu_supports("fma");
+  }
+  return false;
+#else
+  return isa == Isa::Generic;
+#endif
+}
+
+Isa bestIsa() {
+  static const Isa best = [] {
+    Isa cap = Isa::Avx512;
+    if (const char* env = std::getenv("AICC_KERNEL_ISA")) {
+      const std::string s = env;
+      if (s == "generic")
+        cap = Isa::Generic;
+      else if (s == "avx2")
+        cap = Isa::Avx2;
+    }
+    for (Isa isa : {Isa::Avx512, Isa::Avx2})
+      if (isaRank(isa) <= isaRank(cap) && cpuSupports(isa)) return isa;
+    return Isa::Generic;
+  }();
+  return best;
+}
+
+std::span<const KernelDesc> allKernels() { return kKernels; }
+
+std::vector<const KernelDesc*> availableKernels(KernelOp op) {
+  std::vector<const KernelDesc*> out;
+  for (const auto& k : kKernels)
+    if (k.op == op && cpuSupports(k.isa)) out.push_back(&k);
+  return out;
+}
+
+const KernelDesc& defaultKernel(KernelOp op) {
+  const int cap = isaRank(bestIsa());
+  for (const auto& k : kKernels)
+    if (k.op == op && isaRank(k.isa) <= cap && cpuSupports(k.isa)) return k;
+  // The generic kernels are always present; unreachable.
+  return kKernels[0];
+}
+
+const KernelDesc* findKernel(std::string_view name) {
+  for (const auto& k : kKernels)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+} // namespace aicc::kernels

@@ -1,0 +1,49 @@
+// The micro-kernel table: one descriptor per hand-written kernel (name, ISA, register tile,
+// blocking, constraints), so the backend's operator selection can list the candidates that apply
+// on a target and a cost model can pick one. Kernels are named <dtype>_<op>_<isa>_<tile>.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/ukernel.h"
+
+namespace aicc::kernels {
+
+enum class Isa { Generic, Avx2, Avx512 };
+std::string_view isaName(Isa isa);
+// True when this CPU (and OS) can run code for `isa` (cpuid via __builtin_cpu_supports).
+bool cpuSupports(Isa isa);
+// The best ISA of this CPU, optionally capped by the AICC_KERNEL_ISA environment variable
+// ("generic", "avx2", "avx512") for testing other paths.
+Isa bestIsa();
+
+enum class KernelOp { Gemm, DepthwiseConv3x3 };
+
+struct KernelDesc {
+  const char* name; // e.g. "f32_gemm_avx512_14x32"
+  KernelOp op;
+  Isa isa;
+  int mr = 0, nr = 0;  // register tile (GEMM): rows of A/C, columns of B/C per micro-kernel call
+  int kc = 0;          // K block (B panel rows kept hot in L1/L2)
+  int mc = 0;          // rows of A packed per block (L2)
+  int nc = 0;          // columns of B per block (L2/L3), a multiple of nr
+  int vectorWidth = 1; // f32 lanes per vector register
+  const char* constraints; // human-readable applicability notes
+  GemmUkernelFn gemm = nullptr;
+  GemmPackAFn packA = nullptr; // ISA-specific A packing (GEMM), or null for the portable one
+  DwRowFn dwRow = nullptr;
+};
+
+// Every kernel compiled into this build (including ones this CPU cannot run).
+std::span<const KernelDesc> allKernels();
+// The kernels of `op` this CPU can run, best first.
+std::vector<const KernelDesc*> availableKernels(KernelOp op);
+// The dispatch choice for `op` on this CPU (respects AICC_KERNEL_ISA). Never null.
+const KernelDesc& defaultKernel(KernelOp op);
+// Lookup by name; null if unknown.
+const KernelDesc* findKernel(std::string_view name);
+
+} // namespace aicc::kernels

@@ -1,0 +1,61 @@
+// Micro-kernel calling conventions (plain C types only).
+//
+// This header is included by the ISA-specific translation units (compiled with -mavx2/-mavx512f),
+// so it must not pull in inline functions or templates from the standard library: the linker could
+// otherwise keep an AVX-512 copy of a shared inline function and call it on a CPU without AVX-512.
+#pragma once
+
+#include <cstdint>
+
+namespace aicc::kernels {
+
+// GEMM tile flags.
+enum : unsigned {
+  kGemmFirst = 1u, // first K block: initialize the accumulators from bias (or zero), not from C
+  kGemmLast = 2u,  // last K block: apply the clamp [lo, hi] (the fused activation) before storing
+};
+
+// One register tile: C[mr, nr] (+)= A_packed[kc, MR] x W_panel[kc, NR], where MR x NR is the
+// kernel's tile. A is packed k-major with a row stride of MR (rows >= mr are never read), W is one
+// pre-packed B panel (k-major, NR floats per k, columns >= nr are zero padding).
+struct GemmTileParams {
+  const float* a; // packed A micro-panel: a[k * MR + i]
+  const float* w; // packed B panel: w[k * NR + j]
+  float* c;       // C tile, row-major with leading dimension ldc
+  int64_t ldc;
+  const float* bias; // bias for the tile's columns (nr floats), or null
+  int64_t mr;        // 1..MR valid rows
+  int64_t nr;        // 1..NR valid columns
+  int64_t kc;        // K block length (>= 1)
+  unsigned flags;    // kGemmFirst | kGemmLast
+  float lo, hi;      // clamp applied with kGemmLast (-inf/+inf for no activation)
+};
+using GemmUkernelFn = void (*)(const GemmTileParams&);
+
+// Packs one A micro-panel: rows [0, rows) x columns [0, kc) of a (leading dimension lda) into
+// dst[k * MR + i] (MR = the kernel's tile rows; lanes i >= rows are unspecified).
+using GemmPackAFn = void (*)(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
+
+void f32_gemm_generic_4x8(const GemmTileParams& p);
+void f32_gemm_avx2_6x16(const GemmTileParams& p);
+void f32_gemm_avx512_14x32(const GemmTileParams& p);
+void f32_gemm_avx512_8x32(const GemmTileParams& p);
+void f32_gemm_avx512_packa14(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
+void f32_gemm_avx512_packa8(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
+
+// One output row of a depthwise 3x3 convolution (pad 1) in NHWC layout.
+struct DwRowParams {
+  const float* rows[3]; // input rows iy = oy * stride - 1 + ky (W * C floats each), null if padding
+  const float* w;       // weights [9][C] (tap-major: w[(ky * 3 + kx) * C + c])
+  const float* bias;    // [C] or null
+  float* out;           // output row: OW * C floats
+  int64_t W, C, OW, stride;
+  float lo, hi; // clamp (fused activation)
+};
+using DwRowFn = void (*)(const DwRowParams&);
+
+void f32_dwconv3x3_generic(const DwRowParams& p);
+void f32_dwconv3x3_avx2(const DwRowParams& p);
+void f32_dwconv3x3_avx512(const DwRowParams& p);
+
+} // namespace aicc::kernels

@@ -1,0 +1,52 @@
+// AVX2 + FMA micro-kernels. Compiled with -mavx2 -mfma (see CMakeLists.txt); only called after the
+// dispatcher checked the CPU (registry.cpp). Includes no standard-library headers on purpose.
+#include <immintrin.h>
+
+#include "kernels/simd_impl.h"
+
+namespace aicc::kernels {
+namespace {
+
+struct V256 {
+  using vec = __m256;
+  using mask = __m256i;
+  static constexpr int width = 8;
+  static mask maskFor(int64_t n) {
+    const int k = n >= 8 ? 8 : n <= 0 ? 0 : int(n);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static vec zero() { return _mm256_setzero_ps(); }
+  static vec set1(float x) { return _mm256_set1_ps(x); }
+  static vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static vec loadMasked(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
+  static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
+  static void storeMasked(float* p, mask m, vec v) { _mm256_maskstore_ps(p, m, v); }
+  static vec fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
+  static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
+};
+
+template <int ROWS> void tile16(const GemmTileParams& p) { detail::gemmTile<V256, 6, ROWS, 2>(p); }
+
+} // namespace
+
+void f32_gemm_avx2_6x16(const GemmTileParams& p) {
+  switch (p.mr) {
+  case 6:
+    return tile16<6>(p);
+  case 5:
+    return tile16<5>(p);
+  case 4:
+    return tile16<4>(p);
+  case 3:
+    return tile16<3>(p);
+  case 2:
+    return tile16<2>(p);
+  default:
+    return tile16<1>(p);
+  }
+}
+
+void f32_dwconv3x3_avx2(const DwRowParams& p) { detail::dwRow<V256>(p); }
+
+} // namespace aicc::kernels

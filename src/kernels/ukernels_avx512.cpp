@@ -1,0 +1,128 @@
+// AVX-512F micro-kernels. Compiled with -mavx512f -mfma (see CMakeLists.txt); only called after
+// the dispatcher checked the CPU (registry.cpp). Includes no standard-library headers on purpose.
+#include <immintrin.h>
+
+#include "kernels/simd_impl.h"
+
+namespace aicc::kernels {
+namespace {
+
+struct V512 {
+  using vec = __m512;
+  using mask = __mmask16;
+  static constexpr int width = 16;
+  static mask maskFor(int64_t n) {
+    return n >= 16 ? mask(0xFFFF) : n <= 0 ? mask(0) : mask((1u << n) - 1u);
+  }
+  static vec zero() { return _mm512_setzero_ps(); }
+  static vec set1(float x) { return _mm512_set1_ps(x); }
+  static vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static vec loadMasked(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
+  static void storeMasked(float* p, mask m, vec v) { _mm512_mask_storeu_ps(p, m, v); }
+  static vec fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+  // maskz forms: GCC 12 warns (maybe-uninitialized) on the plain ones, which use
+  // _mm512_undefined_ps.
+  static vec max(vec a, vec b) { return _mm512_maskz_max_ps(mask(0xFFFF), a, b); }
+  static vec min(vec a, vec b) { return _mm512_maskz_min_ps(mask(0xFFFF), a, b); }
+};
+
+template <int MR, int ROWS> void tile32(const GemmTileParams& p) {
+  detail::gemmTile<V512, MR, ROWS, 2>(p);
+}
+
+// One gather per k collects the column a[0..rows)[k]; a plain copy is one scalar load and store per
+// element, which dominated GEMMs with few N panels (e.g. 3136x64x576).
+template <int MR>
+void packAGather(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  const __mmask16 m = __mmask16((1u << rows) - 1u);
+  const __m512i idx =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int(lda)));
+  const __mmask16 full = __mmask16((1u << MR) - 1u);
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, a + k, 4);
+    _mm512_mask_storeu_ps(dst + k * MR, full, v);
+  }
+}
+
+template <int MR>
+void packAScalar(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  for (int64_t k = 0; k < kc; ++k)
+    for (int64_t i = 0; i < rows; ++i) dst[k * MR + i] = a[i * lda + k];
+}
+
+template <int MR> void packA(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  // The gather's 32-bit element offsets must not overflow (and the masked store writes MR lanes).
+  if (lda * (MR - 1) < (int64_t(1) << 30))
+    packAGather<MR>(a, lda, rows, kc, dst);
+  else
+    packAScalar<MR>(a, lda, rows, kc, dst);
+}
+
+} // namespace
+
+void f32_gemm_avx512_packa14(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  packA<14>(a, lda, rows, kc, dst);
+}
+void f32_gemm_avx512_packa8(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  packA<8>(a, lda, rows, kc, dst);
+}
+
+void f32_gemm_avx512_14x32(const GemmTileParams& p) {
+  switch (p.mr) {
+  case 14:
+    return tile32<14, 14>(p);
+  case 13:
+    return tile32<14, 13>(p);
+  case 12:
+    return tile32<14, 12>(p);
+  case 11:
+    return tile32<14, 11>(p);
+  case 10:
+    return tile32<14, 10>(p);
+  case 9:
+    return tile32<14, 9>(p);
+  case 8:
+    return tile32<14, 8>(p);
+  case 7:
+    return tile32<14, 7>(p);
+  case 6:
+    return tile32<14, 6>(p);
+  case 5:
+    return tile32<14, 5>(p);
+  case 4:
+    return tile32<14, 4>(p);
+  case 3:
+    return tile32<14, 3>(p);
+  case 2:
+    return tile32<14, 2>(p);
+  default:
+    return tile32<14, 1>(p);
+  }
+}
+
+void f32_gemm_avx512_8x32(const GemmTileParams& p) {
+  switch (p.mr) {
+  case 8:
+    return tile32<8, 8>(p);
+  case 7:
+    return tile32<8, 7>(p);
+  case 6:
+    return tile32<8, 6>(p);
+  case 5:
+    return tile32<8, 5>(p);
+  case 4:
+    return tile32<8, 4>(p);
+  case 3:
+    return tile32<8, 3>(p);
+  case 2:
+    return tile32<8, 2>(p);
+  default:
+    return tile32<8, 1>(p);
+  }
+}
+
+void f32_dwconv3x3_avx512(const DwRowParams& p) { detail::dwRow<V512>(p); }
+
+} // namespace aicc::kernels

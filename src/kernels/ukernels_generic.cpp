@@ -1,0 +1,47 @@
+// Portable C++ micro-kernels: the same tile bodies as the SIMD files with a one-lane "vector"
+// (plain float, no SIMD assumptions; the compiler may still vectorize for the baseline ISA).
+#include "kernels/simd_impl.h"
+
+namespace aicc::kernels {
+namespace {
+
+struct Scalar {
+  using vec = float;
+  using mask = bool;
+  static constexpr int width = 1;
+  static mask maskFor(int64_t n) { return n >= 1; }
+  static vec zero() { return 0.0f; }
+  static vec set1(float x) { return x; }
+  static vec load(const float* p) { return *p; }
+  static vec loadMasked(const float* p, mask m) { return m ? *p : 0.0f; }
+  static void store(float* p, vec v) { *p = v; }
+  static void storeMasked(float* p, mask m, vec v) {
+    if (m) *p = v;
+  }
+  static vec fmadd(vec a, vec b, vec c) { return a * b + c; }
+  // Like x86 max/min: the second operand is returned when either is NaN (the kernels pass the
+  // accumulator second, so NaN propagates through the clamp).
+  static vec max(vec a, vec b) { return a > b ? a : b; }
+  static vec min(vec a, vec b) { return a < b ? a : b; }
+};
+
+template <int ROWS> void tile8(const GemmTileParams& p) { detail::gemmTile<Scalar, 4, ROWS, 8>(p); }
+
+} // namespace
+
+void f32_gemm_generic_4x8(const GemmTileParams& p) {
+  switch (p.mr) {
+  case 4:
+    return tile8<4>(p);
+  case 3:
+    return tile8<3>(p);
+  case 2:
+    return tile8<2>(p);
+  default:
+    return tile8<1>(p);
+  }
+}
+
+void f32_dwconv3x3_generic(const DwRowParams& p) { detail::dwRow<Scalar>(p); }
+
+} // namespace aicc::kernels

@@ -1,0 +1,132 @@
+#include "loop/compute.h"
+
+#include "loop/lower.h"
+
+#include <algorithm>
+
+namespace aicc::loop {
+
+namespace {
+
+const std::map<std::string, std::string>& floatMath() {
+  static const std::map<std::string, std::string> k = {
+      {"Exp", "exp"}, {"Log", "log"},     {"Sqrt", "sqrt"},       {"Tanh", "tanh"},
+      {"Erf", "erf"}, {"Floor", "floor"}, {"Ceil", "ceil"},       {"Round", "round"},
+      {"Sin", "sin"}, {"Cos", "cos"},     {"Sigmoid", "sigmoid"}, {"Atan", "atan"},
+  };
+  return k;
+}
+
+const std::map<std::string, Op>& binaryOps() {
+  static const std::map<std::string, Op> k = {
+      {"Add", Op::Add},           {"Sub", Op::Sub}, {"Mul", Op::Mul},        {"Div", Op::Div},
+      {"Equal", Op::Eq},          {"Less", Op::Lt}, {"LessOrEqual", Op::Le}, {"Greater", Op::Gt},
+      {"GreaterOrEqual", Op::Ge}, {"And", Op::And}, {"Or", Op::Or},          {"Xor", Op::Ne},
+  };
+  return k;
+}
+
+} // namespace
+
+const std::vector<std::string>& elementwiseComputeOps() {
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v = {"Neg",   "Abs",         "Relu",  "Reciprocal", "Clip",
+                                  "Where", "Max",         "Min",   "Sum",        "LeakyRelu",
+                                  "Pow",   "Not",         "Cast",  "Identity",   "Sign",
+                                  "Elu",   "HardSigmoid", "PRelu", "Softsign"};
+    for (const auto& [k, _] : floatMath()) v.push_back(k);
+    for (const auto& [k, _] : binaryOps()) v.push_back(k);
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return ops;
+}
+
+bool hasComputeDefinition(const std::string& op) {
+  const auto& v = elementwiseComputeOps();
+  return std::binary_search(v.begin(), v.end(), op);
+}
+
+ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType out,
+                           std::string* why) {
+  auto no = [&](const std::string& r) -> ExprPtr {
+    if (why) *why = r;
+    return nullptr;
+  };
+  if (in.empty() || !in[0]) return no("input 0 is missing");
+  for (size_t k = 1; k < in.size(); ++k)
+    if (in[k] && in[k]->type != in[0]->type && n.op != "Where" && n.op != "Pow")
+      return no("inputs of different element types");
+  const ExprPtr& x = in[0];
+  DType t = x->type;
+  bool fl = isFloat(t), num = fl || isInteger(t);
+  auto c = [&](double v) { return constant(t, v); };
+  const std::string& op = n.op;
+
+  if (auto it = binaryOps().find(op); it != binaryOps().end()) {
+    if (in.size() != 2 || !in[1]) return no("needs two inputs");
+    Op o = it->second;
+    bool logical = op == "And" || op == "Or" || op == "Xor";
+    if (logical != (t == DType::Bool)) return no("unsupported element type");
+    if (o == Op::Div && !fl) return no("integer Div is not lowered yet");
+    if (!logical && !num) return no("unsupported element type");
+    return binary(o, x, in[1]);
+  }
+  if (auto it = floatMath().find(op); it != floatMath().end()) {
+    if (!fl) return no("needs a float input");
+    return call(it->second, {x});
+  }
+  if (op == "Identity") return x;
+  if (op == "Not") return t == DType::Bool ? logicalNot(x) : no("needs a bool input");
+  if (op == "Cast") return cast(out, x);
+  if (op == "Where") {
+    if (in.size() != 3 || !in[1] || !in[2]) return no("needs three inputs");
+    if (t != DType::Bool || in[1]->type != in[2]->type)
+      return no("condition must be bool, branches of one type");
+    return select(x, in[1], in[2]);
+  }
+  if (!num) return no("unsupported element type");
+  if (op == "Neg") return neg(x);
+  if (op == "Abs") return fl ? call("abs", {x}) : select(cmp(Op::Lt, x, c(0)), neg(x), x);
+  if (op == "Relu") return max(x, c(0));
+  if (op == "Sign")
+    return select(cmp(Op::Gt, x, c(0)), c(1), select(cmp(Op::Lt, x, c(0)), c(-1), c(0)));
+  if (op == "Max" || op == "Min" || op == "Sum") {
+    ExprPtr acc = x;
+    for (size_t k = 1; k < in.size(); ++k) {
+      if (!in[k]) return no("an omitted input");
+      if (op == "Sum")
+        acc = add(acc, in[k]);
+      else
+        acc = op == "Max" ? max(acc, in[k]) : min(acc, in[k]);
+    }
+    return acc;
+  }
+  if (op == "Clip") {
+    ExprPtr v = x;
+    if (in.size() > 1 && in[1]) v = select(cmp(Op::Lt, v, in[1]), in[1], v);
+    if (in.size() > 2 && in[2]) v = select(cmp(Op::Gt, v, in[2]), in[2], v);
+    return v;
+  }
+  if (!fl) return no("needs a float input");
+  if (op == "Reciprocal") return div(c(1), x);
+  if (op == "Softsign") return div(x, add(c(1), call("abs", {x})));
+  if (op == "LeakyRelu") return select(cmp(Op::Lt, x, c(0)), mul(c(n.attrFloat("alpha")), x), x);
+  if (op == "PRelu") {
+    if (in.size() != 2 || !in[1]) return no("needs two inputs");
+    return select(cmp(Op::Lt, x, c(0)), mul(in[1], x), x);
+  }
+  if (op == "Elu")
+    return select(cmp(Op::Lt, x, c(0)), mul(c(n.attrFloat("alpha")), sub(call("exp", {x}), c(1))),
+                  x);
+  if (op == "HardSigmoid")
+    return max(c(0), min(c(1), add(mul(c(n.attrFloat("alpha")), x), c(n.attrFloat("beta")))));
+  if (op == "Pow") {
+    if (in.size() != 2 || !in[1] || in[1]->type != t)
+      return no("needs a float exponent of the base's type");
+    return call("pow", {x, in[1]});
+  }
+  return no("no compute definition for " + op);
+}
+
+} // namespace aicc::loop

@@ -1,0 +1,20 @@
+// Compute definitions of elementwise ops: the scalar loop-IR expression of one output element
+// from the expressions of the input elements (after broadcasting). The lowering (loop/lower.h)
+// builds loop nests around them. The definitions follow the reference kernels' semantics
+// (e.g. Clip is `x < lo ? lo : x` then `> hi ? hi : .`, so NaN passes through).
+#pragma once
+
+#include "ir/graph.h"
+#include "loop/ir.h"
+
+namespace aicc::loop {
+
+// The ops (ai.onnx domain) with a compute definition here.
+const std::vector<std::string>& elementwiseComputeOps();
+
+// The expression for n's (single) output of type `out`, given its inputs' expressions (nullptr
+// for omitted optional inputs); nullptr and *why set when the op or its types are not covered.
+ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType out,
+                           std::string* why);
+
+} // namespace aicc::loop

@@ -1,0 +1,328 @@
+#include "loop/lower.h"
+
+#include "loop/compute.h"
+#include "loop/simplify.h"
+#include "ops/op_def.h"
+#include "support/error.h"
+
+#include <set>
+
+namespace aicc::loop {
+
+namespace {
+
+bool supportedDType(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::Bool ||
+         (isInteger(t) && dtypeSize(t) >= 1 && t != DType::I4 && t != DType::U4 && t != DType::I2 &&
+          t != DType::U2);
+}
+
+std::string sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v" + out;
+  return out;
+}
+
+class Lowerer {
+public:
+  Lowerer(const Node& n, const LowerOptions& o) : n_(n), opts_(o) {}
+
+  std::optional<LoweredNode> run(const std::string& funcName, std::string* why) {
+    try {
+      return lower(funcName);
+    } catch (const NotLowerable& e) {
+      if (why) *why = e.reason;
+      return std::nullopt;
+    }
+  }
+
+private:
+  struct NotLowerable {
+    std::string reason;
+  };
+  [[noreturn]] static void no(std::string r) { throw NotLowerable{std::move(r)}; }
+
+  struct Leaf {
+    const Value* inner; // the value read inside the computation
+    const Value* outer; // the value the caller binds
+    std::string param;
+    Dims shape;
+    std::vector<int64_t> stride; // per loop
+  };
+
+  std::string fresh(const std::string& base) {
+    std::string n = sanitize(base);
+    for (int k = 0; used_.count(n); ++k) n = sanitize(base) + "_" + std::to_string(k);
+    used_.insert(n);
+    return n;
+  }
+
+  static Dims staticDims(const Value* v, const char* what) {
+    if (!v->type.isTensor() || !v->type.shape)
+      no(fmt::format("{} '{}' has no known shape", what, v->name));
+    auto d = toDims(*v->type.shape);
+    if (!d)
+      no(fmt::format("{} '{}' has a dynamic shape {}", what, v->name, formatShape(*v->type.shape)));
+    if (!supportedDType(v->type.dtype))
+      no(fmt::format("{} '{}' has element type {}, not lowered yet", what, v->name,
+                     dtypeName(v->type.dtype)));
+    return *d;
+  }
+
+  std::optional<LoweredNode> lower(const std::string& funcName) {
+    // The computation: the node itself, or the body of an elementwise aicc.Fused node.
+    std::vector<const Value*> innerOut;
+    if (n_.domain == kAiccDomain && n_.op == "Fused") {
+      if (n_.attrString("kind") != "elementwise")
+        no("aicc.Fused of kind '" + n_.attrString("kind") + "'");
+      const Graph& body = *std::get<GraphPtr>(n_.attr("body")->v);
+      for (size_t i = 0; i < body.inputs.size() && i < n_.inputs.size(); ++i)
+        if (n_.inputs[i]) bind_[body.inputs[i]] = n_.inputs[i];
+      for (const auto& bn : body.nodes) nodes_.push_back(bn.get());
+      innerOut.assign(body.outputs.begin(), body.outputs.end());
+    } else if (n_.domain.empty() && hasComputeDefinition(n_.op)) {
+      nodes_.push_back(&n_);
+      innerOut.assign(n_.outputs.begin(), n_.outputs.end());
+    } else {
+      no("no compute definition for " + n_.op);
+    }
+    for (const Node* x : nodes_) {
+      if (!x->domain.empty() || !hasComputeDefinition(x->op))
+        no("no compute definition for " + (x->domain.empty() ? x->op : x->domain + "." + x->op));
+      for (const Value* o : x->outputs)
+        if (o) producer_[o] = x;
+      for (const Value* i : x->inputs)
+        if (i) ++uses_[i];
+    }
+    for (const Value* o : innerOut) ++uses_[o];
+
+    // The iteration domain: the (common) static shape of the outputs.
+    AICC_CHECK(!n_.outputs.empty() && n_.outputs[0], "{}: no output", n_.describe());
+    dims_ = staticDims(n_.outputs[0], "output");
+    for (const Value* o : n_.outputs) {
+      if (!o) no("an omitted output");
+      if (staticDims(o, "output") != dims_) no("outputs of different shapes");
+    }
+
+    LoweredNode ln;
+    Func& f = ln.func;
+    f.name = funcName;
+    // Output parameters first reserve their names; inputs are discovered while building.
+    std::vector<std::string> outParams;
+    for (const Value* o : n_.outputs) outParams.push_back(fresh(o->name));
+    collectLeaves(innerOut);
+    for (auto& l : leaves_) l.param = fresh(l.inner->name);
+
+    coalesce();
+    std::vector<std::string> vars;
+    for (size_t j = 0; j < extents_.size(); ++j) vars.push_back(fresh("i" + std::to_string(j)));
+
+    // The innermost body: lets for shared intermediates, then one store per output.
+    std::vector<int64_t> outStride(extents_.size());
+    int64_t s = 1;
+    for (size_t j = extents_.size(); j-- > 0;) {
+      outStride[j] = s;
+      s *= extents_[j];
+    }
+    loopVars_ = vars;
+    ExprPtr outIndex = linear(outStride);
+    Block inner;
+    body_ = &inner;
+    for (size_t k = 0; k < innerOut.size(); ++k) {
+      ExprPtr v = valueExpr(innerOut[k]);
+      DType want = n_.outputs[k]->type.dtype;
+      if (v->type != want)
+        no(fmt::format("output {} computes as {} but is declared {}", k, dtypeName(v->type),
+                       dtypeName(want)));
+      inner.push_back(Stmt::store(outParams[k], outIndex, v));
+    }
+
+    // The loop nest with the default schedule.
+    DType dt = n_.outputs[0]->type.dtype;
+    int64_t lanes = std::max<int64_t>(
+        1, std::min<int64_t>(64, opts_.vectorBytes / std::max<int64_t>(1, dtypeSize(dt))));
+    int64_t width = 1;
+    if (!extents_.empty())
+      while (width * 2 <= lanes && width * 2 <= extents_.back()) width *= 2;
+    Block nest = std::move(inner);
+    bool anyZero = false;
+    for (int64_t e : extents_) anyZero |= e == 0;
+    std::string parallelVar;
+    for (size_t j = extents_.size(); j-- > 0;) {
+      LoopKind k = LoopKind::Serial;
+      int64_t factor = 1;
+      if (j + 1 == extents_.size() && width > 1) {
+        k = LoopKind::Vectorize;
+        factor = width;
+      } else if (j == 0) {
+        k = LoopKind::Parallel;
+        parallelVar = vars[j];
+      }
+      Block b;
+      b.push_back(
+          Stmt::forLoop(vars[j], intImm(0), intImm(extents_[j]), std::move(nest), k, factor));
+      nest = std::move(b);
+    }
+    if (anyZero) nest.clear();
+    f.body = std::move(nest);
+
+    for (const auto& l : leaves_) {
+      f.params.push_back({l.param, l.inner->type.dtype, l.shape, "", Role::In});
+      ln.inputs.push_back({l.param, l.outer});
+    }
+    for (size_t k = 0; k < n_.outputs.size(); ++k) {
+      f.params.push_back({outParams[k], n_.outputs[k]->type.dtype, dims_, "", Role::Out});
+      ln.outputs.push_back({outParams[k], n_.outputs[k]});
+    }
+    f.schedule["kind"] = std::string("elementwise");
+    f.schedule["op"] = n_.domain.empty() ? n_.op : n_.domain + "." + n_.op;
+    f.schedule["loop_order"] = vars;
+    f.schedule["parallel"] =
+        parallelVar.empty() ? std::vector<std::string>{} : std::vector<std::string>{parallelVar};
+    f.schedule["vector_width"] = width;
+    if (opts_.simplify) simplifyFunc(f);
+    return ln;
+  }
+
+  // Values read from outside the computation (inputs, non-scalar constants).
+  void collectLeaves(const std::vector<const Value*>& outs) {
+    std::set<const Value*> seen;
+    std::function<void(const Value*)> visit = [&](const Value* v) {
+      if (!v || !seen.insert(v).second) return;
+      if (auto it = producer_.find(v); it != producer_.end()) {
+        for (const Value* i : it->second->inputs) visit(i);
+        return;
+      }
+      if (v->constant && v->constant->numel() == 1) {
+        if (!supportedDType(v->constant->dtype()))
+          no("constant '" + v->name + "' of an unsupported type");
+        return; // an immediate
+      }
+      Leaf l;
+      l.inner = v;
+      auto b = bind_.find(v);
+      l.outer = b != bind_.end() ? b->second : v;
+      l.shape = staticDims(v, "input");
+      if (l.shape.size() > dims_.size())
+        no(fmt::format("input '{}' has a higher rank than the output", v->name));
+      size_t off = dims_.size() - l.shape.size();
+      for (size_t d = 0; d < l.shape.size(); ++d)
+        if (l.shape[d] != 1 && l.shape[d] != dims_[off + d])
+          no(fmt::format("input '{}' of shape {} does not broadcast to {}", v->name,
+                         formatDims(l.shape), formatDims(dims_)));
+      leafIndex_[v] = leaves_.size();
+      leaves_.push_back(std::move(l));
+    };
+    for (const Value* o : outs) visit(o);
+  }
+
+  // Drops unit output dims and merges adjacent dims that every leaf reads the same way (all
+  // full, or all broadcast), then computes each leaf's stride per loop.
+  void coalesce() {
+    auto full = [&](const Leaf& l, size_t d) {
+      size_t off = dims_.size() - l.shape.size();
+      return d >= off && l.shape[d - off] != 1;
+    };
+    std::vector<std::vector<bool>> patterns;
+    for (size_t d = 0; d < dims_.size(); ++d) {
+      if (dims_[d] == 1) continue;
+      std::vector<bool> p;
+      for (const auto& l : leaves_) p.push_back(full(l, d));
+      if (!extents_.empty() && patterns.back() == p) {
+        extents_.back() *= dims_[d];
+      } else {
+        extents_.push_back(dims_[d]);
+        patterns.push_back(p);
+      }
+    }
+    for (size_t k = 0; k < leaves_.size(); ++k) {
+      auto& st = leaves_[k].stride;
+      st.assign(extents_.size(), 0);
+      int64_t s = 1;
+      for (size_t j = extents_.size(); j-- > 0;) {
+        if (!patterns[j][k]) continue;
+        st[j] = s;
+        s *= extents_[j];
+      }
+    }
+  }
+
+  ExprPtr linear(const std::vector<int64_t>& stride) {
+    ExprPtr e = intImm(0);
+    for (size_t j = 0; j < stride.size(); ++j)
+      if (stride[j] != 0) e = add(e, mul(var(loopVars_[j]), intImm(stride[j])));
+    return e;
+  }
+
+  ExprPtr valueExpr(const Value* v) {
+    if (auto it = memo_.find(v); it != memo_.end()) return it->second;
+    ExprPtr e;
+    if (auto p = producer_.find(v); p != producer_.end()) {
+      const Node& x = *p->second;
+      std::vector<ExprPtr> args;
+      for (const Value* i : x.inputs) args.push_back(i ? valueExpr(i) : nullptr);
+      std::string why;
+      e = computeElementwise(x, args, v->type.dtype, &why);
+      if (!e) no(x.describe() + ": " + why);
+      if (uses_[v] > 1 && !isImm(e)) {
+        std::string t = fresh("t_" + v->name);
+        body_->push_back(Stmt::let(t, e));
+        e = var(t, e->type);
+      }
+    } else if (auto l = leafIndex_.find(v); l != leafIndex_.end()) {
+      const Leaf& leaf = leaves_[l->second];
+      e = load(leaf.param, linear(leaf.stride), v->type.dtype);
+    } else if (v->constant && v->constant->numel() == 1) {
+      const Tensor& t = *v->constant;
+      e = isFloat(t.dtype()) ? floatImm(t.getF64(0), t.dtype()) : intImm(t.getI64(0), t.dtype());
+    } else {
+      no("value '" + v->name + "' has no definition in the computation");
+    }
+    memo_[v] = e;
+    return e;
+  }
+
+  const Node& n_;
+  const LowerOptions& opts_;
+  std::vector<const Node*> nodes_;
+  std::map<const Value*, const Node*> producer_;
+  std::map<const Value*, const Value*> bind_;
+  std::map<const Value*, int> uses_;
+  std::map<const Value*, size_t> leafIndex_;
+  std::map<const Value*, ExprPtr> memo_;
+  std::vector<Leaf> leaves_;
+  Dims dims_;
+  std::vector<int64_t> extents_;
+  std::vector<std::string> loopVars_;
+  std::set<std::string> used_;
+  Block* body_ = nullptr;
+};
+
+} // namespace
+
+std::optional<LoweredNode> lowerNode(const Node& n, const std::string& funcName,
+                                     std::string* whyNot, const LowerOptions& opts) {
+  return Lowerer(n, opts).run(funcName, whyNot);
+}
+
+Module lowerGraph(const Graph& g, const LowerOptions& opts, std::vector<std::string>* skipped) {
+  Module m;
+  std::set<std::string> names;
+  for (const auto& n : g.nodes) {
+    std::string base = sanitize(n->name.empty() ? n->op : n->name);
+    std::string name = base;
+    for (int k = 0; names.count(name); ++k) name = base + "_" + std::to_string(k);
+    std::string why;
+    auto ln = lowerNode(*n, name, &why, opts);
+    if (!ln) {
+      if (skipped) skipped->push_back(n->describe() + ": " + why);
+      continue;
+    }
+    names.insert(name);
+    m.funcs.push_back(std::move(ln->func));
+  }
+  return m;
+}
+
+} // namespace aicc::loop

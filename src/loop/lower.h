@@ -1,0 +1,43 @@
+// Lowering graph IR nodes to the loop IR. This first step covers elementwise ops (with
+// multidirectional broadcasting) and aicc.Fused nodes of kind "elementwise" whose body holds
+// such ops: each becomes one loop nest (one Func) with the default schedule (parallel outer
+// loop, vectorized inner loop, broadcast-compatible dimensions coalesced). Every other node is
+// reported as not lowerable (the executor in loop/executor.h runs it with the interpreter's
+// kernel: an explicit fallback).
+#pragma once
+
+#include "ir/graph.h"
+#include "loop/ir.h"
+
+#include <optional>
+#include <string>
+
+namespace aicc::loop {
+
+struct LowerOptions {
+  int64_t vectorBytes = 64; // vector register size of the target (64: AVX-512)
+  bool simplify = true;     // run the simplifier on the result
+};
+
+// A lowered node: the Func, and which graph values bind to its buffer parameters.
+struct LoweredNode {
+  Func func;
+  std::vector<std::pair<std::string, const Value*>>
+      inputs; // `in` param -> value (inputs, constants)
+  std::vector<std::pair<std::string, const Value*>> outputs; // `out` param -> node output
+};
+
+// Lowers `n` (named `funcName`), or returns nullopt and sets *whyNot.
+std::optional<LoweredNode> lowerNode(const Node& n, const std::string& funcName,
+                                     std::string* whyNot = nullptr, const LowerOptions& opts = {});
+
+// Lowers every lowerable node of g's top level into one module (function names derived from the
+// node names, made unique). Nodes that cannot be lowered are skipped; `skipped` gets
+// "node: reason" lines when given.
+Module lowerGraph(const Graph& g, const LowerOptions& opts = {},
+                  std::vector<std::string>* skipped = nullptr);
+
+// Whether an op (ai.onnx domain) has an elementwise compute definition here.
+bool hasComputeDefinition(const std::string& op);
+
+} // namespace aicc::loop

@@ -1,0 +1,254 @@
+#include "loop/scalar.h"
+
+#include "loop/simplify.h"
+#include "support/error.h"
+
+#include <cmath>
+#include <limits>
+
+namespace aicc::loop {
+
+namespace {
+
+int bitsOf(DType t) { return static_cast<int>(dtypeSize(t) * 8); }
+
+int64_t wrapInt(DType t, int64_t v) {
+  switch (t) {
+  case DType::Bool:
+    return v != 0;
+  case DType::I8:
+    return static_cast<int8_t>(v);
+  case DType::I16:
+    return static_cast<int16_t>(v);
+  case DType::I32:
+    return static_cast<int32_t>(v);
+  case DType::U8:
+    return static_cast<uint8_t>(v);
+  case DType::U16:
+    return static_cast<uint16_t>(v);
+  case DType::U32:
+    return static_cast<uint32_t>(v);
+  case DType::I4:
+    return static_cast<int64_t>(static_cast<uint64_t>(v) << 60) >> 60;
+  case DType::U4:
+    return v & 0xf;
+  case DType::I2:
+    return static_cast<int64_t>(static_cast<uint64_t>(v) << 62) >> 62;
+  case DType::U2:
+    return v & 0x3;
+  default:
+    return v; // i64, u64 (bit pattern)
+  }
+}
+
+bool isUnsigned64(DType t) { return t == DType::U64; }
+
+template <typename T> int compare3(T a, T b) { return a < b ? -1 : (a > b ? 1 : 0); }
+
+} // namespace
+
+Scalar normalize(DType t, Scalar v) {
+  if (isFloat(t)) {
+    if (t == DType::F32)
+      v.f = static_cast<float>(v.f);
+    else if (t != DType::F64 && !std::isnan(v.f))
+      v.f = reducedToFloat(t, floatToReduced(t, static_cast<float>(v.f)));
+    return v;
+  }
+  v.i = wrapInt(t, v.i);
+  return v;
+}
+
+std::optional<Scalar> applyBinary(Op op, DType t, Scalar a, Scalar b) {
+  Scalar r;
+  if (isFloat(t)) {
+    double x = a.f, y = b.f;
+    switch (op) {
+    case Op::Add:
+      r.f = x + y;
+      break;
+    case Op::Sub:
+      r.f = x - y;
+      break;
+    case Op::Mul:
+      r.f = x * y;
+      break;
+    case Op::Div:
+      r.f = x / y;
+      break;
+    case Op::Mod:
+      r.f = std::fmod(x, y);
+      break;
+    case Op::Min:
+      r.f = std::fmin(x, y);
+      break;
+    case Op::Max:
+      r.f = std::fmax(x, y);
+      break;
+    case Op::Lt:
+      r.i = x < y;
+      return r;
+    case Op::Le:
+      r.i = x <= y;
+      return r;
+    case Op::Gt:
+      r.i = x > y;
+      return r;
+    case Op::Ge:
+      r.i = x >= y;
+      return r;
+    case Op::Eq:
+      r.i = x == y;
+      return r;
+    case Op::Ne:
+      r.i = x != y;
+      return r;
+    default:
+      fail("operator {} is not defined on {}", opName(op), dtypeName(t));
+    }
+    return normalize(t, r);
+  }
+  // Integers and bool. Arithmetic wraps: compute on uint64 and wrap to the type's width.
+  uint64_t x = static_cast<uint64_t>(a.i), y = static_cast<uint64_t>(b.i);
+  bool u = isUnsigned64(t);
+  int c = u ? compare3(x, y) : compare3(a.i, b.i);
+  switch (op) {
+  case Op::Add:
+    r.i = static_cast<int64_t>(x + y);
+    break;
+  case Op::Sub:
+    r.i = static_cast<int64_t>(x - y);
+    break;
+  case Op::Mul:
+    r.i = static_cast<int64_t>(x * y);
+    break;
+  case Op::Div:
+  case Op::Mod:
+    if (b.i == 0) return std::nullopt;
+    if (u)
+      r.i = static_cast<int64_t>(op == Op::Div ? x / y : x % y);
+    else if (b.i == -1)
+      r.i = op == Op::Div ? static_cast<int64_t>(0 - x) : 0; // INT64_MIN / -1 wraps
+    else
+      r.i = op == Op::Div ? a.i / b.i : a.i % b.i;
+    break;
+  case Op::Min:
+    r.i = c <= 0 ? a.i : b.i;
+    break;
+  case Op::Max:
+    r.i = c >= 0 ? a.i : b.i;
+    break;
+  case Op::Lt:
+    r.i = c < 0;
+    return r;
+  case Op::Le:
+    r.i = c <= 0;
+    return r;
+  case Op::Gt:
+    r.i = c > 0;
+    return r;
+  case Op::Ge:
+    r.i = c >= 0;
+    return r;
+  case Op::Eq:
+    r.i = c == 0;
+    return r;
+  case Op::Ne:
+    r.i = c != 0;
+    return r;
+  case Op::And:
+    r.i = (a.i != 0) && (b.i != 0);
+    return r;
+  case Op::Or:
+    r.i = (a.i != 0) || (b.i != 0);
+    return r;
+  default:
+    fail("operator {} is not defined on {}", opName(op), dtypeName(t));
+  }
+  return normalize(t, r);
+}
+
+Scalar applyUnary(Op op, DType t, Scalar a) {
+  Scalar r;
+  if (op == Op::Not) {
+    r.i = a.i == 0;
+    return r;
+  }
+  if (isFloat(t))
+    r.f = -a.f;
+  else
+    r.i = static_cast<int64_t>(0 - static_cast<uint64_t>(a.i));
+  return normalize(t, r);
+}
+
+double toDouble(DType t, Scalar v) {
+  if (isFloat(t)) return v.f;
+  if (isUnsigned64(t)) return static_cast<double>(static_cast<uint64_t>(v.i));
+  return static_cast<double>(v.i);
+}
+
+bool truthy(DType t, Scalar v) { return isFloat(t) ? v.f != 0 : v.i != 0; }
+
+Scalar applyCast(DType to, DType from, Scalar a) {
+  Scalar r;
+  if (to == DType::Bool) {
+    r.i = truthy(from, a);
+    return r;
+  }
+  if (isFloat(to)) {
+    r.f = toDouble(from, a);
+    return normalize(to, r);
+  }
+  if (!isFloat(from)) {
+    r.i = a.i;
+    return normalize(to, r);
+  }
+  // Float -> integer: truncate, saturate to the type's range, NaN -> 0.
+  double v = std::trunc(a.f);
+  if (std::isnan(v)) return r;
+  if (isUnsigned64(to)) {
+    if (v <= 0)
+      r.i = 0;
+    else if (v >= 18446744073709551616.0)
+      r.i = -1;
+    else
+      r.i = static_cast<int64_t>(static_cast<uint64_t>(v));
+    return r;
+  }
+  int bits = bitsOf(to);
+  if (to == DType::I4 || to == DType::U4) bits = 4;
+  if (to == DType::I2 || to == DType::U2) bits = 2;
+  double lo = isSigned(to) ? -std::ldexp(1.0, bits - 1) : 0.0;
+  double hi = isSigned(to) ? std::ldexp(1.0, bits - 1) - 1 : std::ldexp(1.0, bits) - 1;
+  if (v < lo) v = lo;
+  if (v > hi) v = hi;
+  r.i = static_cast<int64_t>(v);
+  return r;
+}
+
+Scalar applyCall(const std::string& fn, DType t, const std::vector<Scalar>& args) {
+  Scalar r;
+  r.f = applyMath(fn, args.empty() ? 0 : args[0].f, args.size() > 1 ? args[1].f : 0);
+  return normalize(t, r);
+}
+
+double applyMath(const std::string& fn, double a, double b) {
+  if (fn == "exp") return std::exp(a);
+  if (fn == "log") return std::log(a);
+  if (fn == "sqrt") return std::sqrt(a);
+  if (fn == "tanh") return std::tanh(a);
+  if (fn == "erf") return std::erf(a);
+  if (fn == "abs") return std::fabs(a);
+  if (fn == "floor") return std::floor(a);
+  if (fn == "ceil") return std::ceil(a);
+  if (fn == "round") return std::nearbyint(a); // half to even (default rounding mode)
+  if (fn == "sin") return std::sin(a);
+  if (fn == "cos") return std::cos(a);
+  if (fn == "pow") return std::pow(a, b);
+  if (fn == "log1p") return std::log1p(a);
+  if (fn == "atan") return std::atan(a);
+  if (fn == "sigmoid") return a >= 0 ? 1 / (1 + std::exp(-a)) : std::exp(a) / (1 + std::exp(a));
+  fail("unknown math function '{}'", fn);
+}
+
+} // namespace aicc::loop

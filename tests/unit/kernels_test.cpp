@@ -1,0 +1,312 @@
+// Micro-kernel library (src/kernels): every kernel this CPU can run, plus the generic ones, against
+// naive references on odd shapes, with bias/no bias and each fused activation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/conv.h"
+#include "kernels/gemm.h"
+#include "kernels/registry.h"
+#include "kernels/thread_pool.h"
+#include "support/error.h"
+
+using namespace aicc::kernels;
+
+namespace {
+
+std::vector<float> randomVec(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// |got - want| <= tol * max(1, |want|)-ish with tol = c * K * eps (inputs in [-1, 1]).
+void expectClose(const std::vector<float>& got, const std::vector<float>& want, int64_t K,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  const double tol = 4.0 * double(std::max<int64_t>(K, 1)) * std::numeric_limits<float>::epsilon();
+  double worst = 0;
+  size_t worstAt = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - double(want[i]));
+    if (!(err <= worst)) worst = err, worstAt = i;
+  }
+  EXPECT_LE(worst, tol) << what << ": at " << worstAt << " got " << got[worstAt] << " want "
+                        << want[worstAt];
+}
+
+std::vector<const KernelDesc*> kernelsUnderTest(KernelOp op) {
+  auto ks = availableKernels(op); // includes the generic one (always supported)
+  EXPECT_FALSE(ks.empty());
+  return ks;
+}
+
+Epilogue makeEpilogue(int act, const float* bias) {
+  switch (act) {
+  case 0:
+    return Epilogue::none(bias);
+  case 1:
+    return Epilogue::relu(bias);
+  case 2:
+    return Epilogue::relu6(bias);
+  default:
+    return {bias, Activation::Clip, -0.25f, 0.5f};
+  }
+}
+
+struct Shape {
+  int64_t M, N, K;
+};
+const Shape kShapes[] = {{1, 1, 1},     {1, 7, 1},    {5, 1, 3},    {3, 5, 7},    {14, 32, 16},
+                         {15, 33, 17},  {13, 31, 1},  {29, 47, 63}, {6, 16, 300}, {37, 65, 257},
+                         {9, 100, 530}, {100, 9, 20}, {2, 129, 5},  {49, 70, 513}};
+
+} // namespace
+
+TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
+  int gemms = 0;
+  for (const auto& k : allKernels()) {
+    const std::string name = k.name;
+    EXPECT_EQ(name.rfind("f32_", 0), 0u) << name;
+    EXPECT_NE(name.find(std::string(isaName(k.isa))), std::string::npos) << name;
+    if (k.op == KernelOp::Gemm) {
+      ++gemms;
+      EXPECT_TRUE(k.gemm) << name;
+      EXPECT_EQ(k.mc % k.mr, 0) << name;
+      EXPECT_EQ(k.nc % k.nr, 0) << name;
+      EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
+    } else {
+      EXPECT_TRUE(k.dwRow) << name;
+    }
+    EXPECT_EQ(findKernel(name), &k);
+  }
+  EXPECT_GE(gemms, 3);
+  EXPECT_TRUE(cpuSupports(Isa::Generic));
+  EXPECT_TRUE(cpuSupports(defaultKernel(KernelOp::Gemm).isa));
+  EXPECT_TRUE(cpuSupports(defaultKernel(KernelOp::DepthwiseConv3x3).isa));
+  EXPECT_EQ(findKernel("f32_gemm_nope"), nullptr);
+}
+
+TEST(Kernels, GemmMatchesReferenceOnOddShapes) {
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm)) {
+    for (const Shape& s : kShapes) {
+      const auto A = randomVec(size_t(s.M * s.K), 1);
+      const auto B = randomVec(size_t(s.K * s.N), 2);
+      const auto bias = randomVec(size_t(s.N), 3);
+      const PackedB pb = packB(*kd, B.data(), s.K, s.N, s.N);
+      for (int withBias = 0; withBias < 2; ++withBias)
+        for (int act = 0; act < 4; ++act) {
+          const Epilogue ep = makeEpilogue(act, withBias ? bias.data() : nullptr);
+          std::vector<float> want(size_t(s.M * s.N)), got(size_t(s.M * s.N), 123.0f);
+          gemmReference(s.M, s.N, s.K, A.data(), B.data(), want.data(), ep);
+          gemm(pb, s.M, A.data(), s.K, got.data(), s.N, ep);
+          expectClose(got, want, s.K,
+                      std::string(kd->name) + " M=" + std::to_string(s.M) +
+                          " N=" + std::to_string(s.N) + " K=" + std::to_string(s.K) +
+                          " bias=" + std::to_string(withBias) + " act=" + std::to_string(act));
+        }
+    }
+  }
+}
+
+TEST(Kernels, GemmStridedTransposedAndThreaded) {
+  ThreadPool pool(2);
+  const int64_t M = 45, N = 77, K = 300, lda = K + 3, ldc = N + 5;
+  const auto A = randomVec(size_t(M * lda), 4);
+  const auto B = randomVec(size_t(K * N), 5);
+  std::vector<float> Bt(size_t(N * K)), Adense(size_t(M * K));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) Bt[size_t(n * K + k)] = B[size_t(k * N + n)];
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) Adense[size_t(i * K + k)] = A[size_t(i * lda + k)];
+  std::vector<float> want(size_t(M * N));
+  gemmReference(M, N, K, Adense.data(), B.data(), want.data(), Epilogue::relu());
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm)) {
+    for (bool transposed : {false, true}) {
+      const PackedB pb =
+          transposed ? packB(*kd, Bt.data(), K, N, K, true) : packB(*kd, B.data(), K, N, N);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> C(size_t(M * ldc), -7.0f);
+        gemm(pb, M, A.data(), lda, C.data(), ldc, Epilogue::relu(), p);
+        std::vector<float> got(size_t(M * N));
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < ldc; ++j) {
+            if (j < N)
+              got[size_t(i * N + j)] = C[size_t(i * ldc + j)];
+            else
+              EXPECT_EQ(C[size_t(i * ldc + j)], -7.0f) << "wrote past N at row " << i;
+          }
+        expectClose(got, want, K,
+                    std::string(kd->name) + (transposed ? " transB" : "") +
+                        (p ? " 2 threads" : ""));
+      }
+    }
+  }
+}
+
+TEST(Kernels, GemmThreadSplitsAgreeOnManyShapes) {
+  ThreadPool pool(2);
+  const Shape shapes[] = {{1, 300, 40}, {300, 1, 40}, {200, 40, 70}, {14, 33, 9}, {3, 3, 3}};
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm))
+    for (const Shape& s : shapes) {
+      const auto A = randomVec(size_t(s.M * s.K), 6);
+      const auto B = randomVec(size_t(s.K * s.N), 7);
+      const auto bias = randomVec(size_t(s.N), 8);
+      const PackedB pb = packB(*kd, B.data(), s.K, s.N, s.N);
+      std::vector<float> want(size_t(s.M * s.N)), got(want.size());
+      gemmReference(s.M, s.N, s.K, A.data(), B.data(), want.data(), Epilogue::relu6(bias.data()));
+      gemm(pb, s.M, A.data(), s.K, got.data(), s.N, Epilogue::relu6(bias.data()), &pool);
+      expectClose(got, want, s.K, std::string(kd->name) + " threaded");
+    }
+}
+
+TEST(Kernels, GemmEdgeCasesAndErrors) {
+  const KernelDesc& kd = defaultKernel(KernelOp::Gemm);
+  // K = 0: C = act(bias).
+  const float bias[3] = {-1.0f, 2.0f, 9.0f};
+  const PackedB empty = packB(kd, nullptr, 0, 3, 3);
+  std::vector<float> C(6, 5.0f);
+  gemm(empty, 2, nullptr, 0, C.data(), 3, Epilogue::relu6(bias));
+  EXPECT_EQ(C, (std::vector<float>{0, 2, 6, 0, 2, 6}));
+  // M = 0 touches nothing.
+  gemm(empty, 0, nullptr, 0, nullptr, 3);
+  // NaN propagates through the clamp (as ONNX Relu/Clip do).
+  const float a[1] = {std::numeric_limits<float>::quiet_NaN()}, b[1] = {1.0f};
+  for (const KernelDesc* k : kernelsUnderTest(KernelOp::Gemm)) {
+    const PackedB pb = packB(*k, b, 1, 1, 1);
+    float c = 0;
+    gemm(pb, 1, a, 1, &c, 1, Epilogue::relu());
+    EXPECT_TRUE(std::isnan(c)) << k->name;
+  }
+  PackedB unpacked;
+  EXPECT_THROW(gemm(unpacked, 1, a, 1, C.data(), 1), aicc::Error);
+  EXPECT_THROW(packB(defaultKernel(KernelOp::DepthwiseConv3x3), b, 1, 1, 1), aicc::Error);
+  const PackedB pb = packB(kd, b, 1, 1, 1);
+  EXPECT_THROW(gemm(pb, 1, a, 0, C.data(), 1), aicc::Error); // lda < K
+}
+
+namespace {
+void depthwiseReference(int64_t N, int64_t H, int64_t W, int64_t C, int64_t stride, const float* in,
+                        const float* w, const float* bias, float* out, const Epilogue& act) {
+  const int64_t OH = dwOutSize(H, stride), OW = dwOutSize(W, stride);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox)
+        for (int64_t c = 0; c < C; ++c) {
+          double acc = bias ? bias[c] : 0.0;
+          for (int64_t ky = 0; ky < 3; ++ky)
+            for (int64_t kx = 0; kx < 3; ++kx) {
+              const int64_t iy = oy * stride - 1 + ky, ix = ox * stride - 1 + kx;
+              if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+              acc += double(in[((n * H + iy) * W + ix) * C + c]) * double(w[c * 9 + ky * 3 + kx]);
+            }
+          out[((n * OH + oy) * OW + ox) * C + c] =
+              std::min(act.hi(), std::max(act.lo(), float(acc)));
+        }
+}
+} // namespace
+
+TEST(Kernels, DepthwiseConv3x3MatchesReference) {
+  ThreadPool pool(2);
+  struct DwShape {
+    int64_t N, H, W, C;
+  };
+  const DwShape shapes[] = {{1, 1, 1, 1},  {1, 2, 3, 5},    {2, 7, 9, 16}, {1, 8, 13, 33},
+                            {1, 5, 17, 7}, {1, 12, 12, 64}, {3, 4, 4, 18}, {1, 1, 20, 40}};
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConv3x3))
+    for (const DwShape& s : shapes)
+      for (int64_t stride : {1, 2})
+        for (int act = 0; act < 3; ++act)
+          for (int withBias = 0; withBias < 2; ++withBias) {
+            const auto in = randomVec(size_t(s.N * s.H * s.W * s.C), 9);
+            const auto w = randomVec(size_t(s.C * 9), 10);
+            const auto bias = randomVec(size_t(s.C), 11);
+            const float* b = withBias ? bias.data() : nullptr;
+            const Epilogue ep = makeEpilogue(act, nullptr);
+            const size_t outSize =
+                size_t(s.N * dwOutSize(s.H, stride) * dwOutSize(s.W, stride) * s.C);
+            std::vector<float> want(outSize), got(outSize, 77.0f);
+            depthwiseReference(s.N, s.H, s.W, s.C, stride, in.data(), w.data(), b, want.data(), ep);
+            const DwConvWeights wt = packDepthwise3x3(*kd, w.data(), b, s.C);
+            depthwiseConv3x3Nhwc(wt, s.N, s.H, s.W, stride, in.data(), got.data(), ep,
+                                 act == 1 ? &pool : nullptr);
+            expectClose(got, want, 9,
+                        std::string(kd->name) + " H=" + std::to_string(s.H) +
+                            " W=" + std::to_string(s.W) + " C=" + std::to_string(s.C) +
+                            " stride=" + std::to_string(stride));
+          }
+  const DwConvWeights wt = packDepthwise3x3(defaultKernel(KernelOp::DepthwiseConv3x3),
+                                            std::vector<float>(9).data(), nullptr, 1);
+  float x = 0, y = 0;
+  EXPECT_THROW(depthwiseConv3x3Nhwc(wt, 1, 1, 1, 3, &x, &y), aicc::Error);
+}
+
+TEST(Kernels, Conv2dIm2colAndPointwiseMatchReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dShape> shapes;
+  auto add = [&](int64_t N, int64_t H, int64_t W, int64_t Cin, int64_t Cout, int64_t K,
+                 int64_t stride, int64_t pad, int64_t dil) {
+    Conv2dShape s;
+    s.N = N, s.H = H, s.W = W, s.Cin = Cin, s.Cout = Cout, s.KH = K, s.KW = K;
+    s.strideH = s.strideW = stride;
+    s.padTop = s.padLeft = s.padBottom = s.padRight = pad;
+    s.dilH = s.dilW = dil;
+    shapes.push_back(s);
+  };
+  add(1, 9, 11, 5, 7, 3, 1, 1, 1);   // 3x3 same
+  add(2, 10, 10, 3, 17, 3, 2, 1, 1); // strided, batch 2
+  add(1, 7, 7, 33, 40, 1, 1, 0, 1);  // pointwise fast path
+  add(2, 5, 6, 8, 3, 1, 1, 0, 1);    // pointwise, batch 2
+  add(1, 9, 9, 4, 6, 1, 2, 0, 1);    // 1x1 strided (im2col)
+  add(1, 12, 13, 3, 9, 5, 2, 2, 1);  // 5x5
+  add(1, 9, 9, 4, 5, 3, 1, 2, 2);    // dilated
+  add(1, 20, 20, 8, 16, 3, 1, 1, 1); // several im2col chunks
+  {
+    Conv2dShape s; // asymmetric kernel and padding
+    s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
+    shapes.push_back(s);
+  }
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm))
+    for (const Conv2dShape& s : shapes)
+      for (int withBias = 0; withBias < 2; ++withBias) {
+        const auto in = randomVec(size_t(s.N * s.H * s.W * s.Cin), 12);
+        const auto w = randomVec(size_t(s.Cout * s.Cin * s.KH * s.KW), 13);
+        const auto bias = randomVec(size_t(s.Cout), 14);
+        const float* b = withBias ? bias.data() : nullptr;
+        const size_t outSize = size_t(s.N * s.OH() * s.OW() * s.Cout);
+        std::vector<float> want(outSize), got(outSize, 55.0f);
+        conv2dReferenceNhwc(s, in.data(), w.data(), b, want.data(), Epilogue::relu());
+        const Conv2dWeights wt = packConv2d(*kd, s, w.data(), b);
+        conv2dNhwc(wt, in.data(), got.data(), Epilogue::relu(), withBias ? &pool : nullptr);
+        expectClose(got, want, s.KH * s.KW * s.Cin,
+                    std::string(kd->name) + " conv " + std::to_string(s.KH) + "x" +
+                        std::to_string(s.KW) + " stride " + std::to_string(s.strideH));
+      }
+}
+
+TEST(Kernels, ThreadPoolRunsEveryTaskOnceAndPropagatesErrors) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.numThreads(), threads);
+    for (int64_t n : {0, 1, 2, 5, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      for (int rep = 0; rep < 3; ++rep) pool.parallelFor(n, [&](int64_t i) { ++hits[size_t(i)]; });
+      for (auto& h : hits) EXPECT_EQ(h.load(), 3);
+    }
+    EXPECT_THROW(pool.parallelFor(10,
+                                  [](int64_t i) {
+                                    if (i == 7) aicc::fail("task {}", i);
+                                  }),
+                 aicc::Error);
+    // Still usable afterwards; nested calls run inline.
+    std::atomic<int> total{0};
+    pool.parallelFor(4, [&](int64_t) { pool.parallelFor(3, [&](int64_t) { ++total; }); });
+    EXPECT_EQ(total.load(), 12);
+  }
+}
