@@ -149,8 +149,9 @@ void dropoutGrad(GradCtx& c) {
   }
   Value* mask = c.out(1);
   if (!mask) {
-    mask = c.graph.addValue(c.graph.uniqueName((c.node.name.empty() ? "dropout" : c.node.name) + "_mask"),
-                            Type::tensor(DType::Bool, X->type.shape));
+    mask = c.graph.addValue(
+        c.graph.uniqueName((c.node.name.empty() ? "dropout" : c.node.name) + "_mask"),
+        Type::tensor(DType::Bool, X->type.shape));
     mask->producer = &c.node;
     c.node.outputs.resize(2, nullptr);
     c.node.outputs[1] = mask;

@@ -22,8 +22,8 @@ struct Geo {
 };
 
 Dims spatialDims(GradCtx& c, Value* v, const char* what) {
-  AICC_CHECK(v->type.shape && v->type.shape->size() >= 3, "{}: the gradient needs the rank of {} '{}'",
-             c.node.describe(), what, v->name);
+  AICC_CHECK(v->type.shape && v->type.shape->size() >= 3,
+             "{}: the gradient needs the rank of {} '{}'", c.node.describe(), what, v->name);
   Shape s(v->type.shape->begin() + 2, v->type.shape->end());
   auto d = toDims(s);
   AICC_CHECK(d, "{}: unsupported: the gradient needs static spatial dims of {} '{}', it is {}",
@@ -109,8 +109,8 @@ void convGrad(GradCtx& c) {
     give(c, 0, e.op("ConvTranspose", {dy, W}, std::move(at)));
   }
   if (c.needs(1)) {
-    Value* xr = groupsToBatch(e, X, G, Cg, g.in);  // [Cg, G*N, in...]
-    Value* dyT = e.transpose(dy, swap01(rank));     // [M, N, out...]
+    Value* xr = groupsToBatch(e, X, G, Cg, g.in);                            // [Cg, G*N, in...]
+    Value* dyT = e.transpose(dy, swap01(rank));                              // [M, N, out...]
     Value* dw = e.op("Conv", {xr, dyT}, convAttrs(g.d, g.s, g.pb, g.pe, G)); // [Cg, M, k'...]
     // With a negative end padding the correlation has extra trailing taps: drop them.
     bool crop = false;
@@ -152,15 +152,16 @@ void convTransposeGrad(GradCtx& c) {
     g.pe.push_back(span - pb - g.out[i]);
   }
   const size_t rank = g.sp + 2;
-  // dY with the negative paddings applied (cropped): its spatial size is span - max(pb,0) - max(pe,0).
+  // dY with the negative paddings applied (cropped): its spatial size is span - max(pb,0) -
+  // max(pe,0).
   Value* dyc = cropNegative(e, dy, g.pb, g.pe);
   if (c.needs(0)) give(c, 0, e.op("Conv", {dyc, W}, convAttrs(g.s, g.d, g.pb, g.pe, G)));
   if (c.needs(1)) {
     Dims cropped;
     for (size_t i = 0; i < g.sp; ++i)
       cropped.push_back(g.out[i] + std::min<int64_t>(g.pb[i], 0) + std::min<int64_t>(g.pe[i], 0));
-    Value* dyr = groupsToBatch(e, dyc, G, Mg, cropped); // [Mg, G*N, out...]
-    Value* xT = e.transpose(X, swap01(rank));          // [C, N, in...]
+    Value* dyr = groupsToBatch(e, dyc, G, Mg, cropped);                      // [Mg, G*N, out...]
+    Value* xT = e.transpose(X, swap01(rank));                                // [C, N, in...]
     Value* dw = e.op("Conv", {dyr, xT}, convAttrs(g.d, g.s, g.pb, g.pe, G)); // [Mg, C, k...]
     give(c, 1, e.transpose(dw, swap01(rank)));
   }

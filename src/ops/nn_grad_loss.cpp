@@ -23,7 +23,8 @@ void lossGrad(GradCtx& c, bool softmax) {
              n.describe(), red);
   Value* t = T->type.dtype == DType::I64 ? T : e.cast(T, DType::I64);
   Value* valid = nullptr;
-  if (n.attr("ignore_index")) valid = e.op("Not", {e.op("Equal", {t, e.i64(n.attrInt("ignore_index"))})});
+  if (n.attr("ignore_index"))
+    valid = e.op("Not", {e.op("Equal", {t, e.i64(n.attrInt("ignore_index"))})});
   Value* tsafe = valid ? e.where(valid, t, e.i64(0)) : t;
   // w_e (nullptr = 1 everywhere).
   Value* w = W ? e.castLike(e.op("Gather", {W, tsafe}), X) : nullptr;
@@ -39,10 +40,10 @@ void lossGrad(GradCtx& c, bool softmax) {
   Value* wsum = nullptr; // sum of w_e (reduction mean)
   if (red == "mean") {
     Value* all = w ? w : e.op("ConstantOfShape", {e.shape(T)}, {{"value", Attribute{[&] {
-                                Tensor one(X->type.dtype, {1});
-                                one.setF64(0, 1.0);
-                                return one;
-                              }()}}});
+                                                                   Tensor one(X->type.dtype, {1});
+                                                                   one.setF64(0, 1.0);
+                                                                   return one;
+                                                                 }()}}});
     wsum = e.reduceSum(all, {}, false);
   }
   // g_e, shaped like the targets (none) or a scalar.

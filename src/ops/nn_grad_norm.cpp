@@ -40,7 +40,8 @@ Value* invCount(E& e, Value* X, const std::vector<int64_t>& axes) {
     return e.k(n ? 1.0 / static_cast<double>(n) : 0.0, X);
   }
   Value* dims = e.op("Gather", {e.shape(X), e.ints(axes)});
-  Value* n = e.cast(e.op("ReduceProd", {dims}, {{"keepdims", Attribute{int64_t{0}}}}), X->type.dtype);
+  Value* n =
+      e.cast(e.op("ReduceProd", {dims}, {{"keepdims", Attribute{int64_t{0}}}}), X->type.dtype);
   return e.div(e.k(1, X), n);
 }
 
@@ -82,7 +83,8 @@ void batchNormGrad(GradCtx& c) {
   Value *X = c.in(0), *dy = c.dout(0);
   const int64_t rank = rankOf(c, X);
   AICC_CHECK(rank >= 2, "{}: input X has rank {}", c.node.describe(), rank);
-  for (size_t i = 1; i <= 4; ++i) requireVector(c, i, i == 1 ? "scale" : i == 2 ? "B" : i == 3 ? "mean" : "var");
+  for (size_t i = 1; i <= 4; ++i)
+    requireVector(c, i, i == 1 ? "scale" : i == 2 ? "B" : i == 3 ? "mean" : "var");
   const double eps = c.node.attrFloat("epsilon"), mom = c.node.attrFloat("momentum");
   const bool training = c.node.attrInt("training_mode") != 0;
   const auto axes = axesFrom(2, rank, true);
@@ -110,7 +112,9 @@ void batchNormGrad(GradCtx& c) {
   }
   Stats s = batchStats(e, X, axes, eps);
   // Gradients flowing into the batch mean / variance through the running and saved statistics.
-  auto stat = [&](size_t out) { return c.dout(out) ? perChannel(e, c.dout(out), X, rank) : nullptr; };
+  auto stat = [&](size_t out) {
+    return c.dout(out) ? perChannel(e, c.dout(out), X, rank) : nullptr;
+  };
   auto scaled = [&](Value* v, double f) { return v ? e.mul(v, e.k(f, X)) : nullptr; };
   Value* dMean = addOpt(e, scaled(stat(1), 1 - mom), stat(3));
   Value* dVar = addOpt(e, scaled(stat(2), 1 - mom), stat(4));
@@ -124,7 +128,8 @@ void batchNormGrad(GradCtx& c) {
   // running = input * momentum + batch * (1 - momentum).
   for (size_t i : {size_t{3}, size_t{4}})
     if (c.needs(i))
-      give(c, i, c.dout(i - 2) ? e.mul(c.dout(i - 2), e.k(mom, c.dout(i - 2))) : c.zerosLike(c.in(i)));
+      give(c, i,
+           c.dout(i - 2) ? e.mul(c.dout(i - 2), e.k(mom, c.dout(i - 2))) : c.zerosLike(c.in(i)));
 }
 
 void layerNormGrad(GradCtx& c) {

@@ -59,8 +59,9 @@ void maxPoolGrad(GradCtx& c) {
     flatIdx = e.where(none, e.i64(0), flatIdx);
   }
   Value* zeros = e.reshape(c.zerosLike(X), {-1});
-  Value* acc = e.op("ScatterElements", {zeros, flatIdx, flatDy},
-                    {{"axis", Attribute{int64_t{0}}}, {"reduction", Attribute{std::string("add")}}});
+  Value* acc =
+      e.op("ScatterElements", {zeros, flatIdx, flatDy},
+           {{"axis", Attribute{int64_t{0}}}, {"reduction", Attribute{std::string("add")}}});
   give(c, 0, e.reshape(acc, e.shape(X)));
 }
 

@@ -43,7 +43,8 @@ std::vector<std::vector<Act>> parseActs(const Node& n, Cell cell, int64_t dirs) 
   std::vector<std::vector<Act>> out(static_cast<size_t>(dirs));
   for (size_t k = 0; k < names.size(); ++k) {
     Act act;
-    for (char ch : names[k]) act.name += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (char ch : names[k])
+      act.name += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     const std::string& nm = act.name;
     double da = 0, db = 0;
     bool hasA = true, hasB = false;
@@ -55,7 +56,8 @@ std::vector<std::vector<Act>> parseActs(const Node& n, Cell cell, int64_t dirs) 
       da = 0.2, db = 0.5, hasB = true;
     else if (nm == "affine" || nm == "scaledtanh")
       da = 1.0, db = 0.0, hasB = true;
-    else if (nm == "sigmoid" || nm == "tanh" || nm == "relu" || nm == "softsign" || nm == "softplus")
+    else if (nm == "sigmoid" || nm == "tanh" || nm == "relu" || nm == "softsign" ||
+             nm == "softplus")
       hasA = false;
     else
       fail("unsupported activation function '{}'", names[k]);
@@ -77,8 +79,7 @@ Value* actFwd(E& e, const Act& a, Value* x) {
   if (n == "leakyrelu") return e.op("LeakyRelu", {x}, {{"alpha", Attribute{f32(a.alpha)}}});
   if (n == "thresholdedrelu")
     return e.op("ThresholdedRelu", {x}, {{"alpha", Attribute{f32(a.alpha)}}});
-  if (n == "scaledtanh")
-    return e.mul(e.k(a.alpha, x), e.op("Tanh", {e.mul(x, e.k(a.beta, x))}));
+  if (n == "scaledtanh") return e.mul(e.k(a.alpha, x), e.op("Tanh", {e.mul(x, e.k(a.beta, x))}));
   if (n == "hardsigmoid")
     return e.op("HardSigmoid", {x},
                 {{"alpha", Attribute{f32(a.alpha)}}, {"beta", Attribute{f32(a.beta)}}});
@@ -167,8 +168,10 @@ void rnnGrad(GradCtx& c, Cell cell) {
   AICC_CHECK(rankOf(c, X) == 3 && wd.size() == 3 && rd.size() == 3,
              "{}: X, W and R must have rank 3", n.describe());
   const Dim& seqDim = (*X->type.shape)[layout1 ? 1 : 0];
-  AICC_CHECK(seqDim.isStatic(), "{}: unsupported: the unrolled gradient needs a static sequence "
-             "length, X is {}", n.describe(), formatType(X->type));
+  AICC_CHECK(seqDim.isStatic(),
+             "{}: unsupported: the unrolled gradient needs a static sequence "
+             "length, X is {}",
+             n.describe(), formatType(X->type));
   k.T = seqDim.value;
   k.H = rd[2];
   const int64_t I = wd[2], H = k.H, G = k.G, GH = G * H, T = k.T;
@@ -179,8 +182,10 @@ void rnnGrad(GradCtx& c, Cell cell) {
     const Tensor* sl = constInput(c, 4);
     bool full = sl != nullptr;
     for (int64_t i = 0; full && i < sl->numel(); ++i) full = sl->getI64(i) == T;
-    AICC_CHECK(full, "{}: unsupported: gradients with sequence_lens other than a constant equal to "
-               "the sequence length {}", n.describe(), T);
+    AICC_CHECK(full,
+               "{}: unsupported: gradients with sequence_lens other than a constant equal to "
+               "the sequence length {}",
+               n.describe(), T);
   }
   if (const Attribute* a = n.attr("clip")) k.clip = true, k.clipVal = std::get<float>(a->v);
   k.lbr = cell == Cell::Gru && n.attrInt("linear_before_reset") != 0;
@@ -251,7 +256,8 @@ void rnnGrad(GradCtx& c, Cell cell) {
         auto x3 = e.split(xw, 1, {H, H, H});
         Value* hr = e.matmul(h, k.lbr ? RdT : RzrT);
         if (Rb) hr = e.add(hr, k.lbr ? Rb : e.slice(Rb, {0}, {2 * H}, {0}));
-        auto h3 = e.split(hr, 1, k.lbr ? std::vector<int64_t>{H, H, H} : std::vector<int64_t>{H, H});
+        auto h3 =
+            e.split(hr, 1, k.lbr ? std::vector<int64_t>{H, H, H} : std::vector<int64_t>{H, H});
         st.g.push_back(k.gate(f[0], e.add(x3[0], h3[0])));
         st.g.push_back(k.gate(f[0], e.add(x3[1], h3[1])));
         Value* r = st.g[1].y;
@@ -400,8 +406,9 @@ void rnnGrad(GradCtx& c, Cell cell) {
       auto peep = [&](const std::vector<Value*>& v) {
         return e.reduceSum(e.stack(v), {0, 1}, false);
       };
-      Value* dPf = dPfs.empty() ? e.op("ConstantOfShape", {e.ints({H})}, {{"value", Attribute{zero}}})
-                                : peep(dPfs);
+      Value* dPf = dPfs.empty()
+                       ? e.op("ConstantOfShape", {e.ints({H})}, {{"value", Attribute{zero}}})
+                       : peep(dPfs);
       if (Pi) dPs.push_back(e.concat({peep(dPis), peep(dPos), dPf}, 0));
     }
   }

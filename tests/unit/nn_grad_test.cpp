@@ -17,7 +17,8 @@ TEST(NnGrad, MatMul) {
                                          {{4}, {4}},
                                          {{4}, {2, 4, 3}}}) {
     auto r = checkOpGradient("MatMul", {{rnd(k.a, 1)}, {rnd(k.b, 2)}});
-    EXPECT_LT(r.maxRelError, kTol) << formatDims(k.a) << " x " << formatDims(k.b) << ": " << r.worst;
+    EXPECT_LT(r.maxRelError, kTol)
+        << formatDims(k.a) << " x " << formatDims(k.b) << ": " << r.worst;
   }
 }
 
@@ -36,8 +37,8 @@ TEST(NnGrad, Gemm) {
                                                {"alpha", Attribute{0.75f}},
                                                {"beta", Attribute{cshape == 1 ? 1.0f : -1.5f}}};
         auto r = checkOpGradient("Gemm", in, attrs);
-        EXPECT_LT(r.maxRelError, kTol) << "transA " << ta << " transB " << tb << " C " << cshape
-                                       << ": " << r.worst;
+        EXPECT_LT(r.maxRelError, kTol)
+            << "transA " << ta << " transB " << tb << " C " << cshape << ": " << r.worst;
       }
   // Scalar C, default alpha / beta.
   auto r = checkOpGradient("Gemm", {{rnd({2, 3}, 6)}, {rnd({3, 2}, 7)}, {rnd({}, 8)}});

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "grad_check.h"
+#include "support/error.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +19,9 @@ inline Tensor boolT(bool v) {
   t.data<bool>()[0] = v;
   return t;
 }
-inline Tensor i64T(const std::vector<int64_t>& v, Dims shape) { return Tensor::fromI64(v, std::move(shape)); }
+inline Tensor i64T(const std::vector<int64_t>& v, Dims shape) {
+  return Tensor::fromI64(v, std::move(shape));
+}
 inline Attribute ints(std::vector<int64_t> v) { return Attribute{std::move(v)}; }
 inline Attribute i(int64_t v) { return Attribute{v}; }
 inline Attribute s(const char* v) { return Attribute{std::string(v)}; }

@@ -35,8 +35,8 @@ void runLoss(const char* op, bool logProb) {
       std::map<std::string, Attribute> attrs{{"reduction", s(red)}};
       if (k.ignore) attrs["ignore_index"] = i(*k.ignore);
       auto r = checkOpGradient(op, in, attrs, logProb ? 2 : 1);
-      EXPECT_LT(r.maxRelError, kTol) << op << " " << k.name << " reduction " << red << ": "
-                                     << r.worst;
+      EXPECT_LT(r.maxRelError, kTol)
+          << op << " " << k.name << " reduction " << red << ": " << r.worst;
     }
 }
 

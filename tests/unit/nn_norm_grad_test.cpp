@@ -54,8 +54,8 @@ TEST(NnNormGrad, LayerNormalization) {
       // stash_type f64 so the Mean / InvStdDev outputs are exact enough for differences.
       std::map<std::string, Attribute> attrs{{"axis", i(k.axis)}, {"stash_type", i(11)}};
       auto r = checkOpGradient("LayerNormalization", in, attrs, outs);
-      EXPECT_LT(r.maxRelError, kTol) << formatDims(k.x) << " axis " << k.axis << " outputs "
-                                     << outs << ": " << r.worst;
+      EXPECT_LT(r.maxRelError, kTol)
+          << formatDims(k.x) << " axis " << k.axis << " outputs " << outs << ": " << r.worst;
     }
 }
 

@@ -19,7 +19,8 @@ void runRnn(const char* op, int gates, const std::vector<RnnCase>& cases) {
   for (const auto& k : cases) {
     auto dirAttr = k.attrs.find("direction");
     const int64_t dirs =
-        dirAttr != k.attrs.end() && std::get<std::string>(dirAttr->second.v) == "bidirectional" ? 2 : 1;
+        dirAttr != k.attrs.end() && std::get<std::string>(dirAttr->second.v) == "bidirectional" ? 2
+                                                                                                : 1;
     auto lay = k.attrs.find("layout");
     const bool layout1 = lay != k.attrs.end() && std::get<int64_t>(lay->second.v) != 0;
     Dims x = layout1 ? Dims{k.B, k.T, k.I} : Dims{k.T, k.B, k.I};
@@ -30,8 +31,10 @@ void runRnn(const char* op, int gates, const std::vector<RnnCase>& cases) {
                                    {rnd({dirs, gates * k.H, k.H}, seed++, -a, a)}};
     in.push_back(k.bias ? GradCheckInput{rnd({dirs, 2 * gates * k.H}, seed++, -a, a)}
                         : GradCheckInput{Tensor(), false, true});
-    in.push_back(k.seqLens ? GradCheckInput{i64T(std::vector<int64_t>(static_cast<size_t>(k.B), k.T), {k.B}), false}
-                           : GradCheckInput{Tensor(), false, true});
+    in.push_back(
+        k.seqLens ? GradCheckInput{i64T(std::vector<int64_t>(static_cast<size_t>(k.B), k.T), {k.B}),
+                                   false}
+                  : GradCheckInput{Tensor(), false, true});
     in.push_back(k.h0 ? GradCheckInput{rnd(st, seed++)} : GradCheckInput{Tensor(), false, true});
     if (lstm) {
       in.push_back(k.c0 ? GradCheckInput{rnd(st, seed++)} : GradCheckInput{Tensor(), false, true});
@@ -103,6 +106,21 @@ TEST(NnRnnGrad, LSTM) {
                {"activation_alpha", floats({0.2f, 0.1f})}}},
              {"sequence_lens all full", {}, true, true, true, true, true},
          });
+}
+
+// Variable sequence lengths are not unrolled: a clear error, never a wrong gradient.
+TEST(NnRnnGrad, VariableSequenceLengthsAreAnError) {
+  std::vector<GradCheckInput> in{{rnd({3, 2, 3}, 1)},
+                                 {rnd({1, 8, 3}, 2)},
+                                 {rnd({1, 8, 2}, 3)},
+                                 {Tensor(), false, true},
+                                 {i64T({3, 2}, {2}), false}};
+  try {
+    checkOpGradient("LSTM", in, {{"hidden_size", i(2)}}, 3);
+    FAIL() << "expected an error";
+  } catch (const aicc::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence_lens"), std::string::npos) << e.what();
+  }
 }
 
 } // namespace
