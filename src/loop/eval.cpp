@@ -143,8 +143,10 @@ private:
       return;
     case StmtKind::Call: {
       auto it = opts_.kernels.find(s.name);
-      AICC_CHECK(it != opts_.kernels.end(), "@{}: call to unknown micro-kernel @{}", f_.name,
-                 s.name);
+      std::optional<ExternKernel> builtin;
+      if (it == opts_.kernels.end()) builtin = builtinKernel(s.name);
+      AICC_CHECK(it != opts_.kernels.end() || builtin, "@{}: call to unknown micro-kernel @{}",
+                 f_.name, s.name);
       std::vector<KernelArg> args;
       for (const auto& a : s.args) {
         KernelArg k;
@@ -162,7 +164,10 @@ private:
         }
         args.push_back(k);
       }
-      it->second(args);
+      if (builtin)
+        (*builtin)(args);
+      else
+        it->second(args);
       return;
     }
     }

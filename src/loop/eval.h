@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 
 namespace aicc::loop {
 
@@ -26,6 +27,11 @@ using ExternKernel = std::function<void(std::vector<KernelArg>&)>;
 struct EvalOptions {
   std::map<std::string, ExternKernel> kernels; // callee name -> implementation
 };
+
+// The micro-kernels of src/kernels under the callee names the lowerings emit (see
+// loop/lower_kernels.cpp for the contracts); nullopt when `name` is not one of them or this CPU
+// cannot run it. `evaluate` uses them for calls that EvalOptions::kernels does not name.
+std::optional<ExternKernel> builtinKernel(const std::string& name);
 
 // Runs f with buffers bound by name. `in` buffers must be bound; `out` and `temp` buffers that
 // are not bound are allocated (zero-filled) and added to `buffers`. A bound tensor must have the

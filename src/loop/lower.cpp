@@ -303,6 +303,8 @@ private:
 
 std::optional<LoweredNode> lowerNode(const Node& n, const std::string& funcName,
                                      std::string* whyNot, const LowerOptions& opts) {
+  std::optional<LoweredNode> r;
+  if (lowerNonElementwise(n, funcName, opts, r, whyNot)) return r;
   return Lowerer(n, opts).run(funcName, whyNot);
 }
 

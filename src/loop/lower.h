@@ -9,6 +9,7 @@
 #include "ir/graph.h"
 #include "loop/ir.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,10 @@ namespace aicc::loop {
 struct LowerOptions {
   int64_t vectorBytes = 64; // vector register size of the target (64: AVX-512)
   bool simplify = true;     // run the simplifier on the result
+  // Operator selection for non-elementwise nodes (backend/op_select.h): the candidate to lower a
+  // node with ("loop", "ukernel:<kernel descriptor name>"); empty function or "" = the
+  // lowering's own preference (a micro-kernel where one applies, else the loop nest).
+  std::function<std::string(const Node&)> chooseCandidate;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.
@@ -36,6 +41,16 @@ std::optional<LoweredNode> lowerNode(const Node& n, const std::string& funcName,
 // "node: reason" lines when given.
 Module lowerGraph(const Graph& g, const LowerOptions& opts = {},
                   std::vector<std::string>* skipped = nullptr);
+
+// The non-elementwise lowerings (loop/lower_*.cpp): MatMul, Gemm, Conv, pooling, reductions,
+// Softmax, LayerNormalization, BatchNormalization (inference), data movement, view ops (as
+// copies marked kind = "alias"), aicc.Fused kind="epilogue" and activations without an
+// elementwise compute definition. Returns false when n is none of those; otherwise true with
+// `result` set, or reset and *whyNot set when this instance cannot be lowered.
+bool lowerNonElementwise(const Node& n, const std::string& funcName, const LowerOptions& opts,
+                         std::optional<LoweredNode>& result, std::string* whyNot = nullptr);
+// Whether n's op is handled by lowerNonElementwise (some instances may still not lower).
+bool hasNonElementwiseLowering(const Node& n);
 
 // Whether an op (ai.onnx domain) has an elementwise compute definition here.
 bool hasComputeDefinition(const std::string& op);

@@ -220,7 +220,13 @@ Scalar applyCast(DType to, DType from, Scalar a) {
   if (to == DType::I2 || to == DType::U2) bits = 2;
   double lo = isSigned(to) ? -std::ldexp(1.0, bits - 1) : 0.0;
   double hi = isSigned(to) ? std::ldexp(1.0, bits - 1) - 1 : std::ldexp(1.0, bits) - 1;
+  // For 64-bit targets `hi` (2^63 - 1) is not representable in double and rounds up to 2^63:
+  // compare against the exclusive bound instead, so no out-of-range conversion happens.
   if (v < lo) v = lo;
+  if (bits == 64 && v >= std::ldexp(1.0, 63)) {
+    r.i = std::numeric_limits<int64_t>::max();
+    return r;
+  }
   if (v > hi) v = hi;
   r.i = static_cast<int64_t>(v);
   return r;

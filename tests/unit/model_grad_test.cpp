@@ -58,20 +58,25 @@ Tensor labels(std::vector<int64_t> v) {
   return Tensor::fromI64(v, {static_cast<int64_t>(v.size())});
 }
 
-// The zoo mlp (Gemm/Relu x2, Gemm; transB=1), 12-16-16-5 instead of 784-512-512-10, with a
-// SoftmaxCrossEntropyLoss on top.
-Model mlp() {
+// The zoo mlp's architecture (Gemm/Relu x2, Gemm; transB=1) with a SoftmaxCrossEntropyLoss on
+// top: `mlp` is a small 12-16-16-5 copy (every element checked), `zooMlp` the zoo's exact sizes
+// (784-512-512-10, batch 64; elements sampled).
+Model mlpOfSize(int64_t batch, int64_t in, int64_t hidden, int64_t classes) {
   Builder b;
-  Value* x = b.input("x", {4, 12});
-  Value* h = b.op("Relu", {b.op("Gemm", {x, b.weight("w0", {16, 12}), b.weight("b0", {16})},
+  Value* x = b.input("x", {batch, in});
+  double s0 = 1.0 / std::sqrt(static_cast<double>(in)), s1 = 1.0 / std::sqrt(static_cast<double>(hidden));
+  Value* h = b.op("Relu", {b.op("Gemm", {x, b.weight("w0", {hidden, in}, s0), b.weight("b0", {hidden})},
                                 {{"transB", i1(1)}})});
-  h = b.op("Relu", {b.op("Gemm", {h, b.weight("w1", {16, 16}), b.weight("b1", {16})},
+  h = b.op("Relu", {b.op("Gemm", {h, b.weight("w1", {hidden, hidden}, s1), b.weight("b1", {hidden})},
                          {{"transB", i1(1)}})});
   Value* logits =
-      b.op("Gemm", {h, b.weight("w2", {5, 16}), b.weight("b2", {5})}, {{"transB", i1(1)}});
-  return b.finish(
-      b.op("SoftmaxCrossEntropyLoss", {logits, b.constant("labels", labels({0, 3, 4, 1}))}));
+      b.op("Gemm", {h, b.weight("w2", {classes, hidden}, s1), b.weight("b2", {classes})}, {{"transB", i1(1)}});
+  std::vector<int64_t> y;
+  for (int64_t i = 0; i < batch; ++i) y.push_back((i * 7) % classes);
+  return b.finish(b.op("SoftmaxCrossEntropyLoss", {logits, b.constant("labels", labels(y))}));
 }
+Model mlp() { return mlpOfSize(4, 12, 16, 5); }
+Model zooMlp() { return mlpOfSize(64, 784, 512, 10); }
 
 // LeNet-style: Conv/Relu/MaxPool x2, Flatten, Gemm, SoftmaxCrossEntropyLoss.
 Model lenet() {
@@ -140,6 +145,11 @@ void expectGood(const GradCheckResult& r) {
 TEST(ModelGrad, Mlp) {
   expectGood(checkModelGradient(mlp, "loss", {"x", "w0", "b0", "w1", "b1", "w2", "b2"},
                                 {randomTensor({4, 12}, 5)}));
+}
+
+TEST(ModelGrad, ZooMlpFullSize) {
+  expectGood(checkModelGradient(zooMlp, "loss", {"x", "w0", "b0", "w1", "b1", "w2", "b2"},
+                                {randomTensor({64, 784}, 5)}, 1e-6, /*maxElemsPerTensor=*/8));
 }
 
 TEST(ModelGrad, LeNet) {

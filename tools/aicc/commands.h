@@ -15,6 +15,8 @@ struct RunArgs {
   std::vector<std::string> dims;
   bool checkTypes = false;
   int optLevel = 2;
+  std::string engine = "interp"; // interp | jit (LLVM JIT, src/runtime/jit_executor.h)
+  bool engineStats = false;      // jit: print lowered/fallback counts and timings to stderr
 };
 int runCommand(const RunArgs& a);
 
@@ -89,5 +91,12 @@ struct OptArgs {
 int optCommand(const OptArgs& a);
 // Runs the -O pipeline (or a.passes) on m with a's instrumentation; returns the pass records.
 std::vector<PassRecord> optimize(Model& m, const OptArgs& a);
+
+struct CompileArgs { // tools/aicc/compile.cpp
+  std::string model, outputDir, emit = "c", prefix = "model";
+  std::vector<std::string> dims;
+  int optLevel = 2;
+};
+int compileCommand(const CompileArgs& a);
 
 } // namespace aicc::cli

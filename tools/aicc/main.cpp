@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   runCmd->add_option("--dim", run.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   runCmd->add_flag("--check-types", run.checkTypes, "Check every node's result against shape inference");
   runCmd->add_option("-O", run.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
+  runCmd->add_option("--engine", run.engine, "Execution engine: interp (reference interpreter, default) or jit (LLVM JIT)")->check(CLI::IsMember({"interp", "jit"}));
+  runCmd->add_flag("--engine-stats", run.engineStats, "jit: print lowered/fallback nodes and timings on stderr");
 
   InspectArgs inspect;
   auto* inspectCmd = app.add_subcommand("inspect", "Show a model's inputs, outputs, opsets and ops");
@@ -114,6 +116,15 @@ int main(int argc, char** argv) {
   loCmd->add_flag("!--no-verify", lo.verifyEach, "Do not run the verifier after each pass");
   loCmd->add_option("--reproducer", lo.reproducer, "On a pass failure, write the IR before the pass here");
 
+  CompileArgs cc;
+  auto* ccCmd = app.add_subcommand("compile", "Compile a model to a portable C99 bundle (model.c, model.h, model.weights)");
+  ccCmd->add_option("model", cc.model, "ONNX model or IR text file")->required();
+  ccCmd->add_option("-o", cc.outputDir, "Output folder")->required();
+  ccCmd->add_option("--emit", cc.emit, "What to emit: c (default)");
+  ccCmd->add_option("--prefix", cc.prefix, "API prefix and file names (default model)");
+  ccCmd->add_option("--dim", cc.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -128,6 +139,7 @@ int main(int argc, char** argv) {
     if (*adCmd) return autodiffCommand(ad);
     if (*loCmd) return loopOptCommand(lo);
     if (*trainCmd) return trainCommand(tr);
+    if (*ccCmd) return compileCommand(cc);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
     return 1;

@@ -2,6 +2,9 @@
 
 #include "frontend/onnx/tensor_proto.h"
 #include "interp/interpreter.h"
+#include "runtime/jit_executor.h"
+
+#include <chrono>
 
 #include <filesystem>
 #include <iostream>
@@ -19,7 +22,23 @@ int runCommand(const RunArgs& a) {
   const Graph& g = *m.model.graph;
   RunOptions ro;
   ro.checkTypes = a.checkTypes;
-  std::vector<RValue> outputs = interpret(g, inputs, ro);
+  std::vector<RValue> outputs;
+  if (a.engine == "jit") {
+    runtime::JitExecutable exe(g);
+    auto t0 = std::chrono::steady_clock::now();
+    outputs = exe.run(inputs);
+    double runSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const runtime::JitStats& st = exe.stats();
+    if (a.engineStats) {
+      std::cerr << fmt::format("jit: {} nodes compiled, {} fallback; compile {:.3f} s, run {:.3f} "
+                               "ms; {}\n",
+                               st.lowered, st.fallback, st.compileSeconds, runSec * 1e3,
+                               st.planNote);
+      for (const auto& r : st.fallbackReasons) std::cerr << "  fallback: " << r << "\n";
+    }
+  } else {
+    outputs = interpret(g, inputs, ro);
+  }
   if (!a.outputDir.empty()) std::filesystem::create_directories(a.outputDir);
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Value* o = g.outputs[i];

@@ -1,0 +1,73 @@
+// Operator selection: the candidate implementations of each graph node (generated loop nests,
+// micro-kernel calls), which of them apply on a target, a cost model that picks one, and the
+// choice as data (printable for the compile report, pinnable by a tuning cache: a measured choice
+// overrides the cost model through `pinned`).
+//
+// Candidate names: "loop" (the generated loop nest of loop/lower_*.cpp) and
+// "ukernel:<descriptor>" (a call of a src/kernels micro-kernel, e.g.
+// "ukernel:f32_gemm_avx512_14x32", "ukernel:f32_dwconv3x3_avx2"). The same names drive the
+// lowering (LowerOptions::chooseCandidate), so a Selection is directly executable.
+#pragma once
+
+#include "backend/target.h"
+#include "ir/graph.h"
+#include "loop/ir.h"
+#include "loop/lower.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aicc::backend {
+
+enum class CandidateKind { LoopNest, MicroKernel };
+std::string_view candidateKindName(CandidateKind k); // "loop-nest", "micro-kernel"
+
+struct Cost {
+  double flops = 0;   // arithmetic of the node
+  double bytes = 0;   // compulsory memory traffic (plus packing / layout copies)
+  double seconds = 0; // estimate on the target: max(compute time, memory time)
+};
+
+struct Candidate {
+  std::string name;
+  CandidateKind kind = CandidateKind::LoopNest;
+  loop::Schedule schedule; // what the candidate decides (kernel, tile, vector width, ...)
+  // Whether it applies to the node on the target; *why says why not.
+  std::function<bool(const Node&, const Target&, std::string* why)> applies;
+  std::function<Cost(const Node&, const Target&)> cost;
+};
+
+// The candidates registered for n's op (for aicc.Fused epilogues: its head's), applicable or
+// not. Empty for nodes without a non-elementwise lowering (elementwise nodes have one
+// implementation: the "loop" nest of loop/lower.h).
+std::vector<Candidate> candidatesFor(const Node& n);
+
+struct Selection {
+  std::string candidate; // the chosen name
+  CandidateKind kind = CandidateKind::LoopNest;
+  loop::Schedule schedule;
+  Cost cost;
+  bool pinned = false;                                    // chosen by `pinned`, not the model
+  std::vector<std::pair<std::string, double>> considered; // applicable: name -> est. seconds
+  std::vector<std::string> rejected;                      // "name: why"
+};
+
+// Picks the cheapest applicable candidate, or `pinned` when given and applicable (a pinned
+// name that does not apply is ignored and listed in `rejected`). Nullopt when no candidate is
+// registered for the node.
+std::optional<Selection> selectCandidate(const Node& n, const Target& t,
+                                         const std::optional<std::string>& pinned = std::nullopt);
+
+// "Conv conv1: ukernel:f32_gemm_avx512_14x32 (micro-kernel, 0.12 GFLOP, est 0.05 ms) over loop
+// (est 2.1 ms)"
+std::string formatSelection(const Node& n, const Selection& s);
+
+// A LowerOptions::chooseCandidate for the target: selectCandidate per node, with `pins` (node
+// name -> candidate) overriding the cost model.
+std::function<std::string(const Node&)>
+candidateChooser(const Target& t, std::map<std::string, std::string> pins = {});
+
+} // namespace aicc::backend

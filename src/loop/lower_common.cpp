@@ -1,0 +1,166 @@
+// Shared helpers of the non-elementwise lowerings (see loop/lower_ops.h).
+#include "loop/lower_ops.h"
+
+#include "loop/simplify.h"
+#include "support/error.h"
+
+namespace aicc::loop::detail {
+
+void no(std::string reason) { throw NotLowerable{std::move(reason)}; }
+
+std::string sanitizeName(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v" + out;
+  return out;
+}
+
+int64_t numel(const Dims& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+bool isComputeFloat(DType t) { return t == DType::F32 || t == DType::F64; }
+
+static bool movableDType(DType t) {
+  return isComputeFloat(t) || t == DType::Bool ||
+         (isInteger(t) && dtypeSize(t) >= 1 && t != DType::I4 && t != DType::U4 && t != DType::I2 &&
+          t != DType::U2);
+}
+
+Dims staticDims(const Value* v, const char* what) {
+  if (!v) no(fmt::format("{} is omitted", what));
+  if (!v->type.isTensor() || !v->type.shape)
+    no(fmt::format("{} '{}' has no known shape", what, v->name));
+  auto d = toDims(*v->type.shape);
+  if (!d)
+    no(fmt::format("{} '{}' has a dynamic shape {}", what, v->name, formatShape(*v->type.shape)));
+  if (!movableDType(v->type.dtype))
+    no(fmt::format("{} '{}' has element type {}, not lowered yet", what, v->name,
+                   dtypeName(v->type.dtype)));
+  return *d;
+}
+
+FuncBuilder::FuncBuilder(const Node& n, const std::string& funcName, const std::string& kind)
+    : node(n), kind_(kind) {
+  ln.func.name = funcName;
+}
+
+std::string FuncBuilder::fresh(const std::string& base) {
+  std::string b = sanitizeName(base), n = b;
+  for (int k = 0; used_.count(n); ++k) n = b + "_" + std::to_string(k);
+  used_.insert(n);
+  return n;
+}
+
+std::string FuncBuilder::input(const Value* v) {
+  if (auto it = inParams_.find(v); it != inParams_.end()) return it->second;
+  if (auto it = bind_.find(v); it != bind_.end()) v = it->second;
+  if (auto it = inParams_.find(v); it != inParams_.end()) return it->second;
+  Dims d = staticDims(v, "input");
+  std::string p = fresh(v->name);
+  ln.func.params.push_back({p, v->type.dtype, d, "", Role::In});
+  ln.inputs.push_back({p, v});
+  inParams_[v] = p;
+  return p;
+}
+
+std::string FuncBuilder::output(size_t k) {
+  AICC_CHECK(k < node.outputs.size(), "{}: no output {}", node.describe(), k);
+  const Value* v = node.outputs[k];
+  if (!v) no("an omitted output");
+  for (const auto& [p, o] : ln.outputs)
+    if (o == v) return p;
+  Dims d = staticDims(v, "output");
+  std::string p = fresh(v->name);
+  ln.func.params.push_back({p, v->type.dtype, d, "", Role::Out});
+  ln.outputs.push_back({p, v});
+  return p;
+}
+
+std::string FuncBuilder::temp(const std::string& base, DType t, const Dims& shape) {
+  std::string p = fresh(base);
+  ln.func.params.push_back({p, t, shape, "", Role::Temp});
+  return p;
+}
+
+LoweredNode FuncBuilder::finish(Block body, Schedule sched, const LowerOptions& opts) {
+  for (auto& s : body) prologue.push_back(std::move(s));
+  ln.func.body = std::move(prologue);
+  sched["kind"] = kind_;
+  sched["op"] = node.domain.empty() ? node.op : node.domain + "." + node.op;
+  ln.func.schedule = std::move(sched);
+  if (opts.simplify) simplifyFunc(ln.func);
+  return std::move(ln);
+}
+
+std::vector<int64_t> strides(const Dims& d) {
+  std::vector<int64_t> s(d.size());
+  int64_t x = 1;
+  for (size_t k = d.size(); k-- > 0;) {
+    s[k] = x;
+    x *= d[k];
+  }
+  return s;
+}
+
+ExprPtr linearIndex(const std::vector<ExprPtr>& idx, const std::vector<int64_t>& stride) {
+  ExprPtr e = intImm(0);
+  for (size_t k = 0; k < idx.size() && k < stride.size(); ++k)
+    if (idx[k] && stride[k] != 0) e = add(e, mul(idx[k], intImm(stride[k])));
+  return e;
+}
+
+Block nest(const std::vector<std::string>& vs, const Dims& ext, Block body, bool parallelOuter,
+           int64_t vectorWidth) {
+  for (int64_t e : ext)
+    if (e == 0) return {};
+  for (size_t k = vs.size(); k-- > 0;) {
+    LoopKind kind = LoopKind::Serial;
+    int64_t f = 1;
+    if (k + 1 == vs.size() && vectorWidth > 1) {
+      kind = LoopKind::Vectorize;
+      f = vectorWidth;
+    } else if (k == 0 && parallelOuter) {
+      kind = LoopKind::Parallel;
+    }
+    Block b;
+    b.push_back(Stmt::forLoop(vs[k], intImm(0), intImm(ext[k]), std::move(body), kind, f));
+    body = std::move(b);
+  }
+  return body;
+}
+
+std::vector<ExprPtr> vars(const std::vector<std::string>& names) {
+  std::vector<ExprPtr> v;
+  for (const auto& n : names) v.push_back(var(n));
+  return v;
+}
+
+int64_t vectorWidthFor(const LowerOptions& o, DType t, int64_t extent) {
+  int64_t lanes = std::max<int64_t>(1, o.vectorBytes / std::max<int64_t>(1, dtypeSize(t)));
+  int64_t w = 1;
+  while (w * 2 <= lanes && w * 2 <= extent) w *= 2;
+  return w;
+}
+
+int64_t normAxis(int64_t a, size_t rank, const Node& n) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (a < -r || a >= std::max<int64_t>(r, 1))
+    no(fmt::format("{}: axis {} is out of range for rank {}", n.describe(), a, r));
+  return a < 0 ? a + r : a;
+}
+
+std::optional<std::vector<int64_t>> constInts(const Node& n, size_t input) {
+  if (!n.hasInput(input) || !n.inputs[input]->constant) return std::nullopt;
+  const Tensor& t = *n.inputs[input]->constant;
+  if (!isInteger(t.dtype())) return std::nullopt;
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.getI64(i));
+  return v;
+}
+
+std::string ukernelCandidate(const std::string& desc) { return "ukernel:" + desc; }
+
+} // namespace aicc::loop::detail

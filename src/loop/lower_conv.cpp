@@ -1,0 +1,281 @@
+// Conv (NCHW, any spatial rank, stride, padding, dilation and group) as a direct loop nest, or as
+// micro-kernel calls per image (and group): depthwise 3x3 (pad 1, stride 1/2) or im2col + GEMM
+// for 1-D and 2-D convolutions (see loop/lower_kernels.cpp for the call contracts).
+#include "kernels/registry.h"
+#include "loop/lower_ops.h"
+
+namespace aicc::loop::detail {
+
+namespace {
+
+const Value* outerOf(const Bind& bind, const Value* v) {
+  auto it = bind.find(v);
+  return it != bind.end() ? it->second : v;
+}
+
+struct ConvShape {
+  int64_t N = 0, C = 0, M = 0, G = 1;
+  Dims in, out, k, stride, dil, padBegin, padEnd;
+};
+
+ConvShape convShape(const Node& head, const Dims& xd, const Dims& wd, const Dims& yd) {
+  ConvShape s;
+  if (xd.size() < 3 || wd.size() != xd.size() || yd.size() != xd.size())
+    no("Conv operands must have rank >= 3 and equal ranks");
+  size_t r = xd.size() - 2;
+  s.N = xd[0], s.C = xd[1], s.M = wd[0], s.G = head.attrInt("group");
+  if (s.G <= 0 || s.C % s.G || s.M % s.G || wd[1] != s.C / s.G)
+    no("Conv channels do not match the group count");
+  s.in.assign(xd.begin() + 2, xd.end());
+  s.out.assign(yd.begin() + 2, yd.end());
+  s.k.assign(wd.begin() + 2, wd.end());
+  s.stride = head.attrInts("strides", Dims(r, 1));
+  s.dil = head.attrInts("dilations", Dims(r, 1));
+  if (s.stride.size() != r || s.dil.size() != r) no("Conv strides/dilations of the wrong rank");
+  std::string ap = head.attrString("auto_pad");
+  s.padBegin.assign(r, 0), s.padEnd.assign(r, 0);
+  if (ap == "NOTSET") {
+    Dims p = head.attrInts("pads", Dims(2 * r, 0));
+    if (p.size() != 2 * r) no("Conv pads of the wrong rank");
+    for (size_t d = 0; d < r; ++d) s.padBegin[d] = p[d], s.padEnd[d] = p[d + r];
+  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    for (size_t d = 0; d < r; ++d) {
+      int64_t total = std::max<int64_t>(0, (s.out[d] - 1) * s.stride[d] + (s.k[d] - 1) * s.dil[d] +
+                                               1 - s.in[d]);
+      s.padBegin[d] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      s.padEnd[d] = total - s.padBegin[d];
+    }
+  } else if (ap != "VALID") {
+    no("Conv auto_pad '" + ap + "'");
+  }
+  for (size_t d = 0; d < r; ++d)
+    if ((s.in[d] + s.padBegin[d] + s.padEnd[d] - s.dil[d] * (s.k[d] - 1) - 1) / s.stride[d] + 1 !=
+        s.out[d])
+      no("Conv output shape does not match the attributes");
+  return s;
+}
+
+CallArg buf(const std::string& b, ExprPtr off) { return CallArg{b, std::move(off), nullptr}; }
+CallArg val(int64_t v) { return CallArg{"", nullptr, intImm(v)}; }
+
+} // namespace
+
+namespace {
+
+// ConvTranspose as a gather loop nest: y[n, m, o] = bias[m] + sum over the input channels c of
+// m's group and kernel taps k of x[n, c, i] * w[c, m % Mg, k] where i * stride = o + pad - k * dil.
+Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
+                        const std::string& outParam, const std::string& candidate,
+                        Schedule& sched) {
+  if (!candidate.empty() && candidate != kLoopCandidate)
+    no("ConvTranspose has only the loop candidate");
+  const Value* xv = outerOf(bind, head.inputs.at(0));
+  const Value* wv = outerOf(bind, head.inputs.at(1));
+  const Value* bv = head.hasInput(2) ? outerOf(bind, head.inputs[2]) : nullptr;
+  DType t = xv->type.dtype;
+  if (!isComputeFloat(t) || wv->type.dtype != t || (bv && bv->type.dtype != t))
+    no("ConvTranspose is lowered for f32/f64 only");
+  Dims xd = staticDims(xv, "X"), wd = staticDims(wv, "W"), yd = staticDims(head.outputs[0], "Y");
+  if (xd.size() < 3 || wd.size() != xd.size() || yd.size() != xd.size()) no("bad ranks");
+  size_t r = xd.size() - 2;
+  int64_t G = head.attrInt("group"), C = xd[1];
+  if (G <= 0 || C % G || wd[0] != C) no("channels do not match the group count");
+  int64_t Cg = C / G, Mg = wd[1], M = Mg * G;
+  if (yd[1] != M) no("output channels mismatch");
+  Dims in(xd.begin() + 2, xd.end()), out(yd.begin() + 2, yd.end()), k(wd.begin() + 2, wd.end());
+  Dims st = head.attrInts("strides", Dims(r, 1)), dl = head.attrInts("dilations", Dims(r, 1));
+  Dims op = head.attrInts("output_padding", Dims(r, 0));
+  if (op.empty()) op.assign(r, 0);
+  if (st.size() != r || dl.size() != r || op.size() != r) no("attributes of the wrong rank");
+  std::string ap = head.attrString("auto_pad");
+  Dims outShape = head.attrInts("output_shape", {});
+  Dims pb(r, 0);
+  for (size_t d = 0; d < r; ++d) {
+    int64_t full = st[d] * (in[d] - 1) + op[d] + dl[d] * (k[d] - 1) + 1;
+    if (!outShape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      int64_t total = full - out[d];
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pb[d] = ap == "SAME_UPPER" ? half : total - half;
+    } else if (ap == "NOTSET") {
+      Dims p = head.attrInts("pads", Dims(2 * r, 0));
+      if (p.size() != 2 * r) no("pads of the wrong rank");
+      pb[d] = p[d];
+      if (full - p[d] - p[d + r] != out[d]) no("output shape does not match the attributes");
+    }
+  }
+  std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
+  int64_t inSz = numel(in), outSz = numel(out), kSz = numel(k);
+  std::string nv = b.fresh("n"), mv = b.fresh("m"), cv = b.fresh("c");
+  std::vector<std::string> ov, kv;
+  for (size_t d = 0; d < r; ++d) ov.push_back(b.fresh("o" + std::to_string(d)));
+  for (size_t d = 0; d < r; ++d) kv.push_back(b.fresh("k" + std::to_string(d)));
+  ExprPtr n = var(nv), m = var(mv), c = var(cv);
+  ExprPtr yIdx = add(add(mul(n, intImm(M * outSz)), mul(m, intImm(outSz))),
+                     linearIndex(vars(ov), strides(out)));
+  ExprPtr ic = add(mul(div(m, intImm(Mg)), intImm(Cg)), c);
+  std::vector<ExprPtr> pos;
+  ExprPtr cond;
+  for (size_t d = 0; d < r; ++d) {
+    ExprPtr tt = sub(add(var(ov[d]), intImm(pb[d])), mul(var(kv[d]), intImm(dl[d])));
+    ExprPtr ok =
+        binary(Op::And, cmp(Op::Ge, tt, intImm(0)), cmp(Op::Lt, tt, intImm(in[d] * st[d])));
+    if (st[d] != 1) ok = binary(Op::And, ok, cmp(Op::Eq, mod(tt, intImm(st[d])), intImm(0)));
+    cond = cond ? binary(Op::And, cond, ok) : ok;
+    pos.push_back(st[d] == 1 ? tt : div(tt, intImm(st[d])));
+  }
+  ExprPtr xIdx =
+      add(add(mul(n, intImm(C * inSz)), mul(ic, intImm(inSz))), linearIndex(pos, strides(in)));
+  ExprPtr wIdx = add(add(mul(ic, intImm(Mg * kSz)), mul(mod(m, intImm(Mg)), intImm(kSz))),
+                     linearIndex(vars(kv), strides(k)));
+  Stmt accum = Stmt::store(outParam, yIdx,
+                           add(load(outParam, yIdx, t), mul(load(X, xIdx, t), load(W, wIdx, t))));
+  std::vector<std::string> red = {cv};
+  Dims redExt = {Cg};
+  for (size_t d = 0; d < r; ++d) red.push_back(kv[d]), redExt.push_back(k[d]);
+  Block pix = {Stmt::store(outParam, yIdx, bv ? load(B, m, t) : constant(t, 0))};
+  for (auto& s2 : nest(red, redExt, {Stmt::ifThen(cond, {accum})}, false))
+    pix.push_back(std::move(s2));
+  std::vector<std::string> outer = {nv, mv};
+  Dims outerExt = {xd[0], M};
+  for (size_t d = 0; d < r; ++d) outer.push_back(ov[d]), outerExt.push_back(out[d]);
+  sched["candidate"] = std::string(kLoopCandidate);
+  sched["parallel"] = std::vector<std::string>{nv};
+  return nest(outer, outerExt, std::move(pix), true);
+}
+
+} // namespace
+
+Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
+               const LowerOptions& o, const std::string& candidate, Schedule& sched) {
+  (void)o;
+  if (head.op == "ConvTranspose" && head.domain.empty())
+    return convTransposeBody(b, head, bind, outParam, candidate, sched);
+  if (head.op != "Conv" || !head.domain.empty()) no("head " + head.op + " is not lowered");
+  const Value* xv = outerOf(bind, head.inputs.at(0));
+  const Value* wv = outerOf(bind, head.inputs.at(1));
+  const Value* bv = head.hasInput(2) ? outerOf(bind, head.inputs[2]) : nullptr;
+  const Value* yv = head.outputs.at(0);
+  DType t = xv->type.dtype;
+  if (!isComputeFloat(t) || wv->type.dtype != t || (bv && bv->type.dtype != t))
+    no("Conv is lowered for f32/f64 only");
+  ConvShape s = convShape(head, staticDims(xv, "X"), staticDims(wv, "W"), staticDims(yv, "Y"));
+  std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
+  size_t r = s.in.size();
+  int64_t inSz = numel(s.in), outSz = numel(s.out);
+
+  // Micro-kernel applicability.
+  bool f32 = t == DType::F32, dilOne = true, padsOne = true;
+  for (size_t d = 0; d < r; ++d) {
+    dilOne &= s.dil[d] == 1;
+    padsOne &= s.padBegin[d] == 1 && s.padEnd[d] == 1;
+  }
+  bool dwOk = f32 && r == 2 && s.G == s.C && s.M == s.C && s.k == Dims{3, 3} && dilOne && padsOne &&
+              s.stride[0] == s.stride[1] && (s.stride[0] == 1 || s.stride[0] == 2);
+  bool gemmOk = f32 && (r == 1 || r == 2);
+  const kernels::KernelDesc* kd = nullptr;
+  if (candidate.empty()) {
+    if (dwOk)
+      kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConv3x3);
+    else if (gemmOk)
+      kd = &kernels::defaultKernel(kernels::KernelOp::Gemm);
+  } else if (candidate != kLoopCandidate) {
+    if (candidate.rfind("ukernel:", 0) != 0) no("unknown candidate '" + candidate + "'");
+    kd = kernels::findKernel(candidate.substr(8));
+    if (!kd || !kernels::cpuSupports(kd->isa)) no("candidate '" + candidate + "' is not runnable");
+    if ((kd->op == kernels::KernelOp::DepthwiseConv3x3 && !dwOk) ||
+        (kd->op == kernels::KernelOp::Gemm && !gemmOk))
+      no("candidate '" + candidate + "' does not apply");
+  }
+
+  std::string nv = b.fresh("n");
+  if (kd && kd->op == kernels::KernelOp::DepthwiseConv3x3) {
+    ExprPtr n = var(nv);
+    Block call = {
+        Stmt::callKernel(std::string("dwconv_nchw_") + kd->name,
+                         {buf(X, mul(n, intImm(s.C * inSz))), buf(W, nullptr),
+                          bv ? buf(B, nullptr) : val(0), buf(outParam, mul(n, intImm(s.M * outSz))),
+                          val(s.C), val(s.in[0]), val(s.in[1]), val(s.stride[0])})};
+    sched["candidate"] = ukernelCandidate(kd->name);
+    sched["micro_kernel"] = std::string(kd->name);
+    sched["layout"] = std::string("nhwc inside the call");
+    sched["parallel"] = std::vector<std::string>{nv};
+    return nest({nv}, {s.N}, std::move(call), true);
+  }
+  int64_t Cg = s.C / s.G, Mg = s.M / s.G, kSz = numel(s.k);
+  if (kd) {
+    std::string gv = b.fresh("g");
+    ExprPtr n = var(nv), g = var(gv);
+    Dims in2 = r == 2 ? s.in : Dims{1, s.in[0]}, k2 = r == 2 ? s.k : Dims{1, s.k[0]};
+    Dims st2 = r == 2 ? s.stride : Dims{1, s.stride[0]}, dl2 = r == 2 ? s.dil : Dims{1, s.dil[0]};
+    Dims pb = r == 2 ? s.padBegin : Dims{0, s.padBegin[0]};
+    Dims pe = r == 2 ? s.padEnd : Dims{0, s.padEnd[0]};
+    Block call = {Stmt::callKernel(
+        std::string("conv2d_nchw_") + kd->name,
+        {buf(X, add(mul(n, intImm(s.C * inSz)), mul(g, intImm(Cg * inSz)))),
+         buf(W, mul(g, intImm(Mg * Cg * kSz))), bv ? buf(B, mul(g, intImm(Mg))) : val(0),
+         buf(outParam, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))), val(Cg),
+         val(in2[0]), val(in2[1]), val(Mg), val(k2[0]), val(k2[1]), val(st2[0]), val(st2[1]),
+         val(pb[0]), val(pb[1]), val(pe[0]), val(pe[1]), val(dl2[0]), val(dl2[1])})};
+    sched["candidate"] = ukernelCandidate(kd->name);
+    sched["micro_kernel"] = std::string(kd->name);
+    sched["layout"] = std::string("nhwc inside the call (im2col + packed weights)");
+    sched["parallel"] = std::vector<std::string>{nv};
+    return nest({nv, gv}, {s.N, s.G}, std::move(call), true);
+  }
+
+  // The direct loop nest: for n, m, o...: y = bias; for c, k...: y += x * w (inside the image).
+  std::string mv = b.fresh("m"), cv = b.fresh("c");
+  std::vector<std::string> ov, kv;
+  for (size_t d = 0; d < r; ++d) ov.push_back(b.fresh("o" + std::to_string(d)));
+  for (size_t d = 0; d < r; ++d) kv.push_back(b.fresh("k" + std::to_string(d)));
+  ExprPtr n = var(nv), m = var(mv), c = var(cv);
+  ExprPtr yIdx = add(add(mul(n, intImm(s.M * outSz)), mul(m, intImm(outSz))),
+                     linearIndex(vars(ov), strides(s.out)));
+  // Input channel of group(m): (m / Mg) * Cg + c.
+  ExprPtr ic = add(mul(div(m, intImm(Mg)), intImm(Cg)), c);
+  std::vector<ExprPtr> pos;
+  ExprPtr inside;
+  for (size_t d = 0; d < r; ++d) {
+    ExprPtr p = add(sub(mul(var(ov[d]), intImm(s.stride[d])), intImm(s.padBegin[d])),
+                    mul(var(kv[d]), intImm(s.dil[d])));
+    pos.push_back(p);
+    if (s.padBegin[d] > 0 || s.padEnd[d] > 0 ||
+        (s.out[d] - 1) * s.stride[d] + (s.k[d] - 1) * s.dil[d] >= s.in[d]) {
+      ExprPtr ok = binary(Op::And, cmp(Op::Ge, p, intImm(0)), cmp(Op::Lt, p, intImm(s.in[d])));
+      inside = inside ? binary(Op::And, inside, ok) : ok;
+    }
+  }
+  ExprPtr xIdx =
+      add(add(mul(n, intImm(s.C * inSz)), mul(ic, intImm(inSz))), linearIndex(pos, strides(s.in)));
+  ExprPtr wIdx =
+      add(add(mul(m, intImm(Cg * kSz)), mul(c, intImm(kSz))), linearIndex(vars(kv), strides(s.k)));
+  Stmt accum = Stmt::store(outParam, yIdx,
+                           add(load(outParam, yIdx, t), mul(load(X, xIdx, t), load(W, wIdx, t))));
+  Block kb = {inside ? Stmt::ifThen(inside, {accum}) : accum};
+  std::vector<std::string> redVars = {cv};
+  Dims redExt = {Cg};
+  for (size_t d = 0; d < r; ++d) redVars.push_back(kv[d]), redExt.push_back(s.k[d]);
+  Block pix = {Stmt::store(outParam, yIdx, bv ? load(B, m, t) : constant(t, 0))};
+  for (auto& st : nest(redVars, redExt, std::move(kb), false)) pix.push_back(std::move(st));
+  std::vector<std::string> outer = {nv, mv};
+  Dims outerExt = {s.N, s.M};
+  for (size_t d = 0; d < r; ++d) outer.push_back(ov[d]), outerExt.push_back(s.out[d]);
+  sched["candidate"] = std::string(kLoopCandidate);
+  std::vector<std::string> order = outer;
+  order.insert(order.end(), redVars.begin(), redVars.end());
+  sched["loop_order"] = order;
+  sched["parallel"] = std::vector<std::string>{nv};
+  return nest(outer, outerExt, std::move(pix), true);
+}
+
+std::optional<LoweredNode> lowerConvFamily(const Node& n, const std::string& name,
+                                           const LowerOptions& o, const std::string& candidate) {
+  if (!n.domain.empty() || (n.op != "Conv" && n.op != "ConvTranspose")) return std::nullopt;
+  FuncBuilder b(n, name, "conv");
+  std::string out = b.output(0);
+  Schedule sched;
+  Block body = convBody(b, n, {}, out, o, candidate, sched);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
+} // namespace aicc::loop::detail

@@ -1,0 +1,317 @@
+// Data movement as loop nests: Transpose, Concat, Slice, Gather, Pad (constant/edge/reflect),
+// Resize (nearest), and the view ops Reshape/Flatten/Squeeze/Unsqueeze as copies marked
+// `kind = "alias"` (the memory planner makes them views; codegen can drop the copy).
+#include "loop/lower_ops.h"
+
+namespace aicc::loop::detail {
+
+namespace {
+
+// A copy of every element of the output from an input index expression.
+LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
+                       const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value,
+                       const LowerOptions& o, Schedule sched = {}) {
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < od.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
+  auto vv = vars(vs);
+  DType t = b.node.outputs[0]->type.dtype;
+  int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
+  Block body = nest(vs, od, {Stmt::store(out, linearIndex(vv, strides(od)), value(vv))}, true, w);
+  sched["vector_width"] = w;
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
+std::optional<LoweredNode> lowerAlias(const Node& n, const std::string& name,
+                                      const LowerOptions& o) {
+  FuncBuilder b(n, name, "alias");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output");
+  std::string in = b.input(n.inputs.at(0));
+  if (numel(staticDims(n.inputs[0], "input")) != numel(od)) no("element counts differ");
+  DType t = n.outputs[0]->type.dtype;
+  int64_t total = numel(od);
+  std::string i = b.fresh("i");
+  Block body = nest({i}, {total}, {Stmt::store(out, var(i), load(in, var(i), t))}, true,
+                    vectorWidthFor(o, t, total));
+  Schedule s;
+  s["view"] = 1;
+  return b.finish(std::move(body), std::move(s), o);
+}
+
+std::optional<LoweredNode> lowerTranspose(const Node& n, const std::string& name,
+                                          const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
+  std::string in = b.input(n.inputs[0]);
+  std::vector<int64_t> perm(id.size());
+  for (size_t k = 0; k < perm.size(); ++k) perm[k] = static_cast<int64_t>(perm.size() - 1 - k);
+  perm = n.attrInts("perm", perm);
+  if (perm.size() != id.size()) no("perm of the wrong length");
+  auto is = strides(id);
+  std::vector<int64_t> st(od.size());
+  for (size_t k = 0; k < od.size(); ++k) st[k] = is.at(normAxis(perm[k], id.size(), n));
+  DType t = n.outputs[0]->type.dtype;
+  Schedule s;
+  s["perm"] = perm;
+  return gatherNest(
+      b, out, od, [&](const std::vector<ExprPtr>& v) { return load(in, linearIndex(v, st), t); }, o,
+      s);
+}
+
+std::optional<LoweredNode> lowerConcat(const Node& n, const std::string& name,
+                                       const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output");
+  int64_t axis = normAxis(n.attrInt("axis"), od.size(), n);
+  DType t = n.outputs[0]->type.dtype;
+  Block body;
+  int64_t offset = 0;
+  auto os = strides(od);
+  for (const Value* v : n.inputs) {
+    if (!v) continue;
+    Dims id = staticDims(v, "input");
+    if (id.size() != od.size()) no("inputs of different ranks");
+    std::string in = b.input(v);
+    std::vector<std::string> vs;
+    for (size_t d = 0; d < id.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
+    auto vv = vars(vs);
+    auto oidx = vv;
+    oidx[axis] = add(vv[axis], intImm(offset));
+    for (auto& s :
+         nest(vs, id,
+              {Stmt::store(out, linearIndex(oidx, os), load(in, linearIndex(vv, strides(id)), t))},
+              true, id.empty() ? 1 : vectorWidthFor(o, t, id.back())))
+      body.push_back(std::move(s));
+    offset += id[axis];
+  }
+  if (offset != od[axis]) no("input sizes do not add up to the output");
+  Schedule s;
+  s["axis"] = axis;
+  return b.finish(std::move(body), std::move(s), o);
+}
+
+std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
+                                      const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
+  auto starts = constInts(n, 1), ends = constInts(n, 2);
+  if (!starts || !ends) no("non-constant starts/ends");
+  std::vector<int64_t> axes(starts->size()), steps(starts->size(), 1);
+  for (size_t k = 0; k < axes.size(); ++k) axes[k] = static_cast<int64_t>(k);
+  if (n.hasInput(3)) {
+    auto a = constInts(n, 3);
+    if (!a) no("non-constant axes");
+    axes = *a;
+  }
+  if (n.hasInput(4)) {
+    auto s = constInts(n, 4);
+    if (!s) no("non-constant steps");
+    steps = *s;
+  }
+  if (axes.size() != starts->size() || steps.size() != starts->size()) no("inconsistent inputs");
+  std::vector<int64_t> begin(id.size(), 0), step(id.size(), 1);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = normAxis(axes[k], id.size(), n), dim = id[a], st = steps[k];
+    if (st == 0) no("a zero step");
+    int64_t s = (*starts)[k];
+    if (s < 0) s += dim;
+    s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
+    begin[a] = s, step[a] = st;
+  }
+  auto is = strides(id);
+  DType t = n.outputs[0]->type.dtype;
+  std::string in = b.input(n.inputs[0]);
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> idx;
+        for (size_t d = 0; d < v.size(); ++d)
+          idx.push_back(add(intImm(begin[d]), mul(v[d], intImm(step[d]))));
+        return load(in, linearIndex(idx, is), t);
+      },
+      o);
+}
+
+std::optional<LoweredNode> lowerGather(const Node& n, const std::string& name,
+                                       const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "data");
+  Dims xd = staticDims(n.inputs.at(1), "indices");
+  DType it = n.inputs[1]->type.dtype;
+  if (it != DType::I64 && it != DType::I32) no("indices must be int32/int64");
+  int64_t axis = normAxis(n.attrInt("axis"), id.size(), n);
+  if (od.size() != id.size() - 1 + xd.size()) no("output rank mismatch");
+  std::string in = b.input(n.inputs[0]), ind = b.input(n.inputs[1]);
+  auto is = strides(id), xs = strides(xd);
+  DType t = n.outputs[0]->type.dtype;
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> xi(v.begin() + axis, v.begin() + axis + xd.size());
+        ExprPtr k = load(ind, linearIndex(xi, xs), it);
+        if (it != DType::I64) k = cast(DType::I64, k);
+        k = select(cmp(Op::Lt, k, intImm(0)), add(k, intImm(id[axis])), k);
+        std::vector<ExprPtr> idx(v.begin(), v.begin() + axis);
+        idx.push_back(k);
+        idx.insert(idx.end(), v.begin() + axis + xd.size(), v.end());
+        return load(in, linearIndex(idx, is), t);
+      },
+      o);
+}
+
+std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
+  std::string mode = n.attrString("mode");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") no("Pad mode " + mode);
+  auto pads = constInts(n, 1);
+  if (!pads) no("non-constant pads");
+  std::vector<int64_t> axes;
+  if (n.hasInput(3)) {
+    auto a = constInts(n, 3);
+    if (!a) no("non-constant axes");
+    for (int64_t x : *a) axes.push_back(normAxis(x, id.size(), n));
+  } else {
+    for (size_t k = 0; k < id.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  if (pads->size() != 2 * axes.size()) no("pads of the wrong length");
+  std::vector<int64_t> before(id.size(), 0);
+  for (size_t k = 0; k < axes.size(); ++k) before[axes[k]] = (*pads)[k];
+  DType t = n.outputs[0]->type.dtype;
+  ExprPtr cval = constant(t, 0);
+  if (n.hasInput(2) && mode == "constant") {
+    const Value* cv = n.inputs[2];
+    if (!cv->constant || cv->constant->numel() != 1) no("non-constant constant_value");
+    cval = isFloat(t) ? constant(t, cv->constant->getF64(0)) : intImm(cv->constant->getI64(0), t);
+  }
+  for (int64_t x : id)
+    if (x == 0) no("an empty input");
+  std::string in = b.input(n.inputs[0]);
+  auto is = strides(id);
+  Schedule s;
+  s["mode"] = mode;
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) -> ExprPtr {
+        std::vector<ExprPtr> idx;
+        ExprPtr inside;
+        for (size_t d = 0; d < v.size(); ++d) {
+          ExprPtr p = sub(v[d], intImm(before[d]));
+          ExprPtr last = intImm(id[d] - 1);
+          if (mode == "edge") {
+            p = max(intImm(0), min(p, last));
+          } else if (mode == "reflect") {
+            p = select(cmp(Op::Lt, p, intImm(0)), neg(p), p);
+            p = select(cmp(Op::Gt, p, last), sub(intImm(2 * (id[d] - 1)), p), p);
+            p = max(intImm(0), min(p, last));
+          } else {
+            ExprPtr ok = binary(Op::And, cmp(Op::Ge, p, intImm(0)), cmp(Op::Le, p, last));
+            inside = inside ? binary(Op::And, inside, ok) : ok;
+            p = max(intImm(0), min(p, last)); // a safe index for the eager select
+          }
+          idx.push_back(p);
+        }
+        ExprPtr x = load(in, linearIndex(idx, is), t);
+        return inside ? select(inside, x, cval) : x;
+      },
+      o, s);
+}
+
+std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
+                                       const LowerOptions& o) {
+  if (n.attrString("mode") != "nearest") no("Resize mode " + n.attrString("mode"));
+  if (n.attrInt("antialias", 0) != 0 || n.attr("axes")) no("Resize antialias/axes");
+  std::string ctm = n.attrString("coordinate_transformation_mode");
+  std::string nm = n.attrString("nearest_mode");
+  if (ctm == "tf_crop_and_resize") no("tf_crop_and_resize");
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
+  if (od.size() != id.size()) no("rank mismatch");
+  std::vector<double> scale(id.size());
+  bool fromScales = false;
+  if (n.hasInput(2) && n.inputs[2]->constant && n.inputs[2]->constant->numel() > 0) {
+    const Tensor& s = *n.inputs[2]->constant;
+    if (s.numel() != static_cast<int64_t>(id.size())) no("scales of the wrong length");
+    for (size_t d = 0; d < id.size(); ++d) scale[d] = s.getF64(static_cast<int64_t>(d));
+    fromScales = true;
+  } else {
+    for (size_t d = 0; d < id.size(); ++d)
+      scale[d] = static_cast<double>(od[d]) / static_cast<double>(id[d]);
+  }
+  (void)fromScales;
+  std::string in = b.input(n.inputs[0]);
+  auto is = strides(id);
+  DType t = n.outputs[0]->type.dtype;
+  Schedule sch;
+  sch["coordinate_transformation_mode"] = ctm;
+  sch["nearest_mode"] = nm;
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> idx;
+        for (size_t d = 0; d < v.size(); ++d) {
+          if (od[d] == id[d] && scale[d] == 1.0) {
+            idx.push_back(v[d]);
+            continue;
+          }
+          auto c = [](double x) { return floatImm(x, DType::F64); };
+          ExprPtr x = cast(DType::F64, v[d]), s = c(scale[d]);
+          ExprPtr xo;
+          if (ctm == "asymmetric")
+            xo = div(x, s);
+          else if (ctm == "half_pixel")
+            xo = sub(div(add(x, c(0.5)), s), c(0.5));
+          else if (ctm == "pytorch_half_pixel")
+            xo = od[d] > 1 ? sub(div(add(x, c(0.5)), s), c(0.5)) : c(0);
+          else if (ctm == "align_corners")
+            xo = od[d] == 1 ? c(0) : mul(x, c(static_cast<double>(id[d] - 1) / (od[d] - 1)));
+          else if (ctm == "tf_half_pixel_for_nearest")
+            xo = div(add(x, c(0.5)), s);
+          else if (ctm == "half_pixel_symmetric") {
+            double adj = od[d] / (scale[d] * id[d]);
+            double center = id[d] / 2.0, off = center * (1 - adj);
+            xo = sub(add(c(off), div(add(x, c(0.5)), s)), c(0.5));
+          } else
+            no("coordinate_transformation_mode " + ctm);
+          ExprPtr r;
+          if (nm == "round_prefer_floor")
+            r = call("ceil", {sub(xo, c(0.5))});
+          else if (nm == "round_prefer_ceil")
+            r = call("floor", {add(xo, c(0.5))});
+          else if (nm == "floor")
+            r = call("floor", {xo});
+          else if (nm == "ceil")
+            r = call("ceil", {xo});
+          else
+            no("nearest_mode " + nm);
+          idx.push_back(max(intImm(0), min(cast(DType::I64, r), intImm(id[d] - 1))));
+        }
+        return load(in, linearIndex(idx, is), t);
+      },
+      o, sch);
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& name,
+                                           const LowerOptions& o) {
+  if (!n.domain.empty()) return std::nullopt;
+  const std::string& op = n.op;
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze")
+    return lowerAlias(n, name, o);
+  if (op == "Transpose") return lowerTranspose(n, name, o);
+  if (op == "Concat") return lowerConcat(n, name, o);
+  if (op == "Slice") return lowerSlice(n, name, o);
+  if (op == "Gather") return lowerGather(n, name, o);
+  if (op == "Pad") return lowerPad(n, name, o);
+  if (op == "Resize") return lowerResize(n, name, o);
+  return std::nullopt;
+}
+
+} // namespace aicc::loop::detail

@@ -1,0 +1,72 @@
+// Dispatch of the non-elementwise lowerings (lower_*.cpp) for lowerNode (loop/lower.h).
+#include "loop/lower_ops.h"
+#include "ops/op_def.h"
+
+namespace aicc::loop {
+
+bool lowerNonElementwise(const Node& n, const std::string& funcName, const LowerOptions& opts,
+                         std::optional<LoweredNode>& result, std::string* whyNot) {
+  using namespace detail;
+  std::string cand = opts.chooseCandidate ? opts.chooseCandidate(n) : std::string();
+  try {
+    std::optional<LoweredNode> r;
+    if (!(r = lowerMatMulFamily(n, funcName, opts, cand)) &&
+        !(r = lowerConvFamily(n, funcName, opts, cand)) &&
+        !(r = lowerEpilogueFamily(n, funcName, opts, cand)) &&
+        !(r = lowerPoolFamily(n, funcName, opts)) && !(r = lowerReduceFamily(n, funcName, opts)) &&
+        !(r = lowerDataFamily(n, funcName, opts)))
+      return false;
+    result = std::move(r);
+    return true;
+  } catch (const NotLowerable& e) {
+    if (whyNot) *whyNot = e.reason;
+    result.reset();
+    return true;
+  }
+}
+
+bool hasNonElementwiseLowering(const Node& n) {
+  static const std::set<std::string> ops = {"MatMul",
+                                            "Gemm",
+                                            "Conv",
+                                            "ConvTranspose",
+                                            "MaxPool",
+                                            "AveragePool",
+                                            "GlobalAveragePool",
+                                            "GlobalMaxPool",
+                                            "ReduceSum",
+                                            "ReduceMean",
+                                            "ReduceMax",
+                                            "ReduceMin",
+                                            "ReduceProd",
+                                            "ReduceSumSquare",
+                                            "ReduceL1",
+                                            "ReduceL2",
+                                            "Softmax",
+                                            "LogSoftmax",
+                                            "LayerNormalization",
+                                            "BatchNormalization",
+                                            "Reshape",
+                                            "Flatten",
+                                            "Squeeze",
+                                            "Unsqueeze",
+                                            "Transpose",
+                                            "Concat",
+                                            "Slice",
+                                            "Gather",
+                                            "Pad",
+                                            "Resize",
+                                            "HardSwish",
+                                            "Swish",
+                                            "Gelu",
+                                            "Softplus",
+                                            "Mish",
+                                            "Selu",
+                                            "Celu",
+                                            "ThresholdedRelu"};
+  if (n.domain == kAiccDomain && n.op == "Fused")
+    return n.attrString("kind") == "epilogue" || n.attrString("kind") == "reduction";
+  return n.domain.empty() && ops.count(n.op);
+}
+
+} // namespace aicc::loop

@@ -1,0 +1,196 @@
+// aicc.Fused kind="epilogue" (a Conv/Gemm/MatMul head, then an elementwise chain) as one Func:
+// the head's nest or micro-kernel call writes the output buffer, then one elementwise loop nest
+// applies the chain in place (out = chain(out, other operands)). Standalone activations that
+// compute.h does not define (HardSwish, Swish, Gelu, Softplus, Mish, ...) lower as chains
+// without a head.
+#include "loop/compute.h"
+#include "loop/lower_ops.h"
+#include "ops/op_def.h"
+
+#include <cmath>
+
+namespace aicc::loop::detail {
+
+namespace {
+
+bool extraActivation(const std::string& op) {
+  return op == "HardSwish" || op == "Swish" || op == "Gelu" || op == "Softplus" || op == "Mish" ||
+         op == "Selu" || op == "Celu" || op == "ThresholdedRelu";
+}
+
+} // namespace
+
+ExprPtr chainExpr(const Node& x, const std::vector<ExprPtr>& in, DType out, std::string* why) {
+  if (!x.domain.empty()) {
+    if (why) *why = "op " + x.domain + "." + x.op;
+    return nullptr;
+  }
+  if (!extraActivation(x.op)) return computeElementwise(x, in, out, why);
+  if (in.empty() || !in[0] || !isComputeFloat(in[0]->type)) {
+    if (why) *why = x.op + " needs a float input";
+    return nullptr;
+  }
+  ExprPtr v = in[0];
+  DType t = v->type;
+  auto c = [&](double d) { return constant(t, d); };
+  auto softplus = [&](ExprPtr a) { return call("log1p", {call("exp", {a})}); };
+  if (x.op == "HardSwish") return mul(v, max(c(0), min(c(1), add(div(v, c(6)), c(0.5)))));
+  if (x.op == "Swish") return mul(v, call("sigmoid", {mul(c(x.attrFloat("alpha")), v)}));
+  if (x.op == "Softplus") return softplus(v);
+  if (x.op == "Mish") return mul(v, call("tanh", {softplus(v)}));
+  if (x.op == "ThresholdedRelu") return select(cmp(Op::Gt, v, c(x.attrFloat("alpha"))), v, c(0));
+  if (x.op == "Selu" || x.op == "Celu") {
+    double alpha = x.attrFloat("alpha");
+    if (x.op == "Selu") {
+      double gamma = x.attrFloat("gamma");
+      return select(cmp(Op::Gt, v, c(0)), mul(c(gamma), v),
+                    mul(c(gamma * alpha), sub(call("exp", {v}), c(1))));
+    }
+    return add(max(c(0), v), min(c(0), mul(c(alpha), sub(call("exp", {div(v, c(alpha))}), c(1)))));
+  }
+  // Gelu
+  if (x.attrString("approximate") == "tanh") {
+    ExprPtr inner = mul(c(std::sqrt(2.0 / M_PI)), add(v, mul(c(0.044715), mul(v, mul(v, v)))));
+    return mul(mul(c(0.5), v), add(c(1), call("tanh", {inner})));
+  }
+  return mul(mul(c(0.5), v), add(c(1), call("erf", {div(v, c(std::sqrt(2.0)))})));
+}
+
+namespace {
+
+// One loop nest over `dims` storing the chain's value of `result` into `dst`; `seed` (if any) is
+// read back from `seedParam` at the same element.
+Block chainNest(FuncBuilder& b, const std::vector<const Node*>& chain, const Bind& bind,
+                const Value* result, const std::string& dst, const Dims& dims, DType t,
+                const Value* seed, const std::string& seedParam, const LowerOptions& o,
+                Schedule& sched) {
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < dims.size(); ++d) vs.push_back(b.fresh("e" + std::to_string(d)));
+  std::vector<ExprPtr> vv = vars(vs);
+  ExprPtr flat = linearIndex(vv, strides(dims));
+  std::map<const Value*, ExprPtr> memo;
+  if (seed) memo[seed] = load(seedParam, flat, t);
+  std::map<const Value*, const Node*> producer;
+  for (const Node* x : chain)
+    for (const Value* v : x->outputs)
+      if (v) producer[v] = x;
+  std::function<ExprPtr(const Value*)> expr = [&](const Value* v) -> ExprPtr {
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
+    ExprPtr e;
+    if (auto p = producer.find(v); p != producer.end()) {
+      std::vector<ExprPtr> args;
+      for (const Value* i : p->second->inputs) args.push_back(i ? expr(i) : nullptr);
+      std::string why;
+      e = chainExpr(*p->second, args, v->type.dtype, &why);
+      if (!e) no(p->second->describe() + ": " + why);
+    } else {
+      auto bi = bind.find(v);
+      const Value* outer = bi != bind.end() ? bi->second : v;
+      if (outer->constant && outer->constant->numel() == 1) {
+        const Tensor& c = *outer->constant;
+        e = isFloat(c.dtype()) ? floatImm(c.getF64(0), c.dtype()) : intImm(c.getI64(0), c.dtype());
+      } else {
+        Dims vd = staticDims(outer, "operand");
+        if (vd.size() > dims.size()) no("an operand of higher rank than the output");
+        size_t off = dims.size() - vd.size();
+        std::vector<int64_t> st = strides(vd), full(dims.size(), 0);
+        for (size_t d = 0; d < vd.size(); ++d) {
+          if (vd[d] != 1 && vd[d] != dims[off + d]) no("an operand that does not broadcast");
+          if (vd[d] != 1) full[off + d] = st[d];
+        }
+        e = load(b.input(outer), linearIndex(vv, full), outer->type.dtype);
+      }
+    }
+    memo[v] = e;
+    return e;
+  };
+  ExprPtr value = expr(result);
+  if (value->type != t) no("the chain computes a different element type");
+  int64_t w = dims.empty() ? 1 : vectorWidthFor(o, t, dims.back());
+  std::vector<std::string> ops;
+  for (const Node* x : chain) ops.push_back(x->op);
+  sched["chain_ops"] = ops;
+  sched["vector_width"] = w;
+  return nest(vs, dims, {Stmt::store(dst, flat, value)}, true, w);
+}
+
+// aicc.Fused kind="reduction": the elementwise prologue into a temp buffer, then the reduction.
+std::optional<LoweredNode> lowerFusedReduction(const Node& n, const std::string& name,
+                                               const LowerOptions& o) {
+  const Graph& g = *std::get<GraphPtr>(n.attr("body")->v);
+  if (g.nodes.empty() || g.outputs.size() != 1 || n.outputs.size() != 1) no("an odd body");
+  Bind bind;
+  for (size_t i = 0; i < g.inputs.size() && i < n.inputs.size(); ++i)
+    if (n.inputs[i]) bind[g.inputs[i]] = n.inputs[i];
+  const Node* root = g.nodes.back().get();
+  if (root->outputs.empty() || root->outputs[0] != g.outputs[0]) no("the root is not last");
+  std::vector<const Node*> chain;
+  for (size_t k = 0; k + 1 < g.nodes.size(); ++k) chain.push_back(g.nodes[k].get());
+  const Value* v0 = root->inputs.at(0);
+  FuncBuilder b(n, name, "reduction");
+  b.setBind(bind);
+  b.output(0);
+  Dims dims = staticDims(v0, "prologue result");
+  DType t = v0->type.dtype;
+  std::string tmp = b.temp("prologue", t, dims);
+  Schedule ignored;
+  b.prologue = chainNest(b, chain, bind, v0, tmp, dims, t, nullptr, "", o, ignored);
+  b.bindInput(v0, tmp);
+  auto r = lowerReductionInto(*root, b, o);
+  if (!r) no("reduction root " + root->op + " is not lowered");
+  r->func.schedule["prologue_ops"] = ignored["chain_ops"];
+  return r;
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string& name,
+                                               const LowerOptions& o,
+                                               const std::string& candidate) {
+  bool fused = n.domain == kAiccDomain && n.op == "Fused";
+  if (fused && n.attrString("kind") == "reduction") return lowerFusedReduction(n, name, o);
+  if (fused && n.attrString("kind") != "epilogue") return std::nullopt;
+  if (!fused && !(n.domain.empty() && extraActivation(n.op))) return std::nullopt;
+
+  FuncBuilder b(n, name, fused ? "epilogue" : "elementwise");
+  if (n.outputs.size() != 1) no("an epilogue with several outputs");
+  std::string out = b.output(0);
+  Dims dims = staticDims(n.outputs[0], "output");
+  DType t = n.outputs[0]->type.dtype;
+
+  Bind bind;
+  std::vector<const Node*> chain;
+  const Node* head = nullptr;
+  const Value* result = n.outputs[0];
+  Schedule sched;
+  Block body;
+  if (fused) {
+    const Graph& g = *std::get<GraphPtr>(n.attr("body")->v);
+    for (size_t i = 0; i < g.inputs.size() && i < n.inputs.size(); ++i)
+      if (n.inputs[i]) bind[g.inputs[i]] = n.inputs[i];
+    if (g.nodes.empty() || g.outputs.size() != 1) no("an empty epilogue body");
+    head = g.nodes[0].get();
+    for (size_t k = 1; k < g.nodes.size(); ++k) chain.push_back(g.nodes[k].get());
+    result = g.outputs[0];
+    if (!head->outputs.at(0) || head->outputs[0]->type.dtype != t)
+      no("the head's element type differs from the output's");
+    if (head->op == "Conv" || head->op == "ConvTranspose")
+      body = convBody(b, *head, bind, out, o, candidate, sched);
+    else if (head->op == "Gemm" || head->op == "MatMul")
+      body = matMulBody(b, *head, bind, out, o, candidate, sched);
+    else
+      no("epilogue head " + head->op + " is not lowered");
+    sched["head"] = head->op;
+  } else {
+    chain.push_back(&n);
+  }
+
+  // The chain: one loop per output dim, the head's result read back from the output buffer.
+  if (!chain.empty())
+    for (auto& s : chainNest(b, chain, bind, result, out, dims, t,
+                             head ? head->outputs[0] : nullptr, out, o, sched))
+      body.push_back(std::move(s));
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
+} // namespace aicc::loop::detail

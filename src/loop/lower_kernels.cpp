@@ -1,0 +1,132 @@
+// Micro-kernel calls of lowered code, for the reference loop executor (loop/eval.h): the callee
+// names the lowerings emit, dispatched to src/kernels. Contracts (all f32, NCHW, row-major):
+//   @<gemm desc>(A, B, C, M, N, K, lda, ldb, ldc, transB)
+//       C[m*ldc + n] = sum_k A[m*lda + k] * B(k, n), B(k, n) = B[k*ldb + n] (transB: B[n*ldb + k])
+//   @conv2d_nchw_<gemm desc>(x, w, bias | 0, y, Cin, H, W, Cout, KH, KW, sH, sW, padTop, padLeft,
+//       padBottom, padRight, dilH, dilW)   one image, one group: x [Cin,H,W], w [Cout,Cin,KH,KW]
+//   @dwconv_nchw_<dw desc>(x, w, bias | 0, y, C, H, W, stride)   depthwise 3x3, pad 1, one image
+// Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
+#include "kernels/conv.h"
+#include "kernels/gemm.h"
+#include "loop/eval.h"
+#include "support/error.h"
+
+#include <cstring>
+
+namespace aicc::loop {
+
+namespace {
+
+float* span(const std::string& k, std::vector<KernelArg>& a, size_t i, int64_t need,
+            const char* what) {
+  AICC_CHECK(i < a.size() && a[i].buffer, "call @{}: argument {} ({}) must be a buffer", k, i,
+             what);
+  Tensor& t = *a[i].buffer;
+  AICC_CHECK(t.dtype() == DType::F32, "call @{}: {} must be f32", k, what);
+  AICC_CHECK(need >= 0 && a[i].offset + need <= t.numel(),
+             "call @{}: {} needs {} elements at offset {} but the buffer has {}", k, what, need,
+             a[i].offset, t.numel());
+  return t.data<float>() + a[i].offset;
+}
+
+int64_t ival(const std::string& k, const std::vector<KernelArg>& a, size_t i) {
+  AICC_CHECK(i < a.size() && !a[i].buffer && !a[i].isFloat,
+             "call @{}: argument {} must be an integer", k, i);
+  return a[i].i;
+}
+
+void callGemm(const kernels::KernelDesc& d, std::vector<KernelArg>& a) {
+  std::string k = d.name;
+  AICC_CHECK(a.size() == 10, "call @{}: expects 10 arguments, got {}", k, a.size());
+  int64_t M = ival(k, a, 3), N = ival(k, a, 4), K = ival(k, a, 5), lda = ival(k, a, 6),
+          ldb = ival(k, a, 7), ldc = ival(k, a, 8), tb = ival(k, a, 9);
+  AICC_CHECK(M >= 0 && N >= 0 && K >= 0 && lda >= K && ldc >= N && ldb >= (tb ? K : N),
+             "call @{}: bad sizes", k);
+  if (M == 0 || N == 0) return;
+  const float* A = span(k, a, 0, M == 0 ? 0 : (M - 1) * lda + K, "A");
+  const float* B = span(k, a, 1, tb ? (N - 1) * ldb + K : (K == 0 ? 0 : (K - 1) * ldb + N), "B");
+  float* C = span(k, a, 2, (M - 1) * ldc + N, "C");
+  if (K == 0) {
+    for (int64_t m = 0; m < M; ++m) std::memset(C + m * ldc, 0, sizeof(float) * N);
+    return;
+  }
+  auto packed = kernels::packB(d, B, K, N, ldb, tb != 0);
+  kernels::gemm(packed, M, A, lda, C, ldc);
+}
+
+void toNhwc(const float* x, int64_t C, int64_t HW, std::vector<float>& out) {
+  out.resize(C * HW);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t p = 0; p < HW; ++p) out[p * C + c] = x[c * HW + p];
+}
+void fromNhwc(const std::vector<float>& x, int64_t C, int64_t HW, float* out) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t p = 0; p < HW; ++p) out[c * HW + p] = x[p * C + c];
+}
+
+const float* optionalBias(const std::string& k, std::vector<KernelArg>& a, size_t i, int64_t n) {
+  if (i < a.size() && !a[i].buffer) return nullptr;
+  return span(k, a, i, n, "bias");
+}
+
+void callConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a) {
+  AICC_CHECK(a.size() == 18, "call @{}: expects 18 arguments, got {}", k, a.size());
+  kernels::Conv2dShape s;
+  s.N = 1;
+  s.Cin = ival(k, a, 4), s.H = ival(k, a, 5), s.W = ival(k, a, 6), s.Cout = ival(k, a, 7);
+  s.KH = ival(k, a, 8), s.KW = ival(k, a, 9), s.strideH = ival(k, a, 10);
+  s.strideW = ival(k, a, 11), s.padTop = ival(k, a, 12), s.padLeft = ival(k, a, 13);
+  s.padBottom = ival(k, a, 14), s.padRight = ival(k, a, 15), s.dilH = ival(k, a, 16);
+  s.dilW = ival(k, a, 17);
+  AICC_CHECK(s.Cin > 0 && s.Cout > 0 && s.H > 0 && s.W > 0 && s.KH > 0 && s.KW > 0 &&
+                 s.strideH > 0 && s.strideW > 0 && s.dilH > 0 && s.dilW > 0 && s.OH() > 0 &&
+                 s.OW() > 0,
+             "call @{}: bad convolution shape", k);
+  const float* x = span(k, a, 0, s.Cin * s.H * s.W, "x");
+  const float* w = span(k, a, 1, s.Cout * s.Cin * s.KH * s.KW, "w");
+  const float* bias = optionalBias(k, a, 2, s.Cout);
+  float* y = span(k, a, 3, s.Cout * s.OH() * s.OW(), "y");
+  auto wt = kernels::packConv2d(d, s, w, bias);
+  std::vector<float> xin, yout(s.Cout * s.OH() * s.OW());
+  toNhwc(x, s.Cin, s.H * s.W, xin);
+  kernels::conv2dNhwc(wt, xin.data(), yout.data());
+  fromNhwc(yout, s.Cout, s.OH() * s.OW(), y);
+}
+
+void callDw(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a) {
+  AICC_CHECK(a.size() == 8, "call @{}: expects 8 arguments, got {}", k, a.size());
+  int64_t C = ival(k, a, 4), H = ival(k, a, 5), W = ival(k, a, 6), st = ival(k, a, 7);
+  AICC_CHECK(C > 0 && H > 0 && W > 0 && (st == 1 || st == 2), "call @{}: bad shape", k);
+  int64_t OH = kernels::dwOutSize(H, st), OW = kernels::dwOutSize(W, st);
+  const float* x = span(k, a, 0, C * H * W, "x");
+  const float* w = span(k, a, 1, C * 9, "w");
+  const float* bias = optionalBias(k, a, 2, C);
+  float* y = span(k, a, 3, C * OH * OW, "y");
+  auto wt = kernels::packDepthwise3x3(d, w, bias, C);
+  std::vector<float> xin, yout(C * OH * OW);
+  toNhwc(x, C, H * W, xin);
+  kernels::depthwiseConv3x3Nhwc(wt, 1, H, W, st, xin.data(), yout.data());
+  fromNhwc(yout, C, OH * OW, y);
+}
+
+} // namespace
+
+std::optional<ExternKernel> builtinKernel(const std::string& name) {
+  using kernels::KernelOp;
+  auto runnable = [](const kernels::KernelDesc* d, KernelOp op) {
+    return d && d->op == op && kernels::cpuSupports(d->isa);
+  };
+  if (const auto* d = kernels::findKernel(name); runnable(d, KernelOp::Gemm))
+    return ExternKernel([d](std::vector<KernelArg>& a) { callGemm(*d, a); });
+  const std::string conv = "conv2d_nchw_", dw = "dwconv_nchw_";
+  if (name.rfind(conv, 0) == 0)
+    if (const auto* d = kernels::findKernel(name.substr(conv.size())); runnable(d, KernelOp::Gemm))
+      return ExternKernel([d, name](std::vector<KernelArg>& a) { callConv(*d, name, a); });
+  if (name.rfind(dw, 0) == 0)
+    if (const auto* d = kernels::findKernel(name.substr(dw.size()));
+        runnable(d, KernelOp::DepthwiseConv3x3))
+      return ExternKernel([d, name](std::vector<KernelArg>& a) { callDw(*d, name, a); });
+  return std::nullopt;
+}
+
+} // namespace aicc::loop

@@ -1,0 +1,170 @@
+// MatMul and Gemm: a loop nest (i, k, j order: the j loop is vectorized over contiguous rows of
+// B and C) or calls of an f32 GEMM micro-kernel (one per batch matrix; B packed by the call).
+#include "kernels/registry.h"
+#include "loop/lower_ops.h"
+
+namespace aicc::loop::detail {
+
+namespace {
+
+const Value* outerOf(const Bind& bind, const Value* v) {
+  auto it = bind.find(v);
+  return it != bind.end() ? it->second : v;
+}
+
+// Picks the GEMM kernel of a "ukernel:NAME" candidate, or the default one for "".
+const kernels::KernelDesc* gemmKernelFor(const std::string& candidate, bool applicable) {
+  if (candidate == kLoopCandidate || !applicable) return nullptr;
+  if (candidate.empty()) return &kernels::defaultKernel(kernels::KernelOp::Gemm);
+  if (candidate.rfind("ukernel:", 0) != 0) no("unknown candidate '" + candidate + "'");
+  const auto* d = kernels::findKernel(candidate.substr(8));
+  if (!d || d->op != kernels::KernelOp::Gemm || !kernels::cpuSupports(d->isa))
+    no("candidate '" + candidate + "' is not a GEMM kernel this CPU runs");
+  return d;
+}
+
+struct GemmShape {
+  int64_t M = 0, N = 0, K = 0;
+  bool transA = false, transB = false;
+  Dims batch;                          // output batch dims
+  std::vector<int64_t> aBatch, bBatch; // per output batch dim: element stride (0 = broadcast)
+};
+
+// Batch strides of an operand [..batch.., r, c] broadcast to `batch`.
+std::vector<int64_t> batchStrides(const Dims& d, size_t inner, const Dims& batch) {
+  std::vector<int64_t> s(batch.size(), 0);
+  int64_t st = 1;
+  for (size_t k = d.size(); k-- > 0;) {
+    if (k + inner >= d.size()) {
+      st *= d[k];
+      continue;
+    }
+    size_t ob = batch.size() - (d.size() - inner - k);
+    if (d[k] != 1) s[ob] = st;
+    st *= d[k];
+  }
+  return s;
+}
+
+} // namespace
+
+Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
+                 const LowerOptions& o, const std::string& candidate, Schedule& sched) {
+  bool isGemm = head.op == "Gemm";
+  const Value* av = outerOf(bind, head.inputs.at(0));
+  const Value* bv = outerOf(bind, head.inputs.at(1));
+  Dims ad = staticDims(av, "A"), bd = staticDims(bv, "B");
+  DType t = av->type.dtype;
+  if (!isComputeFloat(t) || bv->type.dtype != t) no("MatMul/Gemm is lowered for f32/f64 only");
+  GemmShape g;
+  if (isGemm) {
+    g.transA = head.attrInt("transA") != 0, g.transB = head.attrInt("transB") != 0;
+    if (ad.size() != 2 || bd.size() != 2) no("Gemm operands must be 2-D");
+    g.M = g.transA ? ad[1] : ad[0], g.K = g.transA ? ad[0] : ad[1];
+    g.N = g.transB ? bd[0] : bd[1];
+    if ((g.transB ? bd[1] : bd[0]) != g.K) no("Gemm inner dimensions differ");
+  } else {
+    if (ad.empty() || bd.empty()) no("MatMul of a scalar");
+    g.M = ad.size() == 1 ? 1 : ad[ad.size() - 2], g.K = ad.back();
+    g.N = bd.size() == 1 ? 1 : bd.back();
+    int64_t kb = bd.size() == 1 ? bd[0] : bd[bd.size() - 2];
+    if (kb != g.K) no("MatMul inner dimensions differ");
+    size_t ar = ad.size() >= 2 ? ad.size() - 2 : 0, br = bd.size() >= 2 ? bd.size() - 2 : 0;
+    size_t rank = std::max(ar, br);
+    g.batch.assign(rank, 1);
+    for (size_t k = 0; k < rank; ++k) {
+      int64_t x = k + ar >= rank ? ad[k + ar - rank] : 1;
+      int64_t y = k + br >= rank ? bd[k + br - rank] : 1;
+      if (x != y && x != 1 && y != 1) no("MatMul batch dimensions do not broadcast");
+      g.batch[k] = std::max(x, y);
+    }
+    g.aBatch = batchStrides(ad, ad.size() >= 2 ? 2 : 1, g.batch);
+    g.bBatch = batchStrides(bd, bd.size() >= 2 ? 2 : 1, g.batch);
+  }
+  std::string A = b.input(av), B = b.input(bv);
+  int64_t lda = g.transA ? g.M : g.K, ldb = bd.size() == 1 ? 1 : (g.transB ? g.K : g.N);
+  const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA);
+
+  std::vector<std::string> bv_;
+  for (size_t k = 0; k < g.batch.size(); ++k) bv_.push_back(b.fresh("b" + std::to_string(k)));
+  auto bvars = vars(bv_);
+  ExprPtr offA = linearIndex(bvars, g.aBatch), offB = linearIndex(bvars, g.bBatch);
+  ExprPtr offC = linearIndex(bvars, strides(g.batch));
+  offC = mul(offC, intImm(g.M * g.N));
+
+  Block inner;
+  if (kd) {
+    inner.push_back(Stmt::callKernel(
+        kd->name, {CallArg{A, offA, nullptr}, CallArg{B, offB, nullptr},
+                   CallArg{outParam, offC, nullptr}, CallArg{"", nullptr, intImm(g.M)},
+                   CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(g.K)},
+                   CallArg{"", nullptr, intImm(lda)}, CallArg{"", nullptr, intImm(ldb)},
+                   CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(g.transB)}}));
+    sched["candidate"] = ukernelCandidate(kd->name);
+    sched["micro_kernel"] = std::string(kd->name);
+    sched["packing"] = std::string("packB at call");
+    sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
+  } else {
+    std::string i = b.fresh("i"), j = b.fresh("j"), k = b.fresh("k");
+    ExprPtr vi = var(i), vj = var(j), vk = var(k);
+    ExprPtr ai = g.transA ? add(offA, add(mul(vk, intImm(g.M)), vi))
+                          : add(offA, add(mul(vi, intImm(g.K)), vk));
+    ExprPtr bi = g.transB ? add(offB, add(mul(vj, intImm(ldb)), vk))
+                          : add(offB, add(mul(vk, intImm(ldb)), vj));
+    ExprPtr ci = add(offC, add(mul(vi, intImm(g.N)), vj));
+    int64_t w = vectorWidthFor(o, t, g.N);
+    Block init = nest({j}, {g.N}, {Stmt::store(outParam, ci, constant(t, 0))}, false, w);
+    Block acc = nest({j}, {g.N},
+                     {Stmt::store(outParam, ci,
+                                  add(load(outParam, ci, t), mul(load(A, ai, t), load(B, bi, t))))},
+                     false, w);
+    Block rowBody = std::move(init);
+    for (auto& s : nest({k}, {g.K}, std::move(acc), false)) rowBody.push_back(std::move(s));
+    inner = nest({i}, {g.M}, std::move(rowBody), g.batch.empty());
+    sched["candidate"] = std::string(kLoopCandidate);
+    sched["loop_order"] = std::vector<std::string>{i, k, j};
+    sched["vector_width"] = w;
+    sched["parallel"] = std::vector<std::string>{g.batch.empty() ? i : bv_[0]};
+  }
+  Block body = nest(bv_, g.batch, std::move(inner), true);
+
+  // Gemm: Y = alpha * A'B' + beta * C.
+  if (isGemm) {
+    float alpha = head.attrFloat("alpha"), beta = head.attrFloat("beta");
+    const Value* cv = head.hasInput(2) ? outerOf(bind, head.inputs[2]) : nullptr;
+    if (cv && cv->type.dtype != t) no("Gemm C has a different element type");
+    if (alpha != 1.0f || (cv && beta != 0.0f)) {
+      std::string i = b.fresh("i"), j = b.fresh("j");
+      ExprPtr ci = add(mul(var(i), intImm(g.N)), var(j));
+      ExprPtr v = load(outParam, ci, t);
+      if (alpha != 1.0f) v = mul(constant(t, alpha), v);
+      if (cv && beta != 0.0f) {
+        Dims cd = staticDims(cv, "C");
+        if (cd.size() > 2) no("Gemm C has rank > 2");
+        while (cd.size() < 2) cd.insert(cd.begin(), 1);
+        if ((cd[0] != 1 && cd[0] != g.M) || (cd[1] != 1 && cd[1] != g.N))
+          no("Gemm C does not broadcast to the output");
+        ExprPtr idx = add(cd[0] == 1 ? intImm(0) : mul(var(i), intImm(cd[1])),
+                          cd[1] == 1 ? intImm(0) : var(j));
+        ExprPtr c = load(b.input(cv), idx, t);
+        v = add(v, beta == 1.0f ? c : mul(constant(t, beta), c));
+      }
+      for (auto& s : nest({i, j}, {g.M, g.N}, {Stmt::store(outParam, ci, v)}, true,
+                          vectorWidthFor(o, t, g.N)))
+        body.push_back(std::move(s));
+    }
+  }
+  return body;
+}
+
+std::optional<LoweredNode> lowerMatMulFamily(const Node& n, const std::string& name,
+                                             const LowerOptions& o, const std::string& candidate) {
+  if (!n.domain.empty() || (n.op != "MatMul" && n.op != "Gemm")) return std::nullopt;
+  FuncBuilder b(n, name, "matmul");
+  std::string out = b.output(0);
+  Schedule sched;
+  Block body = matMulBody(b, n, {}, out, o, candidate, sched);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
+} // namespace aicc::loop::detail

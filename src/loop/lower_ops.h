@@ -1,0 +1,110 @@
+// Internal helpers of the non-elementwise lowerings (src/loop/lower_*.cpp): a builder for the
+// Func of one node (buffer parameters bound to graph values, fresh names, the schedule), index
+// arithmetic and loop-nest helpers, and the per-family entry points dispatched by lower.cpp.
+// Each entry point returns nullopt when it does not handle the op, and throws NotLowerable with
+// a reason when it handles the op but cannot lower this instance (the executor then falls back).
+#pragma once
+
+#include "loop/lower.h"
+
+#include <set>
+
+namespace aicc::loop::detail {
+
+struct NotLowerable {
+  std::string reason;
+};
+[[noreturn]] void no(std::string reason);
+
+std::string sanitizeName(const std::string& s);
+int64_t numel(const Dims& d);
+// Static dims of a tensor value (throws NotLowerable otherwise).
+Dims staticDims(const Value* v, const char* what);
+// The element types the lowerings handle: floats (f32/f64) for compute, anything that
+// lower.cpp's elementwise path supports for data movement.
+bool isComputeFloat(DType t);
+
+class FuncBuilder {
+public:
+  FuncBuilder(const Node& n, const std::string& funcName, const std::string& kind);
+  // An `in` parameter bound to v (once per value); returns its name.
+  std::string input(const Value* v);
+  // The `out` parameter of output k.
+  std::string output(size_t k);
+  std::string temp(const std::string& base, DType t, const Dims& shape);
+  std::string fresh(const std::string& base);
+  // A fresh loop variable name.
+  std::string loopVar(const std::string& base) { return fresh(base); }
+  void setKind(std::string k) { kind_ = std::move(k); }
+  // Values of a fused body read through input() are bound to these outer values.
+  void setBind(std::map<const Value*, const Value*> b) { bind_ = std::move(b); }
+  // Makes input(v) return `param` (e.g. a temp computed by a prologue).
+  void bindInput(const Value* v, std::string param) { inParams_[v] = std::move(param); }
+  // Statements run before the body given to finish (e.g. a fused prologue).
+  Block prologue;
+  // Finishes: prologue + body, schedule (kind/op added), simplification.
+  LoweredNode finish(Block body, Schedule sched, const LowerOptions& opts);
+
+  const Node& node;
+  LoweredNode ln;
+
+private:
+  std::string kind_;
+  std::set<std::string> used_;
+  std::map<const Value*, std::string> inParams_;
+  std::map<const Value*, const Value*> bind_;
+};
+
+// Row-major strides of a shape.
+std::vector<int64_t> strides(const Dims& d);
+// sum(idx[k] * stride[k]) (null idx entries skipped).
+ExprPtr linearIndex(const std::vector<ExprPtr>& idx, const std::vector<int64_t>& stride);
+// Wraps body in loops over vars[k] in 0..ext[k] (outermost first). The outermost loop is
+// `parallel` when parallelOuter; the innermost is vectorize(W) when vectorWidth > 1.
+Block nest(const std::vector<std::string>& vars, const Dims& ext, Block body,
+           bool parallelOuter = true, int64_t vectorWidth = 1);
+std::vector<ExprPtr> vars(const std::vector<std::string>& names);
+// The vector width for innermost loops of `extent` elements of type t.
+int64_t vectorWidthFor(const LowerOptions& o, DType t, int64_t extent);
+// Normalizes a possibly negative axis; throws NotLowerable when out of range.
+int64_t normAxis(int64_t a, size_t rank, const Node& n);
+// The contents of a constant integer input (nullopt when absent or not constant).
+std::optional<std::vector<int64_t>> constInts(const Node& n, size_t input);
+
+// Per-family entry points. `candidate` is an operator-selection candidate name ("" = default).
+std::optional<LoweredNode> lowerMatMulFamily(const Node& n, const std::string& name,
+                                             const LowerOptions& o, const std::string& candidate);
+std::optional<LoweredNode> lowerConvFamily(const Node& n, const std::string& name,
+                                           const LowerOptions& o, const std::string& candidate);
+std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& name,
+                                           const LowerOptions& o);
+std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& name,
+                                             const LowerOptions& o);
+std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& name,
+                                           const LowerOptions& o);
+// aicc.Fused kind="epilogue", and elementwise activations without a compute definition in
+// compute.h (HardSwish, Swish, Gelu, ...) as single-node chains.
+std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string& name,
+                                               const LowerOptions& o, const std::string& candidate);
+// A reduction-like node (Reduce*, Softmax, LogSoftmax, LayerNormalization) lowered into an
+// existing builder (whose node provides the output); nullopt when n is none of those.
+std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b, const LowerOptions& o);
+
+// The scalar expression of an elementwise op of the epilogue chain (compute.h, plus a few
+// activations); nullptr + why when not covered.
+ExprPtr chainExpr(const Node& x, const std::vector<ExprPtr>& in, DType out, std::string* why);
+
+// The body of a head op (Conv, Gemm, MatMul) writing `outParam` of the builder, used by the
+// epilogue lowering: the head's inputs are bound through `bind` (inner value -> outer value).
+using Bind = std::map<const Value*, const Value*>;
+Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
+                 const LowerOptions& o, const std::string& candidate, Schedule& sched);
+Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
+               const LowerOptions& o, const std::string& candidate, Schedule& sched);
+
+// Candidate names understood by the lowerings.
+inline constexpr const char* kLoopCandidate = "loop";
+// Micro-kernel candidates are "ukernel:<descriptor name>" (kernels/registry.h).
+std::string ukernelCandidate(const std::string& desc);
+
+} // namespace aicc::loop::detail

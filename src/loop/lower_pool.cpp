@@ -1,0 +1,115 @@
+// MaxPool, AveragePool (NCHW, any spatial rank; pads, strides, dilations, ceil_mode through the
+// static output shape), GlobalAveragePool and GlobalMaxPool as loop nests: for every output
+// element, an accumulation over the window with bounds guards.
+#include "loop/lower_ops.h"
+
+namespace aicc::loop::detail {
+
+namespace {
+
+std::optional<LoweredNode> lowerGlobal(const Node& n, const std::string& name,
+                                       const LowerOptions& o, bool isMax) {
+  FuncBuilder b(n, name, "pool");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t) || id.size() < 2) no("a float input of rank >= 2 is needed");
+  int64_t rows = id[0] * id[1], len = numel(id) / std::max<int64_t>(1, rows);
+  std::string in = b.input(n.inputs[0]);
+  std::string r = b.fresh("r"), k = b.fresh("k");
+  ExprPtr acc = load(out, var(r), t), x = load(in, add(mul(var(r), intImm(len)), var(k)), t);
+  Block body = {Stmt::store(
+      out, var(r), isMax ? constant(t, -std::numeric_limits<double>::infinity()) : constant(t, 0))};
+  for (auto& s :
+       nest({k}, {len},
+            {Stmt::store(out, var(r), isMax ? select(cmp(Op::Gt, x, acc), x, acc) : add(acc, x))},
+            false))
+    body.push_back(std::move(s));
+  if (!isMax) body.push_back(Stmt::store(out, var(r), div(acc, constant(t, double(len)))));
+  Schedule sch;
+  sch["parallel"] = std::vector<std::string>{r};
+  return b.finish(nest({r}, {rows}, std::move(body), true), std::move(sch), o);
+}
+
+std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
+                                       const LowerOptions& o, bool isMax) {
+  if (n.outputs.size() > 1 && n.outputs[1]) no("MaxPool Indices output");
+  FuncBuilder b(n, name, "pool");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input"), od = staticDims(n.outputs[0], "output");
+  DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t) || id.size() < 3 || od.size() != id.size())
+    no("a float input of rank >= 3 is needed");
+  size_t r = id.size() - 2;
+  Dims k = n.attrInts("kernel_shape");
+  Dims st = n.attrInts("strides", Dims(r, 1)), dl = n.attrInts("dilations", Dims(r, 1));
+  if (k.size() != r || st.size() != r || dl.size() != r) no("attributes of the wrong rank");
+  std::string ap = n.attrString("auto_pad");
+  Dims pb(r, 0), pe(r, 0);
+  if (ap == "NOTSET") {
+    Dims p = n.attrInts("pads", Dims(2 * r, 0));
+    if (p.size() != 2 * r) no("pads of the wrong rank");
+    for (size_t d = 0; d < r; ++d) pb[d] = p[d], pe[d] = p[d + r];
+  } else if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    for (size_t d = 0; d < r; ++d) {
+      int64_t total =
+          std::max<int64_t>(0, (od[d + 2] - 1) * st[d] + (k[d] - 1) * dl[d] + 1 - id[d + 2]);
+      pb[d] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe[d] = total - pb[d];
+    }
+  } else if (ap != "VALID") {
+    no("auto_pad " + ap);
+  }
+  bool countPad = !isMax && n.attrInt("count_include_pad") != 0;
+  std::string in = b.input(n.inputs[0]);
+  std::vector<std::string> ov = {b.fresh("n"), b.fresh("c")}, kv;
+  for (size_t d = 0; d < r; ++d) ov.push_back(b.fresh("o" + std::to_string(d)));
+  for (size_t d = 0; d < r; ++d) kv.push_back(b.fresh("k" + std::to_string(d)));
+  Dims inner(id.begin() + 2, id.end());
+  ExprPtr yIdx = linearIndex(vars(ov), strides(od));
+  ExprPtr base = add(mul(var(ov[0]), intImm(id[1])), var(ov[1]));
+  std::vector<ExprPtr> pos;
+  ExprPtr inside, counted;
+  for (size_t d = 0; d < r; ++d) {
+    ExprPtr p =
+        add(sub(mul(var(ov[d + 2]), intImm(st[d])), intImm(pb[d])), mul(var(kv[d]), intImm(dl[d])));
+    pos.push_back(p);
+    ExprPtr ok = binary(Op::And, cmp(Op::Ge, p, intImm(0)), cmp(Op::Lt, p, intImm(inner[d])));
+    inside = inside ? binary(Op::And, inside, ok) : ok;
+    ExprPtr cok = cmp(Op::Lt, p, intImm(inner[d] + pe[d]));
+    counted = counted ? binary(Op::And, counted, cok) : cok;
+  }
+  ExprPtr xIdx = add(mul(base, intImm(numel(inner))), linearIndex(pos, strides(inner)));
+  ExprPtr acc = load(out, yIdx, t), x = load(in, xIdx, t);
+  Block pix = {Stmt::store(
+      out, yIdx, isMax ? constant(t, -std::numeric_limits<double>::infinity()) : constant(t, 0))};
+  std::string cnt;
+  if (!isMax) {
+    cnt = b.temp("count", t, od);
+    pix.push_back(Stmt::store(cnt, yIdx, constant(t, 0)));
+  }
+  Block win = {Stmt::ifThen(
+      inside, {Stmt::store(out, yIdx, isMax ? select(cmp(Op::Gt, x, acc), x, acc) : add(acc, x))})};
+  if (!isMax)
+    win.push_back(Stmt::ifThen(countPad ? counted : inside,
+                               {Stmt::store(cnt, yIdx, add(load(cnt, yIdx, t), constant(t, 1)))}));
+  for (auto& s : nest(kv, k, std::move(win), false)) pix.push_back(std::move(s));
+  if (!isMax) pix.push_back(Stmt::store(out, yIdx, div(acc, load(cnt, yIdx, t))));
+  Schedule sch;
+  sch["parallel"] = std::vector<std::string>{ov[0]};
+  return b.finish(nest(ov, od, std::move(pix), true), std::move(sch), o);
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& name,
+                                           const LowerOptions& o) {
+  if (!n.domain.empty()) return std::nullopt;
+  if (n.op == "GlobalAveragePool") return lowerGlobal(n, name, o, false);
+  if (n.op == "GlobalMaxPool") return lowerGlobal(n, name, o, true);
+  if (n.op == "MaxPool") return lowerWindow(n, name, o, true);
+  if (n.op == "AveragePool") return lowerWindow(n, name, o, false);
+  return std::nullopt;
+}
+
+} // namespace aicc::loop::detail

@@ -1,0 +1,235 @@
+// Reductions and normalizations as loop nests: Reduce{Sum,Mean,Max,Min,Prod,SumSquare,L1,L2},
+// Softmax / LogSoftmax (max, exp-sum, scale passes over temp row buffers), LayerNormalization
+// (mean and variance passes), BatchNormalization in inference mode (one per-channel affine
+// nest). Accumulations store into the output (or a temp) buffer.
+#include "loop/lower_ops.h"
+
+#include <cmath>
+
+namespace aicc::loop::detail {
+
+namespace {
+
+// [outer, len, inner] around `axis` (len = dims[axis..axisEnd)).
+struct Split3 {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+Split3 split3(const Dims& d, size_t a0, size_t a1) {
+  Split3 s;
+  for (size_t k = 0; k < d.size(); ++k) (k < a0 ? s.outer : k < a1 ? s.len : s.inner) *= d[k];
+  return s;
+}
+
+std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const LowerOptions& o) {
+  static const std::set<std::string> kinds = {"ReduceSum", "ReduceMean", "ReduceMax",
+                                              "ReduceMin", "ReduceProd", "ReduceSumSquare",
+                                              "ReduceL1",  "ReduceL2"};
+  b.setKind("reduce");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t)) no("a float input is needed");
+  std::vector<bool> red(id.size(), false);
+  std::vector<int64_t> axes;
+  if (n.hasInput(1)) {
+    auto a = constInts(n, 1);
+    if (!a) no("non-constant axes");
+    axes = *a;
+  }
+  if (axes.empty()) {
+    if (n.attrInt("noop_with_empty_axes") != 0) no("noop_with_empty_axes");
+    red.assign(id.size(), true);
+  }
+  for (int64_t a : axes) red[normAxis(a, id.size(), n)] = true;
+  std::string in = b.input(n.inputs[0]);
+  std::vector<std::string> kept, rv;
+  std::vector<ExprPtr> idx;
+  Dims keptExt, redExt;
+  for (size_t d = 0; d < id.size(); ++d) {
+    std::string v = b.fresh((red[d] ? "r" : "i") + std::to_string(d));
+    (red[d] ? rv : kept).push_back(v);
+    (red[d] ? redExt : keptExt).push_back(id[d]);
+    idx.push_back(var(v));
+  }
+  int64_t count = numel(redExt);
+  ExprPtr y = linearIndex(vars(kept), strides(keptExt));
+  ExprPtr x = load(in, linearIndex(idx, strides(id)), t), acc = load(out, y, t);
+  const std::string& op = n.op;
+  double init = op == "ReduceMax"    ? -std::numeric_limits<double>::infinity()
+                : op == "ReduceMin"  ? std::numeric_limits<double>::infinity()
+                : op == "ReduceProd" ? 1.0
+                                     : 0.0;
+  ExprPtr step = op == "ReduceMax"         ? select(cmp(Op::Gt, x, acc), x, acc)
+                 : op == "ReduceMin"       ? select(cmp(Op::Lt, x, acc), x, acc)
+                 : op == "ReduceProd"      ? mul(acc, x)
+                 : op == "ReduceSumSquare" ? add(acc, mul(x, x))
+                 : op == "ReduceL2"        ? add(acc, mul(x, x))
+                 : op == "ReduceL1"        ? add(acc, call("abs", {x}))
+                                           : add(acc, x);
+  Block body = {Stmt::store(out, y, constant(t, init))};
+  for (auto& s : nest(rv, redExt, {Stmt::store(out, y, step)}, false)) body.push_back(std::move(s));
+  if (op == "ReduceMean") body.push_back(Stmt::store(out, y, div(acc, constant(t, double(count)))));
+  if (op == "ReduceL2") body.push_back(Stmt::store(out, y, call("sqrt", {acc})));
+  (void)kinds;
+  return b.finish(nest(kept, keptExt, std::move(body), true), {}, o);
+}
+
+std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const LowerOptions& o,
+                                        bool logSoftmax) {
+  b.setKind("softmax");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t) || id.empty()) no("a float input of rank >= 1 is needed");
+  size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
+  Split3 s = split3(id, axis, axis + 1);
+  std::string in = b.input(n.inputs[0]);
+  std::string mx = b.temp("rowmax", t, {s.outer * s.inner}),
+              sm = b.temp("rowsum", t, {s.outer * s.inner});
+  std::string ov = b.fresh("o"), iv = b.fresh("i"), a1 = b.fresh("a"), a2 = b.fresh("a"),
+              a3 = b.fresh("a");
+  ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
+  auto at = [&](const std::string& a) {
+    return add(add(mul(var(ov), intImm(s.len * s.inner)), mul(var(a), intImm(s.inner))), var(iv));
+  };
+  ExprPtr m = load(mx, row, t), su = load(sm, row, t);
+  Block body = {Stmt::store(mx, row, constant(t, -std::numeric_limits<double>::infinity())),
+                Stmt::store(sm, row, constant(t, 0))};
+  ExprPtr x1 = load(in, at(a1), t);
+  for (auto& st :
+       nest({a1}, {s.len}, {Stmt::store(mx, row, select(cmp(Op::Gt, x1, m), x1, m))}, false))
+    body.push_back(std::move(st));
+  ExprPtr e = call("exp", {sub(load(in, at(a2), t), m)});
+  Block pass2 = {Stmt::let(b.fresh("ex"), e)};
+  ExprPtr ev = var(pass2[0].name, t);
+  if (!logSoftmax) pass2.push_back(Stmt::store(out, at(a2), ev));
+  pass2.push_back(Stmt::store(sm, row, add(su, ev)));
+  for (auto& st : nest({a2}, {s.len}, std::move(pass2), false)) body.push_back(std::move(st));
+  ExprPtr fin = logSoftmax ? sub(sub(load(in, at(a3), t), m), call("log", {su}))
+                           : div(load(out, at(a3), t), su);
+  for (auto& st : nest({a3}, {s.len}, {Stmt::store(out, at(a3), fin)}, false))
+    body.push_back(std::move(st));
+  Schedule sch;
+  sch["axis"] = static_cast<int64_t>(axis);
+  return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), std::move(sch), o);
+}
+
+std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const LowerOptions& o) {
+  for (size_t k = 1; k < n.outputs.size(); ++k)
+    if (n.outputs[k]) no("LayerNormalization Mean/InvStdDev outputs");
+  b.setKind("layernorm");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t) || id.empty()) no("a float input is needed");
+  size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
+  Split3 s = split3(id, axis, id.size());
+  Dims norm(id.begin() + static_cast<std::ptrdiff_t>(axis), id.end());
+  auto param = [&](size_t i) -> std::pair<std::string, std::vector<int64_t>> {
+    if (!n.hasInput(i)) return {"", {}};
+    Dims pd = staticDims(n.inputs[i], "scale/bias");
+    if (pd.size() > norm.size()) no("scale/bias of a higher rank than the normalized shape");
+    std::vector<int64_t> st(norm.size(), 0), ps = strides(pd);
+    size_t off = norm.size() - pd.size();
+    for (size_t d = 0; d < pd.size(); ++d) {
+      if (pd[d] != 1 && pd[d] != norm[off + d]) no("scale/bias does not broadcast");
+      if (pd[d] != 1) st[off + d] = ps[d];
+    }
+    return {b.input(n.inputs[i]), st};
+  };
+  std::string in = b.input(n.inputs[0]);
+  auto [sc, scSt] = param(1);
+  auto [bi, biSt] = param(2);
+  std::string mean = b.temp("mean", t, {s.outer}), var2 = b.temp("var", t, {s.outer});
+  std::string ov = b.fresh("o");
+  double eps = n.attrFloat("epsilon");
+  std::vector<std::string> l1, l2, l3;
+  for (size_t d = 0; d < norm.size(); ++d) {
+    l1.push_back(b.fresh("a" + std::to_string(d)));
+    l2.push_back(b.fresh("b" + std::to_string(d)));
+    l3.push_back(b.fresh("c" + std::to_string(d)));
+  }
+  auto at = [&](const std::vector<std::string>& l) {
+    return add(mul(var(ov), intImm(s.len)), linearIndex(vars(l), strides(norm)));
+  };
+  ExprPtr mu = load(mean, var(ov), t), vr = load(var2, var(ov), t);
+  Block body = {Stmt::store(mean, var(ov), constant(t, 0)),
+                Stmt::store(var2, var(ov), constant(t, 0))};
+  for (auto& st : nest(l1, norm, {Stmt::store(mean, var(ov), add(mu, load(in, at(l1), t)))}, false))
+    body.push_back(std::move(st));
+  body.push_back(Stmt::store(mean, var(ov), div(mu, constant(t, double(s.len)))));
+  ExprPtr dx = sub(load(in, at(l2), t), mu);
+  for (auto& st : nest(l2, norm, {Stmt::store(var2, var(ov), add(vr, mul(dx, dx)))}, false))
+    body.push_back(std::move(st));
+  // var <- 1 / sqrt(var / len + eps)
+  body.push_back(
+      Stmt::store(var2, var(ov),
+                  div(constant(t, 1),
+                      call("sqrt", {add(div(vr, constant(t, double(s.len))), constant(t, eps))}))));
+  ExprPtr y = mul(sub(load(in, at(l3), t), mu), vr);
+  if (!sc.empty()) y = mul(y, load(sc, linearIndex(vars(l3), scSt), t));
+  if (!bi.empty()) y = add(y, load(bi, linearIndex(vars(l3), biSt), t));
+  for (auto& st :
+       nest(l3, norm, {Stmt::store(out, at(l3), y)}, false, vectorWidthFor(o, t, norm.back())))
+    body.push_back(std::move(st));
+  Schedule sch;
+  sch["axis"] = static_cast<int64_t>(axis);
+  return b.finish(nest({ov}, {s.outer}, std::move(body), true), std::move(sch), o);
+}
+
+std::optional<LoweredNode> lowerBatchNorm(const Node& n, const std::string& name,
+                                          const LowerOptions& o) {
+  if (n.attrInt("training_mode") != 0) no("training mode");
+  for (size_t k = 1; k < n.outputs.size(); ++k)
+    if (n.outputs[k]) no("running statistics outputs");
+  FuncBuilder b(n, name, "batchnorm");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t) || id.size() < 2) no("a float input of rank >= 2 is needed");
+  std::vector<std::string> p;
+  for (size_t i = 1; i <= 4; ++i) {
+    Dims pd = staticDims(n.inputs.at(i), "parameter");
+    if (numel(pd) != id[1]) no("per-channel parameters of the wrong size");
+    if (n.inputs[i]->type.dtype != t) no("parameters of another element type");
+    p.push_back(b.input(n.inputs[i]));
+  }
+  std::string in = b.input(n.inputs[0]);
+  double eps = n.attrFloat("epsilon");
+  int64_t inner = numel(id) / (id[0] * id[1]);
+  std::string nv = b.fresh("n"), cv = b.fresh("c"), iv = b.fresh("i"), sv = b.fresh("scale");
+  ExprPtr c = var(cv);
+  ExprPtr idx = add(mul(add(mul(var(nv), intImm(id[1])), c), intImm(inner)), var(iv));
+  ExprPtr scale = div(load(p[0], c, t), call("sqrt", {add(load(p[3], c, t), constant(t, eps))}));
+  Block inBody = {Stmt::store(
+      out, idx, add(mul(sub(load(in, idx, t), load(p[2], c, t)), var(sv, t)), load(p[1], c, t)))};
+  Block cb = {Stmt::let(sv, scale)};
+  for (auto& st : nest({iv}, {inner}, std::move(inBody), false, vectorWidthFor(o, t, inner)))
+    cb.push_back(std::move(st));
+  return b.finish(nest({nv, cv}, {id[0], id[1]}, std::move(cb), true), {}, o);
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
+                                              const LowerOptions& o) {
+  if (!n.domain.empty()) return std::nullopt;
+  const std::string& op = n.op;
+  if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" ||
+      op == "ReduceProd" || op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2")
+    return lowerReduce(n, b, o);
+  if (op == "Softmax") return lowerSoftmax(n, b, o, false);
+  if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);
+  if (op == "LayerNormalization") return lowerLayerNorm(n, b, o);
+  return std::nullopt;
+}
+
+std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& name,
+                                             const LowerOptions& o) {
+  if (!n.domain.empty()) return std::nullopt;
+  if (n.op == "BatchNormalization") return lowerBatchNorm(n, name, o);
+  FuncBuilder b(n, name, "reduce");
+  return lowerReductionInto(n, b, o);
+}
+
+} // namespace aicc::loop::detail

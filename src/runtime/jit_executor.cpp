@@ -1,0 +1,224 @@
+#include "runtime/jit_executor.h"
+
+#include "backend/memory_plan.h"
+#include "interp/interpreter.h"
+#include "loop/verifier.h"
+#include "runtime/parallel.h"
+
+#include <cstring>
+
+namespace aicc::runtime {
+
+struct JitExecutable::Task {
+  const Node* node = nullptr;
+  codegen::LoopFnPtr fn = nullptr; // null: fallback through the reference kernel
+  // Lowered: one entry per Func parameter, in order: the graph value it binds (null: temp).
+  std::vector<const Value*> params;
+  std::vector<std::vector<std::byte>> temps; // scratch for temp params (same order, empty if not)
+};
+
+namespace {
+
+Tensor ownedCopy(const Tensor& t) { return t.clone(); }
+
+void checkInput(const Value* v, const RValue& r) {
+  if (v->type.kind != Type::Kind::Tensor) return;
+  AICC_CHECK(r.kind == RValue::Kind::Tensor, "input '{}': expected a tensor", v->name);
+  const Tensor& t = r.tensor;
+  AICC_CHECK(v->type.dtype == DType::Undefined || t.dtype() == v->type.dtype,
+             "input '{}': expected element type {}, got {}", v->name, dtypeName(v->type.dtype),
+             dtypeName(t.dtype()));
+  if (!v->type.shape) return;
+  const Shape& s = *v->type.shape;
+  bool ok = s.size() == t.shape().size();
+  for (size_t i = 0; ok && i < s.size(); ++i)
+    ok = !s[i].isStatic() || s[i].value == t.shape()[i];
+  AICC_CHECK(ok, "input '{}': expected shape {}, got {} elements of shape rank {}", v->name,
+             formatShape(s), t.numel(), t.shape().size());
+}
+
+} // namespace
+
+JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) {
+  // Memory plan (static shapes only).
+  std::optional<MemoryPlan> plan;
+  try {
+    plan = planMemory(g);
+    stats_.planned = true;
+    stats_.arenaBytes = plan->arenaBytes;
+    stats_.planNote = formatMemorySummary(*plan);
+  } catch (const Error& e) {
+    stats_.planNote = std::string("no static memory plan: ") + e.what();
+  }
+  if (plan) {
+    arenaStorage_.resize(static_cast<size_t>(plan->arenaBytes + plan->alignment));
+    auto addr = reinterpret_cast<uintptr_t>(arenaStorage_.data());
+    arena_ = arenaStorage_.data() + ((plan->alignment - addr % plan->alignment) % plan->alignment);
+    for (const PlannedValue& pv : plan->values) {
+      if (pv.storage != MemStorage::Arena || pv.value->type.kind != Type::Kind::Tensor) continue;
+      Dims dims;
+      for (const Dim& d : *pv.value->type.shape) dims.push_back(d.value);
+      slots_[pv.value] =
+          Tensor::view(pv.value->type.dtype, dims, nullptr, arena_ + pv.offset);
+    }
+  }
+  // Lower what can be lowered into one module.
+  loop::Module mod;
+  std::vector<std::string> names;
+  int64_t index = 0;
+  for (const auto& np : g.nodes) {
+    Task t;
+    t.node = np.get();
+    std::string why, name = "node" + std::to_string(index++);
+    std::optional<loop::LoweredNode> ln;
+    try {
+      ln = loop::lowerNode(*np, name, &why, opts.lower);
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (ln) {
+      for (const loop::Buffer& b : ln->func.params)
+        if (!codegen::supportedDType(b.dtype)) {
+          why = fmt::format("element type {} not supported by the LLVM emitter",
+                            dtypeName(b.dtype));
+          ln.reset();
+          break;
+        }
+    }
+    if (ln) {
+      auto msgs = loop::verifyMessages(ln->func);
+      AICC_CHECK(msgs.empty(), "{}: lowering produced invalid loop IR: {}", np->describe(),
+                 msgs[0]);
+      for (const loop::Buffer& b : ln->func.params) {
+        const Value* v = nullptr;
+        for (const auto& [p, val] : ln->inputs)
+          if (p == b.name) v = val;
+        for (const auto& [p, val] : ln->outputs)
+          if (p == b.name) v = val;
+        t.params.push_back(v);
+        t.temps.emplace_back(v ? 0 : static_cast<size_t>(b.numel()) * dtypeSize(b.dtype));
+      }
+      names.push_back(name);
+      mod.funcs.push_back(std::move(ln->func));
+      ++stats_.lowered;
+    } else {
+      ++stats_.fallback;
+      stats_.fallbackReasons.push_back(np->describe() + ": " + why);
+      names.push_back("");
+    }
+    tasks_.push_back(std::move(t));
+  }
+  codegen::JitOptions jo;
+  jo.optLevel = opts.optLevel;
+  jo.emit.parallel = opts.parallel;
+  engine_ = std::make_unique<codegen::JitEngine>(jo);
+  if (!mod.funcs.empty()) engine_->addModule(mod);
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    if (!names[i].empty()) tasks_[i].fn = engine_->lookup(names[i]);
+  stats_.compileSeconds = engine_->compileSeconds();
+}
+
+JitExecutable::~JitExecutable() = default;
+
+std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs) {
+  AICC_CHECK(inputs.size() == g_.inputs.size(), "graph '{}' takes {} inputs, got {}", g_.name,
+             g_.inputs.size(), inputs.size());
+  std::map<const Value*, RValue> env;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkInput(g_.inputs[i], inputs[i]);
+    env[g_.inputs[i]] = inputs[i];
+  }
+  auto fetch = [&](const Value* v) -> const RValue* {
+    if (auto it = env.find(v); it != env.end()) return &it->second;
+    if (v->constant) return &env.emplace(v, RValue::of(*v->constant)).first->second;
+    return nullptr;
+  };
+  // The storage a node result is written to: its arena slot, or a fresh tensor.
+  auto outputTensor = [&](const Value* v) -> Tensor {
+    if (auto it = slots_.find(v); it != slots_.end()) return it->second;
+    AICC_CHECK(v->type.shape, "'{}': no static shape", v->name);
+    Dims dims;
+    for (const Dim& d : *v->type.shape) {
+      AICC_CHECK(d.isStatic(), "'{}': shape {} is not static", v->name, formatShape(*v->type.shape));
+      dims.push_back(d.value);
+    }
+    return Tensor(v->type.dtype, dims);
+  };
+  std::vector<void*> ptrs;
+  for (Task& t : tasks_) {
+    const Node& n = *t.node;
+    if (t.fn) {
+      ptrs.assign(t.params.size(), nullptr);
+      for (size_t i = 0; i < t.params.size(); ++i) {
+        const Value* v = t.params[i];
+        if (!v) {
+          ptrs[i] = t.temps[i].data();
+          continue;
+        }
+        bool isOutput = std::find(n.outputs.begin(), n.outputs.end(), v) != n.outputs.end();
+        if (isOutput) {
+          Tensor out = outputTensor(v);
+          ptrs[i] = out.raw();
+          env[v] = RValue::of(std::move(out));
+        } else {
+          const RValue* r = fetch(v);
+          AICC_CHECK(r && r->kind == RValue::Kind::Tensor, "{}: input '{}' has no tensor value",
+                     n.describe(), v->name);
+          ptrs[i] = const_cast<void*>(r->tensor.raw());
+        }
+      }
+      int32_t rc = t.fn(ptrs.data());
+      AICC_CHECK(rc == 0, "{} (JIT): {}", n.describe(),
+                 rc == 1 ? std::string("integer division by zero")
+                         : std::string(aicc_rt_last_error()));
+      continue;
+    }
+    std::vector<const RValue*> args;
+    for (const Value* v : n.inputs) {
+      const RValue* r = v ? fetch(v) : nullptr;
+      AICC_CHECK(!v || r, "{}: input '{}' has no value", n.describe(), v ? v->name : "");
+      args.push_back(r);
+    }
+    AICC_CHECK(n.def && n.def->kernel, "{}: no reference kernel", n.describe());
+    KernelCtx ctx(n, std::move(args),
+                  [&](const Graph& sg, const std::vector<RValue>& in) { return interpret(sg, in); });
+    std::vector<RValue> outs;
+    try {
+      outs = n.def->kernel(ctx);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", n.describe(), e.what()));
+    }
+    for (size_t i = 0; i < n.outputs.size() && i < outs.size(); ++i) {
+      const Value* v = n.outputs[i];
+      if (!v) continue;
+      auto it = slots_.find(v);
+      if (it != slots_.end() && outs[i].kind == RValue::Kind::Tensor &&
+          outs[i].tensor.nbytes() == it->second.nbytes() &&
+          outs[i].tensor.dtype() == it->second.dtype()) {
+        std::memmove(it->second.raw(), outs[i].tensor.raw(), it->second.nbytes());
+        env[v] = RValue::of(it->second);
+      } else {
+        env[v] = std::move(outs[i]);
+      }
+    }
+  }
+  std::vector<RValue> results;
+  for (const Value* o : g_.outputs) {
+    const RValue* r = fetch(o);
+    AICC_CHECK(r, "graph '{}': output '{}' was never computed", g_.name, o->name);
+    RValue c = *r;
+    if (c.kind == RValue::Kind::Tensor) c.tensor = ownedCopy(c.tensor);
+    results.push_back(std::move(c));
+  }
+  return results;
+}
+
+std::vector<RValue> runJit(const Graph& g, const std::vector<RValue>& inputs,
+                           const JitRunOptions& opts, JitStats* stats) {
+  JitExecutable exe(g, opts);
+  auto out = exe.run(inputs);
+  if (stats) *stats = exe.stats();
+  return out;
+}
+
+} // namespace aicc::runtime

@@ -1,0 +1,60 @@
+// The JIT graph executor: a graph compiled once into a fixed task sequence. Lowerable nodes
+// (loop/lower.h) are compiled with the LLVM JIT (codegen/llvm/jit.h) and called with pointers into
+// one arena planned by backend/memory_plan.h (weights are used in place, graph inputs are the
+// caller's buffers); every other node runs through the interpreter's reference kernel (an explicit
+// fallback, counted and listed) and its result is copied into its arena slot. Static shapes only
+// (specialize symbolic dims at import); when no memory plan can be made (dynamic shapes,
+// sequences), every value gets its own allocation instead and `planned` is false.
+#pragma once
+
+#include "codegen/llvm/jit.h"
+#include "loop/lower.h"
+#include "ops/op_def.h"
+
+#include <memory>
+
+namespace aicc::runtime {
+
+struct JitRunOptions {
+  int optLevel = 2;      // LLVM pipeline level
+  bool parallel = true;  // run `parallel` loops on the thread pool
+  loop::LowerOptions lower;
+};
+
+struct JitStats {
+  int64_t lowered = 0, fallback = 0;
+  std::vector<std::string> fallbackReasons; // "node: reason"
+  double compileSeconds = 0;
+  bool planned = false;        // arena from the memory plan
+  std::string planNote;        // why not planned / the plan summary
+  int64_t arenaBytes = 0;
+};
+
+class JitExecutable {
+public:
+  // Lowers, plans and compiles g (kept by reference: it must outlive the executable).
+  JitExecutable(const Graph& g, const JitRunOptions& opts = {});
+  ~JitExecutable();
+
+  // Runs with inputs bound by position to g.inputs (dtype and static dims are checked); returns
+  // g.outputs in order (copies owned by the caller).
+  std::vector<RValue> run(const std::vector<RValue>& inputs);
+
+  const JitStats& stats() const { return stats_; }
+
+private:
+  struct Task;
+  const Graph& g_;
+  JitStats stats_;
+  std::unique_ptr<codegen::JitEngine> engine_;
+  std::vector<Task> tasks_;
+  std::vector<std::byte> arenaStorage_;
+  std::byte* arena_ = nullptr;
+  std::map<const Value*, Tensor> slots_; // planned arena views of node results
+};
+
+// One-shot convenience: compile and run.
+std::vector<RValue> runJit(const Graph& g, const std::vector<RValue>& inputs,
+                           const JitRunOptions& opts = {}, JitStats* stats = nullptr);
+
+} // namespace aicc::runtime

@@ -1,0 +1,115 @@
+#include "runtime/parallel.h"
+
+#include "kernels/thread_pool.h"
+#include "loop/eval.h"
+#include "support/error.h"
+
+#include <bit>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace aicc::runtime {
+
+namespace {
+
+int defaultThreads() {
+  if (const char* env = std::getenv("AICC_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::mutex poolMu;
+std::unique_ptr<kernels::ThreadPool> pool;
+int threads = 0;
+
+kernels::ThreadPool& getPool() {
+  std::lock_guard<std::mutex> lock(poolMu);
+  if (!pool) {
+    if (threads <= 0) threads = defaultThreads();
+    pool = std::make_unique<kernels::ThreadPool>(threads);
+  }
+  return *pool;
+}
+
+} // namespace
+
+void setNumThreads(int n) {
+  std::lock_guard<std::mutex> lock(poolMu);
+  threads = std::max(1, n);
+  pool.reset();
+}
+
+int numThreads() { return getPool().numThreads(); }
+
+} // namespace aicc::runtime
+
+extern "C" int32_t aicc_rt_parallel_for(aicc_rt_body_fn body, void** buffers, int64_t* captures,
+                                        int64_t lo, int64_t hi) {
+  int64_t n = hi - lo;
+  if (n <= 0) return 0;
+  auto& pool = aicc::runtime::getPool();
+  int64_t chunks = std::min<int64_t>(n, int64_t(pool.numThreads()) * 4);
+  if (chunks <= 1 || pool.numThreads() == 1) return body(buffers, captures, lo, hi);
+  std::atomic<int32_t> err{0};
+  pool.parallelFor(chunks, [&](int64_t c) {
+    int64_t b = lo + n * c / chunks, e = lo + n * (c + 1) / chunks;
+    if (b < e) err.fetch_or(body(buffers, captures, b, e));
+  });
+  return err.load();
+}
+
+namespace {
+thread_local std::string lastError;
+std::mutex kernelMu;
+std::map<std::string, aicc::loop::ExternKernel> kernelCache;
+} // namespace
+
+extern "C" const char* aicc_rt_last_error() { return lastError.c_str(); }
+
+extern "C" int32_t aicc_rt_call_kernel(const char* name, int64_t n, int64_t* slots,
+                                       int32_t* kinds) {
+  try {
+    const aicc::loop::ExternKernel* k;
+    {
+      std::lock_guard<std::mutex> lock(kernelMu);
+      auto it = kernelCache.find(name);
+      if (it == kernelCache.end()) {
+        auto found = aicc::loop::builtinKernel(name);
+        AICC_CHECK(found, "unknown micro-kernel @{}", name);
+        it = kernelCache.emplace(name, std::move(*found)).first;
+      }
+      k = &it->second;
+    }
+    // Buffers are passed as unbounded f32 views (generated code carries no extents; the verifier
+    // and the lowering guarantee them).
+    std::vector<aicc::Tensor> views(static_cast<size_t>(n));
+    std::vector<aicc::loop::KernelArg> args(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      if (kinds[i] == 0) {
+        views[i] = aicc::Tensor::view(aicc::DType::F32, {int64_t(1) << 32}, nullptr,
+                                      reinterpret_cast<const void*>(slots[i]));
+        args[i].buffer = &views[i];
+      } else if (kinds[i] == 2) {
+        args[i].f = std::bit_cast<double>(slots[i]);
+        args[i].isFloat = true;
+      } else {
+        args[i].i = slots[i];
+      }
+    }
+    (*k)(args);
+    return 0;
+  } catch (const std::exception& e) {
+    lastError = std::string("call @") + name + ": " + e.what();
+    return 2;
+  }
+}

@@ -1,0 +1,27 @@
+// Runtime support called by generated code. `parallel` loops are outlined by the LLVM emitter into
+// a body function over a sub-range and run through aicc_rt_parallel_for, which splits [lo, hi)
+// into chunks on the runtime's thread pool (src/kernels/thread_pool.h).
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+using aicc_rt_body_fn = int32_t (*)(void** buffers, int64_t* captures, int64_t begin, int64_t end);
+// Runs body over [lo, hi) in chunks; returns the OR of the bodies' results.
+int32_t aicc_rt_parallel_for(aicc_rt_body_fn body, void** buffers, int64_t* captures, int64_t lo,
+                             int64_t hi);
+// Runs micro-kernel `name` (loop/eval.h builtinKernel) on n arguments: kinds[i] 0 = buffer
+// (slots[i] = element address), 1 = integer, 2 = float (double bits). Returns 0, or 2 on error
+// (the message is kept for aicc_rt_last_error()).
+int32_t aicc_rt_call_kernel(const char* name, int64_t n, int64_t* slots, int32_t* kinds);
+const char* aicc_rt_last_error();
+}
+
+namespace aicc::runtime {
+
+// Threads used by generated code (counting the caller). Default: AICC_NUM_THREADS, else the
+// hardware concurrency. Not to be changed while generated code runs.
+void setNumThreads(int n);
+int numThreads();
+
+} // namespace aicc::runtime

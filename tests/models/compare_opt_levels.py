@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Runs each model with `aicc run -O0` and `-OX` on its test_data_set_0 and compares the outputs
+elementwise (np.isclose with rtol/atol), printing max |diff|, the output range and the number of
+elements outside the tolerance. Models: every folder with model.onnx + test_data_set_0 under the
+given roots, and zoo-style NAME.onnx files whose test data lives in ZOO_DATA/NAME/test_data_set_0.
+
+    compare_opt_levels.py AICC [-O 3] [--rtol 1e-4] [--atol 1e-5] [--zoo DIR_WITH_MATERIALIZED_ONNX]
+                          [--zoo-data ../shared/zoo] [MODELS_ROOT...]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def run(aicc, model, inputs, level, out):
+    subprocess.run([aicc, "run", model, f"-O{level}", "--inputs-dir", inputs, "--output-dir", out],
+                   check=True, capture_output=True, text=True)
+    outs = []
+    i = 0
+    while os.path.exists(os.path.join(out, f"output_{i}.pb")):
+        t = onnx.TensorProto()
+        t.ParseFromString(open(os.path.join(out, f"output_{i}.pb"), "rb").read())
+        outs.append(numpy_helper.to_array(t))
+        i += 1
+    return outs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("aicc")
+    ap.add_argument("roots", nargs="*")
+    ap.add_argument("-O", dest="level", type=int, default=3)
+    ap.add_argument("--rtol", type=float, default=1e-4)
+    ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--zoo", help="folder with materialized zoo models (materialize.py output)")
+    ap.add_argument("--zoo-data", default=os.path.join(os.path.dirname(__file__), "../../../shared/zoo"))
+    a = ap.parse_args()
+    cases = []
+    for root in a.roots:
+        for name in sorted(os.listdir(root)):
+            d = os.path.join(root, name)
+            if os.path.exists(os.path.join(d, "model.onnx")) and os.path.isdir(os.path.join(d, "test_data_set_0")):
+                cases.append((name, os.path.join(d, "model.onnx"), os.path.join(d, "test_data_set_0")))
+    if a.zoo:
+        for f in sorted(os.listdir(a.zoo)):
+            if f.endswith(".onnx"):
+                name = f[:-5]
+                data = os.path.join(a.zoo_data, name, "test_data_set_0")
+                if os.path.isdir(data):
+                    cases.append((name, os.path.join(a.zoo, f), data))
+    bad = 0
+    print(f"{'model':<28} {'outputs':>7} {'max|diff|':>11} {'max|ref|':>10} {'outside':>8}")
+    for name, model, data in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                ref = run(a.aicc, model, data, 0, os.path.join(tmp, "o0"))
+                got = run(a.aicc, model, data, a.level, os.path.join(tmp, "ox"))
+            except subprocess.CalledProcessError as e:
+                print(f"{name:<28} ERROR {e.stderr.strip()}")
+                bad += 1
+                continue
+        diff = scale = 0.0
+        outside = 0
+        for r, g in zip(ref, got):
+            if r.dtype.kind == "f":
+                diff = max(diff, float(np.max(np.abs(r.astype(np.float64) - g))) if r.size else 0.0)
+                scale = max(scale, float(np.max(np.abs(r))) if r.size else 0.0)
+                outside += int(np.sum(~np.isclose(g, r, rtol=a.rtol, atol=a.atol, equal_nan=True)))
+            else:
+                outside += int(np.sum(r != g))
+        bad += outside > 0 or len(ref) != len(got)
+        print(f"{name:<28} {len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8}")
+    print(f"{len(cases) - bad}/{len(cases)} models match -O0 at -O{a.level} (rtol {a.rtol}, atol {a.atol})")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
