@@ -20,6 +20,24 @@ void GradCtx::setGrad(size_t i, Value* g) {
   grads_[i] = grads_[i] ? emit("Add", {grads_[i], g}) : g;
 }
 
+void GradCtx::give(size_t i, Value* g) {
+  if (!needs(i)) return;
+  const Type& want = in(i)->type;
+  if (want.shape && g->type.shape != want.shape) {
+    AICC_CHECK(!g->type.shape || g->type.shape->size() == want.shape->size(),
+               "gradient of input {} has rank {} but the input has rank {}", i, g->type.shape->size(),
+               want.shape->size());
+    g->type.shape = want.shape;
+  }
+  setGrad(i, g);
+}
+
+int64_t GradCtx::rankOf(const Value* v) const {
+  AICC_CHECK(v->type.shape, "{}: autodiff needs the rank of '{}' ({})", node.describe(), v->name,
+             formatType(v->type));
+  return static_cast<int64_t>(v->type.shape->size());
+}
+
 std::vector<Value*> GradCtx::emitN(const std::string& op, std::vector<Value*> inputs, int numOutputs,
                                    AttrMap attrs, const std::string& domain) {
   std::string base = "grad/" + (node.name.empty() ? node.op : node.name) + "/" + op;

@@ -25,6 +25,12 @@ public:
   Value* dout(size_t i) const { return i < douts_.size() ? douts_[i] : nullptr; }
   bool needs(size_t i) const { return i < needs_.size() && needs_[i]; }
   void setGrad(size_t i, Value* g);
+  // setGrad(i, g) when input i needs a gradient (else nothing). g must have input i's shape (rules
+  // guarantee it); when inference on the emitted nodes could not tell (runtime shapes), g takes
+  // input i's shape so later rules see the rank.
+  void give(size_t i, Value* g);
+  // Rank of v's type; throws naming the node when unknown.
+  int64_t rankOf(const Value* v) const;
   const std::vector<Value*>& grads() const { return grads_; }
 
   // Appends a backward node computing `op(inputs)`; returns its outputs.

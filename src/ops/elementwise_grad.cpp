@@ -13,24 +13,6 @@ namespace aicc {
 
 namespace grad {
 
-void give(GradCtx& c, size_t i, Value* g) {
-  if (!c.needs(i)) return;
-  const Type& want = c.in(i)->type;
-  if (want.shape && g->type.shape != want.shape) {
-    AICC_CHECK(!g->type.shape || g->type.shape->size() == want.shape->size(),
-               "gradient of input {} has rank {} but the input has rank {}", i,
-               g->type.shape->size(), want.shape->size());
-    g->type.shape = want.shape;
-  }
-  c.setGrad(i, g);
-}
-
-int64_t rankOf(GradCtx& c, Value* v) {
-  AICC_CHECK(v->type.shape, "{}: autodiff needs the rank of '{}' ({})", c.node.describe(), v->name,
-             formatType(v->type));
-  return static_cast<int64_t>(v->type.shape->size());
-}
-
 std::optional<std::vector<int64_t>> constInts(GradCtx& c, size_t i) {
   Value* v = c.in(i);
   if (!v || !v->isConstant() || !isInteger(v->constant->dtype())) return std::nullopt;
@@ -70,13 +52,13 @@ void unary(OpRegistry& r, const char* op, UnaryFn fn) {
   OpBuilder(r.at(op)).grad([fn](GradCtx& c) {
     if (!c.needs(0)) return;
     B b{c};
-    give(c, 0, fn(b, c.in(0), c.out(0), c.doutOrZeros(0)));
+    c.give(0, fn(b, c.in(0), c.out(0), c.doutOrZeros(0)));
   });
 }
 
 // Gradient of input i of a broadcasting op: `g` is shaped like the output.
 void giveReduced(GradCtx& c, size_t i, Value* g) {
-  if (c.needs(i)) give(c, i, c.sumToShape(g, c.in(i)));
+  if (c.needs(i)) c.give(i, c.sumToShape(g, c.in(i)));
 }
 
 void registerBinary(OpRegistry& r) {
@@ -169,8 +151,8 @@ void registerUnary(OpRegistry& r) {
     unary(r, op, [](B& b, Value* x, Value*, Value*) { return b.c.zerosLike(x); });
   OpBuilder(r.at("CastLike")).grad([](GradCtx& c) {
     B b{c};
-    if (c.needs(0)) give(c, 0, b.castLike(c.doutOrZeros(0), c.in(0)));
-    if (c.needs(1)) give(c, 1, c.zerosLike(c.in(1))); // only its type is used
+    if (c.needs(0)) c.give(0, b.castLike(c.doutOrZeros(0), c.in(0)));
+    if (c.needs(1)) c.give(1, c.zerosLike(c.in(1))); // only its type is used
   });
 }
 
@@ -221,7 +203,7 @@ void registerVariadic(OpRegistry& r) {
     if (c.needs(0)) {
       Value* keep = lo ? b.greater(x, lo) : nullptr;
       if (passHi) keep = keep ? b.and_(keep, passHi) : passHi;
-      give(c, 0, keep ? b.where(keep, dy, zero) : dy);
+      c.give(0, keep ? b.where(keep, dy, zero) : dy);
     }
     if (c.needs(1)) {
       Value* keep = b.less(x, lo);

@@ -41,13 +41,6 @@ struct B {
   Value* ints(const std::vector<int64_t>& v) { return c.ints(v); }
 };
 
-// Sets the gradient of input i (when needed). g must have input i's shape (rules guarantee it);
-// when inference on the emitted nodes could not tell (runtime shapes), g's type is taken from
-// the input so that later rules see the rank.
-void give(GradCtx& c, size_t i, Value* g);
-
-// Rank of v's type; throws naming the node when unknown.
-int64_t rankOf(GradCtx& c, Value* v);
 
 // The constant contents of input i (a constant integer tensor), else nullopt.
 std::optional<std::vector<int64_t>> constInts(GradCtx& c, size_t i);

@@ -16,7 +16,7 @@ void act(OpRegistry& r, const char* op, ActFn fn) {
   OpBuilder(r.at(op)).grad([fn](GradCtx& c) {
     if (!c.needs(0)) return;
     B b{c};
-    give(c, 0, fn(b, c.node, c.in(0), c.out(0), c.doutOrZeros(0)));
+    c.give(0, fn(b, c.node, c.in(0), c.out(0), c.doutOrZeros(0)));
   });
 }
 
@@ -106,8 +106,8 @@ void registerActivationGrads(OpRegistry& r) {
     B b{c};
     Value *x = c.in(0), *slope = c.in(1), *dy = c.doutOrZeros(0);
     Value* negative = b.less(x, b.k(0, x));
-    if (c.needs(0)) give(c, 0, b.where(negative, b.mul(dy, slope), dy));
-    if (c.needs(1)) give(c, 1, c.sumToShape(b.where(negative, b.mul(dy, x), b.k(0, dy)), slope));
+    if (c.needs(0)) c.give(0, b.where(negative, b.mul(dy, slope), dy));
+    if (c.needs(1)) c.give(1, c.sumToShape(b.where(negative, b.mul(dy, x), b.k(0, dy)), slope));
   });
 }
 

@@ -73,7 +73,7 @@ Equation parseEquation(const std::string& eqIn) {
 
 // The dims of v (static ones; unknown = -1), aligned with `labels` ('.' = several dims).
 std::vector<std::pair<char, int64_t>> labeledDims(GradCtx& c, Value* v, const std::string& labels) {
-  int64_t rank = rankOf(c, v);
+  int64_t rank = c.rankOf(v);
   int64_t explicitCount = static_cast<int64_t>(
       std::count_if(labels.begin(), labels.end(), [](char ch) { return ch != '.'; }));
   int64_t ell = rank - explicitCount;
@@ -169,7 +169,7 @@ void registerEinsumGrad(OpRegistry& r) {
         lhs += "," + missing;
       }
       std::string equation = lhs + "->" + termOf(sk);
-      give(c, k, b.op("Einsum", ins, {{"equation", Attribute{equation}}}));
+      c.give(k, b.op("Einsum", ins, {{"equation", Attribute{equation}}}));
     }
   });
 }

@@ -26,7 +26,7 @@ Value* keepDims(GradCtx& c, Value* v) {
   auto axes = staticAxes(c);
   if (axes) {
     if (axes->empty()) return v; // reduced to a scalar
-    int64_t r = rankOf(c, c.in(0));
+    int64_t r = c.rankOf(c.in(0));
     std::vector<int64_t> a = normAxes(*axes, r);
     std::sort(a.begin(), a.end());
     return b.op("Unsqueeze", {v, b.ints(a)});
@@ -53,7 +53,7 @@ void reduceGrad(OpRegistry& r, const char* op, Red k) {
                  "{} with noop_with_empty_axes=1 and empty axes: no gradient (the op's result is "
                  "ambiguous: x or its elementwise map)",
                  c.node.op);
-      return give(c, 0, dy);
+      return c.give(0, dy);
     }
     bool linearOrSelect = k == Red::Sum || k == Red::Mean || k == Red::Max || k == Red::Min;
     AICC_CHECK(!noop || axes || linearOrSelect,
@@ -116,7 +116,7 @@ void reduceGrad(OpRegistry& r, const char* op, Red k) {
       g = b.mul(dyk, b.mul(x, b.k(2, x)));
       break;
     }
-    give(c, 0, g);
+    c.give(0, g);
   });
 }
 
@@ -140,7 +140,7 @@ void registerReductionGrads(OpRegistry& r) {
     Value *y = c.out(0), *dy = c.doutOrZeros(0);
     Value* axis = b.ints({c.node.attrInt("axis")});
     Value* s = b.op("ReduceSum", {b.mul(dy, y), axis}, {{"keepdims", Attribute{int64_t{1}}}});
-    give(c, 0, b.mul(y, b.sub(dy, s)));
+    c.give(0, b.mul(y, b.sub(dy, s)));
   });
   OpBuilder(r.at("LogSoftmax")).grad([](GradCtx& c) {
     if (!c.needs(0)) return;
@@ -148,7 +148,7 @@ void registerReductionGrads(OpRegistry& r) {
     Value *y = c.out(0), *dy = c.doutOrZeros(0);
     Value* axis = b.ints({c.node.attrInt("axis")});
     Value* s = b.op("ReduceSum", {dy, axis}, {{"keepdims", Attribute{int64_t{1}}}});
-    give(c, 0, b.sub(dy, b.mul(b.un("Exp", y), s)));
+    c.give(0, b.sub(dy, b.mul(b.un("Exp", y), s)));
   });
   // CumSum: the adjoint of a (reverse) scan is the scan in the other direction.
   OpBuilder(r.at("CumSum")).grad([](GradCtx& c) {
@@ -156,7 +156,7 @@ void registerReductionGrads(OpRegistry& r) {
     B b{c};
     AttrMap attrs{{"exclusive", Attribute{c.node.attrInt("exclusive")}},
                   {"reverse", Attribute{int64_t{c.node.attrInt("reverse") != 0 ? 0 : 1}}}};
-    give(c, 0, b.op("CumSum", {c.doutOrZeros(0), c.in(1)}, attrs));
+    c.give(0, b.op("CumSum", {c.doutOrZeros(0), c.in(1)}, attrs));
   });
 }
 

@@ -16,7 +16,7 @@ void movementGrad(OpRegistry& r, const char* op) {
     for (size_t i = 1; i < c.node.inputs.size(); ++i)
       AICC_CHECK(!c.needs(i), "{} has no gradient for input {} (indices/parameters)", c.node.op, i);
     if (!c.needs(0)) return;
-    give(c, 0, scatterBack(c, c.in(0), c.doutOrZeros(0), [&](Value* iota, Value*) {
+    c.give(0, scatterBack(c, c.in(0), c.doutOrZeros(0), [&](Value* iota, Value*) {
            std::vector<Value*> ins = c.node.inputs;
            ins[0] = iota;
            return c.emitN(c.node.op, ins, 1, c.node.attrs, c.node.domain)[0];
@@ -28,7 +28,7 @@ void reshapeLike(OpRegistry& r, const char* op) {
   OpBuilder(r.at(op)).grad([](GradCtx& c) {
     if (!c.needs(0)) return;
     B b{c};
-    give(c, 0, b.reshape(c.doutOrZeros(0), b.shape(c.in(0))));
+    c.give(0, b.reshape(c.doutOrZeros(0), b.shape(c.in(0))));
   });
 }
 
@@ -58,7 +58,7 @@ void registerDataMovementGrads(OpRegistry& r) {
     std::vector<int64_t> inv =
         crd ? std::vector<int64_t>{0, 1, 3, 5, 2, 4} : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
     Value* t = b.op("Transpose", {b.reshape(dy, mid)}, {{"perm", Attribute{inv}}});
-    give(c, 0, b.reshape(t, b.shape(x)));
+    c.give(0, b.reshape(t, b.shape(x)));
   });
   OpBuilder(r.at("SpaceToDepth")).grad([](GradCtx& c) {
     if (!c.needs(0)) return;
@@ -74,13 +74,13 @@ void registerDataMovementGrads(OpRegistry& r) {
                 {{"axis", Attribute{int64_t{0}}}})[0];
     Value* t = b.op("Transpose", {b.reshape(dy, mid)},
                     {{"perm", Attribute{std::vector<int64_t>{0, 3, 4, 1, 5, 2}}}});
-    give(c, 0, b.reshape(t, b.shape(x)));
+    c.give(0, b.reshape(t, b.shape(x)));
   });
 
   OpBuilder(r.at("Transpose")).grad([](GradCtx& c) {
     if (!c.needs(0)) return;
     B b{c};
-    int64_t rank = rankOf(c, c.in(0));
+    int64_t rank = c.rankOf(c.in(0));
     std::vector<int64_t> perm = c.node.attrInts("perm", {});
     if (perm.empty())
       for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
@@ -91,11 +91,11 @@ void registerDataMovementGrads(OpRegistry& r) {
       int64_t p = normAxis(perm[i], rank);
       inv[static_cast<size_t>(p)] = static_cast<int64_t>(i);
     }
-    give(c, 0, b.op("Transpose", {c.doutOrZeros(0)}, {{"perm", Attribute{inv}}}));
+    c.give(0, b.op("Transpose", {c.doutOrZeros(0)}, {{"perm", Attribute{inv}}}));
   });
 
   OpBuilder(r.at("Expand")).grad([](GradCtx& c) {
-    if (c.needs(0)) give(c, 0, c.sumToShape(c.doutOrZeros(0), c.in(0)));
+    if (c.needs(0)) c.give(0, c.sumToShape(c.doutOrZeros(0), c.in(0)));
   });
 
   OpBuilder(r.at("Trilu")).grad([](GradCtx& c) {
@@ -103,12 +103,12 @@ void registerDataMovementGrads(OpRegistry& r) {
     B b{c};
     std::vector<Value*> ins{c.doutOrZeros(0)};
     if (c.node.hasInput(1)) ins.push_back(c.in(1));
-    give(c, 0, b.op("Trilu", ins, c.node.attrs));
+    c.give(0, b.op("Trilu", ins, c.node.attrs));
   });
 
   OpBuilder(r.at("Concat")).grad([](GradCtx& c) {
     B b{c};
-    int64_t rank = rankOf(c, c.out(0));
+    int64_t rank = c.rankOf(c.out(0));
     int64_t axis = normAxis(c.node.attrInt("axis"), rank);
     std::vector<Value*> sizes;
     for (Value* x : c.node.inputs)
@@ -117,7 +117,7 @@ void registerDataMovementGrads(OpRegistry& r) {
     Value* split = c.emitN("Concat", sizes, 1, {{"axis", Attribute{int64_t{0}}}})[0];
     auto parts = c.emitN("Split", {c.doutOrZeros(0), split}, static_cast<int>(sizes.size()),
                          {{"axis", Attribute{axis}}});
-    for (size_t i = 0; i < parts.size(); ++i) give(c, i, parts[i]);
+    for (size_t i = 0; i < parts.size(); ++i) c.give(i, parts[i]);
   });
 
   OpBuilder(r.at("Split")).grad([](GradCtx& c) {
@@ -127,7 +127,7 @@ void registerDataMovementGrads(OpRegistry& r) {
       AICC_CHECK(c.out(i) || c.dout(i), "Split output {} is omitted; its gradient is unknown", i);
       parts.push_back(c.doutOrZeros(i));
     }
-    give(c, 0, c.emitN("Concat", parts, 1, {{"axis", Attribute{c.node.attrInt("axis")}}})[0]);
+    c.give(0, c.emitN("Concat", parts, 1, {{"axis", Attribute{c.node.attrInt("axis")}}})[0]);
   });
 
   // Pad: constant mode scatters the padding's gradient into an extra slot (the constant_value's
@@ -147,9 +147,9 @@ void registerDataMovementGrads(OpRegistry& r) {
           return c.emitN("Pad", ins, 1, c.node.attrs)[0];
         },
         constant ? &fillGrad : nullptr);
-    give(c, 0, gx);
+    c.give(0, gx);
     if (c.needs(2))
-      give(c, 2, fillGrad ? b.reshape(fillGrad, b.shape(c.in(2))) : c.zerosLike(c.in(2)));
+      c.give(2, fillGrad ? b.reshape(fillGrad, b.shape(c.in(2))) : c.zerosLike(c.in(2)));
   });
 }
 

@@ -48,24 +48,6 @@ Value* E::stack(const std::vector<Value*>& vs) {
   return concat(parts, 0);
 }
 
-void give(GradCtx& c, size_t i, Value* g) {
-  if (!c.needs(i)) return;
-  const Type& want = c.in(i)->type;
-  if (want.shape && g->type.shape != want.shape) {
-    AICC_CHECK(!g->type.shape || g->type.shape->size() == want.shape->size(),
-               "gradient of input {} has rank {} but the input has rank {}", i,
-               g->type.shape->size(), want.shape->size());
-    g->type.shape = want.shape;
-  }
-  c.setGrad(i, g);
-}
-
-int64_t rankOf(GradCtx& c, Value* v) {
-  AICC_CHECK(v->type.shape, "{}: autodiff needs the rank of '{}' ({})", c.node.describe(), v->name,
-             formatType(v->type));
-  return static_cast<int64_t>(v->type.shape->size());
-}
-
 Dims staticDims(GradCtx& c, Value* v, const char* what) {
   auto d = v->type.shape ? toDims(*v->type.shape) : std::nullopt;
   AICC_CHECK(d, "{}: unsupported: the gradient needs the static shape of {} '{}', it is {}",
@@ -92,7 +74,7 @@ std::vector<int64_t> swapLast(int64_t rank) {
 void matmulGrad(GradCtx& c) {
   E e{c};
   Value *A = c.in(0), *B = c.in(1), *dy = c.doutOrZeros(0);
-  const int64_t ra = rankOf(c, A), rb = rankOf(c, B);
+  const int64_t ra = c.rankOf(A), rb = c.rankOf(B);
   Value* a = ra == 1 ? e.unsqueeze(A, {0}) : A;
   Value* b = rb == 1 ? e.unsqueeze(B, {1}) : B;
   Value* g = dy;
@@ -104,11 +86,11 @@ void matmulGrad(GradCtx& c) {
     g = e.unsqueeze(dy, {-1});
   if (c.needs(0)) {
     Value* ga = c.sumToShape(e.matmul(g, e.transpose(b, swapLast(std::max<int64_t>(rb, 2)))), a);
-    give(c, 0, ra == 1 ? e.squeeze(ga, {0}) : ga);
+    c.give(0, ra == 1 ? e.squeeze(ga, {0}) : ga);
   }
   if (c.needs(1)) {
     Value* gb = c.sumToShape(e.matmul(e.transpose(a, swapLast(std::max<int64_t>(ra, 2))), g), b);
-    give(c, 1, rb == 1 ? e.squeeze(gb, {1}) : gb);
+    c.give(1, rb == 1 ? e.squeeze(gb, {1}) : gb);
   }
 }
 
@@ -126,11 +108,11 @@ void gemmGrad(GradCtx& c) {
                  {"transA", Attribute{tx}},
                  {"transB", Attribute{ty}}});
   };
-  if (c.needs(0)) give(c, 0, ta ? gemm(B, dy, tb, 1) : gemm(dy, B, 0, 1 - tb));
-  if (c.needs(1)) give(c, 1, tb ? gemm(dy, A, 1, ta) : gemm(A, dy, 1 - ta, 0));
+  if (c.needs(0)) c.give(0, ta ? gemm(B, dy, tb, 1) : gemm(dy, B, 0, 1 - tb));
+  if (c.needs(1)) c.give(1, tb ? gemm(dy, A, 1, ta) : gemm(A, dy, 1 - ta, 0));
   if (c.needs(2)) {
     Value* g = beta == 1.0f ? dy : e.mul(dy, e.k(static_cast<double>(beta), dy));
-    give(c, 2, c.sumToShape(g, c.in(2)));
+    c.give(2, c.sumToShape(g, c.in(2)));
   }
 }
 
@@ -143,8 +125,8 @@ void dropoutGrad(GradCtx& c) {
   const Tensor* tm = constInput(c, 2);
   const bool hasTraining = c.node.hasInput(2);
   if (!hasTraining || (tm && tm->numel() == 1 && tm->getI64(0) == 0)) {
-    give(c, 0, dy);
-    if (c.needs(1)) give(c, 1, c.zerosLike(c.in(1)));
+    c.give(0, dy);
+    if (c.needs(1)) c.give(1, c.zerosLike(c.in(1)));
     return;
   }
   Value* mask = c.out(1);
@@ -169,13 +151,13 @@ void dropoutGrad(GradCtx& c) {
   }
   if (!tm) s = e.where(c.in(2), s, e.k(1, X));
   Value* zero = e.k(0, X);
-  give(c, 0, e.where(mask, e.mul(dy, s), zero));
+  c.give(0, e.where(mask, e.mul(dy, s), zero));
   if (c.needs(1)) {
     // d/d ratio of x * s(ratio) with the mask held fixed: x * s^2 (training mode only).
     Value* g = e.reduceSum(e.where(mask, e.mul(dy, X), zero), {}, false);
     g = e.mul(g, e.mul(s, s));
     if (!tm) g = e.where(c.in(2), g, zero);
-    give(c, 1, e.reshape(e.castLike(g, c.in(1)), e.shape(c.in(1))));
+    c.give(1, e.reshape(e.castLike(g, c.in(1)), e.shape(c.in(1))));
   }
 }
 

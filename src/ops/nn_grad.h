@@ -56,11 +56,7 @@ struct E {
   Value* stack(const std::vector<Value*>& vs);
 };
 
-// Sets the gradient of input i (when needed), with input i's type (the emitted nodes' inference
-// may not know runtime-computed shapes).
-void give(GradCtx& c, size_t i, Value* g);
-// Rank / static dims of v; throw naming the node and `what` when unknown.
-int64_t rankOf(GradCtx& c, Value* v);
+// Static dims of v; throws naming the node and `what` when unknown.
 Dims staticDims(GradCtx& c, Value* v, const char* what);
 // The constant contents of input i (constant tensor), else nullptr.
 const Tensor* constInput(GradCtx& c, size_t i);

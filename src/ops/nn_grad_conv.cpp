@@ -106,7 +106,7 @@ void convGrad(GradCtx& c) {
     for (int64_t p : g.pe) outPad.push_back(p < 0 ? -p : 0);
     AttrMap at = convAttrs(g.s, g.d, g.pb, g.pe, G);
     at["output_padding"] = Attribute{outPad};
-    give(c, 0, e.op("ConvTranspose", {dy, W}, std::move(at)));
+    c.give(0, e.op("ConvTranspose", {dy, W}, std::move(at)));
   }
   if (c.needs(1)) {
     Value* xr = groupsToBatch(e, X, G, Cg, g.in);                            // [Cg, G*N, in...]
@@ -116,9 +116,9 @@ void convGrad(GradCtx& c) {
     bool crop = false;
     for (int64_t p : g.pe) crop |= p < 0;
     if (crop) dw = e.slice(dw, Dims(g.sp, 0), g.k, range(2, static_cast<int64_t>(rank)));
-    give(c, 1, e.transpose(dw, swap01(rank)));
+    c.give(1, e.transpose(dw, swap01(rank)));
   }
-  if (c.needs(2)) give(c, 2, reduceBias(e, dy, rank));
+  if (c.needs(2)) c.give(2, reduceBias(e, dy, rank));
 }
 
 void convTransposeGrad(GradCtx& c) {
@@ -155,7 +155,7 @@ void convTransposeGrad(GradCtx& c) {
   // dY with the negative paddings applied (cropped): its spatial size is span - max(pb,0) -
   // max(pe,0).
   Value* dyc = cropNegative(e, dy, g.pb, g.pe);
-  if (c.needs(0)) give(c, 0, e.op("Conv", {dyc, W}, convAttrs(g.s, g.d, g.pb, g.pe, G)));
+  if (c.needs(0)) c.give(0, e.op("Conv", {dyc, W}, convAttrs(g.s, g.d, g.pb, g.pe, G)));
   if (c.needs(1)) {
     Dims cropped;
     for (size_t i = 0; i < g.sp; ++i)
@@ -163,9 +163,9 @@ void convTransposeGrad(GradCtx& c) {
     Value* dyr = groupsToBatch(e, dyc, G, Mg, cropped);                      // [Mg, G*N, out...]
     Value* xT = e.transpose(X, swap01(rank));                                // [C, N, in...]
     Value* dw = e.op("Conv", {dyr, xT}, convAttrs(g.d, g.s, g.pb, g.pe, G)); // [Mg, C, k...]
-    give(c, 1, e.transpose(dw, swap01(rank)));
+    c.give(1, e.transpose(dw, swap01(rank)));
   }
-  if (c.needs(2)) give(c, 2, reduceBias(e, dy, rank));
+  if (c.needs(2)) c.give(2, reduceBias(e, dy, rank));
 }
 
 } // namespace

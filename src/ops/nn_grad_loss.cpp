@@ -16,7 +16,7 @@ void lossGrad(GradCtx& c, bool softmax) {
   E e{c};
   const Node& n = c.node;
   Value *X = c.in(0), *T = c.in(1), *W = n.hasInput(2) ? c.in(2) : nullptr;
-  const int64_t rank = rankOf(c, X);
+  const int64_t rank = c.rankOf(X);
   AICC_CHECK(rank >= 2, "{}: input 0 has rank {}", n.describe(), rank);
   const std::string red = n.attrString("reduction");
   AICC_CHECK(red == "none" || red == "sum" || red == "mean", "{}: unknown reduction '{}'",
@@ -64,7 +64,7 @@ void lossGrad(GradCtx& c, bool softmax) {
       Value* sm = e.op("Softmax", {X}, {{"axis", Attribute{int64_t{1}}}});
       dx = e.sub(dlp, e.mul(sm, e.reduceSum(dlp, {1}, true)));
     }
-    give(c, 0, dx);
+    c.give(0, dx);
   }
   if (c.needs(2)) {
     // d/dw_c = sum over elements with target c of -lp_e * g_e ("mean": (-lp_e - loss) * g_e).
@@ -81,7 +81,7 @@ void lossGrad(GradCtx& c, bool softmax) {
       for (int64_t i = 2; i < rank; ++i) axes.push_back(i);
       dw = e.reduceSum(e.mul(onehot, e.unsqueeze(q, {1})), axes, false);
     }
-    give(c, 2, e.castLike(dw, W));
+    c.give(2, e.castLike(dw, W));
   }
 }
 

@@ -81,7 +81,7 @@ Value* addOpt(E& e, Value* a, Value* b) { return !a ? b : !b ? a : e.add(a, b); 
 void batchNormGrad(GradCtx& c) {
   E e{c};
   Value *X = c.in(0), *dy = c.dout(0);
-  const int64_t rank = rankOf(c, X);
+  const int64_t rank = c.rankOf(X);
   AICC_CHECK(rank >= 2, "{}: input X has rank {}", c.node.describe(), rank);
   for (size_t i = 1; i <= 4; ++i)
     requireVector(c, i, i == 1 ? "scale" : i == 2 ? "B" : i == 3 ? "mean" : "var");
@@ -98,15 +98,15 @@ void batchNormGrad(GradCtx& c) {
     Value* inv = e.div(e.k(1, X), e.op("Sqrt", {e.add(var, e.k(eps, X))}));
     if (!dy) dy = c.zerosLike(X);
     Value* d = e.sub(X, mean);
-    if (c.needs(0)) give(c, 0, e.mul(dy, e.mul(scale, inv)));
-    if (c.needs(1)) give(c, 1, toParam(e.reduceSum(e.mul(dy, e.mul(d, inv)), axes, false), 1));
-    if (c.needs(2)) give(c, 2, toParam(e.reduceSum(dy, axes, false), 2));
+    if (c.needs(0)) c.give(0, e.mul(dy, e.mul(scale, inv)));
+    if (c.needs(1)) c.give(1, toParam(e.reduceSum(e.mul(dy, e.mul(d, inv)), axes, false), 1));
+    if (c.needs(2)) c.give(2, toParam(e.reduceSum(dy, axes, false), 2));
     if (c.needs(3))
-      give(c, 3, toParam(e.neg(e.mul(e.reduceSum(dy, axes, true), e.mul(scale, inv))), 3));
+      c.give(3, toParam(e.neg(e.mul(e.reduceSum(dy, axes, true), e.mul(scale, inv))), 3));
     if (c.needs(4)) {
       Value* inv3 = e.mul(inv, e.mul(inv, inv));
       Value* g = e.mul(e.reduceSum(e.mul(dy, d), axes, true), e.mul(scale, inv3));
-      give(c, 4, toParam(e.mul(g, e.k(-0.5, X)), 4));
+      c.give(4, toParam(e.mul(g, e.k(-0.5, X)), 4));
     }
     return;
   }
@@ -120,22 +120,22 @@ void batchNormGrad(GradCtx& c) {
   Value* dVar = addOpt(e, scaled(stat(2), 1 - mom), stat(4));
   if (c.needs(0)) {
     Value* dx = dy ? normBackward(e, s, e.mul(dy, scale), axes) : c.zerosLike(X);
-    give(c, 0, addStatGrads(e, dx, s, X, axes, dMean, dVar));
+    c.give(0, addStatGrads(e, dx, s, X, axes, dMean, dVar));
   }
   if (!dy) dy = c.zerosLike(X);
-  if (c.needs(1)) give(c, 1, toParam(e.reduceSum(e.mul(dy, s.xhat), axes, false), 1));
-  if (c.needs(2)) give(c, 2, toParam(e.reduceSum(dy, axes, false), 2));
+  if (c.needs(1)) c.give(1, toParam(e.reduceSum(e.mul(dy, s.xhat), axes, false), 1));
+  if (c.needs(2)) c.give(2, toParam(e.reduceSum(dy, axes, false), 2));
   // running = input * momentum + batch * (1 - momentum).
   for (size_t i : {size_t{3}, size_t{4}})
     if (c.needs(i))
-      give(c, i,
+      c.give(i,
            c.dout(i - 2) ? e.mul(c.dout(i - 2), e.k(mom, c.dout(i - 2))) : c.zerosLike(c.in(i)));
 }
 
 void layerNormGrad(GradCtx& c) {
   E e{c};
   Value *X = c.in(0), *scale = c.in(1), *dy = c.doutOrZeros(0);
-  const int64_t rank = rankOf(c, X);
+  const int64_t rank = c.rankOf(X);
   const int64_t axis = normAxis(c.node.attrInt("axis"), rank);
   const auto axes = axesFrom(axis, rank, false);
   Stats s = batchStats(e, X, axes, c.node.attrFloat("epsilon"));
@@ -147,26 +147,26 @@ void layerNormGrad(GradCtx& c) {
       Value* inv3 = e.mul(s.inv, e.mul(s.inv, s.inv));
       dVar = e.mul(e.mul(e.castLike(c.dout(2), X), inv3), e.k(-0.5, X));
     }
-    give(c, 0, addStatGrads(e, dx, s, X, axes, dMean, dVar));
+    c.give(0, addStatGrads(e, dx, s, X, axes, dMean, dVar));
   }
-  if (c.needs(1)) give(c, 1, c.sumToShape(e.mul(dy, s.xhat), scale));
-  if (c.needs(2)) give(c, 2, c.sumToShape(dy, c.in(2)));
+  if (c.needs(1)) c.give(1, c.sumToShape(e.mul(dy, s.xhat), scale));
+  if (c.needs(2)) c.give(2, c.sumToShape(dy, c.in(2)));
 }
 
 void instanceNormGrad(GradCtx& c) {
   E e{c};
   Value *X = c.in(0), *dy = c.doutOrZeros(0);
-  const int64_t rank = rankOf(c, X);
+  const int64_t rank = c.rankOf(X);
   AICC_CHECK(rank >= 2, "{}: input X has rank {}", c.node.describe(), rank);
   const auto axes = axesFrom(2, rank, false), paramAxes = axesFrom(2, rank, true);
   Stats s = batchStats(e, X, axes, c.node.attrFloat("epsilon"));
   Value* scale = perChannel(e, c.in(1), X, rank);
-  if (c.needs(0)) give(c, 0, normBackward(e, s, e.mul(dy, scale), axes));
+  if (c.needs(0)) c.give(0, normBackward(e, s, e.mul(dy, scale), axes));
   auto toParam = [&](Value* g, size_t i) {
     return e.reshape(e.castLike(g, c.in(i)), e.shape(c.in(i)));
   };
-  if (c.needs(1)) give(c, 1, toParam(e.reduceSum(e.mul(dy, s.xhat), paramAxes, false), 1));
-  if (c.needs(2)) give(c, 2, toParam(e.reduceSum(dy, paramAxes, false), 2));
+  if (c.needs(1)) c.give(1, toParam(e.reduceSum(e.mul(dy, s.xhat), paramAxes, false), 1));
+  if (c.needs(2)) c.give(2, toParam(e.reduceSum(dy, paramAxes, false), 2));
 }
 
 } // namespace

@@ -62,7 +62,7 @@ void maxPoolGrad(GradCtx& c) {
   Value* acc =
       e.op("ScatterElements", {zeros, flatIdx, flatDy},
            {{"axis", Attribute{int64_t{0}}}, {"reduction", Attribute{std::string("add")}}});
-  give(c, 0, e.reshape(acc, e.shape(X)));
+  c.give(0, e.reshape(acc, e.shape(X)));
 }
 
 void averagePoolGrad(GradCtx& c) {
@@ -113,12 +113,12 @@ void averagePoolGrad(GradCtx& c) {
                     {"dilations", Attribute{dil}},
                     {"pads", Attribute{pads}},
                     {"output_padding", Attribute{outPad}}});
-  give(c, 0, e.reshape(dx, e.shape(X)));
+  c.give(0, e.reshape(dx, e.shape(X)));
 }
 
 std::vector<int64_t> spatialAxes(GradCtx& c, Value* x) {
   std::vector<int64_t> axes;
-  for (int64_t i = 2; i < rankOf(c, x); ++i) axes.push_back(i);
+  for (int64_t i = 2; i < c.rankOf(x); ++i) axes.push_back(i);
   return axes;
 }
 
@@ -137,7 +137,7 @@ void globalAveragePoolGrad(GradCtx& c) {
     size = e.cast(e.op("ReduceProd", {e.shape(X, 2)}, {{"keepdims", Attribute{int64_t{0}}}}),
                   X->type.dtype);
   }
-  give(c, 0, e.op("Expand", {e.div(dy, size), e.shape(X)}));
+  c.give(0, e.op("Expand", {e.div(dy, size), e.shape(X)}));
 }
 
 // The gradient goes to the elements equal to the maximum, shared equally between ties.
@@ -149,7 +149,7 @@ void globalMaxPoolGrad(GradCtx& c) {
   Value* mask = e.op("Equal", {X, Y});
   Value* share = dy;
   if (!axes.empty()) share = e.div(dy, e.reduceSum(e.cast(mask, X->type.dtype), axes, true));
-  give(c, 0, e.where(mask, share, e.k(0, X)));
+  c.give(0, e.where(mask, share, e.k(0, X)));
 }
 
 } // namespace

@@ -165,7 +165,7 @@ void rnnGrad(GradCtx& c, Cell cell) {
   const bool layout1 = n.attrInt("layout") != 0;
   Value *X = c.in(0), *W = c.in(1), *R = c.in(2);
   Dims wd = staticDims(c, W, "weights W"), rd = staticDims(c, R, "recurrence weights R");
-  AICC_CHECK(rankOf(c, X) == 3 && wd.size() == 3 && rd.size() == 3,
+  AICC_CHECK(c.rankOf(X) == 3 && wd.size() == 3 && rd.size() == 3,
              "{}: X, W and R must have rank 3", n.describe());
   const Dim& seqDim = (*X->type.shape)[layout1 ? 1 : 0];
   AICC_CHECK(seqDim.isStatic(),
@@ -413,13 +413,13 @@ void rnnGrad(GradCtx& c, Cell cell) {
     }
   }
   auto fromSeqMajor = [&](Value* v) { return layout1 ? e.transpose(v, {1, 0, 2}) : v; };
-  if (c.needs(0)) give(c, 0, fromSeqMajor(k.sum(dXs)));
-  if (c.needs(1)) give(c, 1, e.stack(dWs));
-  if (c.needs(2)) give(c, 2, e.stack(dRs));
-  if (c.needs(3)) give(c, 3, e.stack(dBs));
-  if (c.needs(5)) give(c, 5, fromSeqMajor(e.stack(dH0s)));
-  if (c.needs(6)) give(c, 6, fromSeqMajor(e.stack(dC0s)));
-  if (c.needs(7)) give(c, 7, e.stack(dPs));
+  if (c.needs(0)) c.give(0, fromSeqMajor(k.sum(dXs)));
+  if (c.needs(1)) c.give(1, e.stack(dWs));
+  if (c.needs(2)) c.give(2, e.stack(dRs));
+  if (c.needs(3)) c.give(3, e.stack(dBs));
+  if (c.needs(5)) c.give(5, fromSeqMajor(e.stack(dH0s)));
+  if (c.needs(6)) c.give(6, fromSeqMajor(e.stack(dC0s)));
+  if (c.needs(7)) c.give(7, e.stack(dPs));
 }
 
 } // namespace
