@@ -128,19 +128,6 @@ Node* trySwish(Ctx& c, Node* n) {
   return nullptr;
 }
 
-int64_t sweep(Ctx& c, Node* (*fn)(Ctx&, Node*)) {
-  int64_t k = 0;
-  for (size_t i = 0; i < c.g.nodes.size();) {
-    if (Node* nn = fn(c, c.g.nodes[i].get())) {
-      ++k;
-      i = nodeIndex(c.g, nn) + 1;
-    } else {
-      ++i;
-    }
-  }
-  return k;
-}
-
 } // namespace
 
 int64_t recognizeHardSigmoid(Ctx& c) { return sweep(c, tryHardSigmoid); }

@@ -206,17 +206,6 @@ Node* tryAttention(Ctx& c, Node* m2) {
 
 } // namespace
 
-int64_t recognizeAttention(Ctx& c) {
-  int64_t k = 0;
-  for (size_t i = 0; i < c.g.nodes.size();) {
-    if (Node* nn = tryAttention(c, c.g.nodes[i].get())) {
-      ++k;
-      i = nodeIndex(c.g, nn) + 1;
-    } else {
-      ++i;
-    }
-  }
-  return k;
-}
+int64_t recognizeAttention(Ctx& c) { return sweep(c, tryAttention); }
 
 } // namespace aicc::recognize

@@ -122,19 +122,10 @@ Node* tryTanhGelu(Ctx& c, Node* t) {
 } // namespace
 
 int64_t recognizeGelu(Ctx& c) {
-  int64_t n = 0;
-  for (size_t i = 0; i < c.g.nodes.size();) {
-    Node* nd = c.g.nodes[i].get();
-    Node* nn = tryErfGelu(c, nd);
-    if (!nn) nn = tryTanhGelu(c, nd);
-    if (nn) {
-      ++n;
-      i = nodeIndex(c.g, nn) + 1;
-    } else {
-      ++i;
-    }
-  }
-  return n;
+  return sweep(c, [](Ctx& cc, Node* n) {
+    Node* r = tryErfGelu(cc, n);
+    return r ? r : tryTanhGelu(cc, n);
+  });
 }
 
 } // namespace aicc::recognize

@@ -63,6 +63,10 @@ std::optional<int64_t> rankOf(const Value* v);
 bool sameDim(const Dim& a, const Dim& b);
 
 // Entry points of the families, each one sweep over `g`; they return the number of rewrites.
+// Applies `fn` at every node (fn returns the replacement node, or nullptr when the pattern does not
+// match there), continuing after each replacement; returns the number of matches.
+int64_t sweep(Ctx& c, Node* (*fn)(Ctx&, Node*));
+
 int64_t recognizeSoftmaxLegacy(Ctx& c);
 int64_t recognizeLayerNorm(Ctx& c);
 int64_t recognizeGelu(Ctx& c);

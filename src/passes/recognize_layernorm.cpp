@@ -161,17 +161,6 @@ Node* tryLayerNorm(Ctx& c, Node* r1) {
 
 } // namespace
 
-int64_t recognizeLayerNorm(Ctx& c) {
-  int64_t n = 0;
-  for (size_t i = 0; i < c.g.nodes.size();) {
-    if (Node* nn = tryLayerNorm(c, c.g.nodes[i].get())) {
-      ++n;
-      i = nodeIndex(c.g, nn) + 1;
-    } else {
-      ++i;
-    }
-  }
-  return n;
-}
+int64_t recognizeLayerNorm(Ctx& c) { return sweep(c, tryLayerNorm); }
 
 } // namespace aicc::recognize

@@ -38,17 +38,6 @@ Node* trySoftmaxLegacy(Ctx& c, Node* r) {
 
 } // namespace
 
-int64_t recognizeSoftmaxLegacy(Ctx& c) {
-  int64_t k = 0;
-  for (size_t i = 0; i < c.g.nodes.size();) {
-    if (Node* nn = trySoftmaxLegacy(c, c.g.nodes[i].get())) {
-      ++k;
-      i = nodeIndex(c.g, nn) + 1;
-    } else {
-      ++i;
-    }
-  }
-  return k;
-}
+int64_t recognizeSoftmaxLegacy(Ctx& c) { return sweep(c, trySoftmaxLegacy); }
 
 } // namespace aicc::recognize

@@ -128,4 +128,17 @@ bool sameDim(const Dim& a, const Dim& b) {
   return !a.symbol.empty() && a.symbol == b.symbol;
 }
 
+int64_t sweep(Ctx& c, Node* (*fn)(Ctx&, Node*)) {
+  int64_t k = 0;
+  for (size_t i = 0; i < c.g.nodes.size();) {
+    if (Node* nn = fn(c, c.g.nodes[i].get())) {
+      ++k;
+      i = nodeIndex(c.g, nn) + 1;
+    } else {
+      ++i;
+    }
+  }
+  return k;
+}
+
 } // namespace aicc::recognize
