@@ -151,7 +151,15 @@ bool foldInto(Graph& g, const Affine& f, Value* result) {
     channelOf = [tb, K, C](int64_t i) { return tb ? i / K : i % C; };
   }
   Tensor w2(W->dtype(), W->shape());
-  if (W->dtype() == DType::F32) {
+  if (W->dtype() == DType::F32 && conv) { // the common case, per output channel (no call per element)
+    const float* src = W->data<float>();
+    float* dst = w2.data<float>();
+    const int64_t per = W->numel() / std::max<int64_t>(C, 1);
+    for (int64_t c = 0; c < C; ++c) {
+      const double a = at(f.a, c);
+      for (int64_t i = c * per; i < (c + 1) * per; ++i) dst[i] = static_cast<float>(static_cast<double>(src[i]) * a);
+    }
+  } else if (W->dtype() == DType::F32) {
     const float* src = W->data<float>();
     float* dst = w2.data<float>();
     for (int64_t i = 0; i < W->numel(); ++i)
