@@ -9,45 +9,6 @@ namespace aicc {
 
 namespace nngrad {
 
-Value* E::cast(Value* a, DType to) {
-  return op("Cast", {a}, {{"to", Attribute{static_cast<int64_t>(to)}}});
-}
-
-Value* E::shape(Value* a, int64_t start, int64_t end) {
-  AttrMap attrs;
-  if (start != 0) attrs["start"] = Attribute{start};
-  if (end != INT64_MAX) attrs["end"] = Attribute{end};
-  return op("Shape", {a}, std::move(attrs));
-}
-
-Value* E::transpose(Value* a, const std::vector<int64_t>& perm) {
-  return op("Transpose", {a}, {{"perm", Attribute{perm}}});
-}
-
-Value* E::concat(std::vector<Value*> vs, int64_t axis) {
-  if (vs.size() == 1) return vs[0];
-  return op("Concat", std::move(vs), {{"axis", Attribute{axis}}});
-}
-
-Value* E::reduceSum(Value* a, const std::vector<int64_t>& axes, bool keepdims) {
-  return op("ReduceSum", {a, ints(axes)}, {{"keepdims", Attribute{int64_t{keepdims}}}});
-}
-
-Value* E::reduceMean(Value* a, const std::vector<int64_t>& axes, bool keepdims) {
-  return op("ReduceMean", {a, ints(axes)}, {{"keepdims", Attribute{int64_t{keepdims}}}});
-}
-
-std::vector<Value*> E::split(Value* a, int64_t axis, const std::vector<int64_t>& sizes) {
-  return c.emitN("Split", {a, ints(sizes)}, static_cast<int>(sizes.size()),
-                 {{"axis", Attribute{axis}}});
-}
-
-Value* E::stack(const std::vector<Value*>& vs) {
-  std::vector<Value*> parts;
-  for (Value* v : vs) parts.push_back(unsqueeze(v, {0}));
-  return concat(parts, 0);
-}
-
 Dims staticDims(GradCtx& c, Value* v, const char* what) {
   auto d = v->type.shape ? toDims(*v->type.shape) : std::nullopt;
   AICC_CHECK(d, "{}: unsupported: the gradient needs the static shape of {} '{}', it is {}",
