@@ -64,7 +64,8 @@ void convImpl(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t C,
     }
 }
 
-std::vector<RValue> convKernel(KernelCtx& c) {
+// Checks shared by Conv and ConvTranspose: float X of rank >= 3, weights W of the same rank.
+void checkConvOperands(const KernelCtx& c) {
   requireFloatInput(c, 0);
   const Tensor& X = c.in(0);
   const Tensor& W = c.in(1);
@@ -72,6 +73,12 @@ std::vector<RValue> convKernel(KernelCtx& c) {
              formatDims(X.shape()));
   AICC_CHECK(W.rank() == X.rank(), "weights W have shape {}, expected rank {} like X {}",
              formatDims(W.shape()), X.rank(), formatDims(X.shape()));
+}
+
+std::vector<RValue> convKernel(KernelCtx& c) {
+  checkConvOperands(c);
+  const Tensor& X = c.in(0);
+  const Tensor& W = c.in(1);
   const int64_t N = X.dim(0), C = X.dim(1), M = W.dim(0), G = c.node.attrInt("group");
   AICC_CHECK(G >= 1 && C % G == 0 && M % G == 0,
              "group {} must divide input channels {} and output channels {}", G, C, M);
@@ -214,13 +221,9 @@ void convTransposeImpl(const T* x, const T* w, const T* bias, T* y, int64_t N, i
 }
 
 std::vector<RValue> convTransposeKernel(KernelCtx& c) {
-  requireFloatInput(c, 0);
+  checkConvOperands(c);
   const Tensor& X = c.in(0);
   const Tensor& W = c.in(1);
-  AICC_CHECK(X.rank() >= 3, "input X has shape {}, expected [N, C, spatial...]",
-             formatDims(X.shape()));
-  AICC_CHECK(W.rank() == X.rank(), "weights W have shape {}, expected rank {} like X {}",
-             formatDims(W.shape()), X.rank(), formatDims(X.shape()));
   const int64_t N = X.dim(0), C = X.dim(1), G = c.node.attrInt("group");
   AICC_CHECK(G >= 1 && C % G == 0, "group {} must divide input channels {}", G, C);
   AICC_CHECK(W.dim(0) == C, "weights W {} expect {} input channels, X {} has {}",
