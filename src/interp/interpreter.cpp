@@ -9,11 +9,13 @@ namespace {
 struct Env {
   const Env* parent = nullptr;
   std::unordered_map<const Value*, RValue> vals;
+  const OuterLookup* outer = nullptr; // values of enclosing graphs run by another engine
 
   const RValue* find(const Value* v) const {
     for (const Env* e = this; e; e = e->parent) {
       auto it = e->vals.find(v);
       if (it != e->vals.end()) return &it->second;
+      if (!e->parent && e->outer && *e->outer) return (*e->outer)(v);
     }
     return nullptr;
   }
@@ -69,11 +71,12 @@ void collectOuterUses(const Graph& g, std::set<const Value*>& out) {
 }
 
 std::vector<RValue> runGraph(const Graph& g, const std::vector<RValue>& inputs, const Env* parent,
-                             const RunOptions& opts) {
+                             const RunOptions& opts, const OuterLookup* outer = nullptr) {
   AICC_CHECK(inputs.size() == g.inputs.size(), "graph '{}' takes {} inputs, got {}", g.name,
              g.inputs.size(), inputs.size());
   Env env;
   env.parent = parent;
+  env.outer = outer;
   for (size_t i = 0; i < inputs.size(); ++i) env.vals[g.inputs[i]] = inputs[i];
 
   // Free each intermediate after its last direct use, unless a subgraph or the output needs it.
@@ -152,6 +155,11 @@ void checkGraphInputs(const Graph& g, const std::vector<RValue>& inputs) {
 std::vector<RValue> interpret(const Graph& g, const std::vector<RValue>& inputs, const RunOptions& opts) {
   checkGraphInputs(g, inputs);
   return runGraph(g, inputs, nullptr, opts);
+}
+
+std::vector<RValue> interpretSubgraph(const Graph& g, const std::vector<RValue>& inputs,
+                                      const OuterLookup& outer, const RunOptions& opts) {
+  return runGraph(g, inputs, nullptr, opts, &outer);
 }
 
 } // namespace aicc

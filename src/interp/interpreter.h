@@ -4,6 +4,8 @@
 
 #include "ops/op_def.h"
 
+#include <functional>
+
 namespace aicc {
 
 struct RunOptions {
@@ -18,5 +20,11 @@ void checkGraphInputs(const Graph& g, const std::vector<RValue>& inputs);
 
 // Runs `g` with inputs bound by position to g.inputs; returns values in g.outputs order.
 std::vector<RValue> interpret(const Graph& g, const std::vector<RValue>& inputs, const RunOptions& opts = {});
+
+// Runs a subgraph (an If/Loop/Scan body) whose nodes may read values of the enclosing graphs
+// when those are held by another engine (the JIT's fallback): `outer` returns them, or null.
+using OuterLookup = std::function<const RValue*(const Value*)>;
+std::vector<RValue> interpretSubgraph(const Graph& g, const std::vector<RValue>& inputs,
+                                      const OuterLookup& outer, const RunOptions& opts = {});
 
 } // namespace aicc

@@ -135,6 +135,139 @@ void conv2dNhwc(const Conv2dWeights& wt, const float* in, float* out, const Epil
   }
 }
 
+namespace {
+
+// Packs columns [p0, p0 + cols) (output pixels) x rows [k0, k0 + kc) of the im2col matrix of
+// image `x` ([Cin, H, W]; row k = (ci * KH + kh) * KW + kw) into one B panel: dst[k * nr + j],
+// zero for padding and for columns >= cols. Output pixels of one output row with a stride-1
+// width step read a contiguous input run.
+void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols, int64_t k0,
+                 int64_t kc, int64_t nr, float* dst) {
+  const int64_t OW = s.OW(), KHW = s.KH * s.KW;
+  for (int64_t k = 0; k < kc; ++k) {
+    const int64_t kk = k0 + k, ci = kk / KHW, kh = (kk % KHW) / s.KW, kw = kk % s.KW;
+    const float* plane = x + ci * s.H * s.W;
+    float* d = dst + k * nr;
+    int64_t j = 0;
+    while (j < cols) {
+      const int64_t p = p0 + j, oy = p / OW, ox0 = p % OW;
+      const int64_t run = std::min(cols - j, OW - ox0); // pixels left in this output row
+      const int64_t iy = oy * s.strideH - s.padTop + kh * s.dilH;
+      if (iy < 0 || iy >= s.H) {
+        std::fill(d + j, d + j + run, 0.0f);
+      } else {
+        const float* row = plane + iy * s.W;
+        const int64_t off = kw * s.dilW - s.padLeft;
+        for (int64_t u = 0; u < run; ++u) {
+          const int64_t ix = (ox0 + u) * s.strideW + off;
+          d[j + u] = ix >= 0 && ix < s.W ? row[ix] : 0.0f;
+        }
+      }
+      j += run;
+    }
+    std::fill(d + cols, d + nr, 0.0f);
+  }
+}
+
+} // namespace
+
+void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
+                      const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
+  AICC_CHECK(kd.op == KernelOp::Gemm && kd.gemm, "conv2d: '{}' is not a GEMM kernel", kd.name);
+  const int64_t M = s.Cout, K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
+  AICC_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K, P);
+  const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, Mpad = (M + mr - 1) / mr * mr;
+  const int64_t panels = (P + nr - 1) / nr, mPanels = Mpad / mr;
+  const bool pointwise = s.isPointwise();
+  // Pixel panels per B block: the block (kc x nb*nr floats) stays in L2 while every weight
+  // micro-panel streams over it.
+  const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(panels, 16));
+  auto run = [&](int64_t pa, int64_t pb, int64_t ma, int64_t mb) { // panels [pa,pb) x rows
+    thread_local std::vector<float> bBuf;
+    if (bBuf.size() < size_t(kcMax * nb * nr)) bBuf.resize(size_t(kcMax * nb * nr));
+    GemmTileParams t{};
+    t.ldc = P;
+    t.lo = ep.lo();
+    t.hi = ep.hi();
+    for (int64_t pc = pa; pc < pb; pc += nb) {
+      const int64_t pcEnd = std::min(pb, pc + nb);
+      for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
+        const int64_t kc = std::min(kcMax, K - k0);
+        for (int64_t q = pc; q < pcEnd; ++q) {
+          const int64_t n0 = q * nr, cols = std::min(nr, P - n0);
+          float* dst = bBuf.data() + (q - pc) * kc * nr;
+          if (pointwise) {
+            for (int64_t k = 0; k < kc; ++k) {
+              std::copy_n(in + (k0 + k) * P + n0, cols, dst + k * nr);
+              std::fill(dst + k * nr + cols, dst + (k + 1) * nr, 0.0f);
+            }
+          } else {
+            im2colPanel(s, in, n0, cols, k0, kc, nr, dst);
+          }
+        }
+        t.kc = kc;
+        t.flags = (k0 == 0 ? kGemmFirst | kGemmRowBias : 0u) | (k0 + kc == K ? kGemmLast : 0u);
+        for (int64_t mp = ma; mp < mb; ++mp) {
+          const int64_t i0 = mp * mr;
+          t.a = packedW + k0 * Mpad + i0 * kc;
+          t.mr = std::min(mr, M - i0);
+          t.bias = ep.bias ? ep.bias + i0 : nullptr;
+          for (int64_t q = pc; q < pcEnd; ++q) {
+            const int64_t n0 = q * nr;
+            t.w = bBuf.data() + (q - pc) * kc * nr;
+            t.nr = std::min(nr, P - n0);
+            t.c = out + i0 * P + n0;
+            kd.gemm(t);
+          }
+        }
+      }
+    }
+  };
+  const int64_t T = pool ? pool->numThreads() : 1;
+  if (T <= 1 || panels * mPanels < 2) return run(0, panels, 0, mPanels);
+  if (panels >= 2 * T) { // split the pixels: each thread packs only its own columns
+    pool->parallelFor(T, [&](int64_t i) { run(panels * i / T, panels * (i + 1) / T, 0, mPanels); });
+  } else { // few pixels (deep layers): split the output channels
+    const int64_t parts = std::min<int64_t>(T, mPanels);
+    pool->parallelFor(parts, [&](int64_t i) {
+      run(0, panels, mPanels * i / parts, mPanels * (i + 1) / parts);
+    });
+  }
+}
+
+void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, const float* in,
+                       float* out, const Epilogue& ep, ThreadPool* pool) {
+  AICC_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwRow,
+             "depthwise conv: '{}' is not an NCHW depthwise kernel", kd.name);
+  const int64_t OH = s.OH(), OW = s.OW(), Cout = s.C * s.mult;
+  AICC_CHECK(s.C >= 1 && s.mult >= 1 && OH >= 1 && OW >= 1 && s.KH >= 1 && s.KW >= 1 &&
+                 s.KH <= 64 && s.strideH >= 1 && s.strideW >= 1 && s.dilH >= 1 && s.dilW >= 1,
+             "depthwise conv: bad shape");
+  auto planes = [&](int64_t c0, int64_t c1) {
+    const float* rows[64];
+    DwNchwRowParams p{};
+    p.rows = rows;
+    p.KH = s.KH, p.KW = s.KW, p.W = s.W, p.OW = OW, p.stride = s.strideW, p.dil = s.dilW;
+    p.padLeft = s.padLeft, p.lo = ep.lo(), p.hi = ep.hi();
+    for (int64_t co = c0; co < c1; ++co) {
+      const float* plane = in + (co / s.mult) * s.H * s.W;
+      p.w = w + co * s.KH * s.KW;
+      p.bias = ep.bias ? ep.bias[co] : 0.0f;
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        for (int64_t ky = 0; ky < s.KH; ++ky) {
+          const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
+          rows[ky] = iy >= 0 && iy < s.H ? plane + iy * s.W : nullptr;
+        }
+        p.out = out + (co * OH + oy) * OW;
+        kd.dwNchwRow(p);
+      }
+    }
+  };
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), Cout) : 1;
+  if (T <= 1) return planes(0, Cout);
+  pool->parallelFor(T, [&](int64_t i) { planes(Cout * i / T, Cout * (i + 1) / T); });
+}
+
 void conv2dReferenceNhwc(const Conv2dShape& s, const float* in, const float* weightOIHW,
                          const float* bias, float* out, const Epilogue& act) {
   const int64_t OH = s.OH(), OW = s.OW();

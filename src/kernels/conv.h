@@ -56,6 +56,31 @@ Conv2dWeights packConv2d(const KernelDesc& gemmKernel, const Conv2dShape& s,
 void conv2dNhwc(const Conv2dWeights& wt, const float* in, float* out, const Epilogue& act = {},
                 ThreadPool* pool = nullptr);
 
+// ---- NCHW, weights packed at compile time ----
+// General conv2d of one group in NCHW as GEMM with the weights as the A operand:
+// y[Cout, P] = W[Cout, K] * im2col(x)[K, P] (P = OH*OW, K = Cin*KH*KW ordered (ci, kh, kw), the
+// ONNX weight layout), so the output is written in NCHW directly. `packedW` holds
+// packedAFloats(gemmKernel, Cout, K) floats from packAInto(gemmKernel, W, Cout, K, K, ...);
+// im2col panels are packed per call into a thread-local buffer. `ep.bias` is per output channel
+// (Cout floats) and the clamp is applied on the last K block. in [Cin, H, W] -> out [Cout, OH, OW]
+// (one image; s.N is ignored).
+void conv2dNchwPacked(const KernelDesc& gemmKernel, const Conv2dShape& s, const float* packedW,
+                      const float* in, float* out, const Epilogue& ep = {},
+                      ThreadPool* pool = nullptr);
+
+// Depthwise (one input channel per group, `mult` output channels per group) conv2d in NCHW with
+// any kernel size, stride, dilation and padding: in [C, H, W] -> out [C * mult, OH, OW] (one
+// image). w is the ONNX weight [C * mult, 1, KH, KW]; ep.bias per output channel.
+struct DwShape {
+  int64_t C = 0, mult = 1, H = 0, W = 0, KH = 3, KW = 3, strideH = 1, strideW = 1;
+  int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0, dilH = 1, dilW = 1;
+  int64_t OH() const { return (H + padTop + padBottom - dilH * (KH - 1) - 1) / strideH + 1; }
+  int64_t OW() const { return (W + padLeft + padRight - dilW * (KW - 1) - 1) / strideW + 1; }
+};
+void depthwiseConvNchw(const KernelDesc& dwKernel, const DwShape& s, const float* w,
+                       const float* in, float* out, const Epilogue& ep = {},
+                       ThreadPool* pool = nullptr);
+
 // Plain references (NHWC, double accumulation) for tests.
 void conv2dReferenceNhwc(const Conv2dShape& s, const float* in, const float* weightOIHW,
                          const float* bias, float* out, const Epilogue& act = {});

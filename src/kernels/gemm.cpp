@@ -20,32 +20,72 @@ AlignedFloats AlignedFloats::make(int64_t n) {
   return out;
 }
 
-PackedB packB(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
-              bool transposed) {
-  AICC_CHECK(kernel.op == KernelOp::Gemm && kernel.gemm, "packB: '{}' is not a GEMM kernel",
-             kernel.name);
+namespace {
+void checkGemmKernel(const KernelDesc& kernel) {
+  AICC_CHECK(kernel.op == KernelOp::Gemm && kernel.gemm && kernel.mr > 0 && kernel.nr > 0 &&
+                 kernel.kc > 0,
+             "'{}' is not a GEMM kernel", kernel.name);
+}
+} // namespace
+
+int64_t packedBFloats(const KernelDesc& kernel, int64_t K, int64_t N) {
+  checkGemmKernel(kernel);
+  return K * ((N + kernel.nr - 1) / kernel.nr * kernel.nr);
+}
+
+void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
+               bool transposed, float* dst) {
+  checkGemmKernel(kernel);
   AICC_CHECK(K >= 0 && N >= 0, "packB: bad shape K={} N={}", K, N);
   AICC_CHECK(ldb >= (transposed ? K : N), "packB: leading dimension {} too small", ldb);
-  const int64_t nr = kernel.nr, kcMax = kernel.kc;
+  const int64_t nr = kernel.nr, kcMax = kernel.kc, Npad = (N + nr - 1) / nr * nr;
+  for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
+    const int64_t kc = std::min(kcMax, K - k0);
+    for (int64_t n0 = 0; n0 < N; n0 += nr) {
+      float* panel = dst + k0 * Npad + n0 * kc;
+      const int64_t cols = std::min(nr, N - n0);
+      for (int64_t k = 0; k < kc; ++k) {
+        for (int64_t j = 0; j < cols; ++j)
+          panel[k * nr + j] =
+              transposed ? B[(n0 + j) * ldb + (k0 + k)] : B[(k0 + k) * ldb + (n0 + j)];
+        for (int64_t j = cols; j < nr; ++j) panel[k * nr + j] = 0.0f;
+      }
+    }
+  }
+}
+
+PackedB packB(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
+              bool transposed) {
+  checkGemmKernel(kernel);
   PackedB pb;
   pb.kernel = &kernel;
   pb.K = K;
   pb.N = N;
-  pb.Npad = (N + nr - 1) / nr * nr;
-  pb.data = AlignedFloats::make(K * pb.Npad);
-  float* dst = pb.data.data();
+  pb.Npad = (N + kernel.nr - 1) / kernel.nr * kernel.nr;
+  pb.data = AlignedFloats::make(packedBFloats(kernel, K, N));
+  packBInto(kernel, B, K, N, ldb, transposed, pb.data.data());
+  return pb;
+}
+
+int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K) {
+  checkGemmKernel(kernel);
+  return K * ((M + kernel.mr - 1) / kernel.mr * kernel.mr);
+}
+
+void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
+               float* dst) {
+  checkGemmKernel(kernel);
+  AICC_CHECK(M >= 0 && K >= 0 && lda >= K, "packA: bad shape M={} K={} lda={}", M, K, lda);
+  const int64_t mr = kernel.mr, kcMax = kernel.kc, Mpad = (M + mr - 1) / mr * mr;
   for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
     const int64_t kc = std::min(kcMax, K - k0);
-    for (int64_t n0 = 0; n0 < N; n0 += nr) {
-      float* panel = dst + k0 * pb.Npad + n0 * kc;
-      const int64_t cols = std::min(nr, N - n0);
+    for (int64_t i0 = 0; i0 < M; i0 += mr) {
+      float* panel = dst + k0 * Mpad + i0 * kc;
       for (int64_t k = 0; k < kc; ++k)
-        for (int64_t j = 0; j < cols; ++j)
-          panel[k * nr + j] =
-              transposed ? B[(n0 + j) * ldb + (k0 + k)] : B[(k0 + k) * ldb + (n0 + j)];
+        for (int64_t i = 0; i < mr; ++i)
+          panel[k * mr + i] = i0 + i < M ? A[(i0 + i) * lda + k0 + k] : 0.0f;
     }
   }
-  return pb;
 }
 
 namespace {
@@ -91,7 +131,13 @@ void packA(const float* A, int64_t lda, int64_t m0, int64_t rows, int64_t k0, in
 }
 
 // One thread's share: rows [m0, m1) x panels [p0, p1).
-void gemmRange(const PackedB& b, const float* A, int64_t lda, float* C, int64_t ldc,
+struct BView {
+  const KernelDesc* kernel;
+  const float* data;
+  int64_t K, N, Npad;
+};
+
+void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ldc,
                const Epilogue& ep, int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
   const KernelDesc& kd = *b.kernel;
   const int64_t K = b.K, N = b.N, nr = kd.nr, mr = kd.mr;
@@ -119,7 +165,7 @@ void gemmRange(const PackedB& b, const float* A, int64_t lda, float* C, int64_t 
           packA(A, lda, ic, rows, k0, kc, int(mr), aBuf.data());
         for (int64_t p = pc; p < pcEnd; ++p) {
           const int64_t n0 = p * nr;
-          t.w = b.data.data() + k0 * b.Npad + n0 * kc;
+          t.w = b.data + k0 * b.Npad + n0 * kc;
           t.nr = std::min(nr, N - n0);
           t.bias = ep.bias ? ep.bias + n0 : nullptr;
           for (int64_t i = 0; i < rows; i += mr) {
@@ -136,12 +182,19 @@ void gemmRange(const PackedB& b, const float* A, int64_t lda, float* C, int64_t 
 
 } // namespace
 
-void gemm(const PackedB& b, int64_t M, const float* A, int64_t lda, float* C, int64_t ldc,
+void gemm(const PackedB& pb, int64_t M, const float* A, int64_t lda, float* C, int64_t ldc,
           const Epilogue& ep, ThreadPool* pool) {
-  AICC_CHECK(b.kernel && b.kernel->gemm, "gemm: B is not packed");
-  AICC_CHECK(M >= 0 && lda >= b.K && ldc >= b.N, "gemm: bad shape M={} lda={} ldc={} (K={} N={})",
-             M, lda, ldc, b.K, b.N);
-  const int64_t N = b.N, K = b.K;
+  AICC_CHECK(pb.kernel && pb.kernel->gemm, "gemm: B is not packed");
+  gemmPackedB(*pb.kernel, pb.data.data(), pb.K, pb.N, M, A, lda, C, ldc, ep, pool);
+}
+
+void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int64_t N, int64_t M,
+                 const float* A, int64_t lda, float* C, int64_t ldc, const Epilogue& ep,
+                 ThreadPool* pool) {
+  checkGemmKernel(kernel);
+  const BView b{&kernel, packedB, K, N, (N + kernel.nr - 1) / kernel.nr * kernel.nr};
+  AICC_CHECK(M >= 0 && K >= 0 && N >= 0 && lda >= b.K && ldc >= b.N,
+             "gemm: bad shape M={} lda={} ldc={} (K={} N={})", M, lda, ldc, b.K, b.N);
   if (M == 0 || N == 0) return;
   if (K == 0) { // no products: C = act(bias)
     const float lo = ep.lo(), hi = ep.hi();

@@ -67,6 +67,23 @@ inline PackedB packB(const float* B, int64_t K, int64_t N) {
 void gemm(const PackedB& b, int64_t M, const float* A, int64_t lda, float* C, int64_t ldc,
           const Epilogue& ep = {}, ThreadPool* pool = nullptr);
 
+// The same product with B packed in place by the caller (e.g. a weight packed at compile time
+// into a blob): `packedB` holds packedBFloats(kernel, K, N) floats in PackedB's layout.
+int64_t packedBFloats(const KernelDesc& kernel, int64_t K, int64_t N);
+void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
+               bool transposed, float* dst);
+void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int64_t N, int64_t M,
+                 const float* A, int64_t lda, float* C, int64_t ldc, const Epilogue& ep = {},
+                 ThreadPool* pool = nullptr);
+
+// A packed for one GEMM kernel (A is the constant operand, e.g. NCHW convolution weights
+// [Cout, Cin*KH*KW]): K is cut into blocks of kernel->kc columns; block b (columns k0..k0+kc)
+// starts at k0 * Mpad and holds ceil(M / mr) micro-panels of kc x mr floats (k-major, rows past
+// M zero-filled). Mpad = ceil(M / mr) * mr.
+int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K);
+void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
+               float* dst);
+
 // Plain reference GEMM (double accumulation) for tests: same contract, B unpacked [K, N].
 void gemmReference(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
                    const Epilogue& ep = {});

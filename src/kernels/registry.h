@@ -20,7 +20,7 @@ bool cpuSupports(Isa isa);
 // ("generic", "avx2", "avx512") for testing other paths.
 Isa bestIsa();
 
-enum class KernelOp { Gemm, DepthwiseConv3x3 };
+enum class KernelOp { Gemm, DepthwiseConv3x3, DepthwiseConvNchw };
 
 struct KernelDesc {
   const char* name; // e.g. "f32_gemm_avx512_14x32"
@@ -35,6 +35,7 @@ struct KernelDesc {
   GemmUkernelFn gemm = nullptr;
   GemmPackAFn packA = nullptr; // ISA-specific A packing (GEMM), or null for the portable one
   DwRowFn dwRow = nullptr;
+  DwNchwRowFn dwNchwRow = nullptr;
 };
 
 // Every kernel compiled into this build (including ones this CPU cannot run).

@@ -22,7 +22,14 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
   for (int v = 0; v < NV; ++v) m[v] = V::maskFor(p.nr - v * W);
 
   vec acc[ROWS][NV];
-  if (p.flags & kGemmFirst) {
+  if ((p.flags & kGemmFirst) && (p.flags & kGemmRowBias) && p.bias) {
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+      const vec b = V::set1(p.bias[i]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = b;
+    }
+  } else if (p.flags & kGemmFirst) {
     vec b[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v)
@@ -143,6 +150,51 @@ template <class V> void dwRow(const DwRowParams& p) {
     }
     for (; ox < OW; ++ox) checked(ox);
   }
+}
+
+// Depthwise NCHW row (see DwNchwRowParams): output pixels in vectors of V::width. The interior
+// [oxLo, oxHi) reads every tap in range with plain (stride 1) or strided loads; the edges go
+// through a checked scalar path.
+template <class V> void dwNchwRow(const DwNchwRowParams& p) {
+  using vec = typename V::vec;
+  constexpr int W = V::width;
+  const int64_t s = p.stride, d = p.dil, pl = p.padLeft, IW = p.W, OW = p.OW;
+  // ix = ox * s + kx * d - pl must lie in [0, IW) for kx = 0 and kx = KW - 1.
+  int64_t oxLo = (pl + s - 1) / s;
+  int64_t last = IW - 1 + pl - (p.KW - 1) * d; // ox * s <= last
+  int64_t oxHi = last < 0 ? 0 : last / s + 1;
+  if (oxHi > OW) oxHi = OW;
+  if (oxLo > oxHi) oxLo = oxHi;
+  auto scalarAt = [&](int64_t ox) {
+    float acc = p.bias;
+    for (int64_t ky = 0; ky < p.KH; ++ky) {
+      const float* r = p.rows[ky];
+      if (!r) continue;
+      for (int64_t kx = 0; kx < p.KW; ++kx) {
+        const int64_t ix = ox * s + kx * d - pl;
+        if (ix >= 0 && ix < IW) acc += p.w[ky * p.KW + kx] * r[ix];
+      }
+    }
+    acc = acc < p.lo ? p.lo : acc;
+    p.out[ox] = acc > p.hi ? p.hi : acc;
+  };
+  for (int64_t ox = 0; ox < oxLo; ++ox) scalarAt(ox);
+  const vec lo = V::set1(p.lo), hi = V::set1(p.hi), bias = V::set1(p.bias);
+  int64_t ox = oxLo;
+  for (; ox + W <= oxHi; ox += W) {
+    vec acc = bias;
+    for (int64_t ky = 0; ky < p.KH; ++ky) {
+      const float* r = p.rows[ky];
+      if (!r) continue;
+      const float* base = r + ox * s - pl;
+      for (int64_t kx = 0; kx < p.KW; ++kx) {
+        const vec x = s == 1 ? V::load(base + kx * d) : V::loadStrided(base + kx * d, s);
+        acc = V::fmadd(V::set1(p.w[ky * p.KW + kx]), x, acc);
+      }
+    }
+    V::store(p.out + ox, V::min(hi, V::max(lo, acc)));
+  }
+  for (; ox < OW; ++ox) scalarAt(ox);
 }
 
 } // namespace aicc::kernels::detail

@@ -13,6 +13,7 @@ namespace aicc::kernels {
 enum : unsigned {
   kGemmFirst = 1u, // first K block: initialize the accumulators from bias (or zero), not from C
   kGemmLast = 2u,  // last K block: apply the clamp [lo, hi] (the fused activation) before storing
+  kGemmRowBias = 4u, // with kGemmFirst: `bias` holds one value per row (mr floats), not per column
 };
 
 // One register tile: C[mr, nr] (+)= A_packed[kc, MR] x W_panel[kc, NR], where MR x NR is the
@@ -23,7 +24,7 @@ struct GemmTileParams {
   const float* w; // packed B panel: w[k * NR + j]
   float* c;       // C tile, row-major with leading dimension ldc
   int64_t ldc;
-  const float* bias; // bias for the tile's columns (nr floats), or null
+  const float* bias; // bias for the tile's columns (nr floats; rows with kGemmRowBias), or null
   int64_t mr;        // 1..MR valid rows
   int64_t nr;        // 1..NR valid columns
   int64_t kc;        // K block length (>= 1)
@@ -53,6 +54,23 @@ struct DwRowParams {
   float lo, hi; // clamp (fused activation)
 };
 using DwRowFn = void (*)(const DwRowParams&);
+
+// One output row of a depthwise convolution in NCHW (one channel plane, any kernel size, stride,
+// dilation and padding): out[ox] = clamp(bias + sum over ky, kx of w[ky * KW + kx] *
+// rows[ky][ox * stride + kx * dil - padLeft]), reading zero outside [0, W).
+struct DwNchwRowParams {
+  const float* const* rows; // KH input rows (W floats each); null where the row is padding
+  const float* w;           // this channel's KH x KW taps
+  float bias;
+  float* out; // OW floats
+  int64_t KH, KW, W, OW, stride, dil, padLeft;
+  float lo, hi; // clamp (fused activation)
+};
+using DwNchwRowFn = void (*)(const DwNchwRowParams&);
+
+void f32_dwconv_nchw_generic(const DwNchwRowParams& p);
+void f32_dwconv_nchw_avx2(const DwNchwRowParams& p);
+void f32_dwconv_nchw_avx512(const DwNchwRowParams& p);
 
 void f32_dwconv3x3_generic(const DwRowParams& p);
 void f32_dwconv3x3_avx2(const DwRowParams& p);

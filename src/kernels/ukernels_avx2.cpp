@@ -18,6 +18,11 @@ struct V256 {
   static vec zero() { return _mm256_setzero_ps(); }
   static vec set1(float x) { return _mm256_set1_ps(x); }
   static vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static vec loadStrided(const float* p, int64_t s) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                           _mm256_set1_epi32(int(s)));
+    return _mm256_i32gather_ps(p, idx, 4);
+  }
   static vec loadMasked(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
   static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
   static void storeMasked(float* p, mask m, vec v) { _mm256_maskstore_ps(p, m, v); }
@@ -48,5 +53,7 @@ void f32_gemm_avx2_6x16(const GemmTileParams& p) {
 }
 
 void f32_dwconv3x3_avx2(const DwRowParams& p) { detail::dwRow<V256>(p); }
+
+void f32_dwconv_nchw_avx2(const DwNchwRowParams& p) { detail::dwNchwRow<V256>(p); }
 
 } // namespace aicc::kernels

@@ -17,6 +17,12 @@ struct V512 {
   static vec zero() { return _mm512_setzero_ps(); }
   static vec set1(float x) { return _mm512_set1_ps(x); }
   static vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static vec loadStrided(const float* p, int64_t s) {
+    const __m512i idx =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(int(s)));
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16(0xFFFF), idx, p, 4);
+  }
   static vec loadMasked(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
   static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
   static void storeMasked(float* p, mask m, vec v) { _mm512_mask_storeu_ps(p, m, v); }
@@ -124,5 +130,6 @@ void f32_gemm_avx512_8x32(const GemmTileParams& p) {
 }
 
 void f32_dwconv3x3_avx512(const DwRowParams& p) { detail::dwRow<V512>(p); }
+void f32_dwconv_nchw_avx512(const DwNchwRowParams& p) { detail::dwNchwRow<V512>(p); }
 
 } // namespace aicc::kernels

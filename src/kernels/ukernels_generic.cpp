@@ -13,6 +13,7 @@ struct Scalar {
   static vec zero() { return 0.0f; }
   static vec set1(float x) { return x; }
   static vec load(const float* p) { return *p; }
+  static vec loadStrided(const float* p, int64_t) { return *p; }
   static vec loadMasked(const float* p, mask m) { return m ? *p : 0.0f; }
   static void store(float* p, vec v) { *p = v; }
   static void storeMasked(float* p, mask m, vec v) {
@@ -43,5 +44,7 @@ void f32_gemm_generic_4x8(const GemmTileParams& p) {
 }
 
 void f32_dwconv3x3_generic(const DwRowParams& p) { detail::dwRow<Scalar>(p); }
+
+void f32_dwconv_nchw_generic(const DwNchwRowParams& p) { detail::dwNchwRow<Scalar>(p); }
 
 } // namespace aicc::kernels

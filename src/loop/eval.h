@@ -11,6 +11,10 @@
 #include <map>
 #include <optional>
 
+namespace aicc::kernels {
+class ThreadPool;
+}
+
 namespace aicc::loop {
 
 // A micro-kernel called by `call @name(...)`: receives buffer arguments as (tensor, element
@@ -31,7 +35,9 @@ struct EvalOptions {
 // The micro-kernels of src/kernels under the callee names the lowerings emit (see
 // loop/lower_kernels.cpp for the contracts); nullopt when `name` is not one of them or this CPU
 // cannot run it. `evaluate` uses them for calls that EvalOptions::kernels does not name.
-std::optional<ExternKernel> builtinKernel(const std::string& name);
+// The kernels run on `pool`'s threads when one is given.
+std::optional<ExternKernel> builtinKernel(const std::string& name,
+                                          kernels::ThreadPool* pool = nullptr);
 
 // Runs f with buffers bound by name. `in` buffers must be bound; `out` and `temp` buffers that
 // are not bound are allocated (zero-filled) and added to `buffers`. A bound tensor must have the

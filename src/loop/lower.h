@@ -22,6 +22,10 @@ struct LowerOptions {
   // node with ("loop", "ukernel:<kernel descriptor name>"); empty function or "" = the
   // lowering's own preference (a micro-kernel where one applies, else the loop nest).
   std::function<std::string(const Node&)> chooseCandidate;
+  // Pack constant weights at compile time into the micro-kernels' layouts (LoweredNode::
+  // constants), e.g. NCHW convolution weights as GEMM A panels and MatMul/Gemm weights as B
+  // panels. On for the JIT; off for the C bundle, whose portable kernels read ONNX layouts.
+  bool prepackWeights = false;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.
@@ -30,6 +34,8 @@ struct LoweredNode {
   std::vector<std::pair<std::string, const Value*>>
       inputs; // `in` param -> value (inputs, constants)
   std::vector<std::pair<std::string, const Value*>> outputs; // `out` param -> node output
+  // `in` params bound to data made at compile time (packed weights), owned here.
+  std::vector<std::pair<std::string, Tensor>> constants;
 };
 
 // Lowers `n` (named `funcName`), or returns nullopt and sets *whyNot.

@@ -66,6 +66,13 @@ std::string FuncBuilder::input(const Value* v) {
   return p;
 }
 
+std::string FuncBuilder::constant(const std::string& base, Tensor data, std::string layout) {
+  std::string p = fresh(base);
+  ln.func.params.push_back({p, data.dtype(), data.shape(), std::move(layout), Role::In});
+  ln.constants.push_back({p, std::move(data)});
+  return p;
+}
+
 std::string FuncBuilder::output(size_t k) {
   AICC_CHECK(k < node.outputs.size(), "{}: no output {}", node.describe(), k);
   const Value* v = node.outputs[k];
@@ -162,5 +169,21 @@ std::optional<std::vector<int64_t>> constInts(const Node& n, size_t input) {
 }
 
 std::string ukernelCandidate(const std::string& desc) { return "ukernel:" + desc; }
+
+} // namespace aicc::loop::detail
+
+namespace aicc::loop::detail {
+
+std::vector<CallArg> clampArgs(FusedClamp* clamp) {
+  int64_t flags = 0;
+  double lo = 0, hi = 0;
+  if (clamp && (clamp->hasLo || clamp->hasHi)) {
+    flags = (clamp->hasLo ? 1 : 0) | (clamp->hasHi ? 2 : 0);
+    lo = clamp->lo, hi = clamp->hi;
+    clamp->consumed = true;
+  }
+  return {CallArg{"", nullptr, intImm(flags)}, CallArg{"", nullptr, floatImm(lo, DType::F32)},
+          CallArg{"", nullptr, floatImm(hi, DType::F32)}};
+}
 
 } // namespace aicc::loop::detail

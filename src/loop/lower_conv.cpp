@@ -1,6 +1,7 @@
 // Conv (NCHW, any spatial rank, stride, padding, dilation and group) as a direct loop nest, or as
 // micro-kernel calls per image (and group): depthwise 3x3 (pad 1, stride 1/2) or im2col + GEMM
 // for 1-D and 2-D convolutions (see loop/lower_kernels.cpp for the call contracts).
+#include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
@@ -146,8 +147,8 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
 } // namespace
 
 Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
-               const LowerOptions& o, const std::string& candidate, Schedule& sched) {
-  (void)o;
+               const LowerOptions& o, const std::string& candidate, Schedule& sched,
+               FusedClamp* clamp) {
   if (head.op == "ConvTranspose" && head.domain.empty())
     return convTransposeBody(b, head, bind, outParam, candidate, sched);
   if (head.op != "Conv" || !head.domain.empty()) no("head " + head.op + " is not lowered");
@@ -172,6 +173,7 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   bool dwOk = f32 && r == 2 && s.G == s.C && s.M == s.C && s.k == Dims{3, 3} && dilOne && padsOne &&
               s.stride[0] == s.stride[1] && (s.stride[0] == 1 || s.stride[0] == 2);
   bool gemmOk = f32 && (r == 1 || r == 2);
+  if (o.prepackWeights && f32 && (r == 1 || r == 2) && s.G == s.C) dwOk = true; // any size
   const kernels::KernelDesc* kd = nullptr;
   if (candidate.empty()) {
     if (dwOk)
@@ -188,6 +190,63 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   }
 
   std::string nv = b.fresh("n");
+  // NCHW micro-kernels without layout copies (JIT): depthwise of any size, and GEMM convolution
+  // with the weights packed at compile time.
+  if (o.prepackWeights && kd && f32 && (r == 1 || r == 2) && s.k.size() == r) {
+    Dims in2 = r == 2 ? s.in : Dims{1, s.in[0]}, k2 = r == 2 ? s.k : Dims{1, s.k[0]};
+    Dims st2 = r == 2 ? s.stride : Dims{1, s.stride[0]}, dl2 = r == 2 ? s.dil : Dims{1, s.dil[0]};
+    Dims pb = r == 2 ? s.padBegin : Dims{0, s.padBegin[0]};
+    Dims pe = r == 2 ? s.padEnd : Dims{0, s.padEnd[0]};
+    int64_t Cg = s.C / s.G, Mg = s.M / s.G, Kg = Cg * numel(s.k);
+    ExprPtr n = var(nv);
+    auto geometry = [&](std::vector<CallArg>& a) {
+      for (int64_t v : {in2[0], in2[1], k2[0], k2[1], st2[0], st2[1], pb[0], pb[1], pe[0], pe[1],
+                        dl2[0], dl2[1]})
+        a.push_back(val(v));
+    };
+    if (Cg == 1) { // depthwise (channel multiplier Mg)
+      const auto* dk = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw);
+      std::vector<CallArg> a = {buf(X, mul(n, intImm(s.C * inSz))), buf(W, nullptr),
+                                bv ? buf(B, nullptr) : val(0),
+                                buf(outParam, mul(n, intImm(s.M * outSz))), val(s.C), val(Mg)};
+      geometry(a);
+      for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
+      sched["candidate"] = ukernelCandidate(dk->name);
+      sched["micro_kernel"] = std::string(dk->name);
+      sched["layout"] = std::string("nchw");
+      sched["parallel"] = std::vector<std::string>{"channels"};
+      if (clamp && clamp->consumed) sched["fused_clamp"] = int64_t(1);
+      return nest({nv}, {s.N}, {Stmt::callKernel(std::string("dwconv_nchw_") + dk->name, a)},
+                  false);
+    }
+    if (kd->op == kernels::KernelOp::DepthwiseConv3x3)
+      kd = &kernels::defaultKernel(kernels::KernelOp::Gemm);
+    if (kd->op == kernels::KernelOp::Gemm && wv->constant) {
+      const float* wsrc = wv->constant->data<float>();
+      int64_t per = kernels::packedAFloats(*kd, Mg, Kg);
+      Tensor packed(DType::F32, {per * s.G});
+      for (int64_t g = 0; g < s.G; ++g)
+        kernels::packAInto(*kd, wsrc + g * Mg * Kg, Mg, Kg, Kg, packed.data<float>() + g * per);
+      std::string WP =
+          b.constant(W + "_packed", std::move(packed), std::string("packed_a:") + kd->name);
+      std::string gv = b.fresh("g");
+      ExprPtr g = var(gv);
+      std::vector<CallArg> a = {
+          buf(X, add(mul(n, intImm(s.C * inSz)), mul(g, intImm(Cg * inSz)))),
+          buf(WP, mul(g, intImm(per))), bv ? buf(B, mul(g, intImm(Mg))) : val(0),
+          buf(outParam, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))), val(Cg),
+          val(Mg)};
+      geometry(a);
+      for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
+      sched["candidate"] = ukernelCandidate(kd->name);
+      sched["micro_kernel"] = std::string(kd->name);
+      sched["layout"] = std::string("nchw; weights packed at compile time (A panels)");
+      sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
+      if (clamp && clamp->consumed) sched["fused_clamp"] = int64_t(1);
+      return nest({nv, gv}, {s.N, s.G},
+                  {Stmt::callKernel(std::string("conv2d_nchw_packed_") + kd->name, a)}, false);
+    }
+  }
   if (kd && kd->op == kernels::KernelOp::DepthwiseConv3x3) {
     ExprPtr n = var(nv);
     Block call = {

@@ -114,6 +114,30 @@ Block chainNest(FuncBuilder& b, const std::vector<const Node*>& chain, const Bin
   return nest(vs, dims, {Stmt::store(dst, flat, value)}, true, w);
 }
 
+// Relu, or Clip whose bounds are absent or constant scalars, as a clamp; anything else: none.
+FusedClamp clampOf(const Node& x, const Bind& bind) {
+  FusedClamp c;
+  if (!x.domain.empty() || x.outputs.size() != 1 || !x.outputs[0] ||
+      x.outputs[0]->type.dtype != DType::F32)
+    return c;
+  if (x.op == "Relu") {
+    c.hasLo = true;
+    return c;
+  }
+  if (x.op != "Clip") return c;
+  auto bound = [&](size_t i, bool& has, double& v) {
+    if (!x.hasInput(i)) return true;
+    const Value* in = x.inputs[i];
+    if (auto it = bind.find(in); it != bind.end()) in = it->second;
+    if (!in->constant || in->constant->numel() != 1) return false;
+    has = true, v = in->constant->getF64(0);
+    return !std::isnan(v);
+  };
+  FusedClamp r;
+  if (!bound(1, r.hasLo, r.lo) || !bound(2, r.hasHi, r.hi)) return c;
+  return r;
+}
+
 // aicc.Fused kind="reduction": the elementwise prologue into a temp buffer, then the reduction.
 std::optional<LoweredNode> lowerFusedReduction(const Node& n, const std::string& name,
                                                const LowerOptions& o) {
@@ -170,16 +194,22 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
       if (n.inputs[i]) bind[g.inputs[i]] = n.inputs[i];
     if (g.nodes.empty() || g.outputs.size() != 1) no("an empty epilogue body");
     head = g.nodes[0].get();
-    for (size_t k = 1; k < g.nodes.size(); ++k) chain.push_back(g.nodes[k].get());
     result = g.outputs[0];
     if (!head->outputs.at(0) || head->outputs[0]->type.dtype != t)
       no("the head's element type differs from the output's");
+    for (size_t k = 1; k < g.nodes.size(); ++k) chain.push_back(g.nodes[k].get());
+    // A chain that is one clamp of the head's result can run inside the micro-kernel.
+    FusedClamp clamp;
+    if (chain.size() == 1 && chain[0]->inputs.size() >= 1 &&
+        chain[0]->inputs[0] == head->outputs[0] && chain[0]->outputs[0] == g.outputs[0])
+      clamp = clampOf(*chain[0], bind);
     if (head->op == "Conv" || head->op == "ConvTranspose")
-      body = convBody(b, *head, bind, out, o, candidate, sched);
+      body = convBody(b, *head, bind, out, o, candidate, sched, &clamp);
     else if (head->op == "Gemm" || head->op == "MatMul")
-      body = matMulBody(b, *head, bind, out, o, candidate, sched);
+      body = matMulBody(b, *head, bind, out, o, candidate, sched, &clamp);
     else
       no("epilogue head " + head->op + " is not lowered");
+    if (clamp.consumed) chain.clear();
     sched["head"] = head->op;
   } else {
     chain.push_back(&n);

@@ -5,6 +5,15 @@
 //   @conv2d_nchw_<gemm desc>(x, w, bias | 0, y, Cin, H, W, Cout, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW)   one image, one group: x [Cin,H,W], w [Cout,Cin,KH,KW]
 //   @dwconv_nchw_<dw desc>(x, w, bias | 0, y, C, H, W, stride)   depthwise 3x3, pad 1, one image
+//       (dw desc a DepthwiseConv3x3 kernel: NHWC inside the call), or
+//   @dwconv_nchw_<nchw dw desc>(x, w, bias | 0, y, C, mult, H, W, KH, KW, sH, sW, padTop, padLeft,
+//       padBottom, padRight, dilH, dilW, clampFlags, lo, hi)   any depthwise, NCHW, one image
+//   @conv2d_nchw_packed_<gemm desc>(x, wp, bias | 0, y, Cin, Cout, H, W, KH, KW, sH, sW, padTop,
+//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi)   one image, one group,
+//       wp = the group's weights packed by kernels::packAInto (NCHW output written directly)
+//   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi)
+//       C = clamp(A * B + bias[N]), Bp = B packed by kernels::packBInto
+// clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .).
 // Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
@@ -12,6 +21,7 @@
 #include "support/error.h"
 
 #include <cstring>
+#include <limits>
 
 namespace aicc::loop {
 
@@ -35,8 +45,8 @@ int64_t ival(const std::string& k, const std::vector<KernelArg>& a, size_t i) {
   return a[i].i;
 }
 
-void callGemm(const kernels::KernelDesc& d, std::vector<KernelArg>& a) {
-  std::string k = d.name;
+void callGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+              kernels::ThreadPool* pool) {
   AICC_CHECK(a.size() == 10, "call @{}: expects 10 arguments, got {}", k, a.size());
   int64_t M = ival(k, a, 3), N = ival(k, a, 4), K = ival(k, a, 5), lda = ival(k, a, 6),
           ldb = ival(k, a, 7), ldc = ival(k, a, 8), tb = ival(k, a, 9);
@@ -51,7 +61,7 @@ void callGemm(const kernels::KernelDesc& d, std::vector<KernelArg>& a) {
     return;
   }
   auto packed = kernels::packB(d, B, K, N, ldb, tb != 0);
-  kernels::gemm(packed, M, A, lda, C, ldc);
+  kernels::gemm(packed, M, A, lda, C, ldc, {}, pool);
 }
 
 void toNhwc(const float* x, int64_t C, int64_t HW, std::vector<float>& out) {
@@ -69,7 +79,8 @@ const float* optionalBias(const std::string& k, std::vector<KernelArg>& a, size_
   return span(k, a, i, n, "bias");
 }
 
-void callConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a) {
+void callConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+              kernels::ThreadPool* pool) {
   AICC_CHECK(a.size() == 18, "call @{}: expects 18 arguments, got {}", k, a.size());
   kernels::Conv2dShape s;
   s.N = 1;
@@ -89,11 +100,12 @@ void callConv(const kernels::KernelDesc& d, const std::string& k, std::vector<Ke
   auto wt = kernels::packConv2d(d, s, w, bias);
   std::vector<float> xin, yout(s.Cout * s.OH() * s.OW());
   toNhwc(x, s.Cin, s.H * s.W, xin);
-  kernels::conv2dNhwc(wt, xin.data(), yout.data());
+  kernels::conv2dNhwc(wt, xin.data(), yout.data(), {}, pool);
   fromNhwc(yout, s.Cout, s.OH() * s.OW(), y);
 }
 
-void callDw(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a) {
+void callDw(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+            kernels::ThreadPool* pool) {
   AICC_CHECK(a.size() == 8, "call @{}: expects 8 arguments, got {}", k, a.size());
   int64_t C = ival(k, a, 4), H = ival(k, a, 5), W = ival(k, a, 6), st = ival(k, a, 7);
   AICC_CHECK(C > 0 && H > 0 && W > 0 && (st == 1 || st == 2), "call @{}: bad shape", k);
@@ -105,27 +117,116 @@ void callDw(const kernels::KernelDesc& d, const std::string& k, std::vector<Kern
   auto wt = kernels::packDepthwise3x3(d, w, bias, C);
   std::vector<float> xin, yout(C * OH * OW);
   toNhwc(x, C, H * W, xin);
-  kernels::depthwiseConv3x3Nhwc(wt, 1, H, W, st, xin.data(), yout.data());
+  kernels::depthwiseConv3x3Nhwc(wt, 1, H, W, st, xin.data(), yout.data(), {}, pool);
   fromNhwc(yout, C, OH * OW, y);
+}
+
+kernels::Epilogue clampOf(const std::string& k, const std::vector<KernelArg>& a, size_t i,
+                          const float* bias) {
+  AICC_CHECK(i + 2 < a.size() && a[i + 1].isFloat && a[i + 2].isFloat,
+             "call @{}: bad clamp arguments", k);
+  int64_t flags = ival(k, a, i);
+  kernels::Epilogue ep;
+  ep.bias = bias;
+  float lo = flags & 1 ? float(a[i + 1].f) : -std::numeric_limits<float>::infinity();
+  float hi = flags & 2 ? float(a[i + 2].f) : std::numeric_limits<float>::infinity();
+  ep.act = kernels::Activation::Clip;
+  ep.clipMin = lo, ep.clipMax = hi;
+  return ep;
+}
+
+// The 14 geometry arguments from index 6 on: H, W, KH, KW, strides, pads (t, l, b, r), dilations.
+struct Geometry {
+  int64_t H, W, KH, KW, sH, sW, pt, pl, pb, pr, dH, dW;
+};
+Geometry geometryAt(const std::string& k, const std::vector<KernelArg>& a, size_t i) {
+  Geometry g{};
+  int64_t* f[] = {&g.H, &g.W, &g.KH, &g.KW, &g.sH, &g.sW, &g.pt, &g.pl, &g.pb, &g.pr, &g.dH, &g.dW};
+  for (size_t j = 0; j < 12; ++j) *f[j] = ival(k, a, i + j);
+  AICC_CHECK(g.H > 0 && g.W > 0 && g.KH > 0 && g.KW > 0 && g.KH <= 64 && g.sH > 0 && g.sW > 0 &&
+                 g.dH > 0 && g.dW > 0 && g.pt >= 0 && g.pl >= 0 && g.pb >= 0 && g.pr >= 0,
+             "call @{}: bad convolution geometry", k);
+  return g;
+}
+
+void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                kernels::ThreadPool* pool) {
+  AICC_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
+  const Geometry g = geometryAt(k, a, 6);
+  kernels::DwShape s;
+  s.C = ival(k, a, 4), s.mult = ival(k, a, 5), s.H = g.H, s.W = g.W, s.KH = g.KH, s.KW = g.KW;
+  s.strideH = g.sH, s.strideW = g.sW, s.padTop = g.pt, s.padLeft = g.pl, s.padBottom = g.pb;
+  s.padRight = g.pr, s.dilH = g.dH, s.dilW = g.dW;
+  AICC_CHECK(s.C > 0 && s.mult > 0 && s.OH() > 0 && s.OW() > 0, "call @{}: bad depthwise shape",
+             k);
+  const int64_t Cout = s.C * s.mult;
+  const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
+  const float* w = span(k, a, 1, Cout * s.KH * s.KW, "w");
+  const float* bias = optionalBias(k, a, 2, Cout);
+  float* y = span(k, a, 3, Cout * s.OH() * s.OW(), "y");
+  kernels::depthwiseConvNchw(d, s, w, x, y, clampOf(k, a, 18, bias), pool);
+}
+
+void callConvPacked(const kernels::KernelDesc& d, const std::string& k,
+                    std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
+  AICC_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
+  const Geometry g = geometryAt(k, a, 6);
+  kernels::Conv2dShape s;
+  s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5), s.H = g.H, s.W = g.W, s.KH = g.KH, s.KW = g.KW;
+  s.strideH = g.sH, s.strideW = g.sW, s.padTop = g.pt, s.padLeft = g.pl, s.padBottom = g.pb;
+  s.padRight = g.pr, s.dilH = g.dH, s.dilW = g.dW;
+  AICC_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0,
+             "call @{}: bad convolution shape", k);
+  const float* x = span(k, a, 0, s.Cin * s.H * s.W, "x");
+  const float* wp =
+      span(k, a, 1, kernels::packedAFloats(d, s.Cout, s.Cin * s.KH * s.KW), "packed weights");
+  const float* bias = optionalBias(k, a, 2, s.Cout);
+  float* y = span(k, a, 3, s.Cout * s.OH() * s.OW(), "y");
+  kernels::conv2dNchwPacked(d, s, wp, x, y, clampOf(k, a, 18, bias), pool);
+}
+
+void callGemmPacked(const kernels::KernelDesc& d, const std::string& k,
+                    std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
+  AICC_CHECK(a.size() == 12, "call @{}: expects 12 arguments, got {}", k, a.size());
+  int64_t M = ival(k, a, 3), N = ival(k, a, 4), K = ival(k, a, 5), lda = ival(k, a, 6),
+          ldc = ival(k, a, 7);
+  AICC_CHECK(M >= 0 && N >= 0 && K >= 0 && lda >= K && ldc >= N, "call @{}: bad sizes", k);
+  if (M == 0 || N == 0) return;
+  const float* A = span(k, a, 0, (M - 1) * lda + K, "A");
+  const float* B = span(k, a, 1, kernels::packedBFloats(d, K, N), "packed B");
+  float* C = span(k, a, 2, (M - 1) * ldc + N, "C");
+  const float* bias = optionalBias(k, a, 8, N);
+  kernels::gemmPackedB(d, B, K, N, M, A, lda, C, ldc, clampOf(k, a, 9, bias), pool);
 }
 
 } // namespace
 
-std::optional<ExternKernel> builtinKernel(const std::string& name) {
+std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
-  auto runnable = [](const kernels::KernelDesc* d, KernelOp op) {
-    return d && d->op == op && kernels::cpuSupports(d->isa);
+  using Call = void (*)(const kernels::KernelDesc&, const std::string&, std::vector<KernelArg>&,
+                        kernels::ThreadPool*);
+  // Callee prefix + the descriptor's op -> the contract implementing it (longest prefixes first).
+  struct Entry {
+    const char* prefix;
+    KernelOp op;
+    Call call;
   };
-  if (const auto* d = kernels::findKernel(name); runnable(d, KernelOp::Gemm))
-    return ExternKernel([d](std::vector<KernelArg>& a) { callGemm(*d, a); });
-  const std::string conv = "conv2d_nchw_", dw = "dwconv_nchw_";
-  if (name.rfind(conv, 0) == 0)
-    if (const auto* d = kernels::findKernel(name.substr(conv.size())); runnable(d, KernelOp::Gemm))
-      return ExternKernel([d, name](std::vector<KernelArg>& a) { callConv(*d, name, a); });
-  if (name.rfind(dw, 0) == 0)
-    if (const auto* d = kernels::findKernel(name.substr(dw.size()));
-        runnable(d, KernelOp::DepthwiseConv3x3))
-      return ExternKernel([d, name](std::vector<KernelArg>& a) { callDw(*d, name, a); });
+  static const Entry table[] = {
+      {"conv2d_nchw_packed_", KernelOp::Gemm, callConvPacked},
+      {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
+      {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
+      {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
+      {"conv2d_nchw_", KernelOp::Gemm, callConv},
+      {"", KernelOp::Gemm, callGemm},
+  };
+  for (const Entry& e : table) {
+    if (name.rfind(e.prefix, 0) != 0) continue;
+    const auto* d = kernels::findKernel(std::string_view(name).substr(std::strlen(e.prefix)));
+    if (!d || d->op != e.op || !kernels::cpuSupports(d->isa)) continue;
+    Call call = e.call;
+    return ExternKernel(
+        [d, name, pool, call](std::vector<KernelArg>& a) { call(*d, name, a, pool); });
+  }
   return std::nullopt;
 }
 

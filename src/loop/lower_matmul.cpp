@@ -1,5 +1,6 @@
 // MatMul and Gemm: a loop nest (i, k, j order: the j loop is vectorized over contiguous rows of
 // B and C) or calls of an f32 GEMM micro-kernel (one per batch matrix; B packed by the call).
+#include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
@@ -49,7 +50,8 @@ std::vector<int64_t> batchStrides(const Dims& d, size_t inner, const Dims& batch
 } // namespace
 
 Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
-                 const LowerOptions& o, const std::string& candidate, Schedule& sched) {
+                 const LowerOptions& o, const std::string& candidate, Schedule& sched,
+                 FusedClamp* clamp) {
   bool isGemm = head.op == "Gemm";
   const Value* av = outerOf(bind, head.inputs.at(0));
   const Value* bv = outerOf(bind, head.inputs.at(1));
@@ -84,6 +86,44 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
   std::string A = b.input(av), B = b.input(bv);
   int64_t lda = g.transA ? g.M : g.K, ldb = bd.size() == 1 ? 1 : (g.transB ? g.K : g.N);
   const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA);
+
+  // Constant 2-D B (weights), JIT: B packed at compile time; the batch folds into M (A and C
+  // are contiguous over it), and Gemm's bias and a trailing clamp go into the kernel.
+  int64_t batchCount = numel(g.batch);
+  bool bShared = true;
+  for (int64_t st : g.bBatch) bShared &= st == 0;
+  for (int64_t st : g.aBatch) bShared &= st != 0 || batchCount == 1;
+  const Value* cv = isGemm && head.hasInput(2) ? outerOf(bind, head.inputs[2]) : nullptr;
+  bool gemmFits = true; // Gemm: alpha 1 and no C, or C a bias row added with beta 1
+  if (isGemm) {
+    auto cd = cv && cv->type.shape ? toDims(*cv->type.shape) : std::nullopt;
+    bool biasRow = cv && cv->type.dtype == t && cd && !cd->empty() && numel(*cd) == g.N &&
+                   cd->back() == g.N;
+    gemmFits = head.attrFloat("alpha") == 1.0f &&
+               (!cv || (head.attrFloat("beta") == 1.0f && biasRow));
+  }
+  if (o.prepackWeights && kd && bv->constant && bShared && bd.size() == 2 && gemmFits) {
+    Tensor packed(DType::F32, {kernels::packedBFloats(*kd, g.K, g.N)});
+    kernels::packBInto(*kd, bv->constant->data<float>(), g.K, g.N, ldb, g.transB,
+                       packed.data<float>());
+    std::string BP =
+        b.constant(B + "_packed", std::move(packed), std::string("packed_b:") + kd->name);
+    bool biasInKernel = cv != nullptr;
+    std::vector<CallArg> a = {CallArg{A, nullptr, nullptr}, CallArg{BP, nullptr, nullptr},
+                              CallArg{outParam, nullptr, nullptr},
+                              CallArg{"", nullptr, intImm(batchCount * g.M)},
+                              CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(g.K)},
+                              CallArg{"", nullptr, intImm(lda)}, CallArg{"", nullptr, intImm(g.N)},
+                              biasInKernel ? CallArg{b.input(cv), nullptr, nullptr}
+                                           : CallArg{"", nullptr, intImm(0)}};
+    for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
+    sched["candidate"] = ukernelCandidate(kd->name);
+    sched["micro_kernel"] = std::string(kd->name);
+    sched["packing"] = std::string("B packed at compile time");
+    sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
+    if (clamp && clamp->consumed) sched["fused_clamp"] = int64_t(1);
+    return {Stmt::callKernel(std::string("gemm_packed_") + kd->name, a)};
+  }
 
   std::vector<std::string> bv_;
   for (size_t k = 0; k < g.batch.size(); ++k) bv_.push_back(b.fresh("b" + std::to_string(k)));

@@ -32,6 +32,8 @@ public:
   // The `out` parameter of output k.
   std::string output(size_t k);
   std::string temp(const std::string& base, DType t, const Dims& shape);
+  // An `in` parameter bound to compile-time data (e.g. packed weights); returns its name.
+  std::string constant(const std::string& base, Tensor data, std::string layout);
   std::string fresh(const std::string& base);
   // A fresh loop variable name.
   std::string loopVar(const std::string& base) { return fresh(base); }
@@ -97,14 +99,27 @@ ExprPtr chainExpr(const Node& x, const std::vector<ExprPtr>& in, DType out, std:
 // The body of a head op (Conv, Gemm, MatMul) writing `outParam` of the builder, used by the
 // epilogue lowering: the head's inputs are bound through `bind` (inner value -> outer value).
 using Bind = std::map<const Value*, const Value*>;
+// A clamp (Relu, Clip with constant bounds) that ends an epilogue chain, offered to the head's
+// micro-kernel: when the head applies it, it sets `consumed` and the chain is not emitted.
+struct FusedClamp {
+  bool hasLo = false, hasHi = false;
+  double lo = 0, hi = 0;
+  bool consumed = false;
+};
 Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
-                 const LowerOptions& o, const std::string& candidate, Schedule& sched);
+                 const LowerOptions& o, const std::string& candidate, Schedule& sched,
+                 FusedClamp* clamp = nullptr);
 Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
-               const LowerOptions& o, const std::string& candidate, Schedule& sched);
+               const LowerOptions& o, const std::string& candidate, Schedule& sched,
+               FusedClamp* clamp = nullptr);
 
 // Candidate names understood by the lowerings.
 inline constexpr const char* kLoopCandidate = "loop";
 // Micro-kernel candidates are "ukernel:<descriptor name>" (kernels/registry.h).
 std::string ukernelCandidate(const std::string& desc);
+
+// The clamp arguments (flags, lo, hi) of the NCHW micro-kernel calls: flags bit 0 = lo present,
+// bit 1 = hi present. Marks the clamp consumed.
+std::vector<CallArg> clampArgs(FusedClamp* clamp);
 
 } // namespace aicc::loop::detail

@@ -2,9 +2,11 @@
 
 #include "backend/memory_plan.h"
 #include "interp/interpreter.h"
+#include "loop/printer.h"
 #include "loop/verifier.h"
 #include "runtime/parallel.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace aicc::runtime {
@@ -15,6 +17,7 @@ struct JitExecutable::Task {
   // Lowered: one entry per Func parameter, in order: the graph value it binds (null: temp).
   std::vector<const Value*> params;
   std::vector<std::vector<std::byte>> temps; // scratch for temp params (same order, empty if not)
+  std::vector<Tensor> consts; // compile-time data (packed weights) for such params, else empty
 };
 
 namespace {
@@ -35,6 +38,16 @@ void checkInput(const Value* v, const RValue& r) {
     ok = !s[i].isStatic() || s[i].value == t.shape()[i];
   AICC_CHECK(ok, "input '{}': expected shape {}, got {} elements of shape rank {}", v->name,
              formatShape(s), t.numel(), t.shape().size());
+}
+
+// "Conv", or "Fused(Conv+Relu)" for an aicc.Fused node.
+std::string opLabel(const Node& n) {
+  if (n.domain != kAiccDomain || n.op != "Fused") return n.domain.empty() ? n.op : n.domain + "." + n.op;
+  std::string s = "Fused(";
+  if (const Attribute* a = n.attr("body"))
+    if (auto* g = std::get_if<GraphPtr>(&a->v))
+      for (size_t i = 0; i < (*g)->nodes.size(); ++i) s += (i ? "+" : "") + (*g)->nodes[i]->op;
+  return s + ")";
 }
 
 } // namespace
@@ -69,6 +82,9 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
   for (const auto& np : g.nodes) {
     Task t;
     t.node = np.get();
+    TaskInfo info;
+    info.node = np->describe();
+    info.op = opLabel(*np);
     std::string why, name = "node" + std::to_string(index++);
     std::optional<loop::LoweredNode> ln;
     try {
@@ -95,22 +111,37 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
           if (p == b.name) v = val;
         for (const auto& [p, val] : ln->outputs)
           if (p == b.name) v = val;
+        Tensor c;
+        for (auto& [p, data] : ln->constants)
+          if (p == b.name) c = data;
+        bool isConst = c.defined();
         t.params.push_back(v);
-        t.temps.emplace_back(v ? 0 : static_cast<size_t>(b.numel()) * dtypeSize(b.dtype));
+        t.temps.emplace_back(v || isConst ? 0
+                                          : static_cast<size_t>(b.numel()) * dtypeSize(b.dtype));
+        t.consts.push_back(std::move(c));
       }
       names.push_back(name);
+      info.engine = "jit";
+      info.schedule = loop::printSchedule(ln->func.schedule);
       mod.funcs.push_back(std::move(ln->func));
       ++stats_.lowered;
     } else {
       ++stats_.fallback;
       stats_.fallbackReasons.push_back(np->describe() + ": " + why);
       names.push_back("");
+      info.engine = "fallback";
+      info.why = why;
     }
     tasks_.push_back(std::move(t));
+    info_.push_back(std::move(info));
   }
   codegen::JitOptions jo;
   jo.optLevel = opts.optLevel;
   jo.emit.parallel = opts.parallel;
+  stats_.packedBytes = 0;
+  for (const Task& t : tasks_)
+    for (const Tensor& c : t.consts)
+      if (c.defined()) stats_.packedBytes += c.nbytes();
   engine_ = std::make_unique<codegen::JitEngine>(jo);
   if (!mod.funcs.empty()) engine_->addModule(mod);
   for (size_t i = 0; i < tasks_.size(); ++i)
@@ -145,14 +176,29 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs) {
     return Tensor(v->type.dtype, dims);
   };
   std::vector<void*> ptrs;
-  for (Task& t : tasks_) {
+  using Clock = std::chrono::steady_clock;
+  for (size_t ti = 0; ti < tasks_.size(); ++ti) {
+    Task& t = tasks_[ti];
     const Node& n = *t.node;
+    std::optional<Clock::time_point> start;
+    if (profiling_) start = Clock::now();
+    struct Stop { // accumulates the task's time on every exit path
+      JitExecutable* self;
+      size_t i;
+      std::optional<Clock::time_point>& s;
+      ~Stop() {
+        if (!s) return;
+        self->info_[i].seconds += std::chrono::duration<double>(Clock::now() - *s).count();
+        ++self->info_[i].calls;
+      }
+    } stop{this, ti, start};
     if (t.fn) {
       ptrs.assign(t.params.size(), nullptr);
       for (size_t i = 0; i < t.params.size(); ++i) {
         const Value* v = t.params[i];
         if (!v) {
-          ptrs[i] = t.temps[i].data();
+          ptrs[i] = t.consts[i].defined() ? const_cast<void*>(t.consts[i].raw())
+                                          : t.temps[i].data();
           continue;
         }
         bool isOutput = std::find(n.outputs.begin(), n.outputs.end(), v) != n.outputs.end();
@@ -180,8 +226,11 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs) {
       args.push_back(r);
     }
     AICC_CHECK(n.def && n.def->kernel, "{}: no reference kernel", n.describe());
-    KernelCtx ctx(n, std::move(args),
-                  [&](const Graph& sg, const std::vector<RValue>& in) { return interpret(sg, in); });
+    // Subgraph bodies run in the interpreter and read outer-scope values from this run's env.
+    OuterLookup outer = [&](const Value* v) { return fetch(v); };
+    KernelCtx ctx(n, std::move(args), [&](const Graph& sg, const std::vector<RValue>& in) {
+      return interpretSubgraph(sg, in, outer);
+    });
     std::vector<RValue> outs;
     try {
       outs = n.def->kernel(ctx);

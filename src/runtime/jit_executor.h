@@ -18,7 +18,11 @@ namespace aicc::runtime {
 struct JitRunOptions {
   int optLevel = 2;      // LLVM pipeline level
   bool parallel = true;  // run `parallel` loops on the thread pool
-  loop::LowerOptions lower;
+  loop::LowerOptions lower = [] {
+    loop::LowerOptions o;
+    o.prepackWeights = true;
+    return o;
+  }();
 };
 
 struct JitStats {
@@ -28,6 +32,18 @@ struct JitStats {
   bool planned = false;        // arena from the memory plan
   std::string planNote;        // why not planned / the plan summary
   int64_t arenaBytes = 0;
+  int64_t packedBytes = 0; // weights re-laid out at compile time for the micro-kernels
+};
+
+// One task of the sequence, for reports and profiles.
+struct TaskInfo {
+  std::string node;     // Node::describe()
+  std::string op;       // op type ("aicc.Fused" bodies: "Fused(Conv+Relu)")
+  std::string engine;   // "jit" or "fallback"
+  std::string schedule; // loop::printSchedule of the lowered Func ("" for fallbacks)
+  std::string why;      // fallback reason
+  double seconds = 0;   // accumulated run time while profiling
+  int64_t calls = 0;
 };
 
 class JitExecutable {
@@ -41,6 +57,9 @@ public:
   std::vector<RValue> run(const std::vector<RValue>& inputs);
 
   const JitStats& stats() const { return stats_; }
+  // Per-task timing of later runs (off by default: two clock reads per task).
+  void setProfiling(bool on) { profiling_ = on; }
+  const std::vector<TaskInfo>& tasks() const { return info_; }
 
 private:
   struct Task;
@@ -48,6 +67,8 @@ private:
   JitStats stats_;
   std::unique_ptr<codegen::JitEngine> engine_;
   std::vector<Task> tasks_;
+  std::vector<TaskInfo> info_; // parallel to tasks_
+  bool profiling_ = false;
   std::vector<std::byte> arenaStorage_;
   std::byte* arena_ = nullptr;
   std::map<const Value*, Tensor> slots_; // planned arena views of node results

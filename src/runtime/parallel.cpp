@@ -43,10 +43,15 @@ kernels::ThreadPool& getPool() {
 
 } // namespace
 
+void clearKernelCache(); // the cached kernels hold the pool
+
 void setNumThreads(int n) {
-  std::lock_guard<std::mutex> lock(poolMu);
-  threads = std::max(1, n);
-  pool.reset();
+  {
+    std::lock_guard<std::mutex> lock(poolMu);
+    threads = std::max(1, n);
+    pool.reset();
+  }
+  clearKernelCache();
 }
 
 int numThreads() { return getPool().numThreads(); }
@@ -74,6 +79,13 @@ std::mutex kernelMu;
 std::map<std::string, aicc::loop::ExternKernel> kernelCache;
 } // namespace
 
+namespace aicc::runtime {
+void clearKernelCache() {
+  std::lock_guard<std::mutex> lock(kernelMu);
+  kernelCache.clear();
+}
+} // namespace aicc::runtime
+
 extern "C" const char* aicc_rt_last_error() { return lastError.c_str(); }
 
 extern "C" int32_t aicc_rt_call_kernel(const char* name, int64_t n, int64_t* slots,
@@ -84,7 +96,7 @@ extern "C" int32_t aicc_rt_call_kernel(const char* name, int64_t n, int64_t* slo
       std::lock_guard<std::mutex> lock(kernelMu);
       auto it = kernelCache.find(name);
       if (it == kernelCache.end()) {
-        auto found = aicc::loop::builtinKernel(name);
+        auto found = aicc::loop::builtinKernel(name, &aicc::runtime::getPool());
         AICC_CHECK(found, "unknown micro-kernel @{}", name);
         it = kernelCache.emplace(name, std::move(*found)).first;
       }

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Runs each model with `aicc run -O0` and `-OX` on its test_data_set_0 and compares the outputs
+"""Runs each model with `aicc run -O0` (the reference interpreter) and `-OX [--engine E]` on its
+test_data_set_0 and compares the outputs
 elementwise (np.isclose with rtol/atol), printing max |diff|, the output range and the number of
 elements outside the tolerance. Models: every folder with model.onnx + test_data_set_0 under the
 given roots, and zoo-style NAME.onnx files whose test data lives in ZOO_DATA/NAME/test_data_set_0.
 
-    compare_opt_levels.py AICC [-O 3] [--rtol 1e-4] [--atol 1e-5] [--zoo DIR_WITH_MATERIALIZED_ONNX]
+    compare_opt_levels.py AICC [-O 3] [--engine interp|jit] [--only NAME,...] [--rtol 1e-4] [--atol 1e-5] [--zoo DIR_WITH_MATERIALIZED_ONNX]
                           [--zoo-data ../shared/zoo] [MODELS_ROOT...]
 """
 import argparse
@@ -18,9 +19,9 @@ import onnx
 from onnx import numpy_helper
 
 
-def run(aicc, model, inputs, level, out):
-    subprocess.run([aicc, "run", model, f"-O{level}", "--inputs-dir", inputs, "--output-dir", out],
-                   check=True, capture_output=True, text=True)
+def run(aicc, model, inputs, level, out, engine="interp"):
+    subprocess.run([aicc, "run", model, f"-O{level}", "--engine", engine, "--inputs-dir", inputs,
+                    "--output-dir", out], check=True, capture_output=True, text=True)
     outs = []
     i = 0
     while os.path.exists(os.path.join(out, f"output_{i}.pb")):
@@ -38,6 +39,8 @@ def main():
     ap.add_argument("-O", dest="level", type=int, default=3)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--engine", default="interp", help="engine of the -OX run (interp, jit)")
+    ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--zoo", help="folder with materialized zoo models (materialize.py output)")
     ap.add_argument("--zoo-data", default=os.path.join(os.path.dirname(__file__), "../../../shared/zoo"))
     a = ap.parse_args()
@@ -54,13 +57,16 @@ def main():
                 data = os.path.join(a.zoo_data, name, "test_data_set_0")
                 if os.path.isdir(data):
                     cases.append((name, os.path.join(a.zoo, f), data))
+    if a.only:
+        keep = set(a.only.split(","))
+        cases = [c for c in cases if c[0] in keep]
     bad = 0
     print(f"{'model':<28} {'outputs':>7} {'max|diff|':>11} {'max|ref|':>10} {'outside':>8}")
     for name, model, data in cases:
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 ref = run(a.aicc, model, data, 0, os.path.join(tmp, "o0"))
-                got = run(a.aicc, model, data, a.level, os.path.join(tmp, "ox"))
+                got = run(a.aicc, model, data, a.level, os.path.join(tmp, "ox"), a.engine)
             except subprocess.CalledProcessError as e:
                 print(f"{name:<28} ERROR {e.stderr.strip()}")
                 bad += 1
@@ -76,7 +82,8 @@ def main():
                 outside += int(np.sum(r != g))
         bad += outside > 0 or len(ref) != len(got)
         print(f"{name:<28} {len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8}")
-    print(f"{len(cases) - bad}/{len(cases)} models match -O0 at -O{a.level} (rtol {a.rtol}, atol {a.atol})")
+    print(f"{len(cases) - bad}/{len(cases)} models match -O0 at -O{a.level} --engine {a.engine} "
+          f"(rtol {a.rtol}, atol {a.atol})")
     return 1 if bad else 0
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the ONNX v1.22 backend test suite (../shared/onnx-backend) with the reference interpreter and
+# Runs the ONNX v1.22 backend test suite (../shared/onnx-backend) with the reference interpreter (or
+# the engine given by --engine) and
 # checks the result against tests/onnx/expected_failures.txt: a test outside the list that does
 # not pass, or a listed test that passes, fails this check. Exit 77 (skip) when the suite is absent.
 #   run_suite.sh AICC_BINARY [extra test-onnx flags]

@@ -81,6 +81,8 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
       EXPECT_EQ(k.mc % k.mr, 0) << name;
       EXPECT_EQ(k.nc % k.nr, 0) << name;
       EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
+    } else if (k.op == KernelOp::DepthwiseConvNchw) {
+      EXPECT_TRUE(k.dwNchwRow) << name;
     } else {
       EXPECT_TRUE(k.dwRow) << name;
     }
@@ -287,6 +289,117 @@ TEST(Kernels, Conv2dIm2colAndPointwiseMatchReference) {
         expectClose(got, want, s.KH * s.KW * s.Cin,
                     std::string(kd->name) + " conv " + std::to_string(s.KH) + "x" +
                         std::to_string(s.KW) + " stride " + std::to_string(s.strideH));
+      }
+}
+
+namespace {
+// Grouped NCHW convolution, one image, double accumulation: x [C, H, W], w [M, C/G, KH, KW].
+std::vector<float> convNchwReference(const Conv2dShape& s, int64_t G, const std::vector<float>& x,
+                                     const std::vector<float>& w, const float* bias,
+                                     const Epilogue& ep) {
+  const int64_t OH = s.OH(), OW = s.OW(), Cg = s.Cin / G, Mg = s.Cout / G;
+  std::vector<float> y(size_t(s.Cout * OH * OW));
+  for (int64_t m = 0; m < s.Cout; ++m)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        double acc = bias ? bias[m] : 0.0;
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t kh = 0; kh < s.KH; ++kh)
+            for (int64_t kw = 0; kw < s.KW; ++kw) {
+              const int64_t iy = oy * s.strideH - s.padTop + kh * s.dilH;
+              const int64_t ix = ox * s.strideW - s.padLeft + kw * s.dilW;
+              if (iy < 0 || iy >= s.H || ix < 0 || ix >= s.W) continue;
+              acc += double(x[size_t(((m / Mg) * Cg + c) * s.H * s.W + iy * s.W + ix)]) *
+                     double(w[size_t(((m * Cg + c) * s.KH + kh) * s.KW + kw)]);
+            }
+        const float v = float(acc);
+        y[size_t((m * OH + oy) * OW + ox)] = std::min(ep.hi(), std::max(ep.lo(), v));
+      }
+  return y;
+}
+} // namespace
+
+// NCHW convolution with weights packed as GEMM A panels (the JIT's path): every GEMM kernel,
+// pointwise/strided/padded/dilated/asymmetric shapes, deep layers with few pixels, threaded.
+TEST(Kernels, Conv2dNchwPackedMatchesReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dShape> shapes;
+  auto add = [&](int64_t H, int64_t W, int64_t Cin, int64_t Cout, int64_t K, int64_t stride,
+                 int64_t pad, int64_t dil) {
+    Conv2dShape s;
+    s.H = H, s.W = W, s.Cin = Cin, s.Cout = Cout, s.KH = K, s.KW = K;
+    s.strideH = s.strideW = stride;
+    s.padTop = s.padLeft = s.padBottom = s.padRight = pad;
+    s.dilH = s.dilW = dil;
+    shapes.push_back(s);
+  };
+  add(9, 11, 5, 7, 3, 1, 1, 1);    // 3x3 same
+  add(10, 10, 3, 17, 3, 2, 1, 1);  // strided
+  add(7, 7, 33, 40, 1, 1, 0, 1);   // pointwise
+  add(9, 9, 4, 6, 1, 2, 0, 1);     // 1x1 strided
+  add(12, 13, 3, 9, 5, 2, 2, 1);   // 5x5
+  add(9, 9, 4, 5, 3, 1, 2, 2);     // dilated
+  add(3, 3, 300, 70, 3, 1, 1, 1);  // K > kc, few pixels (channel split)
+  add(23, 29, 6, 20, 3, 1, 1, 1);  // many pixel panels
+  {
+    Conv2dShape s; // asymmetric kernel and padding
+    s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
+    shapes.push_back(s);
+  }
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm))
+    for (const Conv2dShape& s : shapes)
+      for (int variant = 0; variant < 3; ++variant) {
+        const int64_t K = s.Cin * s.KH * s.KW;
+        const auto x = randomVec(size_t(s.Cin * s.H * s.W), 21);
+        const auto w = randomVec(size_t(s.Cout * K), 22);
+        const auto bias = randomVec(size_t(s.Cout), 23);
+        const float* b = variant ? bias.data() : nullptr;
+        const Epilogue ep = makeEpilogue(variant, b);
+        std::vector<float> packed(size_t(packedAFloats(*kd, s.Cout, K)));
+        packAInto(*kd, w.data(), s.Cout, K, K, packed.data());
+        std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
+        conv2dNchwPacked(*kd, s, packed.data(), x.data(), got.data(), ep,
+                         variant == 2 ? &pool : nullptr);
+        expectClose(got, convNchwReference(s, 1, x, w, b, ep), K,
+                    std::string(kd->name) + " nchw conv " + std::to_string(s.KH) + "x" +
+                        std::to_string(s.KW) + " stride " + std::to_string(s.strideH) +
+                        " Cin " + std::to_string(s.Cin));
+      }
+}
+
+// NCHW depthwise (any kernel size, stride, dilation, padding, channel multiplier).
+TEST(Kernels, DepthwiseNchwMatchesReference) {
+  ThreadPool pool(2);
+  struct Case {
+    int64_t C, mult, H, W, K, stride, pad, dil;
+  };
+  const Case cases[] = {{8, 1, 9, 11, 3, 1, 1, 1},   {5, 1, 10, 21, 3, 2, 1, 1},
+                        {3, 2, 12, 13, 5, 2, 2, 1},  {16, 1, 7, 40, 5, 1, 2, 1},
+                        {4, 1, 9, 9, 3, 1, 2, 2},    {2, 3, 6, 5, 1, 1, 0, 1},
+                        {7, 1, 1, 1, 3, 1, 1, 1},    {6, 1, 17, 33, 7, 3, 3, 1}};
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
+    for (const Case& c : cases)
+      for (int variant = 0; variant < 3; ++variant) {
+        DwShape d;
+        d.C = c.C, d.mult = c.mult, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K;
+        d.strideH = d.strideW = c.stride, d.dilH = d.dilW = c.dil;
+        d.padTop = d.padLeft = d.padBottom = d.padRight = c.pad;
+        Conv2dShape s;
+        s.H = c.H, s.W = c.W, s.Cin = c.C, s.Cout = c.C * c.mult, s.KH = s.KW = c.K;
+        s.strideH = s.strideW = c.stride, s.dilH = s.dilW = c.dil;
+        s.padTop = s.padLeft = s.padBottom = s.padRight = c.pad;
+        const auto x = randomVec(size_t(c.C * c.H * c.W), 31);
+        const auto w = randomVec(size_t(s.Cout * c.K * c.K), 32);
+        const auto bias = randomVec(size_t(s.Cout), 33);
+        const float* b = variant ? bias.data() : nullptr;
+        const Epilogue ep = makeEpilogue(variant + 1, b);
+        std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
+        ASSERT_EQ(d.OH(), s.OH());
+        depthwiseConvNchw(*kd, d, w.data(), x.data(), got.data(), ep,
+                          variant == 2 ? &pool : nullptr);
+        expectClose(got, convNchwReference(s, c.C, x, w, b, ep), c.K * c.K,
+                    std::string(kd->name) + " dw " + std::to_string(c.K) + " stride " +
+                        std::to_string(c.stride) + " mult " + std::to_string(c.mult));
       }
 }
 

@@ -34,6 +34,7 @@ struct TestOnnxArgs {
   std::string tolerances;     // per-test tolerance overrides: "name rtol=X atol=Y # reason"
   int jobs = 1;
   int optLevel = 0; // graph passes before interpreting (the suite checks -O3 == -O0)
+  std::string engine = "interp"; // interp | jit
   double timeoutSec = 120;
   bool verbose = false;
 };
@@ -98,5 +99,14 @@ struct CompileArgs { // tools/aicc/compile.cpp
   int optLevel = 2;
 };
 int compileCommand(const CompileArgs& a);
+
+struct BenchArgs { // tools/aicc/bench.cpp
+  std::string model, engine = "jit", json;
+  InputSpec inputs;
+  std::vector<std::string> dims;
+  int optLevel = 2, threads = 1, iters = 20, warmup = 3, top = 15;
+  bool profile = false;
+};
+int benchCommand(const BenchArgs& a);
 
 } // namespace aicc::cli

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   testCmd->add_option("--timeout", test.timeoutSec, "Seconds before a test counts as hung");
   testCmd->add_option("-O", test.optLevel, "Graph optimization level before interpreting (default 0)")
       ->check(CLI::Range(0, 3));
+  testCmd->add_option("--engine", test.engine, "interp (default) or jit (each test compiled with the LLVM JIT)")->check(CLI::IsMember({"interp", "jit"}));
   testCmd->add_flag("-v,--verbose", test.verbose, "Print the failure reason of each test");
 
   IrArgs ir;
@@ -125,6 +126,21 @@ int main(int argc, char** argv) {
   ccCmd->add_option("--dim", cc.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
 
+  BenchArgs bench;
+  auto* benchCmd = app.add_subcommand("bench", "Time whole-model runs (median latency), optionally with a per-node profile");
+  benchCmd->add_option("model", bench.model, "ONNX model file")->required();
+  benchCmd->add_option("--engine", bench.engine, "jit (default) or interp")->check(CLI::IsMember({"interp", "jit"}));
+  benchCmd->add_option("--threads", bench.threads, "Worker threads, counting the caller (default 1)")->check(CLI::PositiveNumber);
+  benchCmd->add_option("--iters", bench.iters, "Timed runs (default 20)")->check(CLI::PositiveNumber);
+  benchCmd->add_option("--warmup", bench.warmup, "Untimed runs first (default 3)");
+  benchCmd->add_option("--input", bench.inputs.named, "NAME=FILE (.pb or .npy); default: generated inputs");
+  benchCmd->add_option("--inputs-dir", bench.inputs.inputsDir, "Folder with input_<i>.pb files");
+  benchCmd->add_option("--dim", bench.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  benchCmd->add_option("-O", bench.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
+  benchCmd->add_option("--json", bench.json, "Write times_ms, median_ms, compile_s and the task list here");
+  benchCmd->add_flag("--profile", bench.profile, "Time every task; print time per op type and the slowest tasks");
+  benchCmd->add_option("--top", bench.top, "With --profile: how many tasks to list (default 15)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -140,6 +156,7 @@ int main(int argc, char** argv) {
     if (*loCmd) return loopOptCommand(lo);
     if (*trainCmd) return trainCommand(tr);
     if (*ccCmd) return compileCommand(cc);
+    if (*benchCmd) return benchCommand(bench);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
     return 1;

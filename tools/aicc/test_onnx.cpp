@@ -5,6 +5,7 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
+#include "runtime/jit_executor.h"
 
 #include <chrono>
 #include <csignal>
@@ -96,7 +97,7 @@ std::map<std::string, Tolerance> readTolerances(const std::string& path) {
   return out;
 }
 
-Result runTest(const TestCase& tc, int optLevel, Tolerance tol) {
+Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::string& engine) {
   OptArgs opt;
   opt.optLevel = optLevel;
   ImportedModel m;
@@ -109,6 +110,11 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol) {
   }
   RunOptions ro;
   ro.checkTypes = true;
+  // The engine under test: the reference interpreter, or the JIT (compiled per test).
+  auto execute = [&](const Graph& g, const std::vector<RValue>& in) {
+    if (engine == "jit") return runtime::runJit(g, in);
+    return interpret(g, in, ro);
+  };
   auto check = [&](const std::vector<RValue>& expected, const std::vector<RValue>& actual) -> std::optional<std::string> {
     if (expected.size() != actual.size())
       return fmt::format("{} outputs expected, got {}", expected.size(), actual.size());
@@ -120,7 +126,7 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol) {
   try {
     if (!tc.lightOutput.empty()) {
       optimize(m.model, opt);
-      auto outs = interpret(*m.model.graph, lightInputs(*m.model.graph), ro);
+      auto outs = execute(*m.model.graph, lightInputs(*m.model.graph));
       std::vector<RValue> expected{readValueFile(tc.lightOutput, m.model.graph->outputs[0]->type)};
       if (auto mm = check(expected, outs)) return {"fail", *mm, 0};
       return {"pass", "", 0};
@@ -133,7 +139,7 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol) {
       spec.generate = false;
       auto inputs = bindInputs(mi, spec);
       optimize(mi.model, opt);
-      auto outs = interpret(*mi.model.graph, inputs, ro);
+      auto outs = execute(*mi.model.graph, inputs);
       std::vector<RValue> expected;
       for (size_t i = 0; i < mi.model.graph->outputs.size(); ++i) {
         std::string f = fmt::format("{}/output_{}.pb", ds, i);
@@ -249,7 +255,8 @@ int testOnnxCommand(const TestOnnxArgs& a) {
         Result r;
         try {
           auto tol = tolerances.find(tests[next].name);
-          r = runTest(tests[next], a.optLevel, tol == tolerances.end() ? Tolerance{} : tol->second);
+          r = runTest(tests[next], a.optLevel, tol == tolerances.end() ? Tolerance{} : tol->second,
+                      a.engine);
         } catch (const std::exception& e) {
           r = {"fail", std::string("internal error: ") + e.what(), 0};
         }

@@ -1,0 +1,121 @@
+// aicc bench MODEL [--engine jit|interp] [--threads N] [--iters N] [--warmup N] [--json FILE]
+// [--profile]: times whole-model runs on generated (or given) inputs and prints the median
+// latency. The JIT is compiled once before timing; --profile adds a per-node table (time per run,
+// share, op, engine, schedule), the first place to look when a model is slow.
+#include "commands.h"
+
+#include "interp/interpreter.h"
+#include "runtime/jit_executor.h"
+#include "runtime/parallel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+
+namespace aicc::cli {
+
+namespace {
+
+std::string jsonEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (c == '\n') o += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", int(c));
+    else o += c;
+  }
+  return o;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+} // namespace
+
+int benchCommand(const BenchArgs& a) {
+  AICC_CHECK(a.iters >= 1, "bench: --iters must be at least 1");
+  AICC_CHECK(a.threads >= 1, "bench: --threads must be at least 1");
+  runtime::setNumThreads(a.threads);
+  ImportOptions io;
+  io.dims = parseDims(a.dims);
+  ImportedModel m = importOnnxFile(a.model, io);
+  std::vector<RValue> inputs = bindInputs(m, a.inputs);
+  OptArgs opt;
+  opt.optLevel = a.optLevel;
+  auto t0 = std::chrono::steady_clock::now();
+  optimize(m.model, opt);
+  const Graph& g = *m.model.graph;
+  std::unique_ptr<runtime::JitExecutable> exe;
+  if (a.engine == "jit") exe = std::make_unique<runtime::JitExecutable>(g);
+  double compileSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto once = [&] {
+    if (exe) return exe->run(inputs);
+    return interpret(g, inputs);
+  };
+  for (int i = 0; i < a.warmup; ++i) once();
+  if (exe && a.profile) exe->setProfiling(true);
+  std::vector<double> ms;
+  for (int i = 0; i < a.iters; ++i) {
+    auto s = std::chrono::steady_clock::now();
+    once();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s)
+                     .count());
+  }
+  double med = median(ms), lo = *std::min_element(ms.begin(), ms.end());
+  std::cout << fmt::format("{}: engine {}, {} thread(s), {} runs: median {:.3f} ms, min {:.3f} ms; "
+                           "compile {:.2f} s\n",
+                           a.model, a.engine, a.threads, a.iters, med, lo, compileSec);
+  if (exe) {
+    const auto& st = exe->stats();
+    std::cout << fmt::format("  {} tasks compiled, {} fallback; arena {} bytes\n", st.lowered,
+                             st.fallback, st.arenaBytes);
+  }
+  if (exe && a.profile) {
+    std::vector<const runtime::TaskInfo*> order;
+    double total = 0;
+    for (const auto& t : exe->tasks()) order.push_back(&t), total += t.seconds;
+    std::stable_sort(order.begin(), order.end(),
+                     [](auto* x, auto* y) { return x->seconds > y->seconds; });
+    std::map<std::string, double> byOp;
+    for (const auto* t : order) byOp[t->op] += t->seconds;
+    std::cout << fmt::format("  profile: {:.3f} ms per run in tasks\n", total * 1e3 / a.iters);
+    std::vector<std::pair<std::string, double>> ops(byOp.begin(), byOp.end());
+    std::sort(ops.begin(), ops.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    for (const auto& [op, s] : ops)
+      std::cout << fmt::format("  {:>9.3f} ms {:5.1f}%  {}\n", s * 1e3 / a.iters,
+                               total > 0 ? 100 * s / total : 0, op);
+    std::cout << "  top tasks:\n";
+    for (size_t i = 0; i < order.size() && i < size_t(a.top); ++i)
+      std::cout << fmt::format("  {:>9.3f} ms {:5.1f}%  {} [{}] {}\n",
+                               order[i]->seconds * 1e3 / a.iters,
+                               total > 0 ? 100 * order[i]->seconds / total : 0, order[i]->node,
+                               order[i]->engine, order[i]->schedule);
+  }
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    AICC_CHECK(f.good(), "bench: cannot write '{}'", a.json);
+    f << "{\"model\": \"" << jsonEscape(a.model) << "\", \"engine\": \"" << a.engine
+      << "\", \"threads\": " << a.threads << ", \"median_ms\": " << med
+      << ", \"min_ms\": " << lo << ", \"compile_s\": " << compileSec << ", \"times_ms\": [";
+    for (size_t i = 0; i < ms.size(); ++i) f << (i ? ", " : "") << ms[i];
+    f << "]";
+    if (exe) {
+      f << ", \"tasks\": [";
+      const auto& ts = exe->tasks();
+      for (size_t i = 0; i < ts.size(); ++i)
+        f << (i ? ", " : "") << "{\"node\": \"" << jsonEscape(ts[i].node) << "\", \"op\": \""
+          << jsonEscape(ts[i].op) << "\", \"engine\": \"" << ts[i].engine
+          << "\", \"ms_per_run\": " << (a.profile ? ts[i].seconds * 1e3 / a.iters : 0.0) << "}";
+      f << "]";
+    }
+    f << "}\n";
+  }
+  return 0;
+}
+
+} // namespace aicc::cli
