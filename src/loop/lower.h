@@ -22,10 +22,12 @@ struct LowerOptions {
   // node with ("loop", "ukernel:<kernel descriptor name>"); empty function or "" = the
   // lowering's own preference (a micro-kernel where one applies, else the loop nest).
   std::function<std::string(const Node&)> chooseCandidate;
-  // Pack constant weights at compile time into the micro-kernels' layouts (LoweredNode::
-  // constants), e.g. NCHW convolution weights as GEMM A panels and MatMul/Gemm weights as B
-  // panels. On for the JIT; off for the C bundle, whose portable kernels read ONNX layouts.
-  bool prepackWeights = false;
+  // Lower to the in-process runtime's micro-kernels (loop/lower_kernels.cpp): constant weights
+  // packed at compile time into the kernels' layouts (LoweredNode::constants: NCHW convolution
+  // weights as GEMM A panels, MatMul/Gemm weights as B panels), NCHW depthwise convolution of any
+  // size, attention. On for the JIT; off for the C bundle, whose portable stand-ins
+  // (codegen/c/micro_kernels_c.cpp) implement only the plain contracts.
+  bool runtimeKernels = false;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.

@@ -173,7 +173,7 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   bool dwOk = f32 && r == 2 && s.G == s.C && s.M == s.C && s.k == Dims{3, 3} && dilOne && padsOne &&
               s.stride[0] == s.stride[1] && (s.stride[0] == 1 || s.stride[0] == 2);
   bool gemmOk = f32 && (r == 1 || r == 2);
-  if (o.prepackWeights && f32 && (r == 1 || r == 2) && s.G == s.C) dwOk = true; // any size
+  if (o.runtimeKernels && f32 && (r == 1 || r == 2) && s.G == s.C) dwOk = true; // any size
   const kernels::KernelDesc* kd = nullptr;
   if (candidate.empty()) {
     if (dwOk)
@@ -192,7 +192,7 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   std::string nv = b.fresh("n");
   // NCHW micro-kernels without layout copies (JIT): depthwise of any size, and GEMM convolution
   // with the weights packed at compile time.
-  if (o.prepackWeights && kd && f32 && (r == 1 || r == 2) && s.k.size() == r) {
+  if (o.runtimeKernels && kd && f32 && (r == 1 || r == 2) && s.k.size() == r) {
     Dims in2 = r == 2 ? s.in : Dims{1, s.in[0]}, k2 = r == 2 ? s.k : Dims{1, s.k[0]};
     Dims st2 = r == 2 ? s.stride : Dims{1, s.stride[0]}, dl2 = r == 2 ? s.dil : Dims{1, s.dil[0]};
     Dims pb = r == 2 ? s.padBegin : Dims{0, s.padBegin[0]};

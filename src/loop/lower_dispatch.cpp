@@ -14,7 +14,8 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerConvFamily(n, funcName, opts, cand)) &&
         !(r = lowerEpilogueFamily(n, funcName, opts, cand)) &&
         !(r = lowerPoolFamily(n, funcName, opts)) && !(r = lowerReduceFamily(n, funcName, opts)) &&
-        !(r = lowerDataFamily(n, funcName, opts)))
+        !(r = lowerDataFamily(n, funcName, opts)) &&
+        !(r = lowerAttentionFamily(n, funcName, opts)))
       return false;
     result = std::move(r);
     return true;
@@ -27,6 +28,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
 
 bool hasNonElementwiseLowering(const Node& n) {
   static const std::set<std::string> ops = {"MatMul",
+                                            "Attention",
                                             "Gemm",
                                             "Conv",
                                             "ConvTranspose",

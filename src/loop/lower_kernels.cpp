@@ -13,8 +13,11 @@
 //       wp = the group's weights packed by kernels::packAInto (NCHW output written directly)
 //   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi)
 //       C = clamp(A * B + bias[N]), Bp = B packed by kernels::packBInto
+//   @attention_<gemm desc>(Q, K, V, mask | 0, Y, B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, maskStrideB,
+//       maskStrideH, maskStrideI, maskStrideJ, causal, scale)   (loop/lower_attention.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .).
 // Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
+#include "kernels/attention.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "loop/eval.h"
@@ -135,6 +138,38 @@ kernels::Epilogue clampOf(const std::string& k, const std::vector<KernelArg>& a,
   return ep;
 }
 
+void callAttention(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                   kernels::ThreadPool* pool) {
+  AICC_CHECK(a.size() == 19 && a[18].isFloat, "call @{}: expects 19 arguments, got {}", k,
+             a.size());
+  kernels::AttentionShape s;
+  s.B = ival(k, a, 5), s.Hq = ival(k, a, 6), s.Hkv = ival(k, a, 7), s.Sq = ival(k, a, 8);
+  s.Skv = ival(k, a, 9), s.D = ival(k, a, 10), s.Dv = ival(k, a, 11);
+  const int64_t maskKind = ival(k, a, 12);
+  for (int i = 0; i < 4; ++i) s.maskStride[i] = ival(k, a, size_t(13 + i));
+  s.causal = ival(k, a, 17) != 0;
+  s.scale = float(a[18].f);
+  AICC_CHECK(s.B > 0 && s.Hq > 0 && s.Hkv > 0 && s.Hq % s.Hkv == 0 && s.Sq > 0 && s.Skv > 0 &&
+                 s.D > 0 && s.Dv > 0 && maskKind >= 0 && maskKind <= 2,
+             "call @{}: bad attention shape", k);
+  const float* Q = span(k, a, 0, s.B * s.Hq * s.Sq * s.D, "Q");
+  const float* K = span(k, a, 1, s.B * s.Hkv * s.Skv * s.D, "K");
+  const float* V = span(k, a, 2, s.B * s.Hkv * s.Skv * s.Dv, "V");
+  float* Y = span(k, a, 4, s.B * s.Hq * s.Sq * s.Dv, "Y");
+  if (maskKind) {
+    AICC_CHECK(a[3].buffer, "call @{}: the mask must be a buffer", k);
+    int64_t last = 0;
+    const int64_t ext[4] = {s.B, s.Hq, s.Sq, s.Skv};
+    for (int i = 0; i < 4; ++i) last += (ext[i] - 1) * s.maskStride[i];
+    // Bool masks are bytes: the f32 view's element count is a lower bound in bytes.
+    if (maskKind == 1)
+      s.maskF = span(k, a, 3, last + 1, "mask");
+    else
+      s.maskB = reinterpret_cast<const uint8_t*>(a[3].buffer->raw()) + a[3].offset;
+  }
+  kernels::attentionF32(d, s, Q, K, V, Y, pool);
+}
+
 // The 14 geometry arguments from index 6 on: H, W, KH, KW, strides, pads (t, l, b, r), dilations.
 struct Geometry {
   int64_t H, W, KH, KW, sH, sW, pt, pl, pb, pr, dH, dW;
@@ -214,6 +249,7 @@ std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::Thre
   static const Entry table[] = {
       {"conv2d_nchw_packed_", KernelOp::Gemm, callConvPacked},
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
+      {"attention_", KernelOp::Gemm, callAttention},
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
       {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
       {"conv2d_nchw_", KernelOp::Gemm, callConv},

@@ -102,7 +102,7 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
     gemmFits = head.attrFloat("alpha") == 1.0f &&
                (!cv || (head.attrFloat("beta") == 1.0f && biasRow));
   }
-  if (o.prepackWeights && kd && bv->constant && bShared && bd.size() == 2 && gemmFits) {
+  if (o.runtimeKernels && kd && bv->constant && bShared && bd.size() == 2 && gemmFits) {
     Tensor packed(DType::F32, {kernels::packedBFloats(*kd, g.K, g.N)});
     kernels::packBInto(*kd, bv->constant->data<float>(), g.K, g.N, ldb, g.transB,
                        packed.data<float>());

@@ -84,6 +84,10 @@ std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& n
                                              const LowerOptions& o);
 std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o);
+// Attention (4-D, f32) as one call of the runtime's attention kernel (LowerOptions::
+// runtimeKernels only).
+std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string& name,
+                                                const LowerOptions& o);
 // aicc.Fused kind="epilogue", and elementwise activations without a compute definition in
 // compute.h (HardSwish, Swish, Gelu, ...) as single-node chains.
 std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string& name,

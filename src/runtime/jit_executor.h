@@ -20,7 +20,7 @@ struct JitRunOptions {
   bool parallel = true;  // run `parallel` loops on the thread pool
   loop::LowerOptions lower = [] {
     loop::LowerOptions o;
-    o.prepackWeights = true;
+    o.runtimeKernels = true;
     return o;
   }();
 };

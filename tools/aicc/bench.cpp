@@ -45,6 +45,7 @@ int benchCommand(const BenchArgs& a) {
   io.dims = parseDims(a.dims);
   ImportedModel m = importOnnxFile(a.model, io);
   std::vector<RValue> inputs = bindInputs(m, a.inputs);
+  if (a.engine == "jit") specializeToInputs(m, inputs); // compiled for these shapes
   OptArgs opt;
   opt.optLevel = a.optLevel;
   auto t0 = std::chrono::steady_clock::now();

@@ -42,6 +42,30 @@ std::map<std::string, int64_t> opHistogram(const Graph& g) {
   return hist;
 }
 
+std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<RValue>& inputs) {
+  std::map<std::string, int64_t> dims;
+  for (size_t i = 0; i < g.inputs.size() && i < inputs.size(); ++i) {
+    const Type& t = g.inputs[i]->type;
+    if (!t.isTensor() || !t.shape || inputs[i].kind != RValue::Kind::Tensor) continue;
+    const Dims& actual = inputs[i].tensor.shape();
+    if (actual.size() != t.shape->size()) continue; // the engine's input check reports it
+    for (size_t d = 0; d < actual.size(); ++d) {
+      const Dim& dim = (*t.shape)[d];
+      if (dim.isStatic() || dim.symbol.empty()) continue;
+      auto [it, fresh] = dims.emplace(dim.symbol, actual[d]);
+      AICC_CHECK(fresh || it->second == actual[d],
+                 "input '{}': dimension '{}' is {} here but {} in an earlier input",
+                 g.inputs[i]->name, dim.symbol, actual[d], it->second);
+    }
+  }
+  return dims;
+}
+
+void specializeToInputs(ImportedModel& m, const std::vector<RValue>& inputs) {
+  auto dims = dimsFromInputs(*m.model.graph, inputs);
+  if (!dims.empty()) specializeDims(m.model, dims);
+}
+
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) {
   std::map<std::string, int64_t> dims;
   for (const auto& s : specs) {

@@ -16,6 +16,7 @@ int runCommand(const RunArgs& a) {
   opts.dims = parseDims(a.dims);
   ImportedModel m = importOnnxFile(a.model, opts);
   std::vector<RValue> inputs = bindInputs(m, a.inputs);
+  if (a.engine == "jit") specializeToInputs(m, inputs); // compiled for these shapes
   OptArgs opt;
   opt.optLevel = a.optLevel;
   optimize(m.model, opt);

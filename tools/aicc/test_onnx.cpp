@@ -138,6 +138,7 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::strin
       spec.inputsDir = ds;
       spec.generate = false;
       auto inputs = bindInputs(mi, spec);
+      if (engine == "jit") specializeToInputs(mi, inputs); // compiled for these shapes
       optimize(mi.model, opt);
       auto outs = execute(*mi.model.graph, inputs);
       std::vector<RValue> expected;

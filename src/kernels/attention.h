@@ -1,0 +1,33 @@
+// f32 scaled dot-product attention on the GEMM micro-kernels, one (batch, head) pair at a time:
+//   Y[b, h] = softmax(scale * Q[b, h] K[b, h / rep]^T + bias) V[b, h / rep]
+// with Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv], Y [B, Hq, Sq, Dv],
+// rep = Hq / Hkv (grouped-query attention), contiguous row-major. The bias is the optional mask
+// (additive f32, or bool: false = -inf), read through element strides (0 = broadcast dim), plus
+// -inf above the diagonal when `causal` (j > i). A row whose scores are all -inf gives zeros, a
+// row holding NaN gives NaN (as ONNX Attention's reference). The (b, h) pairs are split over the
+// pool's threads.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/registry.h"
+
+namespace aicc::kernels {
+
+class ThreadPool;
+
+struct AttentionShape {
+  int64_t B = 1, Hq = 1, Hkv = 1, Sq = 1, Skv = 1, D = 1, Dv = 1;
+  float scale = 1.0f;
+  bool causal = false;
+  // Mask: f32 (maskF) or bool bytes (maskB), element (b, h, i, j) at
+  // b * maskStride[0] + h * maskStride[1] + i * maskStride[2] + j * maskStride[3].
+  const float* maskF = nullptr;
+  const uint8_t* maskB = nullptr;
+  int64_t maskStride[4] = {0, 0, 0, 0};
+};
+
+void attentionF32(const KernelDesc& gemmKernel, const AttentionShape& s, const float* Q,
+                  const float* K, const float* V, float* Y, ThreadPool* pool = nullptr);
+
+} // namespace aicc::kernels
