@@ -327,4 +327,27 @@ Module lowerGraph(const Graph& g, const LowerOptions& opts, std::vector<std::str
   return m;
 }
 
+const Value* LoweredNode::valueOf(const std::string& p) const {
+  for (const auto& [name, v] : inputs)
+    if (name == p) return v;
+  for (const auto& [name, v] : outputs)
+    if (name == p) return v;
+  return nullptr;
+}
+
+const Tensor* LoweredNode::constantOf(const std::string& p) const {
+  for (const auto& [name, t] : constants)
+    if (name == p) return &t;
+  return nullptr;
+}
+
+std::string opLabel(const Node& n) {
+  if (n.domain != kAiccDomain || n.op != "Fused") return n.domain.empty() ? n.op : n.domain + "." + n.op;
+  std::string s = "Fused(";
+  if (const Attribute* a = n.attr("body"))
+    if (auto* g = std::get_if<GraphPtr>(&a->v))
+      for (size_t i = 0; i < (*g)->nodes.size(); ++i) s += (i ? "+" : "") + (*g)->nodes[i]->op;
+  return s + ")";
+}
+
 } // namespace aicc::loop

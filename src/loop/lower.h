@@ -38,7 +38,15 @@ struct LoweredNode {
   std::vector<std::pair<std::string, const Value*>> outputs; // `out` param -> node output
   // `in` params bound to data made at compile time (packed weights), owned here.
   std::vector<std::pair<std::string, Tensor>> constants;
+
+  // The graph value bound to param p (input or output), or null (a temp or a constant).
+  const Value* valueOf(const std::string& p) const;
+  // The compile-time data bound to param p, or null.
+  const Tensor* constantOf(const std::string& p) const;
 };
+
+// "Conv", or "Fused(Conv+Relu)" for an aicc.Fused node (reports and profiles).
+std::string opLabel(const Node& n);
 
 // Lowers `n` (named `funcName`), or returns nullopt and sets *whyNot.
 std::optional<LoweredNode> lowerNode(const Node& n, const std::string& funcName,

@@ -4,6 +4,8 @@
 #include "loop/simplify.h"
 #include "support/error.h"
 
+#include <functional>
+
 namespace aicc::loop::detail {
 
 void no(std::string reason) { throw NotLowerable{std::move(reason)}; }
@@ -92,9 +94,39 @@ std::string FuncBuilder::temp(const std::string& base, DType t, const Dims& shap
   return p;
 }
 
+namespace {
+
+// Buffers a block reads or writes (loads, stores, call arguments).
+void usedBuffers(const Block& b, std::set<std::string>& out) {
+  std::function<void(const ExprPtr&)> expr = [&](const ExprPtr& e) {
+    if (!e) return;
+    if (e->op == Op::Load) out.insert(e->name);
+    for (const auto& a : e->args) expr(a);
+  };
+  for (const Stmt& s : b) {
+    if (s.kind == StmtKind::Store) out.insert(s.name);
+    for (const CallArg& a : s.args) {
+      if (!a.buffer.empty()) out.insert(a.buffer);
+      expr(a.offset), expr(a.value);
+    }
+    expr(s.lo), expr(s.hi), expr(s.index), expr(s.value);
+    usedBuffers(s.body, out), usedBuffers(s.orelse, out);
+  }
+}
+
+} // namespace
+
 LoweredNode FuncBuilder::finish(Block body, Schedule sched, const LowerOptions& opts) {
   for (auto& s : body) prologue.push_back(std::move(s));
   ln.func.body = std::move(prologue);
+  // Inputs the code never reads (e.g. a weight used only through its packed form) are dropped,
+  // so nothing binds or stores them.
+  std::set<std::string> used;
+  usedBuffers(ln.func.body, used);
+  std::erase_if(ln.func.params,
+                [&](const Buffer& p) { return p.role == Role::In && !used.count(p.name); });
+  std::erase_if(ln.inputs, [&](const auto& in) { return !used.count(in.first); });
+  std::erase_if(ln.constants, [&](const auto& c) { return !used.count(c.first); });
   sched["kind"] = kind_;
   sched["op"] = node.domain.empty() ? node.op : node.domain + "." + node.op;
   ln.func.schedule = std::move(sched);

@@ -40,16 +40,6 @@ void checkInput(const Value* v, const RValue& r) {
              formatShape(s), t.numel(), t.shape().size());
 }
 
-// "Conv", or "Fused(Conv+Relu)" for an aicc.Fused node.
-std::string opLabel(const Node& n) {
-  if (n.domain != kAiccDomain || n.op != "Fused") return n.domain.empty() ? n.op : n.domain + "." + n.op;
-  std::string s = "Fused(";
-  if (const Attribute* a = n.attr("body"))
-    if (auto* g = std::get_if<GraphPtr>(&a->v))
-      for (size_t i = 0; i < (*g)->nodes.size(); ++i) s += (i ? "+" : "") + (*g)->nodes[i]->op;
-  return s + ")";
-}
-
 } // namespace
 
 JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) {
@@ -84,7 +74,7 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
     t.node = np.get();
     TaskInfo info;
     info.node = np->describe();
-    info.op = opLabel(*np);
+    info.op = loop::opLabel(*np);
     std::string why, name = "node" + std::to_string(index++);
     std::optional<loop::LoweredNode> ln;
     try {
@@ -106,14 +96,9 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
       AICC_CHECK(msgs.empty(), "{}: lowering produced invalid loop IR: {}", np->describe(),
                  msgs[0]);
       for (const loop::Buffer& b : ln->func.params) {
-        const Value* v = nullptr;
-        for (const auto& [p, val] : ln->inputs)
-          if (p == b.name) v = val;
-        for (const auto& [p, val] : ln->outputs)
-          if (p == b.name) v = val;
-        Tensor c;
-        for (auto& [p, data] : ln->constants)
-          if (p == b.name) c = data;
+        const Value* v = ln->valueOf(b.name);
+        const Tensor* cp = ln->constantOf(b.name);
+        Tensor c = cp ? *cp : Tensor();
         bool isConst = c.defined();
         t.params.push_back(v);
         t.temps.emplace_back(v || isConst ? 0

@@ -41,22 +41,32 @@ int benchCommand(const BenchArgs& a) {
   AICC_CHECK(a.iters >= 1, "bench: --iters must be at least 1");
   AICC_CHECK(a.threads >= 1, "bench: --threads must be at least 1");
   runtime::setNumThreads(a.threads);
-  ImportOptions io;
-  io.dims = parseDims(a.dims);
-  ImportedModel m = importOnnxFile(a.model, io);
-  std::vector<RValue> inputs = bindInputs(m, a.inputs);
-  if (a.engine == "jit") specializeToInputs(m, inputs); // compiled for these shapes
-  OptArgs opt;
-  opt.optLevel = a.optLevel;
-  auto t0 = std::chrono::steady_clock::now();
-  optimize(m.model, opt);
-  const Graph& g = *m.model.graph;
+  std::unique_ptr<runtime::LoadedArtifact> art;
+  std::unique_ptr<ImportedModel> owned;
+  std::vector<RValue> inputs;
   std::unique_ptr<runtime::JitExecutable> exe;
-  if (a.engine == "jit") exe = std::make_unique<runtime::JitExecutable>(g);
+  const Graph* graph = nullptr;
+  auto t0 = std::chrono::steady_clock::now();
+  std::string engine = a.engine;
+  if (isArtifactDir(a.model)) { // a compiled artifact: load it (no compiler involved)
+    art = std::make_unique<runtime::LoadedArtifact>(a.model);
+    inputs = bindArtifactInputs(*art, a.inputs);
+    engine = "artifact";
+  } else {
+    owned = std::make_unique<ImportedModel>(loadModel(a.model, parseDims(a.dims)));
+    inputs = bindInputs(*owned, a.inputs);
+    if (a.engine == "jit") specializeToInputs(*owned, inputs); // compiled for these shapes
+    OptArgs opt;
+    opt.optLevel = a.optLevel;
+    optimize(owned->model, opt);
+    graph = owned->model.graph.get();
+    if (a.engine == "jit") exe = std::make_unique<runtime::JitExecutable>(*graph);
+  }
   double compileSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto once = [&] {
+    if (art) return art->run(inputs);
     if (exe) return exe->run(inputs);
-    return interpret(g, inputs);
+    return interpret(*graph, inputs);
   };
   for (int i = 0; i < a.warmup; ++i) once();
   if (exe && a.profile) exe->setProfiling(true);
@@ -69,8 +79,8 @@ int benchCommand(const BenchArgs& a) {
   }
   double med = median(ms), lo = *std::min_element(ms.begin(), ms.end());
   std::cout << fmt::format("{}: engine {}, {} thread(s), {} runs: median {:.3f} ms, min {:.3f} ms; "
-                           "compile {:.2f} s\n",
-                           a.model, a.engine, a.threads, a.iters, med, lo, compileSec);
+                           "{} {:.2f} s\n",
+                           a.model, engine, a.threads, a.iters, med, lo, art ? "load" : "compile", compileSec);
   if (exe) {
     const auto& st = exe->stats();
     std::cout << fmt::format("  {} tasks compiled, {} fallback; arena {} bytes\n", st.lowered,
@@ -100,7 +110,7 @@ int benchCommand(const BenchArgs& a) {
   if (!a.json.empty()) {
     std::ofstream f(a.json);
     AICC_CHECK(f.good(), "bench: cannot write '{}'", a.json);
-    f << "{\"model\": \"" << jsonEscape(a.model) << "\", \"engine\": \"" << a.engine
+    f << "{\"model\": \"" << jsonEscape(a.model) << "\", \"engine\": \"" << engine
       << "\", \"threads\": " << a.threads << ", \"median_ms\": " << med
       << ", \"min_ms\": " << lo << ", \"compile_s\": " << compileSec << ", \"times_ms\": [";
     for (size_t i = 0; i < ms.size(); ++i) f << (i ? ", " : "") << ms[i];

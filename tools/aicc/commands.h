@@ -94,7 +94,7 @@ int optCommand(const OptArgs& a);
 std::vector<PassRecord> optimize(Model& m, const OptArgs& a);
 
 struct CompileArgs { // tools/aicc/compile.cpp
-  std::string model, outputDir, emit = "c", prefix = "model";
+  std::string model, outputDir, emit = "so", prefix = "model", target = "native";
   std::vector<std::string> dims;
   int optLevel = 2;
 };

@@ -4,6 +4,7 @@
 #include "ir/parser.h"
 #include "passes/shape_inference.h"
 
+#include <filesystem>
 #include <functional>
 
 namespace aicc::cli {
@@ -40,6 +41,27 @@ std::map<std::string, int64_t> opHistogram(const Graph& g) {
   };
   walk(g);
   return hist;
+}
+
+bool isArtifactDir(const std::string& path) {
+  return std::filesystem::is_directory(path) &&
+         std::filesystem::exists(std::filesystem::path(path) / "model.plan");
+}
+
+Type typeOf(const runtime::TensorDesc& d) {
+  Shape s;
+  for (int64_t x : d.dims) s.push_back(Dim::known(x));
+  return Type::tensor(d.dtype, s);
+}
+
+std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const InputSpec& spec) {
+  ImportedModel m; // a graph of just the inputs, so the usual binding rules apply
+  m.model.graph = std::make_shared<Graph>();
+  for (const auto& d : art.inputs()) {
+    m.model.graph->addInput(d.name, typeOf(d));
+    m.allInputNames.push_back(d.name);
+  }
+  return bindInputs(m, spec);
 }
 
 std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<RValue>& inputs) {

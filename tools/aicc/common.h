@@ -3,6 +3,7 @@
 
 #include "frontend/onnx/inputs.h"
 #include "ops/op_def.h"
+#include "runtime/artifact.h"
 
 #include <map>
 #include <string>
@@ -23,6 +24,12 @@ std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<
 // Fixes m's symbolic input dims to those of `inputs` and re-infers shapes: engines that compile
 // for static shapes (the JIT) specialize to the inputs of the run.
 void specializeToInputs(ImportedModel& m, const std::vector<RValue>& inputs);
+
+// An `aicc compile --emit so` folder (holds model.plan).
+bool isArtifactDir(const std::string& path);
+Type typeOf(const runtime::TensorDesc& d);
+// Inputs for a loaded artifact, by the rules of bindInputs (input_<i>.pb, NAME=FILE, generated).
+std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const InputSpec& spec);
 
 // Parses "NAME=VALUE" strings into a dims map.
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs);

@@ -1,31 +1,143 @@
-// aicc compile MODEL -o OUTDIR --emit c [--dim N=V] [-O0..-O3]: runs the graph pipeline, plans
-// memory, lowers every node to loop IR and writes the portable C99 bundle (model.c, model.h,
-// model.weights; docs/codegen-c.md).
+// aicc compile MODEL -o OUTDIR [--emit so|c] [--target T] [--dim N=V] [-O0..-O3]: runs the graph
+// pipeline, plans memory, lowers every node to loop IR and writes the artifact:
+//   --emit so (default): model.so + model.o + model.weights + model.plan (runtime/artifact.h),
+//                        loaded by `aicc run OUTDIR` or the C API (include/aicc/runtime.h);
+//   --emit c:            the portable C99 bundle (model.c, model.h, model.weights;
+//                        docs/codegen-c.md), libc/libm only.
+// Both write report.txt and report.json: per task the op and the schedule with the chosen
+// candidate, arena / lower bound / weights sizes, code size, and the time of every phase.
 #include "commands.h"
 
 #include "backend/memory_plan.h"
+#include "backend/target.h"
 #include "codegen/c/bundle.h"
+#include "runtime/artifact.h"
 
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 namespace aicc::cli {
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string jsonStr(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (c == '\n') o += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", int(c));
+    else o += c;
+  }
+  return o + "\"";
+}
+
+struct Report {
+  std::vector<std::pair<std::string, double>> phases;         // name -> seconds
+  std::vector<std::pair<std::string, std::string>> numbers;   // name -> JSON value
+  std::vector<std::array<std::string, 3>> tasks;              // node, op, schedule
+  void write(const std::string& dir, const std::string& title) const {
+    std::ofstream txt(std::filesystem::path(dir) / "report.txt");
+    txt << title << "\n";
+    for (const auto& [k, v] : numbers) txt << fmt::format("  {:<22} {}\n", k, v);
+    double total = 0;
+    for (const auto& [k, s] : phases) {
+      txt << fmt::format("  time {:<17} {:.3f} s\n", k, s);
+      total += s;
+    }
+    txt << fmt::format("  time {:<17} {:.3f} s\n", "total", total);
+    for (const auto& t : tasks) txt << "  " << t[0] << " [" << t[1] << "] " << t[2] << "\n";
+    std::ofstream js(std::filesystem::path(dir) / "report.json");
+    js << "{\n";
+    for (const auto& [k, v] : numbers) js << "  " << jsonStr(k) << ": " << v << ",\n";
+    js << "  \"phases_s\": {";
+    for (size_t i = 0; i < phases.size(); ++i)
+      js << (i ? ", " : "") << jsonStr(phases[i].first) << ": " << phases[i].second;
+    js << fmt::format(", \"total\": {}}},\n  \"tasks\": [", total);
+    for (size_t i = 0; i < tasks.size(); ++i)
+      js << (i ? ",\n    " : "\n    ") << "{\"node\": " << jsonStr(tasks[i][0])
+         << ", \"op\": " << jsonStr(tasks[i][1]) << ", \"schedule\": " << jsonStr(tasks[i][2])
+         << "}";
+    js << "\n  ]\n}\n";
+  }
+};
+
+} // namespace
+
 int compileCommand(const CompileArgs& a) {
-  AICC_CHECK(a.emit == "c", "compile: --emit {} is not supported (supported: c)", a.emit);
+  AICC_CHECK(a.emit == "so" || a.emit == "c", "compile: --emit {} is not supported (so, c)",
+             a.emit);
+  Report rep;
+  auto t = Clock::now();
   ImportedModel im = loadModel(a.model, parseDims(a.dims));
+  rep.phases.push_back({"import", since(t)});
+  t = Clock::now();
   OptArgs opt;
   opt.optLevel = a.optLevel;
   optimize(im.model, opt);
+  rep.phases.push_back({"graph passes", since(t)});
   const Graph& g = *im.model.graph;
-  MemoryPlan plan = planMemory(g);
-  codegen::CBundleOptions co;
-  co.prefix = a.prefix;
-  codegen::CBundle b = codegen::emitCBundle(g, plan, co);
-  codegen::writeCBundle(b, a.outputDir);
-  std::cout << fmt::format("wrote {0}/{1}.c ({2} bytes, {3} kernels, {4} no-op views), {0}/{1}.h, "
-                           "{0}/{1}.weights ({5} bytes); arena {6} bytes\n",
-                           a.outputDir, b.prefix, b.source.size(), b.kernels, b.noOps,
-                           b.weights.size(), b.arenaBytes);
+  rep.numbers.push_back({"model", jsonStr(a.model)});
+  rep.numbers.push_back({"emit", jsonStr(a.emit)});
+  rep.numbers.push_back({"opt_level", std::to_string(a.optLevel)});
+  rep.numbers.push_back({"nodes", std::to_string(g.nodes.size())});
+  if (a.emit == "c") {
+    t = Clock::now();
+    MemoryPlan plan = planMemory(g);
+    codegen::CBundleOptions co;
+    co.prefix = a.prefix;
+    codegen::CBundle b = codegen::emitCBundle(g, plan, co);
+    rep.phases.push_back({"plan + lower + emit C", since(t)});
+    codegen::writeCBundle(b, a.outputDir);
+    rep.numbers.push_back({"target", jsonStr("generic (portable C99)")});
+    rep.numbers.push_back({"arena_bytes", std::to_string(b.arenaBytes)});
+    rep.numbers.push_back({"lower_bound_bytes", std::to_string(plan.lowerBoundBytes)});
+    rep.numbers.push_back({"scratch_bytes", std::to_string(b.scratchBytes)});
+    rep.numbers.push_back({"weights_bytes", std::to_string(b.weights.size())});
+    rep.numbers.push_back({"c_source_bytes", std::to_string(b.source.size())});
+    rep.numbers.push_back({"c_kernels", std::to_string(b.kernels)});
+    rep.write(a.outputDir, "aicc compile --emit c " + a.model);
+    std::cout << fmt::format("wrote {0}/{1}.c ({2} bytes, {3} kernels, {4} no-op views), {0}/{1}.h, "
+                             "{0}/{1}.weights ({5} bytes); arena {6} bytes; report {0}/report.txt\n",
+                             a.outputDir, b.prefix, b.source.size(), b.kernels, b.noOps,
+                             b.weights.size(), b.arenaBytes);
+    return 0;
+  }
+  Target target = parseTarget(a.target);
+  t = Clock::now();
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
+  rep.phases.push_back({"plan + lower", since(t)});
+  codegen::AotOptions ao;
+  runtime::WrittenArtifact w = runtime::writeArtifact(spec, a.outputDir, target, ao);
+  rep.phases.push_back({"llvm codegen", w.codegenSeconds});
+  rep.phases.push_back({"link", w.linkSeconds});
+  rep.numbers.push_back({"target", jsonStr(formatTarget(target))});
+  rep.numbers.push_back({"tasks", std::to_string(spec.tasks.size())});
+  rep.numbers.push_back({"fallbacks", "0"});
+  rep.numbers.push_back({"arena_bytes", std::to_string(spec.arenaBytes)});
+  rep.numbers.push_back({"lower_bound_bytes", std::to_string(spec.lowerBoundBytes)});
+  rep.numbers.push_back({"scratch_bytes", std::to_string(spec.scratchBytes)});
+  rep.numbers.push_back({"weights_bytes", std::to_string(w.weightBytes)});
+  rep.numbers.push_back({"packed_weight_bytes", std::to_string(spec.packedBytes)});
+  rep.numbers.push_back({"object_bytes", std::to_string(w.objectBytes)});
+  rep.numbers.push_back({"shared_library_bytes", std::to_string(w.sharedBytes)});
+  for (size_t i = 0; i < spec.tasks.size(); ++i)
+    rep.tasks.push_back({spec.tasks[i].node, spec.schedules[i].first, spec.schedules[i].second});
+  rep.write(a.outputDir, "aicc compile --emit so " + a.model);
+  double total = 0;
+  for (const auto& [k, s] : rep.phases) total += s;
+  std::cout << fmt::format("wrote {0}/model.so ({1} bytes, {2} tasks), model.weights ({3} bytes), "
+                           "model.plan; arena {4} bytes (lower bound {5}); compile {6:.2f} s; "
+                           "report {0}/report.txt\n",
+                           a.outputDir, w.sharedBytes, spec.tasks.size(), w.weightBytes,
+                           spec.arenaBytes, spec.lowerBoundBytes, total);
   return 0;
 }
 

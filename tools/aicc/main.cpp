@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
 
   RunArgs run;
   auto* runCmd = app.add_subcommand("run", "Run a model with the reference interpreter");
-  runCmd->add_option("model", run.model, "ONNX model file")->required();
+  runCmd->add_option("model", run.model, "ONNX model file, or a folder written by `aicc compile --emit so`")->required();
   runCmd->add_option("--inputs-dir", run.inputs.inputsDir, "Folder with input_<i>.pb files (ONNX backend-test layout)");
   runCmd->add_option("--input", run.inputs.named, "NAME=FILE (.pb TensorProto or .npy); repeatable");
   runCmd->add_option("--output-dir", run.outputDir, "Write output_<i>.pb files here");
@@ -118,10 +118,11 @@ int main(int argc, char** argv) {
   loCmd->add_option("--reproducer", lo.reproducer, "On a pass failure, write the IR before the pass here");
 
   CompileArgs cc;
-  auto* ccCmd = app.add_subcommand("compile", "Compile a model to a portable C99 bundle (model.c, model.h, model.weights)");
+  auto* ccCmd = app.add_subcommand("compile", "Compile a model: a shared library + plan + weights (--emit so), or a portable C99 bundle (--emit c)");
   ccCmd->add_option("model", cc.model, "ONNX model or IR text file")->required();
   ccCmd->add_option("-o", cc.outputDir, "Output folder")->required();
-  ccCmd->add_option("--emit", cc.emit, "What to emit: c (default)");
+  ccCmd->add_option("--emit", cc.emit, "so (default: model.so, model.o, model.weights, model.plan) or c (model.c, model.h, model.weights)")->check(CLI::IsMember({"so", "c"}));
+  ccCmd->add_option("--target", cc.target, "native (default), x86-64-avx2, x86-64-avx512, generic, with modifiers (e.g. native,-avx512f)");
   ccCmd->add_option("--prefix", cc.prefix, "API prefix and file names (default model)");
   ccCmd->add_option("--dim", cc.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));

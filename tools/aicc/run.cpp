@@ -11,7 +11,31 @@
 
 namespace aicc::cli {
 
+namespace {
+
+// `aicc run ARTIFACT_DIR`: the compiled model, no compiler involved.
+int runArtifact(const RunArgs& a) {
+  runtime::LoadedArtifact art(a.model);
+  std::vector<RValue> inputs = bindArtifactInputs(art, a.inputs);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<RValue> outputs = art.run(inputs);
+  double runSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.engineStats) std::cerr << fmt::format("artifact: run {:.3f} ms\n", runSec * 1e3);
+  if (!a.outputDir.empty()) std::filesystem::create_directories(a.outputDir);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const runtime::TensorDesc& d = art.outputs()[i];
+    if (!a.outputDir.empty())
+      writeValueFile(fmt::format("{}/output_{}.pb", a.outputDir, i), outputs[i], typeOf(d), d.name);
+    else
+      std::cout << d.name << ": " << summarize(outputs[i]) << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
 int runCommand(const RunArgs& a) {
+  if (isArtifactDir(a.model)) return runArtifact(a);
   ImportOptions opts;
   opts.dims = parseDims(a.dims);
   ImportedModel m = importOnnxFile(a.model, opts);

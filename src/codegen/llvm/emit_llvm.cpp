@@ -3,6 +3,10 @@
 
 #include "support/error.h"
 
+#include <llvm/Support/TargetSelect.h>
+
+#include <mutex>
+
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LLVMContext.h>
@@ -553,6 +557,15 @@ std::string printModule(const llvm::Module& mod) {
   llvm::raw_string_ostream os(s);
   mod.print(os, nullptr);
   return os.str();
+}
+
+void initNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
 }
 
 } // namespace aicc::codegen

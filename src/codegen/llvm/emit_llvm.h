@@ -49,6 +49,9 @@ struct EmitOptions {
 // The ABI of an emitted function.
 using LoopFnPtr = int32_t (*)(void** buffers);
 
+// Initializes LLVM's native target, asm printer and parser once per process.
+void initNativeTarget();
+
 // Emits every Func of `m` into a new LLVM module. Throws aicc::Error for constructs not supported
 // yet (reduced-float or sub-byte element types), naming the function.
 std::unique_ptr<llvm::Module> emitModule(const loop::Module& m, llvm::LLVMContext& ctx,

@@ -22,14 +22,6 @@ namespace aicc::codegen {
 
 namespace {
 
-void initLLVM() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-  });
-}
 
 template <typename T> T unwrap(llvm::Expected<T> v, const char* what) {
   if (!v) fail("LLVM JIT: {}: {}", what, llvm::toString(v.takeError()));
@@ -102,7 +94,7 @@ struct JitEngine::Impl {
 };
 
 JitEngine::JitEngine(JitOptions opts) : impl_(std::make_unique<Impl>()), opts_(std::move(opts)) {
-  initLLVM();
+  initNativeTarget();
   auto jtmb = hostBuilder(opts_.optLevel);
   impl_->tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
   impl_->jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(),

@@ -1,0 +1,58 @@
+/* aicc runtime C API: load a model compiled with `aicc compile MODEL -o DIR --emit so`, bind its
+ * inputs, run it and read its outputs. Plain C, no allocation during a run (the arena is
+ * allocated at load). Every function that can fail returns a status (0 = success) or NULL, and
+ * aicc_last_error() then holds a one-line message naming the input, file or node and the reason
+ * (per thread, valid until the next failing call on that thread).
+ *
+ *   aicc_model* m = aicc_model_load("resnet50.aicc");
+ *   if (!m) { fprintf(stderr, "%s\n", aicc_last_error()); return 1; }
+ *   aicc_model_set_input(m, 0, image, sizeof(image));
+ *   if (aicc_model_run(m) != 0) ...
+ *   const float* logits = (const float*)aicc_model_output(m, 0, &bytes);
+ *   aicc_model_free(m);
+ *
+ * Element types are named as in the IR ("f32", "i64", ...). A model instance is not thread-safe;
+ * load one per thread (the kernels themselves use aicc's thread pool: aicc_set_num_threads). */
+#ifndef AICC_RUNTIME_H
+#define AICC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct aicc_model aicc_model;
+
+const char* aicc_last_error(void);
+
+aicc_model* aicc_model_load(const char* dir);
+void aicc_model_free(aicc_model* m);
+
+int aicc_model_num_inputs(const aicc_model* m);
+int aicc_model_num_outputs(const aicc_model* m);
+/* Name, element type, rank and dims (up to max_rank written) of input / output i; NULL or -1 on
+ * a bad index. */
+const char* aicc_model_input_name(const aicc_model* m, int i);
+const char* aicc_model_input_dtype(const aicc_model* m, int i);
+int aicc_model_input_dims(const aicc_model* m, int i, int64_t* dims, int max_rank);
+size_t aicc_model_input_bytes(const aicc_model* m, int i);
+const char* aicc_model_output_name(const aicc_model* m, int i);
+const char* aicc_model_output_dtype(const aicc_model* m, int i);
+int aicc_model_output_dims(const aicc_model* m, int i, int64_t* dims, int max_rank);
+
+/* The data is read during aicc_model_run (not copied); `bytes` must equal the input's size. */
+int aicc_model_set_input(aicc_model* m, int i, const void* data, size_t bytes);
+int aicc_model_run(aicc_model* m);
+/* Points into the model's arena; valid until the next run or aicc_model_free. */
+const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes);
+
+/* Threads for the kernels (counting the caller); applies to every loaded model. */
+void aicc_set_num_threads(int n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AICC_RUNTIME_H */

@@ -1,0 +1,435 @@
+#include "runtime/artifact.h"
+
+#include "backend/memory_plan.h"
+#include "codegen/llvm/emit_llvm.h"
+#include "ir/dtype.h"
+#include "loop/printer.h"
+#include "loop/verifier.h"
+#include "runtime/parallel.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <dlfcn.h>
+
+namespace aicc::runtime {
+
+namespace fs = std::filesystem;
+
+int64_t TensorDesc::bytes() const {
+  int64_t n = dtypeSize(dtype);
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+namespace {
+
+constexpr int64_t kAlign = 64;
+int64_t alignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+TensorDesc describe(const Value* v, const char* what) {
+  AICC_CHECK(v->type.isTensor() && v->type.shape, "{} '{}' is not a tensor of known shape", what,
+             v->name);
+  auto d = toDims(*v->type.shape);
+  AICC_CHECK(d, "{} '{}' has the dynamic shape {}; fix its symbolic dims with --dim NAME=VALUE",
+             what, v->name, formatShape(*v->type.shape));
+  return {v->name, v->type.dtype, *d};
+}
+
+// Names in the plan file: percent-encoded so they hold no spaces or newlines.
+std::string enc(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) {
+    if (c <= ' ' || c == '%' || c >= 0x7f) o += fmt::format("%{:02X}", int(c));
+    else o += char(c);
+  }
+  return o.empty() ? "%" : o;
+}
+std::string dec(const std::string& s) {
+  if (s == "%") return "";
+  std::string o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      o += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      o += s[i];
+    }
+  }
+  return o;
+}
+
+const char* regionName(Region r) {
+  switch (r) {
+  case Region::Arena: return "A";
+  case Region::Weights: return "W";
+  case Region::Input: return "I";
+  case Region::Scratch: return "S";
+  }
+  return "?";
+}
+
+std::string dimsText(const Dims& d) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s.empty() ? "-" : s;
+}
+
+} // namespace
+
+ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
+  ArtifactSpec spec;
+  for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input"));
+  MemoryPlan plan = planMemory(g);
+  spec.arenaBytes = plan.arenaBytes;
+  spec.lowerBoundBytes = plan.lowerBoundBytes;
+  // The blob holds only what some task or output reads: constants are placed on first use (a
+  // weight read only through its packed form is not stored twice).
+  std::map<const Value*, int64_t> weightAt;
+  auto place = [&](const Tensor& t) {
+    int64_t at = alignUp(int64_t(spec.weights.size()));
+    spec.weights.resize(size_t(at + int64_t(t.nbytes())));
+    std::memcpy(spec.weights.data() + at, t.raw(), t.nbytes());
+    return at;
+  };
+  auto constantAt = [&](const Value* c) {
+    auto [it, fresh] = weightAt.emplace(c, 0);
+    if (fresh) it->second = place(*c->constant);
+    return it->second;
+  };
+  std::map<const Value*, size_t> inputIndex;
+  for (size_t i = 0; i < g.inputs.size(); ++i) inputIndex[g.inputs[i]] = i;
+  auto bind = [&](const Value* v) -> Binding {
+    int64_t bytes = describe(v, "value").bytes();
+    if (v->constant) return {Region::Weights, constantAt(v), bytes};
+    const PlannedValue* pv = plan.find(v);
+    AICC_CHECK(pv, "'{}' has no place in the memory plan", v->name);
+    if (pv->storage == MemStorage::Arena) return {Region::Arena, pv->offset, bytes};
+    if (pv->storage == MemStorage::Weight) { // a view of a constant: same bytes
+      const Value* root = v;
+      while (!root->constant) {
+        const PlannedValue* p = plan.find(root);
+        AICC_CHECK(p && p->aliasOf, "'{}': cannot find the constant it views", v->name);
+        root = p->aliasOf;
+      }
+      return {Region::Weights, constantAt(root), bytes};
+    }
+    const Value* root = v; // a graph input, or a view of one
+    while (!inputIndex.count(root)) {
+      const PlannedValue* p = plan.find(root);
+      AICC_CHECK(p && p->aliasOf, "'{}': cannot find the input it views", v->name);
+      root = p->aliasOf;
+    }
+    return {Region::Input, int64_t(inputIndex[root]), bytes};
+  };
+  std::vector<std::string> missing;
+  int64_t index = 0;
+  for (const auto& np : g.nodes) {
+    std::string why, name = "task" + std::to_string(index++);
+    std::optional<loop::LoweredNode> ln;
+    try {
+      ln = loop::lowerNode(*np, name, &why, lower);
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (!ln) {
+      missing.push_back(np->describe() + ": " + why);
+      continue;
+    }
+    auto msgs = loop::verifyMessages(ln->func);
+    AICC_CHECK(msgs.empty(), "{}: lowering produced invalid loop IR: {}", np->describe(), msgs[0]);
+    ArtifactTask t;
+    t.fn = name;
+    t.node = np->describe();
+    int64_t scratch = 0;
+    for (const loop::Buffer& b : ln->func.params) {
+      const Value* v = ln->valueOf(b.name);
+      const Tensor* c = ln->constantOf(b.name);
+      int64_t bytes = b.numel() * int64_t(dtypeSize(b.dtype));
+      if (v) {
+        t.params.push_back(bind(v));
+      } else if (c) { // packed at compile time
+        spec.packedBytes += c->nbytes();
+        t.params.push_back({Region::Weights, place(*c), int64_t(c->nbytes())});
+      } else { // a temp: this task's scratch
+        t.params.push_back({Region::Scratch, scratch, bytes});
+        scratch = alignUp(scratch + bytes);
+      }
+    }
+    spec.scratchBytes = std::max(spec.scratchBytes, scratch);
+    spec.schedules.push_back({loop::opLabel(*np), loop::printSchedule(ln->func.schedule)});
+    spec.tasks.push_back(std::move(t));
+    spec.code.funcs.push_back(std::move(ln->func));
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += "\n  " + m;
+    fail("{} node(s) have no compiled lowering, so the model cannot be compiled ahead of time "
+         "(`aicc run --engine jit` runs them through the reference kernels):{}",
+         missing.size(), list);
+  }
+  for (const Value* o : g.outputs) spec.outputs.push_back({describe(o, "output"), bind(o)});
+  return spec;
+}
+
+WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
+                              const Target& target, const codegen::AotOptions& o) {
+  WrittenArtifact w;
+  fs::create_directories(dir);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string obj = codegen::emitObject(spec.code, target, o);
+  auto t1 = std::chrono::steady_clock::now();
+  w.codegenSeconds = std::chrono::duration<double>(t1 - t0).count();
+  auto writeFile = [](const fs::path& p, const void* data, size_t n) {
+    std::ofstream f(p, std::ios::binary);
+    f.write(static_cast<const char*>(data), std::streamsize(n));
+    AICC_CHECK(f.good(), "cannot write '{}'", p.string());
+  };
+  fs::path d(dir);
+  writeFile(d / "model.o", obj.data(), obj.size());
+  w.objectBytes = int64_t(obj.size());
+  std::string cmd = fmt::format("cc -shared -o '{}' '{}' -lm", (d / "model.so").string(),
+                                (d / "model.o").string());
+  int rc = std::system(cmd.c_str());
+  AICC_CHECK(rc == 0, "linking model.so failed (`{}` exited with {}); a C compiler driver `cc` "
+             "must be on PATH; model.o was written", cmd, rc);
+  w.linkSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  w.sharedBytes = int64_t(fs::file_size(d / "model.so"));
+  writeFile(d / "model.weights", spec.weights.data(), spec.weights.size());
+  w.weightBytes = int64_t(spec.weights.size());
+  std::ostringstream p;
+  p << "aicc-artifact 1\n";
+  p << "arena " << spec.arenaBytes << "\nscratch " << spec.scratchBytes << "\nweights "
+    << spec.weights.size() << "\n";
+  for (const TensorDesc& t : spec.inputs)
+    p << "input " << enc(t.name) << " " << dtypeName(t.dtype) << " " << dimsText(t.dims) << "\n";
+  for (const auto& [t, b] : spec.outputs)
+    p << "output " << enc(t.name) << " " << dtypeName(t.dtype) << " " << dimsText(t.dims) << " "
+      << regionName(b.region) << ":" << b.offset << ":" << b.bytes << "\n";
+  for (const ArtifactTask& t : spec.tasks) {
+    p << "task " << t.fn << " " << enc(t.node);
+    for (const Binding& b : t.params)
+      p << " " << regionName(b.region) << ":" << b.offset << ":" << b.bytes;
+    p << "\n";
+  }
+  std::string text = p.str();
+  writeFile(d / "model.plan", text.data(), text.size());
+  return w;
+}
+
+// ---- loading ----
+
+struct LoadedArtifact::Impl {
+  void* lib = nullptr;
+  struct Task {
+    codegen::LoopFnPtr fn;
+    std::string node;
+    std::vector<Binding> params;
+  };
+  std::vector<Task> tasks;
+  std::vector<Binding> outputs;
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  using Bytes = std::unique_ptr<std::byte[], Free>;
+  Bytes arena, weights, scratch;
+  int64_t arenaBytes = 0, weightBytes = 0, scratchBytes = 0;
+  std::vector<const void*> inputs;
+  std::vector<void*> ptrs;
+
+  static Bytes alloc(int64_t n) {
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlign, size_t(alignUp(std::max<int64_t>(n, 1)))));
+    AICC_CHECK(p, "out of memory allocating {} bytes", n);
+    return Bytes(p);
+  }
+  std::byte* at(const Binding& b) const {
+    switch (b.region) {
+    case Region::Arena: return arena.get() + b.offset;
+    case Region::Weights: return weights.get() + b.offset;
+    case Region::Scratch: return scratch.get() + b.offset;
+    case Region::Input: return const_cast<std::byte*>(static_cast<const std::byte*>(inputs[size_t(b.offset)]));
+    }
+    return nullptr;
+  }
+};
+
+namespace {
+
+Binding parseBinding(const std::string& s, const std::string& file) {
+  Binding b;
+  AICC_CHECK(s.size() > 2 && s[1] == ':', "{}: bad binding '{}'", file, s);
+  const std::string r = s.substr(0, 1);
+  b.region = r == "A" ? Region::Arena : r == "W" ? Region::Weights : r == "I" ? Region::Input
+           : r == "S" ? Region::Scratch : throw Error(fmt::format("{}: bad region in '{}'", file, s));
+  size_t c = s.find(':', 2);
+  AICC_CHECK(c != std::string::npos, "{}: bad binding '{}'", file, s);
+  b.offset = std::stoll(s.substr(2, c - 2));
+  b.bytes = std::stoll(s.substr(c + 1));
+  AICC_CHECK(b.offset >= 0 && b.bytes >= 0, "{}: bad binding '{}'", file, s);
+  return b;
+}
+
+Dims parseDims(const std::string& s) {
+  Dims d;
+  if (s == "-") return d;
+  std::stringstream ss(s);
+  std::string x;
+  while (std::getline(ss, x, ',')) d.push_back(std::stoll(x));
+  return d;
+}
+
+} // namespace
+
+LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<Impl>()) {
+  fs::path d(dir);
+  const std::string planFile = (d / "model.plan").string();
+  std::ifstream pf(planFile);
+  AICC_CHECK(pf.good(), "'{}': no model.plan here (not an `aicc compile --emit so` folder)", dir);
+  std::string line, header;
+  std::getline(pf, header);
+  AICC_CHECK(header == "aicc-artifact 1", "{}: not an aicc artifact plan (first line '{}')",
+             planFile, header);
+  std::vector<std::pair<std::string, std::vector<Binding>>> taskLines;
+  std::vector<std::string> taskNodes;
+  try {
+    while (std::getline(pf, line)) {
+      std::istringstream ls(line);
+      std::string kind;
+      ls >> kind;
+      if (kind == "arena") ls >> impl_->arenaBytes;
+      else if (kind == "scratch") ls >> impl_->scratchBytes;
+      else if (kind == "weights") ls >> impl_->weightBytes;
+      else if (kind == "input" || kind == "output") {
+        std::string name, dt, dims, where;
+        ls >> name >> dt >> dims;
+        auto dtype = dtypeFromName(dt);
+        AICC_CHECK(dtype, "{}: unknown element type '{}'", planFile, dt);
+        TensorDesc t{dec(name), *dtype, parseDims(dims)};
+        if (kind == "input") {
+          inputs_.push_back(t);
+        } else {
+          ls >> where;
+          outputDescs_.push_back(t);
+          impl_->outputs.push_back(parseBinding(where, planFile));
+        }
+      } else if (kind == "task") {
+        std::string fn, node, b;
+        ls >> fn >> node;
+        std::vector<Binding> params;
+        while (ls >> b) params.push_back(parseBinding(b, planFile));
+        taskLines.push_back({fn, params});
+        taskNodes.push_back(dec(node));
+      } else if (!kind.empty()) {
+        fail("{}: unknown line '{}'", planFile, line);
+      }
+    }
+  } catch (const std::invalid_argument&) {
+    fail("{}: malformed line '{}'", planFile, line);
+  } catch (const std::out_of_range&) {
+    fail("{}: malformed line '{}'", planFile, line);
+  }
+  // Every binding must lie inside its region.
+  auto checkBinding = [&](const Binding& b, const std::string& where) {
+    int64_t size = b.region == Region::Arena     ? impl_->arenaBytes
+                   : b.region == Region::Weights ? impl_->weightBytes
+                   : b.region == Region::Scratch ? impl_->scratchBytes
+                                                 : -1;
+    if (b.region == Region::Input) {
+      AICC_CHECK(b.offset < int64_t(inputs_.size()) && b.bytes <= inputs_[size_t(b.offset)].bytes(),
+                 "{}: {} binds input {} out of range", planFile, where, b.offset);
+      return;
+    }
+    AICC_CHECK(b.offset + b.bytes <= size, "{}: {} reaches past its region", planFile, where);
+  };
+  for (size_t i = 0; i < taskLines.size(); ++i)
+    for (const Binding& b : taskLines[i].second) checkBinding(b, "task " + taskLines[i].first);
+  for (const Binding& b : impl_->outputs) checkBinding(b, "an output");
+  // Weights.
+  const std::string wf = (d / "model.weights").string();
+  std::ifstream w(wf, std::ios::binary);
+  AICC_CHECK(w.good(), "cannot open '{}'", wf);
+  AICC_CHECK(int64_t(fs::file_size(wf)) == impl_->weightBytes, "'{}' holds {} bytes, the plan says {}",
+             wf, fs::file_size(wf), impl_->weightBytes);
+  impl_->weights = Impl::alloc(impl_->weightBytes);
+  w.read(reinterpret_cast<char*>(impl_->weights.get()), std::streamsize(impl_->weightBytes));
+  AICC_CHECK(w.good() || impl_->weightBytes == 0, "cannot read '{}'", wf);
+  impl_->arena = Impl::alloc(impl_->arenaBytes);
+  impl_->scratch = Impl::alloc(impl_->scratchBytes);
+  // Code.
+  const std::string so = fs::absolute(d / "model.so").string();
+  impl_->lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  AICC_CHECK(impl_->lib, "cannot load '{}': {}", so, dlerror());
+  using BindFn = void (*)(void* const*);
+  auto bindFn = reinterpret_cast<BindFn>(dlsym(impl_->lib, "aicc_artifact_bind"));
+  AICC_CHECK(bindFn, "'{}' has no aicc_artifact_bind (not an aicc artifact)", so);
+  void* const table[] = {reinterpret_cast<void*>(&aicc_rt_call_kernel),
+                         reinterpret_cast<void*>(&aicc_rt_parallel_for)};
+  bindFn(table);
+  for (size_t i = 0; i < taskLines.size(); ++i) {
+    auto fn = reinterpret_cast<codegen::LoopFnPtr>(dlsym(impl_->lib, taskLines[i].first.c_str()));
+    AICC_CHECK(fn, "'{}' lacks the task function {}", so, taskLines[i].first);
+    impl_->tasks.push_back({fn, taskNodes[i], std::move(taskLines[i].second)});
+  }
+  impl_->inputs.assign(inputs_.size(), nullptr);
+}
+
+LoadedArtifact::~LoadedArtifact() {
+  if (impl_ && impl_->lib) dlclose(impl_->lib);
+}
+
+void LoadedArtifact::setInput(size_t i, const void* data, int64_t bytes) {
+  AICC_CHECK(i < inputs_.size(), "input index {} out of range: the model has {} inputs", i,
+             inputs_.size());
+  AICC_CHECK(data, "input '{}': null data", inputs_[i].name);
+  AICC_CHECK(bytes == inputs_[i].bytes(), "input '{}': expected {} bytes ({}{}), got {}",
+             inputs_[i].name, inputs_[i].bytes(), dtypeName(inputs_[i].dtype),
+             formatDims(inputs_[i].dims), bytes);
+  impl_->inputs[i] = data;
+}
+
+void LoadedArtifact::run() {
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    AICC_CHECK(impl_->inputs[i], "input '{}' was not set", inputs_[i].name);
+  for (const Impl::Task& t : impl_->tasks) {
+    impl_->ptrs.resize(t.params.size());
+    for (size_t i = 0; i < t.params.size(); ++i) impl_->ptrs[i] = impl_->at(t.params[i]);
+    int32_t rc = t.fn(impl_->ptrs.data());
+    AICC_CHECK(rc == 0, "{}: {}", t.node,
+               rc == 1 ? std::string("integer division by zero") : std::string(aicc_rt_last_error()));
+  }
+}
+
+const void* LoadedArtifact::output(size_t i) const {
+  AICC_CHECK(i < outputDescs_.size(), "output index {} out of range: the model has {} outputs", i,
+             outputDescs_.size());
+  return impl_->at(impl_->outputs[i]);
+}
+
+std::vector<RValue> LoadedArtifact::run(const std::vector<RValue>& in) {
+  AICC_CHECK(in.size() == inputs_.size(), "the model takes {} inputs, got {}", inputs_.size(),
+             in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const TensorDesc& d = inputs_[i];
+    AICC_CHECK(in[i].kind == RValue::Kind::Tensor, "input '{}': expected a tensor", d.name);
+    const Tensor& t = in[i].tensor;
+    AICC_CHECK(t.dtype() == d.dtype, "input '{}': expected element type {}, got {}", d.name,
+               dtypeName(d.dtype), dtypeName(t.dtype()));
+    AICC_CHECK(t.shape() == d.dims, "input '{}': expected shape {}, got {}", d.name,
+               formatDims(d.dims), formatDims(t.shape()));
+    setInput(i, t.raw(), int64_t(t.nbytes()));
+  }
+  run();
+  std::vector<RValue> out;
+  for (size_t i = 0; i < outputDescs_.size(); ++i) {
+    Tensor t(outputDescs_[i].dtype, outputDescs_[i].dims);
+    std::memcpy(t.raw(), output(i), size_t(outputDescs_[i].bytes()));
+    out.push_back(RValue::of(std::move(t)));
+  }
+  return out;
+}
+
+} // namespace aicc::runtime

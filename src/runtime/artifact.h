@@ -1,0 +1,97 @@
+// Compiled-model artifacts (`aicc compile --emit so`): the model as a fixed task sequence over one
+// static arena, written to a folder and loaded back without the compiler:
+//
+//   model.so       the kernels (loop IR -> LLVM, AOT, codegen/llvm/aot.h), linked with `cc -shared`
+//   model.o        the same code as a relocatable object (for static linking)
+//   model.weights  the read-only blob: graph constants at their planned offsets, then the weights
+//                  packed at compile time for the micro-kernels
+//   model.plan     text: arena/scratch/weights sizes, the inputs and outputs (name, type, where an
+//                  output lives), one line per task (function, then each parameter's binding)
+//
+// A binding is a region and an offset: the arena, the weights blob, input k, or the per-task
+// scratch area (temps). Every buffer is fixed at compile time, so a run allocates nothing. Nodes
+// without a lowering cannot be compiled ahead of time (the JIT runs them through the reference
+// kernels); compiling such a model is an error that lists them. Static shapes only: symbolic dims
+// are fixed with --dim (the error names the missing ones).
+#pragma once
+
+#include "codegen/llvm/aot.h"
+#include "loop/lower.h"
+#include "ops/op_def.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aicc::runtime {
+
+enum class Region { Arena, Weights, Input, Scratch };
+
+struct Binding {
+  Region region = Region::Arena;
+  int64_t offset = 0; // bytes (Input: the input's index)
+  int64_t bytes = 0;
+};
+
+struct TensorDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  Dims dims;
+  int64_t bytes() const;
+};
+
+struct ArtifactTask {
+  std::string fn;   // symbol in model.so
+  std::string node; // Node::describe(), for errors and reports
+  std::vector<Binding> params;
+};
+
+struct ArtifactSpec {
+  std::vector<TensorDesc> inputs;
+  std::vector<std::pair<TensorDesc, Binding>> outputs;
+  std::vector<ArtifactTask> tasks;
+  int64_t arenaBytes = 0, scratchBytes = 0, packedBytes = 0, lowerBoundBytes = 0;
+  std::vector<std::byte> weights;
+  loop::Module code;
+  // Per task, for the compile report: op label and schedule.
+  std::vector<std::pair<std::string, std::string>> schedules;
+};
+
+// Lowers and plans g (optimized, static shapes) into a spec. Throws aicc::Error listing every node
+// that has no lowering.
+ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower);
+
+struct WrittenArtifact {
+  int64_t objectBytes = 0, sharedBytes = 0, weightBytes = 0;
+  double codegenSeconds = 0, linkSeconds = 0;
+};
+// Writes model.o, model.so, model.weights and model.plan into dir (created if missing).
+WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
+                              const Target& target, const codegen::AotOptions& o = {});
+
+// A loaded artifact: owns the arena, the weights and the library handle.
+class LoadedArtifact {
+public:
+  explicit LoadedArtifact(const std::string& dir); // throws aicc::Error naming the file and why
+  ~LoadedArtifact();
+  LoadedArtifact(const LoadedArtifact&) = delete;
+  LoadedArtifact& operator=(const LoadedArtifact&) = delete;
+
+  const std::vector<TensorDesc>& inputs() const { return inputs_; }
+  const std::vector<TensorDesc>& outputs() const { return outputDescs_; }
+  // Raw interface (the C API): input data by position, bytes checked against the declared size.
+  void setInput(size_t i, const void* data, int64_t bytes);
+  void run(); // throws if an input is missing or a task fails
+  // Valid until the next run.
+  const void* output(size_t i) const;
+  // Checked tensors: dtype and shape of each input against the declaration, by position.
+  std::vector<RValue> run(const std::vector<RValue>& inputs);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::vector<TensorDesc> inputs_, outputDescs_;
+};
+
+} // namespace aicc::runtime

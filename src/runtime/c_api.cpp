@@ -1,0 +1,121 @@
+// The C API of include/aicc/runtime.h over runtime::LoadedArtifact: exceptions become a status
+// and a thread-local message.
+#include "aicc/runtime.h"
+
+#include "runtime/artifact.h"
+#include "runtime/parallel.h"
+#include "support/error.h"
+
+#include <string>
+
+struct aicc_model {
+  std::unique_ptr<aicc::runtime::LoadedArtifact> art;
+  std::vector<std::string> dtypeNames[2]; // inputs, outputs (stable C strings)
+};
+
+using namespace aicc;
+
+namespace {
+
+thread_local std::string lastError;
+
+template <typename F> int guarded(F&& f) {
+  try {
+    f();
+    return 0;
+  } catch (const std::exception& e) {
+    lastError = e.what();
+    return 1;
+  }
+}
+
+const aicc::runtime::TensorDesc* desc(const aicc_model* m, int i, bool input) {
+  if (!m) return nullptr;
+  const auto& v = input ? m->art->inputs() : m->art->outputs();
+  return i >= 0 && size_t(i) < v.size() ? &v[size_t(i)] : nullptr;
+}
+
+int dims(const aicc::runtime::TensorDesc* d, int64_t* out, int max) {
+  if (!d) return -1;
+  for (size_t k = 0; k < d->dims.size() && int(k) < max; ++k) out[k] = d->dims[k];
+  return int(d->dims.size());
+}
+
+} // namespace
+
+extern "C" {
+
+const char* aicc_last_error(void) { return lastError.c_str(); }
+
+aicc_model* aicc_model_load(const char* dir) {
+  auto* m = new aicc_model;
+  int rc = guarded([&] {
+    AICC_CHECK(dir, "aicc_model_load: null path");
+    m->art = std::make_unique<aicc::runtime::LoadedArtifact>(dir);
+    for (const auto& d : m->art->inputs()) m->dtypeNames[0].emplace_back(aicc::dtypeName(d.dtype));
+    for (const auto& d : m->art->outputs()) m->dtypeNames[1].emplace_back(aicc::dtypeName(d.dtype));
+  });
+  if (rc == 0) return m;
+  delete m;
+  return nullptr;
+}
+
+void aicc_model_free(aicc_model* m) { delete m; }
+
+int aicc_model_num_inputs(const aicc_model* m) { return m ? int(m->art->inputs().size()) : -1; }
+int aicc_model_num_outputs(const aicc_model* m) { return m ? int(m->art->outputs().size()) : -1; }
+
+const char* aicc_model_input_name(const aicc_model* m, int i) {
+  auto* d = desc(m, i, true);
+  return d ? d->name.c_str() : nullptr;
+}
+const char* aicc_model_output_name(const aicc_model* m, int i) {
+  auto* d = desc(m, i, false);
+  return d ? d->name.c_str() : nullptr;
+}
+const char* aicc_model_input_dtype(const aicc_model* m, int i) {
+  return desc(m, i, true) ? m->dtypeNames[0][size_t(i)].c_str() : nullptr;
+}
+const char* aicc_model_output_dtype(const aicc_model* m, int i) {
+  return desc(m, i, false) ? m->dtypeNames[1][size_t(i)].c_str() : nullptr;
+}
+int aicc_model_input_dims(const aicc_model* m, int i, int64_t* d, int max) {
+  return dims(desc(m, i, true), d, max);
+}
+int aicc_model_output_dims(const aicc_model* m, int i, int64_t* d, int max) {
+  return dims(desc(m, i, false), d, max);
+}
+size_t aicc_model_input_bytes(const aicc_model* m, int i) {
+  auto* d = desc(m, i, true);
+  return d ? size_t(d->bytes()) : 0;
+}
+
+int aicc_model_set_input(aicc_model* m, int i, const void* data, size_t bytes) {
+  return guarded([&] {
+    AICC_CHECK(m, "aicc_model_set_input: null model");
+    AICC_CHECK(i >= 0, "input index {} out of range", i);
+    m->art->setInput(size_t(i), data, int64_t(bytes));
+  });
+}
+
+int aicc_model_run(aicc_model* m) {
+  return guarded([&] {
+    AICC_CHECK(m, "aicc_model_run: null model");
+    m->art->run();
+  });
+}
+
+const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes) {
+  const void* p = nullptr;
+  guarded([&] {
+    AICC_CHECK(m, "aicc_model_output: null model");
+    AICC_CHECK(i >= 0, "output index {} out of range", i);
+    p = m->art->output(size_t(i));
+    if (bytes) *bytes = size_t(m->art->outputs()[size_t(i)].bytes());
+  });
+  return p;
+}
+
+void aicc_set_num_threads(int n) { aicc::runtime::setNumThreads(n); }
+
+} // extern "C"

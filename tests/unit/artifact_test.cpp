@@ -1,0 +1,186 @@
+// Ahead-of-time artifacts (runtime/artifact.h, `aicc compile --emit so`): compiled, written,
+// loaded back through the C API (include/aicc/runtime.h) and run, against the interpreter on every
+// shared model that compiles completely (the others must be refused with the nodes named); bad
+// inputs and damaged artifacts give clear errors.
+#include "aicc/runtime.h"
+#include "backend/target.h"
+#include "interp/compare.h"
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "passes/pass_manager.h"
+#include "passes/pipelines.h"
+#include "passes/shape_inference.h"
+#include "runtime/artifact.h"
+#include "shared_models.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace aicc {
+namespace {
+
+namespace fs = std::filesystem;
+
+void optimize2(Model& m) {
+  PassManager<Model> pm;
+  for (auto& p : optPipeline(2)) pm.add(std::move(p));
+  pm.run(m);
+}
+
+fs::path freshDir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("aicc_artifact_test_" + name);
+  fs::remove_all(d);
+  return d;
+}
+
+// Compiles g into dir; runs it through the C API with `inputs`; returns the outputs.
+std::vector<RValue> compileAndRun(const Graph& g, const fs::path& dir,
+                                  const std::vector<RValue>& inputs) {
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
+  runtime::writeArtifact(spec, dir.string(), nativeTarget());
+  aicc_model* m = aicc_model_load(dir.c_str());
+  EXPECT_TRUE(m) << aicc_last_error();
+  if (!m) return {};
+  EXPECT_EQ(aicc_model_num_inputs(m), int(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    EXPECT_EQ(aicc_model_set_input(m, int(i), inputs[i].tensor.raw(), inputs[i].tensor.nbytes()), 0)
+        << aicc_last_error();
+  EXPECT_EQ(aicc_model_run(m), 0) << aicc_last_error();
+  std::vector<RValue> out;
+  for (int i = 0; i < aicc_model_num_outputs(m); ++i) {
+    int64_t dims[8];
+    int rank = aicc_model_output_dims(m, i, dims, 8);
+    auto dt = dtypeFromName(aicc_model_output_dtype(m, i));
+    EXPECT_TRUE(dt && rank >= 0 && rank <= 8);
+    Tensor t(*dt, Dims(dims, dims + rank));
+    size_t bytes = 0;
+    const void* p = aicc_model_output(m, i, &bytes);
+    EXPECT_TRUE(p) << aicc_last_error();
+    EXPECT_EQ(bytes, t.nbytes());
+    if (p) std::memcpy(t.raw(), p, t.nbytes());
+    out.push_back(RValue::of(std::move(t)));
+  }
+  aicc_model_free(m);
+  return out;
+}
+
+class SharedArtifact : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SharedArtifact, CompilesLoadsAndMatchesTheInterpreter) {
+  std::string skip;
+  auto mc = test::loadModelCase(GetParam(), skip);
+  if (!mc) GTEST_SKIP() << skip;
+  ImportedModel im = mc->reimport();
+  // Static shapes from the test inputs (what `aicc compile --dim` does).
+  std::map<std::string, int64_t> dims;
+  for (size_t i = 0; i < im.model.graph->inputs.size(); ++i) {
+    const Type& t = im.model.graph->inputs[i]->type;
+    if (!t.shape) continue;
+    for (size_t d = 0; d < t.shape->size(); ++d)
+      if (!(*t.shape)[d].isStatic() && !(*t.shape)[d].symbol.empty())
+        dims[(*t.shape)[d].symbol] = mc->inputs[i].tensor.shape()[d];
+  }
+  if (!dims.empty()) specializeDims(im.model, dims);
+  optimize2(im.model);
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  std::optional<runtime::ArtifactSpec> spec;
+  try {
+    spec = runtime::buildArtifact(*im.model.graph, lo);
+  } catch (const Error& e) {
+    // Refused: the message must name the nodes without a lowering, or the input whose shape
+    // cannot be made static.
+    std::string msg = e.what();
+    bool named = msg.find("cannot be compiled ahead of time") != std::string::npos ||
+                 msg.find("has the dynamic shape") != std::string::npos;
+    EXPECT_TRUE(named) << msg;
+    GTEST_SKIP() << GetParam() << " is not fully lowered, so AOT refuses it: "
+                 << msg.substr(0, msg.find('\n', msg.find('\n') + 1));
+  }
+  auto got = compileAndRun(*im.model.graph, freshDir(GetParam()), mc->inputs);
+  test::expectOutputsClose(mc->expected, got, {1e-4, 1e-5});
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, SharedArtifact, ::testing::ValuesIn(test::sharedModelNames()),
+                         [](const auto& info) { return test::modelParamName(info.param); });
+
+TEST(Artifact, BadInputsAndDamagedArtifactsGiveClearErrors) {
+  Model m = parseModel("graph @g(%x: f32[2,3], %y: f32[3]) {\n  %z = Add(%x, %y) : f32[2,3]\n"
+                       "  %r = Relu(%z) : f32[2,3]\n  return %r\n}\n");
+  fs::path dir = freshDir("bad");
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  runtime::writeArtifact(runtime::buildArtifact(*m.graph, lo), dir.string(), nativeTarget());
+  aicc_model* am = aicc_model_load(dir.c_str());
+  ASSERT_TRUE(am) << aicc_last_error();
+  float x[6] = {1, -2, 3, -4, 5, -6}, y[3] = {0.5f, 0.5f, 0.5f};
+  EXPECT_NE(aicc_model_set_input(am, 0, x, 5 * sizeof(float)), 0);
+  EXPECT_NE(std::string(aicc_last_error()).find("input 'x': expected 24 bytes"), std::string::npos)
+      << aicc_last_error();
+  EXPECT_NE(aicc_model_set_input(am, 2, x, sizeof(x)), 0);
+  EXPECT_NE(std::string(aicc_last_error()).find("out of range"), std::string::npos);
+  ASSERT_EQ(aicc_model_set_input(am, 0, x, sizeof(x)), 0);
+  EXPECT_NE(aicc_model_run(am), 0); // y missing
+  EXPECT_NE(std::string(aicc_last_error()).find("input 'y' was not set"), std::string::npos)
+      << aicc_last_error();
+  ASSERT_EQ(aicc_model_set_input(am, 1, y, sizeof(y)), 0);
+  ASSERT_EQ(aicc_model_run(am), 0) << aicc_last_error();
+  size_t bytes = 0;
+  const float* r = static_cast<const float*>(aicc_model_output(am, 0, &bytes));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(bytes, sizeof(x));
+  const float want[6] = {1.5f, 0, 3.5f, 0, 5.5f, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(r[i], want[i]) << i;
+  EXPECT_EQ(aicc_model_output(am, 1, &bytes), nullptr);
+  aicc_model_free(am);
+  // Checked tensors: dtype and shape named.
+  runtime::LoadedArtifact art(dir.string());
+  Tensor wrongShape(DType::F32, {3, 2}), yt(DType::F32, {3}), wrongType(DType::F64, {2, 3});
+  try {
+    art.run({RValue::of(wrongShape), RValue::of(yt)});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x': expected shape [2,3], got [3,2]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(art.run({RValue::of(wrongType), RValue::of(yt)}), Error);
+  EXPECT_THROW(art.run({RValue::of(yt)}), Error);
+  // Damaged artifacts.
+  EXPECT_EQ(aicc_model_load((dir / "nope").c_str()), nullptr);
+  EXPECT_NE(std::string(aicc_last_error()).find("no model.plan"), std::string::npos);
+  {
+    std::ofstream w(dir / "model.weights", std::ios::app);
+    w << "extra";
+  }
+  EXPECT_EQ(aicc_model_load(dir.c_str()), nullptr);
+  EXPECT_NE(std::string(aicc_last_error()).find("model.weights"), std::string::npos)
+      << aicc_last_error();
+  {
+    std::ofstream p(dir / "model.plan", std::ios::app);
+    p << "task task0 x A:0:99999999\n";
+  }
+  EXPECT_EQ(aicc_model_load(dir.c_str()), nullptr);
+  EXPECT_NE(std::string(aicc_last_error()).find("reaches past"), std::string::npos)
+      << aicc_last_error();
+}
+
+TEST(Artifact, ModelsWithUnloweredNodesAreRefusedByName) {
+  Model m = parseModel("graph @g(%x: f32[4]) {\n  %n = NonZero(%x) : i64[1,?]\n  return %n\n}\n");
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  try {
+    runtime::buildArtifact(*m.graph, lo);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NonZero"), std::string::npos) << e.what();
+  }
+}
+
+} // namespace
+} // namespace aicc
