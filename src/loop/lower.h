@@ -59,9 +59,10 @@ Module lowerGraph(const Graph& g, const LowerOptions& opts = {},
                   std::vector<std::string>* skipped = nullptr);
 
 // The non-elementwise lowerings (loop/lower_*.cpp): MatMul, Gemm, Conv, pooling, reductions,
-// Softmax, LayerNormalization, BatchNormalization (inference), data movement, view ops (as
-// copies marked kind = "alias"), aicc.Fused kind="epilogue" and activations without an
-// elementwise compute definition. Returns false when n is none of those; otherwise true with
+// Softmax, LayerNormalization, BatchNormalization (inference), data movement (ScatterND
+// included), view ops (as copies marked kind = "alias"), aicc.Fused kind="epilogue",
+// activations without an elementwise compute definition, and GRU (a micro-kernel call, only
+// with runtimeKernels: the JIT). Returns false when n is none of those; otherwise true with
 // `result` set, or reset and *whyNot set when this instance cannot be lowered.
 bool lowerNonElementwise(const Node& n, const std::string& funcName, const LowerOptions& opts,
                          std::optional<LoweredNode>& result, std::string* whyNot = nullptr);

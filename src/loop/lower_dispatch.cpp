@@ -14,7 +14,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerConvFamily(n, funcName, opts, cand)) &&
         !(r = lowerEpilogueFamily(n, funcName, opts, cand)) &&
         !(r = lowerPoolFamily(n, funcName, opts)) && !(r = lowerReduceFamily(n, funcName, opts)) &&
-        !(r = lowerDataFamily(n, funcName, opts)) &&
+        !(r = lowerDataFamily(n, funcName, opts)) && !(r = lowerRnnFamily(n, funcName, opts)) &&
         !(r = lowerAttentionFamily(n, funcName, opts)))
       return false;
     result = std::move(r);
@@ -58,6 +58,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Gather",
                                             "Pad",
                                             "Resize",
+                                            "ScatterND",
+                                            "GRU",
                                             "HardSwish",
                                             "Swish",
                                             "Gelu",

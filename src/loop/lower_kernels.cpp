@@ -15,11 +15,18 @@
 //       C = clamp(A * B + bias[N]), Bp = B packed by kernels::packBInto
 //   @attention_<gemm desc>(Q, K, V, mask | 0, Y, B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, maskStrideB,
 //       maskStrideH, maskStrideI, maskStrideJ, causal, scale)   (loop/lower_attention.cpp)
+//   @gru_<gemm desc>(X, W, R, B | 0, lens | 0, h0 | 0, Y | 0, Yh | 0, T, batch, I, H, dirs, flags,
+//       clip, acts)   ONNX GRU, layout 0 (kernels/rnn.h): X [T,batch,I], W [dirs,3H,I],
+//       R [dirs,3H,H], B [dirs,6H], lens [batch] (integer lengths stored as f32), h0/Yh
+//       [dirs,batch,H], Y [T,dirs,batch,H]; flags bit 0 = reverse, bit 1 = linear_before_reset,
+//       bit 2 = clip; acts: 2 bits per activation (0 Sigmoid, 1 Tanh, 2 Relu), f0 | g0 << 2 |
+//       f1 << 4 | g1 << 6 (f: z and r gates, g: candidate; per direction)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .).
 // Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
 #include "kernels/attention.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
+#include "kernels/rnn.h"
 #include "loop/eval.h"
 #include "support/error.h"
 
@@ -77,9 +84,14 @@ void fromNhwc(const std::vector<float>& x, int64_t C, int64_t HW, float* out) {
     for (int64_t p = 0; p < HW; ++p) out[c * HW + p] = x[p * C + c];
 }
 
-const float* optionalBias(const std::string& k, std::vector<KernelArg>& a, size_t i, int64_t n) {
+float* optionalSpan(const std::string& k, std::vector<KernelArg>& a, size_t i, int64_t n,
+                    const char* what) {
   if (i < a.size() && !a[i].buffer) return nullptr;
-  return span(k, a, i, n, "bias");
+  return span(k, a, i, n, what);
+}
+
+const float* optionalBias(const std::string& k, std::vector<KernelArg>& a, size_t i, int64_t n) {
+  return optionalSpan(k, a, i, n, "bias");
 }
 
 void callConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
@@ -234,6 +246,43 @@ void callGemmPacked(const kernels::KernelDesc& d, const std::string& k,
   kernels::gemmPackedB(d, B, K, N, M, A, lda, C, ldc, clampOf(k, a, 9, bias), pool);
 }
 
+kernels::RnnActivation rnnActivation(const std::string& k, int64_t code) {
+  AICC_CHECK(code >= 0 && code <= 2, "call @{}: bad activation code {}", k, code);
+  return static_cast<kernels::RnnActivation>(code);
+}
+
+void callGru(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+             kernels::ThreadPool* pool) {
+  AICC_CHECK(a.size() == 16 && a[14].isFloat, "call @{}: expects 16 arguments", k);
+  kernels::GruShape s;
+  s.T = ival(k, a, 8), s.batch = ival(k, a, 9), s.I = ival(k, a, 10), s.H = ival(k, a, 11);
+  s.dirs = ival(k, a, 12);
+  const int64_t flags = ival(k, a, 13), acts = ival(k, a, 15);
+  s.reverse = flags & 1, s.linearBeforeReset = flags & 2, s.hasClip = flags & 4;
+  s.clip = static_cast<float>(a[14].f);
+  for (int d = 0; d < 2; ++d) {
+    s.f[d] = rnnActivation(k, (acts >> (4 * d)) & 3);
+    s.g[d] = rnnActivation(k, (acts >> (4 * d + 2)) & 3);
+  }
+  AICC_CHECK(s.T >= 0 && s.batch >= 0 && s.I > 0 && s.H > 0 && (s.dirs == 1 || s.dirs == 2),
+             "call @{}: bad GRU shape", k);
+  const int64_t G = 3 * s.H, state = s.dirs * s.batch * s.H;
+  kernels::GruBuffers b;
+  b.X = span(k, a, 0, s.T * s.batch * s.I, "X");
+  b.W = span(k, a, 1, s.dirs * G * s.I, "W");
+  b.R = span(k, a, 2, s.dirs * G * s.H, "R");
+  b.B = optionalSpan(k, a, 3, s.dirs * 2 * G, "B");
+  std::vector<int64_t> lens;
+  if (const float* l = optionalSpan(k, a, 4, s.batch, "sequence_lens")) {
+    for (int64_t i = 0; i < s.batch; ++i) lens.push_back(static_cast<int64_t>(l[i]));
+    b.lens = lens.data();
+  }
+  b.h0 = optionalSpan(k, a, 5, state, "initial_h");
+  b.Y = optionalSpan(k, a, 6, s.T * state, "Y");
+  b.Yh = optionalSpan(k, a, 7, state, "Y_h");
+  kernels::gru(d, s, b, pool);
+}
+
 } // namespace
 
 std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
@@ -250,6 +299,7 @@ std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::Thre
       {"conv2d_nchw_packed_", KernelOp::Gemm, callConvPacked},
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
       {"attention_", KernelOp::Gemm, callAttention},
+      {"gru_", KernelOp::Gemm, callGru},
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
       {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
       {"conv2d_nchw_", KernelOp::Gemm, callConv},

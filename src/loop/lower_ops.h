@@ -88,6 +88,9 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
 // runtimeKernels only).
 std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string& name,
                                                 const LowerOptions& o);
+// GRU as a micro-kernel call (lower_rnn.cpp; JIT only, see there).
+std::optional<LoweredNode> lowerRnnFamily(const Node& n, const std::string& name,
+                                          const LowerOptions& o);
 // aicc.Fused kind="epilogue", and elementwise activations without a compute definition in
 // compute.h (HardSwish, Swish, Gelu, ...) as single-node chains.
 std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string& name,

@@ -1,0 +1,48 @@
+// f32 GRU (ONNX GRU, layout 0) on the GEMM micro-kernels: per direction, one GEMM projects every
+// time step's input (X W^T + Wb), then each step runs the recurrent GEMM(s) over the whole batch
+// (h R^T + Rb) and the gate math row by row. Semantics follow the reference kernel
+// (src/ops/rnn.cpp): gates z, r, h in that order in W, R and B; rows past their sequence length
+// keep their state and leave zeros in Y.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/registry.h"
+
+namespace aicc::kernels {
+
+class ThreadPool;
+
+enum class RnnActivation { Sigmoid, Tanh, Relu };
+
+struct GruShape {
+  int64_t T = 0, batch = 0, I = 0, H = 0; // time steps, batch, input size, hidden size
+  int64_t dirs = 1;                       // 1 (forward or reverse) or 2 (bidirectional)
+  bool reverse = false;                   // dirs == 1: run backwards in time
+  bool linearBeforeReset = false;         // h gate: r * (h R_h^T + Rb_h), else (r * h) R_h^T + Rb_h
+  bool hasClip = false;                   // clamp gate pre-activations to [-clip, clip]
+  float clip = 0;
+  // Per direction: f for the z and r gates, g for the candidate (ONNX defaults Sigmoid, Tanh).
+  RnnActivation f[2] = {RnnActivation::Sigmoid, RnnActivation::Sigmoid};
+  RnnActivation g[2] = {RnnActivation::Tanh, RnnActivation::Tanh};
+};
+
+// Row-major buffers of one GRU call. Optional ones may be null.
+struct GruBuffers {
+  const float* X = nullptr;      // [T, batch, I]
+  const float* W = nullptr;      // [dirs, 3H, I]
+  const float* R = nullptr;      // [dirs, 3H, H]
+  const float* B = nullptr;      // [dirs, 6H]: Wb (3H) then Rb (3H); null = zeros
+  const int64_t* lens = nullptr; // [batch], each in [0, T]; null = all T
+  const float* h0 = nullptr;     // [dirs, batch, H]; null = zeros
+  float* Y = nullptr;            // [T, dirs, batch, H] or null
+  float* Yh = nullptr;           // [dirs, batch, H] or null
+};
+
+// Runs the GRU with `gemmKernel` (a KernelOp::Gemm descriptor); W and R are packed per call.
+// The input projection runs on `pool`; the per-step GEMMs only when they are large enough to pay
+// for the fork. Throws aicc::Error on bad shapes or lengths.
+void gru(const KernelDesc& gemmKernel, const GruShape& s, const GruBuffers& b,
+         ThreadPool* pool = nullptr);
+
+} // namespace aicc::kernels

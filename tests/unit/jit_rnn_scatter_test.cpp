@@ -1,0 +1,141 @@
+// GRU (micro-kernel call, kernels/rnn.h) and ScatterND (loop nest) through the JIT
+// (runtime::runJit): small graphs over every direction, linear_before_reset, optional input and
+// output, clip, activation and reduction, compared with the interpreter. Every node must lower
+// (no fallback).
+#include "interp/compare.h"
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "loop/lower.h"
+#include "runtime/jit_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace aicc {
+namespace {
+
+Tensor randomTensor(DType t, const Dims& d, std::mt19937& rng) {
+  Tensor x(t, d);
+  std::uniform_real_distribution<double> u(-2, 2);
+  for (int64_t i = 0; i < x.numel(); ++i) x.setF64(i, u(rng));
+  return x;
+}
+
+// Runs the graph of `text` through the JIT and the interpreter on random inputs.
+void expectJitMatchesInterpreter(const std::string& text, uint32_t seed = 1) {
+  SCOPED_TRACE(text);
+  Model m = parseModel(text);
+  std::mt19937 rng(seed);
+  std::vector<RValue> in;
+  for (const Value* v : m.graph->inputs)
+    in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng)));
+  runtime::JitStats st;
+  std::vector<RValue> actual;
+  ASSERT_NO_THROW(actual = runtime::runJit(*m.graph, in, {}, &st));
+  EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
+  auto expected = interpret(*m.graph, in);
+  ASSERT_EQ(expected.size(), actual.size());
+  for (size_t k = 0; k < expected.size(); ++k) {
+    auto diff = compareValues(expected[k], actual[k], {1e-5, 1e-6});
+    EXPECT_FALSE(diff) << "output " << k << ": " << *diff;
+  }
+}
+
+// A GRU over X [5, 3, 3] with hidden size 4; `extra` adds graph inputs (B, initial_h),
+// `consts` constant inputs (sequence_lens), `args` names inputs 3..5 of the GRU.
+std::string gruGraph(const std::string& attrs, const std::string& extra, const std::string& consts,
+                     const std::string& args, int dirs, const std::string& outs = "%y, %yh") {
+  std::string d = std::to_string(dirs);
+  std::string types = outs == "%y, %yh"  ? "f32[5," + d + ",3,4], f32[" + d + ",3,4]"
+                      : outs == "_, %yh" ? "f32[" + d + ",3,4]"
+                                         : "f32[5," + d + ",3,4]";
+  std::string ret = outs == "%y, %yh" ? "%y, %yh" : outs == "_, %yh" ? "%yh" : "%y";
+  return "graph @g(%x: f32[5,3,3], %w: f32[" + d + ",12,3], %r: f32[" + d + ",12,4]" + extra +
+         ") {\n" + consts + "  " + outs + " = GRU(%x, %w, %r" + args + ") {" + attrs +
+         "} : " + types + "\n  return " + ret + "\n}\n";
+}
+
+std::string biasInput(int dirs) { return ", %b: f32[" + std::to_string(dirs) + ",24]"; }
+std::string h0Input(int dirs) { return ", %h0: f32[" + std::to_string(dirs) + ",3,4]"; }
+const char* kLens = "  %sl = const i32[3] [5, 2, 0]\n";
+
+TEST(JitRnn, GruForwardAndReverseMatchTheInterpreter) {
+  for (const char* dir : {"forward", "reverse"})
+    for (int lbr : {0, 1}) {
+      std::string attrs = "direction = \"" + std::string(dir) + "\", hidden_size = 4, " +
+                          "linear_before_reset = " + std::to_string(lbr);
+      expectJitMatchesInterpreter(
+          gruGraph(attrs, biasInput(1) + h0Input(1), "", ", %b, _, %h0", 1));
+      expectJitMatchesInterpreter(gruGraph(attrs, "", "", "", 1), 2);
+      expectJitMatchesInterpreter(gruGraph(attrs, h0Input(1), kLens, ", _, %sl, %h0", 1), 3);
+    }
+}
+
+TEST(JitRnn, GruBidirectionalMatchesTheInterpreter) {
+  for (int lbr : {0, 1}) {
+    std::string attrs = "direction = \"bidirectional\", hidden_size = 4, linear_before_reset = " +
+                        std::to_string(lbr);
+    expectJitMatchesInterpreter(
+        gruGraph(attrs, biasInput(2) + h0Input(2), kLens, ", %b, %sl, %h0", 2));
+    expectJitMatchesInterpreter(gruGraph(attrs, biasInput(2), "", ", %b", 2), 4);
+  }
+}
+
+TEST(JitRnn, GruClipActivationsAndOptionalOutputs) {
+  expectJitMatchesInterpreter(gruGraph("hidden_size = 4, clip = 0.75", biasInput(1), "", ", %b", 1),
+                              5);
+  expectJitMatchesInterpreter(
+      gruGraph("direction = \"bidirectional\", hidden_size = 4, "
+               "activations = [\"Sigmoid\", \"Relu\", \"Tanh\", \"Sigmoid\"]",
+               biasInput(2), "", ", %b", 2),
+      6);
+  expectJitMatchesInterpreter(gruGraph("hidden_size = 4", "", "", "", 1, "_, %yh"), 7);
+  expectJitMatchesInterpreter(gruGraph("hidden_size = 4", "", "", "", 1, "%y"), 8);
+}
+
+TEST(JitRnn, GruDeclinesWhatTheKernelDoesNotCompute) {
+  auto why = [](const std::string& text, loop::LowerOptions o) {
+    Model m = parseModel(text);
+    std::string reason;
+    EXPECT_FALSE(loop::lowerNode(*m.graph->nodes.back(), "f", &reason, o)) << text;
+    return reason;
+  };
+  loop::LowerOptions jit;
+  jit.runtimeKernels = true;
+  std::string softsign =
+      gruGraph("hidden_size = 4, activations = [\"Softsign\", \"Tanh\"]", "", "", "", 1);
+  EXPECT_NE(why(softsign, jit).find("Softsign"), std::string::npos);
+  // Not for the C bundle (no portable stand-in of the call).
+  EXPECT_NE(why(gruGraph("hidden_size = 4", "", "", "", 1), {}).find("JIT"), std::string::npos);
+}
+
+std::string scatterGraph(const std::string& dtype, const std::string& reduction,
+                         const std::string& indices) {
+  return "graph @g(%d: " + dtype + "[4,3,5], %u: " + dtype + "[3,5]) {\n  %i = const " + indices +
+         "\n  %y = ScatterND(%d, %i, %u) {reduction = \"" + reduction + "\"} : " + dtype +
+         "[4,3,5]\n  return %y\n}\n";
+}
+
+TEST(JitScatterND, EveryReductionAndNegativeIndicesMatchTheInterpreter) {
+  uint32_t seed = 10;
+  for (const char* dtype : {"f32", "i32", "i64"})
+    for (const char* red : {"none", "add", "mul", "max", "min"}) {
+      // Tuples of 2 coordinates (slices of 5), negative ones and a duplicate.
+      const char* idx = std::string(red) == "none" ? "i64[3,2] [0, -1, -4, 1, 3, 0]"
+                                                   : "i64[3,2] [0, -1, -4, 2, 0, 2]";
+      expectJitMatchesInterpreter(scatterGraph(dtype, red, idx), seed++);
+    }
+  // Whole-row updates ([1] coordinates, int32 indices) and single elements ([3] coordinates).
+  expectJitMatchesInterpreter(
+      "graph @g(%d: f32[4,3,5], %u: f32[2,3,5]) {\n  %i = const i32[2,1] [-1, 1]\n"
+      "  %y = ScatterND(%d, %i, %u) {reduction = \"add\"} : f32[4,3,5]\n  return %y\n}\n",
+      30);
+  expectJitMatchesInterpreter(
+      "graph @g(%d: f32[4,3,5], %u: f32[2]) {\n  %i = const i64[2,3] [3, 2, -1, 0, -3, 4]\n"
+      "  %y = ScatterND(%d, %i, %u) : f32[4,3,5]\n  return %y\n}\n",
+      31);
+}
+
+} // namespace
+} // namespace aicc
