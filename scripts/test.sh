@@ -13,6 +13,15 @@ cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
 builddir=build
 [ "$preset" = asan ] && builddir=build-asan
+# The small zoo models (ONNX skeletons + deterministic weights) for the engine checks; the big ones
+# (resnet50, densenet121, bert-like) are benchmarked by bench/compare_ort.py, not tested here.
+zoo=../shared/zoo
+if [ -f "$zoo/materialize.py" ]; then
+  .venv/bin/python "$zoo/materialize.py" build/zoo mobilenet_v2 mobilenet_v3_small squeezenet1_1 \
+    shufflenet_v2_x1_0 mlp >/dev/null
+else
+  echo "note: $zoo not found; zoo-model checks skip"
+fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$builddir" --output-on-failure -j2

@@ -20,6 +20,23 @@ from onnx import numpy_helper
 
 
 def run(aicc, model, inputs, level, out, engine="interp"):
+    if engine == "artifact":  # aicc compile (AOT .so) with the inputs' shapes, then run the folder
+        dims = []
+        m = onnx.load(model, load_external_data=False)
+        for i, inp in enumerate(m.graph.input):
+            pb = os.path.join(inputs, f"input_{i}.pb")
+            if not os.path.exists(pb):
+                continue
+            t = onnx.TensorProto()
+            t.ParseFromString(open(pb, "rb").read())
+            for d, n in zip(inp.type.tensor_type.shape.dim, t.dims):
+                if d.dim_param:
+                    dims += ["--dim", f"{d.dim_param}={n}"]
+        art = out + ".artifact"
+        subprocess.run([aicc, "compile", model, "-o", art, f"-O{level}"] + dims, check=True,
+                       capture_output=True, text=True)
+        model = art
+        engine = "interp"  # ignored for artifacts
     subprocess.run([aicc, "run", model, f"-O{level}", "--engine", engine, "--inputs-dir", inputs,
                     "--output-dir", out], check=True, capture_output=True, text=True)
     outs = []
@@ -39,7 +56,7 @@ def main():
     ap.add_argument("-O", dest="level", type=int, default=3)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
-    ap.add_argument("--engine", default="interp", help="engine of the -OX run (interp, jit)")
+    ap.add_argument("--engine", default="interp", help="engine of the -OX run (interp, jit, artifact)")
     ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--zoo", help="folder with materialized zoo models (materialize.py output)")
     ap.add_argument("--zoo-data", default=os.path.join(os.path.dirname(__file__), "../../../shared/zoo"))

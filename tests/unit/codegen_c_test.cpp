@@ -5,6 +5,7 @@
 #include "codegen/c/bundle.h"
 #include "codegen/c/emit_c.h"
 #include "frontend/onnx/inputs.h"
+#include "frontend/onnx/tensor_proto.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -494,3 +495,42 @@ TEST(CodegenC, SharedModelsThatLowerRunEndToEnd) {
   }
   std::cout << "[ codegen-c ] shared models run as C: " << ran << "\n";
 }
+
+namespace aicc {
+namespace {
+
+// The zoo models materialized by scripts/test.sh (AICC_ZOO_DIR, e.g. build/zoo: mobilenet_v2 and
+// the other small ones) as C bundles, compiled with `cc -std=c99 -O2 model.c main.c -lm` and
+// compared with ONNX Runtime's stored outputs (../shared/zoo/NAME/test_data_set_0).
+TEST(CodegenC, ZooModelsRunEndToEnd) {
+  const char* zoo = std::getenv("AICC_ZOO_DIR");
+  if (!zoo || !fs::is_directory(zoo))
+    GTEST_SKIP() << "AICC_ZOO_DIR is not set (scripts/test.sh materializes the small zoo models)";
+  int ran = 0;
+  for (const auto& e : fs::directory_iterator(zoo)) {
+    if (e.path().extension() != ".onnx") continue;
+    const std::string name = e.path().stem().string();
+    fs::path data = test::sharedModelsDir().parent_path() / "zoo" / name / "test_data_set_0";
+    if (!fs::is_directory(data)) continue;
+    ImportedModel im = importOnnxFile(e.path().string());
+    InputSpec spec;
+    spec.inputsDir = data.string();
+    spec.generate = false;
+    std::vector<RValue> inputs = bindInputs(im, spec);
+    optimizeModel(im.model, 2);
+    std::vector<RValue> expected;
+    for (size_t i = 0; i < im.model.graph->outputs.size(); ++i)
+      expected.push_back(readValueFile((data / fmt::format("output_{}.pb", i)).string(),
+                                       im.model.graph->outputs[i]->type));
+    BundleRun r = runBundle(*im.model.graph, inputs, "zoo_" + name);
+    std::cout << "[ codegen-c ] zoo " << name << ": model.c " << r.codeBytes << " bytes\n";
+    if (r.outputs.size() == expected.size())
+      test::expectOutputsClose(expected, r.outputs, Tolerance{1e-3, 1e-4});
+    ++ran;
+  }
+  std::cout << "[ codegen-c ] zoo models run as C: " << ran << "\n";
+  EXPECT_GE(ran, 1);
+}
+
+} // namespace
+} // namespace aicc
