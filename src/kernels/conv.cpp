@@ -158,9 +158,17 @@ void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols,
       } else {
         const float* row = plane + iy * s.W;
         const int64_t off = kw * s.dilW - s.padLeft;
-        for (int64_t u = 0; u < run; ++u) {
-          const int64_t ix = (ox0 + u) * s.strideW + off;
-          d[j + u] = ix >= 0 && ix < s.W ? row[ix] : 0.0f;
+        if (s.strideW == 1) { // a contiguous run: zeros, a copy, zeros
+          const int64_t u0 = std::clamp<int64_t>(-off - ox0, 0, run);
+          const int64_t u1 = std::clamp<int64_t>(s.W - off - ox0, u0, run);
+          std::fill(d + j, d + j + u0, 0.0f);
+          std::copy(row + ox0 + u0 + off, row + ox0 + u1 + off, d + j + u0);
+          std::fill(d + j + u1, d + j + run, 0.0f);
+        } else {
+          for (int64_t u = 0; u < run; ++u) {
+            const int64_t ix = (ox0 + u) * s.strideW + off;
+            d[j + u] = ix >= 0 && ix < s.W ? row[ix] : 0.0f;
+          }
         }
       }
       j += run;

@@ -180,19 +180,34 @@ template <class V> void dwNchwRow(const DwNchwRowParams& p) {
   };
   for (int64_t ox = 0; ox < oxLo; ++ox) scalarAt(ox);
   const vec lo = V::set1(p.lo), hi = V::set1(p.hi), bias = V::set1(p.bias);
-  int64_t ox = oxLo;
-  for (; ox + W <= oxHi; ox += W) {
+  // W outputs from ox on (all taps in range); `m` limits loads and the store to `n` lanes.
+  auto vecAt = [&](int64_t ox, bool masked, int64_t n) {
+    const typename V::mask m = V::maskFor(n);
     vec acc = bias;
     for (int64_t ky = 0; ky < p.KH; ++ky) {
       const float* r = p.rows[ky];
       if (!r) continue;
       const float* base = r + ox * s - pl;
       for (int64_t kx = 0; kx < p.KW; ++kx) {
-        const vec x = s == 1 ? V::load(base + kx * d) : V::loadStrided(base + kx * d, s);
+        const float* q = base + kx * d;
+        const vec x = s == 1 ? (masked ? V::loadMasked(q, m) : V::load(q)) : V::loadStrided(q, s);
         acc = V::fmadd(V::set1(p.w[ky * p.KW + kx]), x, acc);
       }
     }
-    V::store(p.out + ox, V::min(hi, V::max(lo, acc)));
+    acc = V::min(hi, V::max(lo, acc));
+    if (masked)
+      V::storeMasked(p.out + ox, m, acc);
+    else
+      V::store(p.out + ox, acc);
+  };
+  int64_t ox = oxLo;
+  if (oxHi - oxLo >= W) {
+    for (; ox + W <= oxHi; ox += W) vecAt(ox, false, W);
+    if (ox < oxHi) vecAt(oxHi - W, false, W); // the tail overlaps the last vector (same values)
+    ox = oxHi;
+  } else if (s == 1 && oxHi > oxLo) { // a short interior: one masked vector
+    vecAt(oxLo, true, oxHi - oxLo);
+    ox = oxHi;
   }
   for (; ox < OW; ++ox) scalarAt(ox);
 }

@@ -19,6 +19,11 @@ struct V256 {
   static vec set1(float x) { return _mm256_set1_ps(x); }
   static vec load(const float* p) { return _mm256_loadu_ps(p); }
   static vec loadStrided(const float* p, int64_t s) {
+    if (s == 2) { // deinterleave two loads; the last odd element (p[15]) is not read
+      const __m256 a = _mm256_loadu_ps(p), b = _mm256_maskload_ps(p + 8, maskFor(7));
+      const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+      return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+    }
     const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                            _mm256_set1_epi32(int(s)));
     return _mm256_i32gather_ps(p, idx, 4);

@@ -18,6 +18,12 @@ struct V512 {
   static vec set1(float x) { return _mm512_set1_ps(x); }
   static vec load(const float* p) { return _mm512_loadu_ps(p); }
   static vec loadStrided(const float* p, int64_t s) {
+    if (s == 2) { // deinterleave two loads; the last odd element (p[31]) is not read
+      const __m512 a = _mm512_loadu_ps(p), b = _mm512_maskz_loadu_ps(mask(0x7FFF), p + 16);
+      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                             28, 30);
+      return _mm512_permutex2var_ps(a, even, b);
+    }
     const __m512i idx =
         _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                            _mm512_set1_epi32(int(s)));
