@@ -10,13 +10,16 @@ each for --iters runs), so background load on the machine hits every configurati
 reported number is the median over all timed runs (after one warm-up round that is not counted).
 
 aicc is optional: it is timed only when `AICC bench --help` lists --iters and --threads, as
-    AICC bench MODEL --threads N --iters N --json FILE
+    AICC bench TARGET --threads N --iters N --json FILE
 where FILE must receive a JSON object with "times_ms" (a list, one entry per run) or "median_ms".
-Otherwise its columns print "n/a".
+Otherwise its columns print "n/a". TARGET is, with --aicc-mode artifact (default), the folder that
+`aicc compile MODEL -o DIR` wrote once per model before timing (the deployable .so); with
+--aicc-mode jit, the .onnx itself (compiled in memory by every `aicc bench` call).
 """
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -124,6 +127,8 @@ def main():
     default_aicc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "aicc")
     ap.add_argument("--aicc", default=default_aicc, help="aicc binary ('' to skip)")
     ap.add_argument("--json", default="", help="write the results here")
+    ap.add_argument("--aicc-mode", default="artifact", choices=["artifact", "jit"],
+                    help="time a compiled artifact (default) or the JIT")
     args = ap.parse_args()
 
     all_models = sorted(f[:-5] for f in os.listdir(args.zoo_src) if f.endswith(".onnx"))
@@ -139,8 +144,17 @@ def main():
         "".join(f" {'aicc/ORT ' + str(t) + 't':>13}" for t in threads)
     print(header)
     results = {}
+    artifacts = tempfile.mkdtemp(prefix="aicc_bench_")
     for name in models:
         path = os.path.join(args.zoo, name + ".onnx")
+        target = path
+        if use_aicc and args.aicc_mode == "artifact":
+            target = os.path.join(artifacts, name)
+            r = subprocess.run([args.aicc, "compile", path, "-o", target], capture_output=True,
+                               text=True)
+            if r.returncode != 0:
+                print(f"aicc compile failed on {name}: {r.stderr.strip()[-300:]}", file=sys.stderr)
+                target = path
         sessions = {t: ort_session(path, t) for t in threads}
         feeds = model_inputs(sessions[threads[0]], args.zoo_src, name)
         times = {("ort", t): [] for t in threads}
@@ -159,7 +173,7 @@ def main():
                 for t in threads:
                     if t in aicc_failed:
                         continue
-                    r = aicc_round(args.aicc, path, t, args.iters if rnd else 1)
+                    r = aicc_round(args.aicc, target, t, args.iters if rnd else 1)
                     if r is None:
                         aicc_failed.add(t)
                     elif rnd:
@@ -173,6 +187,7 @@ def main():
               "".join(f" {fmt(v):>13}" for v in ratios), flush=True)
         results[name] = {f"{k[0]}_{k[1]}t_ms": v for k, v in med.items()}
         del sessions
+    shutil.rmtree(artifacts, ignore_errors=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"onnxruntime": ort.__version__, "results": results}, f, indent=2)
