@@ -93,6 +93,42 @@ std::optional<LoweredNode> lowerConcat(const Node& n, const std::string& name,
   return b.finish(std::move(body), std::move(s), o);
 }
 
+// Split: each output is the next run of the input along the axis; the runs' lengths are the
+// outputs' static dims (shape inference resolved `split` / num_outputs into them).
+std::optional<LoweredNode> lowerSplit(const Node& n, const std::string& name,
+                                      const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  Dims id = staticDims(n.inputs.at(0), "input");
+  const int64_t axis = normAxis(n.attrInt("axis"), id.size(), n);
+  std::string in = b.input(n.inputs[0]);
+  auto is = strides(id);
+  DType t = n.inputs[0]->type.dtype;
+  Block body;
+  int64_t begin = 0;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    if (!n.outputs[k]) no("an omitted Split output");
+    Dims od = staticDims(n.outputs[k], "output");
+    if (od.size() != id.size()) no("output rank differs from the input's");
+    std::string out = b.output(k);
+    std::vector<std::string> vs;
+    for (size_t d = 0; d < od.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
+    auto vv = vars(vs);
+    std::vector<ExprPtr> idx = vv;
+    idx[size_t(axis)] = add(vv[size_t(axis)], intImm(begin));
+    int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
+    for (auto& st : nest(vs, od,
+                         {Stmt::store(out, linearIndex(vv, strides(od)),
+                                      load(in, linearIndex(idx, is), t))},
+                         true, w))
+      body.push_back(std::move(st));
+    begin += od[size_t(axis)];
+  }
+  if (begin != id[size_t(axis)]) no("the outputs do not cover the input along the axis");
+  Schedule sched;
+  sched["axis"] = axis;
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
 std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
                                       const LowerOptions& o) {
   FuncBuilder b(n, name, "data");
@@ -393,6 +429,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Transpose") return lowerTranspose(n, name, o);
   if (op == "Concat") return lowerConcat(n, name, o);
   if (op == "Slice") return lowerSlice(n, name, o);
+  if (op == "Split") return lowerSplit(n, name, o);
   if (op == "Gather") return lowerGather(n, name, o);
   if (op == "ScatterND") return lowerScatterND(n, name, o);
   if (op == "Pad") return lowerPad(n, name, o);

@@ -55,6 +55,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Transpose",
                                             "Concat",
                                             "Slice",
+                                            "Split",
                                             "Gather",
                                             "Pad",
                                             "Resize",

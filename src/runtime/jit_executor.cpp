@@ -18,6 +18,8 @@ struct JitExecutable::Task {
   std::vector<const Value*> params;
   std::vector<std::vector<std::byte>> temps; // scratch for temp params (same order, empty if not)
   std::vector<Tensor> consts; // compile-time data (packed weights) for such params, else empty
+  // If with static branch results: each branch compiled as its own executable (then, else).
+  std::unique_ptr<JitExecutable> branches[2];
 };
 
 namespace {
@@ -110,6 +112,11 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
       info.schedule = loop::printSchedule(ln->func.schedule);
       mod.funcs.push_back(std::move(ln->func));
       ++stats_.lowered;
+    } else if (compileIf(*np, t, opts)) {
+      names.push_back("");
+      info.engine = "control-flow";
+      info.schedule = "{branches compiled}";
+      ++stats_.lowered;
     } else {
       ++stats_.fallback;
       stats_.fallbackReasons.push_back(np->describe() + ": " + why);
@@ -131,12 +138,32 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
   if (!mod.funcs.empty()) engine_->addModule(mod);
   for (size_t i = 0; i < tasks_.size(); ++i)
     if (!names[i].empty()) tasks_[i].fn = engine_->lookup(names[i]);
-  stats_.compileSeconds = engine_->compileSeconds();
+  stats_.compileSeconds += engine_->compileSeconds(); // + compiled If branches
 }
 
 JitExecutable::~JitExecutable() = default;
 
-std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs) {
+bool JitExecutable::compileIf(const Node& n, Task& t, const JitRunOptions& opts) {
+  if (n.op != "If" || !n.domain.empty()) return false;
+  const char* names[2] = {"then_branch", "else_branch"};
+  for (const Value* o : n.outputs) // branch results land in this graph's buffers: static only
+    if (o && (!o->type.isTensor() || !o->type.shape || !toDims(*o->type.shape))) return false;
+  for (int b = 0; b < 2; ++b) {
+    const Attribute* a = n.attr(names[b]);
+    auto* sg = a ? std::get_if<GraphPtr>(&a->v) : nullptr;
+    if (!sg || !*sg || !(*sg)->inputs.empty()) return false;
+    t.branches[b] = std::make_unique<JitExecutable>(**sg, opts);
+    const JitStats& bs = t.branches[b]->stats();
+    stats_.lowered += bs.lowered, stats_.fallback += bs.fallback;
+    for (const auto& r : bs.fallbackReasons)
+      stats_.fallbackReasons.push_back(n.describe() + " " + names[b] + ": " + r);
+    stats_.compileSeconds += bs.compileSeconds;
+  }
+  return true;
+}
+
+std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs,
+                                       const OuterLookup* outer) {
   AICC_CHECK(inputs.size() == g_.inputs.size(), "graph '{}' takes {} inputs, got {}", g_.name,
              g_.inputs.size(), inputs.size());
   std::map<const Value*, RValue> env;
@@ -147,6 +174,7 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs) {
   auto fetch = [&](const Value* v) -> const RValue* {
     if (auto it = env.find(v); it != env.end()) return &it->second;
     if (v->constant) return &env.emplace(v, RValue::of(*v->constant)).first->second;
+    if (outer && *outer) return (*outer)(v); // an If branch reads the enclosing graph's values
     return nullptr;
   };
   // The storage a node result is written to: its arena slot, or a fresh tensor.
@@ -204,6 +232,15 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs) {
                          : std::string(aicc_rt_last_error()));
       continue;
     }
+    // Subgraph bodies read outer-scope values from this run's env.
+    OuterLookup outerHere = [&](const Value* v) { return fetch(v); };
+    std::vector<RValue> outs;
+    if (t.branches[0]) { // a compiled If: pick the branch by the condition, run it
+      const RValue* c = fetch(n.inputs.at(0));
+      AICC_CHECK(c && c->kind == RValue::Kind::Tensor && c->tensor.numel() == 1,
+                 "{}: the condition must be a one-element tensor", n.describe());
+      outs = t.branches[c->tensor.getF64(0) != 0 ? 0 : 1]->run({}, &outerHere);
+    } else {
     std::vector<const RValue*> args;
     for (const Value* v : n.inputs) {
       const RValue* r = v ? fetch(v) : nullptr;
@@ -211,16 +248,14 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs) {
       args.push_back(r);
     }
     AICC_CHECK(n.def && n.def->kernel, "{}: no reference kernel", n.describe());
-    // Subgraph bodies run in the interpreter and read outer-scope values from this run's env.
-    OuterLookup outer = [&](const Value* v) { return fetch(v); };
     KernelCtx ctx(n, std::move(args), [&](const Graph& sg, const std::vector<RValue>& in) {
-      return interpretSubgraph(sg, in, outer);
+      return interpretSubgraph(sg, in, outerHere);
     });
-    std::vector<RValue> outs;
     try {
       outs = n.def->kernel(ctx);
     } catch (const Error& e) {
       throw Error(fmt::format("{}: {}", n.describe(), e.what()));
+    }
     }
     for (size_t i = 0; i < n.outputs.size() && i < outs.size(); ++i) {
       const Value* v = n.outputs[i];

@@ -4,10 +4,13 @@
 // caller's buffers); every other node runs through the interpreter's reference kernel (an explicit
 // fallback, counted and listed) and its result is copied into its arena slot. Static shapes only
 // (specialize symbolic dims at import); when no memory plan can be made (dynamic shapes,
-// sequences), every value gets its own allocation instead and `planned` is false.
+// sequences), every value gets its own allocation instead and `planned` is false. An If whose
+// results have static shapes is a control-flow task: both branches are compiled as nested
+// executables (reading this graph's values as their outer scope) and the condition picks one.
 #pragma once
 
 #include "codegen/llvm/jit.h"
+#include "interp/interpreter.h"
 #include "loop/lower.h"
 #include "ops/op_def.h"
 
@@ -53,8 +56,9 @@ public:
   ~JitExecutable();
 
   // Runs with inputs bound by position to g.inputs (dtype and static dims are checked); returns
-  // g.outputs in order (copies owned by the caller).
-  std::vector<RValue> run(const std::vector<RValue>& inputs);
+  // g.outputs in order (copies owned by the caller). `outer` provides the values of enclosing
+  // graphs when g is a subgraph (a compiled If branch).
+  std::vector<RValue> run(const std::vector<RValue>& inputs, const OuterLookup* outer = nullptr);
 
   const JitStats& stats() const { return stats_; }
   // Per-task timing of later runs (off by default: two clock reads per task).
@@ -63,6 +67,8 @@ public:
 
 private:
   struct Task;
+  // An If whose results have static shapes: both branches compiled as executables.
+  bool compileIf(const Node& n, Task& t, const JitRunOptions& opts);
   const Graph& g_;
   JitStats stats_;
   std::unique_ptr<codegen::JitEngine> engine_;

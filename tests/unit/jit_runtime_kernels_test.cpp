@@ -163,3 +163,44 @@ TEST(JitRuntimeKernels, AttentionMatchesTheInterpreter) {
 
 } // namespace
 } // namespace aicc
+
+namespace aicc {
+namespace {
+
+// An If with static results is a control-flow task: both branches compiled, reading the outer
+// graph's values; each condition value runs its branch. Split lowers as one Func of copies.
+TEST(JitRuntimeKernels, CompiledIfAndSplitMatchTheInterpreter) {
+  Model m = parseModel(
+      "graph @g(%c: bool[], %x: f32[2,5]) {\n"
+      "  %two = const f32[] [2]\n"
+      "  %s = const i64[2] [2, 3]\n"
+      "  %y = If(%c) {\n"
+      "    then_branch = graph @t() {\n      %r = Relu(%x) : f32[2,5]\n"
+      "      %m = Mul(%r, %two) : f32[2,5]\n      return %m\n    },\n"
+      "    else_branch = graph @e() {\n      %n = Neg(%x) : f32[2,5]\n      return %n\n    }\n"
+      "  } : f32[2,5]\n"
+      "  %a, %b = Split(%y, %s) {axis = 1} : f32[2,2], f32[2,3]\n"
+      "  return %a, %b\n}\n");
+  inferShapes(*m.graph);
+  runtime::JitExecutable exe(*m.graph);
+  EXPECT_EQ(exe.stats().fallback, 0) << exe.stats().fallbackReasons.at(0);
+  bool controlFlow = false;
+  for (const auto& t : exe.tasks()) controlFlow |= t.engine == "control-flow";
+  EXPECT_TRUE(controlFlow);
+  std::mt19937 rng(5);
+  for (bool cond : {true, false}) {
+    Tensor c(DType::Bool, {});
+    c.setF64(0, cond ? 1 : 0);
+    std::vector<RValue> in = {RValue::of(c), RValue::of(randomTensor(DType::F32, {2, 5}, rng))};
+    auto want = interpret(*m.graph, in);
+    auto got = exe.run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      auto diff = compareValues(want[k], got[k], {0, 0});
+      EXPECT_FALSE(diff) << "cond " << cond << " output " << k << ": " << *diff;
+    }
+  }
+}
+
+} // namespace
+} // namespace aicc

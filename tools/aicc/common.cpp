@@ -85,7 +85,20 @@ std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<
 
 void specializeToInputs(ImportedModel& m, const std::vector<RValue>& inputs) {
   auto dims = dimsFromInputs(*m.model.graph, inputs);
-  if (!dims.empty()) specializeDims(m.model, dims);
+  bool unnamed = false; // dims declared '?' take the input's size directly
+  Graph& g = *m.model.graph;
+  for (size_t i = 0; i < g.inputs.size() && i < inputs.size(); ++i) {
+    Type& t = g.inputs[i]->type;
+    if (!t.isTensor() || !t.shape || inputs[i].kind != RValue::Kind::Tensor) continue;
+    const Dims& actual = inputs[i].tensor.shape();
+    if (actual.size() != t.shape->size()) continue;
+    for (size_t d = 0; d < actual.size(); ++d)
+      if (!(*t.shape)[d].isStatic() && (*t.shape)[d].symbol.empty()) {
+        (*t.shape)[d] = Dim::known(actual[d]);
+        unnamed = true;
+      }
+  }
+  if (!dims.empty() || unnamed) specializeDims(m.model, dims);
 }
 
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) {
