@@ -162,7 +162,7 @@ void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols,
           const int64_t u0 = std::clamp<int64_t>(-off - ox0, 0, run);
           const int64_t u1 = std::clamp<int64_t>(s.W - off - ox0, u0, run);
           std::fill(d + j, d + j + u0, 0.0f);
-          std::copy(row + ox0 + u0 + off, row + ox0 + u1 + off, d + j + u0);
+          if (u1 > u0) std::copy(row + ox0 + u0 + off, row + ox0 + u1 + off, d + j + u0);
           std::fill(d + j + u1, d + j + run, 0.0f);
         } else {
           for (int64_t u = 0; u < run; ++u) {
