@@ -14,10 +14,7 @@ const Value* outerOf(const Bind& bind, const Value* v) {
   return it != bind.end() ? it->second : v;
 }
 
-struct ConvShape {
-  int64_t N = 0, C = 0, M = 0, G = 1;
-  Dims in, out, k, stride, dil, padBegin, padEnd;
-};
+} // namespace
 
 ConvShape convShape(const Node& head, const Dims& xd, const Dims& wd, const Dims& yd) {
   ConvShape s;
@@ -55,6 +52,8 @@ ConvShape convShape(const Node& head, const Dims& xd, const Dims& wd, const Dims
       no("Conv output shape does not match the attributes");
   return s;
 }
+
+namespace {
 
 CallArg buf(const std::string& b, ExprPtr off) { return CallArg{b, std::move(off), nullptr}; }
 CallArg val(int64_t v) { return CallArg{"", nullptr, intImm(v)}; }

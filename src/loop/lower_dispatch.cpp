@@ -15,7 +15,8 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerEpilogueFamily(n, funcName, opts, cand)) &&
         !(r = lowerPoolFamily(n, funcName, opts)) && !(r = lowerReduceFamily(n, funcName, opts)) &&
         !(r = lowerDataFamily(n, funcName, opts)) && !(r = lowerRnnFamily(n, funcName, opts)) &&
-        !(r = lowerAttentionFamily(n, funcName, opts)))
+        !(r = lowerAttentionFamily(n, funcName, opts)) &&
+        !(r = lowerQuantFamily(n, funcName, opts)))
       return false;
     result = std::move(r);
     return true;

@@ -21,6 +21,7 @@
 //       [dirs,batch,H], Y [T,dirs,batch,H]; flags bit 0 = reverse, bit 1 = linear_before_reset,
 //       bit 2 = clip; acts: 2 bits per activation (0 Sigmoid, 1 Tanh, 2 Relu), f0 | g0 << 2 |
 //       f1 << 4 | g1 << 6 (f: z and r gates, g: candidate; per direction)
+//   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (loop/lower_kernels_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .).
 // Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
 #include "kernels/attention.h"
@@ -285,8 +286,12 @@ void callGru(const kernels::KernelDesc& d, const std::string& k, std::vector<Ker
 
 } // namespace
 
+// Quantized callees (loop/lower_kernels_quant.cpp).
+std::optional<ExternKernel> quantBuiltinKernel(const std::string& name, kernels::ThreadPool* pool);
+
 std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
+  if (auto q = quantBuiltinKernel(name, pool)) return q;
   using Call = void (*)(const kernels::KernelDesc&, const std::string&, std::vector<KernelArg>&,
                         kernels::ThreadPool*);
   // Callee prefix + the descriptor's op -> the contract implementing it (longest prefixes first).

@@ -120,6 +120,21 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                const LowerOptions& o, const std::string& candidate, Schedule& sched,
                FusedClamp* clamp = nullptr);
 
+// Conv-like geometry (Conv, QLinearConv: group, strides, dilations, pads / auto_pad) checked
+// against the static shapes of x [N, C, spatial...], w [M, C/G, k...] and y [N, M, out...].
+struct ConvShape {
+  int64_t N = 0, C = 0, M = 0, G = 1;
+  Dims in, out, k, stride, dil, padBegin, padEnd;
+};
+ConvShape convShape(const Node& head, const Dims& xd, const Dims& wd, const Dims& yd);
+
+// QuantizeLinear, DequantizeLinear, QLinearMatMul, com.microsoft QLinearAdd /
+// QLinearGlobalAveragePool (lower_quant.cpp) and QLinearConv (lower_qconv.cpp); JIT only.
+std::optional<LoweredNode> lowerQuantFamily(const Node& n, const std::string& name,
+                                            const LowerOptions& o);
+std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
+                                      const LowerOptions& o);
+
 // Candidate names understood by the lowerings.
 inline constexpr const char* kLoopCandidate = "loop";
 // Micro-kernel candidates are "ukernel:<descriptor name>" (kernels/registry.h).

@@ -4,14 +4,11 @@
 // Attention (masks of both kinds and broadcast shapes, causal, grouped-query, Sq != Skv). Each
 // graph runs through runtime::runJit and the interpreter; the node must be compiled (no fallback)
 // and match at rtol 1e-4 / atol 1e-5.
-#include "interp/compare.h"
-#include "interp/interpreter.h"
 #include "ir/parser.h"
-#include "ir/printer.h"
+#include "jit_check.h"
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
 #include "passes/shape_inference.h"
-#include "runtime/jit_executor.h"
 
 #include <gtest/gtest.h>
 
@@ -20,12 +17,6 @@
 
 namespace aicc {
 namespace {
-
-std::string dimsText(const Dims& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
 
 // "%name = const f32[dims] [random values]"
 std::string constText(const std::string& name, const Dims& d, std::mt19937& rng) {
@@ -63,22 +54,7 @@ void check(const std::string& text, bool optimize, const std::string& what,
   std::vector<RValue> in;
   for (const Value* v : m.graph->inputs)
     in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng)));
-  auto expected = interpret(*m.graph, in);
-  std::unique_ptr<runtime::JitExecutable> exe;
-  ASSERT_NO_THROW(exe = std::make_unique<runtime::JitExecutable>(*m.graph));
-  std::vector<RValue> got;
-  ASSERT_NO_THROW(got = exe->run(in));
-  const runtime::JitStats& st = exe->stats();
-  std::string schedules;
-  for (const auto& t : exe->tasks()) schedules += t.schedule + "\n";
-  EXPECT_NE(schedules.find(expect), std::string::npos) << expect << " not in\n" << schedules;
-  EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]) << "\n"
-                            << printModel(m);
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t k = 0; k < got.size(); ++k) {
-    auto diff = compareValues(expected[k], got[k], {1e-4, 1e-5});
-    EXPECT_FALSE(diff) << "output " << k << ": " << *diff;
-  }
+  expectJitMatches(m, in, {1e-4, 1e-5}, expect);
 }
 
 struct ConvCase {

@@ -1,0 +1,160 @@
+// QLinearMatMul and the com.microsoft ops QLinearAdd / QLinearGlobalAveragePool as loop nests
+// (JIT only), with the arithmetic of their reference kernels (src/ops/quant.cpp, quant_ms.cpp):
+//   QLinearAdd   c = sat(round(a * (As/Cs) + b * (Bs/Cs) + k)), k = Cz - (As/Cs) Az - (Bs/Cs) Bz
+//                (float32, in that order; numpy broadcasting)
+//   QLinearGlobalAveragePool   y = sat(round(f32(sum(x) - xz * n) * (xs / (ys * n))) + yz)
+//   QLinearMatMul  acc = sum (a - az)(b - bz[n]) (int32), y = sat(round(f64(acc) * f + yz)) with
+//                f = f32(f32(as * bs[n]) / ys); a [..., M, K], b [K, N]
+// Scales and zero points are per tensor (b's also per column); all read from their buffers.
+#include "loop/lower_quant.h"
+#include "ops/op_def.h"
+
+namespace aicc::loop::detail {
+
+namespace {
+
+// Scalar input i as `t` (0 when omitted); `what` names it in the decline message.
+ExprPtr scalarIn(FuncBuilder& b, const Node& n, size_t i, DType t, const char* what) {
+  if (!n.hasInput(i)) return constant(t, 0);
+  const Value* v = n.inputs[i];
+  if (numel(staticDims(v, what)) != 1) no(n.describe() + ": " + what + " is not a scalar");
+  if (isFloat(v->type.dtype) && v->type.dtype != DType::F32)
+    no(n.describe() + ": " + what + " is not f32");
+  ExprPtr e = load(b.input(v), intImm(0), v->type.dtype);
+  return v->type.dtype == t ? e : cast(t, e);
+}
+
+// Index into `in` (numpy-broadcast against `out`) from the loop variables over `out`.
+ExprPtr broadcastIndex(const Node& n, const Dims& in, const Dims& out,
+                       const std::vector<std::string>& vs) {
+  if (in.size() > out.size()) no(n.describe() + ": an operand of higher rank than the result");
+  std::vector<ExprPtr> idx(out.size());
+  const size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] != 1 && in[d] != out[lead + d])
+      no(n.describe() + ": " + formatDims(in) + " does not broadcast to " + formatDims(out));
+    if (in[d] != 1) idx[lead + d] = var(vs[lead + d]);
+  }
+  Dims padded(lead, 1);
+  padded.insert(padded.end(), in.begin(), in.end());
+  return out.empty() ? intImm(0) : linearIndex(idx, strides(padded));
+}
+
+void requireQ8Same(const Node& n, std::initializer_list<const Value*> vs) {
+  for (const Value* v : vs)
+    if (!isQ8(v->type.dtype) || v->type.dtype != (*vs.begin())->type.dtype)
+      no(n.describe() + ": lowered for u8/i8 operands of one type only");
+}
+
+std::optional<LoweredNode> lowerQLinearAdd(const Node& n, const std::string& name,
+                                           const LowerOptions& o) {
+  const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
+  requireQ8Same(n, {av, bv, yv});
+  const DType t = av->type.dtype, f = DType::F32;
+  FuncBuilder b(n, name, "quant");
+  std::string Y = b.output(0), A = b.input(av), B = b.input(bv);
+  const Dims ad = staticDims(av, "A"), bd = staticDims(bv, "B"), yd = staticDims(yv, "C");
+  ExprPtr cs = scalarIn(b, n, 6, f, "C_scale");
+  ExprPtr ac = div(scalarIn(b, n, 1, f, "A_scale"), cs), bc = div(scalarIn(b, n, 4, f, "B_scale"), cs);
+  ExprPtr k = sub(sub(scalarIn(b, n, 7, f, "C_zero_point"), mul(ac, scalarIn(b, n, 2, f, "A_zero_point"))),
+                  mul(bc, scalarIn(b, n, 5, f, "B_zero_point")));
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < yd.size(); ++d) vs.push_back(b.loopVar("i" + std::to_string(d)));
+  ExprPtr a = cast(f, load(A, broadcastIndex(n, ad, yd, vs), t));
+  ExprPtr bb = cast(f, load(B, broadcastIndex(n, bd, yd, vs), t));
+  ExprPtr v = add(add(mul(a, ac), mul(bb, bc)), k);
+  Block body = {Stmt::store(Y, broadcastIndex(n, yd, yd, vs), cast(t, call("round", {v})))};
+  if (yd.empty()) return b.finish(std::move(body), {}, o);
+  const int64_t w = vectorWidthFor(o, f, yd.back());
+  return b.finish(nest(vs, yd, std::move(body), true, w), {}, o);
+}
+
+std::optional<LoweredNode> lowerQGlobalAvgPool(const Node& n, const std::string& name,
+                                               const LowerOptions& o) {
+  const Value *xv = n.inputs.at(0), *yv = n.outputs.at(0);
+  requireQ8Same(n, {xv, yv});
+  const DType t = xv->type.dtype, f = DType::F32;
+  const Dims xd = staticDims(xv, "X");
+  if (xd.size() < 3) no(n.describe() + ": X of rank < 3");
+  const bool last = n.attrInt("channels_last") != 0;
+  const int64_t N = xd[0], C = last ? xd.back() : xd[1], img = numel(xd) / std::max<int64_t>(1, N * C);
+  FuncBuilder b(n, name, "pool");
+  std::string Y = b.output(0), X = b.input(xv), S = b.temp("sum", DType::I64, {N * C});
+  ExprPtr scale = div(scalarIn(b, n, 1, f, "x_scale"),
+                      mul(scalarIn(b, n, 3, f, "y_scale"), constant(f, double(img))));
+  std::string nv = b.loopVar("n"), cv = b.loopVar("c"), pv = b.loopVar("p");
+  ExprPtr row = add(mul(var(nv), intImm(C)), var(cv));
+  ExprPtr xIdx = last ? add(mul(add(mul(var(nv), intImm(img)), var(pv)), intImm(C)), var(cv))
+                      : add(mul(row, intImm(img)), var(pv));
+  ExprPtr sum = load(S, row, DType::I64);
+  Block body = {Stmt::store(S, row, mul(scalarIn(b, n, 2, DType::I64, "x_zero_point"), intImm(-img)))};
+  for (auto& s : nest({pv}, {img}, {Stmt::store(S, row, add(sum, cast(DType::I64, load(X, xIdx, t))))},
+                      false))
+    body.push_back(std::move(s));
+  ExprPtr q = add(call("round", {mul(cast(f, sum), scale)}), scalarIn(b, n, 4, f, "y_zero_point"));
+  body.push_back(Stmt::store(Y, row, cast(t, q)));
+  Schedule sched;
+  sched["layout"] = std::string(last ? "nhwc" : "nchw");
+  return b.finish(nest({nv, cv}, {N, C}, std::move(body), true), std::move(sched), o);
+}
+
+// Per-tensor or per-column input i of QLinearMatMul at column `col` as `t`.
+ExprPtr columnIn(FuncBuilder& b, const Node& n, size_t i, int64_t N, const ExprPtr& col, DType t,
+                 const char* what) {
+  if (!n.hasInput(i) || numel(staticDims(n.inputs[i], what)) == 1) return scalarIn(b, n, i, t, what);
+  const Value* v = n.inputs[i];
+  if (staticDims(v, what) != Dims{N} || (isFloat(v->type.dtype) && v->type.dtype != DType::F32))
+    no(n.describe() + ": " + what + " is neither per tensor nor per column");
+  return cast(t, load(b.input(v), col, v->type.dtype));
+}
+
+std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& name,
+                                              const LowerOptions& o) {
+  const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
+  if (!isQ8(av->type.dtype) || !isQ8(bv->type.dtype) || !isQ8(yv->type.dtype))
+    no(n.describe() + ": QLinearMatMul is lowered for u8/i8 only");
+  const Dims ad = staticDims(av, "a"), bd = staticDims(bv, "b");
+  if (ad.size() < 2 || bd.size() != 2 || ad.back() != bd[0])
+    no(n.describe() + ": QLinearMatMul is lowered for a [..., M, K] x b [K, N] only");
+  const int64_t K = bd[0], N = bd[1], R = numel(ad) / K;
+  const DType i32 = DType::I32, f = DType::F32;
+  FuncBuilder b(n, name, "matmul");
+  std::string Y = b.output(0), A = b.input(av), B = b.input(bv);
+  std::string ACC = b.temp("acc", i32, {R, N});
+  std::string rv = b.loopVar("r"), nv = b.loopVar("n"), kv = b.loopVar("k");
+  ExprPtr r = var(rv), col = var(nv), kk = var(kv), yIdx = add(mul(r, intImm(N)), col);
+  ExprPtr acc = load(ACC, yIdx, i32);
+  ExprPtr a = sub(cast(i32, load(A, add(mul(r, intImm(K)), kk), av->type.dtype)),
+                  scalarIn(b, n, 2, i32, "a_zero_point"));
+  ExprPtr bk = sub(cast(i32, load(B, add(mul(kk, intImm(N)), col), bv->type.dtype)),
+                   columnIn(b, n, 5, N, col, i32, "b_zero_point"));
+  const int64_t w = vectorWidthFor(o, i32, N);
+  Block body = nest({nv}, {N}, {Stmt::store(ACC, yIdx, intImm(0, i32))}, false, w);
+  for (auto& s : nest({kv, nv}, {K, N}, {Stmt::store(ACC, yIdx, add(acc, mul(a, bk)))}, false, w))
+    body.push_back(std::move(s));
+  ExprPtr fac = div(mul(scalarIn(b, n, 1, f, "a_scale"), columnIn(b, n, 4, N, col, f, "b_scale")),
+                    scalarIn(b, n, 6, f, "y_scale"));
+  ExprPtr v = add(mul(cast(DType::F64, acc), cast(DType::F64, fac)),
+                  scalarIn(b, n, 7, DType::F64, "y_zero_point"));
+  for (auto& s : nest({nv}, {N}, {Stmt::store(Y, yIdx, cast(yv->type.dtype, call("round", {v})))},
+                      false))
+    body.push_back(std::move(s));
+  Schedule sched;
+  sched["accumulation"] = std::string("int32");
+  return b.finish(nest({rv}, {R}, std::move(body), true), std::move(sched), o);
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerQuantMs(const Node& n, const std::string& name,
+                                        const LowerOptions& o) {
+  const bool ms = n.domain == kMsDomain;
+  if (n.domain.empty() && n.op == "QLinearMatMul")
+    return requireRuntimeKernels(n, o), lowerQLinearMatMul(n, name, o);
+  if (ms && n.op == "QLinearAdd") return requireRuntimeKernels(n, o), lowerQLinearAdd(n, name, o);
+  if (ms && n.op == "QLinearGlobalAveragePool")
+    return requireRuntimeKernels(n, o), lowerQGlobalAvgPool(n, name, o);
+  return std::nullopt;
+}
+
+} // namespace aicc::loop::detail

@@ -1,0 +1,117 @@
+// Quantization ops as loop nests (JIT only: LowerOptions::runtimeKernels), bit-exact with the
+// reference kernels of src/ops/quant*.cpp:
+//   QuantizeLinear    y = sat(round(f32(x / scale)) + zp)          f32 -> u8/i8
+//   DequantizeLinear  y = (f32(x) - f32(zp)) * scale               u8/i8 -> f32
+// (per tensor, or per axis: scale/zp of x's `axis` extent), com.microsoft QLinearAdd and
+// QLinearGlobalAveragePool (float32 arithmetic as ONNX Runtime, lower_qlinear.cpp) and
+// QLinearMatMul (int32 accumulation, double requantization, lower_qlinear.cpp). `round` is half
+// to even; `sat` is the IR's saturating float -> integer cast (NaN -> 0, as the reference's
+// roundSat). Anything else declines with a reason.
+#include "loop/lower_quant.h"
+#include "ops/op_def.h"
+
+namespace aicc::loop::detail {
+
+std::vector<double> quantConst(const Node& n, size_t i, int64_t count, const char* what) {
+  if (!n.hasInput(i)) return {0.0};
+  const Value* v = n.inputs[i];
+  if (!v->constant) no(n.describe() + ": " + what + " is not a constant");
+  const Tensor& t = *v->constant;
+  if (t.numel() != 1 && (t.rank() != 1 || t.numel() != count))
+    no(fmt::format("{}: {} has shape {}, expected a scalar or [{}]", n.describe(), what,
+                   formatDims(t.shape()), count));
+  return t.toF64Vector();
+}
+
+void requireRuntimeKernels(const Node& n, const LowerOptions& o) {
+  if (!o.runtimeKernels) no(n.describe() + ": quantized ops are lowered for the JIT only");
+}
+
+std::optional<LoweredNode> lowerQuantMs(const Node& n, const std::string& name,
+                                        const LowerOptions& o); // lower_qlinear.cpp
+
+namespace {
+
+// How x's flat elements map to their scale / zero point: per tensor (axis -1) or along `axis`.
+int64_t quantAxis(const Node& n, const Dims& x) {
+  const Dims s = staticDims(n.inputs.at(1), "scale");
+  if (numel(s) == 1 && s.size() <= 1) return -1;
+  const int64_t axis = normAxis(n.attrInt("axis"), x.size(), n);
+  if (n.attrInt("block_size") > 0 || s.size() != 1 || s[0] != x[size_t(axis)])
+    no(n.describe() + ": blocked quantization (scale " + formatDims(s) + ")");
+  if (n.hasInput(2) && staticDims(n.inputs[2], "zero point") != s)
+    no(n.describe() + ": the zero point's shape differs from the scale's");
+  return axis;
+}
+
+// The elementwise nest over x's dims: body(element index, scale index).
+using QuantBody = std::function<ExprPtr(FuncBuilder&, const ExprPtr&, const ExprPtr&)>;
+std::optional<LoweredNode> quantNest(const Node& n, const std::string& name,
+                                     const LowerOptions& o, const QuantBody& f) {
+  FuncBuilder b(n, name, "quant");
+  std::string Y = b.output(0);
+  const Dims x = staticDims(n.inputs[0], "x");
+  const int64_t axis = quantAxis(n, x);
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < x.size(); ++d) vs.push_back(b.loopVar("i" + std::to_string(d)));
+  ExprPtr idx = x.empty() ? intImm(0) : linearIndex(vars(vs), strides(x));
+  ExprPtr sIdx = axis < 0 ? intImm(0) : var(vs[size_t(axis)]);
+  Block body = {Stmt::store(Y, idx, f(b, idx, sIdx))};
+  Schedule sched;
+  sched["quant_axis"] = axis;
+  if (x.empty()) return b.finish(std::move(body), std::move(sched), o);
+  const int64_t w = vectorWidthFor(o, DType::F32, x.back());
+  return b.finish(nest(vs, x, std::move(body), true, w), std::move(sched), o);
+}
+
+// Zero point i of n at sIdx as `t` (0 when omitted).
+ExprPtr zeroPointAt(FuncBuilder& b, const Node& n, size_t i, const ExprPtr& sIdx, DType t) {
+  if (!n.hasInput(i)) return constant(t, 0);
+  return cast(t, load(b.input(n.inputs[i]), sIdx, n.inputs[i]->type.dtype));
+}
+
+std::optional<LoweredNode> lowerQuantize(const Node& n, const std::string& name,
+                                         const LowerOptions& o) {
+  const DType out = n.outputs.at(0)->type.dtype;
+  if (n.inputs.at(0)->type.dtype != DType::F32 || n.inputs.at(1)->type.dtype != DType::F32)
+    no(n.describe() + ": QuantizeLinear is lowered for f32 x and scale only");
+  if (!isQ8(out) || (n.hasInput(2) && n.inputs[2]->type.dtype != out))
+    no(n.describe() + ": QuantizeLinear is lowered to u8/i8 only");
+  if (n.attrInt("precision") != 0 && n.attrInt("precision") != 1)
+    no(n.describe() + ": QuantizeLinear with a precision other than float");
+  return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {
+    ExprPtr q = div(load(b.input(n.inputs[0]), i, DType::F32),
+                    load(b.input(n.inputs[1]), s, DType::F32));
+    return cast(out, add(call("round", {q}), zeroPointAt(b, n, 2, s, DType::F32)));
+  });
+}
+
+std::optional<LoweredNode> lowerDequantize(const Node& n, const std::string& name,
+                                           const LowerOptions& o) {
+  const DType xt = n.inputs.at(0)->type.dtype;
+  if (!isQ8(xt) || n.inputs.at(1)->type.dtype != DType::F32 ||
+      n.outputs.at(0)->type.dtype != DType::F32)
+    no(n.describe() + ": DequantizeLinear is lowered for u8/i8 -> f32 only");
+  if (n.hasInput(2) && n.inputs[2]->type.dtype != xt)
+    no(n.describe() + ": the zero point's type differs from x's");
+  return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {
+    ExprPtr dx = sub(cast(DType::F32, load(b.input(n.inputs[0]), i, xt)),
+                     zeroPointAt(b, n, 2, s, DType::F32));
+    return mul(dx, load(b.input(n.inputs[1]), s, DType::F32));
+  });
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerQuantFamily(const Node& n, const std::string& name,
+                                            const LowerOptions& o) {
+  if (n.domain.empty()) {
+    if (n.op == "QuantizeLinear") return requireRuntimeKernels(n, o), lowerQuantize(n, name, o);
+    if (n.op == "DequantizeLinear")
+      return requireRuntimeKernels(n, o), lowerDequantize(n, name, o);
+    if (n.op == "QLinearConv") return lowerQConv(n, name, o);
+  }
+  return lowerQuantMs(n, name, o);
+}
+
+} // namespace aicc::loop::detail

@@ -1,0 +1,17 @@
+// Shared pieces of the quantized lowerings (lower_quant.cpp, lower_qconv.cpp).
+#pragma once
+
+#include "loop/lower_ops.h"
+
+namespace aicc::loop::detail {
+
+inline bool isQ8(DType t) { return t == DType::U8 || t == DType::I8; }
+
+// The values of constant input i of n: one value (per tensor) or `count` values (rank 1, per
+// channel); an omitted input reads as {0} (zero points). Declines when not constant.
+std::vector<double> quantConst(const Node& n, size_t i, int64_t count, const char* what);
+
+// Declines unless o.runtimeKernels (the quantized lowerings are JIT only).
+void requireRuntimeKernels(const Node& n, const LowerOptions& o);
+
+} // namespace aicc::loop::detail

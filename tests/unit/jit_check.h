@@ -1,0 +1,42 @@
+// Shared by the JIT lowering tests: runs a graph through runtime::JitExecutable and the
+// interpreter, expects every node compiled (no fallback), some task's schedule to contain
+// `expect` (which lowering / kernel ran) and the outputs to match within `tol`.
+#pragma once
+
+#include "interp/compare.h"
+#include "interp/interpreter.h"
+#include "ir/printer.h"
+#include "runtime/jit_executor.h"
+
+#include <gtest/gtest.h>
+
+namespace aicc {
+
+// "[d0,d1,...]" as the IR text writes dims.
+inline std::string dimsText(const Dims& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+inline void expectJitMatches(const Model& m, const std::vector<RValue>& in, Tolerance tol,
+                             const std::string& expect) {
+  auto expected = interpret(*m.graph, in);
+  std::unique_ptr<runtime::JitExecutable> exe;
+  ASSERT_NO_THROW(exe = std::make_unique<runtime::JitExecutable>(*m.graph));
+  std::vector<RValue> got;
+  ASSERT_NO_THROW(got = exe->run(in));
+  const runtime::JitStats& st = exe->stats();
+  std::string schedules;
+  for (const auto& t : exe->tasks()) schedules += t.schedule + "\n";
+  EXPECT_NE(schedules.find(expect), std::string::npos) << expect << " not in\n" << schedules;
+  EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]) << "\n"
+                            << printModel(m);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    auto diff = compareValues(expected[k], got[k], tol);
+    EXPECT_FALSE(diff) << "output " << k << ": " << *diff;
+  }
+}
+
+} // namespace aicc

@@ -1,0 +1,172 @@
+// The JIT's quantized lowerings (loop/lower_quant.cpp, lower_qlinear.cpp, lower_qconv.cpp):
+// QuantizeLinear / DequantizeLinear (per tensor, per axis, u8/i8), QLinearConv through the
+// qconv2d_nchw micro-kernel (per-tensor and per-channel weights, u8/i8, bias, groups, depthwise,
+// strides, pads, dilations, 1-D, saturating outputs), QLinearMatMul, com.microsoft QLinearAdd and
+// QLinearGlobalAveragePool. Each graph runs through the JIT and the interpreter: the node must be
+// compiled (no fallback), the expected lowering must have run, and the outputs must be
+// bit-identical.
+#include "ir/parser.h"
+#include "jit_check.h"
+#include "passes/shape_inference.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+namespace aicc {
+namespace {
+
+// Uniform integers of t's quantized range (u8, i8, i32 in [-lim, lim]) or floats in [-lim, lim].
+Tensor randomTensor(DType t, const Dims& d, std::mt19937& rng, double lim = 4) {
+  Tensor x(t, d);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (t == DType::U8)
+      x.setI64(i, int64_t(rng() % 256));
+    else if (t == DType::I8)
+      x.setI64(i, int64_t(rng() % 256) - 128);
+    else if (t == DType::I32)
+      x.setI64(i, int64_t(rng() % (2 * int64_t(lim) + 1)) - int64_t(lim));
+    else
+      x.setF64(i, std::uniform_real_distribution<double>(-lim, lim)(rng));
+  }
+  return x;
+}
+
+// "%name = const <t><dims> [values]" with random values (see randomTensor), or the given ones.
+std::string constText(const std::string& name, DType t, const Dims& d, std::mt19937& rng,
+                      double lim = 4, std::vector<double> vals = {}) {
+  Tensor x = randomTensor(t, d, rng, lim);
+  std::ostringstream s;
+  s << "  %" << name << " = const " << dtypeName(t) << dimsText(d) << " [";
+  for (int64_t i = 0; i < x.numel(); ++i)
+    s << (i ? ", " : "") << (vals.empty() ? x.getF64(i) : vals[size_t(i) % vals.size()]);
+  s << "]\n";
+  return s.str();
+}
+
+// JIT vs interpreter, exactly; some task's schedule must contain `expect`.
+void check(const std::string& text, const std::string& what, const std::string& expect,
+           double inputLimit = 4) {
+  SCOPED_TRACE(what);
+  Model m = parseModel(text);
+  inferShapes(*m.graph);
+  std::mt19937 rng(5);
+  std::vector<RValue> in;
+  for (const Value* v : m.graph->inputs)
+    in.push_back(
+        RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng, inputLimit)));
+  expectJitMatches(m, in, {0, 0}, expect);
+}
+
+TEST(JitQuant, QuantizeAndDequantizeMatchExactly) {
+  std::mt19937 rng(3);
+  // Per tensor, u8, saturating both ends (x in [-40, 40], scale 0.1, zp 128).
+  check("graph @g(%x: f32[2,3,17]) {\n  %s = const f32[] [0.1]\n  %z = const u8[] [128]\n"
+        "  %y = QuantizeLinear(%x, %s, %z)\n  return %y\n}\n",
+        "QuantizeLinear u8 per tensor", "quant_axis = -1", 40);
+  // Per axis (1), i8; and no zero point (u8 output).
+  check("graph @g(%x: f32[2,4,5,3]) {\n" + constText("s", DType::F32, {4}, rng, 0, {0.02, 0.5, 1, 0.07}) +
+            constText("z", DType::I8, {4}, rng) +
+            "  %y = QuantizeLinear(%x, %s, %z) {axis = 1}\n  return %y\n}\n",
+        "QuantizeLinear i8 per axis", "quant_axis = 1");
+  check("graph @g(%x: f32[7,9]) {\n  %s = const f32[] [0.03125]\n"
+        "  %y = QuantizeLinear(%x, %s)\n  return %y\n}\n",
+        "QuantizeLinear without zero point", "quant_axis = -1");
+  check("graph @g(%x: i8[3,5,4]) {\n  %s = const f32[] [0.037]\n  %z = const i8[] [-7]\n"
+        "  %y = DequantizeLinear(%x, %s, %z)\n  return %y\n}\n",
+        "DequantizeLinear i8 per tensor", "quant_axis = -1");
+  check("graph @g(%x: u8[2,3,6]) {\n" + constText("s", DType::F32, {6}, rng, 0, {0.1, 0.013, 2.5}) +
+            constText("z", DType::U8, {6}, rng) +
+            "  %y = DequantizeLinear(%x, %s, %z) {axis = -1}\n  return %y\n}\n",
+        "DequantizeLinear u8 per axis (last)", "quant_axis = 2");
+}
+
+struct QConvCase {
+  DType xt, wt;
+  Dims x, w;
+  bool perChannel, bias;
+  std::string attrs;
+  double yScale; // small: many outputs saturate
+};
+
+std::string qconvGraph(const QConvCase& c, std::mt19937& rng) {
+  const int64_t M = c.w[0];
+  const Dims pc = c.perChannel ? Dims{M} : Dims{};
+  std::ostringstream g;
+  g << "graph @g(%x: " << dtypeName(c.xt) << dimsText(c.x) << ") {\n"
+    << "  %xs = const f32[] [0.0173]\n"
+    << "  %xz = const " << dtypeName(c.xt) << "[] [" << (c.xt == DType::U8 ? 121 : -5) << "]\n"
+    << constText("w", c.wt, c.w, rng)
+    << constText("ws", DType::F32, pc, rng, 0, {0.0041, 0.0123, 0.0007, 0.031})
+    << constText("wz", c.wt, pc, rng, 0,
+                 c.wt == DType::U8 ? std::vector<double>{128, 119, 140} : std::vector<double>{0, 3, -2})
+    << "  %ys = const f32[] [" << c.yScale << "]\n"
+    << "  %yz = const " << dtypeName(c.xt) << "[] [" << (c.xt == DType::U8 ? 130 : 4) << "]\n";
+  if (c.bias) g << constText("b", DType::I32, {M}, rng, 3000);
+  g << "  %y = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz" << (c.bias ? ", %b" : "") << ")"
+    << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n  return %y\n}\n";
+  return g.str();
+}
+
+TEST(JitQuant, QLinearConvMatchesExactly) {
+  const DType U = DType::U8, I = DType::I8;
+  const QConvCase cases[] = {
+      {U, U, {1, 8, 9, 11}, {16, 8, 3, 3}, false, true, "pads = [1, 1, 1, 1]", 0.05},
+      {U, I, {2, 6, 10, 10}, {12, 6, 1, 1}, true, true, "", 0.02},                    // pointwise
+      {U, U, {1, 5, 13, 12}, {7, 5, 5, 5}, true, false, "strides = [2, 2], pads = [2, 1, 2, 1]", 0.01},
+      {I, I, {1, 4, 9, 9}, {6, 4, 3, 3}, false, true, "dilations = [2, 2], pads = [2, 2, 2, 2]", 0.002},
+      {I, I, {1, 8, 8, 8}, {8, 2, 3, 3}, true, true, "group = 4, pads = [1, 1, 1, 1]", 0.03}, // grouped
+      {U, U, {1, 6, 14, 15}, {6, 1, 3, 3}, true, true, "group = 6, strides = [2, 2], pads = [1, 1, 1, 1]",
+       0.01},                                                                            // depthwise
+      {I, U, {1, 4, 11, 11}, {8, 1, 5, 5}, false, false, "group = 4, pads = [2, 2, 2, 2]", 0.0005},
+      {U, I, {2, 3, 17}, {5, 3, 3}, true, true, "pads = [1, 1]", 0.03},                    // 1-D
+  };
+  std::mt19937 rng(7);
+  for (const QConvCase& c : cases)
+    check(qconvGraph(c, rng),
+          fmt::format("QLinearConv {} x{} {} w{} {}", dtypeName(c.xt), dimsText(c.x),
+                      dtypeName(c.wt), dimsText(c.w), c.attrs),
+          "qconv2d_nchw");
+}
+
+TEST(JitQuant, QLinearMatMulAddAndPoolMatchExactly) {
+  std::mt19937 rng(13);
+  check("graph @g(%a: u8[2,5,37]) {\n  %as = const f32[] [0.021]\n  %az = const u8[] [131]\n" +
+            constText("b", DType::U8, {37, 19}, rng) +
+            "  %bs = const f32[] [0.013]\n  %bz = const u8[] [127]\n"
+            "  %ys = const f32[] [0.09]\n  %yz = const u8[] [120]\n"
+            "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n",
+        "QLinearMatMul u8 per tensor", "accumulation = \"int32\"");
+  check("graph @g(%a: i8[6,40]) {\n  %as = const f32[] [0.02]\n  %az = const i8[] [3]\n" +
+            constText("b", DType::I8, {40, 9}, rng) +
+            constText("bs", DType::F32, {9}, rng, 0, {0.01, 0.002, 0.03}) +
+            constText("bz", DType::I8, {9}, rng, 0, {0, 1, -1}) +
+            "  %ys = const f32[] [0.05]\n  %yz = const i8[] [-3]\n"
+            "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n",
+        "QLinearMatMul i8 per column", "accumulation = \"int32\"");
+  check("graph @g(%a: u8[2,3,4,5], %b: u8[3,1,5]) {\n  %as = const f32[] [0.05]\n"
+        "  %az = const u8[] [120]\n  %bs = const f32[] [0.11]\n  %bz = const u8[] [131]\n"
+        "  %cs = const f32[] [0.04]\n  %cz = const u8[] [128]\n"
+        "  %c = com.microsoft.QLinearAdd(%a, %as, %az, %b, %bs, %bz, %cs, %cz)\n"
+        "  return %c\n}\n",
+        "QLinearAdd u8 broadcast", "kind = \"quant\"");
+  check("graph @g(%a: i8[4,6], %b: i8[4,6]) {\n  %as = const f32[] [0.5]\n"
+        "  %az = const i8[] [0]\n  %bs = const f32[] [0.25]\n  %bz = const i8[] [10]\n"
+        "  %cs = const f32[] [0.3]\n  %cz = const i8[] [-2]\n"
+        "  %c = com.microsoft.QLinearAdd(%a, %as, %az, %b, %bs, %bz, %cs, %cz)\n"
+        "  return %c\n}\n",
+        "QLinearAdd i8 saturating", "kind = \"quant\"");
+  for (const char* last : {"0", "1"})
+    check(std::string("graph @g(%x: u8[2,5,7,6]) {\n  %xs = const f32[] [0.03]\n"
+                      "  %xz = const u8[] [125]\n  %ys = const f32[] [0.011]\n"
+                      "  %yz = const u8[] [131]\n"
+                      "  %y = com.microsoft.QLinearGlobalAveragePool(%x, %xs, %xz, %ys, %yz) "
+                      "{channels_last = ") +
+              last + "}\n  return %y\n}\n",
+          std::string("QLinearGlobalAveragePool channels_last=") + last,
+          std::string(last) == "1" ? "nhwc" : "nchw");
+}
+
+} // namespace
+} // namespace aicc
