@@ -376,7 +376,10 @@ TEST(Kernels, DepthwiseNchwMatchesReference) {
   const Case cases[] = {{8, 1, 9, 11, 3, 1, 1, 1},   {5, 1, 10, 21, 3, 2, 1, 1},
                         {3, 2, 12, 13, 5, 2, 2, 1},  {16, 1, 7, 40, 5, 1, 2, 1},
                         {4, 1, 9, 9, 3, 1, 2, 2},    {2, 3, 6, 5, 1, 1, 0, 1},
-                        {7, 1, 1, 1, 3, 1, 1, 1},    {6, 1, 17, 33, 7, 3, 3, 1}};
+                        {7, 1, 1, 1, 3, 1, 1, 1},    {6, 1, 17, 33, 7, 3, 3, 1},
+                        // wide rows: full vectors, the overlapping tail, stride-2 deinterleaving
+                        {3, 1, 5, 75, 3, 2, 1, 1},   {2, 1, 4, 77, 5, 2, 2, 1},
+                        {2, 2, 3, 53, 3, 1, 1, 1}};
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
     for (const Case& c : cases)
       for (int variant = 0; variant < 3; ++variant) {
