@@ -11,7 +11,9 @@
 // zero (INT_MIN / -1 wraps), floats round to their type after every operation (no contraction,
 // no fast-math), min/max on floats are llvm.minnum/maxnum (fmin/fmax), float -> int casts are
 // llvm.fptosi.sat/fptoui.sat, math functions are computed in double through libm and rounded
-// (as the executor does). Bool is i1 in registers and one byte in memory.
+// (as the executor does) -- except f32 exp/sigmoid/tanh/erf, which are inline approximations
+// within 2.3 ulp (vector_math.h) so that loops using them vectorize; the approximations use
+// fmuladd, which may contract. Bool is i1 in registers and one byte in memory.
 //
 // Loops become basic blocks. `vectorize(W)` loops carry llvm.loop.vectorize.{enable,width}
 // metadata plus llvm.loop.parallel_accesses (their iterations are independent by contract), so
