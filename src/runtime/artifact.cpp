@@ -1,6 +1,7 @@
 #include "runtime/artifact.h"
 
 #include "backend/memory_plan.h"
+#include "backend/target.h"
 #include "codegen/llvm/emit_llvm.h"
 #include "ir/dtype.h"
 #include "loop/printer.h"
@@ -205,6 +206,11 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
   p << "aicc-artifact 1\n";
   p << "arena " << spec.arenaBytes << "\nscratch " << spec.scratchBytes << "\nweights "
     << spec.weights.size() << "\n";
+  // The ISA features the code was compiled for: the loader refuses a CPU without them.
+  p << "requires " << enc(target.name);
+  for (uint32_t i = 0; i < static_cast<uint32_t>(CpuFeature::Count); ++i)
+    if (target.has(static_cast<CpuFeature>(i))) p << " " << cpuFeatureName(static_cast<CpuFeature>(i));
+  p << "\n";
   for (const TensorDesc& t : spec.inputs)
     p << "input " << enc(t.name) << " " << dtypeName(t.dtype) << " " << dimsText(t.dims) << "\n";
   for (const auto& [t, b] : spec.outputs)
@@ -303,6 +309,18 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
       if (kind == "arena") ls >> impl_->arenaBytes;
       else if (kind == "scratch") ls >> impl_->scratchBytes;
       else if (kind == "weights") ls >> impl_->weightBytes;
+      else if (kind == "requires") {
+        std::string target, f;
+        ls >> target;
+        const Target host = nativeTarget();
+        std::vector<std::string> lacking;
+        while (ls >> f) {
+          CpuFeature cf;
+          if (!parseCpuFeature(f, cf) || !host.has(cf)) lacking.push_back(f);
+        }
+        AICC_CHECK(lacking.empty(), "{}: compiled for target '{}', which needs {} that this CPU lacks",
+                   planFile, dec(target), fmt::join(lacking, ", "));
+      }
       else if (kind == "input" || kind == "output") {
         std::string name, dt, dims, where;
         ls >> name >> dt >> dims;

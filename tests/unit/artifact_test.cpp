@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace aicc {
 namespace {
@@ -151,6 +152,23 @@ TEST(Artifact, BadInputsAndDamagedArtifactsGiveClearErrors) {
   }
   EXPECT_THROW(art.run({RValue::of(wrongType), RValue::of(yt)}), Error);
   EXPECT_THROW(art.run({RValue::of(yt)}), Error);
+  // Code compiled for ISA features this CPU lacks is refused, naming them.
+  {
+    std::ifstream in(dir / "model.plan");
+    std::stringstream plan;
+    plan << in.rdbuf();
+    std::string text = plan.str(), fake;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      fake += (line.rfind("requires ", 0) == 0 ? std::string("requires t nosuchisa") : line) + "\n";
+    EXPECT_NE(fake.find("requires t nosuchisa"), std::string::npos);
+    std::ofstream(dir / "model.plan") << fake;
+    EXPECT_EQ(aicc_model_load(dir.c_str()), nullptr);
+    EXPECT_NE(std::string(aicc_last_error()).find("needs nosuchisa that this CPU lacks"),
+              std::string::npos)
+        << aicc_last_error();
+    std::ofstream(dir / "model.plan") << text;
+  }
   // Damaged artifacts.
   EXPECT_EQ(aicc_model_load((dir / "nope").c_str()), nullptr);
   EXPECT_NE(std::string(aicc_last_error()).find("no model.plan"), std::string::npos);
