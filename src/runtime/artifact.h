@@ -5,8 +5,9 @@
 //   model.o        the same code as a relocatable object (for static linking)
 //   model.weights  the read-only blob: graph constants at their planned offsets, then the weights
 //                  packed at compile time for the micro-kernels
-//   model.plan     text: arena/scratch/weights sizes, the inputs and outputs (name, type, where an
-//                  output lives), one line per task (function, then each parameter's binding)
+//   model.plan     text: arena/scratch/weights sizes, the ISA features the code needs, the inputs
+//                  and outputs (name, type, where an output lives), one line per task (function,
+//                  then each parameter's binding)
 //
 // A binding is a region and an offset: the arena, the weights blob, input k, or the per-task
 // scratch area (temps). Every buffer is fixed at compile time, so a run allocates nothing. Nodes
