@@ -50,7 +50,6 @@ std::optional<int64_t> staticBytes(const Type& t) {
   return n;
 }
 
-int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 void collectConstants(const Graph& g, std::vector<const Value*>& out) {
   for (const Value* c : g.constants) out.push_back(c);
@@ -77,6 +76,38 @@ using namespace memplan;
 const PlannedValue* MemoryPlan::find(const Value* v) const {
   auto it = index.find(v);
   return it == index.end() ? nullptr : &values[it->second];
+}
+
+ValueHome homeOf(const Graph& g, const MemoryPlan& plan, const Value* v) {
+  if (v->constant) {
+    for (const WeightSlot& w : plan.weights)
+      if (w.value == v) {
+        AICC_CHECK(w.offset >= 0, "constant '{}' has no place in the weight blob", v->name);
+        return {MemStorage::Weight, w.offset, v, 0};
+      }
+    fail("constant '{}' is not in the memory plan's weights", v->name);
+  }
+  const PlannedValue* pv = plan.find(v);
+  AICC_CHECK(pv, "value '{}' has no place in the memory plan", v->name);
+  if (pv->storage == MemStorage::Arena) return {MemStorage::Arena, pv->offset, v, 0};
+  // A view of a constant or of a graph input: follow the views to it.
+  const Value* root = v;
+  auto isInput = [&](const Value* x) {
+    return std::find(g.inputs.begin(), g.inputs.end(), x) != g.inputs.end();
+  };
+  while (!root->constant && !isInput(root)) {
+    const PlannedValue* p = plan.find(root);
+    AICC_CHECK(p && p->aliasOf, "value '{}' is planned as a view of nothing", v->name);
+    root = p->aliasOf;
+  }
+  if (pv->storage == MemStorage::Weight) {
+    AICC_CHECK(root->constant, "value '{}' is planned in the weights but views no constant",
+               v->name);
+    return {MemStorage::Weight, pv->offset, root, 0};
+  }
+  AICC_CHECK(isInput(root), "value '{}' is planned as an input view but views no input", v->name);
+  size_t k = size_t(std::find(g.inputs.begin(), g.inputs.end(), root) - g.inputs.begin());
+  return {MemStorage::Input, 0, root, k};
 }
 
 namespace {

@@ -103,6 +103,21 @@ struct MemoryPlan {
 // node result has no static size (symbolic or unknown dims, sequences, strings).
 MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts = {});
 
+// Where the bytes of a value of g live under `plan` (what codegen binds a buffer to): the arena
+// (offset), the weight blob (offset; `root` is the constant whose bytes they are, v itself or the
+// constant v views), or graph input `input` (`root` is that input, v itself or what v views).
+struct ValueHome {
+  MemStorage storage = MemStorage::Arena;
+  int64_t offset = 0;
+  const Value* root = nullptr;
+  size_t input = 0;
+};
+// Throws aicc::Error naming v when it has no place in the plan.
+ValueHome homeOf(const Graph& g, const MemoryPlan& plan, const Value* v);
+
+// x rounded up to a multiple of a (a > 0).
+inline int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
 // Checks a plan against g with its own liveness analysis: every node result planned with its
 // static size, aligned offsets inside the arena/blob, views and in-place writes legal (in place
 // only over storage that nobody reads afterwards), and no two values live at the same node

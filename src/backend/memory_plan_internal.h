@@ -16,7 +16,6 @@ bool isViewNode(const Node& n);
 bool isElementwiseNode(const Node& n);
 // numel * element size from a static tensor type; nullopt otherwise (strings, sequences, ...).
 std::optional<int64_t> staticBytes(const Type& t);
-int64_t alignUp(int64_t x, int64_t a);
 // Constants of g and of its subgraphs (depth first).
 void collectConstants(const Graph& g, std::vector<const Value*>& out);
 std::string human(int64_t bytes); // "1.25 MiB"

@@ -157,6 +157,24 @@ std::vector<RValue> interpret(const Graph& g, const std::vector<RValue>& inputs,
   return runGraph(g, inputs, nullptr, opts);
 }
 
+std::vector<RValue> runReferenceKernel(const Node& n, const OuterLookup& fetch) {
+  std::vector<const RValue*> args;
+  for (const Value* v : n.inputs) {
+    const RValue* r = v ? fetch(v) : nullptr;
+    AICC_CHECK(!v || r, "{}: input '{}' has no value", n.describe(), v ? v->name : "");
+    args.push_back(r);
+  }
+  AICC_CHECK(n.def && n.def->kernel, "{}: no reference kernel", n.describe());
+  KernelCtx ctx(n, std::move(args), [&](const Graph& sg, const std::vector<RValue>& in) {
+    return runGraph(sg, in, nullptr, {}, &fetch);
+  });
+  try {
+    return n.def->kernel(ctx);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", n.describe(), e.what()));
+  }
+}
+
 std::vector<RValue> interpretSubgraph(const Graph& g, const std::vector<RValue>& inputs,
                                       const OuterLookup& outer, const RunOptions& opts) {
   return runGraph(g, inputs, nullptr, opts, &outer);

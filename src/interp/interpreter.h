@@ -27,4 +27,9 @@ using OuterLookup = std::function<const RValue*(const Value*)>;
 std::vector<RValue> interpretSubgraph(const Graph& g, const std::vector<RValue>& inputs,
                                       const OuterLookup& outer, const RunOptions& opts = {});
 
+// Runs one node's reference kernel outside the interpreter (the engines' fallback): inputs come
+// from `fetch` (null for an omitted input), subgraphs run in the interpreter with `fetch` as
+// their enclosing scope. Errors name the node.
+std::vector<RValue> runReferenceKernel(const Node& n, const OuterLookup& fetch);
+
 } // namespace aicc

@@ -6,18 +6,6 @@
 
 namespace aicc::loop {
 
-namespace {
-
-bool readsOuterScope(const Graph& g) {
-  for (const auto& n : g.nodes)
-    for (const Value* v : n->inputs)
-      if (v && v->owner != &g && !v->constant) return true;
-  for (const Value* v : g.outputs)
-    if (v->owner != &g && !v->constant) return true;
-  return false;
-}
-
-} // namespace
 
 std::vector<RValue> runLowered(const Graph& g, const std::vector<RValue>& inputs,
                                const LowerOptions& opts, LoopRunStats* stats) {
@@ -45,6 +33,7 @@ std::vector<RValue> runLowered(const Graph& g, const std::vector<RValue>& inputs
                    n.describe(), v->name);
         bufs[param] = r->tensor;
       }
+      for (const auto& [param, data] : ln->constants) bufs[param] = data; // packed weights
       try {
         evaluate(ln->func, bufs);
       } catch (const Error& e) {
@@ -58,28 +47,8 @@ std::vector<RValue> runLowered(const Graph& g, const std::vector<RValue>& inputs
       ++stats->fallback;
       stats->fallbackReasons.push_back(n.describe() + ": " + why);
     }
-    std::vector<const RValue*> args;
-    for (const Value* v : n.inputs) {
-      const RValue* r = v ? fetch(v) : nullptr;
-      AICC_CHECK(!v || r, "{}: input '{}' has no value", n.describe(), v ? v->name : "");
-      args.push_back(r);
-    }
-    AICC_CHECK(n.def && n.def->kernel, "{}: no reference kernel", n.describe());
-    // Subgraphs run on the interpreter; reading values of this graph from inside them (If/Loop
-    // bodies) is not supported here yet.
-    KernelCtx ctx(n, std::move(args), [&](const Graph& sg, const std::vector<RValue>& in) {
-      AICC_CHECK(!readsOuterScope(sg),
-                 "{}: subgraph '{}' reads outer-scope values, which runLowered "
-                 "does not support yet",
-                 n.describe(), sg.name);
-      return interpret(sg, in);
-    });
-    std::vector<RValue> outs;
-    try {
-      outs = n.def->kernel(ctx);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", n.describe(), e.what()));
-    }
+    // A fallback: the reference kernel; subgraphs read this graph's values as their outer scope.
+    std::vector<RValue> outs = runReferenceKernel(n, fetch);
     for (size_t i = 0; i < n.outputs.size(); ++i)
       if (n.outputs[i] && i < outs.size()) env[n.outputs[i]] = std::move(outs[i]);
   }

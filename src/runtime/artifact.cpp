@@ -29,8 +29,8 @@ int64_t TensorDesc::bytes() const {
 
 namespace {
 
-constexpr int64_t kAlign = 64;
-int64_t alignUp(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+constexpr int64_t kAlign = kArenaAlignment; // every region and placement in an artifact
+int64_t aligned(int64_t x) { return alignUp(x, kAlign); }
 
 TensorDesc describe(const Value* v, const char* what) {
   AICC_CHECK(v->type.isTensor() && v->type.shape, "{} '{}' is not a tensor of known shape", what,
@@ -92,7 +92,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
   // weight read only through its packed form is not stored twice).
   std::map<const Value*, int64_t> weightAt;
   auto place = [&](const Tensor& t) {
-    int64_t at = alignUp(int64_t(spec.weights.size()));
+    int64_t at = aligned(int64_t(spec.weights.size()));
     spec.weights.resize(size_t(at + int64_t(t.nbytes())));
     std::memcpy(spec.weights.data() + at, t.raw(), t.nbytes());
     return at;
@@ -102,30 +102,15 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
     if (fresh) it->second = place(*c->constant);
     return it->second;
   };
-  std::map<const Value*, size_t> inputIndex;
-  for (size_t i = 0; i < g.inputs.size(); ++i) inputIndex[g.inputs[i]] = i;
   auto bind = [&](const Value* v) -> Binding {
     int64_t bytes = describe(v, "value").bytes();
-    if (v->constant) return {Region::Weights, constantAt(v), bytes};
-    const PlannedValue* pv = plan.find(v);
-    AICC_CHECK(pv, "'{}' has no place in the memory plan", v->name);
-    if (pv->storage == MemStorage::Arena) return {Region::Arena, pv->offset, bytes};
-    if (pv->storage == MemStorage::Weight) { // a view of a constant: same bytes
-      const Value* root = v;
-      while (!root->constant) {
-        const PlannedValue* p = plan.find(root);
-        AICC_CHECK(p && p->aliasOf, "'{}': cannot find the constant it views", v->name);
-        root = p->aliasOf;
-      }
-      return {Region::Weights, constantAt(root), bytes};
+    ValueHome h = homeOf(g, plan, v);
+    switch (h.storage) {
+    case MemStorage::Arena: return {Region::Arena, h.offset, bytes};
+    case MemStorage::Weight: return {Region::Weights, constantAt(h.root), bytes};
+    case MemStorage::Input: return {Region::Input, int64_t(h.input), bytes};
     }
-    const Value* root = v; // a graph input, or a view of one
-    while (!inputIndex.count(root)) {
-      const PlannedValue* p = plan.find(root);
-      AICC_CHECK(p && p->aliasOf, "'{}': cannot find the input it views", v->name);
-      root = p->aliasOf;
-    }
-    return {Region::Input, int64_t(inputIndex[root]), bytes};
+    fail("'{}': internal: bad storage", v->name);
   };
   std::vector<std::string> missing;
   int64_t index = 0;
@@ -158,7 +143,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
         t.params.push_back({Region::Weights, place(*c), int64_t(c->nbytes())});
       } else { // a temp: this task's scratch
         t.params.push_back({Region::Scratch, scratch, bytes});
-        scratch = alignUp(scratch + bytes);
+        scratch = aligned(scratch + bytes);
       }
     }
     spec.scratchBytes = std::max(spec.scratchBytes, scratch);
@@ -248,7 +233,7 @@ struct LoadedArtifact::Impl {
   std::vector<void*> ptrs;
 
   static Bytes alloc(int64_t n) {
-    auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlign, size_t(alignUp(std::max<int64_t>(n, 1)))));
+    auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlign, size_t(aligned(std::max<int64_t>(n, 1)))));
     AICC_CHECK(p, "out of memory allocating {} bytes", n);
     return Bytes(p);
   }

@@ -105,6 +105,7 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
         t.params.push_back(v);
         t.temps.emplace_back(v || isConst ? 0
                                           : static_cast<size_t>(b.numel()) * dtypeSize(b.dtype));
+        if (isConst) stats_.packedBytes += int64_t(c.nbytes());
         t.consts.push_back(std::move(c));
       }
       names.push_back(name);
@@ -130,10 +131,6 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
   codegen::JitOptions jo;
   jo.optLevel = opts.optLevel;
   jo.emit.parallel = opts.parallel;
-  stats_.packedBytes = 0;
-  for (const Task& t : tasks_)
-    for (const Tensor& c : t.consts)
-      if (c.defined()) stats_.packedBytes += c.nbytes();
   engine_ = std::make_unique<codegen::JitEngine>(jo);
   if (!mod.funcs.empty()) engine_->addModule(mod);
   for (size_t i = 0; i < tasks_.size(); ++i)
@@ -232,31 +229,15 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs,
                          : std::string(aicc_rt_last_error()));
       continue;
     }
-    // Subgraph bodies read outer-scope values from this run's env.
+    // Fallbacks and compiled If branches read this run's values (their outer scope).
     OuterLookup outerHere = [&](const Value* v) { return fetch(v); };
-    std::vector<RValue> outs;
-    if (t.branches[0]) { // a compiled If: pick the branch by the condition, run it
+    auto compiledIf = [&] { // pick the branch by the condition, run it
       const RValue* c = fetch(n.inputs.at(0));
       AICC_CHECK(c && c->kind == RValue::Kind::Tensor && c->tensor.numel() == 1,
                  "{}: the condition must be a one-element tensor", n.describe());
-      outs = t.branches[c->tensor.getF64(0) != 0 ? 0 : 1]->run({}, &outerHere);
-    } else {
-    std::vector<const RValue*> args;
-    for (const Value* v : n.inputs) {
-      const RValue* r = v ? fetch(v) : nullptr;
-      AICC_CHECK(!v || r, "{}: input '{}' has no value", n.describe(), v ? v->name : "");
-      args.push_back(r);
-    }
-    AICC_CHECK(n.def && n.def->kernel, "{}: no reference kernel", n.describe());
-    KernelCtx ctx(n, std::move(args), [&](const Graph& sg, const std::vector<RValue>& in) {
-      return interpretSubgraph(sg, in, outerHere);
-    });
-    try {
-      outs = n.def->kernel(ctx);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", n.describe(), e.what()));
-    }
-    }
+      return t.branches[c->tensor.getF64(0) != 0 ? 0 : 1]->run({}, &outerHere);
+    };
+    std::vector<RValue> outs = t.branches[0] ? compiledIf() : runReferenceKernel(n, outerHere);
     for (size_t i = 0; i < n.outputs.size() && i < outs.size(); ++i) {
       const Value* v = n.outputs[i];
       if (!v) continue;

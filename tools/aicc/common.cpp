@@ -43,6 +43,16 @@ std::map<std::string, int64_t> opHistogram(const Graph& g) {
   return hist;
 }
 
+std::string jsonEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", int(c));
+    else o += c;
+  }
+  return o;
+}
+
 bool isArtifactDir(const std::string& path) {
   return std::filesystem::is_directory(path) &&
          std::filesystem::exists(std::filesystem::path(path) / "model.plan");

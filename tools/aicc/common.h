@@ -31,6 +31,9 @@ Type typeOf(const runtime::TensorDesc& d);
 // Inputs for a loaded artifact, by the rules of bindInputs (input_<i>.pb, NAME=FILE, generated).
 std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const InputSpec& spec);
 
+// s escaped for a JSON string body (quotes, backslashes, control characters as \uXXXX).
+std::string jsonEscape(const std::string& s);
+
 // Parses "NAME=VALUE" strings into a dims map.
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs);
 

@@ -26,16 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string jsonStr(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (c == '\n') o += "\\n";
-    else if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", int(c));
-    else o += c;
-  }
-  return o + "\"";
-}
+std::string jsonStr(const std::string& s) { return "\"" + jsonEscape(s) + "\""; }
 
 struct Report {
   std::vector<std::pair<std::string, double>> phases;         // name -> seconds

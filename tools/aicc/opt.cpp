@@ -85,7 +85,7 @@ int optCommand(const OptArgs& a) {
         "{{\n  \"model\": \"{}\",\n  \"opt_level\": {},\n  \"nodes_before\": {},\n  \"nodes_after\": {},\n"
         "  \"ops_before\": {},\n  \"ops_after\": {},\n  \"fused_groups\": {},\n"
         "  \"peak_memory_before\": {},\n  \"peak_memory_after\": {},\n  \"passes\": [\n    {}\n  ]\n}}\n",
-        a.input, a.passes.empty() ? std::to_string(a.optLevel) : "null", total(opsBefore), total(opsAfter),
+        jsonEscape(a.input), a.passes.empty() ? std::to_string(a.optLevel) : "null", total(opsBefore), total(opsAfter),
         jsonCounts(opsBefore), jsonCounts(opsAfter), opsAfter.count("aicc.Fused") ? opsAfter["aicc.Fused"] : 0,
         peakBefore, peakMemoryBytes(*m.graph), fmt::join(passes, ",\n    "));
   }

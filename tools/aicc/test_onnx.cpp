@@ -162,15 +162,6 @@ std::string oneLine(std::string s) {
   return s;
 }
 
-std::string jsonEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) o += fmt::format("\\u{:04x}", c);
-    else o += c;
-  }
-  return o;
-}
 
 // The expected-failures list: one test name per line, then '#' and the reason. Every test that does
 // not pass must be listed, and every listed test that was run must not pass, so the list stays true.

@@ -27,7 +27,6 @@ std::string cString(const std::string& s) {
   return out + "\"";
 }
 
-int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -37,10 +36,7 @@ std::string upper(std::string s) {
 class BundleWriter {
 public:
   BundleWriter(const Graph& g, const MemoryPlan& plan, const CBundleOptions& o)
-      : g_(g), plan_(plan), o_(o) {
-    for (size_t k = 0; k < g.inputs.size(); ++k) inputIndex_[g.inputs[k]] = k;
-    for (const WeightSlot& w : plan.weights) weightOffset_[w.value] = w.offset;
-  }
+      : g_(g), plan_(plan), o_(o) {}
 
   CBundle run() {
     CBundle b;
@@ -115,8 +111,6 @@ private:
   const MemoryPlan& plan_;
   const CBundleOptions& o_;
   CEmitter em_;
-  std::map<const Value*, size_t> inputIndex_;
-  std::map<const Value*, int64_t> weightOffset_;
   int64_t scratchBytes_ = 0;
   int64_t kernels_ = 0;
 
@@ -140,29 +134,19 @@ private:
 
   // A C expression of type `unsigned char*` (or const) where v's bytes are.
   std::string bytesOf(const Value* v) const {
-    if (auto w = weightOffset_.find(v); w != weightOffset_.end()) {
-      AICC_CHECK(w->second >= 0, "C codegen: constant '{}' has no place in the weight blob",
-                 v->name);
-      return fmt::format("(W + {})", w->second);
+    ValueHome h;
+    try {
+      h = homeOf(g_, plan_, v);
+    } catch (const Error& e) {
+      fail("C codegen: {}", e.what());
     }
-    const PlannedValue* pv = plan_.find(v);
-    AICC_CHECK(pv, "C codegen: value '{}' has no place in the memory plan", v->name);
-    switch (pv->storage) {
+    switch (h.storage) {
     case MemStorage::Arena:
-      return fmt::format("(A + {})", pv->offset);
+      return fmt::format("(A + {})", h.offset);
     case MemStorage::Weight:
-      return fmt::format("(W + {})", pv->offset);
-    case MemStorage::Input: {
-      const Value* x = v;
-      for (int guard = 0; !inputIndex_.count(x) && guard < 1000; ++guard) {
-        const PlannedValue* p = plan_.find(x);
-        AICC_CHECK(p && p->aliasOf, "C codegen: value '{}' is planned as an input view of nothing",
-                   v->name);
-        x = p->aliasOf;
-      }
-      AICC_CHECK(inputIndex_.count(x), "C codegen: cannot resolve the input behind '{}'", v->name);
-      return fmt::format("((const unsigned char*)inputs[{}])", inputIndex_.at(x));
-    }
+      return fmt::format("(W + {})", h.offset);
+    case MemStorage::Input:
+      return fmt::format("((const unsigned char*)inputs[{}])", h.input);
     }
     fail("C codegen: internal: bad storage");
   }
@@ -172,17 +156,12 @@ private:
     int64_t scratch = 0;
     for (const auto& p : ln.func.params) {
       std::string ct = cTypeName(p.dtype), ptr;
-      auto bound = [&](const auto& list) -> const Value* {
-        for (const auto& [param, v] : list)
-          if (param == p.name) return v;
-        return nullptr;
-      };
       if (p.role == loop::Role::Temp) {
         ptr = fmt::format("({}*)(S + {})", ct, scratch);
         scratch = alignUp(scratch + p.numel() * static_cast<int64_t>(dtypeSize(p.dtype)),
                           kArenaAlignment);
       } else {
-        const Value* v = p.role == loop::Role::In ? bound(ln.inputs) : bound(ln.outputs);
+        const Value* v = ln.valueOf(p.name);
         AICC_CHECK(v, "C codegen: {}: buffer %{} is bound to no value", n.describe(), p.name);
         AICC_CHECK(v->type.dtype == p.dtype, "C codegen: {}: buffer %{} is {} but value '{}' is {}",
                    n.describe(), p.name, dtypeName(p.dtype), v->name, dtypeName(v->type.dtype));
