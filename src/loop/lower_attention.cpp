@@ -70,8 +70,7 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
     args.push_back(iv(x));
   args.push_back(CallArg{"", nullptr, floatImm(scale, DType::F32)});
   Schedule sched;
-  sched["candidate"] = ukernelCandidate(gk.name);
-  sched["micro_kernel"] = std::string(gk.name);
+  markKernel(sched, gk.name);
   sched["parallel"] = std::vector<std::string>{"batch*heads"};
   return b.finish({Stmt::callKernel(std::string("attention_") + gk.name, args)}, std::move(sched),
                   o);

@@ -206,6 +206,12 @@ std::string ukernelCandidate(const std::string& desc) { return "ukernel:" + desc
 
 namespace aicc::loop::detail {
 
+void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp) {
+  sched["candidate"] = ukernelCandidate(kernel);
+  sched["micro_kernel"] = std::string(kernel);
+  if (clamp && clamp->consumed) sched["fused_clamp"] = int64_t(1);
+}
+
 std::vector<CallArg> clampArgs(FusedClamp* clamp) {
   int64_t flags = 0;
   double lo = 0, hi = 0;

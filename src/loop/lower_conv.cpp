@@ -189,14 +189,16 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   }
 
   std::string nv = b.fresh("n");
+  // The micro-kernels take 2-D geometry: a 1-D convolution is one of height 1.
+  const bool two = r == 2;
+  const Dims in2 = two ? s.in : Dims{1, s.in[0]}, k2 = two ? s.k : Dims{1, s.k[0]};
+  const Dims st2 = two ? s.stride : Dims{1, s.stride[0]}, dl2 = two ? s.dil : Dims{1, s.dil[0]};
+  const Dims pb = two ? s.padBegin : Dims{0, s.padBegin[0]};
+  const Dims pe = two ? s.padEnd : Dims{0, s.padEnd[0]};
+  int64_t Cg = s.C / s.G, Mg = s.M / s.G, kSz = numel(s.k);
   // NCHW micro-kernels without layout copies (JIT): depthwise of any size, and GEMM convolution
   // with the weights packed at compile time.
   if (o.runtimeKernels && kd && f32 && (r == 1 || r == 2) && s.k.size() == r) {
-    Dims in2 = r == 2 ? s.in : Dims{1, s.in[0]}, k2 = r == 2 ? s.k : Dims{1, s.k[0]};
-    Dims st2 = r == 2 ? s.stride : Dims{1, s.stride[0]}, dl2 = r == 2 ? s.dil : Dims{1, s.dil[0]};
-    Dims pb = r == 2 ? s.padBegin : Dims{0, s.padBegin[0]};
-    Dims pe = r == 2 ? s.padEnd : Dims{0, s.padEnd[0]};
-    int64_t Cg = s.C / s.G, Mg = s.M / s.G, Kg = Cg * numel(s.k);
     ExprPtr n = var(nv);
     auto geometry = [&](std::vector<CallArg>& a) {
       for (int64_t v : {in2[0], in2[1], k2[0], k2[1], st2[0], st2[1], pb[0], pb[1], pe[0], pe[1],
@@ -210,19 +212,15 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                                 buf(outParam, mul(n, intImm(s.M * outSz))), val(s.C), val(Mg)};
       geometry(a);
       for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
-      sched["candidate"] = ukernelCandidate(dk->name);
-      sched["micro_kernel"] = std::string(dk->name);
+      markKernel(sched, dk->name, clamp);
       sched["layout"] = std::string("nchw");
       sched["parallel"] = std::vector<std::string>{"channels"};
-      if (clamp && clamp->consumed) sched["fused_clamp"] = int64_t(1);
       return nest({nv}, {s.N}, {Stmt::callKernel(std::string("dwconv_nchw_") + dk->name, a)},
                   false);
     }
-    if (kd->op == kernels::KernelOp::DepthwiseConv3x3)
-      kd = &kernels::defaultKernel(kernels::KernelOp::Gemm);
     if (kd->op == kernels::KernelOp::Gemm && wv->constant) {
+      const int64_t Kg = Cg * kSz, per = kernels::packedAFloats(*kd, Mg, Kg);
       const float* wsrc = wv->constant->data<float>();
-      int64_t per = kernels::packedAFloats(*kd, Mg, Kg);
       Tensor packed(DType::F32, {per * s.G});
       for (int64_t g = 0; g < s.G; ++g)
         kernels::packAInto(*kd, wsrc + g * Mg * Kg, Mg, Kg, Kg, packed.data<float>() + g * per);
@@ -237,11 +235,9 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
           val(Mg)};
       geometry(a);
       for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
-      sched["candidate"] = ukernelCandidate(kd->name);
-      sched["micro_kernel"] = std::string(kd->name);
+      markKernel(sched, kd->name, clamp);
       sched["layout"] = std::string("nchw; weights packed at compile time (A panels)");
       sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
-      if (clamp && clamp->consumed) sched["fused_clamp"] = int64_t(1);
       return nest({nv, gv}, {s.N, s.G},
                   {Stmt::callKernel(std::string("conv2d_nchw_packed_") + kd->name, a)}, false);
     }
@@ -253,20 +249,14 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                          {buf(X, mul(n, intImm(s.C * inSz))), buf(W, nullptr),
                           bv ? buf(B, nullptr) : val(0), buf(outParam, mul(n, intImm(s.M * outSz))),
                           val(s.C), val(s.in[0]), val(s.in[1]), val(s.stride[0])})};
-    sched["candidate"] = ukernelCandidate(kd->name);
-    sched["micro_kernel"] = std::string(kd->name);
+    markKernel(sched, kd->name);
     sched["layout"] = std::string("nhwc inside the call");
     sched["parallel"] = std::vector<std::string>{nv};
     return nest({nv}, {s.N}, std::move(call), true);
   }
-  int64_t Cg = s.C / s.G, Mg = s.M / s.G, kSz = numel(s.k);
   if (kd) {
     std::string gv = b.fresh("g");
     ExprPtr n = var(nv), g = var(gv);
-    Dims in2 = r == 2 ? s.in : Dims{1, s.in[0]}, k2 = r == 2 ? s.k : Dims{1, s.k[0]};
-    Dims st2 = r == 2 ? s.stride : Dims{1, s.stride[0]}, dl2 = r == 2 ? s.dil : Dims{1, s.dil[0]};
-    Dims pb = r == 2 ? s.padBegin : Dims{0, s.padBegin[0]};
-    Dims pe = r == 2 ? s.padEnd : Dims{0, s.padEnd[0]};
     Block call = {Stmt::callKernel(
         std::string("conv2d_nchw_") + kd->name,
         {buf(X, add(mul(n, intImm(s.C * inSz)), mul(g, intImm(Cg * inSz)))),
@@ -274,8 +264,7 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
          buf(outParam, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))), val(Cg),
          val(in2[0]), val(in2[1]), val(Mg), val(k2[0]), val(k2[1]), val(st2[0]), val(st2[1]),
          val(pb[0]), val(pb[1]), val(pe[0]), val(pe[1]), val(dl2[0]), val(dl2[1])})};
-    sched["candidate"] = ukernelCandidate(kd->name);
-    sched["micro_kernel"] = std::string(kd->name);
+    markKernel(sched, kd->name);
     sched["layout"] = std::string("nhwc inside the call (im2col + packed weights)");
     sched["parallel"] = std::vector<std::string>{nv};
     return nest({nv, gv}, {s.N, s.G}, std::move(call), true);

@@ -174,37 +174,37 @@ void callAttention(const kernels::KernelDesc& d, const std::string& k, std::vect
     int64_t last = 0;
     const int64_t ext[4] = {s.B, s.Hq, s.Sq, s.Skv};
     for (int i = 0; i < 4; ++i) last += (ext[i] - 1) * s.maskStride[i];
-    // Bool masks are bytes: the f32 view's element count is a lower bound in bytes.
-    if (maskKind == 1)
+    // Bool masks are bytes (the buffer may be an unbounded f32 view: its byte size bounds them).
+    if (maskKind == 1) {
       s.maskF = span(k, a, 3, last + 1, "mask");
-    else
+    } else {
+      AICC_CHECK(a[3].offset + last + 1 <= int64_t(a[3].buffer->nbytes()),
+                 "call @{}: the mask needs {} bytes at offset {}", k, last + 1, a[3].offset);
       s.maskB = reinterpret_cast<const uint8_t*>(a[3].buffer->raw()) + a[3].offset;
+    }
   }
   kernels::attentionF32(d, s, Q, K, V, Y, pool);
 }
 
-// The 14 geometry arguments from index 6 on: H, W, KH, KW, strides, pads (t, l, b, r), dilations.
-struct Geometry {
-  int64_t H, W, KH, KW, sH, sW, pt, pl, pb, pr, dH, dW;
-};
-Geometry geometryAt(const std::string& k, const std::vector<KernelArg>& a, size_t i) {
-  Geometry g{};
-  int64_t* f[] = {&g.H, &g.W, &g.KH, &g.KW, &g.sH, &g.sW, &g.pt, &g.pl, &g.pb, &g.pr, &g.dH, &g.dW};
-  for (size_t j = 0; j < 12; ++j) *f[j] = ival(k, a, i + j);
-  AICC_CHECK(g.H > 0 && g.W > 0 && g.KH > 0 && g.KW > 0 && g.KH <= 64 && g.sH > 0 && g.sW > 0 &&
-                 g.dH > 0 && g.dW > 0 && g.pt >= 0 && g.pl >= 0 && g.pb >= 0 && g.pr >= 0,
+// A convolution shape (kernels::DwShape or kernels::Conv2dShape) with the 12 geometry arguments
+// from index 6 on: H, W, KH, KW, strides (h, w), pads (top, left, bottom, right), dilations.
+template <class Shape> Shape geometryAt(const std::string& k, const std::vector<KernelArg>& a) {
+  Shape s;
+  int64_t* f[] = {&s.H,      &s.W,       &s.KH,        &s.KW,       &s.strideH, &s.strideW,
+                  &s.padTop, &s.padLeft, &s.padBottom, &s.padRight, &s.dilH,    &s.dilW};
+  for (size_t j = 0; j < 12; ++j) *f[j] = ival(k, a, 6 + j);
+  AICC_CHECK(s.H > 0 && s.W > 0 && s.KH > 0 && s.KW > 0 && s.KH <= 64 && s.strideH > 0 &&
+                 s.strideW > 0 && s.dilH > 0 && s.dilW > 0 && s.padTop >= 0 && s.padLeft >= 0 &&
+                 s.padBottom >= 0 && s.padRight >= 0,
              "call @{}: bad convolution geometry", k);
-  return g;
+  return s;
 }
 
 void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                 kernels::ThreadPool* pool) {
   AICC_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
-  const Geometry g = geometryAt(k, a, 6);
-  kernels::DwShape s;
-  s.C = ival(k, a, 4), s.mult = ival(k, a, 5), s.H = g.H, s.W = g.W, s.KH = g.KH, s.KW = g.KW;
-  s.strideH = g.sH, s.strideW = g.sW, s.padTop = g.pt, s.padLeft = g.pl, s.padBottom = g.pb;
-  s.padRight = g.pr, s.dilH = g.dH, s.dilW = g.dW;
+  auto s = geometryAt<kernels::DwShape>(k, a);
+  s.C = ival(k, a, 4), s.mult = ival(k, a, 5);
   AICC_CHECK(s.C > 0 && s.mult > 0 && s.OH() > 0 && s.OW() > 0, "call @{}: bad depthwise shape",
              k);
   const int64_t Cout = s.C * s.mult;
@@ -218,11 +218,8 @@ void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<
 void callConvPacked(const kernels::KernelDesc& d, const std::string& k,
                     std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
   AICC_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
-  const Geometry g = geometryAt(k, a, 6);
-  kernels::Conv2dShape s;
-  s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5), s.H = g.H, s.W = g.W, s.KH = g.KH, s.KW = g.KW;
-  s.strideH = g.sH, s.strideW = g.sW, s.padTop = g.pt, s.padLeft = g.pl, s.padBottom = g.pb;
-  s.padRight = g.pr, s.dilH = g.dH, s.dilW = g.dW;
+  auto s = geometryAt<kernels::Conv2dShape>(k, a);
+  s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5);
   AICC_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0,
              "call @{}: bad convolution shape", k);
   const float* x = span(k, a, 0, s.Cin * s.H * s.W, "x");

@@ -117,11 +117,9 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
                               biasInKernel ? CallArg{b.input(cv), nullptr, nullptr}
                                            : CallArg{"", nullptr, intImm(0)}};
     for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
-    sched["candidate"] = ukernelCandidate(kd->name);
-    sched["micro_kernel"] = std::string(kd->name);
+    markKernel(sched, kd->name, clamp);
     sched["packing"] = std::string("B packed at compile time");
     sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
-    if (clamp && clamp->consumed) sched["fused_clamp"] = int64_t(1);
     return {Stmt::callKernel(std::string("gemm_packed_") + kd->name, a)};
   }
 
@@ -140,8 +138,7 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
                    CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(g.K)},
                    CallArg{"", nullptr, intImm(lda)}, CallArg{"", nullptr, intImm(ldb)},
                    CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(g.transB)}}));
-    sched["candidate"] = ukernelCandidate(kd->name);
-    sched["micro_kernel"] = std::string(kd->name);
+    markKernel(sched, kd->name);
     sched["packing"] = std::string("packB at call");
     sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
   } else {

@@ -143,5 +143,8 @@ std::string ukernelCandidate(const std::string& desc);
 // The clamp arguments (flags, lo, hi) of the NCHW micro-kernel calls: flags bit 0 = lo present,
 // bit 1 = hi present. Marks the clamp consumed.
 std::vector<CallArg> clampArgs(FusedClamp* clamp);
+// Records a micro-kernel choice in a schedule: candidate, micro_kernel, and fused_clamp when the
+// kernel applies the epilogue's clamp.
+void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp = nullptr);
 
 } // namespace aicc::loop::detail
