@@ -4,7 +4,7 @@
 // has internal linkage and is compiled with that file's ISA flags only) and instantiates these
 // templates. V provides: vec, mask, width, maskFor(n) (first n lanes, n may be <= 0 or > width),
 // zero(), set1(x), load(p), loadMasked(p, m), store(p, v), storeMasked(p, m, v), fmadd(a, b, c)
-// (a * b + c), max(a, b), min(a, b).
+// (a * b + c), add(a, b), max(a, b), min(a, b).
 #pragma once
 
 #include "kernels/ukernel.h"
@@ -41,13 +41,12 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[i][v] = b[v];
   } else {
+    // Later K blocks sum from zero and are added to C at the end (blocked summation): the
+    // rounding error grows with kc + K / kc instead of K, for the cost of one add per block.
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) {
-        const float* src = p.c + i * p.ldc + v * W;
-        acc[i][v] = full ? V::load(src) : V::loadMasked(src, m[v]);
-      }
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   }
 
   const float* a = p.a;
@@ -64,6 +63,15 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
     }
   }
 
+  if (!(p.flags & kGemmFirst)) {
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        const float* src = p.c + i * p.ldc + v * W;
+        acc[i][v] = V::add(acc[i][v], full ? V::load(src) : V::loadMasked(src, m[v]));
+      }
+  }
   if (p.flags & kGemmLast) {
     const vec lo = V::set1(p.lo), hi = V::set1(p.hi);
 #pragma GCC unroll 16

@@ -1,6 +1,6 @@
 // Linear algebra: MatMul (numpy semantics: batch broadcasting, 1-D operands) and Gemm.
-// Float types compute in f32 (f64 in double), integer types in int64 (wrapping back on store),
-// through the GEMM loop of ops/nn_common.cpp.
+// Float types compute in f32 (f64 in double; f32 products are summed in double), integer types in
+// int64 (wrapping back on store), through the GEMM loop of ops/nn_common.cpp.
 #include "ops/nn.h"
 
 namespace aicc {

@@ -16,6 +16,8 @@ void registerNnNormOps(OpRegistry& r); // ops/nn_norm.cpp: *Normalization, LRN
 void registerNnRoiOps(OpRegistry& r);  // ops/nn_roi.cpp: RoiAlign, MaxRoiPool
 
 // C[M,N] += A[M,K] * B[K,N], all row-major and contiguous. Instantiated for float, double, int64_t.
+// float sums in double and rounds each C element once: the reference is then more accurate than
+// any f32 engine it checks, so an engine's error is its own and not the sum of two f32 errors.
 template <typename T> void gemmAcc(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C);
 
 // ---- Sliding windows ----------------------------------------------------------------------------

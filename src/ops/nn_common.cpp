@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace aicc {
 
@@ -51,7 +52,13 @@ template <typename T> void gemmAcc(int64_t M, int64_t N, int64_t K, const T* A, 
   }
 }
 
-template void gemmAcc<float>(int64_t, int64_t, int64_t, const float*, const float*, float*);
+// float: through double copies of the operands (see ops/nn.h).
+template <>
+void gemmAcc<float>(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C) {
+  std::vector<double> a(A, A + M * K), b(B, B + K * N), c(C, C + M * N);
+  gemmAcc<double>(M, N, K, a.data(), b.data(), c.data());
+  for (int64_t i = 0; i < M * N; ++i) C[i] = static_cast<float>(c[i]);
+}
 template void gemmAcc<double>(int64_t, int64_t, int64_t, const double*, const double*, double*);
 template void gemmAcc<int64_t>(int64_t, int64_t, int64_t, const int64_t*, const int64_t*, int64_t*);
 

@@ -129,10 +129,10 @@ std::vector<RValue> batchNormKernel(KernelCtx& c) {
         if (!perActivation) {
           double m = training ? bmean[static_cast<size_t>(ch)] : mean[static_cast<size_t>(ch)];
           double v = training ? bvar[static_cast<size_t>(ch)] : var[static_cast<size_t>(ch)];
-          const T a = static_cast<T>(scale[static_cast<size_t>(ch)] / std::sqrt(v + eps));
-          const T b = static_cast<T>(bias[static_cast<size_t>(ch)] -
-                                     m * scale[static_cast<size_t>(ch)] / std::sqrt(v + eps));
-          for (int64_t s = 0; s < S; ++s) yr[s] = xr[s] * a + b;
+          const double a = scale[static_cast<size_t>(ch)] / std::sqrt(v + eps);
+          const double b = bias[static_cast<size_t>(ch)] - m * a;
+          for (int64_t s = 0; s < S; ++s)
+            yr[s] = static_cast<T>(static_cast<double>(xr[s]) * a + b);
         } else {
           for (int64_t s = 0; s < S; ++s)
             yr[s] = static_cast<T>((static_cast<double>(xr[s]) - at(mean, ch, s)) /

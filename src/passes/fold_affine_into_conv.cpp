@@ -8,7 +8,8 @@
 //     [1,C,1,1], a scalar, ...; [N] or [1,N] for a Gemm result).
 // A BatchNormalization that cannot be folded (no suitable producer, e.g. the pre-activation BN
 // after a Concat in DenseNet) becomes Mul + Add by per-channel constants, which later passes
-// fuse; the constants are rounded exactly as the BatchNormalization kernel rounds them.
+// fuse; the constants are the kernel's a and b rounded to X's type (the kernel itself computes
+// x * a + b in double and rounds once, so the two differ by f32 rounding only).
 #include "passes/fold_affine_into_conv.h"
 
 #include "ir/rewrite.h"
@@ -200,7 +201,7 @@ bool foldInto(Graph& g, const Affine& f, Value* result) {
 }
 
 // A BatchNormalization that could not be folded becomes Mul + Add by [C,1,...,1] constants
-// (rounded to X's type as the kernel rounds them).
+// (a and b rounded to X's type).
 bool batchNormToAffine(Graph& g, Node& n, const Affine& f) {
   const Value* x = f.x;
   const DType dt = x->type.dtype;

@@ -78,7 +78,7 @@ def main():
         keep = set(a.only.split(","))
         cases = [c for c in cases if c[0] in keep]
     bad = 0
-    print(f"{'model':<28} {'outputs':>7} {'max|diff|':>11} {'max|ref|':>10} {'outside':>8}")
+    print(f"{'model':<28} {'outputs':>7} {'max|diff|':>11} {'max|ref|':>10} {'outside':>8} {'worst':>7}")
     for name, model, data in cases:
         with tempfile.TemporaryDirectory() as tmp:
             try:
@@ -88,17 +88,21 @@ def main():
                 print(f"{name:<28} ERROR {e.stderr.strip()}")
                 bad += 1
                 continue
-        diff = scale = 0.0
+        diff = scale = worst = 0.0  # worst: max |diff| / (atol + rtol |ref|); > 1 is outside
         outside = 0
         for r, g in zip(ref, got):
             if r.dtype.kind == "f":
                 diff = max(diff, float(np.max(np.abs(r.astype(np.float64) - g))) if r.size else 0.0)
                 scale = max(scale, float(np.max(np.abs(r))) if r.size else 0.0)
                 outside += int(np.sum(~np.isclose(g, r, rtol=a.rtol, atol=a.atol, equal_nan=True)))
+                fin = np.isfinite(r) & np.isfinite(g)
+                if fin.any():
+                    d = np.abs(r[fin].astype(np.float64) - g[fin])
+                    worst = max(worst, float(np.max(d / (a.atol + a.rtol * np.abs(r[fin].astype(np.float64))))))
             else:
                 outside += int(np.sum(r != g))
         bad += outside > 0 or len(ref) != len(got)
-        print(f"{name:<28} {len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8}")
+        print(f"{name:<28} {len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8} {worst:>7.3g}")
     print(f"{len(cases) - bad}/{len(cases)} models match -O0 at -O{a.level} --engine {a.engine} "
           f"(rtol {a.rtol}, atol {a.atol})")
     return 1 if bad else 0

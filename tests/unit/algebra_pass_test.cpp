@@ -121,7 +121,9 @@ TEST(AlgebraPasses, FoldedConvMatches) {
 }
 
 // A BatchNormalization with no producer to fold into becomes Mul + Add, bit-exact for f32.
-TEST(AlgebraPasses, UnfoldableBatchNormIsExactAffine) {
+// The kernel computes x * a + b in double and rounds once; Mul then Add by a, b rounded to f32
+// rounds three more times, so the two agree to a few f32 ulps (4 ulps allowed: 2.4e-7 relative).
+TEST(AlgebraPasses, UnfoldableBatchNormBecomesAffineWithinRounding) {
   Model m = parseModel(R"(graph @g(%x: f32[1,3,4,4]) {
   %s = const f32[3] [0.5, 2, -1.25]
   %b = const f32[3] [0.1, -0.2, 0.3]
@@ -138,7 +140,8 @@ TEST(AlgebraPasses, UnfoldableBatchNormIsExactAffine) {
   EXPECT_EQ(countOp(*m.graph, "Mul"), 1);
   EXPECT_EQ(countOp(*m.graph, "Add"), 1);
   auto got = interpret(*m.graph, in);
-  EXPECT_TRUE(expected[0].tensor.sameAs(got[0].tensor));
+  auto bad = compareTensors(expected[0].tensor, got[0].tensor, {.rtol = 2.4e-7, .atol = 1e-6});
+  EXPECT_FALSE(bad) << *bad;
 }
 
 TEST(AlgebraPasses, NothingToDoReportsNoChange) {
