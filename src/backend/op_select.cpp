@@ -52,6 +52,39 @@ double flopsOf(const Node& h) {
   return out;
 }
 
+// The GEMM a micro-kernel computes for the head op, per group / batch matrix: rows M (output
+// channels of a group, or A's rows) and columns N (output pixels, or B's columns). {0, 0} when
+// the shapes are not static.
+std::pair<double, double> gemmDims(const Node& h) {
+  auto dims = [](const Value* v) {
+    return v && v->type.shape ? toDims(*v->type.shape) : std::nullopt;
+  };
+  auto y = h.outputs.empty() ? std::nullopt : dims(h.outputs[0]);
+  if (!y || y->empty()) return {0, 0};
+  if (h.op == "Conv") {
+    auto w = h.inputs.size() > 1 ? dims(h.inputs[1]) : std::nullopt;
+    if (!w || y->size() < 2) return {0, 0};
+    double groups = static_cast<double>(std::max<int64_t>(1, h.attrInt("group", 1)));
+    double pixels = elems(h.outputs[0]) / static_cast<double>((*y)[0] * (*y)[1]);
+    return {static_cast<double>((*w)[0]) / groups, pixels};
+  }
+  // A weight B of rank <= 2 is shared by every batch matrix: the batch folds into the rows.
+  auto b = h.inputs.size() > 1 ? dims(h.inputs[1]) : std::nullopt;
+  double cols = static_cast<double>(y->back());
+  if (b && b->size() <= 2 && cols > 0) return {elems(h.outputs[0]) / cols, cols};
+  double rows = y->size() >= 2 ? static_cast<double>((*y)[y->size() - 2]) : 1;
+  return {rows, cols};
+}
+
+// The fraction of a kernel's mr x nr register tile that holds real outputs (edge tiles are
+// partly empty: a batch-1 classifier uses one row of six, a depthwise conv one of each).
+double tileUse(const Node& h, int64_t mr, int64_t nr) {
+  auto [m, n] = gemmDims(h);
+  if (m <= 0 || n <= 0) return 1;
+  auto use = [](double x, double t) { return x / (std::ceil(x / t) * t); };
+  return use(m, static_cast<double>(mr)) * use(n, static_cast<double>(nr));
+}
+
 double bytesOf(const Node& n) {
   double b = 0;
   for (const Value* v : n.inputs)
@@ -84,16 +117,21 @@ bool targetRuns(const Target& t, kernels::Isa isa) {
   }
 }
 
-Cost estimate(double flops, double bytes, double flopsPerSec) {
+// memEff: the fraction of the bandwidth reached (packed, blocked kernels stream better than
+// generated nests; this also breaks the tie on memory-bound nodes such as batch-1 classifiers).
+Cost estimate(double flops, double bytes, double flopsPerSec, double memEff) {
   Cost c;
   c.flops = flops, c.bytes = bytes;
-  c.seconds = std::max(flops / flopsPerSec, bytes / kBytesPerSec);
+  c.seconds = std::max(flops / flopsPerSec, bytes / (memEff * kBytesPerSec));
   return c;
 }
 
 // Whether the lowering accepts the candidate for this node (the authoritative predicate).
-bool lowers(const Node& n, const std::string& cand, std::string* why) {
+bool lowers(const Node& n, const std::string& cand, const loop::LowerOptions& engine,
+            std::string* why) {
   loop::LowerOptions o;
+  o.runtimeKernels = engine.runtimeKernels;
+  o.probe = true;
   o.simplify = false;
   o.chooseCandidate = [cand](const Node&) { return cand; };
   std::optional<loop::LoweredNode> r;
@@ -106,17 +144,28 @@ bool lowers(const Node& n, const std::string& cand, std::string* why) {
   return r.has_value();
 }
 
-Candidate loopCandidate(bool compute) {
+Candidate loopCandidate(bool compute, const loop::LowerOptions& engine) {
   Candidate c;
   c.name = "loop";
   c.kind = CandidateKind::LoopNest;
   c.schedule["kind"] = std::string("loop-nest");
-  c.applies = [](const Node& n, const Target&, std::string* why) { return lowers(n, "loop", why); };
+  c.applies = [engine](const Node& n, const Target&, std::string* why) {
+    return lowers(n, "loop", engine, why);
+  };
   c.cost = [compute](const Node& n, const Target& t) {
     // Generated nests: vectorized inner loops, no register blocking: a fraction of the peak.
     double lanes = std::max(1, t.vectorLanes(4));
     double perCycle = compute ? 0.25 * lanes : lanes;
-    return estimate(flopsOf(headOf(n)), bytesOf(n), perCycle * kHz);
+    double bytes = bytesOf(n);
+    // A Gemm with transB (every exported Linear layer) walks B across its rows in the inner
+    // loop: no vectors, and one cache line per element (measured: resnet50's classifier as a
+    // nest runs at 0.3 GFLOP/s, 15x slower than the packed kernel).
+    const Node& h = headOf(n);
+    if (h.op == "Gemm" && h.attrInt("transB", 0) && h.inputs.size() > 1) {
+      perCycle = 0.25;
+      bytes += elems(h.inputs[1]) * 4 * 15;
+    }
+    return estimate(flopsOf(h), bytes, perCycle * kHz, 0.5);
   };
   return c;
 }
@@ -127,14 +176,14 @@ std::string_view candidateKindName(CandidateKind k) {
   return k == CandidateKind::LoopNest ? "loop-nest" : "micro-kernel";
 }
 
-std::vector<Candidate> candidatesFor(const Node& n) {
+std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& engine) {
   if (!loop::hasNonElementwiseLowering(n)) return {};
   const Node& h = headOf(n);
   bool gemmLike = h.domain.empty() && (h.op == "MatMul" || h.op == "Gemm" || h.op == "Conv");
-  std::vector<Candidate> out = {loopCandidate(gemmLike)};
+  std::vector<Candidate> out = {loopCandidate(gemmLike, engine)};
   if (!gemmLike) return out;
   for (const auto& d : kernels::allKernels()) {
-    bool dw = d.op == kernels::KernelOp::DepthwiseConv3x3;
+    bool dw = d.op != kernels::KernelOp::Gemm;
     if (dw && h.op != "Conv") continue;
     Candidate c;
     c.name = std::string("ukernel:") + d.name;
@@ -145,7 +194,7 @@ std::vector<Candidate> candidatesFor(const Node& n) {
     if (!dw) c.schedule["tile"] = std::vector<int64_t>{d.mr, d.nr, d.kc, d.mc, d.nc};
     const kernels::KernelDesc* desc = &d;
     std::string name = c.name;
-    c.applies = [desc, name](const Node& node, const Target& t, std::string* why) {
+    c.applies = [desc, name, engine](const Node& node, const Target& t, std::string* why) {
       if (!targetRuns(t, desc->isa)) {
         if (why) *why = fmt::format("the target lacks {}", kernels::isaName(desc->isa));
         return false;
@@ -154,13 +203,16 @@ std::vector<Candidate> candidatesFor(const Node& n) {
         if (why) *why = "this CPU cannot run it (the executor calls it)";
         return false;
       }
-      return lowers(node, name, why);
+      return lowers(node, name, engine, why);
     };
-    c.cost = [desc, dw, isConv = h.op == "Conv"](const Node& node, const Target&) {
-      double eff = dw ? 0.3 : 0.8 * desc->mr * desc->nr / (14.0 * 32.0) + 0.1;
-      double bytes = bytesOf(node);
-      if (isConv) bytes *= dw ? 3 : 4; // layout copies (NCHW <-> NHWC) and im2col
-      return estimate(flopsOf(headOf(node)), bytes, eff * peakPerCycle(desc->isa) * kHz);
+    // Runtime kernels work on NCHW with weights packed at compile time; the plain calls copy
+    // NCHW <-> NHWC around the kernel and build im2col.
+    bool copies = h.op == "Conv" && !engine.runtimeKernels;
+    c.cost = [desc, dw, copies](const Node& node, const Target&) {
+      double eff = dw ? 0.3 : (0.8 * desc->mr * desc->nr / (14.0 * 32.0) + 0.1) *
+                                  tileUse(headOf(node), desc->mr, desc->nr);
+      double bytes = bytesOf(node) * (copies ? (dw ? 3 : 4) : 1);
+      return estimate(flopsOf(headOf(node)), bytes, eff * peakPerCycle(desc->isa) * kHz, 0.8);
     };
     out.push_back(std::move(c));
   }
@@ -168,8 +220,9 @@ std::vector<Candidate> candidatesFor(const Node& n) {
 }
 
 std::optional<Selection> selectCandidate(const Node& n, const Target& t,
-                                         const std::optional<std::string>& pinned) {
-  auto cands = candidatesFor(n);
+                                         const std::optional<std::string>& pinned,
+                                         const loop::LowerOptions& engine) {
+  auto cands = candidatesFor(n, engine);
   if (cands.empty()) return std::nullopt;
   Selection best;
   const Candidate* chosen = nullptr;
@@ -203,13 +256,25 @@ std::string formatSelection(const Node& n, const Selection& s) {
   return r;
 }
 
-std::function<std::string(const Node&)> candidateChooser(const Target& t,
-                                                         std::map<std::string, std::string> pins) {
-  return [t, pins = std::move(pins)](const Node& n) -> std::string {
+std::string selectionReason(const Selection& s) {
+  std::string r = fmt::format("{}: est {:.3g} ms", s.pinned ? "pinned" : "cost model",
+                              s.cost.seconds * 1e3);
+  std::string others;
+  for (const auto& [name, sec] : s.considered)
+    if (name != s.candidate) others += fmt::format("{}{} {:.3g} ms", others.empty() ? "" : ", ", name, sec * 1e3);
+  return others.empty() ? r : r + "; " + others;
+}
+
+std::function<loop::CandidateChoice(const Node&)>
+candidateChooser(const Target& t, std::map<std::string, std::string> pins, bool runtimeKernels) {
+  loop::LowerOptions engine;
+  engine.runtimeKernels = runtimeKernels;
+  return [t, pins = std::move(pins), engine](const Node& n) -> loop::CandidateChoice {
     std::optional<std::string> pin;
     if (auto it = pins.find(n.name); it != pins.end()) pin = it->second;
-    auto s = selectCandidate(n, t, pin);
-    return s ? s->candidate : std::string();
+    auto s = selectCandidate(n, t, pin, engine);
+    if (!s) return {};
+    return {s->candidate, selectionReason(*s)};
   };
 }
 

@@ -43,7 +43,9 @@ struct Candidate {
 // The candidates registered for n's op (for aicc.Fused epilogues: its head's), applicable or
 // not. Empty for nodes without a non-elementwise lowering (elementwise nodes have one
 // implementation: the "loop" nest of loop/lower.h).
-std::vector<Candidate> candidatesFor(const Node& n);
+// `engine` are the options the node will be lowered with (its runtimeKernels decides which
+// kernel calls exist, and so what applies and what a candidate costs).
+std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& engine = {});
 
 struct Selection {
   std::string candidate; // the chosen name
@@ -59,15 +61,22 @@ struct Selection {
 // name that does not apply is ignored and listed in `rejected`). Nullopt when no candidate is
 // registered for the node.
 std::optional<Selection> selectCandidate(const Node& n, const Target& t,
-                                         const std::optional<std::string>& pinned = std::nullopt);
+                                         const std::optional<std::string>& pinned = std::nullopt,
+                                         const loop::LowerOptions& engine = {});
 
 // "Conv conv1: ukernel:f32_gemm_avx512_14x32 (micro-kernel, 0.12 GFLOP, est 0.05 ms) over loop
 // (est 2.1 ms)"
 std::string formatSelection(const Node& n, const Selection& s);
 
+// "cost model: est 0.05 ms; loop 2.1 ms, ukernel:f32_gemm_generic_4x8 0.9 ms" (or "pinned: ..."),
+// the reason a lowering records in its schedule.
+std::string selectionReason(const Selection& s);
+
 // A LowerOptions::chooseCandidate for the target: selectCandidate per node, with `pins` (node
-// name -> candidate) overriding the cost model.
-std::function<std::string(const Node&)>
-candidateChooser(const Target& t, std::map<std::string, std::string> pins = {});
+// name -> candidate) overriding the cost model; `runtimeKernels` as in the engine's
+// LowerOptions. Nodes without candidates get "" (the lowering's own preference).
+std::function<loop::CandidateChoice(const Node&)>
+candidateChooser(const Target& t, std::map<std::string, std::string> pins = {},
+                 bool runtimeKernels = false);
 
 } // namespace aicc::backend

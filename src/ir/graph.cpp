@@ -178,6 +178,23 @@ void Graph::renameValue(Value* v, const std::string& newName) {
   byName_[newName] = v;
 }
 
+void Graph::adoptValue(Graph& from, Value* v, const std::string& newName) {
+  AICC_CHECK(v->owner == &from && &from != this, "internal: value '{}' is not in graph '{}'",
+             v->name, from.name);
+  AICC_CHECK(!newName.empty() && !byName_.count(newName), "graph '{}': cannot adopt '{}' as '{}'",
+             name, v->name, newName);
+  auto it = std::find_if(from.values_.begin(), from.values_.end(),
+                         [&](const std::unique_ptr<Value>& p) { return p.get() == v; });
+  from.byName_.erase(v->name);
+  std::unique_ptr<Value> owned = std::move(*it);
+  from.values_.erase(it);
+  if (std::erase(from.constants, v)) constants.push_back(v);
+  v->name = newName;
+  v->owner = this;
+  byName_[newName] = v;
+  values_.push_back(std::move(owned));
+}
+
 void Graph::eraseUnusedValues() {
   std::set<const Value*> used(inputs.begin(), inputs.end());
   used.insert(outputs.begin(), outputs.end());

@@ -143,6 +143,10 @@ public:
   void eraseUnusedValues();
   // Renames a value of this graph (the new name must be free in this graph).
   void renameValue(Value* v, const std::string& newName);
+  // Moves value v of graph `from` into this graph under `newName` (free in this graph): the
+  // pointer stays valid, so every reference to it (nodes, nested subgraphs) still holds. A
+  // constant stays a constant (`from` keeps any mention of v in its inputs/outputs lists).
+  void adoptValue(Graph& from, Value* v, const std::string& newName);
 
 private:
   std::vector<std::unique_ptr<Value>> values_;

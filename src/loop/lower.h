@@ -15,19 +15,30 @@
 
 namespace aicc::loop {
 
+// An operator-selection decision: the candidate, and why (recorded as the schedule's
+// `selection` entry, so reports and profiles show it).
+struct CandidateChoice {
+  CandidateChoice(std::string n = {}, std::string r = {}) : name(std::move(n)), reason(std::move(r)) {}
+  std::string name;   // "" = the lowering's own preference
+  std::string reason; // "" = none recorded
+};
+
 struct LowerOptions {
   int64_t vectorBytes = 64; // vector register size of the target (64: AVX-512)
   bool simplify = true;     // run the simplifier on the result
   // Operator selection for non-elementwise nodes (backend/op_select.h): the candidate to lower a
   // node with ("loop", "ukernel:<kernel descriptor name>"); empty function or "" = the
   // lowering's own preference (a micro-kernel where one applies, else the loop nest).
-  std::function<std::string(const Node&)> chooseCandidate;
+  std::function<CandidateChoice(const Node&)> chooseCandidate;
   // Lower to the in-process runtime's micro-kernels (loop/lower_kernels.cpp): constant weights
   // packed at compile time into the kernels' layouts (LoweredNode::constants: NCHW convolution
   // weights as GEMM A panels, MatMul/Gemm weights as B panels), NCHW depthwise convolution of any
   // size, attention. On for the JIT; off for the C bundle, whose portable stand-ins
   // (codegen/c/micro_kernels_c.cpp) implement only the plain contracts.
   bool runtimeKernels = false;
+  // Operator selection's applicability probe: only whether the node lowers matters, so weights
+  // are not packed (the packed constants hold no data). Never run a probe's result.
+  bool probe = false;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.

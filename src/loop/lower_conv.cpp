@@ -183,9 +183,10 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
     if (candidate.rfind("ukernel:", 0) != 0) no("unknown candidate '" + candidate + "'");
     kd = kernels::findKernel(candidate.substr(8));
     if (!kd || !kernels::cpuSupports(kd->isa)) no("candidate '" + candidate + "' is not runnable");
-    if ((kd->op == kernels::KernelOp::DepthwiseConv3x3 && !dwOk) ||
-        (kd->op == kernels::KernelOp::Gemm && !gemmOk))
-      no("candidate '" + candidate + "' does not apply");
+    const bool fits = kd->op == kernels::KernelOp::Gemm               ? gemmOk
+                      : kd->op == kernels::KernelOp::DepthwiseConv3x3 ? dwOk
+                                                                      : dwOk && o.runtimeKernels;
+    if (!fits) no("candidate '" + candidate + "' does not apply");
   }
 
   std::string nv = b.fresh("n");
@@ -221,8 +222,8 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
     if (kd->op == kernels::KernelOp::Gemm && wv->constant) {
       const int64_t Kg = Cg * kSz, per = kernels::packedAFloats(*kd, Mg, Kg);
       const float* wsrc = wv->constant->data<float>();
-      Tensor packed(DType::F32, {per * s.G});
-      for (int64_t g = 0; g < s.G; ++g)
+      Tensor packed(DType::F32, {o.probe ? 0 : per * s.G}); // a probe needs no data
+      for (int64_t g = 0; g < s.G && !o.probe; ++g)
         kernels::packAInto(*kd, wsrc + g * Mg * Kg, Mg, Kg, Kg, packed.data<float>() + g * per);
       std::string WP =
           b.constant(W + "_packed", std::move(packed), std::string("packed_a:") + kd->name);

@@ -7,7 +7,8 @@ namespace aicc::loop {
 bool lowerNonElementwise(const Node& n, const std::string& funcName, const LowerOptions& opts,
                          std::optional<LoweredNode>& result, std::string* whyNot) {
   using namespace detail;
-  std::string cand = opts.chooseCandidate ? opts.chooseCandidate(n) : std::string();
+  CandidateChoice choice = opts.chooseCandidate ? opts.chooseCandidate(n) : CandidateChoice();
+  const std::string& cand = choice.name;
   try {
     std::optional<LoweredNode> r;
     if (!(r = lowerMatMulFamily(n, funcName, opts, cand)) &&
@@ -18,6 +19,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerAttentionFamily(n, funcName, opts)) &&
         !(r = lowerQuantFamily(n, funcName, opts)))
       return false;
+    if (r && !choice.reason.empty()) r->func.schedule["selection"] = choice.reason;
     result = std::move(r);
     return true;
   } catch (const NotLowerable& e) {

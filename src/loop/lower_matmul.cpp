@@ -103,9 +103,10 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
                (!cv || (head.attrFloat("beta") == 1.0f && biasRow));
   }
   if (o.runtimeKernels && kd && bv->constant && bShared && bd.size() == 2 && gemmFits) {
-    Tensor packed(DType::F32, {kernels::packedBFloats(*kd, g.K, g.N)});
-    kernels::packBInto(*kd, bv->constant->data<float>(), g.K, g.N, ldb, g.transB,
-                       packed.data<float>());
+    Tensor packed(DType::F32, {o.probe ? 0 : kernels::packedBFloats(*kd, g.K, g.N)});
+    if (!o.probe) // a probe needs no data
+      kernels::packBInto(*kd, bv->constant->data<float>(), g.K, g.N, ldb, g.transB,
+                         packed.data<float>());
     std::string BP =
         b.constant(B + "_packed", std::move(packed), std::string("packed_b:") + kd->name);
     bool biasInKernel = cv != nullptr;

@@ -10,6 +10,7 @@
 #include "passes/fold_shape_ops.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_epilogue.h"
+#include "passes/inline_if.h"
 #include "passes/memory_schedule.h"
 #include "passes/recognize_patterns.h"
 #include "passes/shape_inference.h"
@@ -24,6 +25,7 @@ const std::vector<GraphPassInfo>& graphPasses() {
       {"infer-shapes", "re-run shape/type inference (changed: some type became more precise)"},
       {"fold-shapes", "replace shape arithmetic on known shapes (Shape/Size/Gather/Concat/...) by constants"},
       {"constant-fold", "evaluate nodes whose inputs are all constants with the reference interpreter"},
+      {"inline-if", "replace an If whose condition is a constant by the branch it takes"},
       {"dce", "remove nodes and constants whose results are unused"},
       {"cse", "merge identical nodes (same op, inputs and attributes, subgraphs compared structurally)"},
       {"simplify", "algebraic simplification patterns, run to a fixed point"},
@@ -42,6 +44,7 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
   if (name == "infer-shapes") p.run = [](Model& m) { return refreshShapes(m); };
   else if (name == "fold-shapes") p.run = [](Model& m) { return foldShapeOps(m); };
   else if (name == "constant-fold") p.run = [opts](Model& m) { return foldConstants(m, opts.constantFoldLimit); };
+  else if (name == "inline-if") p.run = [](Model& m) { return inlineConstantIfs(m); };
   else if (name == "dce") p.run = [](Model& m) { return eliminateDeadCode(m); };
   else if (name == "cse") p.run = [](Model& m) { return eliminateCommonSubexpressions(m); };
   else if (name == "simplify") p.run = [](Model& m) { return simplifyAlgebra(m); };
@@ -63,9 +66,11 @@ std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts) {
   auto pass = [&](const char* n) { return makeGraphPass(n, opts); };
   std::vector<GraphPass> p;
   if (level == 0) return p; // -O0: the imported graph as is
-  // Cleanup, to a fixed point: shape arithmetic and constants fold, dead code goes, duplicates merge.
+  // Cleanup, to a fixed point: shape arithmetic and constants fold, Ifs on constants become their
+  // branch, dead code goes, duplicates merge.
   p.push_back(GraphPass::group("cleanup",
-                               {pass("fold-shapes"), pass("constant-fold"), pass("dce"), pass("cse")},
+                               {pass("fold-shapes"), pass("constant-fold"), pass("inline-if"),
+                                pass("dce"), pass("cse")},
                                /*toFixpoint=*/true));
   if (level == 1) return p;
   // Algebra: identities, inverse pairs, constants folded into Conv/Gemm weights, then cleanup again.

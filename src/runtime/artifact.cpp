@@ -4,8 +4,6 @@
 #include "backend/target.h"
 #include "codegen/llvm/emit_llvm.h"
 #include "ir/dtype.h"
-#include "loop/printer.h"
-#include "loop/verifier.h"
 #include "runtime/parallel.h"
 
 #include <chrono>
@@ -31,15 +29,6 @@ namespace {
 
 constexpr int64_t kAlign = kArenaAlignment; // every region and placement in an artifact
 int64_t aligned(int64_t x) { return alignUp(x, kAlign); }
-
-TensorDesc describe(const Value* v, const char* what) {
-  AICC_CHECK(v->type.isTensor() && v->type.shape, "{} '{}' is not a tensor of known shape", what,
-             v->name);
-  auto d = toDims(*v->type.shape);
-  AICC_CHECK(d, "{} '{}' has the dynamic shape {}; fix its symbolic dims with --dim NAME=VALUE",
-             what, v->name, formatShape(*v->type.shape));
-  return {v->name, v->type.dtype, *d};
-}
 
 // Names in the plan file: percent-encoded so they hold no spaces or newlines.
 std::string enc(const std::string& s) {
@@ -82,86 +71,6 @@ std::string dimsText(const Dims& d) {
 
 } // namespace
 
-ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
-  ArtifactSpec spec;
-  for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input"));
-  MemoryPlan plan = planMemory(g);
-  spec.arenaBytes = plan.arenaBytes;
-  spec.lowerBoundBytes = plan.lowerBoundBytes;
-  // The blob holds only what some task or output reads: constants are placed on first use (a
-  // weight read only through its packed form is not stored twice).
-  std::map<const Value*, int64_t> weightAt;
-  auto place = [&](const Tensor& t) {
-    int64_t at = aligned(int64_t(spec.weights.size()));
-    spec.weights.resize(size_t(at + int64_t(t.nbytes())));
-    std::memcpy(spec.weights.data() + at, t.raw(), t.nbytes());
-    return at;
-  };
-  auto constantAt = [&](const Value* c) {
-    auto [it, fresh] = weightAt.emplace(c, 0);
-    if (fresh) it->second = place(*c->constant);
-    return it->second;
-  };
-  auto bind = [&](const Value* v) -> Binding {
-    int64_t bytes = describe(v, "value").bytes();
-    ValueHome h = homeOf(g, plan, v);
-    switch (h.storage) {
-    case MemStorage::Arena: return {Region::Arena, h.offset, bytes};
-    case MemStorage::Weight: return {Region::Weights, constantAt(h.root), bytes};
-    case MemStorage::Input: return {Region::Input, int64_t(h.input), bytes};
-    }
-    fail("'{}': internal: bad storage", v->name);
-  };
-  std::vector<std::string> missing;
-  int64_t index = 0;
-  for (const auto& np : g.nodes) {
-    std::string why, name = "task" + std::to_string(index++);
-    std::optional<loop::LoweredNode> ln;
-    try {
-      ln = loop::lowerNode(*np, name, &why, lower);
-    } catch (const Error& e) {
-      why = e.what();
-    }
-    if (!ln) {
-      missing.push_back(np->describe() + ": " + why);
-      continue;
-    }
-    auto msgs = loop::verifyMessages(ln->func);
-    AICC_CHECK(msgs.empty(), "{}: lowering produced invalid loop IR: {}", np->describe(), msgs[0]);
-    ArtifactTask t;
-    t.fn = name;
-    t.node = np->describe();
-    int64_t scratch = 0;
-    for (const loop::Buffer& b : ln->func.params) {
-      const Value* v = ln->valueOf(b.name);
-      const Tensor* c = ln->constantOf(b.name);
-      int64_t bytes = b.numel() * int64_t(dtypeSize(b.dtype));
-      if (v) {
-        t.params.push_back(bind(v));
-      } else if (c) { // packed at compile time
-        spec.packedBytes += c->nbytes();
-        t.params.push_back({Region::Weights, place(*c), int64_t(c->nbytes())});
-      } else { // a temp: this task's scratch
-        t.params.push_back({Region::Scratch, scratch, bytes});
-        scratch = aligned(scratch + bytes);
-      }
-    }
-    spec.scratchBytes = std::max(spec.scratchBytes, scratch);
-    spec.schedules.push_back({loop::opLabel(*np), loop::printSchedule(ln->func.schedule)});
-    spec.tasks.push_back(std::move(t));
-    spec.code.funcs.push_back(std::move(ln->func));
-  }
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& m : missing) list += "\n  " + m;
-    fail("{} node(s) have no compiled lowering, so the model cannot be compiled ahead of time "
-         "(`aicc run --engine jit` runs them through the reference kernels):{}",
-         missing.size(), list);
-  }
-  for (const Value* o : g.outputs) spec.outputs.push_back({describe(o, "output"), bind(o)});
-  return spec;
-}
-
 WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
                               const Target& target, const codegen::AotOptions& o) {
   WrittenArtifact w;
@@ -188,7 +97,7 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
   writeFile(d / "model.weights", spec.weights.data(), spec.weights.size());
   w.weightBytes = int64_t(spec.weights.size());
   std::ostringstream p;
-  p << "aicc-artifact 1\n";
+  p << "aicc-artifact 2\n";
   p << "arena " << spec.arenaBytes << "\nscratch " << spec.scratchBytes << "\nweights "
     << spec.weights.size() << "\n";
   // The ISA features the code was compiled for: the loader refuses a CPU without them.
@@ -201,10 +110,15 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << dtypeName(t.dtype) << " " << dimsText(t.dims) << " "
       << regionName(b.region) << ":" << b.offset << ":" << b.bytes << "\n";
+  static const char* kKinds[] = {"task", "copy", "jumpz", "jump", "fail"};
   for (const ArtifactTask& t : spec.tasks) {
-    p << "task " << t.fn << " " << enc(t.node);
+    p << kKinds[int(t.kind)];
+    if (t.kind == ArtifactTask::Kind::Call) p << " " << t.fn;
+    p << " " << enc(t.node);
     for (const Binding& b : t.params)
       p << " " << regionName(b.region) << ":" << b.offset << ":" << b.bytes;
+    if (t.kind == ArtifactTask::Kind::JumpIfZero || t.kind == ArtifactTask::Kind::Jump)
+      p << " @" << t.target;
     p << "\n";
   }
   std::string text = p.str();
@@ -217,9 +131,11 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
 struct LoadedArtifact::Impl {
   void* lib = nullptr;
   struct Task {
-    codegen::LoopFnPtr fn;
+    ArtifactTask::Kind kind;
+    codegen::LoopFnPtr fn; // Call
     std::string node;
     std::vector<Binding> params;
+    size_t target; // jumps
   };
   std::vector<Task> tasks;
   std::vector<Binding> outputs;
@@ -264,6 +180,16 @@ Binding parseBinding(const std::string& s, const std::string& file) {
   return b;
 }
 
+std::optional<ArtifactTask::Kind> taskKind(const std::string& s) {
+  using K = ArtifactTask::Kind;
+  if (s == "task") return K::Call;
+  if (s == "copy") return K::Copy;
+  if (s == "jumpz") return K::JumpIfZero;
+  if (s == "jump") return K::Jump;
+  if (s == "fail") return K::Fail;
+  return std::nullopt;
+}
+
 Dims parseDims(const std::string& s) {
   Dims d;
   if (s == "-") return d;
@@ -282,10 +208,9 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
   AICC_CHECK(pf.good(), "'{}': no model.plan here (not an `aicc compile --emit so` folder)", dir);
   std::string line, header;
   std::getline(pf, header);
-  AICC_CHECK(header == "aicc-artifact 1", "{}: not an aicc artifact plan (first line '{}')",
-             planFile, header);
-  std::vector<std::pair<std::string, std::vector<Binding>>> taskLines;
-  std::vector<std::string> taskNodes;
+  AICC_CHECK(header == "aicc-artifact 2", "{}: not an aicc artifact plan of this version (first "
+             "line '{}'; recompile the model)", planFile, header);
+  std::vector<ArtifactTask> taskLines;
   try {
     while (std::getline(pf, line)) {
       std::istringstream ls(line);
@@ -319,13 +244,19 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
           outputDescs_.push_back(t);
           impl_->outputs.push_back(parseBinding(where, planFile));
         }
-      } else if (kind == "task") {
-        std::string fn, node, b;
-        ls >> fn >> node;
-        std::vector<Binding> params;
-        while (ls >> b) params.push_back(parseBinding(b, planFile));
-        taskLines.push_back({fn, params});
-        taskNodes.push_back(dec(node));
+      } else if (auto k = taskKind(kind)) {
+        ArtifactTask t;
+        t.kind = *k;
+        std::string node, b;
+        if (t.kind == ArtifactTask::Kind::Call) ls >> t.fn;
+        ls >> node;
+        AICC_CHECK(!node.empty(), "{}: malformed line '{}'", planFile, line);
+        t.node = dec(node);
+        while (ls >> b) {
+          if (b[0] == '@') t.target = std::stoll(b.substr(1));
+          else t.params.push_back(parseBinding(b, planFile));
+        }
+        taskLines.push_back(std::move(t));
       } else if (!kind.empty()) {
         fail("{}: unknown line '{}'", planFile, line);
       }
@@ -348,8 +279,21 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
     }
     AICC_CHECK(b.offset + b.bytes <= size, "{}: {} reaches past its region", planFile, where);
   };
-  for (size_t i = 0; i < taskLines.size(); ++i)
-    for (const Binding& b : taskLines[i].second) checkBinding(b, "task " + taskLines[i].first);
+  for (size_t i = 0; i < taskLines.size(); ++i) {
+    const ArtifactTask& t = taskLines[i];
+    const std::string where = fmt::format("task {} ({})", i, t.node);
+    for (const Binding& b : t.params) checkBinding(b, where);
+    using K = ArtifactTask::Kind;
+    const size_t want = t.kind == K::Copy ? 2 : t.kind == K::JumpIfZero ? 1 : t.kind == K::Call ? t.params.size() : 0;
+    AICC_CHECK(t.params.size() == want, "{}: {} has {} bindings", planFile, where, t.params.size());
+    AICC_CHECK(t.kind != K::Copy || t.params[0].bytes == t.params[1].bytes,
+               "{}: {} copies between bindings of different sizes", planFile, where);
+    AICC_CHECK(t.kind != K::JumpIfZero || t.params[0].bytes >= 1, "{}: {} reads an empty condition",
+               planFile, where);
+    if (t.kind == K::JumpIfZero || t.kind == K::Jump) // forward only: every run ends
+      AICC_CHECK(t.target > int64_t(i) && t.target <= int64_t(taskLines.size()),
+                 "{}: {} jumps to {}, not forward within the plan", planFile, where, t.target);
+  }
   for (const Binding& b : impl_->outputs) checkBinding(b, "an output");
   // Weights.
   const std::string wf = (d / "model.weights").string();
@@ -372,10 +316,13 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
   void* const table[] = {reinterpret_cast<void*>(&aicc_rt_call_kernel),
                          reinterpret_cast<void*>(&aicc_rt_parallel_for)};
   bindFn(table);
-  for (size_t i = 0; i < taskLines.size(); ++i) {
-    auto fn = reinterpret_cast<codegen::LoopFnPtr>(dlsym(impl_->lib, taskLines[i].first.c_str()));
-    AICC_CHECK(fn, "'{}' lacks the task function {}", so, taskLines[i].first);
-    impl_->tasks.push_back({fn, taskNodes[i], std::move(taskLines[i].second)});
+  for (ArtifactTask& t : taskLines) {
+    codegen::LoopFnPtr fn = nullptr;
+    if (t.kind == ArtifactTask::Kind::Call) {
+      fn = reinterpret_cast<codegen::LoopFnPtr>(dlsym(impl_->lib, t.fn.c_str()));
+      AICC_CHECK(fn, "'{}' lacks the task function {}", so, t.fn);
+    }
+    impl_->tasks.push_back({t.kind, fn, std::move(t.node), std::move(t.params), size_t(t.target)});
   }
   impl_->inputs.assign(inputs_.size(), nullptr);
 }
@@ -397,12 +344,27 @@ void LoadedArtifact::setInput(size_t i, const void* data, int64_t bytes) {
 void LoadedArtifact::run() {
   for (size_t i = 0; i < inputs_.size(); ++i)
     AICC_CHECK(impl_->inputs[i], "input '{}' was not set", inputs_[i].name);
-  for (const Impl::Task& t : impl_->tasks) {
-    impl_->ptrs.resize(t.params.size());
-    for (size_t i = 0; i < t.params.size(); ++i) impl_->ptrs[i] = impl_->at(t.params[i]);
-    int32_t rc = t.fn(impl_->ptrs.data());
-    AICC_CHECK(rc == 0, "{}: {}", t.node,
-               rc == 1 ? std::string("integer division by zero") : std::string(aicc_rt_last_error()));
+  using K = ArtifactTask::Kind;
+  for (size_t ti = 0; ti < impl_->tasks.size();) {
+    const Impl::Task& t = impl_->tasks[ti++];
+    switch (t.kind) {
+    case K::Call: {
+      impl_->ptrs.resize(t.params.size());
+      for (size_t i = 0; i < t.params.size(); ++i) impl_->ptrs[i] = impl_->at(t.params[i]);
+      int32_t rc = t.fn(impl_->ptrs.data());
+      AICC_CHECK(rc == 0, "{}: {}", t.node,
+                 rc == 1 ? std::string("integer division by zero") : std::string(aicc_rt_last_error()));
+      break;
+    }
+    case K::Copy:
+      std::memmove(impl_->at(t.params[1]), impl_->at(t.params[0]), size_t(t.params[0].bytes));
+      break;
+    case K::JumpIfZero:
+      if (*impl_->at(t.params[0]) == std::byte{0}) ti = t.target;
+      break;
+    case K::Jump: ti = t.target; break;
+    case K::Fail: fail("{}", t.node);
+    }
   }
 }
 

@@ -6,14 +6,19 @@
 //   model.weights  the read-only blob: graph constants at their planned offsets, then the weights
 //                  packed at compile time for the micro-kernels
 //   model.plan     text: arena/scratch/weights sizes, the ISA features the code needs, the inputs
-//                  and outputs (name, type, where an output lives), one line per task (function,
-//                  then each parameter's binding)
+//                  and outputs (name, type, where an output lives), one line per task
+//
+// Tasks run in order: `task` calls a function with its parameters' bindings, `copy` copies one
+// binding's bytes to another, `jumpz` continues at a later task when a bool binding is false,
+// `jump` continues at a later task, `fail` stops the run with its message. An If with static
+// results compiles to jumpz/jump around its two branches (artifact_build.cpp); jumps only go
+// forward, which the loader checks, so every run ends.
 //
 // A binding is a region and an offset: the arena, the weights blob, input k, or the per-task
 // scratch area (temps). Every buffer is fixed at compile time, so a run allocates nothing. Nodes
 // without a lowering cannot be compiled ahead of time (the JIT runs them through the reference
 // kernels); compiling such a model is an error that lists them. Static shapes only: symbolic dims
-// are fixed with --dim (the error names the missing ones).
+// are fixed with --dim, unnamed ones with --shape (the error names the missing ones).
 #pragma once
 
 #include "codegen/llvm/aot.h"
@@ -43,9 +48,12 @@ struct TensorDesc {
 };
 
 struct ArtifactTask {
-  std::string fn;   // symbol in model.so
-  std::string node; // Node::describe(), for errors and reports
-  std::vector<Binding> params;
+  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail };
+  Kind kind = Kind::Call;
+  std::string fn;   // Call: symbol in model.so
+  std::string node; // Node::describe(), for errors and reports (Fail: the message)
+  std::vector<Binding> params; // Call: the function's; Copy: {from, to}; JumpIfZero: {cond}
+  int64_t target = 0;          // jumps: index of the task to continue at
 };
 
 struct ArtifactSpec {
@@ -57,10 +65,12 @@ struct ArtifactSpec {
   loop::Module code;
   // Per task, for the compile report: op label and schedule.
   std::vector<std::pair<std::string, std::string>> schedules;
+  // If branches compiled as Fail tasks: "node branch: reason".
+  std::vector<std::string> failBranches;
 };
 
-// Lowers and plans g (optimized, static shapes) into a spec. Throws aicc::Error listing every node
-// that has no lowering.
+// Lowers and plans g (optimized, static shapes) into a spec (artifact_build.cpp). Throws
+// aicc::Error listing every node that has no lowering.
 ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower);
 
 struct WrittenArtifact {

@@ -9,6 +9,7 @@
 // executables (reading this graph's values as their outer scope) and the condition picks one.
 #pragma once
 
+#include "backend/op_select.h"
 #include "codegen/llvm/jit.h"
 #include "interp/interpreter.h"
 #include "loop/lower.h"
@@ -21,9 +22,11 @@ namespace aicc::runtime {
 struct JitRunOptions {
   int optLevel = 2;      // LLVM pipeline level
   bool parallel = true;  // run `parallel` loops on the thread pool
+  // Runtime micro-kernels, with each node's candidate picked by the cost model for this CPU.
   loop::LowerOptions lower = [] {
     loop::LowerOptions o;
     o.runtimeKernels = true;
+    o.chooseCandidate = backend::candidateChooser(nativeTarget(), {}, true);
     return o;
   }();
 };

@@ -77,16 +77,19 @@ TEST_P(SharedArtifact, CompilesLoadsAndMatchesTheInterpreter) {
   auto mc = test::loadModelCase(GetParam(), skip);
   if (!mc) GTEST_SKIP() << skip;
   ImportedModel im = mc->reimport();
-  // Static shapes from the test inputs (what `aicc compile --dim` does).
+  // Static shapes from the test inputs (what `aicc compile --dim` / `--shape` do).
   std::map<std::string, int64_t> dims;
   for (size_t i = 0; i < im.model.graph->inputs.size(); ++i) {
-    const Type& t = im.model.graph->inputs[i]->type;
-    if (!t.shape) continue;
-    for (size_t d = 0; d < t.shape->size(); ++d)
-      if (!(*t.shape)[d].isStatic() && !(*t.shape)[d].symbol.empty())
-        dims[(*t.shape)[d].symbol] = mc->inputs[i].tensor.shape()[d];
+    Type& t = im.model.graph->inputs[i]->type;
+    if (!t.shape || t.shape->size() != mc->inputs[i].tensor.shape().size()) continue;
+    for (size_t d = 0; d < t.shape->size(); ++d) {
+      Dim& dim = (*t.shape)[d];
+      if (dim.isStatic()) continue;
+      if (!dim.symbol.empty()) dims[dim.symbol] = mc->inputs[i].tensor.shape()[d];
+      else dim = Dim::known(mc->inputs[i].tensor.shape()[d]);
+    }
   }
-  if (!dims.empty()) specializeDims(im.model, dims);
+  specializeDims(im.model, dims);
   optimize2(im.model);
   loop::LowerOptions lo;
   lo.runtimeKernels = true;
@@ -186,6 +189,89 @@ TEST(Artifact, BadInputsAndDamagedArtifactsGiveClearErrors) {
   EXPECT_EQ(aicc_model_load(dir.c_str()), nullptr);
   EXPECT_NE(std::string(aicc_last_error()).find("reaches past"), std::string::npos)
       << aicc_last_error();
+}
+
+// An If on a run-time condition: both branches compiled, each run takes one. The branches read
+// outer values, return an outer value, a constant and a nested If's result; each is checked
+// against the interpreter with the condition true and false.
+TEST(Artifact, IfRunsTheBranchItsConditionPicks) {
+  Model m = parseModel(R"(graph @g(%x: f32[2,3], %c: bool[], %d: bool[]) {
+  %e = Exp(%x) : f32[2,3]
+  %y, %z = If(%c) {
+    else_branch = graph @else() {
+      %k = const f32[2,3] [1, 2, 3, 4, 5, 6]
+      return %e, %k
+    },
+    then_branch = graph @then() {
+      %a = Relu(%x) : f32[2,3]
+      %b = Add(%a, %e) : f32[2,3]
+      %n = If(%d) {
+        else_branch = graph @ne() {
+          %s = Sigmoid(%b) : f32[2,3]
+          return %s
+        },
+        then_branch = graph @nt() {
+          return %x
+        }
+      } : f32[2,3]
+      return %b, %n
+    }
+  } : f32[2,3], f32[2,3]
+  %w = Mul(%y, %z) : f32[2,3]
+  return %w, %y
+})");
+  inferShapes(*m.graph);
+  Tensor x = Tensor::fromF32({-1, 0.5f, 2, -3, 4, 0.25f}, {2, 3});
+  for (int c = 0; c < 2; ++c)
+    for (int d = 0; d < 2; ++d) {
+      Tensor tc(DType::Bool, {}), td(DType::Bool, {});
+      tc.setI64(0, c);
+      td.setI64(0, d);
+      std::vector<RValue> in = {RValue::of(x), RValue::of(tc), RValue::of(td)};
+      auto want = interpret(*m.graph, in);
+      auto got = compileAndRun(*m.graph, freshDir(fmt::format("if{}{}", c, d)), in);
+      test::expectOutputsClose(want, got, {1e-6, 1e-6});
+    }
+}
+
+// A branch whose shapes do not resolve for the compiled input shapes becomes a Fail task: the
+// build names it, and taking it at run time is an error, never garbage.
+TEST(Artifact, UncompilableBranchFailsOnlyWhenTaken) {
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  Model g = parseModel(R"(graph @g(%x: f32[4], %c: bool[]) {
+  %shape = const i64[1] [4]
+  %y = If(%c) {
+    else_branch = graph @else() {
+      %n = NonZero(%x) : i64[1,?]
+      %f = Cast(%n) {to = 1} : f32[1,?]
+      %r = Reshape(%f, %shape) : f32[4]
+      return %r
+    },
+    then_branch = graph @then() {
+      %a = Neg(%x) : f32[4]
+      return %a
+    }
+  } : f32[4]
+  return %y
+})");
+  runtime::ArtifactSpec spec = runtime::buildArtifact(*g.graph, lo);
+  ASSERT_EQ(spec.failBranches.size(), 1u);
+  EXPECT_NE(spec.failBranches[0].find("NonZero"), std::string::npos) << spec.failBranches[0];
+  fs::path dir = freshDir("failbranch");
+  runtime::writeArtifact(spec, dir.string(), nativeTarget());
+  runtime::LoadedArtifact art(dir.string());
+  Tensor x = Tensor::fromF32({1, 0, 2, 3}, {4});
+  Tensor yes(DType::Bool, {}), no(DType::Bool, {});
+  yes.setI64(0, 1);
+  auto out = art.run({RValue::of(x), RValue::of(yes)});
+  EXPECT_EQ(out[0].tensor.getF64(2), -2.0);
+  try {
+    art.run({RValue::of(x), RValue::of(no)});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("else_branch cannot run"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Artifact, ModelsWithUnloweredNodesAreRefusedByName) {

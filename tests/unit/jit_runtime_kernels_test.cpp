@@ -178,5 +178,31 @@ TEST(JitRuntimeKernels, CompiledIfAndSplitMatchTheInterpreter) {
   }
 }
 
+// The engines pick each node's candidate with the cost model (backend/op_select.h) and record
+// why in the schedule; a pin overrides it, and both choices compute the same values.
+TEST(JitRuntimeKernels, OperatorSelectionByCostModelAndPins) {
+  std::mt19937 rng(5);
+  Model m = parseModel("graph @g(%a: f32[1,96]) {\n" + constText("w", {200, 96}, rng) +
+                       "  %y = Gemm(%a, %w) {transB = 1} : f32[1,200] loc(\"fc\")\n"
+                       "  return %y\n}\n");
+  std::vector<RValue> in = {RValue::of(randomTensor(DType::F32, {1, 96}, rng))};
+  auto expected = interpret(*m.graph, in);
+  auto schedule = [&](const runtime::JitRunOptions& o) {
+    runtime::JitExecutable exe(*m.graph, o);
+    auto got = exe.run(in);
+    auto diff = compareValues(expected[0], got[0], {1e-5, 1e-6});
+    EXPECT_FALSE(diff) << *diff;
+    return exe.tasks().at(0).schedule;
+  };
+  std::string byCost = schedule({});
+  EXPECT_NE(byCost.find("selection = \"cost model"), std::string::npos) << byCost;
+  EXPECT_NE(byCost.find("candidate = \"ukernel:"), std::string::npos) << byCost; // transB nest: slow
+  runtime::JitRunOptions pinned;
+  pinned.lower.chooseCandidate = backend::candidateChooser(nativeTarget(), {{"fc", "loop"}}, true);
+  std::string byPin = schedule(pinned);
+  EXPECT_NE(byPin.find("candidate = \"loop\""), std::string::npos) << byPin;
+  EXPECT_NE(byPin.find("selection = \"pinned"), std::string::npos) << byPin;
+}
+
 } // namespace
 } // namespace aicc

@@ -82,7 +82,7 @@ struct OptArgs {
   int optLevel = 2;
   std::string passes; // comma-separated pass names (overrides -O)
   std::string statsJson;
-  std::vector<std::string> dims;
+  std::vector<std::string> dims, shapes;
   bool printAfterAll = false, printAfterChange = false, timePasses = false, printConstants = false;
   bool verifyEach = true;
   std::vector<std::string> printBefore, printAfter;
@@ -95,7 +95,7 @@ std::vector<PassRecord> optimize(Model& m, const OptArgs& a);
 
 struct CompileArgs { // tools/aicc/compile.cpp
   std::string model, outputDir, emit = "so", prefix = "model", target = "native";
-  std::vector<std::string> dims;
+  std::vector<std::string> dims, shapes, selects;
   int optLevel = 2;
 };
 int compileCommand(const CompileArgs& a);

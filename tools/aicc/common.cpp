@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <sstream>
 
 namespace aicc::cli {
 
@@ -109,6 +110,48 @@ void specializeToInputs(ImportedModel& m, const std::vector<RValue>& inputs) {
       }
   }
   if (!dims.empty() || unnamed) specializeDims(m.model, dims);
+}
+
+void applyShapes(ImportedModel& m, const std::vector<std::string>& specs) {
+  if (specs.empty()) return;
+  Graph& g = *m.model.graph;
+  std::map<std::string, int64_t> dims;
+  for (const auto& s : specs) {
+    auto eq = s.find('=');
+    AICC_CHECK(eq != std::string::npos && eq > 0, "--shape expects NAME=D0,D1,..., got '{}'", s);
+    const std::string name = s.substr(0, eq);
+    Value* in = nullptr;
+    for (Value* v : g.inputs) in = v->name == name ? v : in;
+    AICC_CHECK(in, "--shape {}: the model has no input '{}'", s, name);
+    AICC_CHECK(in->type.isTensor(), "--shape {}: input '{}' is not a tensor", s, name);
+    Dims want;
+    std::stringstream ss(s.substr(eq + 1));
+    for (std::string x; std::getline(ss, x, ',');) {
+      size_t used = 0;
+      int64_t v = -1;
+      try {
+        v = std::stoll(x, &used);
+      } catch (...) {
+      }
+      AICC_CHECK(used == x.size() && v >= 0, "--shape {}: '{}' is not a size", s, x);
+      want.push_back(v);
+    }
+    Shape& have = *(in->type.shape ? &*in->type.shape : &in->type.shape.emplace(Shape(want.size())));
+    AICC_CHECK(have.size() == want.size(), "--shape {}: input '{}' has rank {} ({})", s, name,
+               have.size(), formatShape(have));
+    for (size_t d = 0; d < want.size(); ++d) {
+      Dim& dim = have[d];
+      AICC_CHECK(!dim.isStatic() || dim.value == want[d],
+                 "--shape {}: dimension {} of input '{}' is {}", s, d, name, dim.value);
+      if (!dim.symbol.empty()) {
+        auto [it, fresh] = dims.emplace(dim.symbol, want[d]);
+        AICC_CHECK(fresh || it->second == want[d], "--shape {}: dimension '{}' is {} elsewhere", s,
+                   dim.symbol, it->second);
+      }
+      dim = Dim::known(want[d]);
+    }
+  }
+  specializeDims(m.model, dims);
 }
 
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) {

@@ -34,6 +34,11 @@ std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const
 // s escaped for a JSON string body (quotes, backslashes, control characters as \uXXXX).
 std::string jsonEscape(const std::string& s);
 
+// Fixes whole input shapes from "NAME=D0,D1,..." strings (`--shape`, for dims the model leaves
+// unnamed): the rank must match, static dims must agree, a symbolic dim takes the same size in
+// every input that names it. Re-infers shapes.
+void applyShapes(ImportedModel& m, const std::vector<std::string>& specs);
+
 // Parses "NAME=VALUE" strings into a dims map.
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs);
 

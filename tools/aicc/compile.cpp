@@ -8,6 +8,8 @@
 // candidate, arena / lower bound / weights sizes, code size, and the time of every phase.
 #include "commands.h"
 
+#include "backend/op_select.h"
+
 #include "backend/memory_plan.h"
 #include "backend/target.h"
 #include "codegen/c/bundle.h"
@@ -66,6 +68,7 @@ int compileCommand(const CompileArgs& a) {
   Report rep;
   auto t = Clock::now();
   ImportedModel im = loadModel(a.model, parseDims(a.dims));
+  applyShapes(im, a.shapes);
   rep.phases.push_back({"import", since(t)});
   t = Clock::now();
   OptArgs opt;
@@ -103,6 +106,14 @@ int compileCommand(const CompileArgs& a) {
   t = Clock::now();
   loop::LowerOptions lo;
   lo.runtimeKernels = true;
+  std::map<std::string, std::string> pins; // --select NODE=CANDIDATE overrides the cost model
+  for (const auto& sel : a.selects) {
+    auto eq = sel.find('=');
+    AICC_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < sel.size(),
+               "--select expects NODE=CANDIDATE, got '{}'", sel);
+    pins[sel.substr(0, eq)] = sel.substr(eq + 1);
+  }
+  lo.chooseCandidate = backend::candidateChooser(target, pins, true);
   runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
   rep.phases.push_back({"plan + lower", since(t)});
   codegen::AotOptions ao;
@@ -119,9 +130,15 @@ int compileCommand(const CompileArgs& a) {
   rep.numbers.push_back({"packed_weight_bytes", std::to_string(spec.packedBytes)});
   rep.numbers.push_back({"object_bytes", std::to_string(w.objectBytes)});
   rep.numbers.push_back({"shared_library_bytes", std::to_string(w.sharedBytes)});
+  std::string fails = "[";
+  for (size_t i = 0; i < spec.failBranches.size(); ++i)
+    fails += (i ? ", " : "") + jsonStr(spec.failBranches[i]);
+  rep.numbers.push_back({"uncompiled_branches", fails + "]"});
   for (size_t i = 0; i < spec.tasks.size(); ++i)
     rep.tasks.push_back({spec.tasks[i].node, spec.schedules[i].first, spec.schedules[i].second});
   rep.write(a.outputDir, "aicc compile --emit so " + a.model);
+  for (const auto& f : spec.failBranches) // the run fails if it takes one
+    std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
   double total = 0;
   for (const auto& [k, s] : rep.phases) total += s;
   std::cout << fmt::format("wrote {0}/model.so ({1} bytes, {2} tasks), model.weights ({3} bytes), "

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   optCmd->add_option("--passes", opt.passes, "Comma-separated pass list, instead of -O");
   optCmd->add_option("--stats-json", opt.statsJson, "Write node counts, op histograms and pass timings here");
   optCmd->add_option("--dim", opt.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  optCmd->add_option("--shape", opt.shapes, "NAME=D0,D1,... fixes input NAME's whole shape; repeatable");
   optCmd->add_flag("--print-ir-after-all", opt.printAfterAll, "Print the IR (stderr) after every pass");
   optCmd->add_flag("--print-ir-after-change", opt.printAfterChange, "Print the IR after passes that changed it");
   optCmd->add_option("--print-ir-before", opt.printBefore, "Print the IR before this pass; repeatable");
@@ -125,6 +126,10 @@ int main(int argc, char** argv) {
   ccCmd->add_option("--target", cc.target, "native (default), x86-64-avx2, x86-64-avx512, generic, with modifiers (e.g. native,-avx512f)");
   ccCmd->add_option("--prefix", cc.prefix, "API prefix and file names (default model)");
   ccCmd->add_option("--dim", cc.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  ccCmd->add_option("--shape", cc.shapes, "NAME=D0,D1,... fixes input NAME's whole shape; repeatable");
+  ccCmd->add_option("--select", cc.selects,
+                    "NODE=CANDIDATE pins a node's kernel (loop, ukernel:<kernel>) over the cost "
+                    "model; repeatable");
   ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
 
   BenchArgs bench;

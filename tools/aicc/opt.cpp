@@ -57,6 +57,7 @@ std::vector<PassRecord> optimize(Model& m, const OptArgs& a) {
 
 int optCommand(const OptArgs& a) {
   ImportedModel im = loadModel(a.input, parseDims(a.dims));
+  applyShapes(im, a.shapes);
   Model& m = im.model;
   auto opsBefore = opHistogram(*m.graph);
   int64_t peakBefore = peakMemoryBytes(*m.graph);

@@ -1,0 +1,235 @@
+// buildArtifact: the optimized graph as a task sequence over one static arena (artifact.h).
+//
+// Nodes lower one by one into loop-IR functions (Call tasks). An If with static results becomes
+// control flow in the sequence:
+//
+//   jumpz  cond -> ELSE
+//   <then branch's tasks>, copy each then-result into the If's result
+//   jump   -> END
+//   ELSE: <else branch's tasks>, copy each else-result into the If's result
+//   END:
+//
+// Each branch is planned on its own (planMemory of the branch graph; the enclosing graph's values
+// it reads are external to it) and placed after the enclosing graph's arena part: only one branch
+// runs and its values die with the If, so both branches, and the branches of every If of the same
+// graph, share that region. Jumps only go forward, so every run ends.
+//
+// A branch whose shapes do not resolve statically for the compiled input shapes (silero-vad's
+// 8 kHz branch fed 512 samples: its LSTM would get a rank-5 input, which ONNX Runtime rejects at
+// run time as well) becomes one Fail task: taking it is a run-time error naming the node and the
+// reason; the compile report lists it. Any other node without a lowering makes the build fail,
+// listing every such node.
+#include "runtime/artifact.h"
+
+#include "backend/memory_plan.h"
+#include "loop/printer.h"
+#include "loop/verifier.h"
+
+#include <cstring>
+#include <map>
+
+namespace aicc::runtime {
+
+namespace {
+
+int64_t aligned(int64_t x) { return alignUp(x, kArenaAlignment); }
+
+TensorDesc describe(const Value* v, const char* what) {
+  AICC_CHECK(v->type.isTensor() && v->type.shape, "{} '{}' is not a tensor of known shape", what,
+             v->name);
+  auto d = toDims(*v->type.shape);
+  AICC_CHECK(d, "{} '{}' has the dynamic shape {}; fix it with --dim NAME=VALUE (symbolic dims) "
+             "or --shape NAME=D0,D1,... (unnamed ones)", what, v->name, formatShape(*v->type.shape));
+  return {v->name, v->type.dtype, *d};
+}
+
+const Graph* branchOf(const Node& n, const char* which) {
+  const Attribute* a = n.attr(which);
+  const GraphPtr* g = a ? std::get_if<GraphPtr>(&a->v) : nullptr;
+  return g && *g && (*g)->inputs.empty() && (*g)->outputs.size() == n.outputs.size() ? g->get()
+                                                                                      : nullptr;
+}
+
+// The first value of g (or of its nested graphs) without a static tensor type, as a reason.
+std::optional<std::string> unresolvedShape(const Graph& g) {
+  for (const auto& n : g.nodes) {
+    for (const Value* o : n->outputs)
+      if (o && (!o->type.isTensor() || !o->type.shape || !toDims(*o->type.shape)))
+        return fmt::format("{}: result '{}' has type {} for these input shapes", n->describe(),
+                           o->name, formatType(o->type));
+    for (const auto& [_, a] : n->attrs)
+      if (auto* sg = std::get_if<GraphPtr>(&a.v))
+        if (auto why = unresolvedShape(**sg)) return why;
+  }
+  return std::nullopt;
+}
+
+// One graph being emitted: its memory plan and where its part of the arena starts.
+struct Scope {
+  const Graph* g;
+  MemoryPlan plan;
+  int64_t base;
+  const Scope* parent;
+};
+
+class Builder {
+public:
+  Builder(ArtifactSpec& spec, const loop::LowerOptions& lower) : spec_(spec), lower_(lower) {}
+
+  // Emits the tasks of s.g; returns the end of the arena part s and its branches use.
+  int64_t emit(const Scope& s) {
+    int64_t end = s.base + s.plan.arenaBytes, branchesEnd = end;
+    for (const auto& np : s.g->nodes) {
+      if (np->op == "If" && np->domain.empty())
+        branchesEnd = std::max(branchesEnd, emitIf(s, *np, end));
+      else
+        emitCall(s, *np);
+    }
+    return branchesEnd;
+  }
+
+  Binding bind(const Scope& s, const Value* v) {
+    if (v->constant) // also those of fused bodies, whose graphs are no scope here
+      return {Region::Weights, constantAt(v), describe(v, "constant").bytes()};
+    const Scope* sc = &s;
+    while (sc && sc->g != v->owner) sc = sc->parent;
+    AICC_CHECK(sc, "'{}': internal: value outside every enclosing graph", v->name);
+    int64_t bytes = describe(v, "value").bytes();
+    ValueHome h = homeOf(*sc->g, sc->plan, v);
+    switch (h.storage) {
+    case MemStorage::Arena: return {Region::Arena, sc->base + h.offset, bytes};
+    case MemStorage::Weight: return {Region::Weights, constantAt(h.root), bytes};
+    case MemStorage::Input: return {Region::Input, int64_t(h.input), bytes};
+    }
+    fail("'{}': internal: bad storage", v->name);
+  }
+
+  std::vector<std::string> missing, failBranches;
+
+private:
+  int64_t place(const Tensor& t) {
+    int64_t at = aligned(int64_t(spec_.weights.size()));
+    spec_.weights.resize(size_t(at + int64_t(t.nbytes())));
+    std::memcpy(spec_.weights.data() + at, t.raw(), t.nbytes());
+    return at;
+  }
+  // The blob holds only what some task or output reads: constants are placed on first use (a
+  // weight read only through its packed form is not stored twice).
+  int64_t constantAt(const Value* c) {
+    auto [it, fresh] = weightAt_.emplace(c, 0);
+    if (fresh) it->second = place(*c->constant);
+    return it->second;
+  }
+
+  void push(ArtifactTask t, std::string op, std::string schedule) {
+    spec_.tasks.push_back(std::move(t));
+    spec_.schedules.push_back({std::move(op), std::move(schedule)});
+  }
+
+  void emitCall(const Scope& s, const Node& n) {
+    std::string why, name = "task" + std::to_string(spec_.code.funcs.size());
+    std::optional<loop::LoweredNode> ln;
+    try {
+      ln = loop::lowerNode(n, name, &why, lower_);
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (!ln) {
+      missing.push_back(n.describe() + ": " + why);
+      return;
+    }
+    auto msgs = loop::verifyMessages(ln->func);
+    AICC_CHECK(msgs.empty(), "{}: lowering produced invalid loop IR: {}", n.describe(), msgs[0]);
+    ArtifactTask t;
+    t.fn = name;
+    t.node = n.describe();
+    int64_t scratch = 0;
+    for (const loop::Buffer& b : ln->func.params) {
+      const Value* v = ln->valueOf(b.name);
+      const Tensor* c = ln->constantOf(b.name);
+      int64_t bytes = b.numel() * int64_t(dtypeSize(b.dtype));
+      if (v) {
+        t.params.push_back(bind(s, v));
+      } else if (c) { // packed at compile time
+        spec_.packedBytes += c->nbytes();
+        t.params.push_back({Region::Weights, place(*c), int64_t(c->nbytes())});
+      } else { // a temp: this task's scratch
+        t.params.push_back({Region::Scratch, scratch, bytes});
+        scratch = aligned(scratch + bytes);
+      }
+    }
+    spec_.scratchBytes = std::max(spec_.scratchBytes, scratch);
+    push(std::move(t), loop::opLabel(n), loop::printSchedule(ln->func.schedule));
+    spec_.code.funcs.push_back(std::move(ln->func));
+  }
+
+  // Returns the end of the arena region the branches use (from base).
+  int64_t emitIf(const Scope& s, const Node& n, int64_t base) {
+    const Graph* br[2] = {branchOf(n, "then_branch"), branchOf(n, "else_branch")};
+    bool ok = br[0] && br[1] && n.hasInput(0);
+    for (const Value* o : n.outputs)
+      ok = ok && o && o->type.isTensor() && o->type.shape && toDims(*o->type.shape);
+    if (!ok) {
+      missing.push_back(n.describe() + ": only an If with two input-less branches and static "
+                                       "results is compiled");
+      return base;
+    }
+    const size_t jz = spec_.tasks.size();
+    push({ArtifactTask::Kind::JumpIfZero, "", n.describe(), {bind(s, n.inputs[0])}, 0}, "If",
+         "jumpz to else_branch");
+    int64_t end = emitBranch(s, n, *br[0], "then_branch", base);
+    const size_t j = spec_.tasks.size();
+    push({ArtifactTask::Kind::Jump, "", n.describe(), {}, 0}, "If", "jump past else_branch");
+    spec_.tasks[jz].target = int64_t(spec_.tasks.size());
+    end = std::max(end, emitBranch(s, n, *br[1], "else_branch", base));
+    spec_.tasks[j].target = int64_t(spec_.tasks.size());
+    return end;
+  }
+
+  int64_t emitBranch(const Scope& s, const Node& n, const Graph& b, const char* which,
+                     int64_t base) {
+    const std::string where = n.describe() + " " + which;
+    if (auto why = unresolvedShape(b)) {
+      failBranches.push_back(where + ": " + *why);
+      push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0}, "If",
+           "fail (branch not compiled)");
+      return base;
+    }
+    Scope bs{&b, planMemory(b), base, &s};
+    int64_t end = emit(bs);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      Binding from = bind(bs, b.outputs[k]), to = bind(s, n.outputs[k]);
+      AICC_CHECK(from.bytes == to.bytes, "{}: result {} has {} bytes, the If's {}", where, k,
+                 from.bytes, to.bytes);
+      push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0}, "If", "copy branch result");
+    }
+    return end;
+  }
+
+  ArtifactSpec& spec_;
+  const loop::LowerOptions& lower_;
+  std::map<const Value*, int64_t> weightAt_;
+};
+
+} // namespace
+
+ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
+  ArtifactSpec spec;
+  for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input"));
+  Builder b(spec, lower);
+  Scope top{&g, planMemory(g), 0, nullptr};
+  spec.lowerBoundBytes = top.plan.lowerBoundBytes;
+  spec.arenaBytes = b.emit(top);
+  if (!b.missing.empty()) {
+    std::string list;
+    for (const auto& m : b.missing) list += "\n  " + m;
+    fail("{} node(s) have no compiled lowering, so the model cannot be compiled ahead of time "
+         "(`aicc run --engine jit` runs them through the reference kernels):{}",
+         b.missing.size(), list);
+  }
+  spec.failBranches = std::move(b.failBranches);
+  for (const Value* o : g.outputs) spec.outputs.push_back({describe(o, "output"), b.bind(top, o)});
+  return spec;
+}
+
+} // namespace aicc::runtime
