@@ -3,7 +3,9 @@
 #include "backend/memory_plan.h"
 #include "backend/target.h"
 #include "codegen/llvm/emit_llvm.h"
+#include "interp/interpreter.h"
 #include "ir/dtype.h"
+#include "ir/parser.h"
 #include "runtime/parallel.h"
 
 #include <chrono>
@@ -110,10 +112,11 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << dtypeName(t.dtype) << " " << dimsText(t.dims) << " "
       << regionName(b.region) << ":" << b.offset << ":" << b.bytes << "\n";
-  static const char* kKinds[] = {"task", "copy", "jumpz", "jump", "fail"};
+  static const char* kKinds[] = {"task", "copy", "jumpz", "jump", "fail", "fallback"};
   for (const ArtifactTask& t : spec.tasks) {
     p << kKinds[int(t.kind)];
     if (t.kind == ArtifactTask::Kind::Call) p << " " << t.fn;
+    if (t.kind == ArtifactTask::Kind::Fallback) p << " " << enc(t.fn);
     p << " " << enc(t.node);
     for (const Binding& b : t.params)
       p << " " << regionName(b.region) << ":" << b.offset << ":" << b.bytes;
@@ -135,7 +138,8 @@ struct LoadedArtifact::Impl {
     codegen::LoopFnPtr fn; // Call
     std::string node;
     std::vector<Binding> params;
-    size_t target; // jumps
+    size_t target;                    // jumps
+    std::shared_ptr<const Model> ref; // Fallback: the node as a one-node model
   };
   std::vector<Task> tasks;
   std::vector<Binding> outputs;
@@ -153,6 +157,27 @@ struct LoadedArtifact::Impl {
     AICC_CHECK(p, "out of memory allocating {} bytes", n);
     return Bytes(p);
   }
+  // Runs a Fallback task's node with the reference interpreter on its bound buffers.
+  void runFallback(const Task& t) {
+    const Graph& g = *t.ref->graph;
+    std::vector<RValue> in;
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      in.push_back(RValue::of(Tensor::view(g.inputs[i]->type.dtype, *toDims(*g.inputs[i]->type.shape),
+                                           nullptr, at(t.params[i]))));
+    std::vector<RValue> out;
+    try {
+      out = interpret(g, in);
+    } catch (const Error& e) {
+      fail("{}: {}", t.node, e.what());
+    }
+    for (size_t k = 0; k < out.size(); ++k) {
+      const Binding& b = t.params[g.inputs.size() + k];
+      AICC_CHECK(out[k].kind == RValue::Kind::Tensor && int64_t(out[k].tensor.nbytes()) == b.bytes,
+                 "{}: result {} has {} bytes, {} planned", t.node, k, out[k].tensor.nbytes(), b.bytes);
+      std::memmove(at(b), out[k].tensor.raw(), size_t(b.bytes)); // may alias an input
+    }
+  }
+
   std::byte* at(const Binding& b) const {
     switch (b.region) {
     case Region::Arena: return arena.get() + b.offset;
@@ -187,7 +212,35 @@ std::optional<ArtifactTask::Kind> taskKind(const std::string& s) {
   if (s == "jumpz") return K::JumpIfZero;
   if (s == "jump") return K::Jump;
   if (s == "fail") return K::Fail;
+  if (s == "fallback") return K::Fallback;
   return std::nullopt;
+}
+
+// A fallback task's one-node model, checked against its bindings (inputs, then results, each
+// of its static size).
+std::shared_ptr<const Model> parseFallback(const ArtifactTask& t, const std::string& file) {
+  std::shared_ptr<Model> m;
+  try {
+    m = std::make_shared<Model>(parseModel(t.fn));
+  } catch (const Error& e) {
+    fail("{}: fallback task for {}: {}", file, t.node, e.what());
+  }
+  const Graph& g = *m->graph;
+  AICC_CHECK(g.nodes.size() == 1 && g.inputs.size() + g.outputs.size() == t.params.size(),
+             "{}: fallback task for {} does not match its bindings", file, t.node);
+  std::vector<const Value*> vals(g.inputs.begin(), g.inputs.end());
+  vals.insert(vals.end(), g.outputs.begin(), g.outputs.end());
+  for (size_t i = 0; i < vals.size(); ++i) {
+    auto d = vals[i]->type.shape ? toDims(*vals[i]->type.shape) : std::nullopt;
+    int64_t bytes = -1;
+    if (vals[i]->type.isTensor() && d) {
+      bytes = int64_t(dtypeSize(vals[i]->type.dtype));
+      for (int64_t x : *d) bytes *= x;
+    }
+    AICC_CHECK(bytes == t.params[i].bytes, "{}: fallback task for {}: '{}' is {} but bound to {} bytes",
+               file, t.node, vals[i]->name, formatType(vals[i]->type), t.params[i].bytes);
+  }
+  return m;
 }
 
 Dims parseDims(const std::string& s) {
@@ -249,6 +302,10 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
         t.kind = *k;
         std::string node, b;
         if (t.kind == ArtifactTask::Kind::Call) ls >> t.fn;
+        if (t.kind == ArtifactTask::Kind::Fallback) {
+          ls >> t.fn;
+          t.fn = dec(t.fn);
+        }
         ls >> node;
         AICC_CHECK(!node.empty(), "{}: malformed line '{}'", planFile, line);
         t.node = dec(node);
@@ -284,7 +341,8 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
     const std::string where = fmt::format("task {} ({})", i, t.node);
     for (const Binding& b : t.params) checkBinding(b, where);
     using K = ArtifactTask::Kind;
-    const size_t want = t.kind == K::Copy ? 2 : t.kind == K::JumpIfZero ? 1 : t.kind == K::Call ? t.params.size() : 0;
+    const size_t want = t.kind == K::Copy ? 2 : t.kind == K::JumpIfZero ? 1
+                        : t.kind == K::Call || t.kind == K::Fallback ? t.params.size() : 0;
     AICC_CHECK(t.params.size() == want, "{}: {} has {} bindings", planFile, where, t.params.size());
     AICC_CHECK(t.kind != K::Copy || t.params[0].bytes == t.params[1].bytes,
                "{}: {} copies between bindings of different sizes", planFile, where);
@@ -318,11 +376,14 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
   bindFn(table);
   for (ArtifactTask& t : taskLines) {
     codegen::LoopFnPtr fn = nullptr;
+    std::shared_ptr<const Model> ref;
     if (t.kind == ArtifactTask::Kind::Call) {
       fn = reinterpret_cast<codegen::LoopFnPtr>(dlsym(impl_->lib, t.fn.c_str()));
       AICC_CHECK(fn, "'{}' lacks the task function {}", so, t.fn);
     }
-    impl_->tasks.push_back({t.kind, fn, std::move(t.node), std::move(t.params), size_t(t.target)});
+    if (t.kind == ArtifactTask::Kind::Fallback) ref = parseFallback(t, planFile);
+    impl_->tasks.push_back(
+        {t.kind, fn, std::move(t.node), std::move(t.params), size_t(t.target), std::move(ref)});
   }
   impl_->inputs.assign(inputs_.size(), nullptr);
 }
@@ -364,6 +425,7 @@ void LoadedArtifact::run() {
       break;
     case K::Jump: ti = t.target; break;
     case K::Fail: fail("{}", t.node);
+    case K::Fallback: impl_->runFallback(t); break;
     }
   }
 }

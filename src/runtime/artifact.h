@@ -10,15 +10,19 @@
 //
 // Tasks run in order: `task` calls a function with its parameters' bindings, `copy` copies one
 // binding's bytes to another, `jumpz` continues at a later task when a bool binding is false,
-// `jump` continues at a later task, `fail` stops the run with its message. An If with static
+// `jump` continues at a later task, `fail` stops the run with its message, `fallback` runs a node
+// that has no lowering through its reference kernel (the node is stored as a one-node graph in
+// the IR text form; the loader, which links the interpreter, parses it; the compile report lists
+// each fallback and why). An If with static
 // results compiles to jumpz/jump around its two branches (artifact_build.cpp); jumps only go
 // forward, which the loader checks, so every run ends.
 //
 // A binding is a region and an offset: the arena, the weights blob, input k, or the per-task
 // scratch area (temps). Every buffer is fixed at compile time, so a run allocates nothing. Nodes
-// without a lowering cannot be compiled ahead of time (the JIT runs them through the reference
-// kernels); compiling such a model is an error that lists them. Static shapes only: symbolic dims
-// are fixed with --dim, unnamed ones with --shape (the error names the missing ones).
+// without a lowering become fallback tasks when their inputs and results have static sizes and
+// they hold no subgraph; any other such node makes compiling an error that lists them. Static
+// shapes only: symbolic dims are fixed with --dim, unnamed ones with --shape (the error names the
+// missing ones).
 #pragma once
 
 #include "codegen/llvm/aot.h"
@@ -48,12 +52,14 @@ struct TensorDesc {
 };
 
 struct ArtifactTask {
-  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail };
+  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail, Fallback };
   Kind kind = Kind::Call;
-  std::string fn;   // Call: symbol in model.so
+  std::string fn;   // Call: symbol in model.so; Fallback: the node as a one-node graph (IR text)
   std::string node; // Node::describe(), for errors and reports (Fail: the message)
-  std::vector<Binding> params; // Call: the function's; Copy: {from, to}; JumpIfZero: {cond}
-  int64_t target = 0;          // jumps: index of the task to continue at
+  // Call: the function's; Copy: {from, to}; JumpIfZero: {cond}; Fallback: present inputs, then
+  // present results.
+  std::vector<Binding> params;
+  int64_t target = 0; // jumps: index of the task to continue at
 };
 
 struct ArtifactSpec {
@@ -67,6 +73,8 @@ struct ArtifactSpec {
   std::vector<std::pair<std::string, std::string>> schedules;
   // If branches compiled as Fail tasks: "node branch: reason".
   std::vector<std::string> failBranches;
+  // Nodes run as Fallback tasks: "node: why it has no lowering".
+  std::vector<std::string> fallbacks;
 };
 
 // Lowers and plans g (optimized, static shapes) into a spec (artifact_build.cpp). Throws

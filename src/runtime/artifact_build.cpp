@@ -17,14 +17,17 @@
 // A branch whose shapes do not resolve statically for the compiled input shapes (silero-vad's
 // 8 kHz branch fed 512 samples: its LSTM would get a rank-5 input, which ONNX Runtime rejects at
 // run time as well) becomes one Fail task: taking it is a run-time error naming the node and the
-// reason; the compile report lists it. Any other node without a lowering makes the build fail,
-// listing every such node.
+// reason; the compile report lists it. A node without a lowering becomes a Fallback task (its
+// reference kernel, run by the loader on the planned buffers) when its sizes are static and it
+// holds no subgraph; any other makes the build fail, listing every such node.
 #include "runtime/artifact.h"
 
 #include "backend/memory_plan.h"
+#include "ir/printer.h"
 #include "loop/printer.h"
 #include "loop/verifier.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -135,7 +138,10 @@ private:
       why = e.what();
     }
     if (!ln) {
-      missing.push_back(n.describe() + ": " + why);
+      if (canFallBack(n))
+        emitFallback(s, n, why);
+      else
+        missing.push_back(n.describe() + ": " + why);
       return;
     }
     auto msgs = loop::verifyMessages(ln->func);
@@ -161,6 +167,57 @@ private:
     spec_.scratchBytes = std::max(spec_.scratchBytes, scratch);
     push(std::move(t), loop::opLabel(n), loop::printSchedule(ln->func.schedule));
     spec_.code.funcs.push_back(std::move(ln->func));
+  }
+
+  // A node the reference kernel can run on planned buffers: static tensors in and out, no
+  // subgraph (whose outer reads would need the whole enclosing scope).
+  static bool canFallBack(const Node& n) {
+    if (!n.def || !n.def->kernel) return false;
+    for (const auto& [_, a] : n.attrs)
+      if (a.kind() == Attribute::Kind::Graph || a.kind() == Attribute::Kind::Graphs) return false;
+    auto planned = [](const Value* v) {
+      return !v || (v->type.isTensor() && v->type.shape && toDims(*v->type.shape) &&
+                    v->type.dtype != DType::String && v->type.dtype != DType::Undefined);
+    };
+    return std::all_of(n.inputs.begin(), n.inputs.end(), planned) &&
+           std::all_of(n.outputs.begin(), n.outputs.end(), planned);
+  }
+
+  // The node alone as a model in the IR text form: inputs in0.., results out0.. (omitted ones
+  // stay omitted), with its attributes.
+  static std::string nodeAsModel(const Node& n) {
+    Model m;
+    m.graph = std::make_shared<Graph>();
+    Graph& g = *m.graph;
+    g.name = "fallback";
+    std::vector<Value*> ins;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      ins.push_back(n.inputs[i] ? g.addInput("in" + std::to_string(i), n.inputs[i]->type) : nullptr);
+    std::vector<std::string> outs;
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      outs.push_back(n.outputs[k] ? "out" + std::to_string(k) : "");
+    Node* c = g.addNode(n.op, ins, outs, n.domain);
+    c->name = n.name;
+    c->attrs = n.attrs;
+    c->def = n.def;
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      if (c->outputs[k]) {
+        c->outputs[k]->type = n.outputs[k]->type;
+        g.outputs.push_back(c->outputs[k]);
+      }
+    PrintOptions po;
+    po.printConstants = true;
+    return printModel(m, po);
+  }
+
+  void emitFallback(const Scope& s, const Node& n, const std::string& why) {
+    ArtifactTask t{ArtifactTask::Kind::Fallback, nodeAsModel(n), n.describe(), {}, 0};
+    for (const Value* v : n.inputs)
+      if (v) t.params.push_back(bind(s, v));
+    for (const Value* v : n.outputs)
+      if (v) t.params.push_back(bind(s, v));
+    spec_.fallbacks.push_back(n.describe() + ": " + why);
+    push(std::move(t), loop::opLabel(n), "fallback (reference kernel): " + why);
   }
 
   // Returns the end of the arena region the branches use (from base).

@@ -274,6 +274,29 @@ TEST(Artifact, UncompilableBranchFailsOnlyWhenTaken) {
   }
 }
 
+// Nodes without a lowering (static sizes, no subgraph) run as fallback tasks: the reference
+// kernel on the planned buffers, between compiled tasks; the spec lists them.
+TEST(Artifact, NodesWithoutLoweringRunAsFallbackTasks) {
+  Model m = parseModel(R"(graph @g(%x: f32[3,4]) {
+  %ax = const i64[] [1]
+  %c = CumSum(%x, %ax) {reverse = 1} : f32[3,4]
+  %r = Relu(%c) : f32[3,4]
+  %h = Hardmax(%r) : f32[3,4]
+  %s = Add(%h, %c) : f32[3,4]
+  return %s, %r
+})");
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
+  ASSERT_EQ(spec.fallbacks.size(), 2u);
+  EXPECT_NE(spec.fallbacks[0].find("CumSum"), std::string::npos) << spec.fallbacks[0];
+  std::vector<RValue> in = {RValue::of(Tensor::fromF32(
+      {1, -2, 3, 0.5f, -1, 4, -3, 2, 0.25f, 0.75f, -0.5f, 1}, {3, 4}))};
+  auto want = interpret(*m.graph, in);
+  auto got = compileAndRun(*m.graph, freshDir("fallback"), in);
+  test::expectOutputsClose(want, got, {1e-6, 1e-6});
+}
+
 TEST(Artifact, ModelsWithUnloweredNodesAreRefusedByName) {
   Model m = parseModel("graph @g(%x: f32[4]) {\n  %n = NonZero(%x) : i64[1,?]\n  return %n\n}\n");
   loop::LowerOptions lo;

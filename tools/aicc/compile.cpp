@@ -122,7 +122,11 @@ int compileCommand(const CompileArgs& a) {
   rep.phases.push_back({"link", w.linkSeconds});
   rep.numbers.push_back({"target", jsonStr(formatTarget(target))});
   rep.numbers.push_back({"tasks", std::to_string(spec.tasks.size())});
-  rep.numbers.push_back({"fallbacks", "0"});
+  std::string fallbacks = "[";
+  for (size_t i = 0; i < spec.fallbacks.size(); ++i)
+    fallbacks += (i ? ", " : "") + jsonStr(spec.fallbacks[i]);
+  rep.numbers.push_back({"fallbacks", std::to_string(spec.fallbacks.size())});
+  rep.numbers.push_back({"fallback_nodes", fallbacks + "]"});
   rep.numbers.push_back({"arena_bytes", std::to_string(spec.arenaBytes)});
   rep.numbers.push_back({"lower_bound_bytes", std::to_string(spec.lowerBoundBytes)});
   rep.numbers.push_back({"scratch_bytes", std::to_string(spec.scratchBytes)});
@@ -137,6 +141,8 @@ int compileCommand(const CompileArgs& a) {
   for (size_t i = 0; i < spec.tasks.size(); ++i)
     rep.tasks.push_back({spec.tasks[i].node, spec.schedules[i].first, spec.schedules[i].second});
   rep.write(a.outputDir, "aicc compile --emit so " + a.model);
+  for (const auto& f : spec.fallbacks)
+    std::cerr << "aicc: note: runs through the reference kernel (no lowering): " << f << "\n";
   for (const auto& f : spec.failBranches) // the run fails if it takes one
     std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
   double total = 0;
