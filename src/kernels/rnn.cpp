@@ -12,7 +12,7 @@ namespace aicc::kernels {
 
 namespace {
 
-// Per-step GEMMs (batch x 3H x H multiply-adds) below this size run on the calling thread: the
+// Per-step GEMMs (batch x G*H x H multiply-adds) below this size run on the calling thread: the
 // fork/join of the pool would cost more than the product.
 constexpr int64_t kParallelStepMacs = int64_t(1) << 15;
 
@@ -28,66 +28,99 @@ float activate(RnnActivation a, float x) {
   return x;
 }
 
-void checkShape(const GruShape& s, const GruBuffers& b) {
+// Checks the shape and lengths of a `what` ("gru", "lstm") call and zeroes Y (rows past their
+// length leave zeros).
+void begin(const char* what, const RnnShape& s, const RnnBuffers& b) {
   AICC_CHECK(s.T >= 0 && s.batch >= 0 && s.I >= 1 && s.H >= 1 && (s.dirs == 1 || s.dirs == 2),
-             "gru: bad shape T={} batch={} I={} H={} dirs={}", s.T, s.batch, s.I, s.H, s.dirs);
-  AICC_CHECK(b.X && b.W && b.R, "gru: X, W and R are required");
+             "{}: bad shape T={} batch={} I={} H={} dirs={}", what, s.T, s.batch, s.I, s.H, s.dirs);
+  AICC_CHECK(b.X && b.W && b.R, "{}: X, W and R are required", what);
   for (int64_t i = 0; b.lens && i < s.batch; ++i)
     AICC_CHECK(b.lens[i] >= 0 && b.lens[i] <= s.T,
-               "gru: sequence_lens entry {} is out of range [0, {}]", b.lens[i], s.T);
+               "{}: sequence_lens entry {} is out of range [0, {}]", what, b.lens[i], s.T);
+  if (b.Y) std::memset(b.Y, 0, sizeof(float) * size_t(s.T * s.dirs * s.batch * s.H));
 }
 
-// One direction: W and R packed for the GEMM kernel, the hidden state and the per-step scratch.
-class Direction {
+// One direction of either cell: W packed for the GEMM kernel, the input projection of every step
+// (X W^T + Wb), the hidden state, the step order under sequence_lens and the Y / Y_h writes. The
+// cell supplies step(st): the recurrent GEMM(s) and the gates of step st of every running row.
+class Recurrence {
 public:
-  Direction(const KernelDesc& k, const GruShape& s, const GruBuffers& b, int64_t d,
-            ThreadPool* pool)
-      : s_(s), b_(b), d_(d), H_(s.H), pool_(pool) {
-    const int64_t H = H_, G = 3 * H;
-    const float* Wd = b.W + d * G * s.I;
-    const float* Rd = b.R + d * G * H;
-    wb_ = b.B ? b.B + d * 2 * G : nullptr;
-    rb_ = b.B ? wb_ + G : nullptr;
-    rev_ = s.reverse || d == 1;
-    f_ = s.f[d], g_ = s.g[d];
-    nr_ = s.linearBeforeReset ? G : 2 * H; // R rows in the first recurrent GEMM
-    w_ = packB(k, Wd, s.I, G, s.I, true);
-    r_ = packB(k, Rd, H, nr_, H, true);
-    if (!s.linearBeforeReset) rh_ = packB(k, Rd + 2 * H * H, H, H, H, true);
-    xw_.resize(size_t(s.T * s.batch * G));
-    h_.assign(size_t(s.batch * H), 0.0f);
-    if (b.h0) std::copy_n(b.h0 + d * s.batch * H, s.batch * H, h_.begin());
-    hr_.resize(size_t(s.batch * nr_));
-    z_.assign(size_t(s.batch * H), 0.0f);
-    rhIn_.assign(size_t(s.batch * H), 0.0f);
-    q_.resize(size_t(s.batch * H));
-    hh_.resize(size_t(H));
-    stepPool_ = s.batch * G * H >= kParallelStepMacs ? pool : nullptr;
-  }
+  virtual ~Recurrence() = default;
 
   void run() {
     if (s_.T > 0 && s_.batch > 0)
-      gemm(w_, s_.T * s_.batch, b_.X, s_.I, xw_.data(), 3 * H_, Epilogue::none(wb_), pool_);
+      gemm(w_, s_.T * s_.batch, b_.X, s_.I, xw_.data(), G_, Epilogue::none(wb_), pool_);
     int64_t steps = 0;
     for (int64_t i = 0; i < s_.batch; ++i) steps = std::max(steps, len(i));
     for (int64_t st = 0; st < steps; ++st) step(st);
     if (b_.Yh) std::copy(h_.begin(), h_.end(), b_.Yh + d_ * s_.batch * H_);
   }
 
-private:
-  int64_t len(int64_t row) const { return b_.lens ? b_.lens[row] : s_.T; }
-  float clip(float x) const { return s_.hasClip ? std::clamp(x, -s_.clip, s_.clip) : x; }
-  const float* xw(int64_t t, int64_t row) const {
-    return xw_.data() + (t * s_.batch + row) * 3 * H_;
+protected:
+  Recurrence(const KernelDesc& k, const RnnShape& s, const RnnBuffers& b, int64_t d, int64_t gates,
+             ThreadPool* pool)
+      : s_(s), b_(b), d_(d), H_(s.H), G_(gates * s.H), pool_(pool) {
+    wb_ = b.B ? b.B + d * 2 * G_ : nullptr;
+    rb_ = b.B ? wb_ + G_ : nullptr;
+    rev_ = s.reverse || d == 1;
+    w_ = packB(k, b.W + d * G_ * s.I, s.I, G_, s.I, true);
+    xw_.resize(size_t(s.T * s.batch * G_));
+    h_ = state(b.h0);
+    stepPool_ = s.batch * G_ * H_ >= kParallelStepMacs ? pool : nullptr;
   }
 
+  virtual void step(int64_t st) = 0;
+
+  // This direction's rows of a [dirs, batch, H] initial state, or zeros.
+  std::vector<float> state(const float* init) const {
+    std::vector<float> v(size_t(s_.batch * H_), 0.0f);
+    if (init) std::copy_n(init + d_ * s_.batch * H_, s_.batch * H_, v.begin());
+    return v;
+  }
+  const float* rd() const { return b_.R + d_ * G_ * H_; } // this direction's R
+  int64_t len(int64_t row) const { return b_.lens ? b_.lens[row] : s_.T; }
+  int64_t timeOf(int64_t st, int64_t row) const { return rev_ ? len(row) - 1 - st : st; }
+  float clip(float x) const { return s_.hasClip ? std::clamp(x, -s_.clip, s_.clip) : x; }
+  const float* xw(int64_t t, int64_t row) const { return xw_.data() + (t * s_.batch + row) * G_; }
+  // The new hidden state of `row` written to Y at time t.
+  void emit(int64_t row, int64_t t) const {
+    if (b_.Y)
+      std::copy_n(h_.data() + row * H_, H_, b_.Y + ((t * s_.dirs + d_) * s_.batch + row) * H_);
+  }
+
+  const RnnShape& s_;
+  const RnnBuffers& b_;
+  int64_t d_, H_, G_;
+  ThreadPool *pool_, *stepPool_ = nullptr;
+  const float *wb_ = nullptr, *rb_ = nullptr;
+  bool rev_ = false;
+  PackedB w_;
+  std::vector<float> xw_, h_;
+};
+
+class GruDirection final : public Recurrence {
+public:
+  GruDirection(const KernelDesc& k, const GruShape& s, const GruBuffers& b, int64_t d,
+               ThreadPool* pool)
+      : Recurrence(k, s, b, d, 3, pool), lbr_(s.linearBeforeReset), f_(s.f[d]), g_(s.g[d]) {
+    nr_ = lbr_ ? G_ : 2 * H_; // R rows in the first recurrent GEMM
+    r_ = packB(k, rd(), H_, nr_, H_, true);
+    if (!lbr_) rh_ = packB(k, rd() + 2 * H_ * H_, H_, H_, H_, true);
+    hr_.resize(size_t(s.batch * nr_));
+    z_.assign(size_t(s.batch * H_), 0.0f);
+    rhIn_.assign(size_t(s.batch * H_), 0.0f);
+    q_.resize(size_t(s.batch * H_));
+    hh_.resize(size_t(H_));
+  }
+
+private:
   // Step st of every row still running: the recurrent GEMM over the whole batch (finished rows
   // are computed and ignored), then the gates.
-  void step(int64_t st) {
+  void step(int64_t st) override {
     gemm(r_, s_.batch, h_.data(), H_, hr_.data(), nr_, Epilogue::none(rb_), stepPool_);
     for (int64_t row = 0; row < s_.batch; ++row)
       if (st < len(row)) gates(row, timeOf(st, row));
-    if (s_.linearBeforeReset) return;
+    if (lbr_) return;
     // h gate: (r * h) R_h^T + Rb_h.
     gemm(rh_, s_.batch, rhIn_.data(), H_, q_.data(), H_,
          Epilogue::none(rb_ ? rb_ + 2 * H_ : nullptr), stepPool_);
@@ -101,8 +134,6 @@ private:
     }
   }
 
-  int64_t timeOf(int64_t st, int64_t row) const { return rev_ ? len(row) - 1 - st : st; }
-
   // z and r of one row; with linear_before_reset also the candidate and the new state, else the
   // reset hidden state r * h for the second GEMM.
   void gates(int64_t row, int64_t t) {
@@ -114,12 +145,12 @@ private:
     for (int64_t j = 0; j < H_; ++j) {
       z[j] = activate(f_, clip(x[j] + hr[j]));
       const float r = activate(f_, clip(x[H_ + j] + hr[H_ + j]));
-      if (s_.linearBeforeReset)
+      if (lbr_)
         hh_[size_t(j)] = activate(g_, clip(x[2 * H_ + j] + r * hr[2 * H_ + j]));
       else
         rh[j] = r * h[j];
     }
-    if (s_.linearBeforeReset) update(row, t);
+    if (lbr_) update(row, t);
   }
 
   // h = (1 - z) * hh + z * h for one row, written to Y at time t.
@@ -127,26 +158,81 @@ private:
     float* h = h_.data() + row * H_;
     const float* z = z_.data() + row * H_;
     for (int64_t j = 0; j < H_; ++j) h[j] = (1.0f - z[j]) * hh_[size_t(j)] + z[j] * h[j];
-    if (b_.Y) std::copy_n(h, H_, b_.Y + ((t * s_.dirs + d_) * s_.batch + row) * H_);
+    emit(row, t);
   }
 
-  const GruShape& s_;
-  const GruBuffers& b_;
-  int64_t d_, H_, nr_ = 0;
-  ThreadPool *pool_, *stepPool_ = nullptr;
-  const float *wb_ = nullptr, *rb_ = nullptr;
-  bool rev_ = false;
+  bool lbr_;
   RnnActivation f_, g_;
-  PackedB w_, r_, rh_;
-  std::vector<float> xw_, h_, hr_, z_, rhIn_, q_, hh_;
+  int64_t nr_ = 0;
+  PackedB r_, rh_;
+  std::vector<float> hr_, z_, rhIn_, q_, hh_;
+};
+
+class LstmDirection final : public Recurrence {
+public:
+  LstmDirection(const KernelDesc& k, const LstmShape& s, const LstmBuffers& b, int64_t d,
+                ThreadPool* pool)
+      : Recurrence(k, s, b, d, 4, pool), lb_(b), inputForget_(s.inputForget), f_(s.f[d]),
+        g_(s.g[d]), out_(s.h[d]) {
+    r_ = packB(k, rd(), H_, G_, H_, true);
+    c_ = state(b.c0);
+    p_.assign(size_t(3 * H_), 0.0f);
+    if (b.P) std::copy_n(b.P + d * 3 * H_, 3 * H_, p_.begin());
+    hr_.resize(size_t(s.batch * G_));
+  }
+
+  void run() {
+    Recurrence::run();
+    if (lb_.Yc) std::copy(c_.begin(), c_.end(), lb_.Yc + d_ * s_.batch * H_);
+  }
+
+private:
+  // Step st of every row still running: the recurrent GEMM over the whole batch (finished rows
+  // are computed and ignored), then the gates and the new cell and hidden states.
+  void step(int64_t st) override {
+    gemm(r_, s_.batch, h_.data(), H_, hr_.data(), G_, Epilogue::none(rb_), stepPool_);
+    for (int64_t row = 0; row < s_.batch; ++row)
+      if (st < len(row)) cell(row, timeOf(st, row));
+  }
+
+  // Gates i, o, f, c (peepholes i, o, f) of one row: c = f * c + i * g(.), h = o * h(c).
+  void cell(int64_t row, int64_t t) {
+    const float* x = xw(t, row);
+    const float* hr = hr_.data() + row * G_;
+    const float* p = p_.data();
+    float* h = h_.data() + row * H_;
+    float* c = c_.data() + row * H_;
+    auto pre = [&](int64_t gate, int64_t j) { return x[gate * H_ + j] + hr[gate * H_ + j]; };
+    for (int64_t j = 0; j < H_; ++j) {
+      const float cPrev = c[j];
+      const float i = activate(f_, clip(pre(0, j) + p[j] * cPrev));
+      const float f =
+          inputForget_ ? 1.0f - i : activate(f_, clip(pre(2, j) + p[2 * H_ + j] * cPrev));
+      c[j] = f * cPrev + i * activate(g_, clip(pre(3, j)));
+      const float o = activate(f_, clip(pre(1, j) + p[H_ + j] * c[j]));
+      h[j] = o * activate(out_, c[j]);
+    }
+    emit(row, t);
+  }
+
+  const LstmBuffers& lb_;
+  bool inputForget_;
+  RnnActivation f_, g_, out_;
+  PackedB r_;
+  std::vector<float> c_, p_, hr_;
 };
 
 } // namespace
 
 void gru(const KernelDesc& gemmKernel, const GruShape& s, const GruBuffers& b, ThreadPool* pool) {
-  checkShape(s, b);
-  if (b.Y) std::memset(b.Y, 0, sizeof(float) * size_t(s.T * s.dirs * s.batch * s.H));
-  for (int64_t d = 0; d < s.dirs; ++d) Direction(gemmKernel, s, b, d, pool).run();
+  begin("gru", s, b);
+  for (int64_t d = 0; d < s.dirs; ++d) GruDirection(gemmKernel, s, b, d, pool).run();
+}
+
+void lstm(const KernelDesc& gemmKernel, const LstmShape& s, const LstmBuffers& b,
+          ThreadPool* pool) {
+  begin("lstm", s, b);
+  for (int64_t d = 0; d < s.dirs; ++d) LstmDirection(gemmKernel, s, b, d, pool).run();
 }
 
 } // namespace aicc::kernels

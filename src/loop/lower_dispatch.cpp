@@ -64,6 +64,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Resize",
                                             "ScatterND",
                                             "GRU",
+                                            "LSTM",
                                             "HardSwish",
                                             "Swish",
                                             "Gelu",

@@ -21,6 +21,12 @@
 //       [dirs,batch,H], Y [T,dirs,batch,H]; flags bit 0 = reverse, bit 1 = linear_before_reset,
 //       bit 2 = clip; acts: 2 bits per activation (0 Sigmoid, 1 Tanh, 2 Relu), f0 | g0 << 2 |
 //       f1 << 4 | g1 << 6 (f: z and r gates, g: candidate; per direction)
+//   @lstm_<gemm desc>(X, W, R, B | 0, lens | 0, h0 | 0, c0 | 0, P | 0, Y | 0, Yh | 0, Yc | 0, T,
+//       batch, I, H, dirs, flags, clip, acts)   ONNX LSTM, layout 0 (kernels/rnn.h): as @gru_ with
+//       4 gates (i, o, f, c): W [dirs,4H,I], R [dirs,4H,H], B [dirs,8H], c0/Yh/Yc [dirs,batch,H],
+//       P [dirs,3H] (peepholes i, o, f); flags bit 0 = reverse, bit 1 = input_forget, bit 2 =
+//       clip; acts f0 | g0 << 2 | h0 << 4 | f1 << 6 | g1 << 8 | h1 << 10 (f: i, o and f gates,
+//       g: cell candidate, h: output; per direction)
 //   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (loop/lower_kernels_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .).
 // Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
@@ -32,6 +38,7 @@
 #include "support/error.h"
 
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 
 namespace aicc::loop {
@@ -244,41 +251,73 @@ void callGemmPacked(const kernels::KernelDesc& d, const std::string& k,
   kernels::gemmPackedB(d, B, K, N, M, A, lda, C, ldc, clampOf(k, a, 9, bias), pool);
 }
 
-kernels::RnnActivation rnnActivation(const std::string& k, int64_t code) {
-  AICC_CHECK(code >= 0 && code <= 2, "call @{}: bad activation code {}", k, code);
-  return static_cast<kernels::RnnActivation>(code);
+// The activations of a call: `acts` holds 2 bits per activation, those of direction 0 then those
+// of direction 1, in the order of `slots` (each slot an array over the directions).
+void rnnActivations(const std::string& k, int64_t acts,
+                    std::initializer_list<kernels::RnnActivation*> slots) {
+  int64_t shift = 0;
+  for (int d = 0; d < 2; ++d)
+    for (kernels::RnnActivation* slot : slots) {
+      const int64_t code = (acts >> shift) & 3;
+      AICC_CHECK(code <= 2, "call @{}: bad activation code {}", k, code);
+      slot[d] = static_cast<kernels::RnnActivation>(code);
+      shift += 2;
+    }
 }
 
-void callGru(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
-             kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 16 && a[14].isFloat, "call @{}: expects 16 arguments", k);
-  kernels::GruShape s;
-  s.T = ival(k, a, 8), s.batch = ival(k, a, 9), s.I = ival(k, a, 10), s.H = ival(k, a, 11);
-  s.dirs = ival(k, a, 12);
-  const int64_t flags = ival(k, a, 13), acts = ival(k, a, 15);
-  s.reverse = flags & 1, s.linearBeforeReset = flags & 2, s.hasClip = flags & 4;
-  s.clip = static_cast<float>(a[14].f);
-  for (int d = 0; d < 2; ++d) {
-    s.f[d] = rnnActivation(k, (acts >> (4 * d)) & 3);
-    s.g[d] = rnnActivation(k, (acts >> (4 * d + 2)) & 3);
-  }
+// What @gru_ and @lstm_ share: X, W, R, B, lens, h0 (arguments 0-5) and T, batch, I, H, dirs,
+// flags, clip from argument `at` on (flags bit 0 reverse, bit 2 clip). Returns the flags; `lens`
+// holds the lengths b.lens points to.
+int64_t rnnArgs(const std::string& k, std::vector<KernelArg>& a, size_t at, int64_t gates,
+                kernels::RnnShape& s, kernels::RnnBuffers& b, std::vector<int64_t>& lens) {
+  AICC_CHECK(a.size() == at + 8 && a[at + 6].isFloat, "call @{}: expects {} arguments", k, at + 8);
+  s.T = ival(k, a, at), s.batch = ival(k, a, at + 1), s.I = ival(k, a, at + 2);
+  s.H = ival(k, a, at + 3), s.dirs = ival(k, a, at + 4);
+  const int64_t flags = ival(k, a, at + 5);
+  s.reverse = flags & 1, s.hasClip = flags & 4;
+  s.clip = static_cast<float>(a[at + 6].f);
   AICC_CHECK(s.T >= 0 && s.batch >= 0 && s.I > 0 && s.H > 0 && (s.dirs == 1 || s.dirs == 2),
-             "call @{}: bad GRU shape", k);
-  const int64_t G = 3 * s.H, state = s.dirs * s.batch * s.H;
-  kernels::GruBuffers b;
+             "call @{}: bad RNN shape", k);
+  const int64_t G = gates * s.H;
   b.X = span(k, a, 0, s.T * s.batch * s.I, "X");
   b.W = span(k, a, 1, s.dirs * G * s.I, "W");
   b.R = span(k, a, 2, s.dirs * G * s.H, "R");
   b.B = optionalSpan(k, a, 3, s.dirs * 2 * G, "B");
-  std::vector<int64_t> lens;
   if (const float* l = optionalSpan(k, a, 4, s.batch, "sequence_lens")) {
     for (int64_t i = 0; i < s.batch; ++i) lens.push_back(static_cast<int64_t>(l[i]));
     b.lens = lens.data();
   }
-  b.h0 = optionalSpan(k, a, 5, state, "initial_h");
+  b.h0 = optionalSpan(k, a, 5, s.dirs * s.batch * s.H, "initial_h");
+  return flags;
+}
+
+void callGru(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+             kernels::ThreadPool* pool) {
+  kernels::GruShape s;
+  kernels::GruBuffers b;
+  std::vector<int64_t> lens;
+  s.linearBeforeReset = rnnArgs(k, a, 8, 3, s, b, lens) & 2;
+  rnnActivations(k, ival(k, a, 15), {s.f, s.g});
+  const int64_t state = s.dirs * s.batch * s.H;
   b.Y = optionalSpan(k, a, 6, s.T * state, "Y");
   b.Yh = optionalSpan(k, a, 7, state, "Y_h");
   kernels::gru(d, s, b, pool);
+}
+
+void callLstm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+              kernels::ThreadPool* pool) {
+  kernels::LstmShape s;
+  kernels::LstmBuffers b;
+  std::vector<int64_t> lens;
+  s.inputForget = rnnArgs(k, a, 11, 4, s, b, lens) & 2;
+  rnnActivations(k, ival(k, a, 18), {s.f, s.g, s.h});
+  const int64_t state = s.dirs * s.batch * s.H;
+  b.c0 = optionalSpan(k, a, 6, state, "initial_c");
+  b.P = optionalSpan(k, a, 7, s.dirs * 3 * s.H, "P");
+  b.Y = optionalSpan(k, a, 8, s.T * state, "Y");
+  b.Yh = optionalSpan(k, a, 9, state, "Y_h");
+  b.Yc = optionalSpan(k, a, 10, state, "Y_c");
+  kernels::lstm(d, s, b, pool);
 }
 
 } // namespace
@@ -302,6 +341,7 @@ std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::Thre
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
       {"attention_", KernelOp::Gemm, callAttention},
       {"gru_", KernelOp::Gemm, callGru},
+      {"lstm_", KernelOp::Gemm, callLstm},
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
       {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
       {"conv2d_nchw_", KernelOp::Gemm, callConv},

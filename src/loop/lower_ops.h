@@ -88,7 +88,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
 // runtimeKernels only).
 std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string& name,
                                                 const LowerOptions& o);
-// GRU as a micro-kernel call (lower_rnn.cpp; JIT only, see there).
+// GRU and LSTM as micro-kernel calls (lower_rnn.cpp; JIT only, see there).
 std::optional<LoweredNode> lowerRnnFamily(const Node& n, const std::string& name,
                                           const LowerOptions& o);
 // aicc.Fused kind="epilogue", and elementwise activations without a compute definition in

@@ -1,12 +1,14 @@
-// GRU (ai.onnx, f32, layout 0) as one call of the GRU micro-kernel (kernels/rnn.h; the call
-// contract @gru_<gemm desc> is documented in loop/lower_kernels.cpp). Supported: every direction,
-// linear_before_reset 0/1, optional B / sequence_lens / initial_h, clip, optional outputs, and
-// the activations Sigmoid, Tanh and Relu. Anything else declines with a reason (the node falls
-// back to the reference kernel) rather than computing something different.
+// GRU and LSTM (ai.onnx, f32, layout 0) as one call of the GRU / LSTM micro-kernel (kernels/rnn.h;
+// the call contracts @gru_<gemm desc> and @lstm_<gemm desc> are documented in
+// loop/lower_kernels.cpp). Supported: every direction, optional B / sequence_lens / initial_h,
+// clip, any subset of the outputs and the activations Sigmoid, Tanh and Relu; GRU also
+// linear_before_reset 0/1, LSTM also initial_c, peepholes P and input_forget. Anything else
+// declines with a reason (the node falls back to the reference kernel) rather than computing
+// something different.
 //
 // JIT only: the lowering runs under LowerOptions::runtimeKernels, which only the JIT sets. The C
-// bundle (codegen/c) maps micro-kernel callees to portable C stand-ins and has none for @gru_*,
-// so it must not see the call; there the GRU stays "not lowerable", as before.
+// bundle (codegen/c) maps micro-kernel callees to portable C stand-ins and has none for @gru_* or
+// @lstm_*, so it must not see the call; there the node stays "not lowerable", as before.
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
@@ -16,7 +18,19 @@ namespace aicc::loop::detail {
 
 namespace {
 
-struct GruDims {
+// What differs between the two cells at the call.
+struct Cell {
+  const char* callee;                   // "gru_" / "lstm_" + the GEMM descriptor
+  int64_t gates;                        // 3 (z, r, h) / 4 (i, o, f, c)
+  std::vector<std::string> activations; // the ONNX defaults, one per activation of a direction
+  const char* flag;                     // the 0/1 attribute of flags bit 1
+  size_t outputs;                       // Y, Y_h (, Y_c)
+};
+
+const Cell kGru{"gru_", 3, {"Sigmoid", "Tanh"}, "linear_before_reset", 2};
+const Cell kLstm{"lstm_", 4, {"Sigmoid", "Tanh", "Tanh"}, "input_forget", 3};
+
+struct RnnDims {
   int64_t T = 0, batch = 0, I = 0, H = 0, dirs = 1;
 };
 
@@ -24,61 +38,69 @@ int64_t numDirections(const Node& n) {
   std::string d = n.attrString("direction");
   if (d == "forward" || d == "reverse") return 1;
   if (d == "bidirectional") return 2;
-  no("GRU direction '" + d + "'");
+  no(n.op + " direction '" + d + "'");
 }
 
 // The micro-kernel's code of an ONNX activation name (0 Sigmoid, 1 Tanh, 2 Relu).
-int64_t activationCode(const std::string& name) {
+int64_t activationCode(const Node& n, const std::string& name) {
   std::string l;
   for (char c : name) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (l == "sigmoid") return 0;
   if (l == "tanh") return 1;
   if (l == "relu") return 2;
-  no("GRU activation '" + name + "' (only Sigmoid, Tanh and Relu are lowered)");
+  no(n.op + " activation '" + name + "' (only Sigmoid, Tanh and Relu are lowered)");
 }
 
-// The `acts` argument: (f, g) of each direction, 2 bits each, f0 | g0 << 2 | f1 << 4 | g1 << 6.
-// Sigmoid, Tanh and Relu take no alpha/beta, so activation_alpha/beta do not matter.
-int64_t activationArg(const Node& n, int64_t dirs) {
-  std::vector<std::string> names = {"Sigmoid", "Tanh"};
+// The `acts` argument: 2 bits per activation, direction 0's (f, g[, h]) then direction 1's (see
+// the call contracts). Sigmoid, Tanh and Relu take no alpha/beta, so activation_alpha/beta do not
+// matter.
+int64_t activationArg(const Node& n, const Cell& cell, int64_t dirs) {
+  std::vector<std::string> names = cell.activations;
   if (const Attribute* a = n.attr("activations"))
     if (const auto& v = std::get<std::vector<std::string>>(a->v); !v.empty()) names = v;
-  if (names.size() == 2 && dirs == 2) names = {names[0], names[1], names[0], names[1]};
-  if (names.size() != static_cast<size_t>(2 * dirs))
-    no(fmt::format("GRU has {} activations for {} direction(s)", names.size(), dirs));
+  const size_t per = cell.activations.size();
+  if (names.size() == per && dirs == 2) {
+    const std::vector<std::string> once = names;
+    names.insert(names.end(), once.begin(), once.end());
+  }
+  if (names.size() != per * static_cast<size_t>(dirs))
+    no(fmt::format("{} has {} activations for {} direction(s)", n.op, names.size(), dirs));
   int64_t acts = 0;
-  for (size_t k = 0; k < names.size(); ++k) acts |= activationCode(names[k]) << (2 * k);
-  return dirs == 1 ? acts | acts << 4 : acts;
+  for (size_t k = 0; k < names.size(); ++k) acts |= activationCode(n, names[k]) << (2 * k);
+  return dirs == 1 ? acts | acts << (2 * per) : acts;
 }
 
 // Static f32 dims of an input, checked against `want`.
 void expectDims(const Node& n, size_t i, const Dims& want, const char* what) {
   Dims d = staticDims(n.inputs[i], what);
-  if (n.inputs[i]->type.dtype != DType::F32) no(fmt::format("GRU {} is not f32", what));
+  if (n.inputs[i]->type.dtype != DType::F32) no(fmt::format("{} {} is not f32", n.op, what));
   if (d != want)
-    no(fmt::format("GRU {} has shape {}, expected {}", what, formatDims(d), formatDims(want)));
+    no(fmt::format("{} {} has shape {}, expected {}", n.op, what, formatDims(d), formatDims(want)));
 }
 
-GruDims gruDims(const Node& n, int64_t dirs) {
+RnnDims rnnDims(const Node& n, const Cell& cell, int64_t dirs) {
   Dims xd = staticDims(n.inputs.at(0), "X"), rd = staticDims(n.inputs.at(2), "R");
-  if (xd.size() != 3 || rd.size() != 3) no("GRU X and R must have rank 3");
-  GruDims g;
+  if (xd.size() != 3 || rd.size() != 3) no(n.op + " X and R must have rank 3");
+  RnnDims g;
   g.T = xd[0], g.batch = xd[1], g.I = xd[2], g.dirs = dirs;
   g.H = n.attrInt("hidden_size", rd[2]);
-  if (g.I < 1 || g.H < 1) no("GRU with an empty input or hidden size");
+  if (g.I < 1 || g.H < 1) no(n.op + " with an empty input or hidden size");
+  const int64_t G = cell.gates * g.H;
   expectDims(n, 0, {g.T, g.batch, g.I}, "X");
-  expectDims(n, 1, {dirs, 3 * g.H, g.I}, "W");
-  expectDims(n, 2, {dirs, 3 * g.H, g.H}, "R");
-  if (n.hasInput(3)) expectDims(n, 3, {dirs, 6 * g.H}, "B");
+  expectDims(n, 1, {dirs, G, g.I}, "W");
+  expectDims(n, 2, {dirs, G, g.H}, "R");
+  if (n.hasInput(3)) expectDims(n, 3, {dirs, 2 * G}, "B");
   if (n.hasInput(5)) expectDims(n, 5, {dirs, g.batch, g.H}, "initial_h");
+  if (n.hasInput(6)) expectDims(n, 6, {dirs, g.batch, g.H}, "initial_c");
+  if (n.hasInput(7)) expectDims(n, 7, {dirs, 3 * g.H}, "P");
   return g;
 }
 
-// Bit 0 reverse, bit 1 linear_before_reset, bit 2 clip (see the @gru_ contract).
-int64_t flagsArg(const Node& n) {
-  if (n.attrInt("layout", 0) != 0) no("GRU layout 1");
-  return (n.attrString("direction") == "reverse" ? 1 : 0) |
-         (n.attrInt("linear_before_reset", 0) != 0 ? 2 : 0) | (n.attr("clip") ? 4 : 0);
+// Bit 0 reverse, bit 1 the cell's flag attribute, bit 2 clip (see the call contracts).
+int64_t flagsArg(const Node& n, const Cell& cell) {
+  if (n.attrInt("layout", 0) != 0) no(n.op + " layout 1");
+  return (n.attrString("direction") == "reverse" ? 1 : 0) | (n.attrInt(cell.flag, 0) != 0 ? 2 : 0) |
+         (n.attr("clip") ? 4 : 0);
 }
 
 CallArg none() { return CallArg{"", nullptr, intImm(0)}; }
@@ -90,8 +112,8 @@ CallArg lensArg(FuncBuilder& b, const Node& n, int64_t batch) {
   if (!n.hasInput(4)) return none();
   const Value* v = n.inputs[4];
   DType t = v->type.dtype;
-  if (t != DType::I32 && t != DType::I64) no("GRU sequence_lens must be int32/int64");
-  if (staticDims(v, "sequence_lens") != Dims{batch}) no("GRU sequence_lens is not [batch]");
+  if (t != DType::I32 && t != DType::I64) no(n.op + " sequence_lens must be int32/int64");
+  if (staticDims(v, "sequence_lens") != Dims{batch}) no(n.op + " sequence_lens is not [batch]");
   std::string in = b.input(v), tmp = b.temp("lens_f32", DType::F32, {batch});
   std::string i = b.fresh("b");
   for (auto& s :
@@ -100,38 +122,41 @@ CallArg lensArg(FuncBuilder& b, const Node& n, int64_t batch) {
   return buffer(tmp);
 }
 
-// Output k (Y or Y_h) with its expected shape, or 0 when the node omits it.
+// Output k (Y, Y_h or Y_c) with its expected shape, or 0 when the node omits it.
 CallArg outputArg(FuncBuilder& b, const Node& n, size_t k, const Dims& want) {
   if (k >= n.outputs.size() || !n.outputs[k]) return none();
   Dims d = staticDims(n.outputs[k], "output");
   if (d != want || n.outputs[k]->type.dtype != DType::F32)
-    no(fmt::format("GRU output {} is {} {}, expected f32 {}", k,
+    no(fmt::format("{} output {} is {} {}, expected f32 {}", n.op, k,
                    dtypeName(n.outputs[k]->type.dtype), formatDims(d), formatDims(want)));
   return buffer(b.output(k));
 }
 
-std::optional<LoweredNode> lowerGru(const Node& n, const std::string& name, const LowerOptions& o) {
-  if (!o.runtimeKernels) no("GRU lowers to a JIT-only micro-kernel (no C stand-in)");
+std::optional<LoweredNode> lowerCell(const Node& n, const Cell& cell, const std::string& name,
+                                     const LowerOptions& o) {
+  if (!o.runtimeKernels) no(n.op + " lowers to a JIT-only micro-kernel (no C stand-in)");
   const int64_t dirs = numDirections(n);
-  const int64_t flags = flagsArg(n), acts = activationArg(n, dirs);
-  const GruDims g = gruDims(n, dirs);
+  const int64_t flags = flagsArg(n, cell), acts = activationArg(n, cell, dirs);
+  const RnnDims g = rnnDims(n, cell, dirs);
   const auto* clip = n.attr("clip");
   const double clipValue = clip ? std::get<float>(clip->v) : 0.0;
   FuncBuilder b(n, name, "rnn");
   const auto& kd = kernels::defaultKernel(kernels::KernelOp::Gemm);
   auto in = [&](size_t i) { return n.hasInput(i) ? buffer(b.input(n.inputs[i])) : none(); };
   std::vector<CallArg> args = {in(0), in(1), in(2), in(3), lensArg(b, n, g.batch), in(5)};
+  if (&cell == &kLstm) args.insert(args.end(), {in(6), in(7)}); // initial_c, P
   args.push_back(outputArg(b, n, 0, {g.T, dirs, g.batch, g.H}));
-  args.push_back(outputArg(b, n, 1, {dirs, g.batch, g.H}));
+  for (size_t k = 1; k < cell.outputs; ++k)
+    args.push_back(outputArg(b, n, k, {dirs, g.batch, g.H}));
   for (int64_t v : {g.T, g.batch, g.I, g.H, dirs, flags}) args.push_back(value(v));
   args.push_back(CallArg{"", nullptr, floatImm(clipValue, DType::F32)});
   args.push_back(value(acts));
   Schedule sched;
-  sched["micro_kernel"] = std::string(kd.name);
+  markKernel(sched, kd.name);
   sched["direction"] = n.attrString("direction");
-  sched["linear_before_reset"] = int64_t((flags & 2) != 0);
+  sched[cell.flag] = int64_t((flags & 2) != 0);
   sched["packing"] = std::string("W and R packed at call");
-  return b.finish({Stmt::callKernel(std::string("gru_") + kd.name, std::move(args))},
+  return b.finish({Stmt::callKernel(cell.callee + std::string(kd.name), std::move(args))},
                   std::move(sched), o);
 }
 
@@ -139,8 +164,10 @@ std::optional<LoweredNode> lowerGru(const Node& n, const std::string& name, cons
 
 std::optional<LoweredNode> lowerRnnFamily(const Node& n, const std::string& name,
                                           const LowerOptions& o) {
-  if (!n.domain.empty() || n.op != "GRU") return std::nullopt;
-  return lowerGru(n, name, o);
+  if (!n.domain.empty()) return std::nullopt;
+  if (n.op == "GRU") return lowerCell(n, kGru, name, o);
+  if (n.op == "LSTM") return lowerCell(n, kLstm, name, o);
+  return std::nullopt;
 }
 
 } // namespace aicc::loop::detail

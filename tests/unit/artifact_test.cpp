@@ -297,6 +297,26 @@ TEST(Artifact, NodesWithoutLoweringRunAsFallbackTasks) {
   test::expectOutputsClose(want, got, {1e-6, 1e-6});
 }
 
+// The recurrent micro-kernel calls resolve in the artifact too (aicc_rt_call_kernel).
+TEST(Artifact, LstmCompilesAheadOfTimeAndMatchesTheInterpreter) {
+  Model m = parseModel(
+      "graph @g(%x: f32[4,3,3], %w: f32[2,20,3], %r: f32[2,20,5], %b: f32[2,40], "
+      "%c0: f32[2,3,5], %p: f32[2,15]) {\n  %sl = const i32[3] [4, 1, 3]\n"
+      "  %y, %yh, %yc = LSTM(%x, %w, %r, %b, %sl, _, %c0, %p) {direction = \"bidirectional\", "
+      "hidden_size = 5, clip = 1.5} : f32[4,2,3,5], f32[2,3,5], f32[2,3,5]\n"
+      "  return %y, %yh, %yc\n}\n");
+  std::vector<RValue> in;
+  uint32_t seed = 1;
+  for (const Value* v : m.graph->inputs) {
+    Tensor t(DType::F32, *toDims(*v->type.shape));
+    for (int64_t i = 0; i < t.numel(); ++i, seed = seed * 1103515245u + 12345u)
+      t.setF64(i, double(seed >> 8 & 0xffff) / 16384.0 - 2.0);
+    in.push_back(RValue::of(std::move(t)));
+  }
+  test::expectOutputsClose(interpret(*m.graph, in), compileAndRun(*m.graph, freshDir("lstm"), in),
+                           {1e-5, 1e-6});
+}
+
 TEST(Artifact, ModelsWithUnloweredNodesAreRefusedByName) {
   Model m = parseModel("graph @g(%x: f32[4]) {\n  %n = NonZero(%x) : i64[1,?]\n  return %n\n}\n");
   loop::LowerOptions lo;

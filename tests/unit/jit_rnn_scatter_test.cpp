@@ -1,7 +1,7 @@
-// GRU (micro-kernel call, kernels/rnn.h) and ScatterND (loop nest) through the JIT
-// (runtime::runJit): small graphs over every direction, linear_before_reset, optional input and
-// output, clip, activation and reduction, compared with the interpreter. Every node must lower
-// (no fallback).
+// GRU and LSTM (micro-kernel calls, kernels/rnn.h) and ScatterND (loop nest) through the JIT
+// (runtime::runJit): small graphs over every direction, linear_before_reset / input_forget,
+// peepholes, optional input and output, clip, activation and reduction, compared with the
+// interpreter. Every node must lower (no fallback).
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 namespace aicc {
 namespace {
@@ -56,6 +57,14 @@ std::string gruGraph(const std::string& attrs, const std::string& extra, const s
          "} : " + types + "\n  return " + ret + "\n}\n";
 }
 
+// Why the last node of `text` does not lower (it must not).
+std::string declineReason(const std::string& text, const loop::LowerOptions& o) {
+  Model m = parseModel(text);
+  std::string reason;
+  EXPECT_FALSE(loop::lowerNode(*m.graph->nodes.back(), "f", &reason, o)) << text;
+  return reason;
+}
+
 std::string biasInput(int dirs) { return ", %b: f32[" + std::to_string(dirs) + ",24]"; }
 std::string h0Input(int dirs) { return ", %h0: f32[" + std::to_string(dirs) + ",3,4]"; }
 const char* kLens = "  %sl = const i32[3] [5, 2, 0]\n";
@@ -95,19 +104,132 @@ TEST(JitRnn, GruClipActivationsAndOptionalOutputs) {
 }
 
 TEST(JitRnn, GruDeclinesWhatTheKernelDoesNotCompute) {
-  auto why = [](const std::string& text, loop::LowerOptions o) {
-    Model m = parseModel(text);
-    std::string reason;
-    EXPECT_FALSE(loop::lowerNode(*m.graph->nodes.back(), "f", &reason, o)) << text;
-    return reason;
-  };
   loop::LowerOptions jit;
   jit.runtimeKernels = true;
   std::string softsign =
       gruGraph("hidden_size = 4, activations = [\"Softsign\", \"Tanh\"]", "", "", "", 1);
-  EXPECT_NE(why(softsign, jit).find("Softsign"), std::string::npos);
+  EXPECT_NE(declineReason(softsign, jit).find("Softsign"), std::string::npos);
   // Not for the C bundle (no portable stand-in of the call).
-  EXPECT_NE(why(gruGraph("hidden_size = 4", "", "", "", 1), {}).find("JIT"), std::string::npos);
+  EXPECT_NE(declineReason(gruGraph("hidden_size = 4", "", "", "", 1), {}).find("JIT"),
+            std::string::npos);
+}
+
+// An LSTM over X [4, 3, 3] (T, batch, I) with hidden size 5. `inputs` names the optional inputs
+// present, among "b" (B), "sl" (sequence_lens, a constant), "h0", "c0" and "p" (P); `outs` the
+// outputs kept, among "y", "yh" and "yc".
+struct LstmCase {
+  std::string attrs;
+  int dirs = 1;
+  std::set<std::string> inputs, outs = {"y", "yh", "yc"};
+  std::string lens = "[4, 2, 0]";
+};
+
+std::string lstmGraph(const LstmCase& c) {
+  const std::string d = std::to_string(c.dirs), state = "f32[" + d + ",3,5]";
+  const std::pair<const char*, std::string> optional[] = {{"b", "f32[" + d + ",40]"},
+                                                          {"sl", ""},
+                                                          {"h0", state},
+                                                          {"c0", state},
+                                                          {"p", "f32[" + d + ",15]"}};
+  std::string params, args, consts;
+  std::string pending; // "_" of absent inputs, written once a later input is present
+  for (const auto& [name, type] : optional) {
+    pending += ", _";
+    if (!c.inputs.count(name)) continue;
+    args += pending.substr(0, pending.size() - 1) + "%" + name;
+    pending.clear();
+    if (type.empty())
+      consts = "  %sl = const i32[3] " + c.lens + "\n";
+    else
+      params += ", %" + std::string(name) + ": " + type;
+  }
+  const std::pair<const char*, std::string> outputs[] = {
+      {"y", "f32[4," + d + ",3,5]"}, {"yh", state}, {"yc", state}};
+  std::string outs, types, ret;
+  pending.clear();
+  for (const auto& [name, type] : outputs) {
+    if (!c.outs.count(name)) {
+      pending += "_, ";
+      continue;
+    }
+    outs += pending + "%" + name + ", ";
+    pending.clear();
+    types += (types.empty() ? "" : ", ") + type;
+    ret += (ret.empty() ? "%" : ", %") + std::string(name);
+  }
+  outs.resize(outs.size() - 2);
+  return "graph @g(%x: f32[4,3,3], %w: f32[" + d + ",20,3], %r: f32[" + d + ",20,5]" + params +
+         ") {\n" + consts + "  " + outs + " = LSTM(%x, %w, %r" + args + ") {hidden_size = 5" +
+         (c.attrs.empty() ? "" : ", " + c.attrs) + "} : " + types + "\n  return " + ret + "\n}\n";
+}
+
+TEST(JitRnn, LstmForwardAndReverseMatchTheInterpreter) {
+  uint32_t seed = 40;
+  for (const char* dir : {"forward", "reverse"}) {
+    std::string attrs = "direction = \"" + std::string(dir) + "\"";
+    expectJitMatchesInterpreter(lstmGraph({attrs, 1, {"b", "h0", "c0", "p"}}), seed++);
+    expectJitMatchesInterpreter(lstmGraph({attrs, 1, {}}), seed++);
+    expectJitMatchesInterpreter(lstmGraph({attrs, 1, {"sl", "h0", "c0"}}), seed++);
+    expectJitMatchesInterpreter(lstmGraph({attrs, 1, {"b", "sl", "p"}}), seed++);
+  }
+}
+
+TEST(JitRnn, LstmBidirectionalMatchesTheInterpreter) {
+  const std::string bi = "direction = \"bidirectional\"";
+  // Every input, sequences shorter than T (and one empty).
+  expectJitMatchesInterpreter(lstmGraph({bi, 2, {"b", "sl", "h0", "c0", "p"}}), 50);
+  expectJitMatchesInterpreter(
+      lstmGraph({bi, 2, {"b", "sl", "h0", "c0", "p"}, {"y", "yh", "yc"}, "[3, 1, 2]"}), 51);
+  expectJitMatchesInterpreter(lstmGraph({bi, 2, {"b"}}), 52);
+  expectJitMatchesInterpreter(lstmGraph({bi, 2, {"sl", "p"}, {"y", "yc"}, "[2, 3, 1]"}), 53);
+}
+
+TEST(JitRnn, LstmClipInputForgetAndActivations) {
+  const std::string bi = "direction = \"bidirectional\"";
+  expectJitMatchesInterpreter(lstmGraph({"clip = 0.5", 1, {"b", "p"}}), 60);
+  expectJitMatchesInterpreter(lstmGraph({bi + ", clip = 0.75", 2, {"b", "sl", "c0"}}), 61);
+  expectJitMatchesInterpreter(lstmGraph({"input_forget = 1", 1, {"b", "h0", "c0", "p"}}), 62);
+  expectJitMatchesInterpreter(
+      lstmGraph({bi + ", input_forget = 1, clip = 1.0", 2, {"b", "sl", "p"}}), 63);
+  expectJitMatchesInterpreter(
+      lstmGraph({"activations = [\"Sigmoid\", \"Relu\", \"Relu\"]", 1, {"b", "c0"}}), 64);
+  expectJitMatchesInterpreter(lstmGraph({bi + ", activations = [\"Relu\", \"Tanh\", \"Sigmoid\", "
+                                              "\"Sigmoid\", \"Sigmoid\", \"Tanh\"]",
+                                         2,
+                                         {"b", "h0", "p"}}),
+                              65);
+  expectJitMatchesInterpreter(lstmGraph({bi + ", activations = [\"sigmoid\", \"tanh\", "
+                                              "\"relu\"]",
+                                         2,
+                                         {"b"}}),
+                              66);
+}
+
+TEST(JitRnn, LstmAnySubsetOfTheOutputs) {
+  uint32_t seed = 70;
+  for (std::set<std::string> outs : std::vector<std::set<std::string>>{
+           {"y"}, {"yh"}, {"yc"}, {"y", "yh"}, {"y", "yc"}, {"yh", "yc"}})
+    for (int dirs : {1, 2})
+      expectJitMatchesInterpreter(lstmGraph({dirs == 2 ? "direction = \"bidirectional\"" : "",
+                                             dirs,
+                                             {"b", "sl", "c0", "p"},
+                                             outs}),
+                                  seed++);
+}
+
+TEST(JitRnn, LstmDeclinesWhatTheKernelDoesNotCompute) {
+  loop::LowerOptions jit;
+  jit.runtimeKernels = true;
+  std::string hardSigmoid =
+      lstmGraph({"activations = [\"HardSigmoid\", \"Tanh\", \"Tanh\"]", 1, {}});
+  EXPECT_NE(declineReason(hardSigmoid, jit).find("HardSigmoid"), std::string::npos);
+  // layout 1: X [batch, T, I] (here batch = T = 3), Y [batch, T, dirs, H].
+  std::string layout1 =
+      "graph @g(%x: f32[3,3,3], %w: f32[1,20,3], %r: f32[1,20,5]) {\n"
+      "  %y, %yh = LSTM(%x, %w, %r) {hidden_size = 5, layout = 1} : f32[3,3,1,5], f32[3,1,5]\n"
+      "  return %y, %yh\n}\n";
+  EXPECT_NE(declineReason(layout1, jit).find("layout 1"), std::string::npos);
+  EXPECT_NE(declineReason(lstmGraph({"", 1, {}}), {}).find("JIT"), std::string::npos);
 }
 
 std::string scatterGraph(const std::string& dtype, const std::string& reduction,
