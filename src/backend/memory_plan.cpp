@@ -110,6 +110,23 @@ ValueHome homeOf(const Graph& g, const MemoryPlan& plan, const Value* v) {
   return {MemStorage::Input, 0, root, k};
 }
 
+std::optional<std::string> unresolvedShape(const Graph& g) {
+  for (const auto& n : g.nodes) {
+    for (const Value* o : n->outputs)
+      if (o && (!o->type.isTensor() || !o->type.shape || !toDims(*o->type.shape)))
+        return fmt::format("{}: result '{}' has type {} for these input shapes", n->describe(),
+                           o->name, formatType(o->type));
+    for (const auto& [_, a] : n->attrs) {
+      if (auto* sg = std::get_if<GraphPtr>(&a.v))
+        if (auto why = unresolvedShape(**sg)) return why;
+      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+        for (const auto& x : *sgs)
+          if (auto why = unresolvedShape(*x)) return why;
+    }
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 using Fit = MemoryPlanOptions::Fit;

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,11 @@ struct MemoryPlan {
 // Plans g (a main graph) in its current node order. Throws aicc::Error naming the value when a
 // node result has no static size (symbolic or unknown dims, sequences, strings).
 MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts = {});
+
+// The first node result of g or of its nested graphs without a static tensor size, as a reason
+// ("node 'x' (LSTM): result 'y' has type f32[?,1,?,128] for these input shapes"); nullopt when
+// every result has one (the graph can be planned and compiled for static shapes).
+std::optional<std::string> unresolvedShape(const Graph& g);
 
 // Where the bytes of a value of g live under `plan` (what codegen binds a buffer to): the arena
 // (offset), the weight blob (offset; `root` is the constant whose bytes they are, v itself or the

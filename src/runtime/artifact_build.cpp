@@ -53,20 +53,6 @@ const Graph* branchOf(const Node& n, const char* which) {
                                                                                       : nullptr;
 }
 
-// The first value of g (or of its nested graphs) without a static tensor type, as a reason.
-std::optional<std::string> unresolvedShape(const Graph& g) {
-  for (const auto& n : g.nodes) {
-    for (const Value* o : n->outputs)
-      if (o && (!o->type.isTensor() || !o->type.shape || !toDims(*o->type.shape)))
-        return fmt::format("{}: result '{}' has type {} for these input shapes", n->describe(),
-                           o->name, formatType(o->type));
-    for (const auto& [_, a] : n->attrs)
-      if (auto* sg = std::get_if<GraphPtr>(&a.v))
-        if (auto why = unresolvedShape(**sg)) return why;
-  }
-  return std::nullopt;
-}
-
 // One graph being emitted: its memory plan and where its part of the arena starts.
 struct Scope {
   const Graph* g;

@@ -18,8 +18,11 @@ struct JitExecutable::Task {
   std::vector<const Value*> params;
   std::vector<std::vector<std::byte>> temps; // scratch for temp params (same order, empty if not)
   std::vector<Tensor> consts; // compile-time data (packed weights) for such params, else empty
-  // If with static branch results: each branch compiled as its own executable (then, else).
+  // If with static branch results: each branch compiled as its own executable (then, else);
+  // null for a branch whose shapes do not resolve (the If then runs in the interpreter when
+  // the condition takes it).
   std::unique_ptr<JitExecutable> branches[2];
+  bool isIf = false;
 };
 
 namespace {
@@ -149,6 +152,10 @@ bool JitExecutable::compileIf(const Node& n, Task& t, const JitRunOptions& opts)
     const Attribute* a = n.attr(names[b]);
     auto* sg = a ? std::get_if<GraphPtr>(&a->v) : nullptr;
     if (!sg || !*sg || !(*sg)->inputs.empty()) return false;
+    if (auto why = unresolvedShape(**sg)) {
+      stats_.interpretedBranches.push_back(n.describe() + " " + names[b] + ": " + *why);
+      continue;
+    }
     t.branches[b] = std::make_unique<JitExecutable>(**sg, opts);
     const JitStats& bs = t.branches[b]->stats();
     stats_.lowered += bs.lowered, stats_.fallback += bs.fallback;
@@ -156,6 +163,7 @@ bool JitExecutable::compileIf(const Node& n, Task& t, const JitRunOptions& opts)
       stats_.fallbackReasons.push_back(n.describe() + " " + names[b] + ": " + r);
     stats_.compileSeconds += bs.compileSeconds;
   }
+  t.isIf = true;
   return true;
 }
 
@@ -235,9 +243,10 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs,
       const RValue* c = fetch(n.inputs.at(0));
       AICC_CHECK(c && c->kind == RValue::Kind::Tensor && c->tensor.numel() == 1,
                  "{}: the condition must be a one-element tensor", n.describe());
-      return t.branches[c->tensor.getF64(0) != 0 ? 0 : 1]->run({}, &outerHere);
+      auto& branch = t.branches[c->tensor.getF64(0) != 0 ? 0 : 1];
+      return branch ? branch->run({}, &outerHere) : runReferenceKernel(n, outerHere);
     };
-    std::vector<RValue> outs = t.branches[0] ? compiledIf() : runReferenceKernel(n, outerHere);
+    std::vector<RValue> outs = t.isIf ? compiledIf() : runReferenceKernel(n, outerHere);
     for (size_t i = 0; i < n.outputs.size() && i < outs.size(); ++i) {
       const Value* v = n.outputs[i];
       if (!v) continue;

@@ -6,7 +6,9 @@
 // (specialize symbolic dims at import); when no memory plan can be made (dynamic shapes,
 // sequences), every value gets its own allocation instead and `planned` is false. An If whose
 // results have static shapes is a control-flow task: both branches are compiled as nested
-// executables (reading this graph's values as their outer scope) and the condition picks one.
+// executables (reading this graph's values as their outer scope) and the condition picks one;
+// a branch whose shapes do not resolve for these inputs is not compiled: taking it runs the If in
+// the interpreter (listed in JitStats::interpretedBranches).
 #pragma once
 
 #include "backend/op_select.h"
@@ -34,6 +36,9 @@ struct JitRunOptions {
 struct JitStats {
   int64_t lowered = 0, fallback = 0;
   std::vector<std::string> fallbackReasons; // "node: reason"
+  // If branches not compiled because their shapes do not resolve for these inputs (the If runs
+  // in the interpreter if it takes one): "node branch: reason".
+  std::vector<std::string> interpretedBranches;
   double compileSeconds = 0;
   bool planned = false;        // arena from the memory plan
   std::string planNote;        // why not planned / the plan summary

@@ -20,7 +20,7 @@ from onnx import numpy_helper
 
 
 def run(aicc, model, inputs, level, out, engine="interp"):
-    if engine == "artifact":  # aicc compile (AOT .so) with the inputs' shapes, then run the folder
+    if engine == "artifact":  # aicc compile (AOT .so) for the inputs' shapes, then run the folder
         dims = []
         m = onnx.load(model, load_external_data=False)
         for i, inp in enumerate(m.graph.input):
@@ -29,7 +29,10 @@ def run(aicc, model, inputs, level, out, engine="interp"):
                 continue
             t = onnx.TensorProto()
             t.ParseFromString(open(pb, "rb").read())
-            for d, n in zip(inp.type.tensor_type.shape.dim, t.dims):
+            shape = inp.type.tensor_type.shape.dim
+            if any(not d.dim_param and not d.dim_value for d in shape):  # unnamed dims
+                dims += ["--shape", f"{inp.name}=" + ",".join(str(n) for n in t.dims)]
+            for d, n in zip(shape, t.dims):
                 if d.dim_param:
                     dims += ["--dim", f"{d.dim_param}={n}"]
         art = out + ".artifact"

@@ -204,5 +204,39 @@ TEST(JitRuntimeKernels, OperatorSelectionByCostModelAndPins) {
   EXPECT_NE(byPin.find("selection = \"pinned"), std::string::npos) << byPin;
 }
 
+// An If branch whose shapes do not resolve (a NonZero result) is not compiled: the JIT counts no
+// fallback, lists the branch, and runs the If in the interpreter only when it takes that branch.
+TEST(JitRuntimeKernels, IfBranchWithDynamicShapesIsInterpretedWhenTaken) {
+  Model g = parseModel(R"(graph @g(%x: f32[4], %c: bool[]) {
+  %four = const i64[1] [4]
+  %y = If(%c) {
+    else_branch = graph @else() {
+      %n = NonZero(%x) : i64[1,?]
+      %s = ReduceSum(%n) {keepdims = 0} : i64[]
+      %f = Cast(%s) {to = 1} : f32[]
+      %e = Expand(%f, %four) : f32[4]
+      return %e
+    },
+    then_branch = graph @then() {
+      %a = Neg(%x) : f32[4]
+      return %a
+    }
+  } : f32[4]
+  return %y
+})");
+  runtime::JitExecutable exe(*g.graph);
+  EXPECT_EQ(exe.stats().fallback, 0);
+  ASSERT_EQ(exe.stats().interpretedBranches.size(), 1u);
+  EXPECT_NE(exe.stats().interpretedBranches[0].find("else_branch"), std::string::npos);
+  Tensor x = Tensor::fromF32({1, 0, 2, 3}, {4});
+  for (int c = 0; c < 2; ++c) {
+    Tensor tc(DType::Bool, {});
+    tc.setI64(0, c);
+    std::vector<RValue> in = {RValue::of(x), RValue::of(tc)};
+    auto diff = compareValues(interpret(*g.graph, in)[0], exe.run(in)[0], {0, 0});
+    EXPECT_FALSE(diff) << "cond " << c << ": " << *diff;
+  }
+}
+
 } // namespace
 } // namespace aicc

@@ -60,6 +60,8 @@ int runCommand(const RunArgs& a) {
                                st.lowered, st.fallback, st.compileSeconds, runSec * 1e3,
                                st.planNote);
       for (const auto& r : st.fallbackReasons) std::cerr << "  fallback: " << r << "\n";
+      for (const auto& r : st.interpretedBranches)
+        std::cerr << "  not compiled (interpreted if taken): " << r << "\n";
     }
   } else {
     outputs = interpret(g, inputs, ro);
