@@ -265,19 +265,25 @@ bool planModel(ImportedModel& m, const fs::path& dataDir, MemoryPlan& plan, std:
     }
   }
   const Graph& g = *m.model.graph;
+  bool unnamed = false; // '?' dims take the test input's size (what `aicc compile --shape` does)
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     if (!g.inputs[i]->type.shape) continue;
-    const Shape& s = *g.inputs[i]->type.shape;
+    Shape& s = *g.inputs[i]->type.shape;
     for (size_t d = 0; d < s.size(); ++d) {
-      if (s[d].symbol.empty() || dims.count(s[d].symbol)) continue;
+      if (s[d].isStatic() || dims.count(s[d].symbol)) continue;
       int64_t v = 1;
       if (i < bound.size() && bound[i].kind == RValue::Kind::Tensor &&
           bound[i].tensor.shape().size() == s.size())
         v = bound[i].tensor.shape()[d];
-      dims[s[d].symbol] = v;
+      if (s[d].symbol.empty()) {
+        s[d] = Dim::known(v);
+        unnamed = true;
+      } else {
+        dims[s[d].symbol] = v;
+      }
     }
   }
-  if (!dims.empty()) specializeDims(m.model, dims);
+  if (!dims.empty() || unnamed) specializeDims(m.model, dims);
   PassInstrumentation inst;
   inst.verifyEach = true;
   PassManager<Model> pm(inst);
