@@ -197,6 +197,7 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
     t.ldc = P;
     t.lo = ep.lo();
     t.hi = ep.hi();
+    t.act = ep.post;
     for (int64_t pc = pa; pc < pb; pc += nb) {
       const int64_t pcEnd = std::min(pb, pc + nb);
       for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
@@ -247,33 +248,58 @@ void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, c
                        float* out, const Epilogue& ep, ThreadPool* pool) {
   AICC_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwRow,
              "depthwise conv: '{}' is not an NCHW depthwise kernel", kd.name);
-  const int64_t OH = s.OH(), OW = s.OW(), Cout = s.C * s.mult;
+  const int64_t OH = s.OH(), OW = s.OW();
   AICC_CHECK(s.C >= 1 && s.mult >= 1 && OH >= 1 && OW >= 1 && s.KH >= 1 && s.KW >= 1 &&
                  s.KH <= 64 && s.strideH >= 1 && s.strideW >= 1 && s.dilH >= 1 && s.dilW >= 1,
              "depthwise conv: bad shape");
+  // Each input row is copied once into a zero-padded row (deinterleaved for stride 2) long enough
+  // for every vector the kernel reads up to OW rounded up to whole vectors.
+  const int64_t vw = std::max(kd.vectorWidth, 1), owr = (OW + vw - 1) / vw * vw;
+  const int64_t sw = s.strideW, dw = s.dilW, span = (owr - 1) * sw + (s.KW - 1) * dw + 1;
+  const bool split = sw == 2 && dw == 1;
+  const int64_t half = split ? owr + (s.KW - 1) / 2 + 1 : 0;
+  const int64_t rowLen = std::max(split ? 2 * half : span, s.padLeft + s.W) + vw;
   auto planes = [&](int64_t c0, int64_t c1) {
+    thread_local std::vector<float> padded, tmp;
+    padded.assign(size_t(s.H * rowLen), 0.0f);
+    if (split) tmp.assign(size_t(rowLen), 0.0f);
     const float* rows[64];
     DwNchwRowParams p{};
     p.rows = rows;
-    p.KH = s.KH, p.KW = s.KW, p.W = s.W, p.OW = OW, p.stride = s.strideW, p.dil = s.dilW;
-    p.padLeft = s.padLeft, p.lo = ep.lo(), p.hi = ep.hi();
-    for (int64_t co = c0; co < c1; ++co) {
-      const float* plane = in + (co / s.mult) * s.H * s.W;
-      p.w = w + co * s.KH * s.KW;
-      p.bias = ep.bias ? ep.bias[co] : 0.0f;
-      for (int64_t oy = 0; oy < OH; ++oy) {
-        for (int64_t ky = 0; ky < s.KH; ++ky) {
-          const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
-          rows[ky] = iy >= 0 && iy < s.H ? plane + iy * s.W : nullptr;
+    p.KH = s.KH, p.KW = s.KW, p.OW = OW, p.stride = sw, p.dil = dw, p.half = half;
+    p.lo = ep.lo(), p.hi = ep.hi(), p.act = ep.post;
+    for (int64_t c = c0; c < c1; ++c) {
+      const float* plane = in + c * s.H * s.W;
+      for (int64_t y = 0; y < s.H; ++y) {
+        float* dst = padded.data() + y * rowLen;
+        if (!split) {
+          std::copy_n(plane + y * s.W, s.W, dst + s.padLeft);
+          continue;
         }
-        p.out = out + (co * OH + oy) * OW;
-        kd.dwNchwRow(p);
+        std::copy_n(plane + y * s.W, s.W, tmp.data() + s.padLeft);
+        for (int64_t j = 0; j < half; ++j) {
+          dst[j] = tmp[size_t(2 * j)];
+          dst[half + j] = tmp[size_t(2 * j + 1)];
+        }
+      }
+      for (int64_t m = 0; m < s.mult; ++m) {
+        const int64_t co = c * s.mult + m;
+        p.w = w + co * s.KH * s.KW;
+        p.bias = ep.bias ? ep.bias[co] : 0.0f;
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          for (int64_t ky = 0; ky < s.KH; ++ky) {
+            const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
+            rows[ky] = iy >= 0 && iy < s.H ? padded.data() + iy * rowLen : nullptr;
+          }
+          p.out = out + (co * OH + oy) * OW;
+          kd.dwNchwRow(p);
+        }
       }
     }
   };
-  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), Cout) : 1;
-  if (T <= 1) return planes(0, Cout);
-  pool->parallelFor(T, [&](int64_t i) { planes(Cout * i / T, Cout * (i + 1) / T); });
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), s.C) : 1;
+  if (T <= 1 || s.C * OH * OW * s.mult < 4096) return planes(0, s.C);
+  pool->parallelFor(T, [&](int64_t i) { planes(s.C * i / T, s.C * (i + 1) / T); });
 }
 
 void conv2dReferenceNhwc(const Conv2dShape& s, const float* in, const float* weightOIHW,

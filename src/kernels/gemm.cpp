@@ -20,6 +20,19 @@ AlignedFloats AlignedFloats::make(int64_t n) {
   return out;
 }
 
+float activateScalar(float x, unsigned act) {
+  switch (act) {
+  case kActHardSwish:
+    return x * std::min(1.0f, std::max(0.0f, x / 6.0f + 0.5f));
+  case kActSwish:
+    return float(double(x) / (1.0 + std::exp(-double(x))));
+  case kActSigmoid:
+    return float(1.0 / (1.0 + std::exp(-double(x))));
+  default:
+    return x;
+  }
+}
+
 namespace {
 void checkGemmKernel(const KernelDesc& kernel) {
   AICC_CHECK(kernel.op == KernelOp::Gemm && kernel.gemm && kernel.mr > 0 && kernel.nr > 0 &&
@@ -149,6 +162,7 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
   t.ldc = ldc;
   t.lo = ep.lo();
   t.hi = ep.hi();
+  t.act = ep.post;
   for (int64_t pc = p0; pc < p1; pc += ncPanels) {
     const int64_t pcEnd = std::min(p1, pc + ncPanels);
     for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
@@ -200,7 +214,7 @@ void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int6
     const float lo = ep.lo(), hi = ep.hi();
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j)
-        C[i * ldc + j] = std::min(hi, std::max(lo, ep.bias ? ep.bias[j] : 0.0f));
+        C[i * ldc + j] = activateScalar(std::min(hi, std::max(lo, ep.bias ? ep.bias[j] : 0.0f)), ep.post);
     return;
   }
   const int64_t mr = b.kernel->mr, nr = b.kernel->nr;
@@ -237,7 +251,7 @@ void gemmReference(int64_t M, int64_t N, int64_t K, const float* A, const float*
       double s = ep.bias ? ep.bias[j] : 0.0;
       for (int64_t k = 0; k < K; ++k) s += double(A[i * K + k]) * double(B[k * N + j]);
       const float v = float(s);
-      C[i * N + j] = std::isnan(v) ? v : std::min(hi, std::max(lo, v));
+      C[i * N + j] = activateScalar(std::isnan(v) ? v : std::min(hi, std::max(lo, v)), ep.post);
     }
 }
 

@@ -32,6 +32,7 @@ struct Epilogue {
   const float* bias = nullptr;
   Activation act = Activation::None;
   float clipMin = 0.0f, clipMax = 6.0f; // for Clip
+  unsigned post = kActNone;             // ukernel.h kAct*, applied after the clamp
   static Epilogue none(const float* bias = nullptr) { return {bias, Activation::None}; }
   static Epilogue relu(const float* bias = nullptr) { return {bias, Activation::Relu}; }
   static Epilogue relu6(const float* bias = nullptr) { return {bias, Activation::Clip, 0.f, 6.f}; }
@@ -83,6 +84,9 @@ void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int6
 int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K);
 void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
                float* dst);
+
+// The fused activation kAct* of one value, in double (the tests' reference).
+float activateScalar(float x, unsigned act);
 
 // Plain reference GEMM (double accumulation) for tests: same contract, B unpacked [K, N].
 void gemmReference(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,

@@ -4,12 +4,51 @@
 // has internal linkage and is compiled with that file's ISA flags only) and instantiates these
 // templates. V provides: vec, mask, width, maskFor(n) (first n lanes, n may be <= 0 or > width),
 // zero(), set1(x), load(p), loadMasked(p, m), store(p, v), storeMasked(p, m, v), fmadd(a, b, c)
-// (a * b + c), add(a, b), max(a, b), min(a, b).
+// (a * b + c), add(a, b), max(a, b), min(a, b), mul(a, b), div(a, b), round(a) (to nearest),
+// pow2(n) (2^n for integral n in [-126, 127]).
 #pragma once
 
 #include "kernels/ukernel.h"
 
 namespace aicc::kernels::detail {
+
+// exp(x) for f32: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-6 Taylor polynomial
+// (relative error < 3e-7 there), times 2^n. Inputs are clamped to [-87.3, 88.7], so overflow gives
+// FLT_MAX-ish values rather than inf and tiny results flush to ~1e-38 (sigmoid's tails saturate).
+template <class V> typename V::vec expApprox(typename V::vec x) {
+  using vec = typename V::vec;
+  x = V::min(V::set1(88.7f), V::max(V::set1(-87.3f), x));
+  const vec n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
+  vec r = V::fmadd(n, V::set1(-0.693359375f), x); // ln2 in two parts (Cody-Waite)
+  r = V::fmadd(n, V::set1(2.12194440e-4f), r);
+  vec p = V::set1(1.0f / 720);
+  p = V::fmadd(p, r, V::set1(1.0f / 120));
+  p = V::fmadd(p, r, V::set1(1.0f / 24));
+  p = V::fmadd(p, r, V::set1(1.0f / 6));
+  p = V::fmadd(p, r, V::set1(0.5f));
+  p = V::fmadd(p, r, V::set1(1.0f));
+  p = V::fmadd(p, r, V::set1(1.0f));
+  return V::mul(p, V::pow2(n));
+}
+
+// The fused activation (ukernel.h kAct*) of one vector.
+template <class V> typename V::vec activate(typename V::vec x, unsigned act) {
+  using vec = typename V::vec;
+  switch (act) {
+  case kActHardSwish: {
+    const vec g = V::fmadd(x, V::set1(1.0f / 6), V::set1(0.5f));
+    return V::mul(x, V::min(V::set1(1.0f), V::max(V::zero(), g)));
+  }
+  case kActSwish:
+  case kActSigmoid: {
+    const vec e = expApprox<V>(V::mul(x, V::set1(-1.0f)));
+    const vec s = V::div(V::set1(1.0f), V::add(V::set1(1.0f), e));
+    return act == kActSwish ? V::mul(x, s) : s;
+  }
+  default:
+    return x;
+  }
+}
 
 // ROWS rows of an MRS-row tile with NV vectors per row (NR = NV * V::width).
 template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams& p) {
@@ -78,6 +117,11 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
     for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[i][v] = V::min(hi, V::max(lo, acc[i][v]));
+    if (p.act != kActNone)
+#pragma GCC unroll 16
+      for (int i = 0; i < ROWS; ++i)
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[i][v] = activate<V>(acc[i][v], p.act);
   }
 #pragma GCC unroll 16
   for (int i = 0; i < ROWS; ++i)
@@ -160,64 +204,51 @@ template <class V> void dwRow(const DwRowParams& p) {
   }
 }
 
-// Depthwise NCHW row (see DwNchwRowParams): output pixels in vectors of V::width. The interior
-// [oxLo, oxHi) reads every tap in range with plain (stride 1) or strided loads; the edges go
-// through a checked scalar path.
+// Depthwise NCHW row (see DwNchwRowParams): the rows are zero-padded, so every output vector
+// reads its taps without bounds checks: plain loads (stride 1), loads from the deinterleaved halves
+// (stride 2), or strided loads. Up to four vectors of outputs per step share each broadcast tap.
 template <class V> void dwNchwRow(const DwNchwRowParams& p) {
   using vec = typename V::vec;
   constexpr int W = V::width;
-  const int64_t s = p.stride, d = p.dil, pl = p.padLeft, IW = p.W, OW = p.OW;
-  // ix = ox * s + kx * d - pl must lie in [0, IW) for kx = 0 and kx = KW - 1.
-  int64_t oxLo = (pl + s - 1) / s;
-  int64_t last = IW - 1 + pl - (p.KW - 1) * d; // ox * s <= last
-  int64_t oxHi = last < 0 ? 0 : last / s + 1;
-  if (oxHi > OW) oxHi = OW;
-  if (oxLo > oxHi) oxLo = oxHi;
-  auto scalarAt = [&](int64_t ox) {
-    float acc = p.bias;
+  const int64_t s = p.stride, d = p.dil, OW = p.OW, KW = p.KW;
+  const vec lo = V::set1(p.lo), hi = V::set1(p.hi), bias = V::set1(p.bias);
+  // The input of output ox for tap column kx, in row r.
+  auto tap = [&](const float* r, int64_t ox, int64_t kx) {
+    if (s == 1) return V::load(r + ox + kx * d);
+    if (p.half > 0) return V::load(r + (kx & 1) * p.half + ox + (kx >> 1));
+    return V::loadStrided(r + ox * s + kx * d, s);
+  };
+  auto finish = [&](vec acc, int64_t ox) {
+    acc = activate<V>(V::min(hi, V::max(lo, acc)), p.act);
+    if (ox + W <= OW)
+      V::store(p.out + ox, acc);
+    else
+      V::storeMasked(p.out + ox, V::maskFor(OW - ox), acc);
+  };
+  int64_t ox = 0;
+  for (; ox + 4 * W <= OW; ox += 4 * W) {
+    vec acc[4] = {bias, bias, bias, bias};
     for (int64_t ky = 0; ky < p.KH; ++ky) {
       const float* r = p.rows[ky];
       if (!r) continue;
-      for (int64_t kx = 0; kx < p.KW; ++kx) {
-        const int64_t ix = ox * s + kx * d - pl;
-        if (ix >= 0 && ix < IW) acc += p.w[ky * p.KW + kx] * r[ix];
+      for (int64_t kx = 0; kx < KW; ++kx) {
+        const vec wv = V::set1(p.w[ky * KW + kx]);
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u) acc[u] = V::fmadd(wv, tap(r, ox + u * W, kx), acc[u]);
       }
     }
-    acc = acc < p.lo ? p.lo : acc;
-    p.out[ox] = acc > p.hi ? p.hi : acc;
-  };
-  for (int64_t ox = 0; ox < oxLo; ++ox) scalarAt(ox);
-  const vec lo = V::set1(p.lo), hi = V::set1(p.hi), bias = V::set1(p.bias);
-  // W outputs from ox on (all taps in range); `m` limits loads and the store to `n` lanes.
-  auto vecAt = [&](int64_t ox, bool masked, int64_t n) {
-    const typename V::mask m = V::maskFor(n);
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) finish(acc[u], ox + u * W);
+  }
+  for (; ox < OW; ox += W) {
     vec acc = bias;
     for (int64_t ky = 0; ky < p.KH; ++ky) {
       const float* r = p.rows[ky];
       if (!r) continue;
-      const float* base = r + ox * s - pl;
-      for (int64_t kx = 0; kx < p.KW; ++kx) {
-        const float* q = base + kx * d;
-        const vec x = s == 1 ? (masked ? V::loadMasked(q, m) : V::load(q)) : V::loadStrided(q, s);
-        acc = V::fmadd(V::set1(p.w[ky * p.KW + kx]), x, acc);
-      }
+      for (int64_t kx = 0; kx < KW; ++kx) acc = V::fmadd(V::set1(p.w[ky * KW + kx]), tap(r, ox, kx), acc);
     }
-    acc = V::min(hi, V::max(lo, acc));
-    if (masked)
-      V::storeMasked(p.out + ox, m, acc);
-    else
-      V::store(p.out + ox, acc);
-  };
-  int64_t ox = oxLo;
-  if (oxHi - oxLo >= W) {
-    for (; ox + W <= oxHi; ox += W) vecAt(ox, false, W);
-    if (ox < oxHi) vecAt(oxHi - W, false, W); // the tail overlaps the last vector (same values)
-    ox = oxHi;
-  } else if (s == 1 && oxHi > oxLo) { // a short interior: one masked vector
-    vecAt(oxLo, true, oxHi - oxLo);
-    ox = oxHi;
+    finish(acc, ox);
   }
-  for (; ox < OW; ++ox) scalarAt(ox);
 }
 
 } // namespace aicc::kernels::detail

@@ -1,14 +1,18 @@
 #include "kernels/thread_pool.h"
 
+#include <chrono>
+
 namespace aicc::kernels {
 
 namespace {
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
 #endif
 }
-constexpr int kSpinIterations = 4000; // roughly 50-100 us before a worker goes to sleep
+thread_local const void* insideTask = nullptr; // the pool whose task runs here (nested calls inline)
 } // namespace
 
 ThreadPool::ThreadPool(int numThreads) {
@@ -16,88 +20,100 @@ ThreadPool::ThreadPool(int numThreads) {
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  epoch_.fetch_add(1);
   {
-    std::lock_guard lk(mu_);
-    stop_ = true;
-    ++epoch_;
-    epochSpin_.store(epoch_, std::memory_order_release);
+    std::lock_guard lk(sleepMu_);
+    wake_.notify_all();
   }
-  wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-bool ThreadPool::runTasks() {
-  bool ran = false;
-  std::unique_lock lk(mu_);
-  while (job_ && next_ < jobSize_) {
-    const int64_t i = next_++;
-    const auto* fn = job_;
-    lk.unlock();
-    std::exception_ptr err;
+void ThreadPool::runTasks(uint32_t tag) {
+  const void* outer = insideTask;
+  insideTask = this;
+  for (;;) {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    if (uint32_t(c >> 32) != tag || int64_t(c & 0xffffffffu) >= jobSize_) break;
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
     try {
-      (*fn)(i);
+      (*job_)(int64_t(c & 0xffffffffu));
     } catch (...) {
-      err = std::current_exception();
+      std::lock_guard lk(errMu_);
+      if (!error_) error_ = std::current_exception();
     }
-    ran = true;
-    lk.lock();
-    if (err && !error_) error_ = err;
-    if (++finished_ == jobSize_) done_.notify_all();
+    finished_.fetch_add(1, std::memory_order_acq_rel);
   }
-  return ran;
+  insideTask = outer;
 }
 
 void ThreadPool::workerLoop() {
-  uint64_t seen = 0;
+  using Clock = std::chrono::steady_clock;
+  uint32_t seen = 0; // the epoch at construction (a late-starting thread must still see jobs and stop)
   for (;;) {
-    for (int spin = 0; spin < kSpinIterations; ++spin) {
-      if (epochSpin_.load(std::memory_order_acquire) != seen) break;
-      cpuRelax();
+    // Spin for a while (checking the clock every 64 pauses), then sleep until the epoch moves.
+    uint32_t e = epoch_.load(std::memory_order_acquire);
+    if (e == seen) {
+      const auto until = Clock::now() + std::chrono::microseconds(kSpinMicros);
+      for (int i = 1; (e = epoch_.load(std::memory_order_acquire)) == seen; ++i) {
+        cpuRelax();
+        if ((i & 63) == 0 && Clock::now() > until) break;
+      }
+      if (e == seen) {
+        // Dekker with parallelFor: sleepers_ is raised before the epoch is checked under the
+        // lock; the caller moves the epoch before it reads sleepers_ (both sequentially
+        // consistent), so either the caller notifies or this thread sees the new epoch.
+        std::unique_lock lk(sleepMu_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lk, [&] { return epoch_.load() != seen; });
+        sleepers_.fetch_sub(1);
+        e = epoch_.load();
+      }
     }
-    {
-      std::unique_lock lk(mu_);
-      wake_.wait(lk, [&] { return stop_ || epoch_ != seen; });
-      if (stop_) return;
-      seen = epoch_;
-    }
-    runTasks();
+    seen = e;
+    if (stop_.load(std::memory_order_acquire)) return;
+    active_.fetch_add(1, std::memory_order_acq_rel);
+    // The job's fields were written before the epoch moved; its tag is the epoch's low bits.
+    runTasks(e);
+    active_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
 void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
-  bool nested;
-  {
-    std::lock_guard lk(mu_);
-    nested = inJob_;
-    if (!nested && !workers_.empty() && n > 1) {
-      inJob_ = true;
-      job_ = &fn;
-      jobSize_ = n;
-      next_ = 0;
-      finished_ = 0;
-      error_ = nullptr;
-      ++epoch_;
-      epochSpin_.store(epoch_, std::memory_order_release);
-    } else {
-      nested = true; // run inline
-    }
-  }
-  if (nested) {
+  bool expected = false;
+  if (insideTask == this || workers_.empty() || n == 1 || n >= (int64_t(1) << 32) ||
+      !busy_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  wake_.notify_all();
-  runTasks();
+  // No worker is inside runTasks here (the previous job waited for active_ == 0).
+  job_ = &fn;
+  jobSize_ = n;
+  finished_.store(0, std::memory_order_relaxed);
+  const uint32_t tag = epoch_.load(std::memory_order_relaxed) + 1;
+  claim_.store(uint64_t(tag) << 32, std::memory_order_release);
+  epoch_.store(tag);
+  if (sleepers_.load() > 0) {
+    std::lock_guard lk(sleepMu_);
+    wake_.notify_all();
+  }
+  runTasks(tag);
+  // Wait for the tasks other threads claimed, then for every worker to leave the job.
+  for (int i = 1; finished_.load(std::memory_order_acquire) < n ||
+                  active_.load(std::memory_order_acquire) > 0;
+       ++i) {
+    cpuRelax();
+    if ((i & 1023) == 0) std::this_thread::yield();
+  }
   std::exception_ptr err;
   {
-    std::unique_lock lk(mu_);
-    done_.wait(lk, [&] { return finished_ == jobSize_; });
-    job_ = nullptr;
-    inJob_ = false;
+    std::lock_guard lk(errMu_);
     err = error_;
     error_ = nullptr;
   }
+  job_ = nullptr;
+  busy_.store(false, std::memory_order_release);
   if (err) std::rethrow_exception(err);
 }
 

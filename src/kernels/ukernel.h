@@ -16,6 +16,15 @@ enum : unsigned {
   kGemmRowBias = 4u, // with kGemmFirst: `bias` holds one value per row (mr floats), not per column
 };
 
+// A fused activation applied after the clamp, on the last K block (GEMM) or per output (depthwise).
+// The f32 exp inside Swish/Sigmoid is a degree-6 polynomial after range reduction (~2 ulp).
+enum : unsigned {
+  kActNone = 0,
+  kActHardSwish = 1, // x * min(1, max(0, x / 6 + 1/2))
+  kActSwish = 2,     // x * sigmoid(x) (SiLU)
+  kActSigmoid = 3,   // 1 / (1 + exp(-x))
+};
+
 // One register tile: C[mr, nr] (+)= A_packed[kc, MR] x W_panel[kc, NR], where MR x NR is the
 // kernel's tile. A is packed k-major with a row stride of MR (rows >= mr are never read), W is one
 // pre-packed B panel (k-major, NR floats per k, columns >= nr are zero padding).
@@ -30,6 +39,7 @@ struct GemmTileParams {
   int64_t kc;        // K block length (>= 1)
   unsigned flags;    // kGemmFirst | kGemmLast
   float lo, hi;      // clamp applied with kGemmLast (-inf/+inf for no activation)
+  unsigned act;      // kAct*, applied after the clamp with kGemmLast
 };
 using GemmUkernelFn = void (*)(const GemmTileParams&);
 
@@ -55,16 +65,20 @@ struct DwRowParams {
 };
 using DwRowFn = void (*)(const DwRowParams&);
 
-// One output row of a depthwise convolution in NCHW (one channel plane, any kernel size, stride,
-// dilation and padding): out[ox] = clamp(bias + sum over ky, kx of w[ky * KW + kx] *
-// rows[ky][ox * stride + kx * dil - padLeft]), reading zero outside [0, W).
+// One output row of a depthwise convolution in NCHW (one channel plane, any kernel size, stride and
+// dilation): out[ox] = act(clamp(bias + sum over ky, kx of w[ky * KW + kx] * row_ky[ox * stride +
+// kx * dil])) for ox < OW. The rows are zero-padded copies (the caller applied the left padding and
+// guarantees readable zeros for every index the vectors touch up to OW rounded up to the vector
+// width): rows[ky] is null where the whole input row is padding. With `half` > 0 (stride 2,
+// dilation 1) each row is deinterleaved: element 2j at [j], element 2j + 1 at [half + j].
 struct DwNchwRowParams {
-  const float* const* rows; // KH input rows (W floats each); null where the row is padding
+  const float* const* rows; // KH padded input rows
   const float* w;           // this channel's KH x KW taps
   float bias;
   float* out; // OW floats
-  int64_t KH, KW, W, OW, stride, dil, padLeft;
+  int64_t KH, KW, OW, stride, dil, half;
   float lo, hi; // clamp (fused activation)
+  unsigned act; // kAct*, after the clamp
 };
 using DwNchwRowFn = void (*)(const DwNchwRowParams&);
 

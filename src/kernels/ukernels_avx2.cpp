@@ -35,6 +35,14 @@ struct V256 {
   static vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
   static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
   static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
+  static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
+  static vec div(vec a, vec b) { return _mm256_div_ps(a, b); }
+  static vec round(vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // 2^n for integral n in [-126, 127].
+  static vec pow2(vec n) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
 };
 
 template <int ROWS> void tile16(const GemmTileParams& p) { detail::gemmTile<V256, 6, ROWS, 2>(p); }

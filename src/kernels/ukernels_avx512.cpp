@@ -38,6 +38,19 @@ struct V512 {
   // _mm512_undefined_ps.
   static vec max(vec a, vec b) { return _mm512_maskz_max_ps(mask(0xFFFF), a, b); }
   static vec min(vec a, vec b) { return _mm512_maskz_min_ps(mask(0xFFFF), a, b); }
+  static vec mul(vec a, vec b) { return _mm512_maskz_mul_ps(mask(0xFFFF), a, b); }
+  static vec div(vec a, vec b) { return _mm512_maskz_div_ps(mask(0xFFFF), a, b); }
+  static vec round(vec a) {
+    return _mm512_maskz_roundscale_ps(mask(0xFFFF), a,
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  // 2^n for integral n in [-126, 127].
+  static vec pow2(vec n) {
+    const mask m(0xFFFF);
+    const __m512i e = _mm512_maskz_add_epi32(m, _mm512_maskz_cvtps_epi32(m, n),
+                                             _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(m, e, 23));
+  }
 };
 
 template <int MR, int ROWS> void tile32(const GemmTileParams& p) {

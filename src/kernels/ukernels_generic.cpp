@@ -25,6 +25,15 @@ struct Scalar {
   // accumulator second, so NaN propagates through the clamp).
   static vec max(vec a, vec b) { return a > b ? a : b; }
   static vec min(vec a, vec b) { return a < b ? a : b; }
+  static vec mul(vec a, vec b) { return a * b; }
+  static vec div(vec a, vec b) { return a / b; }
+  static vec round(vec a) { return __builtin_nearbyintf(a); }
+  static vec pow2(vec n) {
+    const int32_t bits = (int32_t(n) + 127) << 23;
+    float f;
+    __builtin_memcpy(&f, &bits, sizeof f);
+    return f;
+  }
 };
 
 template <int ROWS> void tile8(const GemmTileParams& p) { detail::gemmTile<Scalar, 4, ROWS, 8>(p); }

@@ -1,6 +1,7 @@
 #include "loop/lower.h"
 
 #include "loop/compute.h"
+#include "loop/lower_ops.h"
 #include "loop/simplify.h"
 #include "ops/op_def.h"
 #include "support/error.h"
@@ -119,14 +120,8 @@ private:
     for (size_t j = 0; j < extents_.size(); ++j) vars.push_back(fresh("i" + std::to_string(j)));
 
     // The innermost body: lets for shared intermediates, then one store per output.
-    std::vector<int64_t> outStride(extents_.size());
-    int64_t s = 1;
-    for (size_t j = extents_.size(); j-- > 0;) {
-      outStride[j] = s;
-      s *= extents_[j];
-    }
     loopVars_ = vars;
-    ExprPtr outIndex = linear(outStride);
+    ExprPtr outIndex = linear(outStride_);
     Block inner;
     body_ = &inner;
     for (size_t k = 0; k < innerOut.size(); ++k) {
@@ -155,7 +150,7 @@ private:
       if (j + 1 == extents_.size() && width > 1) {
         k = LoopKind::Vectorize;
         factor = width;
-      } else if (j == 0) {
+      } else if (j == 0 && parallel_) {
         k = LoopKind::Parallel;
         parallelVar = vars[j];
       }
@@ -219,33 +214,17 @@ private:
 
   // Drops unit output dims and merges adjacent dims that every leaf reads the same way (all
   // full, or all broadcast), then computes each leaf's stride per loop.
+  // The loops (detail::flatSpace): merged dims, split for the threads when there is one.
   void coalesce() {
-    auto full = [&](const Leaf& l, size_t d) {
-      size_t off = dims_.size() - l.shape.size();
-      return d >= off && l.shape[d - off] != 1;
-    };
-    std::vector<std::vector<bool>> patterns;
-    for (size_t d = 0; d < dims_.size(); ++d) {
-      if (dims_[d] == 1) continue;
-      std::vector<bool> p;
-      for (const auto& l : leaves_) p.push_back(full(l, d));
-      if (!extents_.empty() && patterns.back() == p) {
-        extents_.back() *= dims_[d];
-      } else {
-        extents_.push_back(dims_[d]);
-        patterns.push_back(p);
-      }
-    }
-    for (size_t k = 0; k < leaves_.size(); ++k) {
-      auto& st = leaves_[k].stride;
-      st.assign(extents_.size(), 0);
-      int64_t s = 1;
-      for (size_t j = extents_.size(); j-- > 0;) {
-        if (!patterns[j][k]) continue;
-        st[j] = s;
-        s *= extents_[j];
-      }
-    }
+    std::vector<Dims> shapes;
+    for (const auto& l : leaves_) shapes.push_back(l.shape);
+    const DType dt = n_.outputs[0]->type.dtype;
+    const int64_t lanes = std::max<int64_t>(1, opts_.vectorBytes / std::max<int64_t>(1, dtypeSize(dt)));
+    detail::FlatSpace fs = detail::flatSpace(dims_, shapes, lanes);
+    extents_ = fs.extents();
+    parallel_ = fs.parallel;
+    outStride_ = fs.strideOf(dims_);
+    for (auto& l : leaves_) l.stride = fs.strideOf(l.shape);
   }
 
   ExprPtr linear(const std::vector<int64_t>& stride) {
@@ -294,6 +273,8 @@ private:
   std::vector<Leaf> leaves_;
   Dims dims_;
   std::vector<int64_t> extents_;
+  std::vector<int64_t> outStride_;
+  bool parallel_ = false;
   std::vector<std::string> loopVars_;
   std::set<std::string> used_;
   Block* body_ = nullptr;

@@ -209,19 +209,100 @@ namespace aicc::loop::detail {
 void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp) {
   sched["candidate"] = ukernelCandidate(kernel);
   sched["micro_kernel"] = std::string(kernel);
-  if (clamp && clamp->consumed) sched["fused_clamp"] = int64_t(1);
+  if (clamp && clamp->consumed && (clamp->hasLo || clamp->hasHi))
+    sched["fused_clamp"] = int64_t(1);
+  static const char* acts[] = {"none", "HardSwish", "Swish", "Sigmoid"};
+  if (clamp && clamp->consumed && clamp->act > 0 && clamp->act < 4)
+    sched["fused_activation"] = std::string(acts[clamp->act]);
 }
 
 std::vector<CallArg> clampArgs(FusedClamp* clamp) {
   int64_t flags = 0;
   double lo = 0, hi = 0;
-  if (clamp && (clamp->hasLo || clamp->hasHi)) {
-    flags = (clamp->hasLo ? 1 : 0) | (clamp->hasHi ? 2 : 0);
+  if (clamp && (clamp->hasLo || clamp->hasHi || clamp->act)) {
+    flags = (clamp->hasLo ? 1 : 0) | (clamp->hasHi ? 2 : 0) | int64_t(clamp->act) << 2;
     lo = clamp->lo, hi = clamp->hi;
     clamp->consumed = true;
   }
   return {CallArg{"", nullptr, intImm(flags)}, CallArg{"", nullptr, floatImm(lo, DType::F32)},
           CallArg{"", nullptr, floatImm(hi, DType::F32)}};
+}
+
+} // namespace aicc::loop::detail
+
+namespace aicc::loop::detail {
+
+namespace {
+constexpr int64_t kParallelElements = 1 << 14; // fewer elements: one thread beats the dispatch
+constexpr int64_t kMaxBlock = 8192, kMinBlock = 512;
+
+// Whether an operand of shape `shape` (right-aligned to `out`) varies along out's dim d.
+bool fullAt(const Dims& out, const Dims& shape, size_t d) {
+  size_t off = out.size() - shape.size();
+  return d >= off && shape[d - off] != 1;
+}
+} // namespace
+
+Dims FlatSpace::extents() const {
+  Dims e;
+  for (const Loop& l : loops) e.push_back(l.extent);
+  return e;
+}
+
+std::vector<int64_t> FlatSpace::strideOf(const Dims& shape) const {
+  // The operand's own row-major strides, placed on out's dims.
+  std::vector<int64_t> st(out.size(), 0);
+  int64_t s = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    size_t d = out.size() - shape.size() + k;
+    if (shape[k] != 1) st[d] = s;
+    s *= shape[k];
+  }
+  std::vector<int64_t> r;
+  for (const Loop& l : loops) {
+    auto [d0, d1] = groups[l.group];
+    int64_t g = 0; // the stride of the group's innermost non-unit dim
+    for (size_t d = d1; d-- > d0;)
+      if (out[d] != 1) {
+        g = fullAt(out, shape, d) ? st[d] : 0;
+        break;
+      }
+    r.push_back(g * l.mult);
+  }
+  return r;
+}
+
+FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t lanes) {
+  FlatSpace fs;
+  fs.out = out;
+  std::vector<std::vector<bool>> patterns;
+  std::vector<int64_t> ext;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;
+    std::vector<bool> p;
+    for (const Dims& o : operands) p.push_back(fullAt(out, o, d));
+    if (!patterns.empty() && patterns.back() == p) {
+      fs.groups.back().second = d + 1;
+      ext.back() *= out[d];
+    } else {
+      fs.groups.push_back({d, d + 1});
+      ext.push_back(out[d]);
+      patterns.push_back(p);
+    }
+  }
+  for (size_t g = 0; g < ext.size(); ++g) fs.loops.push_back({g, ext[g], 1});
+  const int64_t total = numel(out);
+  fs.parallel = total >= kParallelElements;
+  // One loop: split off a block (a divisor, a multiple of the vector width) for the threads.
+  if (fs.parallel && fs.loops.size() == 1) {
+    const int64_t e = fs.loops[0].extent, step = std::max<int64_t>(lanes, 1);
+    for (int64_t b = std::min(kMaxBlock, e / 4) / step * step; b >= kMinBlock; b -= step)
+      if (e % b == 0) {
+        fs.loops = {{0, e / b, b}, {0, b, 1}};
+        break;
+      }
+  }
+  return fs;
 }
 
 } // namespace aicc::loop::detail

@@ -3,11 +3,14 @@
 // applies the chain in place (out = chain(out, other operands)). Standalone activations that
 // compute.h does not define (HardSwish, Swish, Gelu, Softplus, Mish, ...) lower as chains
 // without a head.
+#include "kernels/ukernel.h"
 #include "loop/compute.h"
 #include "loop/lower_ops.h"
 #include "ops/op_def.h"
 
 #include <cmath>
+#include <functional>
+#include <set>
 
 namespace aicc::loop::detail {
 
@@ -59,21 +62,56 @@ ExprPtr chainExpr(const Node& x, const std::vector<ExprPtr>& in, DType out, std:
 namespace {
 
 // One loop nest over `dims` storing the chain's value of `result` into `dst`; `seed` (if any) is
-// read back from `seedParam` at the same element.
+// read back from `seedParam` at the same element. The loops are those of flatSpace: merged where
+// the operands allow, parallel and vectorized over the merged extents.
 Block chainNest(FuncBuilder& b, const std::vector<const Node*>& chain, const Bind& bind,
                 const Value* result, const std::string& dst, const Dims& dims, DType t,
                 const Value* seed, const std::string& seedParam, const LowerOptions& o,
                 Schedule& sched) {
-  std::vector<std::string> vs;
-  for (size_t d = 0; d < dims.size(); ++d) vs.push_back(b.fresh("e" + std::to_string(d)));
-  std::vector<ExprPtr> vv = vars(vs);
-  ExprPtr flat = linearIndex(vv, strides(dims));
-  std::map<const Value*, ExprPtr> memo;
-  if (seed) memo[seed] = load(seedParam, flat, t);
   std::map<const Value*, const Node*> producer;
   for (const Node* x : chain)
     for (const Value* v : x->outputs)
       if (v) producer[v] = x;
+  auto outerOf = [&](const Value* v) {
+    auto bi = bind.find(v);
+    return bi != bind.end() ? bi->second : v;
+  };
+  auto isScalar = [](const Value* v) { return v->constant && v->constant->numel() == 1; };
+  // The operands read from memory (the seed has the output's shape).
+  std::vector<const Value*> leaves;
+  std::set<const Value*> seen;
+  std::function<void(const Value*)> collect = [&](const Value* v) {
+    if (!v || v == seed || !seen.insert(v).second) return;
+    if (auto p = producer.find(v); p != producer.end()) {
+      for (const Value* i : p->second->inputs) collect(i);
+      return;
+    }
+    if (!isScalar(outerOf(v))) leaves.push_back(v);
+  };
+  collect(result);
+  std::vector<Dims> shapes;
+  for (const Value* v : leaves) {
+    Dims vd = staticDims(outerOf(v), "operand");
+    if (vd.size() > dims.size()) no("an operand of higher rank than the output");
+    for (size_t d = 0; d < vd.size(); ++d)
+      if (vd[d] != 1 && vd[d] != dims[dims.size() - vd.size() + d])
+        no("an operand that does not broadcast");
+    shapes.push_back(vd);
+  }
+  const int64_t lanes = vectorWidthFor(o, t, 1 << 20);
+  FlatSpace fs = flatSpace(dims, shapes, lanes);
+  const Dims ext = fs.extents();
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < ext.size(); ++d) vs.push_back(b.fresh("e" + std::to_string(d)));
+  std::vector<ExprPtr> vv = vars(vs);
+  ExprPtr flat = linearIndex(vv, fs.strideOf(dims));
+  std::map<const Value*, ExprPtr> memo;
+  if (seed) memo[seed] = load(seedParam, flat, t);
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    const Value* outer = outerOf(leaves[k]);
+    memo[leaves[k]] = load(b.input(outer), linearIndex(vv, fs.strideOf(shapes[k])),
+                           outer->type.dtype);
+  }
   std::function<ExprPtr(const Value*)> expr = [&](const Value* v) -> ExprPtr {
     if (auto it = memo.find(v); it != memo.end()) return it->second;
     ExprPtr e;
@@ -84,37 +122,26 @@ Block chainNest(FuncBuilder& b, const std::vector<const Node*>& chain, const Bin
       e = chainExpr(*p->second, args, v->type.dtype, &why);
       if (!e) no(p->second->describe() + ": " + why);
     } else {
-      auto bi = bind.find(v);
-      const Value* outer = bi != bind.end() ? bi->second : v;
-      if (outer->constant && outer->constant->numel() == 1) {
-        const Tensor& c = *outer->constant;
-        e = isFloat(c.dtype()) ? floatImm(c.getF64(0), c.dtype()) : intImm(c.getI64(0), c.dtype());
-      } else {
-        Dims vd = staticDims(outer, "operand");
-        if (vd.size() > dims.size()) no("an operand of higher rank than the output");
-        size_t off = dims.size() - vd.size();
-        std::vector<int64_t> st = strides(vd), full(dims.size(), 0);
-        for (size_t d = 0; d < vd.size(); ++d) {
-          if (vd[d] != 1 && vd[d] != dims[off + d]) no("an operand that does not broadcast");
-          if (vd[d] != 1) full[off + d] = st[d];
-        }
-        e = load(b.input(outer), linearIndex(vv, full), outer->type.dtype);
-      }
+      const Tensor& c = *outerOf(v)->constant; // a scalar (collect() loaded every other leaf)
+      e = isFloat(c.dtype()) ? floatImm(c.getF64(0), c.dtype()) : intImm(c.getI64(0), c.dtype());
     }
     memo[v] = e;
     return e;
   };
   ExprPtr value = expr(result);
   if (value->type != t) no("the chain computes a different element type");
-  int64_t w = dims.empty() ? 1 : vectorWidthFor(o, t, dims.back());
+  int64_t w = ext.empty() ? 1 : vectorWidthFor(o, t, ext.back());
   std::vector<std::string> ops;
   for (const Node* x : chain) ops.push_back(x->op);
   sched["chain_ops"] = ops;
   sched["vector_width"] = w;
-  return nest(vs, dims, {Stmt::store(dst, flat, value)}, true, w);
+  sched["chain_loops"] = ext;
+  if (ext.empty()) return {Stmt::store(dst, intImm(0), value)};
+  return nest(vs, ext, {Stmt::store(dst, flat, value)}, fs.parallel, w);
 }
 
-// Relu, or Clip whose bounds are absent or constant scalars, as a clamp; anything else: none.
+// Relu, or Clip whose bounds are absent or constant scalars, as a clamp; HardSwish, Sigmoid and
+// Swish (alpha 1) as the kernel's activation; anything else: none.
 FusedClamp clampOf(const Node& x, const Bind& bind) {
   FusedClamp c;
   if (!x.domain.empty() || x.outputs.size() != 1 || !x.outputs[0] ||
@@ -122,6 +149,18 @@ FusedClamp clampOf(const Node& x, const Bind& bind) {
     return c;
   if (x.op == "Relu") {
     c.hasLo = true;
+    return c;
+  }
+  if (x.op == "HardSwish") {
+    c.act = kernels::kActHardSwish;
+    return c;
+  }
+  if (x.op == "Sigmoid") {
+    c.act = kernels::kActSigmoid;
+    return c;
+  }
+  if (x.op == "Swish") {
+    if (x.attrFloat("alpha") == 1.0) c.act = kernels::kActSwish;
     return c;
   }
   if (x.op != "Clip") return c;

@@ -28,7 +28,8 @@
 //       clip; acts f0 | g0 << 2 | h0 << 4 | f1 << 6 | g1 << 8 | h1 << 10 (f: i, o and f gates,
 //       g: cell candidate, h: output; per direction)
 //   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (loop/lower_kernels_quant.cpp)
-// clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .).
+// clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
+// them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid).
 // Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
 #include "kernels/attention.h"
 #include "kernels/conv.h"
@@ -155,6 +156,8 @@ kernels::Epilogue clampOf(const std::string& k, const std::vector<KernelArg>& a,
   float hi = flags & 2 ? float(a[i + 2].f) : std::numeric_limits<float>::infinity();
   ep.act = kernels::Activation::Clip;
   ep.clipMin = lo, ep.clipMax = hi;
+  ep.post = unsigned(flags >> 2);
+  AICC_CHECK(ep.post <= kernels::kActSigmoid, "call @{}: bad activation code {}", k, ep.post);
   return ep;
 }
 

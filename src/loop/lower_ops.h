@@ -66,6 +66,27 @@ ExprPtr linearIndex(const std::vector<ExprPtr>& idx, const std::vector<int64_t>&
 Block nest(const std::vector<std::string>& vars, const Dims& ext, Block body,
            bool parallelOuter = true, int64_t vectorWidth = 1);
 std::vector<ExprPtr> vars(const std::vector<std::string>& names);
+// The loops of an elementwise nest writing a dense `out` and reading operands broadcast to it
+// (numpy rules, right-aligned): dims of extent 1 are dropped, adjacent dims merge where every
+// operand is full in both or broadcast in both (a per-channel bias over NCHW gives [C, H*W], a
+// same-shape chain one loop), and a single loop of enough elements splits into [chunks, block] so
+// the outer loop can run in parallel while the inner one vectorizes.
+struct FlatSpace {
+  struct Loop {
+    size_t group;    // merged dim range (groups[group])
+    int64_t extent;
+    int64_t mult;    // element step of this loop within its group
+  };
+  std::vector<std::pair<size_t, size_t>> groups; // [d0, d1) of the output's dims
+  std::vector<Loop> loops;                       // outermost first
+  Dims out;
+  bool parallel = false; // enough work for the outer loop to be worth splitting over threads
+  Dims extents() const;
+  // Per loop, the element stride of an operand of shape `shape` (0 where it is broadcast).
+  std::vector<int64_t> strideOf(const Dims& shape) const;
+};
+FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t lanes);
+
 // The vector width for innermost loops of `extent` elements of type t.
 int64_t vectorWidthFor(const LowerOptions& o, DType t, int64_t extent);
 // Normalizes a possibly negative axis; throws NotLowerable when out of range.
@@ -108,9 +129,12 @@ ExprPtr chainExpr(const Node& x, const std::vector<ExprPtr>& in, DType out, std:
 using Bind = std::map<const Value*, const Value*>;
 // A clamp (Relu, Clip with constant bounds) that ends an epilogue chain, offered to the head's
 // micro-kernel: when the head applies it, it sets `consumed` and the chain is not emitted.
+// The epilogue a micro-kernel applies itself: a clamp (Relu, Clip) or one activation
+// (kernels::kAct*: HardSwish, Swish, Sigmoid), set when the chain is that one op.
 struct FusedClamp {
   bool hasLo = false, hasHi = false;
   double lo = 0, hi = 0;
+  unsigned act = 0; // kernels::kAct*
   bool consumed = false;
 };
 Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,

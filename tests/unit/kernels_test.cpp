@@ -55,8 +55,13 @@ Epilogue makeEpilogue(int act, const float* bias) {
     return Epilogue::relu(bias);
   case 2:
     return Epilogue::relu6(bias);
-  default:
+  case 3:
     return {bias, Activation::Clip, -0.25f, 0.5f};
+  default: { // 4, 5, 6: the fused activations after no clamp
+    Epilogue ep = Epilogue::none(bias);
+    ep.post = act == 4 ? kActHardSwish : act == 5 ? kActSwish : kActSigmoid;
+    return ep;
+  }
   }
 }
 
@@ -313,7 +318,8 @@ std::vector<float> convNchwReference(const Conv2dShape& s, int64_t G, const std:
                      double(w[size_t(((m * Cg + c) * s.KH + kh) * s.KW + kw)]);
             }
         const float v = float(acc);
-        y[size_t((m * OH + oy) * OW + ox)] = std::min(ep.hi(), std::max(ep.lo(), v));
+        y[size_t((m * OH + oy) * OW + ox)] =
+            activateScalar(std::min(ep.hi(), std::max(ep.lo(), v)), ep.post);
       }
   return y;
 }
@@ -348,7 +354,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   }
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm))
     for (const Conv2dShape& s : shapes)
-      for (int variant = 0; variant < 3; ++variant) {
+      for (int variant = 0; variant < 7; ++variant) { // clamps, then the activations
         const int64_t K = s.Cin * s.KH * s.KW;
         const auto x = randomVec(size_t(s.Cin * s.H * s.W), 21);
         const auto w = randomVec(size_t(s.Cout * K), 22);
@@ -359,7 +365,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
         packAInto(*kd, w.data(), s.Cout, K, K, packed.data());
         std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
         conv2dNchwPacked(*kd, s, packed.data(), x.data(), got.data(), ep,
-                         variant == 2 ? &pool : nullptr);
+                         variant % 3 == 2 ? &pool : nullptr);
         expectClose(got, convNchwReference(s, 1, x, w, b, ep), K,
                     std::string(kd->name) + " nchw conv " + std::to_string(s.KH) + "x" +
                         std::to_string(s.KW) + " stride " + std::to_string(s.strideH) +
@@ -382,7 +388,7 @@ TEST(Kernels, DepthwiseNchwMatchesReference) {
                         {2, 2, 3, 53, 3, 1, 1, 1}};
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
     for (const Case& c : cases)
-      for (int variant = 0; variant < 3; ++variant) {
+      for (int variant = 0; variant < 6; ++variant) {
         DwShape d;
         d.C = c.C, d.mult = c.mult, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K;
         d.strideH = d.strideW = c.stride, d.dilH = d.dilW = c.dil;
@@ -399,7 +405,7 @@ TEST(Kernels, DepthwiseNchwMatchesReference) {
         std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
         ASSERT_EQ(d.OH(), s.OH());
         depthwiseConvNchw(*kd, d, w.data(), x.data(), got.data(), ep,
-                          variant == 2 ? &pool : nullptr);
+                          variant % 3 == 2 ? &pool : nullptr);
         expectClose(got, convNchwReference(s, c.C, x, w, b, ep), c.K * c.K,
                     std::string(kd->name) + " dw " + std::to_string(c.K) + " stride " +
                         std::to_string(c.stride) + " mult " + std::to_string(c.mult));

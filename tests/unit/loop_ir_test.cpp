@@ -536,9 +536,9 @@ TEST(LoopLowering, CoalescesDimsAndSchedules) {
       printFunc(lm.funcs[0]),
       "func @Add(%x: f32[4,8,16] in, %b: f32[8,1] in, %y: f32[4,8,16] out) schedule {kind = "
       "\"elementwise\", "
-      "loop_order = [\"i0\", \"i1\", \"i2\"], op = \"Add\", parallel = [\"i0\"], vector_width = "
+      "loop_order = [\"i0\", \"i1\", \"i2\"], op = \"Add\", parallel = strings[], vector_width = "
       "16} {\n"
-      "  for %i0 in 0..4 parallel {\n"
+      "  for %i0 in 0..4 {\n"
       "    for %i1 in 0..8 {\n"
       "      for %i2 in 0..16 vectorize(16) {\n"
       "        store %y[%i0 * 128 + %i1 * 16 + %i2], %x[%i0 * 128 + %i1 * 16 + %i2] + %b[%i1]\n"
@@ -548,6 +548,16 @@ TEST(LoopLowering, CoalescesDimsAndSchedules) {
                 .find("for %i0 in 0..512 vectorize(16) {\n    store %z[%i0], max(%y[%i0], 0.0)"),
             std::string::npos)
       << printFunc(lm.funcs[1]);
+  // Enough elements for the threads (>= 16384): the flat loop splits into [chunks, block], the
+  // outer loop parallel, the inner one vectorized.
+  Model big = parseModel("graph @main(%x: f32[4,64,128]) {\n  %z = Relu(%x) : f32[4,64,128]\n"
+                         "  return %z\n}\n");
+  Module bm = lowerGraph(*big.graph);
+  ASSERT_EQ(bm.funcs.size(), 1u);
+  EXPECT_NE(printFunc(bm.funcs[0]).find("for %i0 in 0..4 parallel {\n    for %i1 in 0..8192 "
+                                        "vectorize(16) {\n      store %z[%i0 * 8192 + %i1]"),
+            std::string::npos)
+      << printFunc(bm.funcs[0]);
   // Not lowerable: the reason is given.
   Model mm =
       parseModel("graph @main(%x: f32[2,3]) {\n  %y = Hardmax(%x) : f32[2,3]\n  return %y\n}\n");
