@@ -1,7 +1,8 @@
 // Microbenchmarks of the hand-written kernels (src/kernels), in GFLOP/s:
 //   peak/<isa>                        FMA-only loop: the machine's per-core peak for that ISA
 //   gemm/<kernel>/MxNxK/threads:T     C = A[M,K] * B[K,N] (B pre-packed), bias + ReLU epilogue
-//   dwconv/<kernel>/HxWxC/s<S>/threads:T, conv2d/<gemm kernel>/..., the NHWC convolutions
+//   dwconv/<kernel>/HxWxC/k<K>s<S>/threads:T, conv2d/<gemm kernel>/...: the NCHW convolutions the
+//   engines call (depthwise over padded rows; GEMM with weights packed as A, im2col panels)
 // Run: ./build/aicc_bench [--benchmark_filter=gemm/.*14x32] (see bench/README.md).
 #include <benchmark/benchmark.h>
 
@@ -68,32 +69,37 @@ void benchGemm(benchmark::State& st, const KernelDesc* kd, int64_t M, int64_t N,
   setFlops(st, 2.0 * double(M) * double(N) * double(K));
 }
 
-void benchDw(benchmark::State& st, const KernelDesc* kd, int64_t H, int64_t W, int64_t C,
+// The engines' depthwise path: NCHW, any kernel, padded rows (kernels/conv.h depthwiseConvNchw).
+void benchDw(benchmark::State& st, const KernelDesc* kd, int64_t HW, int64_t C, int64_t K,
              int64_t stride, int threads) {
-  const auto in = randomVec(size_t(H * W * C)), w = randomVec(size_t(9 * C)),
+  DwShape s;
+  s.C = C, s.H = s.W = HW, s.KH = s.KW = K, s.strideH = s.strideW = stride;
+  s.padTop = s.padLeft = s.padBottom = s.padRight = K / 2;
+  const auto in = randomVec(size_t(HW * HW * C)), w = randomVec(size_t(K * K * C)),
              b = randomVec(size_t(C));
-  const int64_t OH = dwOutSize(H, stride), OW = dwOutSize(W, stride);
-  std::vector<float> out(size_t(OH * OW * C));
-  const DwConvWeights wt = packDepthwise3x3(*kd, w.data(), b.data(), C);
+  std::vector<float> out(size_t(s.OH() * s.OW() * C));
   ThreadPool* pool = poolFor(threads);
   for (auto _ : st) {
-    depthwiseConv3x3Nhwc(wt, 1, H, W, stride, in.data(), out.data(), Epilogue::relu6(), pool);
+    depthwiseConvNchw(*kd, s, w.data(), in.data(), out.data(), Epilogue::relu6(b.data()), pool);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * 9 * double(OH * OW * C));
+  setFlops(st, 2.0 * double(K * K) * double(s.OH() * s.OW() * C));
 }
-
+// The engines' convolution: NCHW, weights packed at compile time as the A operand, im2col panels
+// packed per call (kernels/conv.h conv2dNchwPacked).
 void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, int threads) {
-  const auto in = randomVec(size_t(s.N * s.H * s.W * s.Cin));
-  const auto w = randomVec(size_t(s.Cout * s.Cin * s.KH * s.KW)), b = randomVec(size_t(s.Cout));
-  std::vector<float> out(size_t(s.N * s.OH() * s.OW() * s.Cout));
-  const Conv2dWeights wt = packConv2d(*kd, s, w.data(), b.data());
+  const auto in = randomVec(size_t(s.Cin * s.H * s.W));
+  const int64_t K = s.Cin * s.KH * s.KW;
+  const auto w = randomVec(size_t(s.Cout * K)), b = randomVec(size_t(s.Cout));
+  std::vector<float> packed(size_t(packedAFloats(*kd, s.Cout, K)));
+  packAInto(*kd, w.data(), s.Cout, K, K, packed.data());
+  std::vector<float> out(size_t(s.OH() * s.OW() * s.Cout));
   ThreadPool* pool = poolFor(threads);
   for (auto _ : st) {
-    conv2dNhwc(wt, in.data(), out.data(), Epilogue::relu(), pool);
+    conv2dNchwPacked(*kd, s, packed.data(), in.data(), out.data(), Epilogue::relu(b.data()), pool);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * double(s.N * s.OH() * s.OW() * s.Cout) * double(s.Cin * s.KH * s.KW));
+  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K));
 }
 
 Conv2dShape convShape(int64_t HW, int64_t Cin, int64_t Cout, int64_t K, int64_t stride) {
@@ -130,22 +136,23 @@ void registerAll() {
         })->UseRealTime();
       }
 
-  struct DwShape {
-    int64_t HW, C, stride;
+  struct DwCase {
+    int64_t HW, C, K, stride;
   };
-  // MobileNetV2 depthwise layers.
-  const DwShape dws[] = {{112, 32, 1}, {112, 96, 2}, {56, 144, 1}, {28, 192, 1}, {14, 576, 1}};
-  for (const KernelDesc* kd : availableKernels(KernelOp::DepthwiseConv3x3))
-    for (const DwShape& s : dws)
+  // MobileNetV2 (3x3) and EfficientNet-B0 (5x5) depthwise layers.
+  const DwCase dws[] = {{112, 32, 3, 1}, {112, 96, 3, 2}, {56, 144, 3, 1}, {28, 192, 3, 1},
+                        {14, 576, 3, 1}, {14, 672, 5, 1}, {28, 240, 5, 2}};
+  for (const KernelDesc* kd : availableKernels(KernelOp::DepthwiseConvNchw))
+    for (const DwCase& s : dws)
       for (int t : {1, 2}) {
         const std::string name = "dwconv/" + std::string(kd->name) + "/" + std::to_string(s.HW) +
-                                 "x" + std::to_string(s.HW) + "x" + std::to_string(s.C) + "/s" +
-                                 std::to_string(s.stride) + "/threads:" + std::to_string(t);
+                                 "x" + std::to_string(s.HW) + "x" + std::to_string(s.C) + "/k" +
+                                 std::to_string(s.K) + "s" + std::to_string(s.stride) +
+                                 "/threads:" + std::to_string(t);
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-          benchDw(st, kd, s.HW, s.HW, s.C, s.stride, t);
+          benchDw(st, kd, s.HW, s.C, s.K, s.stride, t);
         })->UseRealTime();
       }
-
   // ResNet-50 convolutions through the default GEMM kernel: 3x3 (im2col), 1x1 (direct), stem 7x7/2.
   const KernelDesc* gk = &defaultKernel(KernelOp::Gemm);
   const std::pair<const char*, Conv2dShape> convs[] = {

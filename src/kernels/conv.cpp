@@ -246,54 +246,54 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
 
 void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, const float* in,
                        float* out, const Epilogue& ep, ThreadPool* pool) {
-  AICC_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwRow,
+  AICC_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwPlane,
              "depthwise conv: '{}' is not an NCHW depthwise kernel", kd.name);
   const int64_t OH = s.OH(), OW = s.OW();
   AICC_CHECK(s.C >= 1 && s.mult >= 1 && OH >= 1 && OW >= 1 && s.KH >= 1 && s.KW >= 1 &&
                  s.KH <= 64 && s.strideH >= 1 && s.strideW >= 1 && s.dilH >= 1 && s.dilW >= 1,
              "depthwise conv: bad shape");
-  // Each input row is copied once into a zero-padded row (deinterleaved for stride 2) long enough
-  // for every vector the kernel reads up to OW rounded up to whole vectors.
+  // Each input plane is copied once into a zero-padded plane (rows deinterleaved for stride 2)
+  // large enough for every vector the kernel reads up to OW rounded up to whole vectors.
   const int64_t vw = std::max(kd.vectorWidth, 1), owr = (OW + vw - 1) / vw * vw;
   const int64_t sw = s.strideW, dw = s.dilW, span = (owr - 1) * sw + (s.KW - 1) * dw + 1;
   const bool split = sw == 2 && dw == 1;
   const int64_t half = split ? owr + (s.KW - 1) / 2 + 1 : 0;
-  const int64_t rowLen = std::max(split ? 2 * half : span, s.padLeft + s.W) + vw;
+  const int64_t pitch = std::max(split ? 2 * half : span, s.padLeft + s.W) + vw;
+  const int64_t rows = std::max((OH - 1) * s.strideH + (s.KH - 1) * s.dilH + 1, s.padTop + s.H) + 1;
   auto planes = [&](int64_t c0, int64_t c1) {
-    thread_local std::vector<float> padded, tmp;
-    padded.assign(size_t(s.H * rowLen), 0.0f);
-    if (split) tmp.assign(size_t(rowLen), 0.0f);
-    const float* rows[64];
-    DwNchwRowParams p{};
-    p.rows = rows;
-    p.KH = s.KH, p.KW = s.KW, p.OW = OW, p.stride = sw, p.dil = dw, p.half = half;
+    thread_local std::vector<float> padded;
+    padded.assign(size_t(rows * pitch), 0.0f);
+    DwNchwPlaneParams p{};
+    p.in = padded.data();
+    p.KH = s.KH, p.KW = s.KW, p.OH = OH, p.OW = OW, p.strideH = s.strideH, p.strideW = sw;
+    p.dilH = s.dilH, p.dilW = dw, p.pitch = pitch, p.half = half;
     p.lo = ep.lo(), p.hi = ep.hi(), p.act = ep.post;
     for (int64_t c = c0; c < c1; ++c) {
       const float* plane = in + c * s.H * s.W;
       for (int64_t y = 0; y < s.H; ++y) {
-        float* dst = padded.data() + y * rowLen;
+        float* dst = padded.data() + (s.padTop + y) * pitch;
         if (!split) {
           std::copy_n(plane + y * s.W, s.W, dst + s.padLeft);
           continue;
         }
-        std::copy_n(plane + y * s.W, s.W, tmp.data() + s.padLeft);
-        for (int64_t j = 0; j < half; ++j) {
-          dst[j] = tmp[size_t(2 * j)];
-          dst[half + j] = tmp[size_t(2 * j + 1)];
+        // Input column i is padded column pc = i + padLeft, stored at (pc & 1) * half + pc / 2.
+        // Pairs (2m, 2m + 1) go to two contiguous streams, which the compiler vectorizes.
+        const float* src = plane + y * s.W;
+        const int64_t pl = s.padLeft, pairs = s.W / 2;
+        float* first = dst + (pl & 1) * half + pl / 2;             // column 2m
+        float* second = dst + ((pl + 1) & 1) * half + (pl + 1) / 2; // column 2m + 1
+        for (int64_t m = 0; m < pairs; ++m) {
+          first[m] = src[2 * m];
+          second[m] = src[2 * m + 1];
         }
+        if (s.W & 1) first[pairs] = src[2 * pairs];
       }
       for (int64_t m = 0; m < s.mult; ++m) {
         const int64_t co = c * s.mult + m;
         p.w = w + co * s.KH * s.KW;
         p.bias = ep.bias ? ep.bias[co] : 0.0f;
-        for (int64_t oy = 0; oy < OH; ++oy) {
-          for (int64_t ky = 0; ky < s.KH; ++ky) {
-            const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
-            rows[ky] = iy >= 0 && iy < s.H ? padded.data() + iy * rowLen : nullptr;
-          }
-          p.out = out + (co * OH + oy) * OW;
-          kd.dwNchwRow(p);
-        }
+        p.out = out + co * OH * OW;
+        kd.dwNchwPlane(p);
       }
     }
   };

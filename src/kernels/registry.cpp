@@ -81,19 +81,19 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Avx512,
      .vectorWidth = 16,
      .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding",
-     .dwNchwRow = f32_dwconv_nchw_avx512},
+     .dwNchwPlane = f32_dwconv_nchw_avx512},
     {.name = "f32_dwconv_nchw_avx2",
      .op = KernelOp::DepthwiseConvNchw,
      .isa = Isa::Avx2,
      .vectorWidth = 8,
      .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding",
-     .dwNchwRow = f32_dwconv_nchw_avx2},
+     .dwNchwPlane = f32_dwconv_nchw_avx2},
     {.name = "f32_dwconv_nchw_generic",
      .op = KernelOp::DepthwiseConvNchw,
      .isa = Isa::Generic,
      .vectorWidth = 1,
      .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding; portable C++",
-     .dwNchwRow = f32_dwconv_nchw_generic},
+     .dwNchwPlane = f32_dwconv_nchw_generic},
 };
 
 int isaRank(Isa isa) { return isa == Isa::Avx512 ? 2 : isa == Isa::Avx2 ? 1 : 0; }

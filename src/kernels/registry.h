@@ -35,7 +35,7 @@ struct KernelDesc {
   GemmUkernelFn gemm = nullptr;
   GemmPackAFn packA = nullptr; // ISA-specific A packing (GEMM), or null for the portable one
   DwRowFn dwRow = nullptr;
-  DwNchwRowFn dwNchwRow = nullptr;
+  DwNchwPlaneFn dwNchwPlane = nullptr;
 };
 
 // Every kernel compiled into this build (including ones this CPU cannot run).

@@ -32,7 +32,8 @@ template <class V> typename V::vec expApprox(typename V::vec x) {
 }
 
 // The fused activation (ukernel.h kAct*) of one vector.
-template <class V> typename V::vec activate(typename V::vec x, unsigned act) {
+template <class V>
+__attribute__((always_inline)) inline typename V::vec activate(typename V::vec x, unsigned act) {
   using vec = typename V::vec;
   switch (act) {
   case kActHardSwish: {
@@ -204,51 +205,76 @@ template <class V> void dwRow(const DwRowParams& p) {
   }
 }
 
-// Depthwise NCHW row (see DwNchwRowParams): the rows are zero-padded, so every output vector
-// reads its taps without bounds checks: plain loads (stride 1), loads from the deinterleaved halves
-// (stride 2), or strided loads. Up to four vectors of outputs per step share each broadcast tap.
-template <class V> void dwNchwRow(const DwNchwRowParams& p) {
+// Depthwise NCHW plane (see DwNchwPlaneParams). The work is a list of jobs, one per output vector
+// (row oy, columns ox0..ox0 + width); four jobs run together so each broadcast tap feeds four
+// independent FMA chains (a row of 14 outputs alone would be one latency-bound chain). A last
+// group of fewer jobs repeats its last job (same values stored twice). MODE: 0 stride 1, 1 stride
+// 2 over deinterleaved rows, 2 any stride (strided loads).
+template <class V, int MODE, int KWS> void dwNchwPlaneMode(const DwNchwPlaneParams& p) {
   using vec = typename V::vec;
-  constexpr int W = V::width;
-  const int64_t s = p.stride, d = p.dil, OW = p.OW, KW = p.KW;
+  constexpr int W = V::width, U = 4;
+  const int64_t OW = p.OW, KW = KWS ? KWS : p.KW, nv = (OW + W - 1) / W, jobs = p.OH * nv;
+  const int64_t sW = p.strideW, dW = p.dilW, rowStep = p.dilH * p.pitch;
   const vec lo = V::set1(p.lo), hi = V::set1(p.hi), bias = V::set1(p.bias);
-  // The input of output ox for tap column kx, in row r.
-  auto tap = [&](const float* r, int64_t ox, int64_t kx) {
-    if (s == 1) return V::load(r + ox + kx * d);
-    if (p.half > 0) return V::load(r + (kx & 1) * p.half + ox + (kx >> 1));
-    return V::loadStrided(r + ox * s + kx * d, s);
-  };
-  auto finish = [&](vec acc, int64_t ox) {
-    acc = activate<V>(V::min(hi, V::max(lo, acc)), p.act);
-    if (ox + W <= OW)
-      V::store(p.out + ox, acc);
-    else
-      V::storeMasked(p.out + ox, V::maskFor(OW - ox), acc);
-  };
-  int64_t ox = 0;
-  for (; ox + 4 * W <= OW; ox += 4 * W) {
-    vec acc[4] = {bias, bias, bias, bias};
-    for (int64_t ky = 0; ky < p.KH; ++ky) {
-      const float* r = p.rows[ky];
-      if (!r) continue;
-      for (int64_t kx = 0; kx < KW; ++kx) {
-        const vec wv = V::set1(p.w[ky * KW + kx]);
+  int64_t nextY = 0, nextX = 0; // the job after the current group
+  for (int64_t j0 = 0; j0 < jobs; j0 += U) {
+    const float* base[U];
+    int64_t oy[U], ox[U];
 #pragma GCC unroll 4
-        for (int u = 0; u < 4; ++u) acc[u] = V::fmadd(wv, tap(r, ox + u * W, kx), acc[u]);
+    for (int u = 0; u < U; ++u) {
+      if (j0 + u < jobs) {
+        oy[u] = nextY, ox[u] = nextX;
+        nextX += W;
+        if (nextX >= OW) nextX = 0, ++nextY;
+      } else { // repeat the last job
+        oy[u] = oy[u - 1], ox[u] = ox[u - 1];
+      }
+      const float* row = p.in + oy[u] * p.strideH * p.pitch;
+      base[u] = MODE == 2 ? row + ox[u] * sW : row + ox[u];
+    }
+    vec acc[U] = {bias, bias, bias, bias};
+    for (int64_t ky = 0; ky < p.KH; ++ky) {
+      const int64_t rowOff = ky * rowStep;
+      const float* wk = p.w + ky * KW;
+#pragma GCC unroll 8
+      for (int64_t kx = 0; kx < KW; ++kx) {
+        const vec wv = V::set1(wk[kx]);
+        const int64_t off = rowOff + (MODE == 1 ? (kx & 1) * p.half + (kx >> 1) : kx * dW);
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+          const vec x = MODE == 2 ? V::loadStrided(base[u] + off, sW) : V::load(base[u] + off);
+          acc[u] = V::fmadd(wv, x, acc[u]);
+        }
       }
     }
 #pragma GCC unroll 4
-    for (int u = 0; u < 4; ++u) finish(acc[u], ox + u * W);
-  }
-  for (; ox < OW; ox += W) {
-    vec acc = bias;
-    for (int64_t ky = 0; ky < p.KH; ++ky) {
-      const float* r = p.rows[ky];
-      if (!r) continue;
-      for (int64_t kx = 0; kx < KW; ++kx) acc = V::fmadd(V::set1(p.w[ky * KW + kx]), tap(r, ox, kx), acc);
+    for (int u = 0; u < U; ++u) {
+      const vec r = activate<V>(V::min(hi, V::max(lo, acc[u])), p.act);
+      float* dst = p.out + oy[u] * OW + ox[u];
+      if (ox[u] + W <= OW)
+        V::store(dst, r);
+      else
+        V::storeMasked(dst, V::maskFor(OW - ox[u]), r);
     }
-    finish(acc, ox);
   }
+}
+
+template <class V, int MODE> void dwNchwPlaneK(const DwNchwPlaneParams& p) {
+  if (p.KW == 3)
+    dwNchwPlaneMode<V, MODE, 3>(p);
+  else if (p.KW == 5)
+    dwNchwPlaneMode<V, MODE, 5>(p);
+  else
+    dwNchwPlaneMode<V, MODE, 0>(p);
+}
+
+template <class V> void dwNchwPlane(const DwNchwPlaneParams& p) {
+  if (p.strideW == 1)
+    dwNchwPlaneK<V, 0>(p);
+  else if (p.half > 0)
+    dwNchwPlaneK<V, 1>(p);
+  else
+    dwNchwPlaneK<V, 2>(p);
 }
 
 } // namespace aicc::kernels::detail

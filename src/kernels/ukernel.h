@@ -65,26 +65,27 @@ struct DwRowParams {
 };
 using DwRowFn = void (*)(const DwRowParams&);
 
-// One output row of a depthwise convolution in NCHW (one channel plane, any kernel size, stride and
-// dilation): out[ox] = act(clamp(bias + sum over ky, kx of w[ky * KW + kx] * row_ky[ox * stride +
-// kx * dil])) for ox < OW. The rows are zero-padded copies (the caller applied the left padding and
-// guarantees readable zeros for every index the vectors touch up to OW rounded up to the vector
-// width): rows[ky] is null where the whole input row is padding. With `half` > 0 (stride 2,
-// dilation 1) each row is deinterleaved: element 2j at [j], element 2j + 1 at [half + j].
-struct DwNchwRowParams {
-  const float* const* rows; // KH padded input rows
-  const float* w;           // this channel's KH x KW taps
+// One channel plane of a depthwise convolution in NCHW (any kernel size, stride and dilation):
+// out[oy][ox] = act(clamp(bias + sum over ky, kx of w[ky * KW + kx] * in[oy * sH + ky * dH]
+// [ox * sW + kx * dW])) for oy < OH, ox < OW, where `in` is a zero-padded copy of the input plane
+// made by the caller: padded row r (pitch floats) holds input row r - padTop, column ix input
+// column ix - padLeft, zeros elsewhere, with readable zeros for every index the vectors touch up
+// to OW rounded up to whole vectors. With `half` > 0 (sW 2, dW 1) each padded row is
+// deinterleaved: column 2j at [j], column 2j + 1 at [half + j].
+struct DwNchwPlaneParams {
+  const float* in; // the padded plane
+  const float* w;  // this channel's KH x KW taps
   float bias;
-  float* out; // OW floats
-  int64_t KH, KW, OW, stride, dil, half;
+  float* out; // OH x OW floats
+  int64_t KH, KW, OH, OW, strideH, strideW, dilH, dilW, pitch, half;
   float lo, hi; // clamp (fused activation)
   unsigned act; // kAct*, after the clamp
 };
-using DwNchwRowFn = void (*)(const DwNchwRowParams&);
+using DwNchwPlaneFn = void (*)(const DwNchwPlaneParams&);
 
-void f32_dwconv_nchw_generic(const DwNchwRowParams& p);
-void f32_dwconv_nchw_avx2(const DwNchwRowParams& p);
-void f32_dwconv_nchw_avx512(const DwNchwRowParams& p);
+void f32_dwconv_nchw_generic(const DwNchwPlaneParams& p);
+void f32_dwconv_nchw_avx2(const DwNchwPlaneParams& p);
+void f32_dwconv_nchw_avx512(const DwNchwPlaneParams& p);
 
 void f32_dwconv3x3_generic(const DwRowParams& p);
 void f32_dwconv3x3_avx2(const DwRowParams& p);

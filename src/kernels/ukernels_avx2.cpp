@@ -68,6 +68,6 @@ void f32_gemm_avx2_6x16(const GemmTileParams& p) {
 
 void f32_dwconv3x3_avx2(const DwRowParams& p) { detail::dwRow<V256>(p); }
 
-void f32_dwconv_nchw_avx2(const DwNchwRowParams& p) { detail::dwNchwRow<V256>(p); }
+void f32_dwconv_nchw_avx2(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V256>(p); }
 
 } // namespace aicc::kernels

@@ -55,6 +55,6 @@ void f32_gemm_generic_4x8(const GemmTileParams& p) {
 
 void f32_dwconv3x3_generic(const DwRowParams& p) { detail::dwRow<Scalar>(p); }
 
-void f32_dwconv_nchw_generic(const DwNchwRowParams& p) { detail::dwNchwRow<Scalar>(p); }
+void f32_dwconv_nchw_generic(const DwNchwPlaneParams& p) { detail::dwNchwPlane<Scalar>(p); }
 
 } // namespace aicc::kernels

@@ -87,7 +87,7 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
       EXPECT_EQ(k.nc % k.nr, 0) << name;
       EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
     } else if (k.op == KernelOp::DepthwiseConvNchw) {
-      EXPECT_TRUE(k.dwNchwRow) << name;
+      EXPECT_TRUE(k.dwNchwPlane) << name;
     } else {
       EXPECT_TRUE(k.dwRow) << name;
     }
