@@ -226,6 +226,7 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
             t.w = bBuf.data() + (q - pc) * kc * nr;
             t.nr = std::min(nr, P - n0);
             t.c = out + i0 * P + n0;
+            t.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
             kd.gemm(t);
           }
         }
@@ -233,10 +234,16 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
     }
   };
   const int64_t T = pool ? pool->numThreads() : 1;
-  if (T <= 1 || panels * mPanels < 2) return run(0, panels, 0, mPanels);
-  if (panels >= 2 * T) { // split the pixels: each thread packs only its own columns
+  if (T <= 1 || panels * mPanels < 2 || 2 * M * K * P < (int64_t(1) << 18))
+    return run(0, panels, 0, mPanels);
+  // Split the operand that costs more to stream: the pixels (each thread packs only its own
+  // im2col columns, all threads read every weight) when the im2col matrix is the larger one and
+  // there are enough panels; otherwise the output channels (each thread streams its share of the
+  // weights and packs every column). Deep layers (7x7 maps, 2.4M weights) take the second.
+  const bool byPixels = panels >= 2 * T && (K * P >= M * K || mPanels < 2 * T);
+  if (byPixels) {
     pool->parallelFor(T, [&](int64_t i) { run(panels * i / T, panels * (i + 1) / T, 0, mPanels); });
-  } else { // few pixels (deep layers): split the output channels
+  } else {
     const int64_t parts = std::min<int64_t>(T, mPanels);
     pool->parallelFor(parts, [&](int64_t i) {
       run(0, panels, mPanels * i / parts, mPanels * (i + 1) / parts);

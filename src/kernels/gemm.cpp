@@ -185,6 +185,7 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
           for (int64_t i = 0; i < rows; i += mr) {
             t.a = aBuf.data() + i * kc;
             t.c = C + (ic + i) * ldc + n0;
+            t.res = ep.residual ? ep.residual + (ic + i) * ldc + n0 : nullptr;
             t.mr = std::min(mr, rows - i);
             kd.gemm(t);
           }
@@ -214,7 +215,10 @@ void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int6
     const float lo = ep.lo(), hi = ep.hi();
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j)
-        C[i * ldc + j] = activateScalar(std::min(hi, std::max(lo, ep.bias ? ep.bias[j] : 0.0f)), ep.post);
+        C[i * ldc + j] = activateScalar(
+            std::min(hi, std::max(lo, (ep.bias ? ep.bias[j] : 0.0f) +
+                                          (ep.residual ? ep.residual[i * ldc + j] : 0.0f))),
+            ep.post);
     return;
   }
   const int64_t mr = b.kernel->mr, nr = b.kernel->nr;

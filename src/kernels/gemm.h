@@ -27,12 +27,13 @@ struct AlignedFloats {
 
 enum class Activation { None, Relu, Clip }; // Relu6 is Clip(0, 6)
 
-// The fused epilogue: bias[N] (optional) then a clamp.
+// The fused epilogue: bias[N] (optional), a residual (optional), a clamp, an activation.
 struct Epilogue {
   const float* bias = nullptr;
   Activation act = Activation::None;
   float clipMin = 0.0f, clipMax = 6.0f; // for Clip
   unsigned post = kActNone;             // ukernel.h kAct*, applied after the clamp
+  const float* residual = nullptr;      // added before the clamp; C's shape and leading dimension
   static Epilogue none(const float* bias = nullptr) { return {bias, Activation::None}; }
   static Epilogue relu(const float* bias = nullptr) { return {bias, Activation::Relu}; }
   static Epilogue relu6(const float* bias = nullptr) { return {bias, Activation::Clip, 0.f, 6.f}; }

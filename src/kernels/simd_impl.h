@@ -112,6 +112,15 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
         acc[i][v] = V::add(acc[i][v], full ? V::load(src) : V::loadMasked(src, m[v]));
       }
   }
+  if ((p.flags & kGemmLast) && p.res) {
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        const float* src = p.res + i * p.ldc + v * W;
+        acc[i][v] = V::add(acc[i][v], full ? V::load(src) : V::loadMasked(src, m[v]));
+      }
+  }
   if (p.flags & kGemmLast) {
     const vec lo = V::set1(p.lo), hi = V::set1(p.hi);
 #pragma GCC unroll 16

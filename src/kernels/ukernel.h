@@ -40,6 +40,8 @@ struct GemmTileParams {
   unsigned flags;    // kGemmFirst | kGemmLast
   float lo, hi;      // clamp applied with kGemmLast (-inf/+inf for no activation)
   unsigned act;      // kAct*, applied after the clamp with kGemmLast
+  const float* res;  // with kGemmLast: a residual tile (leading dimension ldc) added before the
+                     // clamp, or null
 };
 using GemmUkernelFn = void (*)(const GemmTileParams&);
 

@@ -214,12 +214,21 @@ void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp) {
   static const char* acts[] = {"none", "HardSwish", "Swish", "Sigmoid"};
   if (clamp && clamp->consumed && clamp->act > 0 && clamp->act < 4)
     sched["fused_activation"] = std::string(acts[clamp->act]);
+  if (clamp && clamp->consumed && !clamp->residual.empty())
+    sched["fused_residual"] = clamp->residual;
 }
 
-std::vector<CallArg> clampArgs(FusedClamp* clamp) {
+CallArg residualArg(const FusedClamp* clamp, ExprPtr offset) {
+  if (clamp && clamp->consumed && !clamp->residual.empty())
+    return CallArg{clamp->residual, std::move(offset), nullptr};
+  return CallArg{"", nullptr, intImm(0)};
+}
+
+std::vector<CallArg> clampArgs(FusedClamp* clamp, bool takesResidual) {
   int64_t flags = 0;
   double lo = 0, hi = 0;
-  if (clamp && (clamp->hasLo || clamp->hasHi || clamp->act)) {
+  if (clamp && !clamp->residual.empty() && !takesResidual) clamp = nullptr;
+  if (clamp && (clamp->hasLo || clamp->hasHi || clamp->act || !clamp->residual.empty())) {
     flags = (clamp->hasLo ? 1 : 0) | (clamp->hasHi ? 2 : 0) | int64_t(clamp->act) << 2;
     lo = clamp->lo, hi = clamp->hi;
     clamp->consumed = true;

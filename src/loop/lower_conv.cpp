@@ -235,7 +235,8 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
           buf(outParam, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))), val(Cg),
           val(Mg)};
       geometry(a);
-      for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
+      for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
+      a.push_back(residualArg(clamp, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))));
       markKernel(sched, kd->name, clamp);
       sched["layout"] = std::string("nchw; weights packed at compile time (A panels)");
       sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};

@@ -177,6 +177,28 @@ FusedClamp clampOf(const Node& x, const Bind& bind) {
   return r;
 }
 
+// The residual operand when `chain` is Add(head, R) or Add(R, head), optionally followed by one
+// more op on the sum, ending in `result`; R f32 of the output's static shape (no broadcasting),
+// not a constant. Null otherwise.
+const Value* residualOf(const std::vector<const Node*>& chain, const Value* head,
+                        const Value* result, const Bind& bind, const Dims& dims) {
+  if (chain.empty() || chain.size() > 2) return nullptr;
+  const Node& add = *chain[0];
+  if (!add.domain.empty() || add.op != "Add" || add.inputs.size() != 2 || !add.outputs[0])
+    return nullptr;
+  if (chain.size() == 2 && (chain[1]->inputs.empty() || chain[1]->inputs[0] != add.outputs[0] ||
+                            chain[1]->outputs[0] != result))
+    return nullptr;
+  if (chain.size() == 1 && add.outputs[0] != result) return nullptr;
+  const Value* r = add.inputs[0] == head ? add.inputs[1] : add.inputs[1] == head ? add.inputs[0]
+                                                                                 : nullptr;
+  if (!r || r == head) return nullptr;
+  if (auto it = bind.find(r); it != bind.end()) r = it->second;
+  if (r->constant || r->type.dtype != DType::F32 || !r->type.shape) return nullptr;
+  auto d = toDims(*r->type.shape);
+  return d && *d == dims ? r : nullptr;
+}
+
 // aicc.Fused kind="reduction": the elementwise prologue into a temp buffer, then the reduction.
 std::optional<LoweredNode> lowerFusedReduction(const Node& n, const std::string& name,
                                                const LowerOptions& o) {
@@ -242,6 +264,12 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
     if (chain.size() == 1 && chain[0]->inputs.size() >= 1 &&
         chain[0]->inputs[0] == head->outputs[0] && chain[0]->outputs[0] == g.outputs[0])
       clamp = clampOf(*chain[0], bind);
+    // Add(head, residual) [then a clamp]: the GEMM kernels add the residual in the register tile.
+    if (const Value* r = residualOf(chain, head->outputs[0], g.outputs[0], bind, dims)) {
+      if (chain.size() == 2) clamp = clampOf(*chain[1], bind);
+      if (chain.size() == 1 || clamp.hasLo || clamp.hasHi || clamp.act)
+        clamp.residual = b.input(r);
+    }
     if (head->op == "Conv" || head->op == "ConvTranspose")
       body = convBody(b, *head, bind, out, o, candidate, sched, &clamp);
     else if (head->op == "Gemm" || head->op == "MatMul")

@@ -9,10 +9,11 @@
 //   @dwconv_nchw_<nchw dw desc>(x, w, bias | 0, y, C, mult, H, W, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW, clampFlags, lo, hi)   any depthwise, NCHW, one image
 //   @conv2d_nchw_packed_<gemm desc>(x, wp, bias | 0, y, Cin, Cout, H, W, KH, KW, sH, sW, padTop,
-//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi)   one image, one group,
+//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0)   one image, one group,
 //       wp = the group's weights packed by kernels::packAInto (NCHW output written directly)
-//   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi)
-//       C = clamp(A * B + bias[N]), Bp = B packed by kernels::packBInto
+//   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi, res | 0)
+//       C = act(clamp(A * B + bias[N] + res)), Bp = B packed by kernels::packBInto, res laid out
+//       as C (ldc)
 //   @attention_<gemm desc>(Q, K, V, mask | 0, Y, B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, maskStrideB,
 //       maskStrideH, maskStrideI, maskStrideJ, causal, scale)   (loop/lower_attention.cpp)
 //   @gru_<gemm desc>(X, W, R, B | 0, lens | 0, h0 | 0, Y | 0, Yh | 0, T, batch, I, H, dirs, flags,
@@ -227,7 +228,7 @@ void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<
 
 void callConvPacked(const kernels::KernelDesc& d, const std::string& k,
                     std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
+  AICC_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
   auto s = geometryAt<kernels::Conv2dShape>(k, a);
   s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5);
   AICC_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0,
@@ -237,12 +238,14 @@ void callConvPacked(const kernels::KernelDesc& d, const std::string& k,
       span(k, a, 1, kernels::packedAFloats(d, s.Cout, s.Cin * s.KH * s.KW), "packed weights");
   const float* bias = optionalBias(k, a, 2, s.Cout);
   float* y = span(k, a, 3, s.Cout * s.OH() * s.OW(), "y");
-  kernels::conv2dNchwPacked(d, s, wp, x, y, clampOf(k, a, 18, bias), pool);
+  kernels::Epilogue ep = clampOf(k, a, 18, bias);
+  ep.residual = optionalSpan(k, a, 21, s.Cout * s.OH() * s.OW(), "residual");
+  kernels::conv2dNchwPacked(d, s, wp, x, y, ep, pool);
 }
 
 void callGemmPacked(const kernels::KernelDesc& d, const std::string& k,
                     std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 12, "call @{}: expects 12 arguments, got {}", k, a.size());
+  AICC_CHECK(a.size() == 13, "call @{}: expects 13 arguments, got {}", k, a.size());
   int64_t M = ival(k, a, 3), N = ival(k, a, 4), K = ival(k, a, 5), lda = ival(k, a, 6),
           ldc = ival(k, a, 7);
   AICC_CHECK(M >= 0 && N >= 0 && K >= 0 && lda >= K && ldc >= N, "call @{}: bad sizes", k);
@@ -251,7 +254,9 @@ void callGemmPacked(const kernels::KernelDesc& d, const std::string& k,
   const float* B = span(k, a, 1, kernels::packedBFloats(d, K, N), "packed B");
   float* C = span(k, a, 2, (M - 1) * ldc + N, "C");
   const float* bias = optionalBias(k, a, 8, N);
-  kernels::gemmPackedB(d, B, K, N, M, A, lda, C, ldc, clampOf(k, a, 9, bias), pool);
+  kernels::Epilogue ep = clampOf(k, a, 9, bias);
+  ep.residual = optionalSpan(k, a, 12, (M - 1) * ldc + N, "residual");
+  kernels::gemmPackedB(d, B, K, N, M, A, lda, C, ldc, ep, pool);
 }
 
 // The activations of a call: `acts` holds 2 bits per activation, those of direction 0 then those

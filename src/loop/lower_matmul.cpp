@@ -117,7 +117,8 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
                               CallArg{"", nullptr, intImm(lda)}, CallArg{"", nullptr, intImm(g.N)},
                               biasInKernel ? CallArg{b.input(cv), nullptr, nullptr}
                                            : CallArg{"", nullptr, intImm(0)}};
-    for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
+    for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
+    a.push_back(residualArg(clamp, nullptr));
     markKernel(sched, kd->name, clamp);
     sched["packing"] = std::string("B packed at compile time");
     sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};

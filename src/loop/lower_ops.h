@@ -136,6 +136,10 @@ struct FusedClamp {
   double lo = 0, hi = 0;
   unsigned act = 0; // kernels::kAct*
   bool consumed = false;
+  // A residual operand (the output's shape) added before the clamp; only the GEMM convolution
+  // and packed GEMM calls take it (clampArgs(.., true) + residualArg), the others leave the
+  // whole chain to the loop nest.
+  std::string residual;
 };
 Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
                  const LowerOptions& o, const std::string& candidate, Schedule& sched,
@@ -166,7 +170,9 @@ std::string ukernelCandidate(const std::string& desc);
 
 // The clamp arguments (flags, lo, hi) of the NCHW micro-kernel calls: flags bit 0 = lo present,
 // bit 1 = hi present. Marks the clamp consumed.
-std::vector<CallArg> clampArgs(FusedClamp* clamp);
+std::vector<CallArg> clampArgs(FusedClamp* clamp, bool takesResidual = false);
+// The residual argument of a call that takes one: the operand at `offset`, or 0.
+CallArg residualArg(const FusedClamp* clamp, ExprPtr offset);
 // Records a micro-kernel choice in a schedule: candidate, micro_kernel, and fused_clamp when the
 // kernel applies the epilogue's clamp.
 void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp = nullptr);

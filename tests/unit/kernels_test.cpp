@@ -317,9 +317,10 @@ std::vector<float> convNchwReference(const Conv2dShape& s, int64_t G, const std:
               acc += double(x[size_t(((m / Mg) * Cg + c) * s.H * s.W + iy * s.W + ix)]) *
                      double(w[size_t(((m * Cg + c) * s.KH + kh) * s.KW + kw)]);
             }
+        const size_t at = size_t((m * OH + oy) * OW + ox);
+        if (ep.residual) acc += double(ep.residual[at]);
         const float v = float(acc);
-        y[size_t((m * OH + oy) * OW + ox)] =
-            activateScalar(std::min(ep.hi(), std::max(ep.lo(), v)), ep.post);
+        y[at] = activateScalar(std::min(ep.hi(), std::max(ep.lo(), v)), ep.post);
       }
   return y;
 }
@@ -360,7 +361,10 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
         const auto w = randomVec(size_t(s.Cout * K), 22);
         const auto bias = randomVec(size_t(s.Cout), 23);
         const float* b = variant ? bias.data() : nullptr;
-        const Epilogue ep = makeEpilogue(variant, b);
+        Epilogue ep = makeEpilogue(variant, b);
+        // A residual (Conv + Add [+ clamp]) in some variants, added in the register tile.
+        const auto res = randomVec(size_t(s.Cout * s.OH() * s.OW()), 24);
+        if (variant == 1 || variant == 2 || variant == 5) ep.residual = res.data();
         std::vector<float> packed(size_t(packedAFloats(*kd, s.Cout, K)));
         packAInto(*kd, w.data(), s.Cout, K, K, packed.data());
         std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
