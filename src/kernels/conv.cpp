@@ -202,29 +202,25 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
       const int64_t pcEnd = std::min(pb, pc + nb);
       for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
         const int64_t kc = std::min(kcMax, K - k0);
-        for (int64_t q = pc; q < pcEnd; ++q) {
+        // A 1x1 convolution reads its input in place (B row k = input channel k); others pack
+        // their im2col panels.
+        for (int64_t q = pc; q < pcEnd && !pointwise; ++q) {
           const int64_t n0 = q * nr, cols = std::min(nr, P - n0);
-          float* dst = bBuf.data() + (q - pc) * kc * nr;
-          if (pointwise) {
-            for (int64_t k = 0; k < kc; ++k) {
-              std::copy_n(in + (k0 + k) * P + n0, cols, dst + k * nr);
-              std::fill(dst + k * nr + cols, dst + (k + 1) * nr, 0.0f);
-            }
-          } else {
-            im2colPanel(s, in, n0, cols, k0, kc, nr, dst);
-          }
+          im2colPanel(s, in, n0, cols, k0, kc, nr, bBuf.data() + (q - pc) * kc * nr);
         }
         t.kc = kc;
         t.flags = (k0 == 0 ? kGemmFirst | kGemmRowBias : 0u) | (k0 + kc == K ? kGemmLast : 0u);
-        for (int64_t mp = ma; mp < mb; ++mp) {
-          const int64_t i0 = mp * mr;
-          t.a = packedW + k0 * Mpad + i0 * kc;
-          t.mr = std::min(mr, M - i0);
-          t.bias = ep.bias ? ep.bias + i0 : nullptr;
-          for (int64_t q = pc; q < pcEnd; ++q) {
-            const int64_t n0 = q * nr;
-            t.w = bBuf.data() + (q - pc) * kc * nr;
-            t.nr = std::min(nr, P - n0);
+        // BLIS order: one B micro-panel (kc x nr, L1) meets every weight micro-panel (L2).
+        for (int64_t q = pc; q < pcEnd; ++q) {
+          const int64_t n0 = q * nr;
+          t.w = pointwise ? in + k0 * P + n0 : bBuf.data() + (q - pc) * kc * nr;
+          t.ldw = pointwise ? P : 0;
+          t.nr = std::min(nr, P - n0);
+          for (int64_t mp = ma; mp < mb; ++mp) {
+            const int64_t i0 = mp * mr;
+            t.a = packedW + k0 * Mpad + i0 * kc;
+            t.mr = std::min(mr, M - i0);
+            t.bias = ep.bias ? ep.bias + i0 : nullptr;
             t.c = out + i0 * P + n0;
             t.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
             kd.gemm(t);

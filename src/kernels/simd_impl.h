@@ -12,6 +12,10 @@
 
 namespace aicc::kernels::detail {
 
+template <bool B> struct BoolConst {
+  static constexpr bool value = B;
+};
+
 // exp(x) for f32: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-6 Taylor polynomial
 // (relative error < 3e-7 there), times 2^n. Inputs are clamped to [-87.3, 88.7], so overflow gives
 // FLT_MAX-ish values rather than inf and tiny results flush to ~1e-38 (sigmoid's tails saturate).
@@ -89,19 +93,32 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
       for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   }
 
-  const float* a = p.a;
-  const float* w = p.w;
-  for (int64_t k = 0; k < p.kc; ++k, a += MRS, w += NR) {
-    vec wv[NV];
+  // B in place and a partial panel: masked loads (the columns past nr may be past the buffer).
+  auto kLoop = [&](auto masked, int64_t ws) {
+    const float* a = p.a;
+    const float* w = p.w;
+    // Unrolled by 8: the loop's own instructions otherwise cost ~20% of the FMA rate (measured
+    // on Zen 3: 69 -> 84-89 GFLOP/s of a 96 peak for an L1-resident 6x16 tile at kc 128).
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
+    for (int64_t k = 0; k < p.kc; ++k, a += MRS, w += ws) {
+      vec wv[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v)
+        wv[v] = decltype(masked)::value ? V::loadMasked(w + v * W, m[v]) : V::load(w + v * W);
 #pragma GCC unroll 16
-    for (int i = 0; i < ROWS; ++i) {
-      const vec av = V::set1(a[i]);
+      for (int i = 0; i < ROWS; ++i) {
+        const vec av = V::set1(a[i]);
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
+      }
     }
-  }
+  };
+  if (!p.ldw)
+    kLoop(BoolConst<false>{}, NR);
+  else if (full)
+    kLoop(BoolConst<false>{}, p.ldw);
+  else
+    kLoop(BoolConst<true>{}, p.ldw);
 
   if (!(p.flags & kGemmFirst)) {
 #pragma GCC unroll 16

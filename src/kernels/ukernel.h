@@ -27,7 +27,8 @@ enum : unsigned {
 
 // One register tile: C[mr, nr] (+)= A_packed[kc, MR] x W_panel[kc, NR], where MR x NR is the
 // kernel's tile. A is packed k-major with a row stride of MR (rows >= mr are never read), W is one
-// pre-packed B panel (k-major, NR floats per k, columns >= nr are zero padding).
+// pre-packed B panel (k-major, NR floats per k, columns >= nr are zero padding) or, with ldw, B
+// read in place (a 1x1 convolution's NCHW input).
 struct GemmTileParams {
   const float* a; // packed A micro-panel: a[k * MR + i]
   const float* w; // packed B panel: w[k * NR + j]
@@ -42,6 +43,8 @@ struct GemmTileParams {
   unsigned act;      // kAct*, applied after the clamp with kGemmLast
   const float* res;  // with kGemmLast: a residual tile (leading dimension ldc) added before the
                      // clamp, or null
+  int64_t ldw;       // 0: w is a packed panel (row stride NR, zero-padded columns); else w is read
+                     // in place with row stride ldw (columns >= nr are not read)
 };
 using GemmUkernelFn = void (*)(const GemmTileParams&);
 
