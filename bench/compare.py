@@ -206,10 +206,14 @@ def main():
             target = path
             if args.aicc_mode == "artifact":
                 target = os.path.join(artifacts, name)
-                r = subprocess.run([args.aicc, "compile", path, "-o", target] + args.compile_args.split(),
-                                   capture_output=True, text=True)
-                if r.returncode != 0:
-                    print(f"aicc compile failed on {name}: {r.stderr.strip()[-300:]}", file=sys.stderr)
+                try:
+                    r = subprocess.run([args.aicc, "compile", path, "-o", target] + args.compile_args.split(),
+                                       capture_output=True, text=True)
+                    err = r.stderr.strip()[-300:] if r.returncode != 0 else None
+                except OSError as e:
+                    err = str(e)
+                if err is not None:
+                    print(f"aicc compile failed on {name}: {err}", file=sys.stderr)
                     target = None
             if target:
                 for t in threads:

@@ -266,14 +266,45 @@ std::string selectionReason(const Selection& s) {
 }
 
 std::function<loop::CandidateChoice(const Node&)>
-candidateChooser(const Target& t, std::map<std::string, std::string> pins, bool runtimeKernels) {
+candidateChooser(const Target& t, std::map<std::string, std::string> pins, bool runtimeKernels,
+                 std::shared_ptr<const TuningCache> cache) {
   loop::LowerOptions engine;
   engine.runtimeKernels = runtimeKernels;
-  return [t, pins = std::move(pins), engine](const Node& n) -> loop::CandidateChoice {
+  std::map<std::string, double> calib;
+  if (cache) calib = cache->calibration();
+  return [t, pins = std::move(pins), engine, cache, calib](const Node& n) -> loop::CandidateChoice {
     std::optional<std::string> pin;
-    if (auto it = pins.find(n.name); it != pins.end()) pin = it->second;
+    const TuningRecord* rec = nullptr;
+    if (auto it = pins.find(n.name); it != pins.end())
+      pin = it->second;
+    else if (cache && (rec = cache->find(n)))
+      pin = rec->chosen;
     auto s = selectCandidate(n, t, pin, engine);
     if (!s) return {};
+    if (rec && s->pinned) { // the measured choice applies
+      std::string why = "measured (tuning cache):";
+      for (const auto& tt : rec->timings)
+        why += fmt::format(" {} {:.3g} ms{}", tt.candidate, tt.measuredMs,
+                           tt.estimatedMs > 0 ? fmt::format(" (est {:.3g})", tt.estimatedMs) : "");
+      return {s->candidate, why};
+    }
+    if (!pin && !calib.empty()) { // calibrated estimates: re-pick among the applicable ones
+      double best = 0;
+      std::string name;
+      for (const auto& [c, sec] : s->considered) {
+        auto it = calib.find(c);
+        double v = sec * (it == calib.end() ? 1.0 : it->second);
+        if (name.empty() || v < best) best = v, name = c;
+      }
+      if (name != s->candidate) {
+        auto again = selectCandidate(n, t, name, engine);
+        if (again && again->pinned)
+          return {again->candidate,
+                  fmt::format("calibrated cost model: est {:.3g} ms; {}", best * 1e3,
+                              selectionReason(*s))};
+      }
+      return {s->candidate, "calibrated " + selectionReason(*s)};
+    }
     return {s->candidate, selectionReason(*s)};
   };
 }

@@ -10,12 +10,14 @@
 #pragma once
 
 #include "backend/target.h"
+#include "backend/tuning.h"
 #include "ir/graph.h"
 #include "loop/ir.h"
 #include "loop/lower.h"
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +55,7 @@ struct Selection {
   loop::Schedule schedule;
   Cost cost;
   bool pinned = false;                                    // chosen by `pinned`, not the model
+  bool measured = false;                                  // pinned by a tuning-cache record
   std::vector<std::pair<std::string, double>> considered; // applicable: name -> est. seconds
   std::vector<std::string> rejected;                      // "name: why"
 };
@@ -75,8 +78,12 @@ std::string selectionReason(const Selection& s);
 // A LowerOptions::chooseCandidate for the target: selectCandidate per node, with `pins` (node
 // name -> candidate) overriding the cost model; `runtimeKernels` as in the engine's
 // LowerOptions. Nodes without candidates get "" (the lowering's own preference).
+// With a tuning cache, a node whose signature has a record takes its measured choice when that
+// candidate applies ("measured: ..." in the reason), and the estimates of other nodes are
+// scaled by the cache's calibration (the cost model learning from the measurements).
 std::function<loop::CandidateChoice(const Node&)>
 candidateChooser(const Target& t, std::map<std::string, std::string> pins = {},
-                 bool runtimeKernels = false);
+                 bool runtimeKernels = false,
+                 std::shared_ptr<const TuningCache> cache = nullptr);
 
 } // namespace aicc::backend

@@ -172,10 +172,13 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   bool dwOk = f32 && r == 2 && s.G == s.C && s.M == s.C && s.k == Dims{3, 3} && dilOne && padsOne &&
               s.stride[0] == s.stride[1] && (s.stride[0] == 1 || s.stride[0] == 2);
   bool gemmOk = f32 && (r == 1 || r == 2);
-  if (o.runtimeKernels && f32 && (r == 1 || r == 2) && s.G == s.C) dwOk = true; // any size
+  // The NCHW depthwise kernel (runtime kernels): any size, stride, dilation, multiplier.
+  const bool dwAny = o.runtimeKernels && f32 && (r == 1 || r == 2) && s.G == s.C;
   const kernels::KernelDesc* kd = nullptr;
   if (candidate.empty()) {
-    if (dwOk)
+    if (dwAny)
+      kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw);
+    else if (dwOk)
       kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConv3x3);
     else if (gemmOk)
       kd = &kernels::defaultKernel(kernels::KernelOp::Gemm);
@@ -185,7 +188,7 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
     if (!kd || !kernels::cpuSupports(kd->isa)) no("candidate '" + candidate + "' is not runnable");
     const bool fits = kd->op == kernels::KernelOp::Gemm               ? gemmOk
                       : kd->op == kernels::KernelOp::DepthwiseConv3x3 ? dwOk
-                                                                      : dwOk && o.runtimeKernels;
+                                                                      : dwAny;
     if (!fits) no("candidate '" + candidate + "' does not apply");
   }
 
@@ -206,8 +209,8 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                         dl2[0], dl2[1]})
         a.push_back(val(v));
     };
-    if (Cg == 1) { // depthwise (channel multiplier Mg)
-      const auto* dk = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw);
+    if (Cg == 1 && kd->op == kernels::KernelOp::DepthwiseConvNchw) { // channel multiplier Mg
+      const auto* dk = kd;
       std::vector<CallArg> a = {buf(X, mul(n, intImm(s.C * inSz))), buf(W, nullptr),
                                 bv ? buf(B, nullptr) : val(0),
                                 buf(outParam, mul(n, intImm(s.M * outSz))), val(s.C), val(Mg)};

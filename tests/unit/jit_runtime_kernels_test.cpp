@@ -9,9 +9,11 @@
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
 #include "passes/shape_inference.h"
+#include "runtime/tune.h"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -202,6 +204,54 @@ TEST(JitRuntimeKernels, OperatorSelectionByCostModelAndPins) {
   std::string byPin = schedule(pinned);
   EXPECT_NE(byPin.find("candidate = \"loop\""), std::string::npos) << byPin;
   EXPECT_NE(byPin.find("selection = \"pinned"), std::string::npos) << byPin;
+}
+
+// aicc tune's pieces: the tuner measures the node's candidates into a cache that saves and loads
+// back, and a record's choice (here forced to a candidate the cost model does not pick) is what
+// the chooser uses, with "measured" as the reason; a malformed cache is a clear error.
+TEST(JitRuntimeKernels, TuningCacheChoiceIsUsed) {
+  std::mt19937 rng(6);
+  Model m = parseModel("graph @g(%a: f32[1,96]) {\n" + constText("w", {200, 96}, rng) +
+                       "  %y = Gemm(%a, %w) {transB = 1} : f32[1,200] loc(\"fc\")\n"
+                       "  return %y\n}\n");
+  const Node& fc = *m.graph->nodes.at(0);
+  backend::TuningCache cache;
+  runtime::TuneOptions o;
+  o.reps = 2;
+  runtime::TuneSummary sum = runtime::tuneGraph(*m.graph, nativeTarget(), cache, o);
+  EXPECT_EQ(sum.measured, 1);
+  const backend::TuningRecord* rec = cache.find(fc);
+  ASSERT_TRUE(rec);
+  EXPECT_GE(rec->timings.size(), 2u); // loop and at least one micro-kernel
+  for (const auto& t : rec->timings) EXPECT_GT(t.measuredMs, 0.0) << t.candidate;
+  // Force the record to the loop nest (the cost model prefers a micro-kernel here).
+  cache.records.begin()->second.chosen = "loop";
+  const std::string path = ::testing::TempDir() + "aicc_tuning_test.cache";
+  cache.save(path);
+  auto loaded = std::make_shared<backend::TuningCache>(backend::TuningCache::load(path));
+  EXPECT_EQ(loaded->records.size(), 1u);
+  EXPECT_EQ(loaded->target, formatTarget(nativeTarget()));
+  runtime::JitRunOptions tuned;
+  tuned.lower.chooseCandidate = backend::candidateChooser(nativeTarget(), {}, true, loaded);
+  std::vector<RValue> in = {RValue::of(randomTensor(DType::F32, {1, 96}, rng))};
+  auto expected = interpret(*m.graph, in);
+  runtime::JitExecutable exe(*m.graph, tuned);
+  auto got = exe.run(in);
+  auto diff = compareValues(expected[0], got[0], {1e-5, 1e-6});
+  EXPECT_FALSE(diff) << *diff;
+  const std::string sched = exe.tasks().at(0).schedule;
+  EXPECT_NE(sched.find("candidate = \"loop\""), std::string::npos) << sched;
+  EXPECT_NE(sched.find("selection = \"measured"), std::string::npos) << sched;
+  {
+    std::ofstream bad(path);
+    bad << "aicc-tuning-cache 1\nConv(x)\tloop\tloop=abc\n";
+  }
+  try {
+    backend::TuningCache::load(path);
+    ADD_FAILURE() << "a malformed cache loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  }
 }
 
 // An If branch whose shapes do not resolve (a NonZero result) is not compiled: the JIT counts no

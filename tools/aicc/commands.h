@@ -94,11 +94,19 @@ int optCommand(const OptArgs& a);
 std::vector<PassRecord> optimize(Model& m, const OptArgs& a);
 
 struct CompileArgs { // tools/aicc/compile.cpp
-  std::string model, outputDir, emit = "so", prefix = "model", target = "native";
+  std::string model, outputDir, emit = "so", prefix = "model", target = "native", tuningCache;
   std::vector<std::string> dims, shapes, selects;
   int optLevel = 2;
 };
 int compileCommand(const CompileArgs& a);
+
+struct TuneArgs { // tools/aicc/tune.cpp
+  std::string model, output;
+  std::vector<std::string> dims, shapes;
+  int optLevel = 2, reps = 5;
+  double budgetSeconds = 20;
+};
+int tuneCommand(const TuneArgs& a);
 
 struct BenchArgs { // tools/aicc/bench.cpp
   std::string model, engine = "jit", json;

@@ -113,7 +113,16 @@ int compileCommand(const CompileArgs& a) {
                "--select expects NODE=CANDIDATE, got '{}'", sel);
     pins[sel.substr(0, eq)] = sel.substr(eq + 1);
   }
-  lo.chooseCandidate = backend::candidateChooser(target, pins, true);
+  std::shared_ptr<const backend::TuningCache> cache;
+  if (!a.tuningCache.empty()) {
+    auto c = std::make_shared<backend::TuningCache>(backend::TuningCache::load(a.tuningCache));
+    if (c->target != formatTarget(target))
+      std::cerr << fmt::format("aicc: warning: tuning cache '{}' was measured on '{}', compiling "
+                               "for '{}'\n",
+                               a.tuningCache, c->target, formatTarget(target));
+    cache = std::move(c);
+  }
+  lo.chooseCandidate = backend::candidateChooser(target, pins, true, cache);
   runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
   rep.phases.push_back({"plan + lower", since(t)});
   codegen::AotOptions ao;

@@ -131,6 +131,17 @@ int main(int argc, char** argv) {
                     "NODE=CANDIDATE pins a node's kernel (loop, ukernel:<kernel>) over the cost "
                     "model; repeatable");
   ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
+  ccCmd->add_option("--tuning-cache", cc.tuningCache, "A cache written by `aicc tune`: measured choices override the cost model");
+
+  TuneArgs tune;
+  auto* tuneCmd = app.add_subcommand("tune", "Time each node's candidate kernels on this machine and write a tuning cache for `aicc compile --tuning-cache`");
+  tuneCmd->add_option("model", tune.model, "ONNX model or IR text file")->required();
+  tuneCmd->add_option("-o", tune.output, "The tuning cache to write (records already in it are kept)")->required();
+  tuneCmd->add_option("--budget-s", tune.budgetSeconds, "Time budget in seconds (default 20)")->check(CLI::PositiveNumber);
+  tuneCmd->add_option("--reps", tune.reps, "Timed runs per candidate (median; default 5)")->check(CLI::PositiveNumber);
+  tuneCmd->add_option("--dim", tune.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  tuneCmd->add_option("--shape", tune.shapes, "NAME=D0,D1,... fixes input NAME's whole shape; repeatable");
+  tuneCmd->add_option("-O", tune.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
 
   BenchArgs bench;
   auto* benchCmd = app.add_subcommand("bench", "Time whole-model runs (median latency), optionally with a per-node profile");
@@ -162,6 +173,7 @@ int main(int argc, char** argv) {
     if (*loCmd) return loopOptCommand(lo);
     if (*trainCmd) return trainCommand(tr);
     if (*ccCmd) return compileCommand(cc);
+    if (*tuneCmd) return tuneCommand(tune);
     if (*benchCmd) return benchCommand(bench);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
