@@ -185,14 +185,35 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
   const int64_t M = s.Cout, K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
   AICC_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K, P);
   const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, Mpad = (M + mr - 1) / mr * mr;
-  const int64_t panels = (P + nr - 1) / nr, mPanels = Mpad / mr;
   const bool pointwise = s.isPointwise();
+  // Stride-1 convolutions with rows of at least 14 outputs read B through an offset table from a
+  // zero-padded copy of the input (implicit im2col: row k = (ci, kh, kw) starts at koff[k]); a
+  // pixel panel is then a segment of one output row. Others pack im2col panels per call.
+  const int64_t OW = s.OW(), segs = (OW + nr - 1) / nr;
+  const bool direct = !pointwise && s.strideH == 1 && s.strideW == 1 && OW >= 14;
+  const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
+  thread_local std::vector<float> padded;
+  std::vector<int64_t> koff;
+  if (direct) {
+    padded.assign(size_t(s.Cin * Hp * Wp + Wp + 2 * nr), 0.0f);
+    for (int64_t c = 0; c < s.Cin; ++c)
+      for (int64_t y = 0; y < s.H; ++y)
+        std::copy_n(in + (c * s.H + y) * s.W, s.W,
+                    padded.data() + (c * Hp + y + s.padTop) * Wp + s.padLeft);
+    koff.resize(size_t(K));
+    for (int64_t c = 0, k = 0; c < s.Cin; ++c)
+      for (int64_t kh = 0; kh < s.KH; ++kh)
+        for (int64_t kw = 0; kw < s.KW; ++kw) koff[size_t(k++)] = (c * Hp + kh * s.dilH) * Wp + kw * s.dilW;
+  }
+  const float* pad = padded.data();
+  const int64_t panels = direct ? s.OH() * segs : (P + nr - 1) / nr, mPanels = Mpad / mr;
   // Pixel panels per B block: the block (kc x nb*nr floats) stays in L2 while every weight
   // micro-panel streams over it.
   const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(panels, 16));
   auto run = [&](int64_t pa, int64_t pb, int64_t ma, int64_t mb) { // panels [pa,pb) x rows
     thread_local std::vector<float> bBuf;
-    if (bBuf.size() < size_t(kcMax * nb * nr)) bBuf.resize(size_t(kcMax * nb * nr));
+    if (!direct && !pointwise && bBuf.size() < size_t(kcMax * nb * nr))
+      bBuf.resize(size_t(kcMax * nb * nr));
     GemmTileParams t{};
     t.ldc = P;
     t.lo = ep.lo();
@@ -202,20 +223,28 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
       const int64_t pcEnd = std::min(pb, pc + nb);
       for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
         const int64_t kc = std::min(kcMax, K - k0);
-        // A 1x1 convolution reads its input in place (B row k = input channel k); others pack
-        // their im2col panels.
-        for (int64_t q = pc; q < pcEnd && !pointwise; ++q) {
+        // A 1x1 convolution reads its input in place (B row k = input channel k), a direct one
+        // through koff; others pack their im2col panels.
+        for (int64_t q = pc; q < pcEnd && !pointwise && !direct; ++q) {
           const int64_t n0 = q * nr, cols = std::min(nr, P - n0);
           im2colPanel(s, in, n0, cols, k0, kc, nr, bBuf.data() + (q - pc) * kc * nr);
         }
         t.kc = kc;
         t.flags = (k0 == 0 ? kGemmFirst | kGemmRowBias : 0u) | (k0 + kc == K ? kGemmLast : 0u);
+        t.koff = direct ? koff.data() + k0 : nullptr;
         // BLIS order: one B micro-panel (kc x nr, L1) meets every weight micro-panel (L2).
         for (int64_t q = pc; q < pcEnd; ++q) {
-          const int64_t n0 = q * nr;
-          t.w = pointwise ? in + k0 * P + n0 : bBuf.data() + (q - pc) * kc * nr;
-          t.ldw = pointwise ? P : 0;
-          t.nr = std::min(nr, P - n0);
+          int64_t n0 = q * nr;
+          if (direct) {
+            const int64_t oy = q / segs, ox0 = (q % segs) * nr;
+            n0 = oy * OW + ox0;
+            t.w = pad + oy * Wp + ox0;
+            t.nr = std::min(nr, OW - ox0);
+          } else {
+            t.w = pointwise ? in + k0 * P + n0 : bBuf.data() + (q - pc) * kc * nr;
+            t.ldw = pointwise ? P : 0;
+            t.nr = std::min(nr, P - n0);
+          }
           for (int64_t mp = ma; mp < mb; ++mp) {
             const int64_t i0 = mp * mr;
             t.a = packedW + k0 * Mpad + i0 * kc;

@@ -94,6 +94,23 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
   }
 
   // B in place and a partial panel: masked loads (the columns past nr may be past the buffer).
+  // B rows through an offset table (implicit im2col of a padded input): B row k at w + koff[k].
+  if (p.koff) {
+    const float* a = p.a;
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
+      const float* w = p.w + p.koff[k];
+      vec wv[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
+#pragma GCC unroll 16
+      for (int i = 0; i < ROWS; ++i) {
+        const vec av = V::set1(a[i]);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
+      }
+    }
+  }
   auto kLoop = [&](auto masked, int64_t ws) {
     const float* a = p.a;
     const float* w = p.w;
@@ -113,7 +130,9 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
       }
     }
   };
-  if (!p.ldw)
+  if (p.koff)
+    ; // done above
+  else if (!p.ldw)
     kLoop(BoolConst<false>{}, NR);
   else if (full)
     kLoop(BoolConst<false>{}, p.ldw);

@@ -45,6 +45,8 @@ struct GemmTileParams {
                      // clamp, or null
   int64_t ldw;       // 0: w is a packed panel (row stride NR, zero-padded columns); else w is read
                      // in place with row stride ldw (columns >= nr are not read)
+  const int64_t* koff; // or: B row k starts at w + koff[k] (a stride-1 convolution over a padded
+                       // input; all NR columns readable)
 };
 using GemmUkernelFn = void (*)(const GemmTileParams&);
 

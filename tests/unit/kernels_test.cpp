@@ -348,6 +348,10 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(9, 9, 4, 5, 3, 1, 2, 2);     // dilated
   add(3, 3, 300, 70, 3, 1, 1, 1);  // K > kc, few pixels (channel split)
   add(23, 29, 6, 20, 3, 1, 1, 1);  // many pixel panels
+  // Stride 1 with rows >= 14: B read through the offset table of a padded copy (implicit im2col)
+  add(11, 20, 5, 7, 3, 1, 2, 2);   // dilated
+  add(16, 17, 40, 13, 3, 1, 1, 1); // K = 360 > kc
+  add(6, 15, 3, 8, 5, 1, 0, 1);    // no padding
   {
     Conv2dShape s; // asymmetric kernel and padding
     s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
