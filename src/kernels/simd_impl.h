@@ -55,8 +55,10 @@ __attribute__((always_inline)) inline typename V::vec activate(typename V::vec x
   }
 }
 
-// ROWS rows of an MRS-row tile with NV vectors per row (NR = NV * V::width).
-template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams& p) {
+// ROWS rows of an MRS-row tile with NV vectors per row, B panels PNR columns wide (a half-width
+// tile, NV * width < PNR, serves a last panel of few columns at part of the cost).
+template <class V, int MRS, int ROWS, int NV, int PNR = NV * V::width>
+void gemmTile(const GemmTileParams& p) {
   using vec = typename V::vec;
   constexpr int W = V::width;
   constexpr int NR = NV * W;
@@ -133,7 +135,7 @@ template <class V, int MRS, int ROWS, int NV> void gemmTile(const GemmTileParams
   if (p.koff)
     ; // done above
   else if (!p.ldw)
-    kLoop(BoolConst<false>{}, NR);
+    kLoop(BoolConst<false>{}, PNR);
   else if (full)
     kLoop(BoolConst<false>{}, p.ldw);
   else

@@ -45,7 +45,13 @@ struct V256 {
   }
 };
 
-template <int ROWS> void tile16(const GemmTileParams& p) { detail::gemmTile<V256, 6, ROWS, 2>(p); }
+// A last panel of <= 8 columns runs the one-vector tile (half the FMAs).
+template <int ROWS> void tile16(const GemmTileParams& p) {
+  if (p.nr <= 8)
+    detail::gemmTile<V256, 6, ROWS, 1, 16>(p);
+  else
+    detail::gemmTile<V256, 6, ROWS, 2>(p);
+}
 
 } // namespace
 

@@ -53,8 +53,12 @@ struct V512 {
   }
 };
 
+// A last panel of <= 16 columns runs the one-vector tile (half the FMAs).
 template <int MR, int ROWS> void tile32(const GemmTileParams& p) {
-  detail::gemmTile<V512, MR, ROWS, 2>(p);
+  if (p.nr <= 16)
+    detail::gemmTile<V512, MR, ROWS, 1, 32>(p);
+  else
+    detail::gemmTile<V512, MR, ROWS, 2>(p);
 }
 
 // One gather per k collects the column a[0..rows)[k]; a plain copy is one scalar load and store per

@@ -62,17 +62,20 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   }
   bool countPad = !isMax && n.attrInt("count_include_pad") != 0;
   std::string in = b.input(n.inputs[0]);
-  std::vector<std::string> ov = {b.fresh("n"), b.fresh("c")}, kv;
+  // One loop over batch x channels (the parallel one: batch is usually 1), then the window.
+  std::vector<std::string> ov = {b.fresh("nc")}, kv;
   for (size_t d = 0; d < r; ++d) ov.push_back(b.fresh("o" + std::to_string(d)));
   for (size_t d = 0; d < r; ++d) kv.push_back(b.fresh("k" + std::to_string(d)));
   Dims inner(id.begin() + 2, id.end());
-  ExprPtr yIdx = linearIndex(vars(ov), strides(od));
-  ExprPtr base = add(mul(var(ov[0]), intImm(id[1])), var(ov[1]));
+  Dims ext = {od[0] * od[1]};
+  ext.insert(ext.end(), od.begin() + 2, od.end());
+  ExprPtr yIdx = linearIndex(vars(ov), strides(ext));
+  ExprPtr base = var(ov[0]);
   std::vector<ExprPtr> pos;
   ExprPtr inside, counted;
   for (size_t d = 0; d < r; ++d) {
     ExprPtr p =
-        add(sub(mul(var(ov[d + 2]), intImm(st[d])), intImm(pb[d])), mul(var(kv[d]), intImm(dl[d])));
+        add(sub(mul(var(ov[d + 1]), intImm(st[d])), intImm(pb[d])), mul(var(kv[d]), intImm(dl[d])));
     pos.push_back(p);
     ExprPtr ok = binary(Op::And, cmp(Op::Ge, p, intImm(0)), cmp(Op::Lt, p, intImm(inner[d])));
     inside = inside ? binary(Op::And, inside, ok) : ok;
@@ -97,7 +100,7 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   if (!isMax) pix.push_back(Stmt::store(out, yIdx, div(acc, load(cnt, yIdx, t))));
   Schedule sch;
   sch["parallel"] = std::vector<std::string>{ov[0]};
-  return b.finish(nest(ov, od, std::move(pix), true), std::move(sch), o);
+  return b.finish(nest(ov, ext, std::move(pix), true), std::move(sch), o);
 }
 
 } // namespace
