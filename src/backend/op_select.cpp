@@ -207,7 +207,9 @@ std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& en
     };
     // Runtime kernels work on NCHW with weights packed at compile time; the plain calls copy
     // NCHW <-> NHWC around the kernel and build im2col.
-    bool copies = h.op == "Conv" && !engine.runtimeKernels;
+    // The NHWC depthwise 3x3 kernel always converts layouts around its call.
+    bool copies = h.op == "Conv" &&
+                  (!engine.runtimeKernels || d.op == kernels::KernelOp::DepthwiseConv3x3);
     c.cost = [desc, dw, copies](const Node& node, const Target&) {
       double eff = dw ? 0.3 : (0.8 * desc->mr * desc->nr / (14.0 * 32.0) + 0.1) *
                                   tileUse(headOf(node), desc->mr, desc->nr);
