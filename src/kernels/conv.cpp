@@ -186,24 +186,39 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
   AICC_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K, P);
   const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, Mpad = (M + mr - 1) / mr * mr;
   const bool pointwise = s.isPointwise();
-  // Stride-1 convolutions with rows of at least 14 outputs read B through an offset table from a
-  // zero-padded copy of the input (implicit im2col: row k = (ci, kh, kw) starts at koff[k]); a
-  // pixel panel is then a segment of one output row. Others pack im2col panels per call.
-  const int64_t OW = s.OW(), segs = (OW + nr - 1) / nr;
-  const bool direct = !pointwise && s.strideH == 1 && s.strideW == 1 && OW >= 14;
+  // Convolutions with output rows of >= 7 pixels read B through an offset table from a
+  // zero-padded copy of the input (implicit im2col): row k = (ci, kh, kw) of a pixel panel (a
+  // segment of one output row) starts at koff[k] from the panel's corner. For a column stride
+  // sW the copy is split into sW phases (phase p holds the padded columns c = p mod sW at
+  // c / sW), so the pixels of a segment are contiguous for every tap. Others pack im2col panels.
+  const int64_t OW = s.OW(), segs = (OW + nr - 1) / nr, sW = s.strideW;
+  const bool direct = !pointwise && OW >= 7;
   const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
+  const int64_t Wh = (Wp + sW - 1) / sW, phase = s.Cin * Hp * Wh;
   thread_local std::vector<float> padded;
   std::vector<int64_t> koff;
   if (direct) {
-    padded.assign(size_t(s.Cin * Hp * Wp + Wp + 2 * nr), 0.0f);
+    padded.assign(size_t(sW * phase + Wh + 2 * nr), 0.0f);
     for (int64_t c = 0; c < s.Cin; ++c)
-      for (int64_t y = 0; y < s.H; ++y)
-        std::copy_n(in + (c * s.H + y) * s.W, s.W,
-                    padded.data() + (c * Hp + y + s.padTop) * Wp + s.padLeft);
+      for (int64_t y = 0; y < s.H; ++y) {
+        const float* src = in + (c * s.H + y) * s.W;
+        float* row = padded.data() + (c * Hp + y + s.padTop) * Wh;
+        if (sW == 1) {
+          std::copy_n(src, s.W, row + s.padLeft);
+          continue;
+        }
+        for (int64_t x = 0; x < s.W; ++x) {
+          const int64_t col = x + s.padLeft;
+          row[(col % sW) * phase + col / sW] = src[x];
+        }
+      }
     koff.resize(size_t(K));
     for (int64_t c = 0, k = 0; c < s.Cin; ++c)
       for (int64_t kh = 0; kh < s.KH; ++kh)
-        for (int64_t kw = 0; kw < s.KW; ++kw) koff[size_t(k++)] = (c * Hp + kh * s.dilH) * Wp + kw * s.dilW;
+        for (int64_t kw = 0; kw < s.KW; ++kw) {
+          const int64_t col = kw * s.dilW;
+          koff[size_t(k++)] = (col % sW) * phase + (c * Hp + kh * s.dilH) * Wh + col / sW;
+        }
   }
   const float* pad = padded.data();
   const int64_t panels = direct ? s.OH() * segs : (P + nr - 1) / nr, mPanels = Mpad / mr;
@@ -238,7 +253,7 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
           if (direct) {
             const int64_t oy = q / segs, ox0 = (q % segs) * nr;
             n0 = oy * OW + ox0;
-            t.w = pad + oy * Wp + ox0;
+            t.w = pad + oy * s.strideH * Wh + ox0;
             t.nr = std::min(nr, OW - ox0);
           } else {
             t.w = pointwise ? in + k0 * P + n0 : bBuf.data() + (q - pc) * kc * nr;
