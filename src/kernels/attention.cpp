@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/registry.h"
 #include "kernels/thread_pool.h"
 #include "support/error.h"
 
@@ -36,9 +37,8 @@ void softmaxRow(const AttentionShape& s, int64_t b, int64_t h, int64_t i, float*
     std::fill(row, row + s.Skv, 0.0f);
     return;
   }
-  float sum = 0;
-  for (int64_t j = 0; j < s.Skv; ++j) sum += row[j] = std::exp(row[j] - mx);
-  const float inv = 1.0f / sum;
+  static const ExpSumFn expSum = expSumKernel();
+  const float inv = 1.0f / expSum(row, s.Skv, mx);
   for (int64_t j = 0; j < s.Skv; ++j) row[j] *= inv;
 }
 
@@ -58,12 +58,17 @@ void attentionF32(const KernelDesc& kd, const AttentionShape& s, const float* Q,
     const float* v = V + kvh * s.Skv * s.Dv;
     thread_local std::vector<float> scores;
     scores.resize(size_t(s.Sq * s.Skv));
-    // scores = Q K^T: B(d, j) = K[j, d] (K packed transposed), then P V.
-    PackedB kt = packB(kd, k, s.D, s.Skv, s.D, /*transposed=*/true);
-    gemm(kt, s.Sq, q, s.D, scores.data(), s.Skv);
+    // scores = Q K^T: B(d, j) = K[j, d] (K packed transposed), then P V; the packed operands
+    // live in per-thread buffers (no allocation per head).
+    thread_local std::vector<float> kt, vp;
+    kt.resize(size_t(packedBFloats(kd, s.D, s.Skv)));
+    packBInto(kd, k, s.D, s.Skv, s.D, /*transposed=*/true, kt.data());
+    gemmPackedB(kd, kt.data(), s.D, s.Skv, s.Sq, q, s.D, scores.data(), s.Skv);
     for (int64_t i = 0; i < s.Sq; ++i) softmaxRow(s, b, h, i, scores.data() + i * s.Skv);
-    PackedB vp = packB(kd, v, s.Skv, s.Dv, s.Dv);
-    gemm(vp, s.Sq, scores.data(), s.Skv, Y + pair * s.Sq * s.Dv, s.Dv);
+    vp.resize(size_t(packedBFloats(kd, s.Skv, s.Dv)));
+    packBInto(kd, v, s.Skv, s.Dv, s.Dv, false, vp.data());
+    gemmPackedB(kd, vp.data(), s.Skv, s.Dv, s.Sq, scores.data(), s.Skv, Y + pair * s.Sq * s.Dv,
+                s.Dv);
   };
   const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), pairs) : 1;
   if (T <= 1) {

@@ -163,6 +163,17 @@ const KernelDesc& defaultKernel(KernelOp op) {
   return kKernels[0];
 }
 
+ExpSumFn expSumKernel() {
+  switch (bestIsa()) {
+  case Isa::Avx512:
+    return f32_expsum_avx512;
+  case Isa::Avx2:
+    return f32_expsum_avx2;
+  default:
+    return f32_expsum_generic;
+  }
+}
+
 const KernelDesc* findKernel(std::string_view name) {
   for (const auto& k : kKernels)
     if (name == k.name) return &k;

@@ -44,6 +44,8 @@ std::span<const KernelDesc> allKernels();
 std::vector<const KernelDesc*> availableKernels(KernelOp op);
 // The dispatch choice for `op` on this CPU (respects AICC_KERNEL_ISA). Never null.
 const KernelDesc& defaultKernel(KernelOp op);
+// The softmax helper for this CPU (respects AICC_KERNEL_ISA).
+ExpSumFn expSumKernel();
 // Lookup by name; null if unknown.
 const KernelDesc* findKernel(std::string_view name);
 

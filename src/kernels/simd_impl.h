@@ -17,11 +17,11 @@ template <bool B> struct BoolConst {
 };
 
 // exp(x) for f32: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-6 Taylor polynomial
-// (relative error < 3e-7 there), times 2^n. Inputs are clamped to [-87.3, 88.7], so overflow gives
+// (relative error < 3e-7 there), times 2^n. Inputs are clamped to [-87.3, 88.3], so overflow gives
 // FLT_MAX-ish values rather than inf and tiny results flush to ~1e-38 (sigmoid's tails saturate).
 template <class V> typename V::vec expApprox(typename V::vec x) {
   using vec = typename V::vec;
-  x = V::min(V::set1(88.7f), V::max(V::set1(-87.3f), x));
+  x = V::min(V::set1(88.3f), V::max(V::set1(-87.3f), x)); // 2^n stays finite and normal
   const vec n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
   vec r = V::fmadd(n, V::set1(-0.693359375f), x); // ln2 in two parts (Cody-Waite)
   r = V::fmadd(n, V::set1(2.12194440e-4f), r);
@@ -181,6 +181,35 @@ void gemmTile(const GemmTileParams& p) {
       else
         V::storeMasked(dst, m[v], acc[i][v]);
     }
+}
+
+// x[i] = exp(x[i] - shift), returning the sum (see ExpSumFn); the tail (< one vector) through a
+// masked load and store, its lanes past n dropped from the sum by a 0/1 weight vector.
+template <class V> float expSum(float* x, int64_t n, float shift) {
+  using vec = typename V::vec;
+  constexpr int W = V::width;
+  const vec sh = V::set1(-shift), one = V::set1(1.0f);
+  vec acc = V::zero();
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const vec e = expApprox<V>(V::add(V::load(x + i), sh));
+    V::store(x + i, e);
+    acc = V::add(acc, e);
+  }
+  if (i < n) {
+    const typename V::mask m = V::maskFor(n - i);
+    const vec e = expApprox<V>(V::add(V::loadMasked(x + i, m), sh));
+    V::storeMasked(x + i, m, e);
+    float ones[W];
+    for (int j = 0; j < W; ++j) ones[j] = 0.0f;
+    V::storeMasked(ones, m, one);
+    acc = V::fmadd(e, V::load(ones), acc);
+  }
+  float lanes[W];
+  V::store(lanes, acc);
+  float sum = 0;
+  for (int j = 0; j < W; ++j) sum += lanes[j];
+  return sum;
 }
 
 // Depthwise 3x3 (pad 1) over one output row, NHWC: channel blocks of V::width outside, output

@@ -94,6 +94,12 @@ void f32_dwconv_nchw_generic(const DwNchwPlaneParams& p);
 void f32_dwconv_nchw_avx2(const DwNchwPlaneParams& p);
 void f32_dwconv_nchw_avx512(const DwNchwPlaneParams& p);
 
+// Softmax rows: x[i] = exp(x[i] - shift) in place for i < n; returns the sum of the results.
+using ExpSumFn = float (*)(float* x, int64_t n, float shift);
+float f32_expsum_generic(float* x, int64_t n, float shift);
+float f32_expsum_avx2(float* x, int64_t n, float shift);
+float f32_expsum_avx512(float* x, int64_t n, float shift);
+
 void f32_dwconv3x3_generic(const DwRowParams& p);
 void f32_dwconv3x3_avx2(const DwRowParams& p);
 void f32_dwconv3x3_avx512(const DwRowParams& p);

@@ -156,4 +156,6 @@ void f32_gemm_avx512_8x32(const GemmTileParams& p) {
 void f32_dwconv3x3_avx512(const DwRowParams& p) { detail::dwRow<V512>(p); }
 void f32_dwconv_nchw_avx512(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V512>(p); }
 
+float f32_expsum_avx512(float* x, int64_t n, float shift) { return detail::expSum<V512>(x, n, shift); }
+
 } // namespace aicc::kernels

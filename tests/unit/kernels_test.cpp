@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <string>
@@ -42,6 +43,10 @@ void expectClose(const std::vector<float>& got, const std::vector<float>& want, 
 }
 
 std::vector<const KernelDesc*> kernelsUnderTest(KernelOp op) {
+  for (const KernelDesc& k : allKernels()) // every ISA path this CPU cannot run is named
+    if (k.op == op && !cpuSupports(k.isa))
+      std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
+                  std::string(isaName(k.isa)).c_str());
   auto ks = availableKernels(op); // includes the generic one (always supported)
   EXPECT_FALSE(ks.empty());
   return ks;
@@ -324,6 +329,39 @@ std::vector<float> convNchwReference(const Conv2dShape& s, int64_t G, const std:
       }
   return y;
 }
+// The softmax helper of every ISA this CPU runs (the others are listed as skipped): exp(x - shift)
+// in place and the sum, against double-precision exp, on lengths with and without a tail.
+TEST(Kernels, ExpSumMatchesExp) {
+  struct Isa_ {
+    const char* name;
+    Isa isa;
+    ExpSumFn fn;
+  };
+  const Isa_ isas[] = {{"generic", Isa::Generic, f32_expsum_generic},
+                       {"avx2", Isa::Avx2, f32_expsum_avx2},
+                       {"avx512", Isa::Avx512, f32_expsum_avx512}};
+  for (const Isa_& k : isas) {
+    if (!cpuSupports(k.isa)) {
+      std::printf("[ skipped  ] f32_expsum_%s: this CPU lacks %s\n", k.name, k.name);
+      continue;
+    }
+    for (int64_t n : {1, 7, 8, 9, 16, 33, 128}) {
+      auto x = randomVec(size_t(n), 40 + int(n));
+      for (auto& v : x) v *= 20.0f;
+      const float shift = 3.0f;
+      std::vector<float> got = x;
+      const float sum = k.fn(got.data(), n, shift);
+      double want = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double e = std::exp(double(x[size_t(i)]) - shift);
+        want += e;
+        EXPECT_NEAR(got[size_t(i)], e, 2e-6 * e) << k.name << " n=" << n << " i=" << i;
+      }
+      EXPECT_NEAR(sum, want, 1e-5 * want) << k.name << " n=" << n;
+    }
+  }
+}
+
 } // namespace
 
 // NCHW convolution with weights packed as GEMM A panels (the JIT's path): every GEMM kernel,
