@@ -70,21 +70,48 @@ std::optional<LoweredNode> lowerConcat(const Node& n, const std::string& name,
   Block body;
   int64_t offset = 0;
   auto os = strides(od);
+  // Each input is a block copy: `outer` runs (the dims before the axis) of `inner` contiguous
+  // elements. With one run (batch 1, or axis 0) the copy is one flat loop, split for the threads
+  // (flatSpace); otherwise the runs are the parallel loop.
+  const int64_t lanes = vectorWidthFor(o, t, 1 << 20);
   for (const Value* v : n.inputs) {
     if (!v) continue;
     Dims id = staticDims(v, "input");
     if (id.size() != od.size()) no("inputs of different ranks");
     std::string in = b.input(v);
+    int64_t outer = 1, inner = 1, outBlock = 1;
+    for (size_t d = 0; d < id.size(); ++d) {
+      if (int64_t(d) < axis)
+        outer *= id[d];
+      else
+        inner *= id[d], outBlock *= od[d];
+    }
+    const int64_t start = offset * (outBlock / std::max<int64_t>(od[axis], 1));
+    if (inner == 0 || outer == 0) {
+      offset += id[axis];
+      continue;
+    }
+    Dims ext = {outer, inner};
+    std::vector<int64_t> ist = {inner, 1}, ost = {outBlock, 1};
+    bool par = true;
+    if (outer == 1) {
+      FlatSpace fs = flatSpace(Dims{inner}, {}, lanes);
+      ext = fs.extents();
+      ist = ost = fs.strideOf(fs.out);
+      par = fs.parallel;
+    }
+    if (ext.empty()) { // one element
+      body.push_back(Stmt::store(out, intImm(start), load(in, intImm(0), t)));
+      offset += id[axis];
+      continue;
+    }
     std::vector<std::string> vs;
-    for (size_t d = 0; d < id.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
+    for (size_t d = 0; d < ext.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
     auto vv = vars(vs);
-    auto oidx = vv;
-    oidx[axis] = add(vv[axis], intImm(offset));
-    for (auto& s :
-         nest(vs, id,
-              {Stmt::store(out, linearIndex(oidx, os), load(in, linearIndex(vv, strides(id)), t))},
-              true, id.empty() ? 1 : vectorWidthFor(o, t, id.back())))
-      body.push_back(std::move(s));
+    ExprPtr oi = add(linearIndex(vv, ost), intImm(start));
+    for (auto& st : nest(vs, ext, {Stmt::store(out, oi, load(in, linearIndex(vv, ist), t))}, par,
+                         vectorWidthFor(o, t, ext.back())))
+      body.push_back(std::move(st));
     offset += id[axis];
   }
   if (offset != od[axis]) no("input sizes do not add up to the output");
