@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "kernels/thread_pool.h"
 #include "support/error.h"
@@ -291,8 +292,26 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
   }
 }
 
+namespace {
+void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float* in, float* out,
+             const Epilogue& ep, ThreadPool* pool, bool isMax);
+} // namespace
+
 void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, const float* in,
                        float* out, const Epilogue& ep, ThreadPool* pool) {
+  planeOp(kd, s, w, in, out, ep, pool, false);
+}
+
+void maxPoolNchw(const KernelDesc& kd, const DwShape& s, const float* in, float* out,
+                 ThreadPool* pool) {
+  AICC_CHECK(s.mult == 1, "max pool: a channel multiplier of {}", s.mult);
+  planeOp(kd, s, nullptr, in, out, Epilogue{}, pool, true);
+}
+
+namespace {
+// One channel plane at a time over a padded copy (0 for convolution, -inf for max pooling).
+void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float* in, float* out,
+             const Epilogue& ep, ThreadPool* pool, bool isMax) {
   AICC_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwPlane,
              "depthwise conv: '{}' is not an NCHW depthwise kernel", kd.name);
   const int64_t OH = s.OH(), OW = s.OW();
@@ -309,8 +328,9 @@ void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, c
   const int64_t rows = std::max((OH - 1) * s.strideH + (s.KH - 1) * s.dilH + 1, s.padTop + s.H) + 1;
   auto planes = [&](int64_t c0, int64_t c1) {
     thread_local std::vector<float> padded;
-    padded.assign(size_t(rows * pitch), 0.0f);
+    padded.assign(size_t(rows * pitch), isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
     DwNchwPlaneParams p{};
+    p.max = isMax;
     p.in = padded.data();
     p.KH = s.KH, p.KW = s.KW, p.OH = OH, p.OW = OW, p.strideH = s.strideH, p.strideW = sw;
     p.dilH = s.dilH, p.dilW = dw, p.pitch = pitch, p.half = half;
@@ -337,7 +357,7 @@ void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, c
       }
       for (int64_t m = 0; m < s.mult; ++m) {
         const int64_t co = c * s.mult + m;
-        p.w = w + co * s.KH * s.KW;
+        p.w = w ? w + co * s.KH * s.KW : nullptr;
         p.bias = ep.bias ? ep.bias[co] : 0.0f;
         p.out = out + co * OH * OW;
         kd.dwNchwPlane(p);
@@ -348,6 +368,7 @@ void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, c
   if (T <= 1 || s.C * OH * OW * s.mult < 4096) return planes(0, s.C);
   pool->parallelFor(T, [&](int64_t i) { planes(s.C * i / T, s.C * (i + 1) / T); });
 }
+} // namespace
 
 void conv2dReferenceNhwc(const Conv2dShape& s, const float* in, const float* weightOIHW,
                          const float* bias, float* out, const Epilogue& act) {

@@ -74,9 +74,18 @@ void conv2dNchwPacked(const KernelDesc& gemmKernel, const Conv2dShape& s, const 
 struct DwShape {
   int64_t C = 0, mult = 1, H = 0, W = 0, KH = 3, KW = 3, strideH = 1, strideW = 1;
   int64_t padTop = 0, padLeft = 0, padBottom = 0, padRight = 0, dilH = 1, dilW = 1;
-  int64_t OH() const { return (H + padTop + padBottom - dilH * (KH - 1) - 1) / strideH + 1; }
-  int64_t OW() const { return (W + padLeft + padRight - dilW * (KW - 1) - 1) / strideW + 1; }
+  int64_t outH = 0, outW = 0; // set: the output size (pooling's ceil_mode), else the floor formula
+  int64_t OH() const {
+    return outH ? outH : (H + padTop + padBottom - dilH * (KH - 1) - 1) / strideH + 1;
+  }
+  int64_t OW() const {
+    return outW ? outW : (W + padLeft + padRight - dilW * (KW - 1) - 1) / strideW + 1;
+  }
 };
+// Max pooling on the same machinery (C planes, mult 1; padding reads as -inf; windows past the
+// input, as ceil_mode makes them, see only what lies inside): in [C, H, W] -> out [C, OH, OW].
+void maxPoolNchw(const KernelDesc& dwKernel, const DwShape& s, const float* in, float* out,
+                 ThreadPool* pool = nullptr);
 void depthwiseConvNchw(const KernelDesc& dwKernel, const DwShape& s, const float* w,
                        const float* in, float* out, const Epilogue& ep = {},
                        ThreadPool* pool = nullptr);

@@ -286,7 +286,7 @@ template <class V> void dwRow(const DwRowParams& p) {
 // independent FMA chains (a row of 14 outputs alone would be one latency-bound chain). A last
 // group of fewer jobs repeats its last job (same values stored twice). MODE: 0 stride 1, 1 stride
 // 2 over deinterleaved rows, 2 any stride (strided loads).
-template <class V, int MODE, int KWS> void dwNchwPlaneMode(const DwNchwPlaneParams& p) {
+template <class V, int MODE, int KWS, bool MAX> void dwNchwPlaneMode(const DwNchwPlaneParams& p) {
   using vec = typename V::vec;
   constexpr int W = V::width, U = 4;
   const int64_t OW = p.OW, KW = KWS ? KWS : p.KW, nv = (OW + W - 1) / W, jobs = p.OH * nv;
@@ -308,24 +308,26 @@ template <class V, int MODE, int KWS> void dwNchwPlaneMode(const DwNchwPlanePara
       const float* row = p.in + oy[u] * p.strideH * p.pitch;
       base[u] = MODE == 2 ? row + ox[u] * sW : row + ox[u];
     }
-    vec acc[U] = {bias, bias, bias, bias};
+    const vec init = MAX ? V::set1(-__builtin_inff()) : bias;
+    vec acc[U] = {init, init, init, init};
     for (int64_t ky = 0; ky < p.KH; ++ky) {
       const int64_t rowOff = ky * rowStep;
-      const float* wk = p.w + ky * KW;
+      const float* wk = MAX ? nullptr : p.w + ky * KW;
 #pragma GCC unroll 8
       for (int64_t kx = 0; kx < KW; ++kx) {
-        const vec wv = V::set1(wk[kx]);
+        const vec wv = MAX ? V::zero() : V::set1(wk[kx]);
         const int64_t off = rowOff + (MODE == 1 ? (kx & 1) * p.half + (kx >> 1) : kx * dW);
 #pragma GCC unroll 4
         for (int u = 0; u < U; ++u) {
           const vec x = MODE == 2 ? V::loadStrided(base[u] + off, sW) : V::load(base[u] + off);
-          acc[u] = V::fmadd(wv, x, acc[u]);
+          // max(x, acc) keeps acc when x is NaN, like the reference's select(x > acc, x, acc)
+          acc[u] = MAX ? V::max(x, acc[u]) : V::fmadd(wv, x, acc[u]);
         }
       }
     }
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
-      const vec r = activate<V>(V::min(hi, V::max(lo, acc[u])), p.act);
+      const vec r = MAX ? acc[u] : activate<V>(V::min(hi, V::max(lo, acc[u])), p.act);
       float* dst = p.out + oy[u] * OW + ox[u];
       if (ox[u] + W <= OW)
         V::store(dst, r);
@@ -336,12 +338,14 @@ template <class V, int MODE, int KWS> void dwNchwPlaneMode(const DwNchwPlanePara
 }
 
 template <class V, int MODE> void dwNchwPlaneK(const DwNchwPlaneParams& p) {
-  if (p.KW == 3)
-    dwNchwPlaneMode<V, MODE, 3>(p);
+  if (p.max)
+    dwNchwPlaneMode<V, MODE, 0, true>(p);
+  else if (p.KW == 3)
+    dwNchwPlaneMode<V, MODE, 3, false>(p);
   else if (p.KW == 5)
-    dwNchwPlaneMode<V, MODE, 5>(p);
+    dwNchwPlaneMode<V, MODE, 5, false>(p);
   else
-    dwNchwPlaneMode<V, MODE, 0>(p);
+    dwNchwPlaneMode<V, MODE, 0, false>(p);
 }
 
 template <class V> void dwNchwPlane(const DwNchwPlaneParams& p) {

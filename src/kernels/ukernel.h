@@ -87,6 +87,8 @@ struct DwNchwPlaneParams {
   int64_t KH, KW, OH, OW, strideH, strideW, dilH, dilW, pitch, half;
   float lo, hi; // clamp (fused activation)
   unsigned act; // kAct*, after the clamp
+  unsigned max; // nonzero: max pooling (the max over the window; w, bias, clamp and act unused,
+                // the padding holds -inf)
 };
 using DwNchwPlaneFn = void (*)(const DwNchwPlaneParams&);
 

@@ -28,6 +28,8 @@
 //       P [dirs,3H] (peepholes i, o, f); flags bit 0 = reverse, bit 1 = input_forget, bit 2 =
 //       clip; acts f0 | g0 << 2 | h0 << 4 | f1 << 6 | g1 << 8 | h1 << 10 (f: i, o and f gates,
 //       g: cell candidate, h: output; per direction)
+//   @maxpool_nchw_<nchw dw desc>(x, y, C, 0, 0, 0, H, W, KH, KW, sH, sW, padTop, padLeft,
+//       padBottom, padRight, dilH, dilW, OH, OW)   2-D MaxPool of one image (kernels/conv.h)
 //   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (loop/lower_kernels_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
 // them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid).
@@ -226,6 +228,17 @@ void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<
   kernels::depthwiseConvNchw(d, s, w, x, y, clampOf(k, a, 18, bias), pool);
 }
 
+void callMaxPool(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                 kernels::ThreadPool* pool) {
+  AICC_CHECK(a.size() == 20, "call @{}: expects 20 arguments, got {}", k, a.size());
+  auto s = geometryAt<kernels::DwShape>(k, a);
+  s.C = ival(k, a, 2), s.outH = ival(k, a, 18), s.outW = ival(k, a, 19);
+  AICC_CHECK(s.C > 0 && s.outH > 0 && s.outW > 0, "call @{}: bad pooling shape", k);
+  const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
+  float* y = span(k, a, 1, s.C * s.outH * s.outW, "y");
+  kernels::maxPoolNchw(d, s, x, y, pool);
+}
+
 void callConvPacked(const kernels::KernelDesc& d, const std::string& k,
                     std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
   AICC_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
@@ -351,6 +364,7 @@ std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::Thre
       {"gru_", KernelOp::Gemm, callGru},
       {"lstm_", KernelOp::Gemm, callLstm},
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
+      {"maxpool_nchw_", KernelOp::DepthwiseConvNchw, callMaxPool},
       {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
       {"conv2d_nchw_", KernelOp::Gemm, callConv},
       {"", KernelOp::Gemm, callGemm},

@@ -362,6 +362,42 @@ TEST(Kernels, ExpSumMatchesExp) {
   }
 }
 
+// Max pooling on the depthwise machinery, every ISA path, against a direct loop (windows past the
+// input from explicit output sizes, as ceil_mode gives, see only the inside).
+TEST(Kernels, MaxPoolNchwMatchesReference) {
+  struct Case {
+    int64_t C, H, W, K, stride, pad, dil, extra;
+  };
+  const Case cases[] = {{3, 9, 11, 3, 2, 1, 1, 0}, {2, 17, 40, 2, 2, 0, 1, 1},
+                        {4, 13, 13, 3, 1, 1, 1, 0}, {2, 12, 20, 3, 3, 1, 2, 1},
+                        {64, 28, 28, 3, 2, 0, 1, 1}};
+  ThreadPool pool(2);
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
+    for (const Case& c : cases) {
+      DwShape d;
+      d.C = c.C, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K, d.strideH = d.strideW = c.stride;
+      d.padTop = d.padLeft = d.padBottom = d.padRight = c.pad, d.dilH = d.dilW = c.dil;
+      d.outH = d.OH() + c.extra, d.outW = d.OW() + c.extra;
+      const auto x = randomVec(size_t(c.C * c.H * c.W), 50);
+      std::vector<float> got(size_t(c.C * d.outH * d.outW), 7.0f), want(got.size());
+      for (int64_t ch = 0; ch < c.C; ++ch)
+        for (int64_t oy = 0; oy < d.outH; ++oy)
+          for (int64_t ox = 0; ox < d.outW; ++ox) {
+            float m = -std::numeric_limits<float>::infinity();
+            for (int64_t ky = 0; ky < c.K; ++ky)
+              for (int64_t kx = 0; kx < c.K; ++kx) {
+                const int64_t iy = oy * c.stride - c.pad + ky * c.dil;
+                const int64_t ix = ox * c.stride - c.pad + kx * c.dil;
+                if (iy >= 0 && iy < c.H && ix >= 0 && ix < c.W)
+                  m = std::max(m, x[size_t((ch * c.H + iy) * c.W + ix)]);
+              }
+            want[size_t((ch * d.outH + oy) * d.outW + ox)] = m;
+          }
+      maxPoolNchw(*kd, d, x.data(), got.data(), c.C > 8 ? &pool : nullptr);
+      EXPECT_EQ(got, want) << kd->name << " C=" << c.C << " K=" << c.K << " stride=" << c.stride;
+    }
+}
+
 } // namespace
 
 // NCHW convolution with weights packed as GEMM A panels (the JIT's path): every GEMM kernel,
