@@ -208,9 +208,13 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
           std::copy_n(src, s.W, row + s.padLeft);
           continue;
         }
-        for (int64_t x = 0; x < s.W; ++x) {
-          const int64_t col = x + s.padLeft;
-          row[(col % sW) * phase + col / sW] = src[x];
+        // Column x goes to phase (x + padLeft) mod sW at (x + padLeft) / sW: sW contiguous
+        // streams, one per residue of x.
+        for (int64_t r0 = 0; r0 < sW && r0 < s.W; ++r0) {
+          const int64_t col = r0 + s.padLeft;
+          float* d = row + (col % sW) * phase + col / sW;
+          const int64_t n = (s.W - r0 + sW - 1) / sW;
+          for (int64_t j = 0; j < n; ++j) d[j] = src[r0 + j * sW];
         }
       }
     koff.resize(size_t(K));
