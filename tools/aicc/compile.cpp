@@ -147,8 +147,18 @@ int compileCommand(const CompileArgs& a) {
   for (size_t i = 0; i < spec.failBranches.size(); ++i)
     fails += (i ? ", " : "") + jsonStr(spec.failBranches[i]);
   rep.numbers.push_back({"uncompiled_branches", fails + "]"});
-  for (size_t i = 0; i < spec.tasks.size(); ++i)
+  int measured = 0, estimated = 0; // how each task with a choice was decided
+  for (size_t i = 0; i < spec.tasks.size(); ++i) {
     rep.tasks.push_back({spec.tasks[i].node, spec.schedules[i].first, spec.schedules[i].second});
+    const std::string& sch = spec.schedules[i].second;
+    if (sch.find("selection = \"measured") != std::string::npos)
+      ++measured;
+    else if (sch.find("selection = \"") != std::string::npos)
+      ++estimated;
+  }
+  rep.numbers.push_back({"selections_measured", std::to_string(measured)});
+  rep.numbers.push_back({"selections_estimated", std::to_string(estimated)});
+  rep.numbers.push_back({"tuning_cache", jsonStr(a.tuningCache)});
   rep.write(a.outputDir, "aicc compile --emit so " + a.model);
   for (const auto& f : spec.fallbacks)
     std::cerr << "aicc: note: runs through the reference kernel (no lowering): " << f << "\n";
