@@ -1,11 +1,14 @@
 // Microbenchmarks of the hand-written kernels (src/kernels), in GFLOP/s:
 //   peak/<isa>                        FMA-only loop: the machine's per-core peak for that ISA
+//   every benchmark also reports peak%: its FLOP/s over the best ISA's measured peak x threads
 //   gemm/<kernel>/MxNxK/threads:T     C = A[M,K] * B[K,N] (B pre-packed), bias + ReLU epilogue
 //   dwconv/<kernel>/HxWxC/k<K>s<S>/threads:T, conv2d/<gemm kernel>/...: the NCHW convolutions the
 //   engines call (depthwise over padded rows; GEMM with weights packed as A, im2col panels)
 // Run: ./build/aicc_bench [--benchmark_filter=gemm/.*14x32] (see bench/README.md).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <string>
@@ -41,10 +44,39 @@ ThreadPool* poolFor(int threads) {
   return p.get();
 }
 
-void setFlops(benchmark::State& st, double flopsPerIter) {
+// The measured per-core FMA peak of the best ISA this CPU has (FLOP/s; the best of a few short
+// runs of the peak loop), the reference of every benchmark's "peak%" counter (per thread).
+double measuredPeak() {
+  static const double peak = [] {
+    const bool avx512 = cpuSupports(Isa::Avx512);
+    if (!avx512 && !cpuSupports(Isa::Avx2)) return 0.0;
+    const int64_t iters = 1 << 21;
+    double best = 0;
+    for (int r = 0; r < 5; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      benchmark::DoNotOptimize(avx512 ? aicc::bench::fmaLoopAvx512(iters)
+                                      : aicc::bench::fmaLoopAvx2(iters));
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::max(best, double(iters) * 12 * (avx512 ? 32 : 16) / s);
+    }
+    return best;
+  }();
+  return peak;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// FLOPS (a rate) and peak% (a plain number: FLOP/s over the measured peak x threads, from the
+// wall time of the timing loop that started at t0).
+void setFlops(benchmark::State& st, double flopsPerIter, int threads = 1,
+              Clock::time_point t0 = {}) {
   st.counters["FLOPS"] =
       benchmark::Counter(flopsPerIter, benchmark::Counter::kIsIterationInvariantRate,
                          benchmark::Counter::OneK::kIs1000);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (measuredPeak() > 0 && t0 != Clock::time_point{} && s > 0)
+    st.counters["peak%"] = 100.0 * flopsPerIter * double(st.iterations()) / s /
+                           (measuredPeak() * threads);
 }
 
 void benchPeak(benchmark::State& st, bool avx512) {
@@ -62,11 +94,12 @@ void benchGemm(benchmark::State& st, const KernelDesc* kd, int64_t M, int64_t N,
   std::vector<float> C(size_t(M * N));
   const PackedB pb = packB(*kd, B.data(), K, N, N);
   ThreadPool* pool = poolFor(threads);
+  const auto t0 = Clock::now();
   for (auto _ : st) {
     gemm(pb, M, A.data(), K, C.data(), N, Epilogue::relu(bias.data()), pool);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * double(M) * double(N) * double(K));
+  setFlops(st, 2.0 * double(M) * double(N) * double(K), threads, t0);
 }
 
 // The engines' depthwise path: NCHW, any kernel, padded rows (kernels/conv.h depthwiseConvNchw).
@@ -79,11 +112,12 @@ void benchDw(benchmark::State& st, const KernelDesc* kd, int64_t HW, int64_t C, 
              b = randomVec(size_t(C));
   std::vector<float> out(size_t(s.OH() * s.OW() * C));
   ThreadPool* pool = poolFor(threads);
+  const auto t0 = Clock::now();
   for (auto _ : st) {
     depthwiseConvNchw(*kd, s, w.data(), in.data(), out.data(), Epilogue::relu6(b.data()), pool);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * double(K * K) * double(s.OH() * s.OW() * C));
+  setFlops(st, 2.0 * double(K * K) * double(s.OH() * s.OW() * C), threads, t0);
 }
 // The engines' convolution: NCHW, weights packed at compile time as the A operand, im2col panels
 // packed per call (kernels/conv.h conv2dNchwPacked).
@@ -95,11 +129,12 @@ void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, int th
   packAInto(*kd, w.data(), s.Cout, K, K, packed.data());
   std::vector<float> out(size_t(s.OH() * s.OW() * s.Cout));
   ThreadPool* pool = poolFor(threads);
+  const auto t0 = Clock::now();
   for (auto _ : st) {
     conv2dNchwPacked(*kd, s, packed.data(), in.data(), out.data(), Epilogue::relu(b.data()), pool);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K));
+  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K), threads, t0);
 }
 
 Conv2dShape convShape(int64_t HW, int64_t Cin, int64_t Cout, int64_t K, int64_t stride) {
@@ -123,8 +158,8 @@ void registerAll() {
     int64_t M, N, K;
   };
   // ResNet 3x3 conv at 56x56 (im2col), ResNet 3x3 at 14x14, BERT QKV/FFN, ResNet 3x3 at 7x7.
-  const Shape shapes[] = {
-      {3136, 64, 576}, {196, 256, 2304}, {128, 768, 768}, {128, 3072, 768}, {49, 512, 4608}};
+  const Shape shapes[] = {{1024, 1024, 1024}, {3136, 64, 576}, {196, 256, 2304},
+                          {128, 768, 768},    {128, 3072, 768}, {49, 512, 4608}};
   for (const KernelDesc* kd : availableKernels(KernelOp::Gemm))
     for (const Shape& s : shapes)
       for (int t : {1, 2}) {

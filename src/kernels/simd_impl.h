@@ -67,6 +67,14 @@ void gemmTile(const GemmTileParams& p) {
 #pragma GCC unroll 8
   for (int v = 0; v < NV; ++v) m[v] = V::maskFor(p.nr - v * W);
 
+  // C (and the residual) are touched after the k loop: prefetch their lines now, so a C tile that
+  // fell out of L2 since the previous K block (rows ldc apart) arrives during the FMAs.
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; ++i) {
+    __builtin_prefetch(p.c + i * p.ldc, 1, 3);
+    __builtin_prefetch(p.c + i * p.ldc + NR - 1, 1, 3);
+    if (p.res && (p.flags & kGemmLast)) __builtin_prefetch(p.res + i * p.ldc, 0, 3);
+  }
   vec acc[ROWS][NV];
   if ((p.flags & kGemmFirst) && (p.flags & kGemmRowBias) && p.bias) {
 #pragma GCC unroll 16
