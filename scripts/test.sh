@@ -14,7 +14,7 @@ cmake --build --preset "$preset"
 builddir=build
 [ "$preset" = asan ] && builddir=build-asan
 # The small zoo models (ONNX skeletons + deterministic weights) for the engine checks; the big ones
-# (resnet50, densenet121, bert-like) are benchmarked by bench/compare_ort.py, not tested here.
+# (resnet50, densenet121, bert-like) are benchmarked by bench/compare.py, not tested here.
 zoo=../shared/zoo
 if [ -f "$zoo/materialize.py" ]; then
   .venv/bin/python "$zoo/materialize.py" build/zoo mobilenet_v2 mobilenet_v3_small squeezenet1_1 \
