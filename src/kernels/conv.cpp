@@ -187,13 +187,16 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
   AICC_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K, P);
   const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, Mpad = (M + mr - 1) / mr * mr;
   const bool pointwise = s.isPointwise();
-  // Convolutions with output rows of >= 7 pixels read B through an offset table from a
+  // Convolutions with output rows of >= 14 pixels read B through an offset table from a
   // zero-padded copy of the input (implicit im2col): row k = (ci, kh, kw) of a pixel panel (a
   // segment of one output row) starts at koff[k] from the panel's corner. For a column stride
   // sW the copy is split into sW phases (phase p holds the padded columns c = p mod sW at
   // c / sW), so the pixels of a segment are contiguous for every tap. Others pack im2col panels.
   const int64_t OW = s.OW(), segs = (OW + nr - 1) / nr, sW = s.strideW;
-  const bool direct = !pointwise && OW >= 7;
+  // Not for rows under 14 pixels (7x7 maps: row segments would run the half-width tile, whose
+  // broadcasts cost as much as its FMAs; the flat im2col panels fill 49 of 56 columns) nor for
+  // strided 1x1 convolutions (the copy would move the whole input to use a quarter of it).
+  const bool direct = !pointwise && OW >= 14 && !(s.KH == 1 && s.KW == 1);
   const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
   const int64_t Wh = (Wp + sW - 1) / sW, phase = s.Cin * Hp * Wh;
   thread_local std::vector<float> padded;

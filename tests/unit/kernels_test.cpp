@@ -429,6 +429,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(15, 16, 4, 6, 1, 2, 0, 1);   // 1x1 stride 2 (two column phases, one read)
   add(20, 23, 3, 5, 3, 3, 1, 2);   // stride 3, dilated: three phases
   add(30, 30, 3, 8, 7, 2, 3, 1);   // a ResNet-like stem
+  add(20, 50, 3, 5, 3, 3, 1, 2);   // stride 3, dilated, rows of 16
   {
     Conv2dShape s; // asymmetric kernel and padding
     s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
