@@ -75,8 +75,8 @@ void setFlops(benchmark::State& st, double flopsPerIter, int threads = 1,
                          benchmark::Counter::OneK::kIs1000);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (measuredPeak() > 0 && t0 != Clock::time_point{} && s > 0)
-    st.counters["peak%"] = 100.0 * flopsPerIter * double(st.iterations()) / s /
-                           (measuredPeak() * threads);
+    st.counters["peak%"] =
+        100.0 * flopsPerIter * double(st.iterations()) / s / (measuredPeak() * threads);
 }
 
 void benchPeak(benchmark::State& st, bool avx512) {
@@ -158,7 +158,7 @@ void registerAll() {
     int64_t M, N, K;
   };
   // ResNet 3x3 conv at 56x56 (im2col), ResNet 3x3 at 14x14, BERT QKV/FFN, ResNet 3x3 at 7x7.
-  const Shape shapes[] = {{1024, 1024, 1024}, {3136, 64, 576}, {196, 256, 2304},
+  const Shape shapes[] = {{1024, 1024, 1024}, {3136, 64, 576},  {196, 256, 2304},
                           {128, 768, 768},    {128, 3072, 768}, {49, 512, 4608}};
   for (const KernelDesc* kd : availableKernels(KernelOp::Gemm))
     for (const Shape& s : shapes)

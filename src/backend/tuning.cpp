@@ -92,8 +92,8 @@ TuningCache TuningCache::load(const std::string& path) {
     r.chosen = f[1];
     for (size_t i = 2; i < f.size(); ++i) {
       auto eq = f[i].rfind('=');
-      AICC_CHECK(eq != std::string::npos && eq > 0,
-                 "tuning cache '{}': line {}: bad timing '{}'", path, lineNo, f[i]);
+      AICC_CHECK(eq != std::string::npos && eq > 0, "tuning cache '{}': line {}: bad timing '{}'",
+                 path, lineNo, f[i]);
       TunedTiming t;
       t.candidate = f[i].substr(0, eq);
       std::string v = f[i].substr(eq + 1);
@@ -118,7 +118,8 @@ void TuningCache::save(const std::string& path) const {
   std::ofstream out(path);
   AICC_CHECK(out, "tuning cache '{}': cannot write", path);
   out << "aicc-tuning-cache 1\n";
-  out << "# written by aicc tune: signature, chosen candidate, candidate=measured ms~estimated ms\n";
+  out << "# written by aicc tune: signature, chosen candidate, candidate=measured ms~estimated "
+         "ms\n";
   out << "target " << target << "\n";
   for (const auto& [sig, r] : records) {
     out << sig << "\t" << r.chosen;

@@ -203,23 +203,30 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
   std::vector<int64_t> koff;
   if (direct) {
     padded.assign(size_t(sW * phase + Wh + 2 * nr), 0.0f);
-    for (int64_t c = 0; c < s.Cin; ++c)
-      for (int64_t y = 0; y < s.H; ++y) {
-        const float* src = in + (c * s.H + y) * s.W;
-        float* row = padded.data() + (c * Hp + y + s.padTop) * Wh;
-        if (sW == 1) {
-          std::copy_n(src, s.W, row + s.padLeft);
-          continue;
+    auto copyChannels = [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t y = 0; y < s.H; ++y) {
+          const float* src = in + (c * s.H + y) * s.W;
+          float* row = padded.data() + (c * Hp + y + s.padTop) * Wh;
+          if (sW == 1) {
+            std::copy_n(src, s.W, row + s.padLeft);
+            continue;
+          }
+          // Column x goes to phase (x + padLeft) mod sW at (x + padLeft) / sW: sW contiguous
+          // streams, one per residue of x.
+          for (int64_t r0 = 0; r0 < sW && r0 < s.W; ++r0) {
+            const int64_t col = r0 + s.padLeft;
+            float* d = row + (col % sW) * phase + col / sW;
+            const int64_t n = (s.W - r0 + sW - 1) / sW;
+            for (int64_t j = 0; j < n; ++j) d[j] = src[r0 + j * sW];
+          }
         }
-        // Column x goes to phase (x + padLeft) mod sW at (x + padLeft) / sW: sW contiguous
-        // streams, one per residue of x.
-        for (int64_t r0 = 0; r0 < sW && r0 < s.W; ++r0) {
-          const int64_t col = r0 + s.padLeft;
-          float* d = row + (col % sW) * phase + col / sW;
-          const int64_t n = (s.W - r0 + sW - 1) / sW;
-          for (int64_t j = 0; j < n; ++j) d[j] = src[r0 + j * sW];
-        }
-      }
+    };
+    const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), s.Cin) : 1;
+    if (T <= 1 || s.Cin * s.H * s.W < (int64_t(1) << 15))
+      copyChannels(0, s.Cin);
+    else
+      pool->parallelFor(T, [&](int64_t i) { copyChannels(s.Cin * i / T, s.Cin * (i + 1) / T); });
     koff.resize(size_t(K));
     for (int64_t c = 0, k = 0; c < s.Cin; ++c)
       for (int64_t kh = 0; kh < s.KH; ++kh)
@@ -293,9 +300,8 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
     pool->parallelFor(T, [&](int64_t i) { run(panels * i / T, panels * (i + 1) / T, 0, mPanels); });
   } else {
     const int64_t parts = std::min<int64_t>(T, mPanels);
-    pool->parallelFor(parts, [&](int64_t i) {
-      run(0, panels, mPanels * i / parts, mPanels * (i + 1) / parts);
-    });
+    pool->parallelFor(
+        parts, [&](int64_t i) { run(0, panels, mPanels * i / parts, mPanels * (i + 1) / parts); });
   }
 }
 
@@ -354,7 +360,7 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float
         // Pairs (2m, 2m + 1) go to two contiguous streams, which the compiler vectorizes.
         const float* src = plane + y * s.W;
         const int64_t pl = s.padLeft, pairs = s.W / 2;
-        float* first = dst + (pl & 1) * half + pl / 2;             // column 2m
+        float* first = dst + (pl & 1) * half + pl / 2;              // column 2m
         float* second = dst + ((pl + 1) & 1) * half + (pl + 1) / 2; // column 2m + 1
         for (int64_t m = 0; m < pairs; ++m) {
           first[m] = src[2 * m];

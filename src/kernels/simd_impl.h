@@ -12,9 +12,7 @@
 
 namespace aicc::kernels::detail {
 
-template <bool B> struct BoolConst {
-  static constexpr bool value = B;
-};
+template <bool B> struct BoolConst { static constexpr bool value = B; };
 
 // exp(x) for f32: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-6 Taylor polynomial
 // (relative error < 3e-7 there), times 2^n. Inputs are clamped to [-87.3, 88.3], so overflow gives
@@ -57,7 +55,7 @@ __attribute__((always_inline)) inline typename V::vec activate(typename V::vec x
 
 // ROWS rows of an MRS-row tile with NV vectors per row, B panels PNR columns wide (a half-width
 // tile, NV * width < PNR, serves a last panel of few columns at part of the cost).
-template <class V, int MRS, int ROWS, int NV, int PNR = NV * V::width>
+template <class V, int MRS, int ROWS, int NV, int PNR = NV* V::width>
 void gemmTile(const GemmTileParams& p) {
   using vec = typename V::vec;
   constexpr int W = V::width;
@@ -67,8 +65,8 @@ void gemmTile(const GemmTileParams& p) {
 #pragma GCC unroll 8
   for (int v = 0; v < NV; ++v) m[v] = V::maskFor(p.nr - v * W);
 
-  // C (and the residual) are touched after the k loop: prefetch their lines now, so a C tile that
-  // fell out of L2 since the previous K block (rows ldc apart) arrives during the FMAs.
+    // C (and the residual) are touched after the k loop: prefetch their lines now, so a C tile that
+    // fell out of L2 since the previous K block (rows ldc apart) arrives during the FMAs.
 #pragma GCC unroll 16
   for (int i = 0; i < ROWS; ++i) {
     __builtin_prefetch(p.c + i * p.ldc, 1, 3);

@@ -12,7 +12,8 @@ inline void cpuRelax() {
   asm volatile("yield");
 #endif
 }
-thread_local const void* insideTask = nullptr; // the pool whose task runs here (nested calls inline)
+thread_local const void* insideTask =
+    nullptr; // the pool whose task runs here (nested calls inline)
 } // namespace
 
 ThreadPool::ThreadPool(int numThreads) {
@@ -49,7 +50,8 @@ void ThreadPool::runTasks(uint32_t tag) {
 
 void ThreadPool::workerLoop() {
   using Clock = std::chrono::steady_clock;
-  uint32_t seen = 0; // the epoch at construction (a late-starting thread must still see jobs and stop)
+  uint32_t seen =
+      0; // the epoch at construction (a late-starting thread must still see jobs and stop)
   for (;;) {
     // Spin for a while (checking the clock every 64 pauses), then sleep until the epoch moves.
     uint32_t e = epoch_.load(std::memory_order_acquire);
@@ -100,8 +102,8 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t)>& fn) 
   }
   runTasks(tag);
   // Wait for the tasks other threads claimed, then for every worker to leave the job.
-  for (int i = 1; finished_.load(std::memory_order_acquire) < n ||
-                  active_.load(std::memory_order_acquire) > 0;
+  for (int i = 1;
+       finished_.load(std::memory_order_acquire) < n || active_.load(std::memory_order_acquire) > 0;
        ++i) {
     cpuRelax();
     if ((i & 1023) == 0) std::this_thread::yield();

@@ -11,8 +11,8 @@ namespace aicc::kernels {
 
 // GEMM tile flags.
 enum : unsigned {
-  kGemmFirst = 1u, // first K block: initialize the accumulators from bias (or zero), not from C
-  kGemmLast = 2u,  // last K block: apply the clamp [lo, hi] (the fused activation) before storing
+  kGemmFirst = 1u,   // first K block: initialize the accumulators from bias (or zero), not from C
+  kGemmLast = 2u,    // last K block: apply the clamp [lo, hi] (the fused activation) before storing
   kGemmRowBias = 4u, // with kGemmFirst: `bias` holds one value per row (mr floats), not per column
 };
 

@@ -24,8 +24,8 @@ struct V256 {
       const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
       return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
     }
-    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                           _mm256_set1_epi32(int(s)));
+    const __m256i idx =
+        _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(s)));
     return _mm256_i32gather_ps(p, idx, 4);
   }
   static vec loadMasked(const float* p, mask m) { return _mm256_maskload_ps(p, m); }
@@ -37,7 +37,9 @@ struct V256 {
   static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
   static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
   static vec div(vec a, vec b) { return _mm256_div_ps(a, b); }
-  static vec round(vec a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static vec round(vec a) {
+    return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
   // 2^n for integral n in [-126, 127].
   static vec pow2(vec n) {
     return _mm256_castsi256_ps(
@@ -76,6 +78,8 @@ void f32_dwconv3x3_avx2(const DwRowParams& p) { detail::dwRow<V256>(p); }
 
 void f32_dwconv_nchw_avx2(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V256>(p); }
 
-float f32_expsum_avx2(float* x, int64_t n, float shift) { return detail::expSum<V256>(x, n, shift); }
+float f32_expsum_avx2(float* x, int64_t n, float shift) {
+  return detail::expSum<V256>(x, n, shift);
+}
 
 } // namespace aicc::kernels

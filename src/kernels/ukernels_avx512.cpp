@@ -20,8 +20,8 @@ struct V512 {
   static vec loadStrided(const float* p, int64_t s) {
     if (s == 2) { // deinterleave two loads; the last odd element (p[31]) is not read
       const __m512 a = _mm512_loadu_ps(p), b = _mm512_maskz_loadu_ps(mask(0x7FFF), p + 16);
-      const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
-                                             28, 30);
+      const __m512i even =
+          _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
       return _mm512_permutex2var_ps(a, even, b);
     }
     const __m512i idx =
@@ -47,8 +47,8 @@ struct V512 {
   // 2^n for integral n in [-126, 127].
   static vec pow2(vec n) {
     const mask m(0xFFFF);
-    const __m512i e = _mm512_maskz_add_epi32(m, _mm512_maskz_cvtps_epi32(m, n),
-                                             _mm512_set1_epi32(127));
+    const __m512i e =
+        _mm512_maskz_add_epi32(m, _mm512_maskz_cvtps_epi32(m, n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(m, e, 23));
   }
 };
@@ -156,6 +156,8 @@ void f32_gemm_avx512_8x32(const GemmTileParams& p) {
 void f32_dwconv3x3_avx512(const DwRowParams& p) { detail::dwRow<V512>(p); }
 void f32_dwconv_nchw_avx512(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V512>(p); }
 
-float f32_expsum_avx512(float* x, int64_t n, float shift) { return detail::expSum<V512>(x, n, shift); }
+float f32_expsum_avx512(float* x, int64_t n, float shift) {
+  return detail::expSum<V512>(x, n, shift);
+}
 
 } // namespace aicc::kernels

@@ -57,6 +57,8 @@ void f32_dwconv3x3_generic(const DwRowParams& p) { detail::dwRow<Scalar>(p); }
 
 void f32_dwconv_nchw_generic(const DwNchwPlaneParams& p) { detail::dwNchwPlane<Scalar>(p); }
 
-float f32_expsum_generic(float* x, int64_t n, float shift) { return detail::expSum<Scalar>(x, n, shift); }
+float f32_expsum_generic(float* x, int64_t n, float shift) {
+  return detail::expSum<Scalar>(x, n, shift);
+}
 
 } // namespace aicc::kernels

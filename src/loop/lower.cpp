@@ -219,7 +219,8 @@ private:
     std::vector<Dims> shapes;
     for (const auto& l : leaves_) shapes.push_back(l.shape);
     const DType dt = n_.outputs[0]->type.dtype;
-    const int64_t lanes = std::max<int64_t>(1, opts_.vectorBytes / std::max<int64_t>(1, dtypeSize(dt)));
+    const int64_t lanes =
+        std::max<int64_t>(1, opts_.vectorBytes / std::max<int64_t>(1, dtypeSize(dt)));
     detail::FlatSpace fs = detail::flatSpace(dims_, shapes, lanes);
     extents_ = fs.extents();
     parallel_ = fs.parallel;
@@ -323,7 +324,8 @@ const Tensor* LoweredNode::constantOf(const std::string& p) const {
 }
 
 std::string opLabel(const Node& n) {
-  if (n.domain != kAiccDomain || n.op != "Fused") return n.domain.empty() ? n.op : n.domain + "." + n.op;
+  if (n.domain != kAiccDomain || n.op != "Fused")
+    return n.domain.empty() ? n.op : n.domain + "." + n.op;
   std::string s = "Fused(";
   if (const Attribute* a = n.attr("body"))
     if (auto* g = std::get_if<GraphPtr>(&a->v))

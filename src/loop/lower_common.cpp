@@ -209,8 +209,7 @@ namespace aicc::loop::detail {
 void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp) {
   sched["candidate"] = ukernelCandidate(kernel);
   sched["micro_kernel"] = std::string(kernel);
-  if (clamp && clamp->consumed && (clamp->hasLo || clamp->hasHi))
-    sched["fused_clamp"] = int64_t(1);
+  if (clamp && clamp->consumed && (clamp->hasLo || clamp->hasHi)) sched["fused_clamp"] = int64_t(1);
   static const char* acts[] = {"none", "HardSwish", "Swish", "Sigmoid"};
   if (clamp && clamp->consumed && clamp->act > 0 && clamp->act < 4)
     sched["fused_activation"] = std::string(acts[clamp->act]);

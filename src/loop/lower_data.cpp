@@ -143,10 +143,10 @@ std::optional<LoweredNode> lowerSplit(const Node& n, const std::string& name,
     std::vector<ExprPtr> idx = vv;
     idx[size_t(axis)] = add(vv[size_t(axis)], intImm(begin));
     int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
-    for (auto& st : nest(vs, od,
-                         {Stmt::store(out, linearIndex(vv, strides(od)),
-                                      load(in, linearIndex(idx, is), t))},
-                         true, w))
+    for (auto& st :
+         nest(vs, od,
+              {Stmt::store(out, linearIndex(vv, strides(od)), load(in, linearIndex(idx, is), t))},
+              true, w))
       body.push_back(std::move(st));
     begin += od[size_t(axis)];
   }
@@ -426,7 +426,8 @@ std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name
   // An out-of-range index is an error (the reference kernel reports it); compiled code has no
   // way to report it, so only constant indices, checked here, are lowered.
   const Tensor* ic = n.inputs[1]->constant ? &*n.inputs[1]->constant : nullptr;
-  if (!ic) no("ScatterND indices computed at run time (out-of-range checks need the reference kernel)");
+  if (!ic)
+    no("ScatterND indices computed at run time (out-of-range checks need the reference kernel)");
   for (int64_t e = 0; e < ic->numel(); ++e) {
     int64_t v = ic->getI64(e), dim = dd[size_t(e % k)];
     if (v < -dim || v >= dim) no("ScatterND index " + std::to_string(v) + " is out of range");

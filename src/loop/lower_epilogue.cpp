@@ -109,8 +109,8 @@ Block chainNest(FuncBuilder& b, const std::vector<const Node*>& chain, const Bin
   if (seed) memo[seed] = load(seedParam, flat, t);
   for (size_t k = 0; k < leaves.size(); ++k) {
     const Value* outer = outerOf(leaves[k]);
-    memo[leaves[k]] = load(b.input(outer), linearIndex(vv, fs.strideOf(shapes[k])),
-                           outer->type.dtype);
+    memo[leaves[k]] =
+        load(b.input(outer), linearIndex(vv, fs.strideOf(shapes[k])), outer->type.dtype);
   }
   std::function<ExprPtr(const Value*)> expr = [&](const Value* v) -> ExprPtr {
     if (auto it = memo.find(v); it != memo.end()) return it->second;
@@ -190,8 +190,9 @@ const Value* residualOf(const std::vector<const Node*>& chain, const Value* head
                             chain[1]->outputs[0] != result))
     return nullptr;
   if (chain.size() == 1 && add.outputs[0] != result) return nullptr;
-  const Value* r = add.inputs[0] == head ? add.inputs[1] : add.inputs[1] == head ? add.inputs[0]
-                                                                                 : nullptr;
+  const Value* r = add.inputs[0] == head   ? add.inputs[1]
+                   : add.inputs[1] == head ? add.inputs[0]
+                                           : nullptr;
   if (!r || r == head) return nullptr;
   if (auto it = bind.find(r); it != bind.end()) r = it->second;
   if (r->constant || r->type.dtype != DType::F32 || !r->type.shape) return nullptr;
@@ -267,8 +268,7 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
     // Add(head, residual) [then a clamp]: the GEMM kernels add the residual in the register tile.
     if (const Value* r = residualOf(chain, head->outputs[0], g.outputs[0], bind, dims)) {
       if (chain.size() == 2) clamp = clampOf(*chain[1], bind);
-      if (chain.size() == 1 || clamp.hasLo || clamp.hasHi || clamp.act)
-        clamp.residual = b.input(r);
+      if (chain.size() == 1 || clamp.hasLo || clamp.hasHi || clamp.act) clamp.residual = b.input(r);
     }
     if (head->op == "Conv" || head->op == "ConvTranspose")
       body = convBody(b, *head, bind, out, o, candidate, sched, &clamp);

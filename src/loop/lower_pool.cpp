@@ -69,8 +69,9 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
     std::string nv = b.fresh("n");
     ExprPtr nn = var(nv);
     const int64_t C = id[1];
-    std::vector<CallArg> a = {CallArg{in, mul(nn, intImm(C * numel(Dims(id.begin() + 2, id.end())))), nullptr},
-                              CallArg{out, mul(nn, intImm(C * od[2] * od[3])), nullptr}};
+    std::vector<CallArg> a = {
+        CallArg{in, mul(nn, intImm(C * numel(Dims(id.begin() + 2, id.end())))), nullptr},
+        CallArg{out, mul(nn, intImm(C * od[2] * od[3])), nullptr}};
     for (int64_t v : {C, int64_t(0), int64_t(0), int64_t(0), id[2], id[3], k[0], k[1], st[0], st[1],
                       pb[0], pb[1], pe[0], pe[1], dl[0], dl[1], od[2], od[3]})
       a.push_back(CallArg{"", nullptr, intImm(v)});
@@ -78,9 +79,9 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
     markKernel(sch, kd.name);
     sch["layout"] = std::string("nchw; padded planes");
     sch["parallel"] = std::vector<std::string>{"channels"};
-    return b.finish(nest({nv}, {id[0]}, {Stmt::callKernel(std::string("maxpool_nchw_") + kd.name, a)},
-                         false),
-                    std::move(sch), o);
+    return b.finish(
+        nest({nv}, {id[0]}, {Stmt::callKernel(std::string("maxpool_nchw_") + kd.name, a)}, false),
+        std::move(sch), o);
   }
   // One loop over batch x channels (the parallel one: batch is usually 1), then the window.
   std::vector<std::string> ov = {b.fresh("nc")}, kv;

@@ -14,7 +14,9 @@ namespace aicc::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // A graph holding a copy of n alone: constant inputs stay constants (the micro-kernels pack
 // them at compile time), the others become graph inputs.
@@ -110,7 +112,8 @@ TuneSummary tuneGraph(const Graph& g, const Target& t, backend::TuningCache& cac
     std::string line = it.n->describe() + ":";
     for (const auto& [cand, est] : it.sel.considered) {
       if (est > o.skipFactor * bestEst) {
-        line += " " + cand + " skipped (est " + fmt::format("{:.3g}", est / bestEst) + "x the best);";
+        line +=
+            " " + cand + " skipped (est " + fmt::format("{:.3g}", est / bestEst) + "x the best);";
         continue;
       }
       double sec = timeCandidate(*it.n, cand, o.reps);
