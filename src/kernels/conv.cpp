@@ -203,11 +203,12 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
   std::vector<int64_t> koff;
   if (direct) {
     padded.assign(size_t(sW * phase + Wh + 2 * nr), 0.0f);
+    float* buf = padded.data(); // this thread's buffer (the workers' thread_local is another)
     auto copyChannels = [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c)
         for (int64_t y = 0; y < s.H; ++y) {
           const float* src = in + (c * s.H + y) * s.W;
-          float* row = padded.data() + (c * Hp + y + s.padTop) * Wh;
+          float* row = buf + (c * Hp + y + s.padTop) * Wh;
           if (sW == 1) {
             std::copy_n(src, s.W, row + s.padLeft);
             continue;

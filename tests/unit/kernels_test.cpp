@@ -430,6 +430,8 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(20, 23, 3, 5, 3, 3, 1, 2);   // stride 3, dilated: three phases
   add(30, 30, 3, 8, 7, 2, 3, 1);   // a ResNet-like stem
   add(20, 50, 3, 5, 3, 3, 1, 2);   // stride 3, dilated, rows of 16
+  add(40, 40, 24, 8, 3, 1, 1, 1);  // input >= 32K floats: the padded copy split over threads
+  add(36, 38, 24, 4, 3, 2, 1, 1);  // the same, strided (phases)
   {
     Conv2dShape s; // asymmetric kernel and padding
     s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
