@@ -384,6 +384,19 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float
 }
 } // namespace
 
+void globalAveragePool(Isa isa, const float* in, float* out, int64_t rows, int64_t len,
+                       ThreadPool* pool) {
+  AICC_CHECK(rows >= 0 && len >= 1, "global average pool: bad shape rows={} len={}", rows, len);
+  const SumFn sum = sumKernel(isa);
+  const float inv = 1.0f / float(len);
+  auto run = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) out[r] = sum(in + r * len, len) * inv;
+  };
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), rows) : 1;
+  if (T <= 1 || rows * len < (int64_t(1) << 15)) return run(0, rows);
+  pool->parallelFor(T, [&](int64_t i) { run(rows * i / T, rows * (i + 1) / T); });
+}
+
 void conv2dReferenceNhwc(const Conv2dShape& s, const float* in, const float* weightOIHW,
                          const float* bias, float* out, const Epilogue& act) {
   const int64_t OH = s.OH(), OW = s.OW();

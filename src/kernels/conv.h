@@ -90,6 +90,11 @@ void depthwiseConvNchw(const KernelDesc& dwKernel, const DwShape& s, const float
                        const float* in, float* out, const Epilogue& ep = {},
                        ThreadPool* pool = nullptr);
 
+// GlobalAveragePool: out[r] = mean of in[r * len .. (r + 1) * len) for r < rows, rows split over
+// the threads; the sums in `isa`'s vector lanes.
+void globalAveragePool(Isa isa, const float* in, float* out, int64_t rows, int64_t len,
+                       ThreadPool* pool = nullptr);
+
 // Plain references (NHWC, double accumulation) for tests.
 void conv2dReferenceNhwc(const Conv2dShape& s, const float* in, const float* weightOIHW,
                          const float* bias, float* out, const Epilogue& act = {});

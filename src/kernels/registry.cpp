@@ -163,6 +163,17 @@ const KernelDesc& defaultKernel(KernelOp op) {
   return kKernels[0];
 }
 
+SumFn sumKernel(Isa isa) {
+  switch (isa) {
+  case Isa::Avx512:
+    return f32_sum_avx512;
+  case Isa::Avx2:
+    return f32_sum_avx2;
+  default:
+    return f32_sum_generic;
+  }
+}
+
 ExpSumFn expSumKernel() {
   switch (bestIsa()) {
   case Isa::Avx512:

@@ -46,6 +46,8 @@ std::vector<const KernelDesc*> availableKernels(KernelOp op);
 const KernelDesc& defaultKernel(KernelOp op);
 // The softmax helper for this CPU (respects AICC_KERNEL_ISA).
 ExpSumFn expSumKernel();
+// The row-sum helper for `isa` (GlobalAveragePool; a kernel descriptor's ISA).
+SumFn sumKernel(Isa isa);
 // Lookup by name; null if unknown.
 const KernelDesc* findKernel(std::string_view name);
 

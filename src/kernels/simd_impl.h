@@ -189,6 +189,25 @@ void gemmTile(const GemmTileParams& p) {
     }
 }
 
+// sum of x[0..n): four vector accumulators, a masked tail, then the lanes in order.
+template <class V> float sumRow(const float* x, int64_t n) {
+  using vec = typename V::vec;
+  constexpr int W = V::width;
+  vec acc[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W)
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) acc[u] = V::add(acc[u], V::load(x + i + u * W));
+  for (; i + W <= n; i += W) acc[0] = V::add(acc[0], V::load(x + i));
+  if (i < n) acc[1] = V::add(acc[1], V::loadMasked(x + i, V::maskFor(n - i)));
+  const vec t = V::add(V::add(acc[0], acc[1]), V::add(acc[2], acc[3]));
+  float lanes[W];
+  V::store(lanes, t);
+  float sum = 0;
+  for (int j = 0; j < W; ++j) sum += lanes[j];
+  return sum;
+}
+
 // x[i] = exp(x[i] - shift), returning the sum (see ExpSumFn); the tail (< one vector) through a
 // masked load and store, its lanes past n dropped from the sum by a 0/1 weight vector.
 template <class V> float expSum(float* x, int64_t n, float shift) {

@@ -96,6 +96,12 @@ void f32_dwconv_nchw_generic(const DwNchwPlaneParams& p);
 void f32_dwconv_nchw_avx2(const DwNchwPlaneParams& p);
 void f32_dwconv_nchw_avx512(const DwNchwPlaneParams& p);
 
+// The sum of x[0..n) (GlobalAveragePool rows), in vector lanes (4 accumulators), then the lanes.
+using SumFn = float (*)(const float* x, int64_t n);
+float f32_sum_generic(const float* x, int64_t n);
+float f32_sum_avx2(const float* x, int64_t n);
+float f32_sum_avx512(const float* x, int64_t n);
+
 // Softmax rows: x[i] = exp(x[i] - shift) in place for i < n; returns the sum of the results.
 using ExpSumFn = float (*)(float* x, int64_t n, float shift);
 float f32_expsum_generic(float* x, int64_t n, float shift);

@@ -82,4 +82,6 @@ float f32_expsum_avx2(float* x, int64_t n, float shift) {
   return detail::expSum<V256>(x, n, shift);
 }
 
+float f32_sum_avx2(const float* x, int64_t n) { return detail::sumRow<V256>(x, n); }
+
 } // namespace aicc::kernels

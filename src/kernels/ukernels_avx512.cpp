@@ -160,4 +160,6 @@ float f32_expsum_avx512(float* x, int64_t n, float shift) {
   return detail::expSum<V512>(x, n, shift);
 }
 
+float f32_sum_avx512(const float* x, int64_t n) { return detail::sumRow<V512>(x, n); }
+
 } // namespace aicc::kernels

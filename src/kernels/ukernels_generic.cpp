@@ -61,4 +61,6 @@ float f32_expsum_generic(float* x, int64_t n, float shift) {
   return detail::expSum<Scalar>(x, n, shift);
 }
 
+float f32_sum_generic(const float* x, int64_t n) { return detail::sumRow<Scalar>(x, n); }
+
 } // namespace aicc::kernels

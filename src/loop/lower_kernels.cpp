@@ -30,6 +30,8 @@
 //       g: cell candidate, h: output; per direction)
 //   @maxpool_nchw_<nchw dw desc>(x, y, C, 0, 0, 0, H, W, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW, OH, OW)   2-D MaxPool of one image (kernels/conv.h)
+//   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
+//       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (loop/lower_kernels_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
 // them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid).
@@ -239,6 +241,16 @@ void callMaxPool(const kernels::KernelDesc& d, const std::string& k, std::vector
   kernels::maxPoolNchw(d, s, x, y, pool);
 }
 
+void callGlobalAvgPool(const kernels::KernelDesc& d, const std::string& k,
+                       std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
+  AICC_CHECK(a.size() == 4, "call @{}: expects 4 arguments, got {}", k, a.size());
+  const int64_t rows = ival(k, a, 2), len = ival(k, a, 3);
+  AICC_CHECK(rows >= 1 && len >= 1, "call @{}: bad pooling shape", k);
+  const float* x = span(k, a, 0, rows * len, "x");
+  float* y = span(k, a, 1, rows, "y");
+  kernels::globalAveragePool(d.isa, x, y, rows, len, pool);
+}
+
 void callConvPacked(const kernels::KernelDesc& d, const std::string& k,
                     std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
   AICC_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
@@ -365,6 +377,7 @@ std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::Thre
       {"lstm_", KernelOp::Gemm, callLstm},
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
       {"maxpool_nchw_", KernelOp::DepthwiseConvNchw, callMaxPool},
+      {"global_avgpool_", KernelOp::DepthwiseConvNchw, callGlobalAvgPool},
       {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
       {"conv2d_nchw_", KernelOp::Gemm, callConv},
       {"", KernelOp::Gemm, callGemm},

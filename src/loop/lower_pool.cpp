@@ -17,6 +17,18 @@ std::optional<LoweredNode> lowerGlobal(const Node& n, const std::string& name,
   if (!isComputeFloat(t) || id.size() < 2) no("a float input of rank >= 2 is needed");
   int64_t rows = id[0] * id[1], len = numel(id) / std::max<int64_t>(1, rows);
   std::string in = b.input(n.inputs[0]);
+  // f32 GlobalAveragePool with runtime kernels: vector row sums, rows over the threads.
+  if (!isMax && o.runtimeKernels && t == DType::F32 && rows >= 1 && len >= 1) {
+    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw);
+    std::vector<CallArg> a = {CallArg{in, nullptr, nullptr}, CallArg{out, nullptr, nullptr},
+                              CallArg{"", nullptr, intImm(rows)},
+                              CallArg{"", nullptr, intImm(len)}};
+    Schedule sch;
+    markKernel(sch, kd.name);
+    sch["parallel"] = std::vector<std::string>{"rows"};
+    return b.finish({Stmt::callKernel(std::string("global_avgpool_") + kd.name, a)}, std::move(sch),
+                    o);
+  }
   std::string r = b.fresh("r"), k = b.fresh("k");
   ExprPtr acc = load(out, var(r), t), x = load(in, add(mul(var(r), intImm(len)), var(k)), t);
   Block body = {Stmt::store(

@@ -398,6 +398,31 @@ TEST(Kernels, MaxPoolNchwMatchesReference) {
     }
 }
 
+// GlobalAveragePool's row means for every ISA this CPU runs, against double sums (row lengths
+// with and without a tail, threads split rows).
+TEST(Kernels, GlobalAveragePoolMatchesMeans) {
+  ThreadPool pool(2);
+  for (Isa isa : {Isa::Generic, Isa::Avx2, Isa::Avx512}) {
+    if (!cpuSupports(isa)) {
+      std::printf("[ skipped  ] f32_sum_%s: this CPU lacks it\n", std::string(isaName(isa)).c_str());
+      continue;
+    }
+    for (int64_t len : {1, 7, 49, 50, 196, 3136})
+      for (int64_t rows : {1, 3, 64}) {
+        const auto x = randomVec(size_t(rows * len), 60 + int(len));
+        std::vector<float> got(size_t(rows), 9.0f);
+        globalAveragePool(isa, x.data(), got.data(), rows, len, rows > 8 ? &pool : nullptr);
+        for (int64_t r = 0; r < rows; ++r) {
+          double want = 0;
+          for (int64_t i = 0; i < len; ++i) want += x[size_t(r * len + i)];
+          want /= double(len);
+          EXPECT_NEAR(got[size_t(r)], want, 1e-6 + 1e-5 * std::abs(want))
+              << isaName(isa) << " len=" << len << " row=" << r;
+        }
+      }
+  }
+}
+
 } // namespace
 
 // NCHW convolution with weights packed as GEMM A panels (the JIT's path): every GEMM kernel,
