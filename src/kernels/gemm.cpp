@@ -28,6 +28,8 @@ float activateScalar(float x, unsigned act) {
     return float(double(x) / (1.0 + std::exp(-double(x))));
   case kActSigmoid:
     return float(1.0 / (1.0 + std::exp(-double(x))));
+  case kActGelu:
+    return float(0.5 * double(x) * (1.0 + std::erf(double(x) / std::sqrt(2.0))));
   default:
     return x;
   }

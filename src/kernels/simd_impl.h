@@ -48,6 +48,22 @@ __attribute__((always_inline)) inline typename V::vec activate(typename V::vec x
     const vec s = V::div(V::set1(1.0f), V::add(V::set1(1.0f), e));
     return act == kActSwish ? V::mul(x, s) : s;
   }
+  case kActGelu: {
+    // max(x, 0) - |x| q(|x|) with q = 1 - Phi(|x|) = 0.5 * poly(t) * exp(-x^2 / 2): one form for
+    // both signs (for x < 0, x Phi(x) = -|x| q).
+    const vec ax = V::max(x, V::mul(x, V::set1(-1.0f)));
+    const vec t =
+        V::div(V::set1(1.0f), V::fmadd(ax, V::set1(0.3275911f * 0.70710678f), V::set1(1.0f)));
+    vec poly = V::set1(1.061405429f);
+    poly = V::fmadd(poly, t, V::set1(-1.453152027f));
+    poly = V::fmadd(poly, t, V::set1(1.421413741f));
+    poly = V::fmadd(poly, t, V::set1(-0.284496736f));
+    poly = V::fmadd(poly, t, V::set1(0.254829592f));
+    poly = V::mul(poly, t);
+    const vec e = expApprox<V>(V::mul(V::mul(x, x), V::set1(-0.5f)));
+    const vec q = V::mul(V::set1(0.5f), V::mul(poly, e));
+    return V::fmadd(V::mul(ax, V::set1(-1.0f)), q, V::max(x, V::zero()));
+  }
   default:
     return x;
   }

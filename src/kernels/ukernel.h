@@ -23,6 +23,7 @@ enum : unsigned {
   kActHardSwish = 1, // x * min(1, max(0, x / 6 + 1/2))
   kActSwish = 2,     // x * sigmoid(x) (SiLU)
   kActSigmoid = 3,   // 1 / (1 + exp(-x))
+  kActGelu = 4,      // x * Phi(x) (erf form), Abramowitz-Stegun 7.1.26 for erf (|err| < 1.5e-7)
 };
 
 // One register tile: C[mr, nr] (+)= A_packed[kc, MR] x W_panel[kc, NR], where MR x NR is the

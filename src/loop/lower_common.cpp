@@ -210,11 +210,12 @@ void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp) {
   sched["candidate"] = ukernelCandidate(kernel);
   sched["micro_kernel"] = std::string(kernel);
   if (clamp && clamp->consumed && (clamp->hasLo || clamp->hasHi)) sched["fused_clamp"] = int64_t(1);
-  static const char* acts[] = {"none", "HardSwish", "Swish", "Sigmoid"};
-  if (clamp && clamp->consumed && clamp->act > 0 && clamp->act < 4)
+  static const char* acts[] = {"none", "HardSwish", "Swish", "Sigmoid", "Gelu"};
+  if (clamp && clamp->consumed && clamp->act > 0 && clamp->act < 5)
     sched["fused_activation"] = std::string(acts[clamp->act]);
   if (clamp && clamp->consumed && !clamp->residual.empty())
     sched["fused_residual"] = clamp->residual;
+  if (clamp && clamp->consumed && clamp->bias) sched["fused_bias"] = clamp->bias->name;
 }
 
 CallArg residualArg(const FusedClamp* clamp, ExprPtr offset) {

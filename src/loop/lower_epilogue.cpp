@@ -163,6 +163,10 @@ FusedClamp clampOf(const Node& x, const Bind& bind) {
     if (x.attrFloat("alpha") == 1.0) c.act = kernels::kActSwish;
     return c;
   }
+  if (x.op == "Gelu") {
+    if (x.attrString("approximate") == "none") c.act = kernels::kActGelu;
+    return c;
+  }
   if (x.op != "Clip") return c;
   auto bound = [&](size_t i, bool& has, double& v) {
     if (!x.hasInput(i)) return true;
@@ -198,6 +202,32 @@ const Value* residualOf(const std::vector<const Node*>& chain, const Value* head
   if (r->constant || r->type.dtype != DType::F32 || !r->type.shape) return nullptr;
   auto d = toDims(*r->type.shape);
   return d && *d == dims ? r : nullptr;
+}
+
+// The bias operand when `head` is a MatMul whose chain is Add(head, B) or Add(B, head), optionally
+// followed by one more op on the sum, ending in `result`; B an f32 constant holding one value per
+// output column ([N], [1, N], ...). Null otherwise.
+const Value* biasRowOf(const std::vector<const Node*>& chain, const Node& head, const Value* result,
+                       const Bind& bind, const Dims& dims) {
+  if (head.op != "MatMul" || !head.domain.empty() || dims.empty()) return nullptr;
+  if (chain.empty() || chain.size() > 2) return nullptr;
+  const Node& add = *chain[0];
+  const Value* h = head.outputs.at(0);
+  if (!add.domain.empty() || add.op != "Add" || add.inputs.size() != 2 || !add.outputs[0])
+    return nullptr;
+  if (chain.size() == 2 && (chain[1]->inputs.empty() || chain[1]->inputs[0] != add.outputs[0] ||
+                            chain[1]->outputs[0] != result))
+    return nullptr;
+  if (chain.size() == 1 && add.outputs[0] != result) return nullptr;
+  const Value* b = add.inputs[0] == h   ? add.inputs[1]
+                   : add.inputs[1] == h ? add.inputs[0]
+                                        : nullptr;
+  if (!b) return nullptr;
+  if (auto it = bind.find(b); it != bind.end()) b = it->second;
+  if (!b->constant || b->type.dtype != DType::F32 || !b->type.shape) return nullptr;
+  auto d = toDims(*b->type.shape);
+  if (!d || d->empty() || d->back() != dims.back() || numel(*d) != dims.back()) return nullptr;
+  return b;
 }
 
 // aicc.Fused kind="reduction": the elementwise prologue into a temp buffer, then the reduction.
@@ -265,6 +295,15 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
     if (chain.size() == 1 && chain[0]->inputs.size() >= 1 &&
         chain[0]->inputs[0] == head->outputs[0] && chain[0]->outputs[0] == g.outputs[0])
       clamp = clampOf(*chain[0], bind);
+    // MatMul + Add(bias row) [then a clamp or activation]: the packed GEMM adds the bias.
+    if (const Value* bias = biasRowOf(chain, *head, g.outputs[0], bind, dims)) {
+      FusedClamp c;
+      if (chain.size() == 2) c = clampOf(*chain[1], bind);
+      if (chain.size() == 1 || c.hasLo || c.hasHi || c.act) {
+        clamp = c;
+        clamp.bias = bias;
+      }
+    }
     // Add(head, residual) [then a clamp]: the GEMM kernels add the residual in the register tile.
     if (const Value* r = residualOf(chain, head->outputs[0], g.outputs[0], bind, dims)) {
       if (chain.size() == 2) clamp = clampOf(*chain[1], bind);

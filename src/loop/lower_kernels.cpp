@@ -34,7 +34,7 @@
 //       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (loop/lower_kernels_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
-// them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid).
+// them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid, 4 Gelu).
 // Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
 #include "kernels/attention.h"
 #include "kernels/conv.h"
@@ -162,7 +162,7 @@ kernels::Epilogue clampOf(const std::string& k, const std::vector<KernelArg>& a,
   ep.act = kernels::Activation::Clip;
   ep.clipMin = lo, ep.clipMax = hi;
   ep.post = unsigned(flags >> 2);
-  AICC_CHECK(ep.post <= kernels::kActSigmoid, "call @{}: bad activation code {}", k, ep.post);
+  AICC_CHECK(ep.post <= kernels::kActGelu, "call @{}: bad activation code {}", k, ep.post);
   return ep;
 }
 

@@ -109,6 +109,11 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
                          packed.data<float>());
     std::string BP =
         b.constant(B + "_packed", std::move(packed), std::string("packed_b:") + kd->name);
+    // Gemm's C row, or a MatMul epilogue's Add(bias row) (the chain then drops the Add).
+    if (!cv && clamp && clamp->bias) {
+      cv = clamp->bias;
+      clamp->consumed = true;
+    }
     bool biasInKernel = cv != nullptr;
     std::vector<CallArg> a = {CallArg{A, nullptr, nullptr}, CallArg{BP, nullptr, nullptr},
                               CallArg{outParam, nullptr, nullptr},

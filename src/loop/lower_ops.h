@@ -140,6 +140,8 @@ struct FusedClamp {
   // and packed GEMM calls take it (clampArgs(.., true) + residualArg), the others leave the
   // whole chain to the loop nest.
   std::string residual;
+  // A MatMul's bias row (a constant of N values, Add(head, bias)), added by the packed GEMM kernel.
+  const Value* bias = nullptr;
 };
 Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
                  const LowerOptions& o, const std::string& candidate, Schedule& sched,

@@ -62,9 +62,9 @@ Epilogue makeEpilogue(int act, const float* bias) {
     return Epilogue::relu6(bias);
   case 3:
     return {bias, Activation::Clip, -0.25f, 0.5f};
-  default: { // 4, 5, 6: the fused activations after no clamp
+  default: { // 4, 5, 6, 7: the fused activations after no clamp
     Epilogue ep = Epilogue::none(bias);
-    ep.post = act == 4 ? kActHardSwish : act == 5 ? kActSwish : kActSigmoid;
+    ep.post = act == 4 ? kActHardSwish : act == 5 ? kActSwish : act == 6 ? kActSigmoid : kActGelu;
     return ep;
   }
   }
@@ -464,7 +464,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   }
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm))
     for (const Conv2dShape& s : shapes)
-      for (int variant = 0; variant < 7; ++variant) { // clamps, then the activations
+      for (int variant = 0; variant < 8; ++variant) { // clamps, then the activations
         const int64_t K = s.Cin * s.KH * s.KW;
         const auto x = randomVec(size_t(s.Cin * s.H * s.W), 21);
         const auto w = randomVec(size_t(s.Cout * K), 22);
@@ -501,7 +501,7 @@ TEST(Kernels, DepthwiseNchwMatchesReference) {
                         {2, 2, 3, 53, 3, 1, 1, 1}};
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
     for (const Case& c : cases)
-      for (int variant = 0; variant < 6; ++variant) {
+      for (int variant = 0; variant < 7; ++variant) {
         DwShape d;
         d.C = c.C, d.mult = c.mult, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K;
         d.strideH = d.strideW = c.stride, d.dilH = d.dilW = c.dil;
