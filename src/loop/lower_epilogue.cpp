@@ -181,11 +181,10 @@ FusedClamp clampOf(const Node& x, const Bind& bind) {
   return r;
 }
 
-// The residual operand when `chain` is Add(head, R) or Add(R, head), optionally followed by one
-// more op on the sum, ending in `result`; R f32 of the output's static shape (no broadcasting),
-// not a constant. Null otherwise.
-const Value* residualOf(const std::vector<const Node*>& chain, const Value* head,
-                        const Value* result, const Bind& bind, const Dims& dims) {
+// When `chain` is Add(head, X) or Add(X, head), optionally followed by one more op on the sum,
+// ending in `result`: X (its outer value, f32 with a static shape). Null otherwise.
+const Value* addOperandOf(const std::vector<const Node*>& chain, const Value* head,
+                          const Value* result, const Bind& bind, Dims* shape) {
   if (chain.empty() || chain.size() > 2) return nullptr;
   const Node& add = *chain[0];
   if (!add.domain.empty() || add.op != "Add" || add.inputs.size() != 2 || !add.outputs[0])
@@ -194,39 +193,35 @@ const Value* residualOf(const std::vector<const Node*>& chain, const Value* head
                             chain[1]->outputs[0] != result))
     return nullptr;
   if (chain.size() == 1 && add.outputs[0] != result) return nullptr;
-  const Value* r = add.inputs[0] == head   ? add.inputs[1]
+  const Value* x = add.inputs[0] == head   ? add.inputs[1]
                    : add.inputs[1] == head ? add.inputs[0]
                                            : nullptr;
-  if (!r || r == head) return nullptr;
-  if (auto it = bind.find(r); it != bind.end()) r = it->second;
-  if (r->constant || r->type.dtype != DType::F32 || !r->type.shape) return nullptr;
-  auto d = toDims(*r->type.shape);
-  return d && *d == dims ? r : nullptr;
+  if (!x || x == head) return nullptr;
+  if (auto it = bind.find(x); it != bind.end()) x = it->second;
+  if (x->type.dtype != DType::F32 || !x->type.shape) return nullptr;
+  auto d = toDims(*x->type.shape);
+  if (!d) return nullptr;
+  *shape = *d;
+  return x;
 }
 
-// The bias operand when `head` is a MatMul whose chain is Add(head, B) or Add(B, head), optionally
-// followed by one more op on the sum, ending in `result`; B an f32 constant holding one value per
-// output column ([N], [1, N], ...). Null otherwise.
+// The residual of Add(head, R): R not a constant, of the output's shape (no broadcasting).
+const Value* residualOf(const std::vector<const Node*>& chain, const Value* head,
+                        const Value* result, const Bind& bind, const Dims& dims) {
+  Dims d;
+  const Value* r = addOperandOf(chain, head, result, bind, &d);
+  return r && !r->constant && d == dims ? r : nullptr;
+}
+
+// The bias of a MatMul's Add(head, B): B a constant with one value per output column ([N],
+// [1, N], ...).
 const Value* biasRowOf(const std::vector<const Node*>& chain, const Node& head, const Value* result,
                        const Bind& bind, const Dims& dims) {
   if (head.op != "MatMul" || !head.domain.empty() || dims.empty()) return nullptr;
-  if (chain.empty() || chain.size() > 2) return nullptr;
-  const Node& add = *chain[0];
-  const Value* h = head.outputs.at(0);
-  if (!add.domain.empty() || add.op != "Add" || add.inputs.size() != 2 || !add.outputs[0])
+  Dims d;
+  const Value* b = addOperandOf(chain, head.outputs.at(0), result, bind, &d);
+  if (!b || !b->constant || d.empty() || d.back() != dims.back() || numel(d) != dims.back())
     return nullptr;
-  if (chain.size() == 2 && (chain[1]->inputs.empty() || chain[1]->inputs[0] != add.outputs[0] ||
-                            chain[1]->outputs[0] != result))
-    return nullptr;
-  if (chain.size() == 1 && add.outputs[0] != result) return nullptr;
-  const Value* b = add.inputs[0] == h   ? add.inputs[1]
-                   : add.inputs[1] == h ? add.inputs[0]
-                                        : nullptr;
-  if (!b) return nullptr;
-  if (auto it = bind.find(b); it != bind.end()) b = it->second;
-  if (!b->constant || b->type.dtype != DType::F32 || !b->type.shape) return nullptr;
-  auto d = toDims(*b->type.shape);
-  if (!d || d->empty() || d->back() != dims.back() || numel(*d) != dims.back()) return nullptr;
   return b;
 }
 
