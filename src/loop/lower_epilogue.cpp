@@ -299,6 +299,18 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
         clamp.bias = bias;
       }
     }
+    // MatMul + Add(bias row) + Add(residual) (a transformer's projection and its skip): both in
+    // the packed GEMM.
+    if (chain.size() == 2 && chain[0]->outputs.size() == 1 && chain[0]->outputs[0]) {
+      const Value* sum = chain[0]->outputs[0];
+      const Value* bias = biasRowOf({chain[0]}, *head, sum, bind, dims);
+      const Value* r = bias ? residualOf({chain[1]}, sum, g.outputs[0], bind, dims) : nullptr;
+      if (r) {
+        clamp = FusedClamp{};
+        clamp.bias = bias;
+        clamp.residual = b.input(r);
+      }
+    }
     // Add(head, residual) [then a clamp]: the GEMM kernels add the residual in the register tile.
     if (const Value* r = residualOf(chain, head->outputs[0], g.outputs[0], bind, dims)) {
       if (chain.size() == 2) clamp = clampOf(*chain[1], bind);
