@@ -15,7 +15,8 @@ target native) and the artifact is timed by `aicc bench DIR --threads T --iters 
 Configurations run alternately, round by round (ORT 1 thread, ORT 2 threads, OpenVINO 1 thread,
 ..., aicc 2 threads; each for --iters runs), so background load hits every configuration alike;
 the reported number is the median over all timed runs (after one warm-up round that is not
-counted). aicc/best is aicc's median over the best peer's (the faster of ORT and OpenVINO per model
+counted). Configurations are 0.2 s apart, so spinning worker threads of the previous one (ORT and
+OpenVINO spin after a run) are idle again. aicc/best is aicc's median over the best peer's (the faster of ORT and OpenVINO per model
 and thread count); the last line gives the geometric mean of the ratios.
 """
 import argparse
@@ -224,6 +225,9 @@ def main():
             for key, runner in runners.items():
                 if key in failed:
                     continue
+                # Let the previous configuration's threads (ORT and OpenVINO workers spin after a
+                # run) go idle, so they do not steal cycles from the next one.
+                time.sleep(0.2)
                 try:
                     ts = runner.times(args.iters if rnd else 2)
                 except Exception as e:  # a failing configuration prints and drops out
