@@ -117,31 +117,16 @@ void gemmTile(const GemmTileParams& p) {
       for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   }
 
-  // B in place and a partial panel: masked loads (the columns past nr may be past the buffer).
-  // B rows through an offset table (implicit im2col of a padded input): B row k at w + koff[k].
-  if (p.koff) {
+  // The k loop, B row k at rowAt(k): a packed panel (row stride PNR), B read in place (row stride
+  // ldw; a partial panel loads masked, the columns past nr may be past the buffer), or rows
+  // through an offset table (implicit im2col of a padded input: w + koff[k], all readable).
+  // Unrolled by 8: the loop's own instructions otherwise cost ~20% of the FMA rate (measured on
+  // Zen 3: 69 -> 84-89 GFLOP/s of a 96 peak for an L1-resident 6x16 tile at kc 128).
+  auto kLoop = [&](auto masked, auto rowAt) {
     const float* a = p.a;
 #pragma GCC unroll 8
     for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
-      const float* w = p.w + p.koff[k];
-      vec wv[NV];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
-#pragma GCC unroll 16
-      for (int i = 0; i < ROWS; ++i) {
-        const vec av = V::set1(a[i]);
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
-      }
-    }
-  }
-  auto kLoop = [&](auto masked, int64_t ws) {
-    const float* a = p.a;
-    const float* w = p.w;
-    // Unrolled by 8: the loop's own instructions otherwise cost ~20% of the FMA rate (measured
-    // on Zen 3: 69 -> 84-89 GFLOP/s of a 96 peak for an L1-resident 6x16 tile at kc 128).
-#pragma GCC unroll 8
-    for (int64_t k = 0; k < p.kc; ++k, a += MRS, w += ws) {
+      const float* w = rowAt(k);
       vec wv[NV];
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v)
@@ -154,33 +139,27 @@ void gemmTile(const GemmTileParams& p) {
       }
     }
   };
+  const int64_t ws = p.ldw ? p.ldw : PNR;
+  auto strided = [&](int64_t k) { return p.w + k * ws; };
   if (p.koff)
-    ; // done above
-  else if (!p.ldw)
-    kLoop(BoolConst<false>{}, PNR);
-  else if (full)
-    kLoop(BoolConst<false>{}, p.ldw);
+    kLoop(BoolConst<false>{}, [&](int64_t k) { return p.w + p.koff[k]; });
+  else if (p.ldw && !full)
+    kLoop(BoolConst<true>{}, strided);
   else
-    kLoop(BoolConst<true>{}, p.ldw);
+    kLoop(BoolConst<false>{}, strided);
 
-  if (!(p.flags & kGemmFirst)) {
+  // C (later K blocks) and the residual (last block) are tiles laid out like C.
+  auto addTile = [&](const float* base) {
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
-        const float* src = p.c + i * p.ldc + v * W;
+        const float* src = base + i * p.ldc + v * W;
         acc[i][v] = V::add(acc[i][v], full ? V::load(src) : V::loadMasked(src, m[v]));
       }
-  }
-  if ((p.flags & kGemmLast) && p.res) {
-#pragma GCC unroll 16
-    for (int i = 0; i < ROWS; ++i)
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) {
-        const float* src = p.res + i * p.ldc + v * W;
-        acc[i][v] = V::add(acc[i][v], full ? V::load(src) : V::loadMasked(src, m[v]));
-      }
-  }
+  };
+  if (!(p.flags & kGemmFirst)) addTile(p.c);
+  if ((p.flags & kGemmLast) && p.res) addTile(p.res);
   if (p.flags & kGemmLast) {
     const vec lo = V::set1(p.lo), hi = V::set1(p.hi);
 #pragma GCC unroll 16
@@ -205,6 +184,15 @@ void gemmTile(const GemmTileParams& p) {
     }
 }
 
+// The lanes of v added in order.
+template <class V> float laneSum(typename V::vec v) {
+  float lanes[V::width];
+  V::store(lanes, v);
+  float sum = 0;
+  for (int j = 0; j < V::width; ++j) sum += lanes[j];
+  return sum;
+}
+
 // sum of x[0..n): four vector accumulators, a masked tail, then the lanes in order.
 template <class V> float sumRow(const float* x, int64_t n) {
   using vec = typename V::vec;
@@ -217,11 +205,7 @@ template <class V> float sumRow(const float* x, int64_t n) {
   for (; i + W <= n; i += W) acc[0] = V::add(acc[0], V::load(x + i));
   if (i < n) acc[1] = V::add(acc[1], V::loadMasked(x + i, V::maskFor(n - i)));
   const vec t = V::add(V::add(acc[0], acc[1]), V::add(acc[2], acc[3]));
-  float lanes[W];
-  V::store(lanes, t);
-  float sum = 0;
-  for (int j = 0; j < W; ++j) sum += lanes[j];
-  return sum;
+  return laneSum<V>(t);
 }
 
 // x[i] = exp(x[i] - shift), returning the sum (see ExpSumFn); the tail (< one vector) through a
@@ -246,11 +230,7 @@ template <class V> float expSum(float* x, int64_t n, float shift) {
     V::storeMasked(ones, m, one);
     acc = V::fmadd(e, V::load(ones), acc);
   }
-  float lanes[W];
-  V::store(lanes, acc);
-  float sum = 0;
-  for (int j = 0; j < W; ++j) sum += lanes[j];
-  return sum;
+  return laneSum<V>(acc);
 }
 
 // Depthwise 3x3 (pad 1) over one output row, NHWC: channel blocks of V::width outside, output
