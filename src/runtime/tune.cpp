@@ -59,8 +59,9 @@ struct OneNode {
 
 } // namespace
 
-double timeCandidate(const Node& n, const std::string& candidate, int reps) {
-  OneNode one(n);
+namespace {
+// Median seconds of one run of `one`'s node lowered with `candidate`.
+double timeOn(OneNode& one, const Node& n, const std::string& candidate, int reps) {
   JitRunOptions opts;
   opts.lower.chooseCandidate = [candidate](const Node&) -> loop::CandidateChoice {
     return {candidate, "tune: timing " + candidate};
@@ -76,6 +77,12 @@ double timeCandidate(const Node& n, const std::string& candidate, int reps) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+} // namespace
+
+double timeCandidate(const Node& n, const std::string& candidate, int reps) {
+  OneNode one(n);
+  return timeOn(one, n, candidate, reps);
 }
 
 TuneSummary tuneGraph(const Graph& g, const Target& t, backend::TuningCache& cache,
@@ -107,6 +114,7 @@ TuneSummary tuneGraph(const Graph& g, const Target& t, backend::TuningCache& cac
       continue;
     }
     double bestEst = it.sel.cost.seconds;
+    OneNode one(*it.n); // the node's graph and inputs, shared by its candidates
     backend::TuningRecord rec;
     double best = 0;
     std::string line = it.n->describe() + ":";
@@ -116,7 +124,7 @@ TuneSummary tuneGraph(const Graph& g, const Target& t, backend::TuningCache& cac
             " " + cand + " skipped (est " + fmt::format("{:.3g}", est / bestEst) + "x the best);";
         continue;
       }
-      double sec = timeCandidate(*it.n, cand, o.reps);
+      double sec = timeOn(one, *it.n, cand, o.reps);
       ++sum.candidatesTimed;
       rec.timings.push_back({cand, sec * 1e3, est * 1e3});
       line += fmt::format(" {} {:.3g} ms (est {:.3g});", cand, sec * 1e3, est * 1e3);
