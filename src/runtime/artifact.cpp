@@ -7,12 +7,14 @@
 #include "ir/dtype.h"
 #include "ir/parser.h"
 #include "runtime/parallel.h"
+#include "support/hash.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <dlfcn.h>
@@ -65,6 +67,19 @@ const char* regionName(Region r) {
   return "?";
 }
 
+constexpr const char* kPlanHeader = "aicc-artifact 3";
+
+std::string hashHex(const void* p, size_t n) { return fmt::format("{:016x}", hashBytes(p, n)); }
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  AICC_CHECK(f.good(), "cannot open '{}'", path);
+  std::ostringstream s;
+  s << f.rdbuf();
+  AICC_CHECK(!f.bad(), "cannot read '{}'", path);
+  return s.str();
+}
+
 std::string dimsText(const Dims& d) {
   std::string s;
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
@@ -92,16 +107,21 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
   std::string cmd = fmt::format("cc -shared -o '{}' '{}' -lm", (d / "model.so").string(),
                                 (d / "model.o").string());
   int rc = std::system(cmd.c_str());
-  AICC_CHECK(rc == 0, "linking model.so failed (`{}` exited with {}); a C compiler driver `cc` "
-             "must be on PATH; model.o was written", cmd, rc);
+  AICC_CHECK(rc == 0,
+             "linking model.so failed (`{}` exited with {}); a C compiler driver `cc` "
+             "must be on PATH; model.o was written",
+             cmd, rc);
   w.linkSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  w.sharedBytes = int64_t(fs::file_size(d / "model.so"));
+  const std::string lib = readFile((d / "model.so").string());
+  w.sharedBytes = int64_t(lib.size());
   writeFile(d / "model.weights", spec.weights.data(), spec.weights.size());
   w.weightBytes = int64_t(spec.weights.size());
   std::ostringstream p;
-  p << "aicc-artifact 2\n";
+  p << kPlanHeader << "\n";
+  // Sizes and content hashes of the two files the plan goes with: checked before either is used.
   p << "arena " << spec.arenaBytes << "\nscratch " << spec.scratchBytes << "\nweights "
-    << spec.weights.size() << "\n";
+    << spec.weights.size() << " " << hashHex(spec.weights.data(), spec.weights.size())
+    << "\nlibrary " << lib.size() << " " << hashHex(lib.data(), lib.size()) << "\n";
   // The ISA features the code was compiled for: the loader refuses a CPU without them.
   p << "requires " << enc(target.name);
   for (uint32_t i = 0; i < static_cast<uint32_t>(CpuFeature::Count); ++i)
@@ -191,6 +211,15 @@ struct LoadedArtifact::Impl {
 
 namespace {
 
+// A non-negative integer that is the whole word (std::invalid_argument / std::out_of_range
+// otherwise: the plan parser turns them into "malformed line").
+int64_t parseCount(const std::string& w) {
+  size_t used = 0;
+  const int64_t v = std::stoll(w, &used);
+  if (used != w.size() || v < 0) throw std::invalid_argument(w);
+  return v;
+}
+
 Binding parseBinding(const std::string& s, const std::string& file) {
   Binding b;
   AICC_CHECK(s.size() > 2 && s[1] == ':', "{}: bad binding '{}'", file, s);
@@ -199,9 +228,8 @@ Binding parseBinding(const std::string& s, const std::string& file) {
            : r == "S" ? Region::Scratch : throw Error(fmt::format("{}: bad region in '{}'", file, s));
   size_t c = s.find(':', 2);
   AICC_CHECK(c != std::string::npos, "{}: bad binding '{}'", file, s);
-  b.offset = std::stoll(s.substr(2, c - 2));
-  b.bytes = std::stoll(s.substr(c + 1));
-  AICC_CHECK(b.offset >= 0 && b.bytes >= 0, "{}: bad binding '{}'", file, s);
+  b.offset = parseCount(s.substr(2, c - 2));
+  b.bytes = parseCount(s.substr(c + 1));
   return b;
 }
 
@@ -248,8 +276,55 @@ Dims parseDims(const std::string& s) {
   if (s == "-") return d;
   std::stringstream ss(s);
   std::string x;
-  while (std::getline(ss, x, ',')) d.push_back(std::stoll(x));
+  while (std::getline(ss, x, ',')) {
+    d.push_back(parseCount(x));
+    AICC_CHECK(d.back() <= (int64_t(1) << 40), "absurd dimension in '{}'", s);
+  }
   return d;
+}
+
+// The next word of a plan line as a byte count (throws std::invalid_argument when it is none).
+int64_t readCount(std::istringstream& ls) {
+  std::string w;
+  ls >> w;
+  return parseCount(w);
+}
+
+// A file the plan names with its size and content hash ("<bytes> <hash>"), read whole and checked.
+struct FileCheck {
+  int64_t bytes = -1;
+  std::string hash;
+};
+std::string readChecked(const fs::path& path, const FileCheck& want) {
+  const std::string file = path.string();
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  AICC_CHECK(!ec, "cannot open '{}': {}", file, ec.message());
+  AICC_CHECK(int64_t(size) == want.bytes,
+             "'{}' holds {} bytes, the plan says {} (a truncated or "
+             "mismatched file; recompile the model)",
+             file, size, want.bytes);
+  std::string data = readFile(file);
+  AICC_CHECK(int64_t(data.size()) == want.bytes && hashHex(data.data(), data.size()) == want.hash,
+             "'{}' does not match the plan's content hash (a damaged or mismatched file; recompile "
+             "the model)",
+             file);
+  return data;
+}
+
+// Parses the library's aicc_artifact_signature: task function -> byte size of each parameter.
+std::map<std::string, std::vector<int64_t>> parseSignature(const char* sig) {
+  std::map<std::string, std::vector<int64_t>> out;
+  std::istringstream ss(sig);
+  std::string line;
+  while (std::getline(ss, line)) {
+    std::istringstream ls(line);
+    std::string fn;
+    ls >> fn;
+    auto& sizes = out[fn];
+    for (int64_t b; ls >> b;) sizes.push_back(b);
+  }
+  return out;
 }
 
 } // namespace
@@ -261,18 +336,26 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
   AICC_CHECK(pf.good(), "'{}': no model.plan here (not an `aicc compile --emit so` folder)", dir);
   std::string line, header;
   std::getline(pf, header);
-  AICC_CHECK(header == "aicc-artifact 2", "{}: not an aicc artifact plan of this version (first "
-             "line '{}'; recompile the model)", planFile, header);
+  AICC_CHECK(header == kPlanHeader,
+             "{}: not an aicc artifact plan of this version (first line "
+             "'{}', expected '{}'; recompile the model)",
+             planFile, header, kPlanHeader);
   std::vector<ArtifactTask> taskLines;
+  FileCheck weightsFile, libraryFile;
   try {
     while (std::getline(pf, line)) {
       std::istringstream ls(line);
       std::string kind;
       ls >> kind;
-      if (kind == "arena") ls >> impl_->arenaBytes;
-      else if (kind == "scratch") ls >> impl_->scratchBytes;
-      else if (kind == "weights") ls >> impl_->weightBytes;
-      else if (kind == "requires") {
+      if (kind == "arena")
+        impl_->arenaBytes = readCount(ls);
+      else if (kind == "scratch")
+        impl_->scratchBytes = readCount(ls);
+      else if (kind == "weights" || kind == "library") {
+        FileCheck& f = kind == "weights" ? weightsFile : libraryFile;
+        f.bytes = readCount(ls);
+        ls >> f.hash;
+      } else if (kind == "requires") {
         std::string target, f;
         ls >> target;
         const Target host = nativeTarget();
@@ -290,6 +373,12 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
         auto dtype = dtypeFromName(dt);
         AICC_CHECK(dtype, "{}: unknown element type '{}'", planFile, dt);
         TensorDesc t{dec(name), *dtype, parseDims(dims)};
+        int64_t elems = 1;
+        for (int64_t x : t.dims)
+          AICC_CHECK(x == 0 || (elems *= x) <= (int64_t(1) << 40),
+                     "{}: {} '{}' has an absurd size "
+                     "{}",
+                     planFile, kind, t.name, dims);
         if (kind == "input") {
           inputs_.push_back(t);
         } else {
@@ -310,8 +399,10 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
         AICC_CHECK(!node.empty(), "{}: malformed line '{}'", planFile, line);
         t.node = dec(node);
         while (ls >> b) {
-          if (b[0] == '@') t.target = std::stoll(b.substr(1));
-          else t.params.push_back(parseBinding(b, planFile));
+          if (b[0] == '@')
+            t.target = parseCount(b.substr(1));
+          else
+            t.params.push_back(parseBinding(b, planFile));
         }
         taskLines.push_back(std::move(t));
       } else if (!kind.empty()) {
@@ -323,6 +414,10 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
   } catch (const std::out_of_range&) {
     fail("{}: malformed line '{}'", planFile, line);
   }
+  AICC_CHECK(weightsFile.bytes >= 0 && libraryFile.bytes >= 0 && !weightsFile.hash.empty() &&
+                 !libraryFile.hash.empty(),
+             "{}: the 'weights' and 'library' lines (sizes and hashes) are missing", planFile);
+  impl_->weightBytes = weightsFile.bytes;
   // Every binding must lie inside its region.
   auto checkBinding = [&](const Binding& b, const std::string& where) {
     int64_t size = b.region == Region::Arena     ? impl_->arenaBytes
@@ -334,16 +429,20 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
                  "{}: {} binds input {} out of range", planFile, where, b.offset);
       return;
     }
-    AICC_CHECK(b.offset + b.bytes <= size, "{}: {} reaches past its region", planFile, where);
+    AICC_CHECK(b.offset <= size && b.bytes <= size - b.offset, "{}: {} reaches past its region",
+               planFile, where);
   };
   for (size_t i = 0; i < taskLines.size(); ++i) {
     const ArtifactTask& t = taskLines[i];
     const std::string where = fmt::format("task {} ({})", i, t.node);
     for (const Binding& b : t.params) checkBinding(b, where);
     using K = ArtifactTask::Kind;
-    const size_t want = t.kind == K::Copy ? 2 : t.kind == K::JumpIfZero ? 1
-                        : t.kind == K::Call || t.kind == K::Fallback ? t.params.size() : 0;
-    AICC_CHECK(t.params.size() == want, "{}: {} has {} bindings", planFile, where, t.params.size());
+    // Calls are checked against the library's signature below, fallbacks against their node.
+    if (t.kind != K::Call && t.kind != K::Fallback) {
+      const size_t want = t.kind == K::Copy ? 2 : t.kind == K::JumpIfZero ? 1 : 0;
+      AICC_CHECK(t.params.size() == want, "{}: {} has {} bindings, not {}", planFile, where,
+                 t.params.size(), want);
+    }
     AICC_CHECK(t.kind != K::Copy || t.params[0].bytes == t.params[1].bytes,
                "{}: {} copies between bindings of different sizes", planFile, where);
     AICC_CHECK(t.kind != K::JumpIfZero || t.params[0].bytes >= 1, "{}: {} reads an empty condition",
@@ -353,15 +452,14 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
                  "{}: {} jumps to {}, not forward within the plan", planFile, where, t.target);
   }
   for (const Binding& b : impl_->outputs) checkBinding(b, "an output");
-  // Weights.
-  const std::string wf = (d / "model.weights").string();
-  std::ifstream w(wf, std::ios::binary);
-  AICC_CHECK(w.good(), "cannot open '{}'", wf);
-  AICC_CHECK(int64_t(fs::file_size(wf)) == impl_->weightBytes, "'{}' holds {} bytes, the plan says {}",
-             wf, fs::file_size(wf), impl_->weightBytes);
-  impl_->weights = Impl::alloc(impl_->weightBytes);
-  w.read(reinterpret_cast<char*>(impl_->weights.get()), std::streamsize(impl_->weightBytes));
-  AICC_CHECK(w.good() || impl_->weightBytes == 0, "cannot read '{}'", wf);
+  // The weights and the library, each checked against the plan's size and hash before use (a
+  // truncated model.so would otherwise fault inside dlopen or later, in a task).
+  {
+    const std::string blob = readChecked(d / "model.weights", weightsFile);
+    impl_->weights = Impl::alloc(impl_->weightBytes);
+    std::memcpy(impl_->weights.get(), blob.data(), blob.size());
+  }
+  readChecked(d / "model.so", libraryFile);
   impl_->arena = Impl::alloc(impl_->arenaBytes);
   impl_->scratch = Impl::alloc(impl_->scratchBytes);
   // Code.
@@ -374,12 +472,25 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
   void* const table[] = {reinterpret_cast<void*>(&aicc_rt_call_kernel),
                          reinterpret_cast<void*>(&aicc_rt_parallel_for)};
   bindFn(table);
-  for (ArtifactTask& t : taskLines) {
+  auto* sigText = static_cast<const char*>(dlsym(impl_->lib, "aicc_artifact_signature"));
+  AICC_CHECK(sigText, "'{}' has no aicc_artifact_signature (not an aicc artifact)", so);
+  const auto signature = parseSignature(sigText);
+  for (size_t i = 0; i < taskLines.size(); ++i) {
+    ArtifactTask& t = taskLines[i];
     codegen::LoopFnPtr fn = nullptr;
     std::shared_ptr<const Model> ref;
     if (t.kind == ArtifactTask::Kind::Call) {
+      auto sig = signature.find(t.fn);
       fn = reinterpret_cast<codegen::LoopFnPtr>(dlsym(impl_->lib, t.fn.c_str()));
-      AICC_CHECK(fn, "'{}' lacks the task function {}", so, t.fn);
+      AICC_CHECK(fn && sig != signature.end(), "'{}' lacks the task function {}", so, t.fn);
+      AICC_CHECK(sig->second.size() == t.params.size(),
+                 "{}: task {} ({}) has {} bindings; {} takes {}", planFile, i, t.node,
+                 t.params.size(), t.fn, sig->second.size());
+      for (size_t k = 0; k < t.params.size(); ++k)
+        AICC_CHECK(t.params[k].bytes == sig->second[k],
+                   "{}: task {} ({}): binding {} has {} bytes; "
+                   "{} takes {}",
+                   planFile, i, t.node, k, t.params[k].bytes, t.fn, sig->second[k]);
     }
     if (t.kind == ArtifactTask::Kind::Fallback) ref = parseFallback(t, planFile);
     impl_->tasks.push_back(

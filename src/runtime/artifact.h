@@ -5,7 +5,8 @@
 //   model.o        the same code as a relocatable object (for static linking)
 //   model.weights  the read-only blob: graph constants at their planned offsets, then the weights
 //                  packed at compile time for the micro-kernels
-//   model.plan     text: arena/scratch/weights sizes, the ISA features the code needs, the inputs
+//   model.plan     text: arena/scratch sizes, the size and content hash of model.weights and
+//                  model.so, the ISA features the code needs, the inputs
 //                  and outputs (name, type, where an output lives), one line per task
 //
 // Tasks run in order: `task` calls a function with its parameters' bindings, `copy` copies one

@@ -573,7 +573,7 @@ TEST_P(ModelRoundTrip, PrintParsePrint) {
   try {
     im = importOnnxFile(sharedDir() + "/models/" + name + "/model.onnx");
   } catch (const Error& e) {
-    GTEST_SKIP() << "does not import yet: " << e.what();
+    FAIL() << name << " no longer imports: " << e.what();
   }
   roundTrip(im.model, OpRegistry::instance());
   EXPECT_NO_THROW(verifyModel(im.model));
@@ -595,12 +595,13 @@ TEST(IrText, OnnxNodeTestModelsRoundTrip) {
     if (fs::exists(e.path() / "model.onnx")) models.push_back(e.path() / "model.onnx");
   std::sort(models.begin(), models.end());
   int imported = 0, roundTripped = 0, verified = 0;
-  std::vector<std::string> verifyFailures;
+  std::vector<std::string> verifyFailures, importFailures;
   for (const auto& p : models) {
     ImportedModel im;
     try {
       im = importOnnxFile(p.string());
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      importFailures.push_back(p.parent_path().filename().string() + ": " + e.what());
       continue;
     }
     ++imported;
@@ -625,4 +626,5 @@ TEST(IrText, OnnxNodeTestModelsRoundTrip) {
   std::cout << "node tests: " << models.size() << " models, " << imported << " imported, "
             << roundTripped << " round-tripped, " << verified << " verified\n";
   for (const auto& f : verifyFailures) ADD_FAILURE() << "verifier: " << f;
+  for (const auto& f : importFailures) ADD_FAILURE() << "import: " << f;
 }

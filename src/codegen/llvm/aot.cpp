@@ -55,6 +55,23 @@ void bindRuntimeThroughTable(llvm::Module& mod) {
   b.CreateRetVoid();
 }
 
+// Exports the parameter sizes of every task function as the string
+// `aicc_artifact_signature`: one line "name bytes0 bytes1 ..." per Func. The loader checks each
+// plan task's bindings against it, so a plan that does not belong to this library (or lost or
+// shrank a binding) is refused instead of passing a kernel a buffer it overruns.
+void addSignature(llvm::Module& mod, const loop::Module& m) {
+  std::string sig;
+  for (const loop::Func& f : m.funcs) {
+    sig += f.name;
+    for (const loop::Buffer& b : f.params)
+      sig += " " + std::to_string(b.numel() * int64_t(dtypeSize(b.dtype)));
+    sig += "\n";
+  }
+  llvm::Constant* init = llvm::ConstantDataArray::getString(mod.getContext(), sig, true);
+  new llvm::GlobalVariable(mod, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
+                           "aicc_artifact_signature");
+}
+
 } // namespace
 
 std::pair<std::string, std::string> llvmCpuFor(const Target& t) {
@@ -87,6 +104,7 @@ std::string emitObject(const loop::Module& m, const Target& target, const AotOpt
   eo.parallel = o.parallel;
   std::unique_ptr<llvm::Module> mod = emitModule(m, ctx, eo);
   bindRuntimeThroughTable(*mod);
+  addSignature(*mod, m);
   optimizeModule(*mod, *tm, o.optLevel);
   llvm::SmallVector<char, 0> buf;
   llvm::raw_svector_ostream os(buf);

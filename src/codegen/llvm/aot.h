@@ -5,7 +5,10 @@
 // entry points (aicc_rt_call_kernel, aicc_rt_parallel_for: src/runtime/parallel.h) go through a
 // table the loader fills in once, by calling the exported
 //   void aicc_artifact_bind(void* const* table)   // table[0] = call_kernel, [1] = parallel_for
-// before the first task runs (src/runtime/artifact.cpp).
+// before the first task runs (src/runtime/artifact.cpp). It also exports
+//   const char aicc_artifact_signature[]   // "fn bytes0 bytes1 ...\n" per function
+// the byte size of every parameter of every task function, which the loader checks the plan's
+// bindings against.
 #pragma once
 
 #include "backend/target.h"
