@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <functional>
 
 namespace aicc::backend {
 
@@ -265,6 +266,38 @@ std::string selectionReason(const Selection& s) {
   for (const auto& [name, sec] : s.considered)
     if (name != s.candidate) others += fmt::format("{}{} {:.3g} ms", others.empty() ? "" : ", ", name, sec * 1e3);
   return others.empty() ? r : r + "; " + others;
+}
+
+void checkPins(const Graph& g, const Target& t, const std::map<std::string, std::string>& pins,
+               const loop::LowerOptions& engine) {
+  std::map<std::string, const Node*> nodes;
+  std::function<void(const Graph&)> collect = [&](const Graph& sub) {
+    for (const auto& n : sub.nodes) {
+      nodes.emplace(n->name, n.get());
+      for (const auto& [_, a] : n->attrs) {
+        if (auto* sg = std::get_if<GraphPtr>(&a.v)) collect(**sg);
+        if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+          for (const auto& sg : *sgs) collect(*sg);
+      }
+    }
+  };
+  collect(g);
+  for (const auto& [name, cand] : pins) {
+    auto it = nodes.find(name);
+    AICC_CHECK(it != nodes.end(),
+               "--select {}={}: the optimized graph has no node '{}' (the "
+               "compile report lists the node names)",
+               name, cand, name);
+    auto s = selectCandidate(*it->second, t, cand, engine);
+    AICC_CHECK(s, "--select {}={}: {} has no kernel candidates", name, cand,
+               it->second->describe());
+    if (s->pinned) continue;
+    std::vector<std::string> names;
+    for (const auto& [c, _] : s->considered) names.push_back(c);
+    fail("--select {}={}: not an applicable candidate for {}; applicable: {}{}", name, cand,
+         it->second->describe(), fmt::join(names, ", "),
+         s->rejected.size() > 1 ? fmt::format("; rejected: {}", fmt::join(s->rejected, "; ")) : "");
+  }
 }
 
 std::function<loop::CandidateChoice(const Node&)>

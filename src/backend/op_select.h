@@ -75,6 +75,12 @@ std::string formatSelection(const Node& n, const Selection& s);
 // the reason a lowering records in its schedule.
 std::string selectionReason(const Selection& s);
 
+// Checks `pins` (node name -> candidate, as `--select` gives them) against g's nodes: each
+// names a node of g (or of a subgraph) and one of its candidates that applies to it on t.
+// Throws aicc::Error naming the pin and, for a bad candidate, the node's candidates.
+void checkPins(const Graph& g, const Target& t, const std::map<std::string, std::string>& pins,
+               const loop::LowerOptions& engine);
+
 // A LowerOptions::chooseCandidate for the target: selectCandidate per node, with `pins` (node
 // name -> candidate) overriding the cost model; `runtimeKernels` as in the engine's
 // LowerOptions. Nodes without candidates get "" (the lowering's own preference).

@@ -2,6 +2,7 @@
 
 #include "ir/printer.h"
 #include "support/error.h"
+#include "support/parse.h"
 
 #include <cmath>
 #include <fstream>
@@ -98,12 +99,9 @@ TuningCache TuningCache::load(const std::string& path) {
       t.candidate = f[i].substr(0, eq);
       std::string v = f[i].substr(eq + 1);
       auto tilde = v.find('~');
-      try {
-        t.measuredMs = std::stod(v.substr(0, tilde));
-        if (tilde != std::string::npos) t.estimatedMs = std::stod(v.substr(tilde + 1));
-      } catch (const std::exception&) {
-        fail("tuning cache '{}': line {}: bad number in '{}'", path, lineNo, f[i]);
-      }
+      const std::string where = fmt::format("tuning cache '{}': line {}: '{}'", path, lineNo, f[i]);
+      t.measuredMs = parseFloat(v.substr(0, tilde), where);
+      if (tilde != std::string::npos) t.estimatedMs = parseFloat(v.substr(tilde + 1), where);
       AICC_CHECK(std::isfinite(t.measuredMs) && t.measuredMs >= 0,
                  "tuning cache '{}': line {}: bad time in '{}'", path, lineNo, f[i]);
       r.timings.push_back(t);

@@ -3,6 +3,7 @@
 #include "loop/printer.h"
 #include "loop/simplify.h"
 #include "loop/verifier.h"
+#include "support/parse.h"
 
 #include <set>
 
@@ -169,12 +170,7 @@ LoopPass makeLoopPass(const std::string& name) {
     auto colon = spec.find(':');
     AICC_CHECK(colon != std::string::npos, "pass '{}': expected split=VAR:N", name);
     std::string v = spec.substr(0, colon);
-    int64_t n = 0;
-    try {
-      n = std::stoll(spec.substr(colon + 1));
-    } catch (const std::exception&) {
-      fail("pass '{}': N must be an integer", name);
-    }
+    const int64_t n = parseInt(spec.substr(colon + 1), fmt::format("pass '{}': N", name), 1);
     p.run = [v, n](Module& m) {
       bool any = false;
       for (auto& f : m.funcs) any |= splitLoop(f, v, n);

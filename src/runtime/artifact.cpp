@@ -330,6 +330,7 @@ std::map<std::string, std::vector<int64_t>> parseSignature(const char* sig) {
 } // namespace
 
 LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<Impl>()) {
+  checkThreadsEnv();
   fs::path d(dir);
   const std::string planFile = (d / "model.plan").string();
   std::ifstream pf(planFile);

@@ -48,6 +48,7 @@ void checkInput(const Value* v, const RValue& r) {
 } // namespace
 
 JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) {
+  checkThreadsEnv();
   // Memory plan (static shapes only).
   std::optional<MemoryPlan> plan;
   try {

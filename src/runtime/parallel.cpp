@@ -3,6 +3,7 @@
 #include "kernels/thread_pool.h"
 #include "loop/eval.h"
 #include "support/error.h"
+#include "support/parse.h"
 
 #include <bit>
 #include <cstring>
@@ -20,11 +21,11 @@ namespace aicc::runtime {
 
 namespace {
 
+// AICC_NUM_THREADS when set and valid (checkThreadsEnv reports an invalid one where errors can
+// propagate; here, possibly under generated code, an invalid value falls back), else the cores.
 int defaultThreads() {
-  if (const char* env = std::getenv("AICC_NUM_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+  if (const char* env = std::getenv("AICC_NUM_THREADS"))
+    if (auto n = tryParseInt(env); n && *n >= 1 && *n <= kMaxThreads) return int(*n);
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -44,6 +45,11 @@ kernels::ThreadPool& getPool() {
 } // namespace
 
 void clearKernelCache(); // the cached kernels hold the pool
+
+void checkThreadsEnv() {
+  if (const char* env = std::getenv("AICC_NUM_THREADS"))
+    parseInt(env, "AICC_NUM_THREADS (worker threads)", 1, kMaxThreads);
+}
 
 void setNumThreads(int n) {
   {

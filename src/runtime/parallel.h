@@ -23,5 +23,9 @@ namespace aicc::runtime {
 // hardware concurrency. Not to be changed while generated code runs.
 void setNumThreads(int n);
 int numThreads();
+constexpr int kMaxThreads = 1024;
+// Throws aicc::Error when AICC_NUM_THREADS is set but not an integer in [1, kMaxThreads]; the
+// engines call it when a model is loaded or compiled, where an error can reach the user.
+void checkThreadsEnv();
 
 } // namespace aicc::runtime

@@ -23,9 +23,11 @@ struct CmdResult {
   std::string err;
 };
 
-CmdResult runAicc(const std::string& args) {
+// `env`: "NAME=VALUE ..." set for this run only.
+CmdResult runAicc(const std::string& args, const std::string& env = "") {
   fs::path errFile = fs::temp_directory_path() / ("aicc_err_" + std::to_string(getpid()));
-  std::string cmd = std::string(AICC_BINARY) + " " + args + " >/dev/null 2>" + errFile.string();
+  std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(AICC_BINARY) + " " +
+                    args + " >/dev/null 2>" + errFile.string();
   int st = std::system(cmd.c_str());
   std::ifstream f(errFile);
   std::string err((std::istreambuf_iterator<char>(f)), {});
@@ -193,6 +195,86 @@ TEST_F(BadInput, AbsurdSizes) {
   expectCleanError(runAicc("run " + write("m.onnx", tinyModel().SerializeAsString()) + " --inputs-dir " +
                            (dir_ / "in").string()),
                    {"input_0.pb"});
+}
+
+// .npy headers whose shape is not a tuple of sizes.
+TEST_F(BadInput, MalformedNpyHeaders) {
+  auto npy = [&](const std::string& name, const std::string& shape, size_t dataBytes) {
+    std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    h += std::string(63 - (10 + h.size()) % 64, ' ') + "\n";
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(h.size() & 0xff) +
+                        char(h.size() >> 8) + h + std::string(dataBytes, '\0');
+    return write(name, bytes);
+  };
+  const std::string model = write("m.onnx", tinyModel().SerializeAsString());
+  expectCleanError(runAicc("run " + model + " --input x=" + npy("a.npy", "(2, abc)", 24)),
+                   {"a.npy", "'abc' is not an integer"});
+  expectCleanError(runAicc("run " + model + " --input x=" + npy("b.npy", "(2, 3 }", 24)),
+                   {"b.npy", "malformed .npy shape"});
+  expectCleanError(runAicc("run " + model + " --input x=" + npy("c.npy", "(2, -3)", 24)),
+                   {"c.npy", "out of range"});
+  // The same header with a well-formed shape runs.
+  EXPECT_EQ(runAicc("run " + model + " --input x=" + npy("ok.npy", "(2, 3)", 24)).status, 0);
+}
+
+TEST_F(BadInput, ExternalDataOffsetNotANumber) {
+  onnx::ModelProto m = tinyModel();
+  auto* init = m.mutable_graph()->add_initializer();
+  init->set_name("w");
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  init->add_dims(2);
+  init->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto kv = [&](const char* k, const char* v) {
+    auto* e = init->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  kv("location", "w.bin");
+  kv("offset", "abc");
+  write("w.bin", std::string(8, '\0'));
+  expectCleanError(runAicc("run " + write("m.onnx", m.SerializeAsString())),
+                   {"'w'", "external data offset", "'abc'"});
+}
+
+TEST_F(BadInput, UnwritableOutputPlaces) {
+  const std::string model = write("m.onnx", tinyModel().SerializeAsString());
+  const std::string file = write("a_file", "x");
+  expectCleanError(runAicc("compile " + model + " -o " + file + "/sub"), {"a_file"});
+  expectCleanError(runAicc("run " + model + " --output-dir " + file), {"a_file"});
+}
+
+// Every flag value is checked: numbers in range, names that exist, environment variables.
+TEST_F(BadInput, FlagValuesAreChecked) {
+  const std::string model = write("m.onnx", tinyModel().SerializeAsString());
+  expectCleanError(runAicc("bench " + model + " --threads 0"), {"--threads"});
+  expectCleanError(runAicc("bench " + model + " --warmup -5"), {"--warmup", "-5"});
+  expectCleanError(runAicc("bench " + model + " --iters 1", "AICC_NUM_THREADS=abc"),
+                   {"AICC_NUM_THREADS", "'abc'"});
+  expectCleanError(runAicc("run " + model, "AICC_NUM_THREADS=0"), {"AICC_NUM_THREADS"});
+  expectCleanError(runAicc("run " + model + " --no-such-flag"), {"--no-such-flag"});
+  const std::string out = (dir_ / "out").string();
+  expectCleanError(runAicc("compile " + model + " -o " + out + " --select NoSuchNode=loop"),
+                   {"--select NoSuchNode=loop", "no node 'NoSuchNode'"});
+  expectCleanError(runAicc("compile " + model + " -o " + out + " --select relu1=loop"),
+                   {"--select relu1=loop", "no kernel candidates"});
+  expectCleanError(
+      runAicc("compile " + mnist() + " -o " + out + " --select Convolution28=nokernel"),
+      {"--select Convolution28=nokernel", "applicable: loop"});
+  expectCleanError(runAicc("compile " + model + " -o " + out + " --target nosuchcpu"),
+                   {"nosuchcpu"});
+  expectCleanError(runAicc("opt " + model + " --passes dce,nosuchpass"), {"nosuchpass"});
+  expectCleanError(runAicc("opt " + model + " --print-ir-after nosuchpass"), {"nosuchpass"});
+  EXPECT_EQ(runAicc("compile " + mnist() + " -o " + out + " --select Convolution28=loop").status,
+            0);
+}
+
+// A damaged compiled folder through the CLI: one error line, never a signal.
+TEST_F(BadInput, DamagedCompiledFolder) {
+  const std::string model = write("m.onnx", tinyModel().SerializeAsString());
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(runAicc("compile " + model + " -o " + out.string()).status, 0);
+  fs::resize_file(out / "model.so", fs::file_size(out / "model.so") / 2);
+  expectCleanError(runAicc("run " + out.string()), {"model.so", "truncated"});
 }
 
 } // namespace

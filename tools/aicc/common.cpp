@@ -3,6 +3,7 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/parser.h"
 #include "passes/shape_inference.h"
+#include "support/parse.h"
 
 #include <filesystem>
 #include <functional>
@@ -127,14 +128,9 @@ void applyShapes(ImportedModel& m, const std::vector<std::string>& specs) {
     Dims want;
     std::stringstream ss(s.substr(eq + 1));
     for (std::string x; std::getline(ss, x, ',');) {
-      size_t used = 0;
-      int64_t v = -1;
-      try {
-        v = std::stoll(x, &used);
-      } catch (...) {
-      }
-      AICC_CHECK(used == x.size() && v >= 0, "--shape {}: '{}' is not a size", s, x);
-      want.push_back(v);
+      auto v = tryParseInt(x);
+      AICC_CHECK(v && *v >= 0, "--shape {}: '{}' is not a size", s, x);
+      want.push_back(*v);
     }
     Shape& have = *(in->type.shape ? &*in->type.shape : &in->type.shape.emplace(Shape(want.size())));
     AICC_CHECK(have.size() == want.size(), "--shape {}: input '{}' has rank {} ({})", s, name,
@@ -159,14 +155,7 @@ std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) 
   for (const auto& s : specs) {
     auto eq = s.find('=');
     AICC_CHECK(eq != std::string::npos && eq > 0, "--dim expects NAME=VALUE, got '{}'", s);
-    int64_t v = 0;
-    try {
-      v = std::stoll(s.substr(eq + 1));
-    } catch (...) {
-      fail("--dim {}: '{}' is not an integer", s.substr(0, eq), s.substr(eq + 1));
-    }
-    AICC_CHECK(v >= 0, "--dim {}: negative size {}", s.substr(0, eq), v);
-    dims[s.substr(0, eq)] = v;
+    dims[s.substr(0, eq)] = parseInt(s.substr(eq + 1), "--dim " + s.substr(0, eq), 0);
   }
   return dims;
 }

@@ -113,6 +113,7 @@ int compileCommand(const CompileArgs& a) {
                "--select expects NODE=CANDIDATE, got '{}'", sel);
     pins[sel.substr(0, eq)] = sel.substr(eq + 1);
   }
+  backend::checkPins(g, target, pins, lo);
   std::shared_ptr<const backend::TuningCache> cache;
   if (!a.tuningCache.empty()) {
     auto c = std::make_shared<backend::TuningCache>(backend::TuningCache::load(a.tuningCache));

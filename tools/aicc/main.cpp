@@ -1,11 +1,24 @@
 // aicc: the command-line driver. Subcommands live in one file each; this file only wires flags.
 #include "commands.h"
 
+#include "runtime/parallel.h"
+#include "support/parse.h"
+
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
+#include <new>
 
 using namespace aicc::cli;
+
+// A number >= 0 (CLI::NonNegativeNumber's message would print the whole of DBL_MAX).
+const CLI::Validator kNonNegative(
+    [](std::string& s) -> std::string {
+      auto v = aicc::tryParseFloat(s);
+      return v && *v >= 0 ? "" : "must be a number >= 0, got " + s;
+    },
+    "NUMBER>=0");
 
 int main(int argc, char** argv) {
   CLI::App app{"aicc: an ahead-of-time compiler for ONNX models"};
@@ -38,8 +51,8 @@ int main(int argc, char** argv) {
                       "and listed tests that pass, make the exit status non-zero");
   testCmd->add_option("--tolerances", test.tolerances,
                       "File of per-test tolerance overrides (name rtol=X atol=Y # reason)");
-  testCmd->add_option("-j,--jobs", test.jobs, "Tests run in parallel (each in its own process)");
-  testCmd->add_option("--timeout", test.timeoutSec, "Seconds before a test counts as hung");
+  testCmd->add_option("-j,--jobs", test.jobs, "Tests run in parallel (each in its own process)")->check(CLI::Range(1, 1024));
+  testCmd->add_option("--timeout", test.timeoutSec, "Seconds before a test counts as hung")->check(CLI::PositiveNumber);
   testCmd->add_option("-O", test.optLevel, "Graph optimization level before interpreting (default 0)")
       ->check(CLI::Range(0, 3));
   testCmd->add_option("--engine", test.engine, "interp (default) or jit (each test compiled with the LLVM JIT)")->check(CLI::IsMember({"interp", "jit"}));
@@ -66,7 +79,7 @@ int main(int argc, char** argv) {
   optCmd->add_option("--print-ir-before", opt.printBefore, "Print the IR before this pass; repeatable");
   optCmd->add_option("--print-ir-after", opt.printAfter, "Print the IR after this pass; repeatable");
   optCmd->add_flag("--time-passes", opt.timePasses, "Print each pass's time");
-  optCmd->add_option("--stop-after", opt.stopAfter, "Stop after N pass runs (bisecting)");
+  optCmd->add_option("--stop-after", opt.stopAfter, "Stop after N pass runs (bisecting)")->check(kNonNegative);
   optCmd->add_flag("!--no-verify", opt.verifyEach, "Do not run the verifier after each pass");
   optCmd->add_option("--reproducer", opt.reproducer, "On a pass failure, write the IR before the pass here");
   optCmd->add_flag("--print-constants", opt.printConstants, "Print all constant data");
@@ -95,12 +108,12 @@ int main(int argc, char** argv) {
   trainCmd->add_option("--params", tr.params, "Weights to train (default: float constants of 2+ elements)")
       ->expected(1, -1);
   trainCmd->add_option("--optimizer", tr.optimizer, "sgd, momentum, adam or adamw (default adam)");
-  trainCmd->add_option("--lr", tr.lr, "Learning rate (default 1e-3)");
-  trainCmd->add_option("--momentum", tr.momentum, "Momentum for sgd/momentum (default 0.9; sgd 0 = plain SGD)");
-  trainCmd->add_option("--weight-decay", tr.weightDecay, "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)");
-  trainCmd->add_option("--batch", tr.batch, "Batch size when the model's batch dim is symbolic (default 32)");
-  trainCmd->add_option("--epochs", tr.epochs, "Epochs (default 10)");
-  trainCmd->add_option("--eval-every", tr.evalEvery, "Evaluate the test data every N epochs (default 1)");
+  trainCmd->add_option("--lr", tr.lr, "Learning rate (default 1e-3)")->check(CLI::PositiveNumber);
+  trainCmd->add_option("--momentum", tr.momentum, "Momentum for sgd/momentum (default 0.9; sgd 0 = plain SGD)")->check(CLI::Range(0.0, 1.0));
+  trainCmd->add_option("--weight-decay", tr.weightDecay, "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)")->check(kNonNegative);
+  trainCmd->add_option("--batch", tr.batch, "Batch size when the model's batch dim is symbolic (default 32)")->check(CLI::PositiveNumber);
+  trainCmd->add_option("--epochs", tr.epochs, "Epochs (default 10)")->check(kNonNegative);
+  trainCmd->add_option("--eval-every", tr.evalEvery, "Evaluate the test data every N epochs (default 1)")->check(CLI::PositiveNumber);
   trainCmd->add_option("--seed", tr.seed, "Shuffling seed (default 0)");
   trainCmd->add_flag("--remat", tr.remat, "Recompute cheap activations in the backward part (less memory)");
   trainCmd->add_option("--export-step", tr.exportStep, "Write the training-step graph as ONNX");
@@ -114,7 +127,7 @@ int main(int argc, char** argv) {
   loCmd->add_flag("--print-ir-after-all", lo.printAfterAll, "Print the IR (stderr) after every pass");
   loCmd->add_flag("--print-ir-after-change", lo.printAfterChange, "Print the IR after passes that changed it");
   loCmd->add_flag("--time-passes", lo.timePasses, "Print each pass's time");
-  loCmd->add_option("--stop-after", lo.stopAfter, "Stop after N pass runs (bisecting)");
+  loCmd->add_option("--stop-after", lo.stopAfter, "Stop after N pass runs (bisecting)")->check(kNonNegative);
   loCmd->add_flag("!--no-verify", lo.verifyEach, "Do not run the verifier after each pass");
   loCmd->add_option("--reproducer", lo.reproducer, "On a pass failure, write the IR before the pass here");
 
@@ -147,23 +160,31 @@ int main(int argc, char** argv) {
   auto* benchCmd = app.add_subcommand("bench", "Time whole-model runs (median latency), optionally with a per-node profile");
   benchCmd->add_option("model", bench.model, "ONNX model file")->required();
   benchCmd->add_option("--engine", bench.engine, "jit (default) or interp")->check(CLI::IsMember({"interp", "jit"}));
-  benchCmd->add_option("--threads", bench.threads, "Worker threads, counting the caller (default 1)")->check(CLI::PositiveNumber);
+  benchCmd->add_option("--threads", bench.threads, "Worker threads, counting the caller (default 1)")->check(CLI::Range(1, aicc::runtime::kMaxThreads));
   benchCmd->add_option("--iters", bench.iters, "Timed runs (default 20)")->check(CLI::PositiveNumber);
-  benchCmd->add_option("--warmup", bench.warmup, "Untimed runs first (default 3)");
+  benchCmd->add_option("--warmup", bench.warmup, "Untimed runs first (default 3)")->check(kNonNegative);
   benchCmd->add_option("--input", bench.inputs.named, "NAME=FILE (.pb or .npy); default: generated inputs");
   benchCmd->add_option("--inputs-dir", bench.inputs.inputsDir, "Folder with input_<i>.pb files");
   benchCmd->add_option("--dim", bench.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   benchCmd->add_option("-O", bench.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   benchCmd->add_option("--json", bench.json, "Write times_ms, median_ms, compile_s and the task list here");
   benchCmd->add_flag("--profile", bench.profile, "Time every task; print time per op type and the slowest tasks");
-  benchCmd->add_option("--top", bench.top, "With --profile: how many tasks to list (default 15)");
+  benchCmd->add_option("--top", bench.top, "With --profile: how many tasks to list (default 15)")->check(kNonNegative);
 
+  // One error contract: every failure is one "aicc: error: ..." line and exit status 1; status 2
+  // ("internal error") is left for bugs (an exception that is not an aicc::Error).
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "aicc: error: " << e.what() << " (see --help)\n";
+    return 1;
   }
   try {
+    aicc::runtime::checkThreadsEnv();
     if (*runCmd) return runCommand(run);
     if (*inspectCmd) return inspectCommand(inspect);
     if (*testCmd) return testOnnxCommand(test);
@@ -177,6 +198,14 @@ int main(int argc, char** argv) {
     if (*benchCmd) return benchCommand(bench);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) { // e.g. -o in an unwritable place
+    std::string what = e.what(); // "filesystem error: cannot create directories: ... [path]"
+    if (what.rfind("filesystem error: ", 0) == 0) what = what.substr(18);
+    std::cerr << "aicc: error: " << what << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "aicc: error: out of memory\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "aicc: internal error: " << e.what() << "\n";

@@ -40,8 +40,13 @@ std::vector<PassRecord> optimize(Model& m, const OptArgs& a) {
   PassInstrumentation inst;
   inst.printAfterAll = a.printAfterAll;
   inst.printAfterChange = a.printAfterChange;
-  for (const auto& n : a.printBefore) inst.printBefore.insert(n);
-  for (const auto& n : a.printAfter) inst.printAfter.insert(n);
+  auto known = [](const std::string& flag, const std::string& n) {
+    for (const auto& p : graphPasses())
+      if (p.name == n) return n;
+    fail("{} {}: no graph pass of that name (aicc opt --list-passes lists them)", flag, n);
+  };
+  for (const auto& n : a.printBefore) inst.printBefore.insert(known("--print-ir-before", n));
+  for (const auto& n : a.printAfter) inst.printAfter.insert(known("--print-ir-after", n));
   inst.timing = a.timePasses;
   inst.stopAfter = a.stopAfter;
   inst.verifyEach = a.verifyEach;
@@ -60,7 +65,7 @@ int optCommand(const OptArgs& a) {
   applyShapes(im, a.shapes);
   Model& m = im.model;
   auto opsBefore = opHistogram(*m.graph);
-  int64_t peakBefore = peakMemoryBytes(*m.graph);
+  const MemoryReport memBefore = analyzeMemory(*m.graph);
   std::vector<PassRecord> records = optimize(m, a);
   auto opsAfter = opHistogram(*m.graph);
   if (a.output.empty() || a.output == "-") {
@@ -77,18 +82,28 @@ int optCommand(const OptArgs& a) {
     f << printModel(m, po);
   }
   if (!a.statsJson.empty()) {
+    // A peak is only a number when every result's size is known (null otherwise: a partial sum
+    // would understate it); unknown_sizes_* count the results without a static size.
+    const MemoryReport memAfter = analyzeMemory(*m.graph);
+    auto peakJson = [](const MemoryReport& r) {
+      return r.unknownSizes ? std::string("null") : std::to_string(r.peakBytes);
+    };
     std::vector<std::string> passes;
     for (const auto& r : records)
       passes.push_back(fmt::format("{{\"name\": \"{}\", \"ms\": {:.3f}, \"changed\": {}}}", r.name, r.ms, r.changed));
     std::ofstream f(a.statsJson);
     AICC_CHECK(f.good(), "cannot write '{}'", a.statsJson);
-    f << fmt::format(
-        "{{\n  \"model\": \"{}\",\n  \"opt_level\": {},\n  \"nodes_before\": {},\n  \"nodes_after\": {},\n"
-        "  \"ops_before\": {},\n  \"ops_after\": {},\n  \"fused_groups\": {},\n"
-        "  \"peak_memory_before\": {},\n  \"peak_memory_after\": {},\n  \"passes\": [\n    {}\n  ]\n}}\n",
-        jsonEscape(a.input), a.passes.empty() ? std::to_string(a.optLevel) : "null", total(opsBefore), total(opsAfter),
-        jsonCounts(opsBefore), jsonCounts(opsAfter), opsAfter.count("aicc.Fused") ? opsAfter["aicc.Fused"] : 0,
-        peakBefore, peakMemoryBytes(*m.graph), fmt::join(passes, ",\n    "));
+    f << fmt::format("{{\n  \"model\": \"{}\",\n  \"opt_level\": {},\n  \"nodes_before\": {},\n  "
+                     "\"nodes_after\": {},\n"
+                     "  \"ops_before\": {},\n  \"ops_after\": {},\n  \"fused_groups\": {},\n"
+                     "  \"peak_memory_before\": {},\n  \"peak_memory_after\": {},\n"
+                     "  \"unknown_sizes_before\": {},\n  \"unknown_sizes_after\": {},\n  "
+                     "\"passes\": [\n    {}\n  ]\n}}\n",
+                     jsonEscape(a.input), a.passes.empty() ? std::to_string(a.optLevel) : "null",
+                     total(opsBefore), total(opsAfter), jsonCounts(opsBefore), jsonCounts(opsAfter),
+                     opsAfter.count("aicc.Fused") ? opsAfter["aicc.Fused"] : 0, peakJson(memBefore),
+                     peakJson(memAfter), memBefore.unknownSizes, memAfter.unknownSizes,
+                     fmt::join(passes, ",\n    "));
   }
   return 0;
 }

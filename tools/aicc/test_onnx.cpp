@@ -6,6 +6,7 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "runtime/jit_executor.h"
+#include "support/parse.h"
 
 #include <chrono>
 #include <csignal>
@@ -88,8 +89,10 @@ std::map<std::string, Tolerance> readTolerances(const std::string& path) {
     AICC_CHECK(hash != std::string::npos, "{}: '{}' has no reason", path, name);
     Tolerance t;
     while (ss >> kv) {
-      if (kv.rfind("rtol=", 0) == 0) t.rtol = std::stod(kv.substr(5));
-      else if (kv.rfind("atol=", 0) == 0) t.atol = std::stod(kv.substr(5));
+      if (kv.rfind("rtol=", 0) == 0)
+        t.rtol = parseFloat(kv.substr(5), path + ": " + name);
+      else if (kv.rfind("atol=", 0) == 0)
+        t.atol = parseFloat(kv.substr(5), path + ": " + name);
       else fail("{}: unknown setting '{}'", path, kv);
     }
     out[name] = t;

@@ -1,4 +1,5 @@
 #include "frontend/onnx/tensor_proto.h"
+#include "support/parse.h"
 
 #include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
@@ -81,8 +82,10 @@ Tensor fromExternal(const onnx::TensorProto& p, DType dt, const Dims& shape, Ext
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    else if (kv.key() == "offset")
+      offset = parseInt(kv.value(), what + ": external data offset", 0);
+    else if (kv.key() == "length")
+      length = parseInt(kv.value(), what + ": external data length", 0);
   }
   AICC_CHECK(!location.empty(), "{}: external data without a location", what);
   AICC_CHECK(location[0] != '/' && location.find("..") == std::string::npos,
@@ -262,12 +265,20 @@ RValue readNpy(const std::string& path, const std::string& bytes) {
   descr = descr.substr(descr.find('\'') + 1);
   descr = descr.substr(0, descr.find('\''));
   AICC_CHECK(field("fortran_order").find("False") < 3, "'{}': Fortran-ordered .npy is not supported", path);
+  // 'shape': (d0, d1, ...) with an optional trailing comma; () is a scalar.
   std::string shp = field("shape");
-  shp = shp.substr(shp.find('(') + 1, shp.find(')') - shp.find('(') - 1);
+  const size_t open = shp.find_first_not_of(' '), close = shp.find(')');
+  AICC_CHECK(open != std::string::npos && shp[open] == '(' && close != std::string::npos &&
+                 shp.find_first_of("(){}", open + 1) == close,
+             "'{}': malformed .npy shape in header '{}'", path,
+             h.substr(0, h.find_last_not_of(" \n") + 1));
+  shp = shp.substr(open + 1, close - open - 1);
   Dims shape;
   std::stringstream ss(shp);
-  for (std::string tok; std::getline(ss, tok, ',');)
-    if (tok.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(tok));
+  for (std::string tok; std::getline(ss, tok, ',');) {
+    if (tok.find_first_not_of(' ') == std::string::npos && ss.eof()) break; // trailing comma
+    shape.push_back(parseInt(tok, fmt::format("'{}': .npy shape", path), 0));
+  }
   static const std::map<std::string, DType> kTypes = {
       {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16}, {"|i1", DType::I8},
       {"|u1", DType::U8},  {"<i2", DType::I16}, {"<u2", DType::U16}, {"<i4", DType::I32},
