@@ -79,6 +79,10 @@ def main():
                     cases.append((name, os.path.join(a.zoo, f), data))
     if a.only:
         keep = set(a.only.split(","))
+        missing = keep - {c[0] for c in cases}
+        if missing:
+            print(f"ERROR: listed models not found: {', '.join(sorted(missing))}")
+            return 1
         cases = [c for c in cases if c[0] in keep]
     bad = 0
     print(f"{'model':<28} {'outputs':>7} {'max|diff|':>11} {'max|ref|':>10} {'outside':>8} {'worst':>7}")
@@ -93,6 +97,12 @@ def main():
                 continue
         diff = scale = worst = 0.0  # worst: max |diff| / (atol + rtol |ref|); > 1 is outside
         outside = 0
+        mismatch = [f"output {i}: {g.dtype}{list(g.shape)}, expected {r.dtype}{list(r.shape)}"
+                    for i, (r, g) in enumerate(zip(ref, got)) if r.dtype != g.dtype or r.shape != g.shape]
+        if len(ref) != len(got) or mismatch:  # before values: np.isclose would broadcast
+            print(f"{name:<28} ERROR {len(got)} outputs, expected {len(ref)}; {'; '.join(mismatch)}")
+            bad += 1
+            continue
         for r, g in zip(ref, got):
             if r.dtype.kind == "f":
                 diff = max(diff, float(np.max(np.abs(r.astype(np.float64) - g))) if r.size else 0.0)
@@ -104,7 +114,7 @@ def main():
                     worst = max(worst, float(np.max(d / (a.atol + a.rtol * np.abs(r[fin].astype(np.float64))))))
             else:
                 outside += int(np.sum(r != g))
-        bad += outside > 0 or len(ref) != len(got)
+        bad += outside > 0
         print(f"{name:<28} {len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8} {worst:>7.3g}")
     print(f"{len(cases) - bad}/{len(cases)} models match -O0 at -O{a.level} --engine {a.engine} "
           f"(rtol {a.rtol}, atol {a.atol})")

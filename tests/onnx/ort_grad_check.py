@@ -139,6 +139,12 @@ def check(name, factory, tmp):
     ours = [numpy_helper.to_array(onnx.load_tensor(os.path.join(out_dir, f"output_{i}.pb"))) for i in range(len(names))]
     sess = ort.InferenceSession(grad_path, providers=["CPUExecutionProvider"])
     theirs = sess.run(None, {"x": x})
+    # Count, dtype and shape before values (numpy would broadcast a wrong shape).
+    if len(ours) != len(theirs):
+        raise Exception(f"{len(ours)} outputs, onnxruntime gives {len(theirs)}")
+    for n, a, t in zip(names, ours, theirs):
+        if a.dtype != t.dtype or a.shape != t.shape:
+            raise Exception(f"{n}: {a.dtype}{list(a.shape)}, onnxruntime gives {t.dtype}{list(t.shape)}")
     worst, worst_name = 0.0, ""
     for n, a, t in zip(names, ours, theirs):
         scale = max(np.abs(t).max(), 1e-3)

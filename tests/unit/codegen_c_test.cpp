@@ -509,20 +509,22 @@ TEST(CodegenC, SharedModelsThatLowerRunEndToEnd) {
 namespace aicc {
 namespace {
 
-// The zoo models materialized by scripts/test.sh (AICC_ZOO_DIR, e.g. build/zoo: mobilenet_v2 and
-// the other small ones) as C bundles, compiled with `cc -std=c99 -O2 model.c main.c -lm` and
-// compared with ONNX Runtime's stored outputs (../shared/zoo/NAME/test_data_set_0).
+// The five small zoo models materialized by scripts/test.sh (AICC_ZOO_DIR, e.g. build/zoo) as C
+// bundles, compiled with `cc -std=c99 -O2 model.c main.c -lm` and compared with ONNX Runtime's
+// stored outputs (../shared/zoo/NAME/test_data_set_0). The big ones (ResNets, DenseNet, BERT) run
+// through the JIT and AOT engines in tests/models/check_engines.sh; their C loops are too slow for
+// the sanitizer build.
 TEST(CodegenC, ZooModelsRunEndToEnd) {
   const char* zoo = std::getenv("AICC_ZOO_DIR");
   if (!zoo || !fs::is_directory(zoo))
-    GTEST_SKIP() << "AICC_ZOO_DIR is not set (scripts/test.sh materializes the small zoo models)";
+    GTEST_SKIP() << "AICC_ZOO_DIR is not set (scripts/test.sh materializes the zoo models)";
   int ran = 0;
-  for (const auto& e : fs::directory_iterator(zoo)) {
-    if (e.path().extension() != ".onnx") continue;
-    const std::string name = e.path().stem().string();
+  for (const std::string name :
+       {"mlp", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x1_0", "squeezenet1_1"}) {
+    const fs::path model = fs::path(zoo) / (name + ".onnx");
     fs::path data = test::sharedModelsDir().parent_path() / "zoo" / name / "test_data_set_0";
-    if (!fs::is_directory(data)) continue;
-    ImportedModel im = importOnnxFile(e.path().string());
+    ASSERT_TRUE(fs::exists(model) && fs::is_directory(data)) << model << " or " << data << " is missing";
+    ImportedModel im = importOnnxFile(model.string());
     InputSpec spec;
     spec.inputsDir = data.string();
     spec.generate = false;
@@ -534,12 +536,10 @@ TEST(CodegenC, ZooModelsRunEndToEnd) {
                                        im.model.graph->outputs[i]->type));
     BundleRun r = runBundle(*im.model.graph, inputs, "zoo_" + name);
     std::cout << "[ codegen-c ] zoo " << name << ": model.c " << r.codeBytes << " bytes\n";
-    if (r.outputs.size() == expected.size())
-      test::expectOutputsClose(expected, r.outputs, Tolerance{1e-3, 1e-4});
+    test::expectOutputsClose(expected, r.outputs, Tolerance{1e-3, 1e-4});
     ++ran;
   }
   std::cout << "[ codegen-c ] zoo models run as C: " << ran << "\n";
-  EXPECT_GE(ran, 1);
 }
 
 } // namespace
