@@ -4,10 +4,20 @@
 # present; skips say why).
 #   scripts/test.sh          default build (build/)
 #   scripts/test.sh --asan   AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/)
+#   scripts/test.sh --tsan   ThreadSanitizer build (build-tsan/) of the unit tests; runs the
+#                            concurrency stress tests (Concurrency.*) only. Not in CI (a third
+#                            full build would not fit its time); run it after touching the runtime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=default
 if [ "${1:-}" = "--asan" ]; then preset=asan; fi
+if [ "${1:-}" = "--tsan" ]; then
+  [ -x .venv/bin/lit ] || scripts/setup.sh --no-build
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  exec build-tsan/tests/aicc_unit_tests --gtest_filter='Concurrency.*'
+fi
 [ -x .venv/bin/lit ] || scripts/setup.sh --no-build
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"

@@ -11,8 +11,13 @@
  *   const float* logits = (const float*)aicc_model_output(m, 0, &bytes);
  *   aicc_model_free(m);
  *
- * Element types are named as in the IR ("f32", "i64", ...). A model instance is not thread-safe;
- * load one per thread (the kernels themselves use aicc's thread pool: aicc_set_num_threads). */
+ * Element types are named as in the IR ("f32", "i64", ...).
+ *
+ * Threads: any number of instances may run at once from any threads (they share aicc's worker
+ * pool: aicc_set_num_threads, before the first run). One instance belongs to one thread at a
+ * time: set_input or run on an instance that another thread is running fails with "in use by
+ * another thread" (a clear error, never a data race); load one instance per thread. Outputs are
+ * bit-identical across runs and thread counts (tests/models/check_engines.sh checks it). */
 #ifndef AICC_RUNTIME_H
 #define AICC_RUNTIME_H
 

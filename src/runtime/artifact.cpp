@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include <dlfcn.h>
@@ -171,6 +172,7 @@ struct LoadedArtifact::Impl {
   int64_t arenaBytes = 0, weightBytes = 0, scratchBytes = 0;
   std::vector<const void*> inputs;
   std::vector<void*> ptrs;
+  std::mutex mu; // one run at a time per instance (see LoadedArtifact)
 
   static Bytes alloc(int64_t n) {
     auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlign, size_t(aligned(std::max<int64_t>(n, 1)))));
@@ -504,7 +506,25 @@ LoadedArtifact::~LoadedArtifact() {
   if (impl_ && impl_->lib) dlclose(impl_->lib);
 }
 
+// The raw interface takes the instance's lock without waiting: a second thread gets an error.
+#define AICC_RAW_LOCK(what)                                                                        \
+  std::unique_lock<std::mutex> lock(impl_->mu, std::try_to_lock);                                  \
+  AICC_CHECK(lock.owns_lock(),                                                                     \
+             "{}: the model is in use by another thread (use one instance per "                    \
+             "thread, or the checked run that waits)",                                             \
+             what)
+
 void LoadedArtifact::setInput(size_t i, const void* data, int64_t bytes) {
+  AICC_RAW_LOCK("setting an input");
+  setInputLocked(i, data, bytes);
+}
+
+void LoadedArtifact::run() {
+  AICC_RAW_LOCK("run");
+  runLocked();
+}
+
+void LoadedArtifact::setInputLocked(size_t i, const void* data, int64_t bytes) {
   AICC_CHECK(i < inputs_.size(), "input index {} out of range: the model has {} inputs", i,
              inputs_.size());
   AICC_CHECK(data, "input '{}': null data", inputs_[i].name);
@@ -514,7 +534,7 @@ void LoadedArtifact::setInput(size_t i, const void* data, int64_t bytes) {
   impl_->inputs[i] = data;
 }
 
-void LoadedArtifact::run() {
+void LoadedArtifact::runLocked() {
   for (size_t i = 0; i < inputs_.size(); ++i)
     AICC_CHECK(impl_->inputs[i], "input '{}' was not set", inputs_[i].name);
   using K = ArtifactTask::Kind;
@@ -549,6 +569,7 @@ const void* LoadedArtifact::output(size_t i) const {
 }
 
 std::vector<RValue> LoadedArtifact::run(const std::vector<RValue>& in) {
+  std::lock_guard<std::mutex> lock(impl_->mu); // waits for another thread's run of this instance
   AICC_CHECK(in.size() == inputs_.size(), "the model takes {} inputs, got {}", inputs_.size(),
              in.size());
   for (size_t i = 0; i < in.size(); ++i) {
@@ -559,9 +580,9 @@ std::vector<RValue> LoadedArtifact::run(const std::vector<RValue>& in) {
                dtypeName(d.dtype), dtypeName(t.dtype()));
     AICC_CHECK(t.shape() == d.dims, "input '{}': expected shape {}, got {}", d.name,
                formatDims(d.dims), formatDims(t.shape()));
-    setInput(i, t.raw(), int64_t(t.nbytes()));
+    setInputLocked(i, t.raw(), int64_t(t.nbytes()));
   }
-  run();
+  runLocked();
   std::vector<RValue> out;
   for (size_t i = 0; i < outputDescs_.size(); ++i) {
     Tensor t(outputDescs_[i].dtype, outputDescs_[i].dims);

@@ -91,6 +91,14 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
                               const Target& target, const codegen::AotOptions& o = {});
 
 // A loaded artifact: owns the arena, the weights and the library handle.
+//
+// Threads: instances are independent (any number, used from any threads; they share the process's
+// worker pool, which takes concurrent jobs). One instance has one arena, so its runs are
+// serialized: the checked run(inputs) waits for a run of another thread on the same instance to
+// end (safe to call concurrently, like ONNX Runtime's Session::Run). The raw interface
+// (setInput, run(), output) is one thread's at a time: setInput or run() while another thread
+// runs this instance is an error ("in use by another thread"), never a data race; output() is
+// valid until the next run.
 class LoadedArtifact {
 public:
   explicit LoadedArtifact(const std::string& dir); // throws aicc::Error naming the file and why
@@ -109,6 +117,8 @@ public:
   std::vector<RValue> run(const std::vector<RValue>& inputs);
 
 private:
+  void setInputLocked(size_t i, const void* data, int64_t bytes);
+  void runLocked();
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<TensorDesc> inputs_, outputDescs_;

@@ -4,7 +4,8 @@
 #     as scripts/test.sh writes them);
 #   - `aicc compile` (AOT .so) + `aicc run FOLDER` on every one of them: the shared models listed
 #     below (superres-prepost-customops needs onnxruntime-extensions' custom ops) and the zoo;
-# each within rtol 1e-4 / atol 1e-5 (tests/models/compare_opt_levels.py).
+# each within rtol 1e-4 / atol 1e-5 (tests/models/compare_opt_levels.py), the artifacts also
+# bit-identical across runs and thread counts.
 #   check_engines.sh AICC PYTHON [ZOO_DIR]     exit 77 (skip) when ../shared/models is absent
 set -uo pipefail
 aicc="$1"; py="$2"; zoo="${3:-}"
@@ -27,8 +28,9 @@ if [ ${#zooargs[@]} -gt 0 ]; then
   models="$models,resnet18,resnet50,shufflenet_v2_x1_0,squeezenet1_1"
 fi
 rc=0
-for engine in jit artifact; do
-  "$py" "$here/compare_opt_levels.py" "$aicc" "$shared/models" -O2 --engine $engine --only "$models" \
-    "${zooargs[@]}" || rc=1
-done
+"$py" "$here/compare_opt_levels.py" "$aicc" "$shared/models" -O2 --engine jit --only "$models" \
+  "${zooargs[@]}" || rc=1
+# The artifacts also run with 1, 2 and 3 threads: bit-identical outputs (determinism).
+"$py" "$here/compare_opt_levels.py" "$aicc" "$shared/models" -O2 --engine artifact --only "$models" \
+  --determinism 1,2,3 "${zooargs[@]}" || rc=1
 exit $rc

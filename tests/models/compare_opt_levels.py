@@ -6,7 +6,11 @@ elements outside the tolerance. Models: every folder with model.onnx + test_data
 given roots, and zoo-style NAME.onnx files whose test data lives in ZOO_DATA/NAME/test_data_set_0.
 
     compare_opt_levels.py AICC [-O 3] [--engine interp|jit] [--only NAME,...] [--rtol 1e-4] [--atol 1e-5] [--zoo DIR_WITH_MATERIALIZED_ONNX]
-                          [--zoo-data ../shared/zoo] [MODELS_ROOT...]
+                          [--zoo-data ../shared/zoo] [--determinism 1,2,3] [MODELS_ROOT...]
+
+--determinism (artifact engine): the compiled folder is run again with AICC_NUM_THREADS set to each
+of the given counts (the first one twice) and every output file must be byte-identical to the first
+run's: the same inputs give the same bits on every run and thread count.
 """
 import argparse
 import os
@@ -52,6 +56,23 @@ def run(aicc, model, inputs, level, out, engine="interp"):
     return outs
 
 
+def output_bytes(aicc, folder, inputs, out, threads):
+    env = dict(os.environ, AICC_NUM_THREADS=str(threads))
+    subprocess.run([aicc, "run", folder, "--inputs-dir", inputs, "--output-dir", out], check=True,
+                   capture_output=True, text=True, env=env)
+    return [open(os.path.join(out, f), "rb").read() for f in sorted(os.listdir(out))]
+
+
+def nondeterministic(aicc, folder, inputs, tmp, counts):
+    """The thread counts whose run of the compiled folder differs from the first run, bitwise."""
+    first = output_bytes(aicc, folder, inputs, os.path.join(tmp, "d0"), counts[0])
+    bad = []
+    for k, n in enumerate([counts[0]] + counts):
+        if output_bytes(aicc, folder, inputs, os.path.join(tmp, f"d{k + 1}"), n) != first:
+            bad.append(n)
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("aicc")
@@ -63,7 +84,11 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--zoo", help="folder with materialized zoo models (materialize.py output)")
     ap.add_argument("--zoo-data", default=os.path.join(os.path.dirname(__file__), "../../../shared/zoo"))
+    ap.add_argument("--determinism", default="", help="artifact engine: thread counts that must give identical bits")
     a = ap.parse_args()
+    counts = [int(n) for n in a.determinism.split(",") if n]
+    if counts and a.engine != "artifact":
+        ap.error("--determinism needs --engine artifact")
     cases = []
     for root in a.roots:
         for name in sorted(os.listdir(root)):
@@ -91,10 +116,15 @@ def main():
             try:
                 ref = run(a.aicc, model, data, 0, os.path.join(tmp, "o0"))
                 got = run(a.aicc, model, data, a.level, os.path.join(tmp, "ox"), a.engine)
+                varies = nondeterministic(a.aicc, os.path.join(tmp, "ox.artifact"), data, tmp, counts) if counts else []
             except subprocess.CalledProcessError as e:
                 print(f"{name:<28} ERROR {e.stderr.strip()}")
                 bad += 1
                 continue
+        if varies:
+            print(f"{name:<28} ERROR outputs differ bitwise between runs (AICC_NUM_THREADS={varies} vs {counts[0]})")
+            bad += 1
+            continue
         diff = scale = worst = 0.0  # worst: max |diff| / (atol + rtol |ref|); > 1 is outside
         outside = 0
         mismatch = [f"output {i}: {g.dtype}{list(g.shape)}, expected {r.dtype}{list(r.shape)}"
@@ -117,7 +147,7 @@ def main():
         bad += outside > 0
         print(f"{name:<28} {len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8} {worst:>7.3g}")
     print(f"{len(cases) - bad}/{len(cases)} models match -O0 at -O{a.level} --engine {a.engine} "
-          f"(rtol {a.rtol}, atol {a.atol})")
+          f"(rtol {a.rtol}, atol {a.atol})" + (f", bit-identical with {counts} threads" if counts else ""))
     return 1 if bad else 0
 
 

@@ -26,11 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void optimize2(Model& m) {
-  PassManager<Model> pm;
-  for (auto& p : optPipeline(2)) pm.add(std::move(p));
-  pm.run(m);
-}
+void optimize2(Model& m) { test::optimize(m, 2); }
 
 fs::path freshDir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("aicc_artifact_test_" + name);

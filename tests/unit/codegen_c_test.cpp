@@ -153,11 +153,7 @@ Tensor randomTensor(DType t, const Dims& shape, std::mt19937& rng) {
   return x;
 }
 
-void optimizeModel(Model& m, int level) {
-  PassManager<Model> pm;
-  for (auto& p : optPipeline(level)) pm.add(std::move(p));
-  pm.run(m);
-}
+void optimizeModel(Model& m, int level) { test::optimize(m, level); }
 
 // Checks a graph (text form) against the interpreter and, bit for bit, against the loop
 // executor; returns model.c's size.

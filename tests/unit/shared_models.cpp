@@ -1,5 +1,8 @@
 #include "shared_models.h"
 
+#include "passes/pass_manager.h"
+#include "passes/pipelines.h"
+
 #include <gtest/gtest.h>
 
 namespace fs = std::filesystem;
@@ -57,6 +60,12 @@ std::string modelParamName(const std::string& name) {
   for (char& c : n)
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;
+}
+
+void optimize(Model& m, int level) {
+  PassManager<Model> pm;
+  for (auto& p : optPipeline(level)) pm.add(std::move(p));
+  pm.run(m);
 }
 
 } // namespace aicc::test

@@ -36,4 +36,7 @@ void expectOutputsClose(const std::vector<RValue>& expected, const std::vector<R
 // A gtest parameter name for a model folder name ("ppocrv4-det" -> "ppocrv4_det").
 std::string modelParamName(const std::string& name);
 
+// Runs the -O<level> graph pipeline (passes/pipelines.h) on m.
+void optimize(Model& m, int level);
+
 } // namespace aicc::test
