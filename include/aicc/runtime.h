@@ -55,6 +55,9 @@ const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes);
 
 /* Threads for the kernels (counting the caller); applies to every loaded model. */
 void aicc_set_num_threads(int n);
+/* A memory budget in bytes for what aicc allocates (arenas, scratch, weights, tensors; 0 = none,
+ * the default): loading a model that would exceed it fails with a message naming the sizes. */
+void aicc_set_max_memory(size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 #include "ir/tensor.h"
 
 #include "support/error.h"
+#include "support/memory.h"
 
 #include <algorithm>
 #include <cmath>
@@ -34,11 +35,19 @@ Tensor::Tensor(DType dtype, Dims shape) : dtype_(dtype), shape_(std::move(shape)
   AICC_CHECK(static_cast<int64_t>(bytes) <= kMaxTensorBytes,
              "tensor of shape {} ({}) needs {} bytes, over the {}-byte limit", formatDims(shape_),
              dtypeName(dtype), bytes, kMaxTensorBytes);
+  const int64_t counted = int64_t(bytes);
+  reserveMemory(counted,
+                fmt::format("tensor of shape {} ({})", formatDims(shape_), dtypeName(dtype)));
   try {
-    std::shared_ptr<std::byte[]> buf(new std::byte[bytes == 0 ? 1 : bytes]());
+    std::shared_ptr<std::byte[]> buf(new std::byte[bytes == 0 ? 1 : bytes](),
+                                     [counted](std::byte* p) {
+                                       delete[] p;
+                                       releaseMemory(counted);
+                                     });
     data_ = buf.get();
     owner_ = std::shared_ptr<const void>(buf, buf.get());
   } catch (const std::bad_alloc&) {
+    releaseMemory(counted);
     fail("out of memory allocating {} bytes for a tensor of shape {}", bytes, formatDims(shape_));
   }
 }

@@ -186,6 +186,7 @@ void registerLoop(OpRegistry& r) {
         for (size_t i = 0; i < n; ++i)
           state.push_back(c.has(2 + i) ? c.value(2 + i) : RValue::none());
         std::vector<std::vector<Tensor>> scans(k);
+        std::vector<int64_t> scanBytes(k, 0); // the stacked result must stay allocatable
         for (int64_t it = 0; it < maxTrips && cond; ++it) {
           std::vector<RValue> args{RValue::of(Tensor::scalar(DType::I64, static_cast<double>(it))),
                                    RValue::of(Tensor::scalar(DType::Bool, cond ? 1 : 0))};
@@ -200,6 +201,11 @@ void registerLoop(OpRegistry& r) {
           for (size_t j = 0; j < k; ++j) {
             AICC_CHECK(outs[1 + n + j].kind == RValue::Kind::Tensor,
                        "scan output {} must be a tensor", j);
+            scanBytes[j] += int64_t(outs[1 + n + j].tensor.nbytes());
+            AICC_CHECK(scanBytes[j] <= kMaxTensorBytes,
+                       "scan output {} grows past the {}-byte tensor limit after {} iterations "
+                       "(trip count {})",
+                       j, kMaxTensorBytes, it + 1, maxTrips);
             scans[j].push_back(std::move(outs[1 + n + j].tensor));
           }
         }

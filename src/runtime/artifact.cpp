@@ -8,6 +8,7 @@
 #include "ir/parser.h"
 #include "runtime/parallel.h"
 #include "support/hash.h"
+#include "support/memory.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -173,6 +174,7 @@ struct LoadedArtifact::Impl {
   std::vector<const void*> inputs;
   std::vector<void*> ptrs;
   std::mutex mu; // one run at a time per instance (see LoadedArtifact)
+  MemoryReservation reserved; // arena + scratch + weights, against the memory budget
 
   static Bytes alloc(int64_t n) {
     auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlign, size_t(aligned(std::max<int64_t>(n, 1)))));
@@ -457,6 +459,10 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
   for (const Binding& b : impl_->outputs) checkBinding(b, "an output");
   // The weights and the library, each checked against the plan's size and hash before use (a
   // truncated model.so would otherwise fault inside dlopen or later, in a task).
+  impl_->reserved = MemoryReservation(
+      impl_->arenaBytes + impl_->scratchBytes + 2 * impl_->weightBytes, // + the blob as read
+      fmt::format("loading '{}' (arena {}, scratch {}, weights {} bytes)", dir, impl_->arenaBytes,
+                  impl_->scratchBytes, impl_->weightBytes));
   {
     const std::string blob = readChecked(d / "model.weights", weightsFile);
     impl_->weights = Impl::alloc(impl_->weightBytes);

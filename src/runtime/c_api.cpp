@@ -5,6 +5,7 @@
 #include "runtime/artifact.h"
 #include "runtime/parallel.h"
 #include "support/error.h"
+#include "support/memory.h"
 
 #include <string>
 
@@ -117,5 +118,7 @@ const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes) {
 }
 
 void aicc_set_num_threads(int n) { aicc::runtime::setNumThreads(n); }
+
+void aicc_set_max_memory(size_t bytes) { aicc::setMemoryBudget(int64_t(bytes)); }
 
 } // extern "C"

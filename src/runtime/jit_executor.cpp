@@ -60,6 +60,7 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) 
     stats_.planNote = std::string("no static memory plan: ") + e.what();
   }
   if (plan) {
+    arenaReserved_ = MemoryReservation(plan->arenaBytes, "the JIT's arena");
     arenaStorage_.resize(static_cast<size_t>(plan->arenaBytes + plan->alignment));
     auto addr = reinterpret_cast<uintptr_t>(arenaStorage_.data());
     arena_ = arenaStorage_.data() + ((plan->alignment - addr % plan->alignment) % plan->alignment);

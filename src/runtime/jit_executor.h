@@ -16,6 +16,7 @@
 #include "interp/interpreter.h"
 #include "loop/lower.h"
 #include "ops/op_def.h"
+#include "support/memory.h"
 
 #include <memory>
 
@@ -83,6 +84,7 @@ private:
   std::vector<Task> tasks_;
   std::vector<TaskInfo> info_; // parallel to tasks_
   bool profiling_ = false;
+  MemoryReservation arenaReserved_; // against the memory budget (support/memory.h)
   std::vector<std::byte> arenaStorage_;
   std::byte* arena_ = nullptr;
   std::map<const Value*, Tensor> slots_; // planned arena views of node results

@@ -268,6 +268,23 @@ TEST_F(BadInput, FlagValuesAreChecked) {
             0);
 }
 
+// --max-memory (or AICC_MAX_MEMORY): an allocation past the budget is an error naming it, for the
+// interpreter, the JIT and a compiled folder.
+TEST_F(BadInput, MemoryBudget) {
+  const std::string mnistModel = mnist();
+  expectCleanError(runAicc("run " + mnistModel + " --max-memory 10K"),
+                   {"memory budget", "[16,8,5,5]"});
+  expectCleanError(runAicc("run " + mnistModel + " --engine jit", "AICC_MAX_MEMORY=20K"),
+                   {"memory budget"});
+  expectCleanError(runAicc("run " + mnistModel, "AICC_MAX_MEMORY=lots"),
+                   {"--max-memory", "'lots'"});
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(runAicc("compile " + mnistModel + " -o " + out.string()).status, 0);
+  expectCleanError(runAicc("run " + out.string() + " --max-memory 50K"),
+                   {"loading", "memory budget"});
+  EXPECT_EQ(runAicc("run " + mnistModel + " --max-memory 64M").status, 0);
+}
+
 // A damaged compiled folder through the CLI: one error line, never a signal.
 TEST_F(BadInput, DamagedCompiledFolder) {
   const std::string model = write("m.onnx", tinyModel().SerializeAsString());

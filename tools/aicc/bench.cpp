@@ -7,6 +7,7 @@
 #include "interp/interpreter.h"
 #include "runtime/jit_executor.h"
 #include "runtime/parallel.h"
+#include "support/memory.h"
 
 #include <algorithm>
 #include <chrono>
@@ -67,9 +68,11 @@ int benchCommand(const BenchArgs& a) {
                      .count());
   }
   double med = median(ms), lo = *std::min_element(ms.begin(), ms.end());
+  const int64_t rss = peakRssBytes();
   std::cout << fmt::format("{}: engine {}, {} thread(s), {} runs: median {:.3f} ms, min {:.3f} ms; "
-                           "{} {:.2f} s\n",
-                           a.model, engine, a.threads, a.iters, med, lo, art ? "load" : "compile", compileSec);
+                           "{} {:.2f} s; peak RSS {:.1f} MiB\n",
+                           a.model, engine, a.threads, a.iters, med, lo, art ? "load" : "compile",
+                           compileSec, rss / 1048576.0);
   if (exe) {
     const auto& st = exe->stats();
     std::cout << fmt::format("  {} tasks compiled, {} fallback; arena {} bytes\n", st.lowered,
@@ -100,8 +103,9 @@ int benchCommand(const BenchArgs& a) {
     std::ofstream f(a.json);
     AICC_CHECK(f.good(), "bench: cannot write '{}'", a.json);
     f << "{\"model\": \"" << jsonEscape(a.model) << "\", \"engine\": \"" << engine
-      << "\", \"threads\": " << a.threads << ", \"median_ms\": " << med
-      << ", \"min_ms\": " << lo << ", \"compile_s\": " << compileSec << ", \"times_ms\": [";
+      << "\", \"threads\": " << a.threads << ", \"median_ms\": " << med << ", \"min_ms\": " << lo
+      << ", \"compile_s\": " << compileSec << ", \"peak_rss_bytes\": " << rss
+      << ", \"times_ms\": [";
     for (size_t i = 0; i < ms.size(); ++i) f << (i ? ", " : "") << ms[i];
     f << "]";
     if (exe) {

@@ -14,6 +14,7 @@
 #include "backend/target.h"
 #include "codegen/c/bundle.h"
 #include "runtime/artifact.h"
+#include "support/memory.h"
 
 #include <array>
 #include <chrono>
@@ -95,6 +96,7 @@ int compileCommand(const CompileArgs& a) {
     rep.numbers.push_back({"weights_bytes", std::to_string(b.weights.size())});
     rep.numbers.push_back({"c_source_bytes", std::to_string(b.source.size())});
     rep.numbers.push_back({"c_kernels", std::to_string(b.kernels)});
+    rep.numbers.push_back({"peak_rss_bytes", std::to_string(peakRssBytes())});
     rep.write(a.outputDir, "aicc compile --emit c " + a.model);
     std::cout << fmt::format("wrote {0}/{1}.c ({2} bytes, {3} kernels, {4} no-op views), {0}/{1}.h, "
                              "{0}/{1}.weights ({5} bytes); arena {6} bytes; report {0}/report.txt\n",
@@ -160,6 +162,7 @@ int compileCommand(const CompileArgs& a) {
   rep.numbers.push_back({"selections_measured", std::to_string(measured)});
   rep.numbers.push_back({"selections_estimated", std::to_string(estimated)});
   rep.numbers.push_back({"tuning_cache", jsonStr(a.tuningCache)});
+  rep.numbers.push_back({"peak_rss_bytes", std::to_string(peakRssBytes())}); // of the compile
   rep.write(a.outputDir, "aicc compile --emit so " + a.model);
   for (const auto& f : spec.fallbacks)
     std::cerr << "aicc: note: runs through the reference kernel (no lowering): " << f << "\n";

@@ -2,6 +2,7 @@
 #include "commands.h"
 
 #include "runtime/parallel.h"
+#include "support/memory.h"
 #include "support/parse.h"
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,11 @@ const CLI::Validator kNonNegative(
 int main(int argc, char** argv) {
   CLI::App app{"aicc: an ahead-of-time compiler for ONNX models"};
   app.require_subcommand(1);
+  app.fallthrough(); // global options may follow the subcommand
+  std::string maxMemory;
+  app.add_option("--max-memory", maxMemory,
+                 "Memory budget for tensors, arenas and weights (e.g. 512M, 4G; default: "
+                 "AICC_MAX_MEMORY, else none): exceeding it is an error naming the allocation");
 
   RunArgs run;
   auto* runCmd = app.add_subcommand("run", "Run a model with the reference interpreter");
@@ -185,6 +191,8 @@ int main(int argc, char** argv) {
   }
   try {
     aicc::runtime::checkThreadsEnv();
+    if (const char* env = std::getenv("AICC_MAX_MEMORY"); env && maxMemory.empty()) maxMemory = env;
+    if (!maxMemory.empty()) aicc::setMemoryBudget(aicc::parseByteSize(maxMemory, "--max-memory"));
     if (*runCmd) return runCommand(run);
     if (*inspectCmd) return inspectCommand(inspect);
     if (*testCmd) return testOnnxCommand(test);
