@@ -15,7 +15,7 @@ APT_PACKAGES=(
   protobuf-compiler libprotobuf-dev libonnx-dev
   libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   llvm-14-dev llvm-14-tools
-  libjpeg62-turbo-dev libpng-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libopenjp2-7-dev
   python3 python3-venv python3-pip
 )
 missing=()

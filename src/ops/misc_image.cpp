@@ -1,9 +1,10 @@
 // ImageDecoder: encoded bytes (uint8 1-D) -> HWC uint8 image in RGB, BGR or Grayscale.
 // JPEG is decoded with libjpeg(-turbo) (ISLOW DCT, fancy upsampling: the spec's reference
 // behavior), PNG with libpng; BMP, PNM (P1-P6) and baseline TIFF (uncompressed or PackBits) are
-// decoded here. WebP and JPEG 2000 are recognized but not supported (a clear error). As the spec
+// decoded here, WebP with libwebp and JPEG 2000 with openjpeg (image_codecs.cpp). As the spec
 // says, a stream that cannot be decoded (corrupt, or not an image at all) gives an empty image
 // [0, 0, C]. Grayscale follows ITU-R 601-2 luma with the rounding Pillow uses (the reference).
+#include "ops/image_decode.h"
 #include "ops/misc.h"
 
 #include <cctype>
@@ -18,26 +19,10 @@
 namespace aicc {
 namespace {
 
-// A decoded image with its native channel count (1 = gray, 3 = RGB), rows top to bottom.
-struct CorruptImage {}; // thrown by the decoders below (never across a C library)
-
-// Images larger than this are refused with an error (not decoded to an empty image).
-constexpr int64_t kMaxSide = 1 << 16, kMaxPixels = int64_t{1} << 28;
-bool sizeOk(int64_t h, int64_t w) { return h <= kMaxSide && w <= kMaxSide && h * w <= kMaxPixels; }
-[[noreturn]] void tooLarge() {
-  fail("the image is larger than {} pixels or {} pixels a side", kMaxPixels, kMaxSide);
-}
-
-struct Image {
-  int64_t h = 0, w = 0, c = 0;
-  std::vector<uint8_t> px;
-  void alloc(int64_t height, int64_t width, int64_t channels) {
-    if (height <= 0 || width <= 0) throw CorruptImage{};
-    if (!sizeOk(height, width)) tooLarge();
-    h = height, w = width, c = channels;
-    px.assign(static_cast<size_t>(h * w * c), 0);
-  }
-};
+using image::Image;
+using image::sizeOk;
+using image::tooLarge;
+using CorruptImage = image::Corrupt;
 
 enum class ReadResult { Ok, Corrupt, TooLarge, Cmyk };
 
@@ -442,14 +427,12 @@ std::optional<Image> decodeAny(const Bytes& b) {
     if (b.n >= 2 && b.p[0] == 'P' && b.p[1] >= '1' && b.p[1] <= '6') return decodePnm(b);
     if (startsWith(b, std::string_view("II*\0", 4)) || startsWith(b, std::string_view("MM\0*", 4)))
       return decodeTiff(b);
+    if (startsWith(b, "RIFF") && startsWith(b, "WEBP", 8)) return image::decodeWebp(b.p, b.n);
+    if (startsWith(b, std::string_view("\0\0\0\x0cjP  ", 8)) || startsWith(b, "\xff\x4f\xff\x51"))
+      return image::decodeJpeg2000(b.p, b.n);
   } catch (const CorruptImage&) {
     return std::nullopt;
   }
-  if (startsWith(b, "RIFF") && startsWith(b, "WEBP", 8))
-    fail("WebP images are not supported (aicc decodes JPEG, PNG, BMP, PNM and baseline TIFF)");
-  if (startsWith(b, std::string_view("\0\0\0\x0cjP  ", 8)) || startsWith(b, "\xff\x4f\xff\x51"))
-    fail("JPEG 2000 images are not supported (aicc decodes JPEG, PNG, BMP, PNM and baseline "
-         "TIFF)");
   return std::nullopt; // not a known image format
 }
 
