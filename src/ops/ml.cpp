@@ -355,6 +355,7 @@ void registerMlOps(OpRegistry& r) {
   registerMlEncodeOps(r);
   registerMlLinearOps(r);
   registerMlSvmOps(r);
+  registerMlMapOps(r);
 }
 
 } // namespace aicc

@@ -5,6 +5,7 @@
 //   ml_encode.cpp       OneHotEncoder, CategoryMapper
 //   ml_linear.cpp       LinearClassifier, LinearRegressor
 //   ml_svm.cpp          SVMClassifier, SVMRegressor
+//   ml_map.cpp          ZipMap, DictVectorizer (map values)
 //   ml_tree.cpp         TreeEnsemble (ai.onnx.ml opset 5) and the forest walk shared with
 //   ml_tree_legacy.cpp  TreeEnsembleClassifier, TreeEnsembleRegressor (opsets 1 and 3)
 #pragma once
@@ -19,6 +20,7 @@ void registerMlTransformOps(OpRegistry& r);
 void registerMlEncodeOps(OpRegistry& r);
 void registerMlLinearOps(OpRegistry& r);
 void registerMlSvmOps(OpRegistry& r);
+void registerMlMapOps(OpRegistry& r);
 
 // ---- Scores of the classifiers and regressors ---------------------------------------------------
 

@@ -466,45 +466,7 @@ public:
   }
 
   bool fullMatch(const std::u32string& t) const {
-    std::vector<int> cur, next, stack;
-    std::vector<size_t> mark(prog_.size(), SIZE_MAX);
-    auto add = [&](std::vector<int>& list, int pc0, size_t pos) {
-      stack.assign(1, pc0);
-      while (!stack.empty()) {
-        int pc = stack.back();
-        stack.pop_back();
-        if (mark[static_cast<size_t>(pc)] == pos) continue;
-        mark[static_cast<size_t>(pc)] = pos;
-        const Inst& in = prog_[static_cast<size_t>(pc)];
-        switch (in.op) {
-        case Inst::Op::Jmp:
-          stack.push_back(in.x);
-          break;
-        case Inst::Op::Split:
-          stack.push_back(in.y);
-          stack.push_back(in.x);
-          break;
-        case Inst::Op::Assert:
-          if (holds(in.a, t, pos)) stack.push_back(pc + 1);
-          break;
-        default:
-          list.push_back(pc);
-        }
-      }
-    };
-    add(cur, 0, 0);
-    for (size_t i = 0; i < t.size() && !cur.empty(); ++i) {
-      next.clear();
-      for (int pc : cur) {
-        const Inst& in = prog_[static_cast<size_t>(pc)];
-        if (in.op == Inst::Op::Set && sets_[static_cast<size_t>(in.x)].matches(t[i]))
-          add(next, pc + 1, i + 1);
-      }
-      std::swap(cur, next);
-    }
-    for (int pc : cur)
-      if (prog_[static_cast<size_t>(pc)].op == Inst::Op::Match) return true;
-    return false;
+    return longestMatchAt(t, 0) == static_cast<int64_t>(t.size());
   }
 
   // The end of the longest match of t starting at `start`, or -1.

@@ -3,6 +3,7 @@
 `aicc run` with each engine given and compares with the stored ONNX Runtime outputs: element type
 and shape first, then labels (integers, strings) exactly and scores with rtol 1e-4, atol 1e-5.
 A ZipMap output (a sequence of maps) is compared map by map: same keys, values as scores.
+Then a few nodes with bad attributes must fail with an error naming the node and the reason.
 Any model that fails to import, run or match fails the check (exit 1), named in the output.
 
     check_ml_models.py AICC [MODELS_DIR] [--engine interp --engine jit] [--jobs N]
@@ -32,7 +33,9 @@ def load_value(path):
             for m in seq.map_values:
                 keys = [k.decode() for k in m.string_keys] if m.key_type == onnx.TensorProto.STRING \
                     else list(m.keys)
-                vals = numpy_helper.to_array(m.values.tensor_values[0]) if m.values.tensor_values else []
+                vals = [v for t in m.values.tensor_values for v in numpy_helper.to_array(t).reshape(-1)]
+                if len(vals) != len(keys):
+                    raise ValueError(f"{path}: a map of {len(keys)} keys has {len(vals)} values")
                 out.append(dict(zip(keys, vals)))
             return out
         if seq.elem_type == onnx.SequenceProto.TENSOR and seq.tensor_values:
@@ -104,6 +107,60 @@ def run_model(aicc, folder, engine):
         return name, engine, True, worst, ""
 
 
+def bad_models():
+    """(name, model, input, expected message part): ai.onnx.ml nodes with bad attributes, which
+    must fail with an error naming the node and the reason (exit 1, not a crash)."""
+    from onnx import helper, TensorProto as TP
+
+    def model(op, attrs, n_out=1, in_type=TP.FLOAT, shape=(2, 3)):
+        x = helper.make_tensor_value_info("X", in_type, list(shape))
+        outs = [helper.make_tensor_value_info(f"Y{i}", TP.UNDEFINED, None) for i in range(n_out)]
+        node = helper.make_node(op, ["X"], [o.name for o in outs], name="bad_node",
+                                domain="ai.onnx.ml", **attrs)
+        g = helper.make_graph([node], "bad", [x], outs)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid("ai.onnx.ml", 3)])
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    tree = dict(nodes_treeids=[0, 0, 0], nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0],
+                nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"], nodes_values=[1.0, 0, 0],
+                nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0])
+    return [
+        ("linear_classifier_coefficients", model("LinearClassifier", dict(
+            coefficients=[1.0] * 5, intercepts=[0.0, 0.0], classlabels_ints=[0, 1]), 2), x,
+         "coefficients has 5 entries"),
+        ("svm_classifier_kernel", model("SVMClassifier", dict(
+            coefficients=[1.0] * 6, rho=[0.0], classlabels_ints=[0, 1], kernel_type="CUBIC"), 2), x,
+         "kernel_type must be"),
+        ("tree_regressor_node_id", model("TreeEnsembleRegressor", dict(
+            tree, nodes_falsenodeids=[7, 0, 0], target_treeids=[0], target_nodeids=[1], target_ids=[0], target_weights=[1.0],
+            n_targets=1)), x, "refers to node id 7"),
+        ("tree_classifier_post_transform", model("TreeEnsembleClassifier", dict(
+            tree, class_treeids=[0], class_nodeids=[1], class_ids=[0], class_weights=[1.0],
+            classlabels_int64s=[0, 1], post_transform="BOGUS"), 2), x, "post_transform must be"),
+        ("scaler_scale_length", model("Scaler", dict(scale=[1.0, 2.0], offset=[0.0])), x,
+         "scale has 2 entries"),
+        ("normalizer_norm", model("Normalizer", dict(norm="L3")), x, "norm must be"),
+    ]
+
+
+def run_bad(aicc, case):
+    name, proto, x, expect = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        onnx.save(proto, path)
+        with open(os.path.join(tmp, "x.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(x, "X").SerializeToString())
+        r = subprocess.run([aicc, "run", path, "--input", "X=" + os.path.join(tmp, "x.pb")],
+                           capture_output=True, text=True, timeout=60)
+    err = r.stderr.strip()
+    if r.returncode != 1:
+        return False, f"exit code {r.returncode} (expected 1): {err[-200:]}"
+    if "bad_node" not in err or expect not in err:
+        return False, f"error does not name the node and '{expect}': {err[-300:]}"
+    return True, err.splitlines()[-1] if err else ""
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -127,7 +184,13 @@ def main():
             print(f"{status:5} {engine:6} {name:44} {errs}" + (f"  -- {msg}" if msg else ""), flush=True)
             if not ok:
                 failed.append(f"{name} ({engine})")
-    print(f"total: {len(jobs)}  pass: {len(jobs) - len(failed)}  fail: {len(failed)}")
+    for case in bad_models():
+        ok, msg = run_bad(a.aicc, case)
+        print(f"{'pass' if ok else 'FAIL':5} error  {case[0]:44}  -- {msg}", flush=True)
+        if not ok:
+            failed.append(f"{case[0]} (error case)")
+    total = len(jobs) + len(bad_models())
+    print(f"total: {total}  pass: {total - len(failed)}  fail: {len(failed)}")
     if failed:
         print("failed: " + ", ".join(failed))
     return 1 if failed else 0

@@ -19,9 +19,11 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 from skl2onnx import to_onnx
-from skl2onnx.common.data_types import FloatTensorType, Int64TensorType, StringTensorType
+from skl2onnx.common.data_types import (DictionaryType, FloatTensorType, Int64TensorType,
+                                        StringTensorType)
 from sklearn import datasets
 from sklearn.decomposition import PCA
+from sklearn.feature_extraction import DictVectorizer
 from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor,
                               RandomForestClassifier, RandomForestRegressor)
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -69,6 +71,20 @@ def convert(model, inputs, zipmap=False, options=None):
         return attempt({})
 
 
+def map_proto(m, mp):
+    """A dict as an ONNX MapProto: the keys, and one scalar tensor per value."""
+    keys = list(m.keys())
+    if keys and isinstance(keys[0], str):
+        mp.key_type = onnx.TensorProto.STRING
+        mp.string_keys.extend(k.encode() for k in keys)
+    else:
+        mp.key_type = onnx.TensorProto.INT64
+        mp.keys.extend(int(k) for k in keys)
+    mp.values.elem_type = onnx.SequenceProto.TENSOR
+    for k in keys:
+        mp.values.tensor_values.append(numpy_helper.from_array(np.array(m[k], np.float32)))
+
+
 def write_case(out, name, proto, inputs):
     d = os.path.join(out, name)
     shutil.rmtree(d, ignore_errors=True)
@@ -80,28 +96,22 @@ def write_case(out, name, proto, inputs):
     feeds = {n: a for n, a in inputs}
     for i, (n, a) in enumerate(inputs):
         with open(os.path.join(ds, f"input_{i}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(a, n).SerializeToString())
+            if isinstance(a, dict):
+                mp = onnx.MapProto(name=n)
+                map_proto(a, mp)
+                f.write(mp.SerializeToString())
+            else:
+                f.write(numpy_helper.from_array(a, n).SerializeToString())
     results = sess.run(None, feeds)
     for i, (o, r) in enumerate(zip(sess.get_outputs(), results)):
-        path = os.path.join(ds, f"output_{i}.pb")
         if isinstance(r, list):  # ZipMap: a sequence of maps
             seq = onnx.SequenceProto(name=o.name, elem_type=onnx.SequenceProto.MAP)
             for m in r:
-                keys = list(m.keys())
-                mp = seq.map_values.add()
-                if isinstance(keys[0], str):
-                    mp.key_type = onnx.TensorProto.STRING
-                    mp.string_keys.extend(k.encode() for k in keys)
-                else:
-                    mp.key_type = onnx.TensorProto.INT64
-                    mp.keys.extend(int(k) for k in keys)
-                mp.values.elem_type = onnx.SequenceProto.TENSOR
-                mp.values.tensor_values.append(
-                    numpy_helper.from_array(np.array([m[k] for k in keys], np.float32)))
+                map_proto(m, seq.map_values.add())
             data = seq.SerializeToString()
         else:
             data = numpy_helper.from_array(np.asarray(r), o.name).SerializeToString()
-        with open(path, "wb") as f:
+        with open(os.path.join(ds, f"output_{i}.pb"), "wb") as f:
             f.write(data)
     ops = sorted({(n.domain or "ai.onnx") + "." + n.op_type for n in proto.graph.node})
     print(f"{name:32s} {os.path.getsize(os.path.join(d, 'model.onnx')):8d} B  {' '.join(ops)}")
@@ -155,6 +165,9 @@ def main():
     case("random_forest_classifier_iris",
          RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0),
          sample(iris_x), iris_x, iris_y)
+    case("random_forest_binary_breast_cancer",
+         RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0),
+         sample(bc_x), bc_x, bc_y)
     case("random_forest_regressor_diabetes",
          RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0),
          sample(diab_x), diab_x, diab_y)
@@ -205,6 +218,14 @@ def main():
     case("decision_forest_string_labels_iris_zipmap",
          RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0),
          sample(iris_x), iris_x, names, zipmap=True)
+
+    # DictVectorizer: one map<string, float> (a row of named features) to a dense row.
+    dv = DictVectorizer(sparse=False)
+    dv.fit([{"age": 31.0, "height": 1.8}, {"weight": 70.0, "age": 22.0}, {"city_paris": 1.0}])
+    proto = to_onnx(dv, initial_types=[("X", DictionaryType(StringTensorType([]), FloatTensorType([])))],
+                    target_opset=TARGET_OPSET)
+    write_case(out, "dict_vectorizer", proto,
+               [("X", {"age": 40.0, "city_paris": 1.0, "unknown": 5.0, "height": 1.6})])
 
     # Text: TF-IDF over word tokens (com.microsoft Tokenizer + TfIdfVectorizer), then a classifier.
     corpus = np.array([
