@@ -38,11 +38,22 @@ std::optional<std::string> compareTensors(const Tensor& e, const Tensor& a, Tole
 
 std::optional<std::string> compareValues(const RValue& e, const RValue& a, Tolerance tol) {
   if (e.kind != a.kind) {
-    static constexpr const char* names[] = {"empty optional", "tensor", "sequence"};
+    static constexpr const char* names[] = {"empty optional", "tensor", "sequence", "map"};
     return fmt::format("{} expected, got {}", names[static_cast<int>(e.kind)], names[static_cast<int>(a.kind)]);
   }
   if (e.kind == RValue::Kind::Tensor) return compareTensors(e.tensor, a.tensor, tol);
+  if (e.kind == RValue::Kind::Map) { // same keys in the same order, values compared
+    for (int k = 0; k < 2; ++k)
+      if (auto m = compareTensors(e.seq[k], a.seq[k], tol))
+        return fmt::format("map {}: {}", k == 0 ? "keys" : "values", *m);
+    return std::nullopt;
+  }
   if (e.kind == RValue::Kind::Sequence) {
+    if (e.maps.size() != a.maps.size())
+      return fmt::format("sequence of {} maps expected, got {}", e.maps.size(), a.maps.size());
+    for (size_t i = 0; i < e.maps.size(); ++i)
+      if (auto m = compareValues(e.maps[i], a.maps[i], tol))
+        return fmt::format("sequence element {}: {}", i, *m);
     if (e.seq.size() != a.seq.size())
       return fmt::format("sequence of {} expected, got {}", e.seq.size(), a.seq.size());
     for (size_t i = 0; i < e.seq.size(); ++i)

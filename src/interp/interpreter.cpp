@@ -24,7 +24,11 @@ struct Env {
 std::string describeRValue(const RValue& v) {
   switch (v.kind) {
   case RValue::Kind::None: return "an empty optional";
-  case RValue::Kind::Sequence: return fmt::format("a sequence of {} tensors", v.seq.size());
+  case RValue::Kind::Sequence:
+    return v.isMapSeq() ? fmt::format("a sequence of {} maps", v.maps.size())
+                        : fmt::format("a sequence of {} tensors", v.seq.size());
+  case RValue::Kind::Map:
+    return fmt::format("a map of {} entries", v.seq[0].numel());
   case RValue::Kind::Tensor:
     return fmt::format("{}{}", dtypeName(v.tensor.dtype()), formatDims(v.tensor.shape()));
   }
@@ -37,8 +41,14 @@ bool matchesType(const RValue& v, const Type& t, std::map<std::string, int64_t>*
   if (t.kind == Type::Kind::Optional) return v.kind == RValue::Kind::None || matchesType(v, *t.elem, syms);
   if (t.kind == Type::Kind::Sequence) {
     if (v.kind != RValue::Kind::Sequence) return false;
+    for (const RValue& m : v.maps)
+      if (!matchesType(m, *t.elem, syms)) return false;
     return true; // element shapes may differ between elements
   }
+  if (t.kind == Type::Kind::Map)
+    return v.kind == RValue::Kind::Map &&
+           (t.dtype == DType::Undefined || v.seq[0].dtype() == t.dtype) &&
+           (!t.elem || t.elem->dtype == DType::Undefined || v.seq[1].dtype() == t.elem->dtype);
   if (v.kind != RValue::Kind::Tensor) return false;
   if (t.dtype != DType::Undefined && t.dtype != v.tensor.dtype()) return false;
   if (!t.shape) return true;

@@ -48,6 +48,8 @@ std::string formatType(const Type& t) {
   }
   case Type::Kind::Sequence: return "seq<" + formatType(*t.elem) + ">";
   case Type::Kind::Optional: return "opt<" + formatType(*t.elem) + ">";
+  case Type::Kind::Map:
+    return fmt::format("map<{},{}>", dtypeName(t.dtype), formatType(*t.elem));
   }
   return "?";
 }

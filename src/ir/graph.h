@@ -44,24 +44,29 @@ Shape staticShape(const Dims& d);
 // Dims when every dim is static.
 std::optional<Dims> toDims(const Shape& s);
 
-// The type of a value: a tensor (element type + optional shape), a sequence or an optional.
+// The type of a value: a tensor (element type + optional shape), a sequence, an optional, or a
+// map (ai.onnx.ml's ZipMap output and DictVectorizer input: scalar keys to scalar values).
 struct Type {
-  enum class Kind { Unknown, Tensor, Sequence, Optional };
+  enum class Kind { Unknown, Tensor, Sequence, Optional, Map };
   Kind kind = Kind::Unknown;
-  DType dtype = DType::Undefined;    // Tensor only; Undefined = not known
+  DType dtype = DType::Undefined;    // Tensor: the element type; Map: the key type
   std::optional<Shape> shape;        // Tensor only; nullopt = rank not known
-  std::shared_ptr<const Type> elem;  // Sequence / Optional
+  std::shared_ptr<const Type> elem;  // Sequence / Optional: the element; Map: the value type
 
   static Type tensor(DType t, std::optional<Shape> s = std::nullopt) {
     return {Kind::Tensor, t, std::move(s), nullptr};
   }
   static Type sequence(Type e) { return {Kind::Sequence, DType::Undefined, std::nullopt, std::make_shared<Type>(std::move(e))}; }
+  static Type map(DType key, Type value) {
+    return {Kind::Map, key, std::nullopt, std::make_shared<Type>(std::move(value))};
+  }
   static Type optional(Type e) { return {Kind::Optional, DType::Undefined, std::nullopt, std::make_shared<Type>(std::move(e))}; }
   bool isTensor() const { return kind == Kind::Tensor; }
   bool operator==(const Type& o) const;
 };
 
-std::string formatType(const Type& t); // "f32[1,3,N]", "seq<f32[?]>", "opt<i64[]>", "?"
+std::string
+formatType(const Type& t); // "f32[1,3,N]", "seq<f32[?]>", "opt<i64[]>", "map<str,f32[]>", "?"
 
 using GraphPtr = std::shared_ptr<Graph>;
 

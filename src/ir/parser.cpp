@@ -293,6 +293,17 @@ private:
       expect('>');
       return w == "seq" ? Type::sequence(std::move(e)) : Type::optional(std::move(e));
     }
+    if (w == "map") { // map<KEY,VALUE>
+      expect('<');
+      Pos kat = pos();
+      std::string k = word("a key type");
+      auto kt = dtypeFromName(k);
+      if (!kt || *kt == DType::Undefined) errorAt(kat, fmt::format("unknown key type '{}'", k));
+      expect(',');
+      Type v = type();
+      expect('>');
+      return Type::map(*kt, std::move(v));
+    }
     auto dt = dtypeFromName(w);
     if (!dt || *dt == DType::Undefined) errorAt(at, fmt::format("unknown element type '{}'", w));
     return Type::tensor(*dt, shape());

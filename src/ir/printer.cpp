@@ -334,6 +334,9 @@ std::string printType(const Type& t) {
     return "seq<" + (t.elem ? printType(*t.elem) : "?") + ">";
   case Type::Kind::Optional:
     return "opt<" + (t.elem ? printType(*t.elem) : "?") + ">";
+  case Type::Kind::Map:
+    return "map<" + std::string(dtypeName(t.dtype)) + "," + (t.elem ? printType(*t.elem) : "?") +
+           ">";
   }
   return "?";
 }

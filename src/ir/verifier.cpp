@@ -192,6 +192,12 @@ private:
         violated(8, fmt::format("{}: a sequence/optional type carries a dtype or shape", what));
       type(*t.elem, what);
       return;
+    case Type::Kind::Map:
+      if (!t.elem || t.shape)
+        violated(8, fmt::format("{}: a map type without a value type, or with a shape", what));
+      else
+        type(*t.elem, what);
+      return;
     }
     violated(8, fmt::format("{}: bad type kind", what));
   }

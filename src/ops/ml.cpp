@@ -1,7 +1,9 @@
-// ai.onnx.ml ops: LabelEncoder, ArrayFeatureExtractor, Binarizer.
+// ai.onnx.ml ops: LabelEncoder, ArrayFeatureExtractor, Binarizer; the score helpers of the
+// classifiers and regressors (ops/ml.h).
 #include "ops/ml.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace aicc {
@@ -191,6 +193,130 @@ std::vector<RValue> binarizerKernel(KernelCtx& c) {
 
 } // namespace
 
+// ---- Scores of the classifiers and regressors ---------------------------------------------------
+
+namespace {
+
+// Inverse of the error function: a rational first guess refined by Newton steps.
+double erfInv(double y) {
+  if (y <= -1) return -std::numeric_limits<double>::infinity();
+  if (y >= 1) return std::numeric_limits<double>::infinity();
+  const double a = 0.147, l = std::log(1 - y * y), t = 2 / (M_PI * a) + l / 2;
+  double x = std::copysign(std::sqrt(std::sqrt(t * t - l / a) - t), y);
+  for (int k = 0; k < 3; ++k) x -= (std::erf(x) - y) / (2 / std::sqrt(M_PI) * std::exp(-x * x));
+  return x;
+}
+
+} // namespace
+
+void postTransform(PostTransform p, double* v, int64_t n) {
+  if (p == PostTransform::None) return;
+  if (p == PostTransform::Logistic) {
+    for (int64_t i = 0; i < n; ++i) v[i] = logistic(v[i]);
+  } else if (p == PostTransform::Probit) {
+    for (int64_t i = 0; i < n; ++i) v[i] = std::sqrt(2.0) * erfInv(2 * v[i] - 1);
+  } else { // softmax; SOFTMAX_ZERO leaves zeros at zero
+    const bool zero = p == PostTransform::SoftmaxZero;
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, v[i]);
+    for (int64_t i = 0; i < n; ++i) sum += v[i] = (zero && v[i] == 0) ? 0 : std::exp(v[i] - mx);
+    for (int64_t i = 0; i < n; ++i) v[i] = sum > 0 ? v[i] / sum : 0;
+  }
+}
+
+double logistic(double v) {
+  const double e = 1 / (1 + std::exp(-std::abs(v))); // no overflow for large |v|
+  return v < 0 ? 1 - e : e;
+}
+
+PostTransform postTransformAttr(const Node& n) {
+  static const std::pair<const char*, PostTransform> names[] = {
+      {"NONE", PostTransform::None},
+      {"SOFTMAX", PostTransform::Softmax},
+      {"LOGISTIC", PostTransform::Logistic},
+      {"SOFTMAX_ZERO", PostTransform::SoftmaxZero},
+      {"PROBIT", PostTransform::Probit}};
+  const std::string s = n.attrString("post_transform");
+  for (auto [name, p] : names)
+    if (s == name) return p;
+  fail("post_transform must be NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT, got '{}'", s);
+}
+
+std::vector<double> finishScores(std::vector<double> s, PostTransform p, SecondClass second) {
+  if (s.size() != 1 || p == PostTransform::Probit) {
+    postTransform(p, s.data(), static_cast<int64_t>(s.size()));
+    return s;
+  }
+  const double v = s[0];
+  switch (second) {
+  case SecondClass::None:
+    return s;
+  case SecondClass::Complement:
+    return {1 - v, v};
+  case SecondClass::Negate:
+    if (p == PostTransform::Logistic) return {logistic(-v), logistic(v)};
+    return {-v, v};
+  }
+  return s;
+}
+
+ClassLabels classLabels(const Node& n, const std::string& intsName) {
+  ClassLabels l;
+  if (const Attribute* a = n.attr("classlabels_strings"))
+    l.strings = std::get<std::vector<std::string>>(a->v);
+  if (const Attribute* a = n.attr(intsName)) {
+    AICC_CHECK(l.strings.empty(), "only one of classlabels_strings and {} may be given", intsName);
+    l.ints = std::get<std::vector<int64_t>>(a->v);
+  }
+  AICC_CHECK(l.size() > 0, "one of classlabels_strings and {} is required (and not empty)",
+             intsName);
+  return l;
+}
+
+ClassLabels literalBinaryLabels(bool strings) {
+  return strings ? ClassLabels{{"0", "1"}, {}} : ClassLabels{{}, {0, 1}};
+}
+
+Tensor labelTensor(const ClassLabels& labels, const std::vector<int64_t>& classIndex) {
+  const int64_t rows = static_cast<int64_t>(classIndex.size());
+  Tensor y(labels.isString() ? DType::String : DType::I64, {rows});
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t k = static_cast<size_t>(classIndex[static_cast<size_t>(r)]);
+    AICC_CHECK(k < labels.size(), "class index {} is out of range for {} class labels", k,
+               labels.size());
+    if (labels.isString())
+      y.strings()[r] = labels.strings[k];
+    else
+      y.data<int64_t>()[r] = labels.ints[k];
+  }
+  return y;
+}
+
+std::vector<double> floatsOrTensor(const Node& n, const std::string& name, bool required) {
+  if (const Attribute* a = n.attr(name)) {
+    const auto& v = std::get<std::vector<float>>(a->v);
+    return {v.begin(), v.end()};
+  }
+  if (const Attribute* a = n.attr(name + "_as_tensor")) return std::get<Tensor>(a->v).toF64Vector();
+  AICC_CHECK(!required, "attribute '{}' (or '{}_as_tensor') is required", name, name);
+  return {};
+}
+
+Rows rowsOf(const Tensor& x) {
+  AICC_CHECK(x.rank() == 1 || x.rank() == 2, "input X must have shape [N, F] or [F], got {}",
+             formatDims(x.shape()));
+  if (x.rank() == 1) return {1, x.dim(0)};
+  return {x.dim(0), x.dim(1)};
+}
+
+Dim rowsDimOf(InferCtx& c) {
+  const auto& s = c.inShape(0);
+  if (!s) return Dim{};
+  AICC_CHECK(s->size() == 1 || s->size() == 2, "input X must have shape [N, F] or [F], got {}",
+             formatShape(*s));
+  return s->size() == 1 ? Dim::known(1) : (*s)[0];
+}
+
 void registerMlOps(OpRegistry& r) {
   r.op("LabelEncoder", kMlDomain)
       .since(1)
@@ -224,6 +350,12 @@ void registerMlOps(OpRegistry& r) {
       .infer(inferSameAsInput0)
       .kernel(binarizerKernel);
   registerMlTreeOps(r);
+  registerMlTreeLegacyOps(r);
+  registerMlTransformOps(r);
+  registerMlEncodeOps(r);
+  registerMlLinearOps(r);
+  registerMlSvmOps(r);
+  registerMlMapOps(r);
 }
 
 } // namespace aicc

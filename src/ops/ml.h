@@ -1,7 +1,13 @@
 // The ai.onnx.ml op family, split over several files:
-//   ml.cpp       LabelEncoder, ArrayFeatureExtractor, Binarizer (and registerMlOps, which calls
-//                the others)
-//   ml_tree.cpp  TreeEnsemble (ai.onnx.ml opset 5)
+//   ml.cpp              LabelEncoder, ArrayFeatureExtractor, Binarizer (and registerMlOps, which
+//                       calls the others); the classifier score helpers shared by the others
+//   ml_transform.cpp    Scaler, Normalizer, Imputer, FeatureVectorizer
+//   ml_encode.cpp       OneHotEncoder, CategoryMapper
+//   ml_linear.cpp       LinearClassifier, LinearRegressor
+//   ml_svm.cpp          SVMClassifier, SVMRegressor
+//   ml_map.cpp          ZipMap, DictVectorizer (map values)
+//   ml_tree.cpp         TreeEnsemble (ai.onnx.ml opset 5) and the forest walk shared with
+//   ml_tree_legacy.cpp  TreeEnsembleClassifier, TreeEnsembleRegressor (opsets 1 and 3)
 #pragma once
 
 #include "ops/helpers.h"
@@ -9,5 +15,80 @@
 namespace aicc {
 
 void registerMlTreeOps(OpRegistry& r);
+void registerMlTreeLegacyOps(OpRegistry& r);
+void registerMlTransformOps(OpRegistry& r);
+void registerMlEncodeOps(OpRegistry& r);
+void registerMlLinearOps(OpRegistry& r);
+void registerMlSvmOps(OpRegistry& r);
+void registerMlMapOps(OpRegistry& r);
+
+// ---- Scores of the classifiers and regressors ---------------------------------------------------
+
+// The order of TreeEnsemble's integer post_transform attribute.
+enum class PostTransform { None, Softmax, Logistic, SoftmaxZero, Probit };
+// The string post_transform attribute of the older ops ("NONE", "SOFTMAX", ...).
+PostTransform postTransformAttr(const Node& n);
+// Applies the transform to one row of scores in place.
+void postTransform(PostTransform p, double* v, int64_t n);
+double logistic(double v);
+
+// How a classifier with a single score per row turns it into two columns (as ONNX Runtime does):
+// Complement: [1 - s, s] (s used as is, whatever the transform); Negate: [-s, s], or
+// [logistic(-s), logistic(s)] under LOGISTIC.
+enum class SecondClass { None, Complement, Negate };
+// Post-transforms one row of scores: two or more scores get the transform; a single score gets
+// PROBIT, or else becomes two columns as `second` says.
+std::vector<double> finishScores(std::vector<double> s, PostTransform p, SecondClass second);
+
+// The class labels of a classifier: classlabels_strings, else the integer attribute `intsName`
+// (classlabels_ints or classlabels_int64s).
+struct ClassLabels {
+  std::vector<std::string> strings;
+  std::vector<int64_t> ints;
+  bool isString() const { return !strings.empty(); }
+  size_t size() const { return isString() ? strings.size() : ints.size(); }
+};
+ClassLabels classLabels(const Node& n, const std::string& intsName);
+// A label tensor [rows] holding the labels of the given class indices.
+Tensor labelTensor(const ClassLabels& labels, const std::vector<int64_t>& classIndex);
+// The labels "0" / "1" (or 0 / 1) a binary classifier gives when it has not two class labels.
+ClassLabels literalBinaryLabels(bool strings);
+// Floats attribute `name`, else `name`_as_tensor (opset 3 of the tree ensembles), else `dflt`
+// when given; throws when required and absent.
+std::vector<double> floatsOrTensor(const Node& n, const std::string& name, bool required = true);
+
+// A floating-point input's rows: X as [N, F] (a 1-D X is one row).
+struct Rows {
+  int64_t n = 0, features = 0;
+};
+Rows rowsOf(const Tensor& x);
+// N of input X's shape (1 for a 1-D X), for inference.
+Dim rowsDimOf(InferCtx& c);
+
+// ---- The forest shared by TreeEnsemble and TreeEnsembleClassifier/Regressor
+// ----------------------
+
+enum class TreeMode { LEQ, LT, GTE, GT, EQ, NEQ, MEMBER };
+
+// Branch nodes by index; a branch leads to another node or to a leaf. Leaf `l` adds
+// weights[leafBegin[l] .. leafBegin[l+1]) to targets[...] (TreeEnsemble: one weight per leaf;
+// the older ops: one per class or target the leaf names).
+struct Forest {
+  std::vector<TreeMode> modes;
+  std::vector<double> splits;
+  std::vector<int64_t> features, trueIds, falseIds;
+  std::vector<bool> trueLeaf, falseLeaf, missingTrue;
+  std::vector<std::vector<double>> members; // per node, the set of a MEMBER node
+  std::vector<size_t> leafBegin;            // one more entry than there are leaves
+  std::vector<double> weights;
+  std::vector<int64_t> targets, roots;
+  int64_t nTargets = 0;
+  size_t numLeaves() const { return leafBegin.empty() ? 0 : leafBegin.size() - 1; }
+};
+
+// Checks branch targets, feature ids, roots and leaf targets (messages name the attribute).
+void checkForest(const Forest& f);
+// The leaf a row of x ([N, nFeatures]) reaches from `root`.
+size_t findLeaf(const Forest& f, size_t root, const Tensor& x, int64_t row, int64_t nFeatures);
 
 } // namespace aicc

@@ -8,20 +8,7 @@
 namespace aicc {
 namespace {
 
-enum class Mode { LEQ, LT, GTE, GT, EQ, NEQ, MEMBER };
 enum class Aggregate { Average, Sum, Min, Max };
-enum class PostTransform { None, Softmax, Logistic, SoftmaxZero, Probit };
-
-struct Forest {
-  std::vector<Mode> modes;
-  std::vector<double> splits;
-  std::vector<int64_t> features, trueIds, falseIds;
-  std::vector<bool> trueLeaf, falseLeaf, missingTrue;
-  std::vector<std::vector<double>> members; // per node, the set of a MEMBER node
-  std::vector<double> leafWeights;
-  std::vector<int64_t> leafTargets, roots;
-  int64_t nTargets = 0;
-};
 
 std::vector<double> tensorValues(const Node& n, const std::string& name) {
   const Attribute* a = n.attr(name);
@@ -50,20 +37,15 @@ Forest parseForest(const Node& n) {
   AICC_CHECK(mt.empty() || mt.size() == count,
              "attribute 'nodes_missing_value_tracks_true' has {} entries, nodes_modes {}",
              mt.size(), count);
-  f.leafWeights = tensorValues(n, "leaf_weights");
-  f.leafTargets = n.attrInts("leaf_targetids");
-  AICC_CHECK(f.leafWeights.size() == f.leafTargets.size(),
-             "leaf_weights has {} entries, leaf_targetids {}", f.leafWeights.size(),
-             f.leafTargets.size());
+  f.weights = tensorValues(n, "leaf_weights");
+  f.targets = n.attrInts("leaf_targetids");
+  AICC_CHECK(f.weights.size() == f.targets.size(), "leaf_weights has {} entries, leaf_targetids {}",
+             f.weights.size(), f.targets.size());
+  for (size_t l = 0; l <= f.weights.size(); ++l) f.leafBegin.push_back(l); // one weight a leaf
   int64_t maxTarget = -1;
-  for (int64_t t : f.leafTargets) maxTarget = std::max(maxTarget, t);
+  for (int64_t t : f.targets) maxTarget = std::max(maxTarget, t);
   f.nTargets = n.attrInt("n_targets", maxTarget + 1);
-  for (int64_t t : f.leafTargets)
-    AICC_CHECK(t >= 0 && t < f.nTargets, "leaf target id {} is out of range [0, {})", t,
-               f.nTargets);
   f.roots = n.attrInts("tree_roots");
-  for (int64_t r : f.roots)
-    AICC_CHECK(r >= 0 && static_cast<size_t>(r) < count, "tree root {} is not a node index", r);
 
   // Membership sets are listed in node order, each terminated by NaN.
   std::vector<double> mv;
@@ -73,86 +55,61 @@ Forest parseForest(const Node& n) {
   for (size_t i = 0; i < count; ++i) {
     const double m = modes[i];
     AICC_CHECK(m >= 0 && m <= 6 && m == std::floor(m), "node {} has invalid mode {}", i, m);
-    f.modes.push_back(static_cast<Mode>(static_cast<int>(m)));
+    f.modes.push_back(static_cast<TreeMode>(static_cast<int>(m)));
     f.trueLeaf.push_back(tl[i] != 0);
     f.falseLeaf.push_back(fl[i] != 0);
     f.missingTrue.push_back(!mt.empty() && mt[i] != 0);
-    const size_t leaves = f.leafWeights.size();
-    AICC_CHECK(f.trueIds[i] >= 0 && static_cast<size_t>(f.trueIds[i]) < (tl[i] ? leaves : count),
-               "node {}: true branch {} is out of range", i, f.trueIds[i]);
-    AICC_CHECK(f.falseIds[i] >= 0 && static_cast<size_t>(f.falseIds[i]) < (fl[i] ? leaves : count),
-               "node {}: false branch {} is out of range", i, f.falseIds[i]);
-    AICC_CHECK(f.features[i] >= 0, "node {}: negative feature id {}", i, f.features[i]);
-    if (f.modes.back() != Mode::MEMBER) continue;
+    if (f.modes.back() != TreeMode::MEMBER) continue;
     AICC_CHECK(pos < mv.size(), "membership_values has no set for BRANCH_MEMBER node {}", i);
     while (pos < mv.size() && !std::isnan(mv[pos])) f.members[i].push_back(mv[pos++]);
     ++pos; // the NaN
   }
+  checkForest(f);
   return f;
 }
+
+} // namespace
+
+void checkForest(const Forest& f) {
+  const size_t count = f.modes.size(), leaves = f.numLeaves();
+  for (size_t i = 0; i < count; ++i) {
+    AICC_CHECK(f.trueIds[i] >= 0 &&
+                   static_cast<size_t>(f.trueIds[i]) < (f.trueLeaf[i] ? leaves : count),
+               "node {}: true branch {} is out of range", i, f.trueIds[i]);
+    AICC_CHECK(f.falseIds[i] >= 0 &&
+                   static_cast<size_t>(f.falseIds[i]) < (f.falseLeaf[i] ? leaves : count),
+               "node {}: false branch {} is out of range", i, f.falseIds[i]);
+    AICC_CHECK(f.features[i] >= 0, "node {}: negative feature id {}", i, f.features[i]);
+  }
+  for (int64_t t : f.targets)
+    AICC_CHECK(t >= 0 && t < f.nTargets, "leaf target id {} is out of range [0, {})", t,
+               f.nTargets);
+  for (int64_t r : f.roots)
+    AICC_CHECK(r >= 0 && static_cast<size_t>(r) < count, "tree root {} is not a node index", r);
+}
+
+namespace {
 
 bool branchTrue(const Forest& f, size_t i, double x) {
   if (std::isnan(x) && f.missingTrue[i]) return true;
   const double s = f.splits[i];
   switch (f.modes[i]) {
-  case Mode::LEQ:
+  case TreeMode::LEQ:
     return x <= s;
-  case Mode::LT:
+  case TreeMode::LT:
     return x < s;
-  case Mode::GTE:
+  case TreeMode::GTE:
     return x >= s;
-  case Mode::GT:
+  case TreeMode::GT:
     return x > s;
-  case Mode::EQ:
+  case TreeMode::EQ:
     return x == s;
-  case Mode::NEQ:
+  case TreeMode::NEQ:
     return x != s;
-  case Mode::MEMBER:
+  case TreeMode::MEMBER:
     return std::find(f.members[i].begin(), f.members[i].end(), x) != f.members[i].end();
   }
   return false;
-}
-
-// The leaf a row reaches from `root`.
-size_t findLeaf(const Forest& f, size_t root, const Tensor& x, int64_t row, int64_t nFeatures) {
-  // A root whose branches both lead to the same leaf is that leaf (a one-leaf tree).
-  if (f.trueLeaf[root] && f.falseLeaf[root] && f.trueIds[root] == f.falseIds[root])
-    return static_cast<size_t>(f.trueIds[root]);
-  size_t i = root;
-  for (size_t steps = 0; steps <= f.modes.size(); ++steps) {
-    AICC_CHECK(f.features[i] < nFeatures, "node {} reads feature {} of {}", i, f.features[i],
-               nFeatures);
-    const bool t = branchTrue(f, i, x.getF64(row * nFeatures + f.features[i]));
-    const size_t next = static_cast<size_t>(t ? f.trueIds[i] : f.falseIds[i]);
-    if (t ? f.trueLeaf[i] : f.falseLeaf[i]) return next;
-    i = next;
-  }
-  fail("the tree rooted at node {} has a cycle", root);
-}
-
-// Inverse of the error function: a rational first guess refined by Newton steps.
-double erfInv(double y) {
-  if (y <= -1) return -std::numeric_limits<double>::infinity();
-  if (y >= 1) return std::numeric_limits<double>::infinity();
-  const double a = 0.147, l = std::log(1 - y * y), t = 2 / (M_PI * a) + l / 2;
-  double x = std::copysign(std::sqrt(std::sqrt(t * t - l / a) - t), y);
-  for (int k = 0; k < 3; ++k) x -= (std::erf(x) - y) / (2 / std::sqrt(M_PI) * std::exp(-x * x));
-  return x;
-}
-
-void postTransform(PostTransform p, double* v, int64_t n) {
-  if (p == PostTransform::None) return;
-  if (p == PostTransform::Logistic) {
-    for (int64_t i = 0; i < n; ++i) v[i] = 1 / (1 + std::exp(-v[i]));
-  } else if (p == PostTransform::Probit) {
-    for (int64_t i = 0; i < n; ++i) v[i] = std::sqrt(2.0) * erfInv(2 * v[i] - 1);
-  } else { // softmax; SOFTMAX_ZERO leaves zeros at zero
-    const bool zero = p == PostTransform::SoftmaxZero;
-    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
-    for (int64_t i = 0; i < n; ++i) mx = std::max(mx, v[i]);
-    for (int64_t i = 0; i < n; ++i) sum += v[i] = (zero && v[i] == 0) ? 0 : std::exp(v[i] - mx);
-    for (int64_t i = 0; i < n; ++i) v[i] = sum > 0 ? v[i] / sum : 0;
-  }
 }
 
 std::vector<RValue> treeEnsembleKernel(KernelCtx& c) {
@@ -174,8 +131,8 @@ std::vector<RValue> treeEnsembleKernel(KernelCtx& c) {
     std::fill(hit.begin(), hit.end(), false);
     for (int64_t root : f.roots) {
       const size_t leaf = findLeaf(f, static_cast<size_t>(root), x, r, nFeatures);
-      const size_t t = static_cast<size_t>(f.leafTargets[leaf]);
-      const double w = f.leafWeights[leaf];
+      const size_t t = static_cast<size_t>(f.targets[leaf]);
+      const double w = f.weights[leaf];
       double& a = acc[t];
       switch (aggregate) {
       case Aggregate::Sum:
@@ -213,6 +170,22 @@ void inferTreeEnsemble(InferCtx& c) {
 }
 
 } // namespace
+
+size_t findLeaf(const Forest& f, size_t root, const Tensor& x, int64_t row, int64_t nFeatures) {
+  // A root whose branches both lead to the same leaf is that leaf (a one-leaf tree).
+  if (f.trueLeaf[root] && f.falseLeaf[root] && f.trueIds[root] == f.falseIds[root])
+    return static_cast<size_t>(f.trueIds[root]);
+  size_t i = root;
+  for (size_t steps = 0; steps <= f.modes.size(); ++steps) {
+    AICC_CHECK(f.features[i] < nFeatures, "node {} reads feature {} of {}", i, f.features[i],
+               nFeatures);
+    const bool t = branchTrue(f, i, x.getF64(row * nFeatures + f.features[i]));
+    const size_t next = static_cast<size_t>(t ? f.trueIds[i] : f.falseIds[i]);
+    if (t ? f.trueLeaf[i] : f.falseLeaf[i]) return next;
+    i = next;
+  }
+  fail("the tree rooted at node {} has a cycle", root);
+}
 
 void registerMlTreeOps(OpRegistry& r) {
   r.op("TreeEnsemble", kMlDomain)

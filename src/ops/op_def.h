@@ -16,16 +16,23 @@
 
 namespace aicc {
 
-// A runtime value in the interpreter: a tensor, a sequence of tensors, or an empty optional.
+// A runtime value in the interpreter: a tensor, a sequence of tensors, an empty optional, a map
+// (its keys and values as two 1-D tensors of one length), or a sequence of maps (ZipMap).
 struct RValue {
-  enum class Kind { None, Tensor, Sequence };
+  enum class Kind { None, Tensor, Sequence, Map };
   Kind kind = Kind::None;
   Tensor tensor;
-  std::vector<Tensor> seq;
+  std::vector<Tensor> seq;  // Sequence: the tensors; Map: {keys, values}
+  std::vector<RValue> maps; // a Sequence of maps: the maps (seq is then empty)
 
-  static RValue of(Tensor t) { return {Kind::Tensor, std::move(t), {}}; }
-  static RValue ofSeq(std::vector<Tensor> s) { return {Kind::Sequence, {}, std::move(s)}; }
+  static RValue of(Tensor t) { return {Kind::Tensor, std::move(t), {}, {}}; }
+  static RValue ofSeq(std::vector<Tensor> s) { return {Kind::Sequence, {}, std::move(s), {}}; }
+  static RValue ofMap(Tensor keys, Tensor values) {
+    return {Kind::Map, {}, {std::move(keys), std::move(values)}, {}};
+  }
+  static RValue ofMapSeq(std::vector<RValue> m) { return {Kind::Sequence, {}, {}, std::move(m)}; }
   static RValue none() { return {}; }
+  bool isMapSeq() const { return kind == Kind::Sequence && !maps.empty(); }
 };
 
 class KernelCtx;

@@ -66,8 +66,6 @@ char32_t toLowerCp(char32_t c) {
   return c;
 }
 
-namespace {
-
 void appendUtf8(std::string& out, char32_t cp) {
   if (cp >= 0xDC80 && cp <= 0xDCFF) { // an undecodable byte kept as is
     out += static_cast<char>(cp - 0xDC00);
@@ -87,6 +85,8 @@ void appendUtf8(std::string& out, char32_t cp) {
     out += static_cast<char>(0x80 | (cp & 0x3F));
   }
 }
+
+namespace {
 
 std::string changeCase(const std::string& s, bool upper) {
   std::string out;
@@ -288,6 +288,7 @@ void registerTextOps(OpRegistry& r) {
       .kernel(stringConcatKernel);
   registerTextRegexOps(r);
   registerTextTfIdfOps(r);
+  registerTextTokenizerOps(r);
 }
 
 } // namespace aicc

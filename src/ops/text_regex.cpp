@@ -466,6 +466,11 @@ public:
   }
 
   bool fullMatch(const std::u32string& t) const {
+    return longestMatchAt(t, 0) == static_cast<int64_t>(t.size());
+  }
+
+  // The end of the longest match of t starting at `start`, or -1.
+  int64_t longestMatchAt(const std::u32string& t, size_t start) const {
     std::vector<int> cur, next, stack;
     std::vector<size_t> mark(prog_.size(), SIZE_MAX);
     auto add = [&](std::vector<int>& list, int pc0, size_t pos) {
@@ -476,24 +481,26 @@ public:
         if (mark[static_cast<size_t>(pc)] == pos) continue;
         mark[static_cast<size_t>(pc)] = pos;
         const Inst& in = prog_[static_cast<size_t>(pc)];
-        switch (in.op) {
-        case Inst::Op::Jmp:
+        if (in.op == Inst::Op::Jmp) {
           stack.push_back(in.x);
-          break;
-        case Inst::Op::Split:
+        } else if (in.op == Inst::Op::Split) {
           stack.push_back(in.y);
           stack.push_back(in.x);
-          break;
-        case Inst::Op::Assert:
+        } else if (in.op == Inst::Op::Assert) {
           if (holds(in.a, t, pos)) stack.push_back(pc + 1);
-          break;
-        default:
+        } else {
           list.push_back(pc);
         }
       }
     };
-    add(cur, 0, 0);
-    for (size_t i = 0; i < t.size() && !cur.empty(); ++i) {
+    auto matched = [&](const std::vector<int>& list) {
+      for (int pc : list)
+        if (prog_[static_cast<size_t>(pc)].op == Inst::Op::Match) return true;
+      return false;
+    };
+    add(cur, 0, start);
+    int64_t last = matched(cur) ? static_cast<int64_t>(start) : -1;
+    for (size_t i = start; i < t.size() && !cur.empty(); ++i) {
       next.clear();
       for (int pc : cur) {
         const Inst& in = prog_[static_cast<size_t>(pc)];
@@ -501,10 +508,9 @@ public:
           add(next, pc + 1, i + 1);
       }
       std::swap(cur, next);
+      if (matched(cur)) last = static_cast<int64_t>(i + 1);
     }
-    for (int pc : cur)
-      if (prog_[static_cast<size_t>(pc)].op == Inst::Op::Match) return true;
-    return false;
+    return last;
   }
 
 private:
@@ -591,15 +597,37 @@ private:
   std::vector<CharSet> sets_;
 };
 
+Program compilePattern(const std::string& pattern) {
+  return Program(Parser(toCodePoints(pattern), pattern).parse(), pattern);
+}
+
+} // namespace
+
 std::u32string toCodePoints(const std::string& s) {
   std::u32string out;
   for (size_t i = 0; i < s.size();) out += decodeUtf8(s, i);
   return out;
 }
 
-Program compilePattern(const std::string& pattern) {
-  return Program(Parser(toCodePoints(pattern), pattern).parse(), pattern);
+struct CompiledRegex::Impl {
+  Program program;
+};
+
+CompiledRegex::CompiledRegex(const std::string& pattern)
+    : impl_(std::make_shared<const Impl>(Impl{compilePattern(pattern)})) {}
+
+bool CompiledRegex::fullMatch(const std::u32string& s) const { return impl_->program.fullMatch(s); }
+
+std::optional<std::pair<size_t, size_t>> CompiledRegex::find(const std::u32string& s,
+                                                             size_t from) const {
+  for (size_t at = from; at <= s.size(); ++at) {
+    const int64_t end = impl_->program.longestMatchAt(s, at);
+    if (end >= 0) return std::pair{at, static_cast<size_t>(end) - at};
+  }
+  return std::nullopt;
 }
+
+namespace {
 
 std::vector<RValue> regexFullMatchKernel(KernelCtx& c) {
   requireDType(c, 0, {DType::String});

@@ -162,7 +162,10 @@ std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) 
 
 std::string summarize(const RValue& v, size_t maxElems) {
   if (v.kind == RValue::Kind::None) return "(empty optional)";
-  if (v.kind == RValue::Kind::Sequence) return fmt::format("sequence of {} tensors", v.seq.size());
+  if (v.kind == RValue::Kind::Sequence)
+    return v.isMapSeq() ? fmt::format("sequence of {} maps", v.maps.size())
+                        : fmt::format("sequence of {} tensors", v.seq.size());
+  if (v.kind == RValue::Kind::Map) return fmt::format("map of {} entries", v.seq[0].numel());
   const Tensor& t = v.tensor;
   std::vector<std::string> elems;
   for (int64_t i = 0; i < t.numel() && elems.size() < maxElems; ++i) {

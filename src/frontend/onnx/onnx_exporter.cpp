@@ -27,6 +27,10 @@ void typeToProto(const Type& t, onnx::TypeProto& p) {
   }
   case Type::Kind::Sequence: typeToProto(*t.elem, *p.mutable_sequence_type()->mutable_elem_type()); return;
   case Type::Kind::Optional: typeToProto(*t.elem, *p.mutable_optional_type()->mutable_elem_type()); return;
+  case Type::Kind::Map:
+    p.mutable_map_type()->set_key_type(static_cast<int32_t>(t.dtype));
+    typeToProto(*t.elem, *p.mutable_map_type()->mutable_value_type());
+    return;
   }
 }
 

@@ -38,8 +38,16 @@ Type typeFromProto(const onnx::TypeProto& t, const std::string& what) {
     return Type::sequence(t.sequence_type().has_elem_type() ? typeFromProto(t.sequence_type().elem_type(), what) : Type{});
   case onnx::TypeProto::kOptionalType:
     return Type::optional(t.optional_type().has_elem_type() ? typeFromProto(t.optional_type().elem_type(), what) : Type{});
+  case onnx::TypeProto::kMapType: {
+    auto kt = dtypeFromOnnx(t.map_type().key_type());
+    AICC_CHECK(kt, "{}: unsupported map key type code {}", what, t.map_type().key_type());
+    return Type::map(*kt, t.map_type().has_value_type()
+                              ? typeFromProto(t.map_type().value_type(), what)
+                              : Type{});
+  }
   case onnx::TypeProto::VALUE_NOT_SET: return Type{};
-  default: fail("{}: unsupported type (maps and sparse tensors are not supported)", what);
+  default:
+    fail("{}: unsupported type (sparse tensors are not supported)", what);
   }
 }
 

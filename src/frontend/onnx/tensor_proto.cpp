@@ -293,9 +293,67 @@ RValue readNpy(const std::string& path, const std::string& bytes) {
   return RValue::of(std::move(t));
 }
 
+// A MapProto as {keys, values}: its values are one scalar tensor per key (or one 1-D tensor
+// holding them all).
+RValue fromMapProto(const onnx::MapProto& m, const std::string& path) {
+  auto kt = dtypeFromOnnx(m.key_type());
+  AICC_CHECK(kt, "'{}': unsupported map key type code {}", path, m.key_type());
+  const bool strings = *kt == DType::String;
+  const int64_t n = strings ? m.string_keys_size() : m.keys_size();
+  Tensor keys(*kt, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    if (strings)
+      keys.strings()[i] = m.string_keys(static_cast<int>(i));
+    else
+      keys.setI64(i, m.keys(static_cast<int>(i)));
+  }
+  std::vector<Tensor> parts;
+  for (const auto& tp : m.values().tensor_values())
+    parts.push_back(tensorFromProto(tp, nullptr, nullptr));
+  AICC_CHECK(!parts.empty() || n == 0, "'{}': a map of {} keys has no values", path, n);
+  Tensor values(parts.empty() ? DType::F32 : parts[0].dtype(), {n});
+  int64_t at = 0;
+  for (const Tensor& t : parts)
+    for (int64_t i = 0; i < t.numel() && at < n; ++i, ++at) {
+      AICC_CHECK(t.dtype() == values.dtype(), "'{}': map values of different types", path);
+      if (t.dtype() == DType::String)
+        values.strings()[at] = t.strings()[i];
+      else
+        values.setF64(at, t.getF64(i));
+    }
+  AICC_CHECK(at == n, "'{}': a map of {} keys has {} values", path, n, at);
+  return RValue::ofMap(std::move(keys), std::move(values));
+}
+
+void mapToProto(const RValue& v, onnx::MapProto& m) {
+  const Tensor &keys = v.seq[0], &values = v.seq[1];
+  m.set_key_type(static_cast<int32_t>(keys.dtype()));
+  for (int64_t i = 0; i < keys.numel(); ++i) {
+    if (keys.dtype() == DType::String)
+      m.add_string_keys(keys.strings()[i]);
+    else
+      m.add_keys(keys.getI64(i));
+  }
+  auto* s = m.mutable_values();
+  s->set_elem_type(onnx::SequenceProto::TENSOR);
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    Tensor one(values.dtype(), {});
+    if (values.dtype() == DType::String)
+      one.strings()[0] = values.strings()[i];
+    else
+      one.setF64(0, values.getF64(i));
+    tensorToProto(one, "", *s->add_tensor_values());
+  }
+}
+
 RValue fromSequenceProto(const onnx::SequenceProto& s, const std::string& path) {
+  if (s.elem_type() == onnx::SequenceProto::MAP) {
+    std::vector<RValue> maps;
+    for (const auto& m : s.map_values()) maps.push_back(fromMapProto(m, path));
+    return RValue::ofMapSeq(std::move(maps));
+  }
   AICC_CHECK(s.elem_type() == onnx::SequenceProto::TENSOR || s.tensor_values_size() == 0,
-             "'{}': only sequences of tensors are supported", path);
+             "'{}': only sequences of tensors or maps are supported", path);
   std::vector<Tensor> seq;
   for (const auto& tp : s.tensor_values()) seq.push_back(tensorFromProto(tp, nullptr, nullptr));
   return RValue::ofSeq(std::move(seq));
@@ -313,6 +371,11 @@ RValue readValueFile(const std::string& path, const Type& expected) {
     if (o.has_tensor_value()) return RValue::of(tensorFromProto(o.tensor_value(), nullptr, nullptr));
     if (o.has_sequence_value()) return fromSequenceProto(o.sequence_value(), path);
     return RValue::none();
+  }
+  if (t->kind == Type::Kind::Map) {
+    onnx::MapProto m;
+    AICC_CHECK(m.ParseFromString(bytes), "'{}' is not a valid serialized MapProto", path);
+    return fromMapProto(m, path);
   }
   if (t->kind == Type::Kind::Sequence) {
     onnx::SequenceProto s;
@@ -332,6 +395,11 @@ void writeValueFile(const std::string& path, const RValue& v, const Type& declar
   std::string bytes;
   auto seqProto = [&](onnx::SequenceProto& s) {
     s.set_name(name);
+    if (v.isMapSeq()) {
+      s.set_elem_type(onnx::SequenceProto::MAP);
+      for (const RValue& m : v.maps) mapToProto(m, *s.add_map_values());
+      return;
+    }
     s.set_elem_type(onnx::SequenceProto::TENSOR);
     for (const Tensor& t : v.seq) tensorToProto(t, "", *s.add_tensor_values());
   };
@@ -350,6 +418,11 @@ void writeValueFile(const std::string& path, const RValue& v, const Type& declar
     onnx::SequenceProto s;
     seqProto(s);
     bytes = s.SerializeAsString();
+  } else if (v.kind == RValue::Kind::Map) {
+    onnx::MapProto m;
+    mapToProto(v, m);
+    m.set_name(name);
+    bytes = m.SerializeAsString();
   } else {
     AICC_CHECK(v.kind == RValue::Kind::Tensor, "output '{}' has no value", name);
     onnx::TensorProto p;

@@ -1,0 +1,1 @@
+BvariableJ@––CC4W0CsNC2íCsNCã“@C¯‹ÿBÉ¤.CmØCÐQ*C¹>C§’'C2íCB¥C¾DCB¥C

@@ -1,0 +1,1 @@
+BvariableJ@¥LkC›(uC†T$C²קמBV/;C°[{Ch#זBן1=C]„CÜ•dCYׂ&C״2C¬ױB54°BMtCע™«B

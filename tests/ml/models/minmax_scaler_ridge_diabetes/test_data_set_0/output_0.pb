@@ -1,0 +1,1 @@
+BvariableJ@ßngCØÑtCºÄ#CÿÚB=@8Cb,yC3ÊBN—;CC©I`CêÈ!CEB0CÇ–’B(‰¥BêßpC∞∑B

@@ -1,0 +1,1 @@
+BprobabilitiesJÄ–G?¿òc>ê∏L=w4s?–G?¿òc>ê∏L=w4s?ê∏L=w4s?g¿?2ÿ>–G?¿òc>pºq=9‰p?ê∏L=w4s?xc8?9è>g¿?2ÿ>g¿?2ÿ>–G?¿òc>xc8?9è>xc8?9è>ê∏L=w4s?

@@ -1,0 +1,1 @@
+BprobabilitiesJ€Œî{?Œ.‚<pl¤=rrk?`¢«=´‹j?`¢«=´‹j?À–Ç<JÃy?À–Ç<JÃy?pl¤=rrk?À–Ç<JÃy?pl¤=rrk?À–Ç<JÃy?})?ò­> Ø´=ìdi?À–Ç<JÃy?–e™>5M3?®PÜ>©×?ÔIL?°ØN>

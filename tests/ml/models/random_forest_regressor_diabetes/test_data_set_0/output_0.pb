@@ -1,0 +1,1 @@
+BvariableJ@#L’Cu¡PC¯L;C*³Bäæ@C™ŒCİBÄB5²TC‘ÆC•ECUËCÖÍ1C˜Š×BÛÀBçG€C*³B

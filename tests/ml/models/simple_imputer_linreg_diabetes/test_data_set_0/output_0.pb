@@ -1,0 +1,1 @@
+BvariableJ@ä™xCº3xCò&CáâêBºzCHVUC´ÄðB®‡6C¢C>~aCù®C™65CVCÖBz–BFºuC>ÂB

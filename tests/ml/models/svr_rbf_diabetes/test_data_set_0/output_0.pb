@@ -1,0 +1,1 @@
+BvariableJ@EèCèthC3{Ch—ÚBqæ.C"“wCÑ8·B”tbC¡Cì³uCèzVCˆ.C^ùBÛ`²Byj†CÈfDB

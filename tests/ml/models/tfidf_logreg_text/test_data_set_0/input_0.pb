@@ -1,0 +1,1 @@
+2The cat sat on the mat.2Dogs and cats are friends!2A quick brown fox jumps.2The dog barked at the cat2Foxes are quick and brown2My cat likes the warm mat2Dogs chase foxes in the field2The brown dog sleepsBX
