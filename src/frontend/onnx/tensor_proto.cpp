@@ -4,6 +4,8 @@
 #include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -285,11 +287,18 @@ RValue readNpy(const std::string& path, const std::string& bytes) {
       {"<u4", DType::U32}, {"<i8", DType::I64}, {"<u8", DType::U64}, {"|b1", DType::Bool}};
   auto it = kTypes.find(descr);
   AICC_CHECK(it != kTypes.end(), "'{}': unsupported .npy dtype '{}'", path, descr);
+  // The size the shape claims, checked against the data before allocating (no overflow).
+  const size_t off = hstart + hlen, have = bytes.size() - off, elem = dtypeSize(it->second);
+  size_t want = std::count(shape.begin(), shape.end(), 0) ? 0 : elem;
+  for (int64_t d : shape) {
+    AICC_CHECK(d == 0 || want <= have / size_t(d),
+               "'{}': .npy shape ({}) needs more than the {} data bytes it holds", path,
+               fmt::join(shape, ", "), have);
+    want *= size_t(d);
+  }
+  AICC_CHECK(have == want, "'{}': .npy holds {} data bytes, expected {}", path, have, want);
   Tensor t(it->second, shape);
-  size_t off = hstart + hlen;
-  AICC_CHECK(bytes.size() - off == t.nbytes(), "'{}': .npy holds {} data bytes, expected {}", path,
-             bytes.size() - off, t.nbytes());
-  std::memcpy(t.raw(), bytes.data() + off, t.nbytes());
+  if (want) std::memcpy(t.raw(), bytes.data() + off, want);
   return RValue::of(std::move(t));
 }
 
@@ -362,7 +371,10 @@ RValue fromSequenceProto(const onnx::SequenceProto& s, const std::string& path) 
 } // namespace
 
 RValue readValueFile(const std::string& path, const Type& expected) {
-  std::string bytes = readFileBytes(path);
+  return readValueBytes(readFileBytes(path), path, expected);
+}
+
+RValue readValueBytes(const std::string& bytes, const std::string& path, const Type& expected) {
   if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") return readNpy(path, bytes);
   const Type* t = &expected;
   if (t->kind == Type::Kind::Optional) {
