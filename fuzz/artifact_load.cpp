@@ -7,7 +7,8 @@
 //   2: the data is edits (3 bytes each: file and offset, offset, xor mask) of plan and weights
 //   3: bytes 1..3 truncate plan, weights, model.so to (byte / 255) of their size
 // AICC_FUZZ_ARTIFACT_DIR: where to write the template (kept; for making seeds); default a
-// temporary folder removed at exit.
+// temporary folder removed at exit. AICC_FUZZ_KEEP_SO=1: never truncate model.so (glibc's dlopen
+// crashes on a truncated library unless the loader checks it first: tests/fuzz/open/).
 #include "aicc/runtime.h"
 #include "backend/target.h"
 #include "fuzz_util.h"
@@ -16,9 +17,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 namespace {
 
@@ -86,7 +89,8 @@ void loadAndRun(const fs::path& dir) {
   if (!m) return;
   std::vector<std::vector<char>> inputs;
   for (int i = 0; i < aicc_model_num_inputs(m); ++i) {
-    inputs.emplace_back(aicc_model_input_bytes(m, i));
+    // A damaged plan may declare any size (the template's inputs are tiny): bind at most 1 MiB.
+    inputs.emplace_back(std::min<size_t>(aicc_model_input_bytes(m, i), 1 << 20));
     aicc_model_set_input(m, i, inputs.back().data(), inputs.back().size());
   }
   if (aicc_model_run(m) == 0) {
@@ -106,7 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string_view rest = aicc::fuzz::text(data + 1, size - 1);
   std::string plan = f.plan, weights = f.weights;
-  std::string so; // empty: the template's model.so, linked
+  std::optional<std::string> so; // none: the template's model.so, linked
   switch (data[0] % 4) {
   case 0:
     plan = rest;
@@ -125,16 +129,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto cut = [&](size_t i, size_t n) { return i < rest.size() ? n * uint8_t(rest[i]) / 255 : n; };
     plan.resize(cut(0, plan.size()));
     weights.resize(cut(1, weights.size()));
-    if (size_t n = cut(2, f.soBytes); n < f.soBytes) so = readAll(f.tmpl / "model.so").substr(0, n);
+    static const bool keepSo = std::getenv("AICC_FUZZ_KEEP_SO") != nullptr;
+    if (size_t n = cut(2, f.soBytes); n < f.soBytes && !keepSo)
+      so = readAll(f.tmpl / "model.so").substr(0, n);
   }
   }
   writeAll(f.damaged / "model.plan", plan);
   writeAll(f.damaged / "model.weights", weights);
-  if (so.empty()) {
+  if (!so) {
     fs::remove(f.damaged / "model.so");
     fs::create_symlink(f.tmpl / "model.so", f.damaged / "model.so");
   } else {
-    writeAll(f.damaged / "model.so", so);
+    writeAll(f.damaged / "model.so", *so);
   }
   loadAndRun(f.damaged);
   return 0;
