@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target (docs/fuzzing.md).
 #   scripts/fuzz.sh --list              the target names, one per line
-#   scripts/fuzz.sh TARGET [SECONDS]    fuzz TARGET for SECONDS (default 60) with -jobs=$FUZZ_JOBS
+#   scripts/fuzz.sh TARGET [SECONDS [LIBFUZZER ARGS...]]   fuzz TARGET for SECONDS (default 60)
 #   scripts/fuzz.sh --build [TARGET]    only configure and build (all targets by default)
-# Builds build-fuzz/ with clang (-fsanitize=fuzzer,address,undefined; AICC_FUZZ=ON), then fuzzes
-# a work corpus out/fuzz/TARGET/ (kept between runs) seeded from tests/fuzz/TARGET/ and, when
-# present, from ../shared (ONNX backend node tests, models' test data). Crashes land in
+# Builds build-fuzz/ with clang (-fsanitize=fuzzer,address,undefined; AICC_FUZZ=ON; FUZZ_NO_BUILD=1
+# runs build-fuzz/fuzz/fuzz_TARGET as it is), then fuzzes a work corpus out/fuzz/TARGET/ (kept
+# between runs) seeded from tests/fuzz/TARGET/ and, when present, from ../shared (ONNX backend node tests, models' test data). Crashes land in
 # out/fuzz/TARGET/crashes/; a fixed one goes to tests/fuzz/TARGET/ as a regression input. Extra
 # arguments after SECONDS go to libFuzzer.
 set -euo pipefail
@@ -33,8 +33,8 @@ fi
 
 target=$1 seconds=${2:-60}
 shift $(($# >= 2 ? 2 : 1))
-targets | grep -qx "$target" || { echo "unknown target '$target' (scripts/fuzz.sh --list)" >&2; exit 2; }
-build "fuzz_$target"
+targets | grep -x "$target" >/dev/null || { echo "unknown target '$target' (scripts/fuzz.sh --list)" >&2; exit 2; }
+[ -n "${FUZZ_NO_BUILD:-}" ] || build "fuzz_$target" # FUZZ_NO_BUILD=1: run the binary as built
 
 work=out/fuzz/$target
 mkdir -p "$work/corpus" "$work/crashes"
@@ -45,10 +45,10 @@ if [ -d "$shared" ] && [ -z "$(ls -A "$work/corpus")" ]; then
   case $target in
   onnx_import | opt_O3)
     find "$shared/onnx-backend" -name model.onnx -size -8k 2>/dev/null | head -400 |
-      while read -r f; do cp "$f" "$work/corpus/$(echo "$f" | md5sum | cut -c1-16).onnx"; done ;;
+      while read -r f; do cp "$f" "$work/corpus/$(echo "$f" | md5sum | cut -c1-16).onnx"; done || true ;;
   tensor_pb)
     find "$shared/onnx-backend" -name '*.pb' -size -8k 2>/dev/null | head -400 |
-      while read -r f; do cp "$f" "$work/corpus/$(echo "$f" | md5sum | cut -c1-16).pb"; done ;;
+      while read -r f; do cp "$f" "$work/corpus/$(echo "$f" | md5sum | cut -c1-16).pb"; done || true ;;
   esac
 fi
 dict=()
