@@ -7,8 +7,7 @@
 //   2: the data is edits (3 bytes each: file and offset, offset, xor mask) of plan and weights
 //   3: bytes 1..3 truncate plan, weights, model.so to (byte / 255) of their size
 // AICC_FUZZ_ARTIFACT_DIR: where to write the template (kept; for making seeds); default a
-// temporary folder removed at exit. AICC_FUZZ_KEEP_SO=1: never truncate model.so (glibc's dlopen
-// crashes on a truncated library unless the loader checks it first: tests/fuzz/open/).
+// temporary folder removed at exit. AICC_FUZZ_VERBOSE=1: print why the loader refused a folder.
 #include "aicc/runtime.h"
 #include "backend/target.h"
 #include "fuzz_util.h"
@@ -85,15 +84,21 @@ Folders& folders() {
 }
 
 void loadAndRun(const fs::path& dir) {
+  static const bool verbose = std::getenv("AICC_FUZZ_VERBOSE") != nullptr;
   aicc_model* m = aicc_model_load(dir.c_str());
-  if (!m) return;
+  if (!m) {
+    if (verbose) std::fprintf(stderr, "fuzz: rejected: %s\n", aicc_last_error());
+    return;
+  }
   std::vector<std::vector<char>> inputs;
   for (int i = 0; i < aicc_model_num_inputs(m); ++i) {
     // A damaged plan may declare any size (the template's inputs are tiny): bind at most 1 MiB.
     inputs.emplace_back(std::min<size_t>(aicc_model_input_bytes(m, i), 1 << 20));
     aicc_model_set_input(m, i, inputs.back().data(), inputs.back().size());
   }
-  if (aicc_model_run(m) == 0) {
+  if (aicc_model_run(m) != 0) {
+    if (verbose) std::fprintf(stderr, "fuzz: run failed: %s\n", aicc_last_error());
+  } else {
     for (int i = 0; i < aicc_model_num_outputs(m); ++i) {
       size_t bytes = 0;
       const auto* p = static_cast<const uint8_t*>(aicc_model_output(m, i, &bytes));
@@ -129,9 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto cut = [&](size_t i, size_t n) { return i < rest.size() ? n * uint8_t(rest[i]) / 255 : n; };
     plan.resize(cut(0, plan.size()));
     weights.resize(cut(1, weights.size()));
-    static const bool keepSo = std::getenv("AICC_FUZZ_KEEP_SO") != nullptr;
-    if (size_t n = cut(2, f.soBytes); n < f.soBytes && !keepSo)
-      so = readAll(f.tmpl / "model.so").substr(0, n);
+    if (size_t n = cut(2, f.soBytes); n < f.soBytes) so = readAll(f.tmpl / "model.so").substr(0, n);
   }
   }
   writeAll(f.damaged / "model.plan", plan);
