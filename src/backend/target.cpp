@@ -11,6 +11,9 @@
 
 #if defined(__linux__)
 #include <sched.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #endif
 
 namespace aicc {
@@ -204,7 +207,12 @@ Target nativeTarget() {
   set(F::AVX, __builtin_cpu_supports("avx"));
   set(F::AVX2, __builtin_cpu_supports("avx2"));
   set(F::FMA, __builtin_cpu_supports("fma"));
+#if defined(__clang__) // clang 14's __builtin_cpu_supports does not know "f16c"
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  set(F::F16C, __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C));
+#else
   set(F::F16C, __builtin_cpu_supports("f16c"));
+#endif
   set(F::BMI2, __builtin_cpu_supports("bmi2"));
   set(F::AVX512F, __builtin_cpu_supports("avx512f"));
   set(F::AVX512CD, __builtin_cpu_supports("avx512cd"));

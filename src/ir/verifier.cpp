@@ -123,7 +123,7 @@ private:
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.inputs[i]) reference(n.inputs[i], 3, fmt::format("input {}", i));
     for (const auto& [name, a] : n.attrs) {
-      auto sub = [&](const GraphPtr& sg) {
+      auto sub = [&, &name = name](const GraphPtr& sg) {
         if (!sg) violated(7, fmt::format("attribute '{}' holds a null graph", name));
         path_.push_back(fmt::format("attribute '{}'", name));
         graph(*sg, &g, true);

@@ -116,7 +116,7 @@ Interval rangeOfLinear(const Linear& l, const RangeScope& s) {
     if (k == 0) continue;
     Interval a = rangeOf(atom, s);
     int64_t x, y;
-    auto scaled = [&](std::optional<int64_t> v) -> std::optional<int64_t> {
+    auto scaled = [&, k = k](std::optional<int64_t> v) -> std::optional<int64_t> {
       if (!v || __builtin_mul_overflow(*v, k, &x)) return std::nullopt;
       return x;
     };

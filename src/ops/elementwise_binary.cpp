@@ -135,6 +135,7 @@ void propagateArith(InferCtx& c, char op) {
   const auto* pb = c.shapeValue(1);
   if (!pb) return;
   std::vector<Dim> bv = *pb;
+  if (av.empty() || bv.empty()) return; // an empty operand: nothing to compute
   if (av.size() != bv.size() && av.size() != 1 && bv.size() != 1) return;
   size_t n = std::max(av.size(), bv.size());
   std::vector<Dim> out(n);
@@ -144,21 +145,22 @@ void propagateArith(InferCtx& c, char op) {
     auto isK = [](const Dim& d, int64_t k) { return d.isStatic() && d.value == k; };
     if (x.isStatic() && y.isStatic()) {
       int64_t v = -1;
+      bool overflow = false; // then unknown
       switch (op) {
       case '+':
-        v = x.value + y.value;
+        overflow = __builtin_add_overflow(x.value, y.value, &v);
         break;
       case '-':
-        v = x.value - y.value;
+        overflow = __builtin_sub_overflow(x.value, y.value, &v);
         break;
       case '*':
-        v = x.value * y.value;
+        overflow = __builtin_mul_overflow(x.value, y.value, &v);
         break;
       case '/':
         v = y.value != 0 ? x.value / y.value : -1;
         break;
       }
-      if (v >= 0) out[i] = Dim::known(v);
+      if (v >= 0 && !overflow) out[i] = Dim::known(v);
     } else if ((op == '+' || op == '-') && isK(y, 0))
       out[i] = x;
     else if (op == '+' && isK(x, 0))

@@ -17,9 +17,9 @@ Dim solveReshapeDim(const Shape& in, const Shape& out, size_t unknownAt) {
   int64_t pin = 1, pout = 1;
   std::vector<std::string> syms;
   for (const Dim& d : in) {
-    if (d.isStatic())
-      pin *= d.value;
-    else if (!d.symbol.empty())
+    if (d.isStatic()) {
+      if (__builtin_mul_overflow(pin, d.value, &pin)) return Dim{}; // no such tensor: unknown
+    } else if (!d.symbol.empty())
       syms.push_back(d.symbol);
     else
       return Dim{};
@@ -27,9 +27,9 @@ Dim solveReshapeDim(const Shape& in, const Shape& out, size_t unknownAt) {
   for (size_t i = 0; i < out.size(); ++i) {
     if (i == unknownAt) continue;
     const Dim& d = out[i];
-    if (d.isStatic())
-      pout *= d.value;
-    else if (!d.symbol.empty()) {
+    if (d.isStatic()) {
+      if (__builtin_mul_overflow(pout, d.value, &pout)) return Dim{};
+    } else if (!d.symbol.empty()) {
       auto it = std::find(syms.begin(), syms.end(), d.symbol);
       if (it == syms.end()) return Dim{};
       syms.erase(it);

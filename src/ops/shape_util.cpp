@@ -117,7 +117,9 @@ size_t axisAttr(const Node& n, int64_t rank) {
 
 int64_t prodDims(const Dims& d, size_t from, size_t to) {
   int64_t p = 1;
-  for (size_t i = from; i < to && i < d.size(); ++i) p *= d[i];
+  for (size_t i = from; i < to && i < d.size(); ++i)
+    AICC_CHECK(!__builtin_mul_overflow(p, d[i], &p), "the element count of shape {} overflows",
+               formatDims(d));
   return p;
 }
 

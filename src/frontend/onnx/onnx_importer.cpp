@@ -8,12 +8,15 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <algorithm>
 #include <set>
 
 namespace aicc {
 namespace {
 
 constexpr int64_t kMinOpset = 1;
+// Nodes that inlining model-local functions may add to a model, all calls together.
+constexpr int64_t kMaxInlinedNodes = 1 << 20;
 
 std::string normDomain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
 
@@ -64,6 +67,10 @@ private:
   void importGraph(const onnx::GraphProto& gp, Graph& g, bool isMain);
   void importNode(const onnx::NodeProto& np, Graph& g);
   void inlineFunction(const onnx::FunctionProto& fp, const onnx::NodeProto& np, Graph& g);
+  const onnx::FunctionProto* localFunction(const onnx::NodeProto& np) const;
+  int64_t expandedNodes(const onnx::FunctionProto& fp, const std::string& label);
+  int64_t expandedNodes(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+                        const std::string& label);
   Attribute convertAttr(const onnx::AttributeProto& ap, Graph& g, const std::string& what);
   std::vector<int> topoOrder(const onnx::GraphProto& gp, const Graph& g);
 
@@ -72,7 +79,9 @@ private:
   std::map<std::string, int64_t> opsets_;
   std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*> functions_;
   int inlineDepth_ = 0;
+  std::map<const onnx::FunctionProto*, int64_t> expanded_; // expandedNodes, -1 while counting
   int64_t inlineCounter_ = 0;
+  int64_t countedNodes_ = 0, inlinedNodes_ = 0;
   ImportedModel result_;
 };
 
@@ -207,8 +216,8 @@ void Importer::importNode(const onnx::NodeProto& np, Graph& g) {
              domainDisplay(domain));
   int64_t opset = os->second;
   const OpDef* def = OpRegistry::instance().find(domain, np.op_type());
-  if (auto fn = functions_.find({domain, np.op_type()}); fn != functions_.end()) {
-    inlineFunction(*fn->second, np, g);
+  if (const onnx::FunctionProto* fn = localFunction(np)) {
+    inlineFunction(*fn, np, g);
     return;
   }
   AICC_CHECK(def, "{}: unsupported op '{}' in domain '{}' (opset {})", label, np.op_type(),
@@ -271,7 +280,21 @@ void Importer::importNode(const onnx::NodeProto& np, Graph& g) {
 // (ref_attr_name) take the call's attribute or the function's default.
 void Importer::inlineFunction(const onnx::FunctionProto& fp, const onnx::NodeProto& call, Graph& g) {
   std::string label = nodeLabel(call);
-  AICC_CHECK(++inlineDepth_ < 64, "{}: function '{}' calls itself too deeply", label, fp.name());
+  // The whole expansion is counted before anything is inlined: calls that fan out (each body
+  // calling the next function twice) are refused at once instead of expanding exponentially.
+  // Graph attributes passed by reference (ref_attr_name) can call functions the count does not
+  // see: the depth and the nodes actually inlined are bounded too.
+  AICC_CHECK(inlineDepth_ < 64, "{}: function '{}' calls itself too deeply", label, fp.name());
+  if (inlineDepth_++ == 0) {
+    countedNodes_ += expandedNodes(fp, label);
+    AICC_CHECK(countedNodes_ <= kMaxInlinedNodes,
+               "{}: inlining function '{}' makes more than {} nodes", label, fp.name(),
+               kMaxInlinedNodes);
+  }
+  inlinedNodes_ += fp.node_size();
+  AICC_CHECK(inlinedNodes_ <= kMaxInlinedNodes,
+             "{}: inlining function '{}' makes more than {} nodes", label, fp.name(),
+             kMaxInlinedNodes);
   std::map<std::string, std::string> rename;
   for (int i = 0; i < fp.input_size(); ++i) rename[fp.input(i)] = i < call.input_size() ? call.input(i) : "";
   for (int i = 0; i < fp.output_size(); ++i) rename[fp.output(i)] = i < call.output_size() ? call.output(i) : "";
@@ -316,6 +339,39 @@ void Importer::inlineFunction(const onnx::FunctionProto& fp, const onnx::NodePro
     importNode(n, g);
   }
   --inlineDepth_;
+}
+
+const onnx::FunctionProto* Importer::localFunction(const onnx::NodeProto& np) const {
+  auto fn = functions_.find({normDomain(np.domain()), np.op_type()});
+  return fn == functions_.end() ? nullptr : fn->second;
+}
+
+// Nodes that inlining fp adds: its body with every call of a local function expanded, subgraphs
+// included; at most kMaxInlinedNodes + 1. Throws naming the function when it calls itself
+// (ONNX functions are not recursive).
+int64_t Importer::expandedNodes(const onnx::FunctionProto& fp, const std::string& label) {
+  auto [it, fresh] = expanded_.try_emplace(&fp, -1);
+  AICC_CHECK(fresh || it->second >= 0, "{}: function '{}' calls itself", label, fp.name());
+  if (fresh) {
+    int64_t n = expandedNodes(fp.node(), label);
+    expanded_[&fp] = n;
+  }
+  return expanded_[&fp];
+}
+
+int64_t Importer::expandedNodes(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+                                const std::string& label) {
+  int64_t n = 0;
+  for (const auto& np : nodes) {
+    const onnx::FunctionProto* fn = localFunction(np);
+    n += fn ? expandedNodes(*fn, label) : 1;
+    for (const auto& a : np.attribute()) {
+      if (a.has_g()) n += expandedNodes(a.g().node(), label);
+      for (const auto& sg : a.graphs()) n += expandedNodes(sg.node(), label);
+    }
+    n = std::min(n, kMaxInlinedNodes + 1);
+  }
+  return n;
 }
 
 void Importer::importGraph(const onnx::GraphProto& gp, Graph& g, bool isMain) {

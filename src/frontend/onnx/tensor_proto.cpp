@@ -4,6 +4,7 @@
 #include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
@@ -19,14 +20,27 @@ std::string tensorLabel(const onnx::TensorProto& p) {
   return p.name().empty() ? std::string("unnamed tensor") : fmt::format("tensor '{}'", p.name());
 }
 
+// The bytes of n elements of dt as stored (sub-byte types packed).
+size_t storedBytes(int64_t n, DType dt) {
+  int bits = dtypeBits(dt);
+  return bits < 8 ? static_cast<size_t>((n * bits + 7) / 8)
+                  : static_cast<size_t>(n) * dtypeSize(dt);
+}
+
+// Checks before allocating: a shape claiming more than the data holds is an error, not a huge
+// allocation.
+void checkPacked(size_t srcBytes, int64_t n, DType dt, const std::string& what) {
+  size_t need = storedBytes(n, dt);
+  AICC_CHECK(srcBytes == need, "{}: has {} bytes of data, expected {} for {} {} elements", what,
+             srcBytes, need, n, dtypeName(dt));
+}
+
 // Unpacks sub-byte elements (int4/uint4/float4e2m1/int2/uint2), low bits first, sign-extending
 // the signed integer types.
 void unpackBits(const uint8_t* src, size_t srcBytes, Tensor& t, const std::string& what) {
   int bits = dtypeBits(t.dtype());
   int64_t n = t.numel();
-  size_t need = static_cast<size_t>((n * bits + 7) / 8);
-  AICC_CHECK(srcBytes == need, "{}: has {} bytes of data, expected {} for {} {} elements", what,
-             srcBytes, need, n, dtypeName(t.dtype()));
+  checkPacked(srcBytes, n, t.dtype(), what);
   auto* out = t.data<uint8_t>();
   int per = 8 / bits;
   uint8_t mask = static_cast<uint8_t>((1 << bits) - 1);
@@ -94,14 +108,14 @@ Tensor fromExternal(const onnx::TensorProto& p, DType dt, const Dims& shape, Ext
   std::string path = ext->baseDir.empty() ? location : ext->baseDir + "/" + location;
   std::shared_ptr<const void> owner;
   auto [base, size] = mapFile(*ext, path, what, owner);
-  Tensor t(dt, shape); // checks the size first
-  size_t need = isSubByte(dt) ? static_cast<size_t>((t.numel() * dtypeBits(dt) + 7) / 8) : t.nbytes();
+  size_t need = storedBytes(checkedNumel(shape, what), dt);
   if (length < 0) length = static_cast<int64_t>(need);
   AICC_CHECK(offset >= 0 && static_cast<size_t>(offset) + static_cast<size_t>(length) <= size,
              "{}: external data [{}, +{}) is beyond the end of '{}' ({} bytes)", what, offset, length,
              path, size);
   AICC_CHECK(static_cast<size_t>(length) == need, "{}: external data has {} bytes, expected {}", what,
              length, need);
+  Tensor t(dt, shape);
   const std::byte* src = base + offset;
   if (isSubByte(dt)) {
     unpackBits(reinterpret_cast<const uint8_t*>(src), need, t, what);
@@ -144,14 +158,15 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const std::shared_ptr<const v
   if (p.data_location() == onnx::TensorProto::EXTERNAL) return fromExternal(p, dt, shape, ext, what);
 
   if (dt == DType::String) {
-    Tensor t(dt, shape);
     checkCount(p.string_data(), n, what, "string_data");
+    Tensor t(dt, shape);
     for (int64_t i = 0; i < n; ++i) t.strings()[i] = p.string_data(static_cast<int>(i));
     return t;
   }
   if (p.has_raw_data()) {
     const std::string& raw = p.raw_data();
     if (isSubByte(dt)) {
+      checkPacked(raw.size(), n, dt, what);
       Tensor t(dt, shape);
       unpackBits(reinterpret_cast<const uint8_t*>(raw.data()), raw.size(), t, what);
       return t;
@@ -168,6 +183,12 @@ Tensor tensorFromProto(const onnx::TensorProto& p, const std::shared_ptr<const v
     return t;
   }
 
+  // Every typed field holds at least one value per four elements (int2 packed into int32_data):
+  // a shape claiming more elements than that is an error before the tensor is allocated.
+  const int64_t values = int64_t{p.float_data_size()} + p.double_data_size() + p.int32_data_size() +
+                         p.int64_data_size() + p.uint64_data_size();
+  AICC_CHECK(n <= 4 * values, "{}: holds {} data values, too few for its {} {} elements", what,
+             values, n, dtypeName(dt));
   Tensor t(dt, shape);
   switch (dt) {
   case DType::F32:
@@ -285,11 +306,18 @@ RValue readNpy(const std::string& path, const std::string& bytes) {
       {"<u4", DType::U32}, {"<i8", DType::I64}, {"<u8", DType::U64}, {"|b1", DType::Bool}};
   auto it = kTypes.find(descr);
   AICC_CHECK(it != kTypes.end(), "'{}': unsupported .npy dtype '{}'", path, descr);
+  // The size the shape claims, checked against the data before allocating (no overflow).
+  const size_t off = hstart + hlen, have = bytes.size() - off, elem = dtypeSize(it->second);
+  size_t want = std::count(shape.begin(), shape.end(), 0) ? 0 : elem;
+  for (int64_t d : shape) {
+    AICC_CHECK(d == 0 || want <= have / size_t(d),
+               "'{}': .npy shape ({}) needs more than the {} data bytes it holds", path,
+               fmt::join(shape, ", "), have);
+    want *= size_t(d);
+  }
+  AICC_CHECK(have == want, "'{}': .npy holds {} data bytes, expected {}", path, have, want);
   Tensor t(it->second, shape);
-  size_t off = hstart + hlen;
-  AICC_CHECK(bytes.size() - off == t.nbytes(), "'{}': .npy holds {} data bytes, expected {}", path,
-             bytes.size() - off, t.nbytes());
-  std::memcpy(t.raw(), bytes.data() + off, t.nbytes());
+  if (want) std::memcpy(t.raw(), bytes.data() + off, want);
   return RValue::of(std::move(t));
 }
 
@@ -362,7 +390,10 @@ RValue fromSequenceProto(const onnx::SequenceProto& s, const std::string& path) 
 } // namespace
 
 RValue readValueFile(const std::string& path, const Type& expected) {
-  std::string bytes = readFileBytes(path);
+  return readValueBytes(readFileBytes(path), path, expected);
+}
+
+RValue readValueBytes(const std::string& bytes, const std::string& path, const Type& expected) {
   if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") return readNpy(path, bytes);
   const Type* t = &expected;
   if (t->kind == Type::Kind::Optional) {

@@ -29,6 +29,8 @@ void tensorToProto(const Tensor& t, const std::string& name, onnx::TensorProto& 
 // Reads a value file: a serialized TensorProto, SequenceProto or OptionalProto (chosen by the
 // expected type), or a .npy array.
 RValue readValueFile(const std::string& path, const Type& expected);
+// The same for a value file's bytes; `path` names it in errors (and ".npy" selects .npy).
+RValue readValueBytes(const std::string& bytes, const std::string& path, const Type& expected);
 // Writes a value as TensorProto / SequenceProto / OptionalProto (per `declared`) named `name`.
 void writeValueFile(const std::string& path, const RValue& v, const Type& declared, const std::string& name);
 
