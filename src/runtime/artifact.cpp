@@ -237,6 +237,12 @@ Binding parseBinding(const std::string& s, const std::string& file) {
   return b;
 }
 
+// A binding into the arena, weights or scratch must be aligned for its elements (inputs are the
+// caller's pointers).
+bool alignedFor(const Binding& b, int64_t elem) {
+  return b.region == Region::Input || b.offset % elem == 0;
+}
+
 std::optional<ArtifactTask::Kind> taskKind(const std::string& s) {
   using K = ArtifactTask::Kind;
   if (s == "task") return K::Call;
@@ -271,6 +277,10 @@ std::shared_ptr<const Model> parseFallback(const ArtifactTask& t, const std::str
     }
     AICC_CHECK(bytes == t.params[i].bytes, "{}: fallback task for {}: '{}' is {} but bound to {} bytes",
                file, t.node, vals[i]->name, formatType(vals[i]->type), t.params[i].bytes);
+    AICC_CHECK(
+        alignedFor(t.params[i], std::max<int64_t>(1, int64_t(dtypeSize(vals[i]->type.dtype)))),
+        "{}: fallback task for {}: '{}' is bound at offset {}, not aligned for its elements", file,
+        t.node, vals[i]->name, t.params[i].offset);
   }
   return m;
 }
@@ -317,16 +327,24 @@ std::string readChecked(const fs::path& path, const FileCheck& want) {
 }
 
 // Parses the library's aicc_artifact_signature: task function -> byte size of each parameter.
-std::map<std::string, std::vector<int64_t>> parseSignature(const char* sig) {
-  std::map<std::string, std::vector<int64_t>> out;
+struct ParamSig {
+  int64_t bytes = 0, elem = 1;
+};
+std::map<std::string, std::vector<ParamSig>> parseSignature(const char* sig) {
+  std::map<std::string, std::vector<ParamSig>> out;
   std::istringstream ss(sig);
   std::string line;
   while (std::getline(ss, line)) {
     std::istringstream ls(line);
-    std::string fn;
+    std::string fn, p;
     ls >> fn;
-    auto& sizes = out[fn];
-    for (int64_t b; ls >> b;) sizes.push_back(b);
+    auto& params = out[fn];
+    while (ls >> p) {
+      const size_t slash = p.find('/');
+      params.push_back(
+          {parseCount(p.substr(0, slash)),
+           slash == std::string::npos ? 1 : std::max<int64_t>(1, parseCount(p.substr(slash + 1)))});
+    }
   }
   return out;
 }
@@ -495,11 +513,15 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
       AICC_CHECK(sig->second.size() == t.params.size(),
                  "{}: task {} ({}) has {} bindings; {} takes {}", planFile, i, t.node,
                  t.params.size(), t.fn, sig->second.size());
-      for (size_t k = 0; k < t.params.size(); ++k)
-        AICC_CHECK(t.params[k].bytes == sig->second[k],
-                   "{}: task {} ({}): binding {} has {} bytes; "
-                   "{} takes {}",
-                   planFile, i, t.node, k, t.params[k].bytes, t.fn, sig->second[k]);
+      for (size_t k = 0; k < t.params.size(); ++k) {
+        const ParamSig& want = sig->second[k];
+        AICC_CHECK(t.params[k].bytes == want.bytes,
+                   "{}: task {} ({}): binding {} has {} bytes; {} takes {}", planFile, i, t.node, k,
+                   t.params[k].bytes, t.fn, want.bytes);
+        AICC_CHECK(alignedFor(t.params[k], want.elem),
+                   "{}: task {} ({}): binding {} at offset {} is not aligned for {}-byte elements",
+                   planFile, i, t.node, k, t.params[k].offset, want.elem);
+      }
     }
     if (t.kind == ArtifactTask::Kind::Fallback) ref = parseFallback(t, planFile);
     impl_->tasks.push_back(

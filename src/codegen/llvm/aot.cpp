@@ -56,7 +56,8 @@ void bindRuntimeThroughTable(llvm::Module& mod) {
 }
 
 // Exports the parameter sizes of every task function as the string
-// `aicc_artifact_signature`: one line "name bytes0 bytes1 ..." per Func. The loader checks each
+// `aicc_artifact_signature`: one line "name bytes0/elem0 bytes1/elem1 ..." per Func (byte size and
+// element size, the alignment a binding's offset needs). The loader checks each
 // plan task's bindings against it, so a plan that does not belong to this library (or lost or
 // shrank a binding) is refused instead of passing a kernel a buffer it overruns.
 void addSignature(llvm::Module& mod, const loop::Module& m) {
@@ -64,7 +65,8 @@ void addSignature(llvm::Module& mod, const loop::Module& m) {
   for (const loop::Func& f : m.funcs) {
     sig += f.name;
     for (const loop::Buffer& b : f.params)
-      sig += " " + std::to_string(b.numel() * int64_t(dtypeSize(b.dtype)));
+      sig += fmt::format(" {}/{}", b.numel() * int64_t(dtypeSize(b.dtype)),
+                         std::max<size_t>(1, dtypeSize(b.dtype)));
     sig += "\n";
   }
   llvm::Constant* init = llvm::ConstantDataArray::getString(mod.getContext(), sig, true);

@@ -6,9 +6,9 @@
 // table the loader fills in once, by calling the exported
 //   void aicc_artifact_bind(void* const* table)   // table[0] = call_kernel, [1] = parallel_for
 // before the first task runs (src/runtime/artifact.cpp). It also exports
-//   const char aicc_artifact_signature[]   // "fn bytes0 bytes1 ...\n" per function
-// the byte size of every parameter of every task function, which the loader checks the plan's
-// bindings against.
+//   const char aicc_artifact_signature[]   // "fn bytes0/elem0 bytes1/elem1 ...\n" per function
+// the byte size and element size of every parameter of every task function, which the loader
+// checks the plan's bindings against (size, and offset alignment).
 #pragma once
 
 #include "backend/target.h"
