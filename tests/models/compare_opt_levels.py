@@ -56,6 +56,29 @@ def run(aicc, model, inputs, level, out, engine="interp"):
     return outs
 
 
+def compare(ref, got, rtol, atol):
+    """(error or None, table row): count, dtype and shape first, then values within rtol/atol."""
+    mismatch = [f"output {i}: {g.dtype}{list(g.shape)}, expected {r.dtype}{list(r.shape)}"
+                for i, (r, g) in enumerate(zip(ref, got)) if r.dtype != g.dtype or r.shape != g.shape]
+    if len(ref) != len(got) or mismatch:  # before values: np.isclose would broadcast
+        return f"{len(got)} outputs, expected {len(ref)}; {'; '.join(mismatch)}", ""
+    diff = scale = worst = 0.0  # worst: max |diff| / (atol + rtol |ref|); > 1 is outside
+    outside = 0
+    for r, g in zip(ref, got):
+        if r.dtype.kind == "f":
+            diff = max(diff, float(np.max(np.abs(r.astype(np.float64) - g))) if r.size else 0.0)
+            scale = max(scale, float(np.max(np.abs(r))) if r.size else 0.0)
+            outside += int(np.sum(~np.isclose(g, r, rtol=rtol, atol=atol, equal_nan=True)))
+            fin = np.isfinite(r) & np.isfinite(g)
+            if fin.any():
+                d = np.abs(r[fin].astype(np.float64) - g[fin])
+                worst = max(worst, float(np.max(d / (atol + rtol * np.abs(r[fin].astype(np.float64))))))
+        else:
+            outside += int(np.sum(r != g))
+    row = f"{len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8} {worst:>7.3g}"
+    return (f"{outside} elements outside the tolerance: {row}" if outside else None), row
+
+
 def output_bytes(aicc, folder, inputs, out, threads):
     env = dict(os.environ, AICC_NUM_THREADS=str(threads))
     subprocess.run([aicc, "run", folder, "--inputs-dir", inputs, "--output-dir", out], check=True,
@@ -80,15 +103,16 @@ def main():
     ap.add_argument("-O", dest="level", type=int, default=3)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
-    ap.add_argument("--engine", default="interp", help="engine of the -OX run (interp, jit, artifact)")
+    ap.add_argument("--engine", default="interp",
+                    help="engine(s) of the -OX run, comma-separated (interp, jit, artifact); -O0 runs once")
     ap.add_argument("--only", default="", help="comma-separated model names")
     ap.add_argument("--zoo", help="folder with materialized zoo models (materialize.py output)")
     ap.add_argument("--zoo-data", default=os.path.join(os.path.dirname(__file__), "../../../shared/zoo"))
     ap.add_argument("--determinism", default="", help="artifact engine: thread counts that must give identical bits")
     a = ap.parse_args()
     counts = [int(n) for n in a.determinism.split(",") if n]
-    if counts and a.engine != "artifact":
-        ap.error("--determinism needs --engine artifact")
+    if counts and "artifact" not in a.engine.split(","):
+        ap.error("--determinism needs the artifact engine")
     cases = []
     for root in a.roots:
         for name in sorted(os.listdir(root)):
@@ -109,45 +133,38 @@ def main():
             print(f"ERROR: listed models not found: {', '.join(sorted(missing))}")
             return 1
         cases = [c for c in cases if c[0] in keep]
+    engines = a.engine.split(",")
     bad = 0
-    print(f"{'model':<28} {'outputs':>7} {'max|diff|':>11} {'max|ref|':>10} {'outside':>8} {'worst':>7}")
+    print(f"{'model':<28} {'engine':<8} {'outputs':>7} {'max|diff|':>11} {'max|ref|':>10} {'outside':>8} {'worst':>7}")
     for name, model, data in cases:
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                ref = run(a.aicc, model, data, 0, os.path.join(tmp, "o0"))
-                got = run(a.aicc, model, data, a.level, os.path.join(tmp, "ox"), a.engine)
-                varies = nondeterministic(a.aicc, os.path.join(tmp, "ox.artifact"), data, tmp, counts) if counts else []
+                ref = run(a.aicc, model, data, 0, os.path.join(tmp, "o0"))  # once for all engines
             except subprocess.CalledProcessError as e:
-                print(f"{name:<28} ERROR {e.stderr.strip()}")
-                bad += 1
+                print(f"{name:<28} ERROR -O0: {e.stderr.strip()}")
+                bad += len(engines)
                 continue
-        if varies:
-            print(f"{name:<28} ERROR outputs differ bitwise between runs (AICC_NUM_THREADS={varies} vs {counts[0]})")
-            bad += 1
-            continue
-        diff = scale = worst = 0.0  # worst: max |diff| / (atol + rtol |ref|); > 1 is outside
-        outside = 0
-        mismatch = [f"output {i}: {g.dtype}{list(g.shape)}, expected {r.dtype}{list(r.shape)}"
-                    for i, (r, g) in enumerate(zip(ref, got)) if r.dtype != g.dtype or r.shape != g.shape]
-        if len(ref) != len(got) or mismatch:  # before values: np.isclose would broadcast
-            print(f"{name:<28} ERROR {len(got)} outputs, expected {len(ref)}; {'; '.join(mismatch)}")
-            bad += 1
-            continue
-        for r, g in zip(ref, got):
-            if r.dtype.kind == "f":
-                diff = max(diff, float(np.max(np.abs(r.astype(np.float64) - g))) if r.size else 0.0)
-                scale = max(scale, float(np.max(np.abs(r))) if r.size else 0.0)
-                outside += int(np.sum(~np.isclose(g, r, rtol=a.rtol, atol=a.atol, equal_nan=True)))
-                fin = np.isfinite(r) & np.isfinite(g)
-                if fin.any():
-                    d = np.abs(r[fin].astype(np.float64) - g[fin])
-                    worst = max(worst, float(np.max(d / (a.atol + a.rtol * np.abs(r[fin].astype(np.float64))))))
-            else:
-                outside += int(np.sum(r != g))
-        bad += outside > 0
-        print(f"{name:<28} {len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8} {worst:>7.3g}")
-    print(f"{len(cases) - bad}/{len(cases)} models match -O0 at -O{a.level} --engine {a.engine} "
-          f"(rtol {a.rtol}, atol {a.atol})" + (f", bit-identical with {counts} threads" if counts else ""))
+            for engine in engines:
+                out = os.path.join(tmp, "o" + engine)
+                try:
+                    got = run(a.aicc, model, data, a.level, out, engine)
+                    varies = nondeterministic(a.aicc, out + ".artifact", data, tmp, counts) \
+                        if counts and engine == "artifact" else []
+                except subprocess.CalledProcessError as e:
+                    print(f"{name:<28} {engine:<8} ERROR {e.stderr.strip()}")
+                    bad += 1
+                    continue
+                if varies:
+                    print(f"{name:<28} {engine:<8} ERROR outputs differ bitwise between runs "
+                          f"(AICC_NUM_THREADS={varies} vs {counts[0]})")
+                    bad += 1
+                    continue
+                error, row = compare(ref, got, a.rtol, a.atol)
+                bad += error is not None
+                print(f"{name:<28} {engine:<8} " + (f"ERROR {error}" if error else row))
+    total = len(cases) * len(engines)
+    print(f"{total - bad}/{total} model runs match -O0 at -O{a.level} --engine {a.engine} "
+          f"(rtol {a.rtol}, atol {a.atol})" + (f", artifacts bit-identical with {counts} threads" if counts else ""))
     return 1 if bad else 0
 
 
