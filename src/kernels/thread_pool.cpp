@@ -35,7 +35,9 @@ void ThreadPool::runTasks(uint32_t tag) {
   insideTask = this;
   for (;;) {
     uint64_t c = claim_.load(std::memory_order_acquire);
-    if (uint32_t(c >> 32) != tag || int64_t(c & 0xffffffffu) >= jobSize_) break;
+    if (uint32_t(c >> 32) != tag ||
+        int64_t(c & 0xffffffffu) >= jobSize_.load(std::memory_order_acquire))
+      break;
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
     try {
       (*job_)(int64_t(c & 0xffffffffu));
@@ -89,11 +91,16 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t)>& fn) 
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  // No worker is inside runTasks here (the previous job waited for active_ == 0).
+  // The previous job waited for active_ == 0, but a worker that saw its epoch late may still
+  // enter runTasks with its tag. Close that job's claims first (index past any size), so such a
+  // worker cannot claim whatever it reads of the new job's size (ThreadSanitizer found it
+  // reading jobSize_ while this thread wrote it: a task could have run twice).
+  const uint32_t prev = epoch_.load(std::memory_order_relaxed);
+  claim_.store(uint64_t(prev) << 32 | 0xffffffffu);
   job_ = &fn;
-  jobSize_ = n;
+  jobSize_.store(n, std::memory_order_release);
   finished_.store(0, std::memory_order_relaxed);
-  const uint32_t tag = epoch_.load(std::memory_order_relaxed) + 1;
+  const uint32_t tag = prev + 1;
   claim_.store(uint64_t(tag) << 32, std::memory_order_release);
   epoch_.store(tag);
   if (sleepers_.load() > 0) {

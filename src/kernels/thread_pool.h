@@ -54,7 +54,9 @@ private:
   std::condition_variable wake_;
   std::atomic<bool> busy_{false};
   const std::function<void(int64_t)>* job_ = nullptr;
-  int64_t jobSize_ = 0;
+  // Atomic: a worker that joined the previous job late may read it while the next job is set up
+  // (it then cannot claim: parallelFor closes the previous job's claims first).
+  std::atomic<int64_t> jobSize_{0};
   std::mutex errMu_;
   std::exception_ptr error_;
   std::atomic<bool> stop_{false};
