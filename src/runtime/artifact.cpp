@@ -309,7 +309,8 @@ struct FileCheck {
   int64_t bytes = -1;
   std::string hash;
 };
-std::string readChecked(const fs::path& path, const FileCheck& want) {
+// Reads the file into dst (want.bytes bytes) after checking its size, then checks its hash.
+void readChecked(const fs::path& path, const FileCheck& want, std::byte* dst) {
   const std::string file = path.string();
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
@@ -318,12 +319,13 @@ std::string readChecked(const fs::path& path, const FileCheck& want) {
              "'{}' holds {} bytes, the plan says {} (a truncated or "
              "mismatched file; recompile the model)",
              file, size, want.bytes);
-  std::string data = readFile(file);
-  AICC_CHECK(int64_t(data.size()) == want.bytes && hashHex(data.data(), data.size()) == want.hash,
+  std::ifstream f(file, std::ios::binary);
+  f.read(reinterpret_cast<char*>(dst), std::streamsize(want.bytes));
+  AICC_CHECK(f.gcount() == std::streamsize(want.bytes), "cannot read '{}'", file);
+  AICC_CHECK(hashHex(dst, size_t(want.bytes)) == want.hash,
              "'{}' does not match the plan's content hash (a damaged or mismatched file; recompile "
              "the model)",
              file);
-  return data;
 }
 
 // Parses the library's aicc_artifact_signature: task function -> byte size of each parameter.
@@ -478,15 +480,15 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
   // The weights and the library, each checked against the plan's size and hash before use (a
   // truncated model.so would otherwise fault inside dlopen or later, in a task).
   impl_->reserved = MemoryReservation(
-      impl_->arenaBytes + impl_->scratchBytes + 2 * impl_->weightBytes, // + the blob as read
+      impl_->arenaBytes + impl_->scratchBytes + impl_->weightBytes,
       fmt::format("loading '{}' (arena {}, scratch {}, weights {} bytes)", dir, impl_->arenaBytes,
                   impl_->scratchBytes, impl_->weightBytes));
+  impl_->weights = Impl::alloc(impl_->weightBytes); // read in place, no staging copy
+  readChecked(d / "model.weights", weightsFile, impl_->weights.get());
   {
-    const std::string blob = readChecked(d / "model.weights", weightsFile);
-    impl_->weights = Impl::alloc(impl_->weightBytes);
-    std::memcpy(impl_->weights.get(), blob.data(), blob.size());
+    std::vector<std::byte> lib(size_t(libraryFile.bytes)); // only to check it before dlopen
+    readChecked(d / "model.so", libraryFile, lib.data());
   }
-  readChecked(d / "model.so", libraryFile);
   impl_->arena = Impl::alloc(impl_->arenaBytes);
   impl_->scratch = Impl::alloc(impl_->scratchBytes);
   // Code.
