@@ -187,16 +187,20 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
   AICC_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K, P);
   const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, Mpad = (M + mr - 1) / mr * mr;
   const bool pointwise = s.isPointwise();
-  // Convolutions with output rows of >= 14 pixels read B through an offset table from a
-  // zero-padded copy of the input (implicit im2col): row k = (ci, kh, kw) of a pixel panel (a
-  // segment of one output row) starts at koff[k] from the panel's corner. For a column stride
-  // sW the copy is split into sW phases (phase p holds the padded columns c = p mod sW at
-  // c / sW), so the pixels of a segment are contiguous for every tap. Others pack im2col panels.
+  // Convolutions with output rows of at least one vector (or >= 14 pixels) read B through an
+  // offset table from a zero-padded copy of the input (implicit im2col): vector v of row
+  // k = (ci, kh, kw) of a pixel panel starts at koff[k] + voff[v]. For a column stride sW the copy
+  // is split into sW phases (phase p holds the padded columns c = p mod sW at c / sW), so the
+  // pixels of one output row are contiguous for every tap. With rows of >= W pixels (W = the
+  // vector width) a panel is nr consecutive output pixels (`flat`, every panel full: a 56-pixel
+  // row no longer ends in a half-empty panel); a vector that continues on the next output row
+  // blends two loads. With shorter rows (14 pixels under AVX-512) a panel is a segment of one row.
+  // Others (7x7 maps under AVX2, strided 1x1 convolutions, whose copy would move the whole input
+  // to use a quarter of it) pack im2col panels.
   const int64_t OW = s.OW(), segs = (OW + nr - 1) / nr, sW = s.strideW;
-  // Not for rows under 14 pixels (7x7 maps: row segments would run the half-width tile, whose
-  // broadcasts cost as much as its FMAs; the flat im2col panels fill 49 of 56 columns) nor for
-  // strided 1x1 convolutions (the copy would move the whole input to use a quarter of it).
-  const bool direct = !pointwise && OW >= 14 && !(s.KH == 1 && s.KW == 1);
+  const int64_t W = std::max<int64_t>(1, kd.vectorWidth), NV = nr / W;
+  const bool direct = !pointwise && (OW >= W || OW >= 14) && !(s.KH == 1 && s.KW == 1);
+  const bool flat = direct && OW >= W;
   const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
   const int64_t Wh = (Wp + sW - 1) / sW, phase = s.Cin * Hp * Wh;
   thread_local std::vector<float> padded;
@@ -237,7 +241,7 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
         }
   }
   const float* pad = padded.data();
-  const int64_t panels = direct ? s.OH() * segs : (P + nr - 1) / nr, mPanels = Mpad / mr;
+  const int64_t panels = direct && !flat ? s.OH() * segs : (P + nr - 1) / nr, mPanels = Mpad / mr;
   // Pixel panels per B block: the block (kc x nb*nr floats) stays in L2 while every weight
   // micro-panel streams over it.
   const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(panels, 16));
@@ -266,11 +270,27 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
         // BLIS order: one B micro-panel (kc x nr, L1) meets every weight micro-panel (L2).
         for (int64_t q = pc; q < pcEnd; ++q) {
           int64_t n0 = q * nr;
-          if (direct) {
+          if (flat) {
+            t.w = pad;
+            t.nr = std::min(nr, P - n0);
+            for (int64_t v = 0; v < NV; ++v) {
+              // Vector v's pixels start at output (oy, ox); past the last pixel it reads any
+              // in-bounds lanes (ignored). Lanes from OW - ox on belong to row oy + 1.
+              const int64_t f = std::min(n0 + v * W, P - 1), oy = f / OW, ox = f % OW;
+              const bool wraps = OW - ox < W && n0 + v * W + (OW - ox) < n0 + t.nr;
+              t.voff[v] = oy * s.strideH * Wh + ox;
+              t.vsplit[v] = int32_t(wraps ? OW - ox : W);
+              t.vgap[v] = s.strideH * Wh - OW;
+            }
+          } else if (direct) {
             const int64_t oy = q / segs, ox0 = (q % segs) * nr;
             n0 = oy * OW + ox0;
-            t.w = pad + oy * s.strideH * Wh + ox0;
+            t.w = pad;
             t.nr = std::min(nr, OW - ox0);
+            for (int64_t v = 0; v < NV; ++v) {
+              t.voff[v] = oy * s.strideH * Wh + ox0 + v * W;
+              t.vsplit[v] = int32_t(W);
+            }
           } else {
             t.w = pointwise ? in + k0 * P + n0 : bBuf.data() + (q - pc) * kc * nr;
             t.ldw = pointwise ? P : 0;

@@ -4,15 +4,13 @@
 // has internal linkage and is compiled with that file's ISA flags only) and instantiates these
 // templates. V provides: vec, mask, width, maskFor(n) (first n lanes, n may be <= 0 or > width),
 // zero(), set1(x), load(p), loadMasked(p, m), store(p, v), storeMasked(p, m, v), fmadd(a, b, c)
-// (a * b + c), add(a, b), max(a, b), min(a, b), mul(a, b), div(a, b), round(a) (to nearest),
-// pow2(n) (2^n for integral n in [-126, 127]).
+// (a * b + c), select(m, a, b) (a in the lanes of m, else b), add(a, b), max(a, b), min(a, b),
+// mul(a, b), div(a, b), round(a) (to nearest), pow2(n) (2^n for integral n in [-126, 127]).
 #pragma once
 
 #include "kernels/ukernel.h"
 
 namespace aicc::kernels::detail {
-
-template <bool B> struct BoolConst { static constexpr bool value = B; };
 
 // exp(x) for f32: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-6 Taylor polynomial
 // (relative error < 3e-7 there), times 2^n. Inputs are clamped to [-87.3, 88.3], so overflow gives
@@ -117,20 +115,17 @@ void gemmTile(const GemmTileParams& p) {
       for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   }
 
-  // The k loop, B row k at rowAt(k): a packed panel (row stride PNR), B read in place (row stride
-  // ldw; a partial panel loads masked, the columns past nr may be past the buffer), or rows
-  // through an offset table (implicit im2col of a padded input: w + koff[k], all readable).
+  // The k loop; loadRow(k, wv) loads B row k: a packed panel (row stride PNR), B read in place
+  // (row stride ldw; a partial panel loads masked, the columns past nr may be past the buffer), or
+  // rows through an offset table (implicit im2col of a padded input, see GemmTileParams::koff).
   // Unrolled by 8: the loop's own instructions otherwise cost ~20% of the FMA rate (measured on
   // Zen 3: 69 -> 84-89 GFLOP/s of a 96 peak for an L1-resident 6x16 tile at kc 128).
-  auto kLoop = [&](auto masked, auto rowAt) {
+  auto kLoop = [&](auto loadRow) {
     const float* a = p.a;
 #pragma GCC unroll 8
     for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
-      const float* w = rowAt(k);
       vec wv[NV];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v)
-        wv[v] = decltype(masked)::value ? V::loadMasked(w + v * W, m[v]) : V::load(w + v * W);
+      loadRow(k, wv);
 #pragma GCC unroll 16
       for (int i = 0; i < ROWS; ++i) {
         const vec av = V::set1(a[i]);
@@ -141,12 +136,50 @@ void gemmTile(const GemmTileParams& p) {
   };
   const int64_t ws = p.ldw ? p.ldw : PNR;
   auto strided = [&](int64_t k) { return p.w + k * ws; };
-  if (p.koff)
-    kLoop(BoolConst<false>{}, [&](int64_t k) { return p.w + p.koff[k]; });
-  else if (p.ldw && !full)
-    kLoop(BoolConst<true>{}, strided);
-  else
-    kLoop(BoolConst<false>{}, strided);
+  if (p.koff) {
+    // Implicit im2col: each vector at its own offset from the row's start; a vector whose pixels
+    // continue on the next output row blends two loads.
+    bool split = false;
+    int64_t off[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      off[v] = p.voff[v];
+      split = split || p.vsplit[v] < W;
+    }
+    if (!split) {
+      kLoop([&](int64_t k, vec* wv) {
+        const float* w = p.w + p.koff[k];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) wv[v] = V::load(w + off[v]);
+      });
+    } else {
+      typename V::mask lo[NV];
+      int64_t off2[NV];
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        lo[v] = V::maskFor(p.vsplit[v]);
+        off2[v] = off[v] + (p.vsplit[v] < W ? p.vgap[v] : 0);
+      }
+      kLoop([&](int64_t k, vec* wv) {
+        const float* w = p.w + p.koff[k];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v)
+          wv[v] = V::select(lo[v], V::load(w + off[v]), V::load(w + off2[v]));
+      });
+    }
+  } else if (p.ldw && !full) {
+    kLoop([&](int64_t k, vec* wv) {
+      const float* w = strided(k);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) wv[v] = V::loadMasked(w + v * W, m[v]);
+    });
+  } else {
+    kLoop([&](int64_t k, vec* wv) {
+      const float* w = strided(k);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
+    });
+  }
 
   // C (later K blocks) and the residual (last block) are tiles laid out like C.
   auto addTile = [&](const float* base) {

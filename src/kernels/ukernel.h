@@ -46,8 +46,14 @@ struct GemmTileParams {
                      // clamp, or null
   int64_t ldw;       // 0: w is a packed panel (row stride NR, zero-padded columns); else w is read
                      // in place with row stride ldw (columns >= nr are not read)
-  const int64_t* koff; // or: B row k starts at w + koff[k] (a stride-1 convolution over a padded
-                       // input; all NR columns readable)
+  const int64_t* koff; // or: through an offset table (implicit im2col of a padded input): vector v
+                       // of B row k (lanes v*W.. of the panel, W = the vector width) is read at
+                       // w + koff[k] + voff[v], all W lanes readable; with vsplit[v] < W, lanes
+                       // >= vsplit[v] are read vgap[v] floats further on (a run of output pixels
+                       // that continues on the next output row)
+  int64_t voff[8];     // with koff: per-vector offsets (v < NR / W)
+  int64_t vgap[8];
+  int32_t vsplit[8];
 };
 using GemmUkernelFn = void (*)(const GemmTileParams&);
 

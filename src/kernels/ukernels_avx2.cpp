@@ -32,6 +32,7 @@ struct V256 {
   static void store(float* p, vec v) { _mm256_storeu_ps(p, v); }
   static void storeMasked(float* p, mask m, vec v) { _mm256_maskstore_ps(p, m, v); }
   static vec fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static vec select(mask m, vec a, vec b) { return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m)); }
   static vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
   static vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
   static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }

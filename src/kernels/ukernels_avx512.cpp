@@ -33,6 +33,7 @@ struct V512 {
   static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
   static void storeMasked(float* p, mask m, vec v) { _mm512_mask_storeu_ps(p, m, v); }
   static vec fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static vec select(mask m, vec a, vec b) { return _mm512_mask_blend_ps(m, b, a); }
   static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
   // maskz forms: GCC 12 warns (maybe-uninitialized) on the plain ones, which use
   // _mm512_undefined_ps.

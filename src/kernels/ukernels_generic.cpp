@@ -20,6 +20,7 @@ struct Scalar {
     if (m) *p = v;
   }
   static vec fmadd(vec a, vec b, vec c) { return a * b + c; }
+  static vec select(mask m, vec a, vec b) { return m ? a : b; }
   static vec add(vec a, vec b) { return a + b; }
   // Like x86 max/min: the second operand is returned when either is NaN (the kernels pass the
   // accumulator second, so NaN propagates through the clamp).

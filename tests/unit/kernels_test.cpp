@@ -457,6 +457,13 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(20, 50, 3, 5, 3, 3, 1, 2);   // stride 3, dilated, rows of 16
   add(40, 40, 24, 8, 3, 1, 1, 1);  // input >= 32K floats: the padded copy split over threads
   add(36, 38, 24, 4, 3, 2, 1, 1);  // the same, strided (phases)
+  // Flat panels (rows of >= one vector): vectors that continue on the next output row
+  add(14, 14, 8, 9, 3, 1, 1, 1);  // 14-pixel rows (AVX-512: row segments)
+  add(28, 28, 5, 13, 3, 1, 1, 1); // 28 = 3.5 vectors of 8
+  add(13, 13, 6, 7, 3, 1, 1, 1);  // 13-pixel rows: splits at every offset
+  add(19, 19, 3, 6, 3, 2, 1, 1);  // stride 2, 10-pixel rows (two phases, gap over two rows)
+  add(10, 9, 4, 5, 3, 1, 0, 2);   // dilated, 5-pixel rows (AVX2: im2col; generic: flat)
+  add(8, 17, 4, 5, 5, 1, 2, 1);   // 17-pixel rows, 5x5
   {
     Conv2dShape s; // asymmetric kernel and padding
     s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
