@@ -9,7 +9,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # Build tools and the libraries aicc links: protobuf + ONNX's schema (libonnx-dev), fmt, CLI11,
-# GoogleTest, Google Benchmark, LLVM 14 (FileCheck for the lit tests; codegen later).
+# GoogleTest, Google Benchmark, LLVM 14 (FileCheck for the lit tests; codegen later); Python
+# headers and pybind11 for the Python package (python/).
 APT_PACKAGES=(
   build-essential cmake ninja-build git
   protobuf-compiler libprotobuf-dev libonnx-dev
@@ -17,6 +18,7 @@ APT_PACKAGES=(
   llvm-14-dev llvm-14-tools
   libjpeg62-turbo-dev libpng-dev libwebp-dev libopenjp2-7-dev
   python3 python3-venv python3-pip
+  python3-dev pybind11-dev
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -1,5 +1,7 @@
 #include "kernels/thread_pool.h"
 
+#include "support/trace.h"
+
 #include <chrono>
 
 namespace aicc::kernels {
@@ -40,7 +42,9 @@ void ThreadPool::runTasks(uint32_t tag) {
       break;
     if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) continue;
     try {
+      const int64_t t0 = trace::on() ? trace::nowMicros() : 0;
       (*job_)(int64_t(c & 0xffffffffu));
+      if (t0) trace::record(jobLabel_ ? *jobLabel_ : kUnnamed, "chunk", t0, trace::nowMicros());
     } catch (...) {
       std::lock_guard lk(errMu_);
       if (!error_) error_ = std::current_exception();
@@ -98,6 +102,7 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t)>& fn) 
   const uint32_t prev = epoch_.load(std::memory_order_relaxed);
   claim_.store(uint64_t(prev) << 32 | 0xffffffffu);
   job_ = &fn;
+  jobLabel_ = trace::currentTask(); // names the chunks in a trace
   jobSize_.store(n, std::memory_order_release);
   finished_.store(0, std::memory_order_relaxed);
   const uint32_t tag = prev + 1;

@@ -15,6 +15,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -54,6 +55,8 @@ private:
   std::condition_variable wake_;
   std::atomic<bool> busy_{false};
   const std::function<void(int64_t)>* job_ = nullptr;
+  const std::string* jobLabel_ = nullptr; // the submitting task's name, for traces
+  inline static const std::string kUnnamed = "parallel chunk";
   // Atomic: a worker that joined the previous job late may read it while the next job is set up
   // (it then cannot claim: parallelFor closes the previous job's claims first).
   std::atomic<int64_t> jobSize_{0};

@@ -9,6 +9,7 @@
 #include "runtime/parallel.h"
 #include "support/hash.h"
 #include "support/memory.h"
+#include "support/trace.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -570,6 +571,7 @@ void LoadedArtifact::runLocked() {
   using K = ArtifactTask::Kind;
   for (size_t ti = 0; ti < impl_->tasks.size();) {
     const Impl::Task& t = impl_->tasks[ti++];
+    trace::TaskScope traced(t.node, "task");
     switch (t.kind) {
     case K::Call: {
       impl_->ptrs.resize(t.params.size());

@@ -5,6 +5,7 @@
 #include "loop/printer.h"
 #include "loop/verifier.h"
 #include "runtime/parallel.h"
+#include "support/trace.h"
 
 #include <chrono>
 #include <cstring>
@@ -202,6 +203,7 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs,
     const Node& n = *t.node;
     std::optional<Clock::time_point> start;
     if (profiling_) start = Clock::now();
+    trace::TaskScope traced(info_[ti].node, "task");
     struct Stop { // accumulates the task's time on every exit path
       JitExecutable* self;
       size_t i;

@@ -1,13 +1,14 @@
 // aicc bench MODEL [--engine jit|interp] [--threads N] [--iters N] [--warmup N] [--json FILE]
-// [--profile]: times whole-model runs on generated (or given) inputs and prints the median
-// latency. The JIT is compiled once before timing; --profile adds a per-node table (time per run,
-// share, op, engine, schedule), the first place to look when a model is slow.
+// [--profile] [--trace FILE]: times whole-model runs on generated (or given) inputs and prints the
+// median latency. The JIT is compiled once before timing; --profile adds a per-node table (time per
+// run, share, op, engine, schedule), the first place to look when a model is slow.
 #include "commands.h"
 
 #include "interp/interpreter.h"
 #include "runtime/jit_executor.h"
 #include "runtime/parallel.h"
 #include "support/memory.h"
+#include "support/trace.h"
 
 #include <algorithm>
 #include <chrono>
@@ -60,6 +61,7 @@ int benchCommand(const BenchArgs& a) {
   };
   for (int i = 0; i < a.warmup; ++i) once();
   if (exe && a.profile) exe->setProfiling(true);
+  if (!a.trace.empty()) trace::start();
   std::vector<double> ms;
   for (int i = 0; i < a.iters; ++i) {
     auto s = std::chrono::steady_clock::now();
@@ -67,12 +69,16 @@ int benchCommand(const BenchArgs& a) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s)
                      .count());
   }
+  trace::stop();
   double med = median(ms), lo = *std::min_element(ms.begin(), ms.end());
   const int64_t rss = peakRssBytes();
   std::cout << fmt::format("{}: engine {}, {} thread(s), {} runs: median {:.3f} ms, min {:.3f} ms; "
                            "{} {:.2f} s; peak RSS {:.1f} MiB\n",
                            a.model, engine, a.threads, a.iters, med, lo, art ? "load" : "compile",
                            compileSec, rss / 1048576.0);
+  if (!a.trace.empty())
+    std::cout << fmt::format("  trace: {} events of {} runs in {} (ui.perfetto.dev)\n",
+                             trace::write(a.trace), a.iters, a.trace);
   if (exe) {
     const auto& st = exe->stats();
     std::cout << fmt::format("  {} tasks compiled, {} fallback; arena {} bytes\n", st.lowered,

@@ -97,6 +97,7 @@ struct CompileArgs { // tools/aicc/compile.cpp
   std::string model, outputDir, emit = "so", prefix = "model", target = "native", tuningCache;
   std::vector<std::string> dims, shapes, selects;
   int optLevel = 2;
+  bool quiet = false; // no "wrote ..." line (the Python module)
 };
 int compileCommand(const CompileArgs& a);
 
@@ -109,7 +110,7 @@ struct TuneArgs { // tools/aicc/tune.cpp
 int tuneCommand(const TuneArgs& a);
 
 struct BenchArgs { // tools/aicc/bench.cpp
-  std::string model, engine = "jit", json;
+  std::string model, engine = "jit", json, trace;
   InputSpec inputs;
   std::vector<std::string> dims;
   int optLevel = 2, threads = 1, iters = 20, warmup = 3, top = 15;

@@ -170,11 +170,13 @@ int compileCommand(const CompileArgs& a) {
     std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
   double total = 0;
   for (const auto& [k, s] : rep.phases) total += s;
-  std::cout << fmt::format("wrote {0}/model.so ({1} bytes, {2} tasks), model.weights ({3} bytes), "
-                           "model.plan; arena {4} bytes (lower bound {5}); compile {6:.2f} s; "
-                           "report {0}/report.txt\n",
-                           a.outputDir, w.sharedBytes, spec.tasks.size(), w.weightBytes,
-                           spec.arenaBytes, spec.lowerBoundBytes, total);
+  if (!a.quiet)
+    std::cout << fmt::format(
+        "wrote {0}/model.so ({1} bytes, {2} tasks), model.weights ({3} bytes), "
+        "model.plan; arena {4} bytes (lower bound {5}); compile {6:.2f} s; "
+        "report {0}/report.txt\n",
+        a.outputDir, w.sharedBytes, spec.tasks.size(), w.weightBytes, spec.arenaBytes,
+        spec.lowerBoundBytes, total);
   return 0;
 }
 

@@ -175,6 +175,7 @@ int main(int argc, char** argv) {
   benchCmd->add_option("-O", bench.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   benchCmd->add_option("--json", bench.json, "Write times_ms, median_ms, compile_s and the task list here");
   benchCmd->add_flag("--profile", bench.profile, "Time every task; print time per op type and the slowest tasks");
+  benchCmd->add_option("--trace", bench.trace, "Write a Chrome/Perfetto trace of the timed runs here (one event per task and pool chunk, per thread)");
   benchCmd->add_option("--top", bench.top, "With --profile: how many tasks to list (default 15)")->check(kNonNegative);
 
   // One error contract: every failure is one "aicc: error: ..." line and exit status 1; status 2

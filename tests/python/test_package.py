@@ -1,0 +1,266 @@
+"""The Python package against independent references: ONNX Runtime's stored outputs of the shared
+models, ONNX Runtime itself, numpy, and finite differences. Run by ctest (python_package) with
+PYTHONPATH=build/python; skips name what is missing."""
+import os
+import pathlib
+import threading
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import aicc
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared" / "models"
+ZOO = pathlib.Path(os.environ.get("AICC_ZOO_DIR", ROOT / "build" / "zoo"))
+
+
+def assert_same_kind(got, want, what):
+    assert isinstance(got, np.ndarray), f"{what}: {type(got).__name__}, not an array"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+
+
+def assert_close(got, want, what, rtol=1e-3, atol=1e-6):
+    assert_same_kind(got, want, what)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+
+
+def read_pb(path):
+    t = TensorProto()
+    t.ParseFromString(path.read_bytes())
+    return numpy_helper.to_array(t)
+
+
+def stored_data(folder):
+    ins = [read_pb(p) for p in sorted(folder.glob("input_*.pb"), key=lambda p: int(p.stem[6:]))]
+    outs = [read_pb(p) for p in sorted(folder.glob("output_*.pb"), key=lambda p: int(p.stem[7:]))]
+    return ins, outs
+
+
+def shared(name):
+    d = SHARED / name
+    if not (d / "model.onnx").exists():
+        pytest.skip(f"{d} not found (../shared lives next to the repository)")
+    return d
+
+
+def tiny_mlp(batch="N"):
+    """x[batch, 4] -> Relu(x W + b) -> y[batch, 3], W and b initializers."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Add", ["h", "b"], ["z"]),
+         helper.make_node("Relu", ["z"], ["y"])],
+        "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return m, w, b
+
+
+@pytest.mark.parametrize("name", ["mnist-8", "ultraface-rfb-320", "ppocrv4-det"])
+def test_session_matches_onnx_runtime_reference_outputs(name):
+    d = shared(name)
+    sess = aicc.InferenceSession(str(d / "model.onnx"))
+    names = [a.name for a in sess.get_inputs()]
+    sets = sorted(d.glob("test_data_set_*"))
+    for s in sets:  # ppocrv4-det: two image sizes, one session
+        ins, want = stored_data(s)
+        got = sess.run(None, dict(zip(names, ins)))
+        assert len(got) == len(want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_close(g, w, f"{name} {s.name} output {i}")
+    assert sess.compiled_shapes == len({tuple(stored_data(s)[0][0].shape) for s in sets})
+
+
+def test_metadata_matches_onnx_runtime():
+    d = shared("ultraface-rfb-320")
+    ours = aicc.InferenceSession(str(d / "model.onnx"))
+    theirs = ort.InferenceSession(str(d / "model.onnx"), providers=["CPUExecutionProvider"])
+    for a, b in [(ours.get_inputs(), theirs.get_inputs()), (ours.get_outputs(), theirs.get_outputs())]:
+        assert [x.name for x in a] == [x.name for x in b]
+        assert [x.type for x in a] == [x.type for x in b]
+        assert [x.shape for x in a] == [x.shape for x in b]
+
+
+def test_inputs_as_path_bytes_and_model_proto_and_symbolic_batch():
+    m, w, b = tiny_mlp()
+    sess_proto = aicc.InferenceSession(m)
+    sess_bytes = aicc.InferenceSession(m.SerializeToString())
+    assert sess_proto.get_inputs()[0].shape == ["N", 4]
+    assert sess_proto.get_inputs()[0].type == "tensor(float)"
+    rng = np.random.default_rng(1)
+    for n in (1, 5, 1, 3):
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        want = np.maximum(x @ w + b, 0)
+        (y,) = sess_proto.run(["y"], {"x": x})
+        assert_close(y, want, f"batch {n}", rtol=1e-5)
+        (y2,) = sess_bytes.run(None, [x])
+        np.testing.assert_array_equal(y, y2)
+    assert sess_proto.compiled_shapes == 3  # 1, 5, 3: the second batch-1 run reused its code
+
+
+def test_interpreter_engine_agrees_with_jit():
+    m, _, _ = tiny_mlp()
+    x = np.random.default_rng(2).standard_normal((2, 4)).astype(np.float32)
+    (a,) = aicc.InferenceSession(m).run(None, {"x": x})
+    (b,) = aicc.InferenceSession(m, engine="interp").run(None, {"x": x})
+    assert_close(a, b, "jit vs interp", rtol=1e-6)
+
+
+def test_errors_name_the_input_and_the_reason():
+    m, _, _ = tiny_mlp(batch=2)
+    sess = aicc.InferenceSession(m)
+    good = np.zeros((2, 4), np.float32)
+    cases = [
+        ({"x": good.astype(np.float64)}, "x"),       # wrong element type
+        ({"x": np.zeros((2, 5), np.float32)}, "x"),  # wrong dim
+        ({"x": np.zeros((2,), np.float32)}, "x"),    # wrong rank
+        ({}, "'x': not given"),
+        ({"x": good, "extra": good}, "'extra'"),
+    ]
+    for feed, text in cases:
+        with pytest.raises(aicc.Error) as e:
+            sess.run(None, feed)
+        assert text in str(e.value), str(e.value)
+    with pytest.raises(aicc.Error, match="no output of that name"):
+        sess.run(["nope"], {"x": good})
+    with pytest.raises(aicc.Error):
+        aicc.InferenceSession(b"not an onnx model")
+    with pytest.raises(aicc.Error, match="cannot read model"):
+        aicc.InferenceSession("/nonexistent/model.onnx")
+    with pytest.raises(aicc.Error, match="engine"):
+        aicc.InferenceSession(m, engine="gpu")
+    assert isinstance(aicc.Error("x"), RuntimeError)
+
+
+def test_concurrent_runs_on_one_session_are_bit_identical():
+    m, _, _ = tiny_mlp()
+    sess = aicc.InferenceSession(m)
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((1 + i % 3, 4)).astype(np.float32) for i in range(8)]
+    want = [sess.run(None, {"x": x})[0] for x in xs]
+    errors = []
+
+    def worker(t):
+        try:
+            for r in range(20):
+                i = (t + r) % len(xs)
+                (y,) = sess.run(None, {"x": xs[i]})
+                if not np.array_equal(y, want[i]):
+                    errors.append(f"thread {t} run {r}: differs")
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(f"thread {t}: {e}")
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_compile_load_save_and_report(tmp_path):
+    d = shared("mnist-8")
+    ins, want = stored_data(d / "test_data_set_0")
+    cm = aicc.compile(str(d / "model.onnx"), tmp_path / "mnist")
+    assert [a.name for a in cm.inputs] == [a.name for a in aicc.InferenceSession(str(d / "model.onnx")).get_inputs()]
+    (got,) = cm.run({cm.inputs[0].name: ins[0]})
+    assert_close(got, want[0], "compiled mnist-8")
+    rep = cm.report
+    assert rep["tasks"] and rep["arena_bytes"] > 0 and rep["fallbacks"] == 0
+    again = aicc.load(tmp_path / "mnist")
+    np.testing.assert_array_equal(again.run([ins[0]])[0], got)
+    copy = cm.save(tmp_path / "copy")
+    np.testing.assert_array_equal(copy.run([ins[0]])[0], got)
+    # From a ModelProto into a temporary folder, with the symbolic batch fixed.
+    m, w, b = tiny_mlp()
+    tmp_cm = aicc.compile(m, dims={"N": 2})
+    x = np.ones((2, 4), np.float32)
+    assert_close(tmp_cm.run({"x": x})[0], np.maximum(x @ w + b, 0), "compiled tiny", rtol=1e-5)
+    with pytest.raises(aicc.Error, match="precision"):
+        aicc.compile(m, precision="int8", dims={"N": 2})
+    with pytest.raises(aicc.Error):
+        aicc.load(tmp_path / "nothing-here")
+
+
+def test_optimize_gives_a_model_onnx_runtime_runs_with_the_same_results():
+    # y = x * (c1 + c2) + 0: the constants fold, the + 0 goes.
+    c1 = numpy_helper.from_array(np.full((3,), 2.0, np.float32), "c1")
+    c2 = numpy_helper.from_array(np.full((3,), 0.5, np.float32), "c2")
+    zero = numpy_helper.from_array(np.zeros((3,), np.float32), "zero")
+    g = helper.make_graph(
+        [helper.make_node("Add", ["c1", "c2"], ["c"]), helper.make_node("Mul", ["x", "c"], ["p"]),
+         helper.make_node("Add", ["p", "zero"], ["y"])],
+        "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])], [c1, c2, zero])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    opt = aicc.optimize(m)
+    assert isinstance(opt, onnx.ModelProto)
+    onnx.checker.check_model(opt)
+    assert len(opt.graph.node) < len(m.graph.node)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    run = lambda model: ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]  # noqa: E731
+    np.testing.assert_allclose(run(opt), run(m), rtol=1e-6)
+
+
+def test_autodiff_gradient_matches_the_analytic_one():
+    # loss = sum((x W)^2): dloss/dW = x^T (2 x W)
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((3, 2)).astype(np.float32)
+    x = rng.standard_normal((1, 3)).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Mul", ["h", "h"], ["s"]),
+         helper.make_node("ReduceSum", ["s"], ["loss"], keepdims=0)],
+        "sq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(w, "W")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    grad_model = aicc.autodiff(m, loss="loss", wrt=["W"])
+    outs = ort.InferenceSession(grad_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in outs.get_outputs()]
+    res = dict(zip(names, outs.run(None, {"x": x})))
+    np.testing.assert_allclose(res["grad_W"], x.T @ (2 * (x @ w)), rtol=1e-5)
+
+
+def test_zoo_mlp_matches_onnx_runtime():
+    path = ZOO / "mlp.onnx"
+    if not path.exists():
+        pytest.skip(f"{path} not found (scripts/test.sh materializes the zoo into build/zoo)")
+    sess = aicc.InferenceSession(str(path))
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feeds = {}
+    rng = np.random.default_rng(5)
+    for a in ref.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in a.shape]
+        feeds[a.name] = rng.standard_normal(shape).astype(np.float32)
+    for g, w in zip(sess.run(None, feeds), ref.run(None, feeds)):
+        assert_close(g, w, "zoo mlp", rtol=1e-4, atol=1e-5)
+
+
+def test_bench_trace_has_every_task_of_every_run_per_thread(tmp_path):
+    """`aicc bench --trace`: Chrome trace events, one per task per timed run, pool chunks named
+    after their task (tools/aicc/bench.cpp, src/support/trace.h)."""
+    import json
+    import subprocess
+    d = shared("mnist-8")
+    aicc_bin = os.environ.get("AICC_BINARY", str(ROOT / "build" / "aicc"))
+    for target in (str(d / "model.onnx"), str(aicc.compile(str(d / "model.onnx"), tmp_path / "c").directory)):
+        path = tmp_path / "trace.json"
+        out = subprocess.run([aicc_bin, "bench", target, "--iters", "3", "--warmup", "1", "--threads", "2",
+                              "--trace", str(path)], capture_output=True, text=True, check=True).stdout
+        assert "trace:" in out, out
+        events = json.loads(path.read_text())["traceEvents"]
+        tasks = [e for e in events if e["ph"] == "X" and e["cat"] == "task"]
+        names = {e["name"] for e in tasks}
+        assert len(tasks) == 3 * len(names) and len(names) >= 5, (len(tasks), names)
+        assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in events if e["ph"] == "X")
+        threads = {e["args"]["name"] for e in events if e["ph"] == "M"}
+        assert "caller" in threads
+        chunks = [e for e in events if e["ph"] == "X" and e["cat"] == "chunk"]
+        assert chunks and {c["name"] for c in chunks} <= names | {"parallel chunk"}
