@@ -19,6 +19,7 @@ APT_PACKAGES=(
   libjpeg62-turbo-dev libpng-dev libwebp-dev libopenjp2-7-dev
   python3 python3-venv python3-pip
   python3-dev pybind11-dev
+  chromium
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -100,6 +100,17 @@ void TaskScope::end() {
   current = outer_;
 }
 
+std::map<std::string, double> totals(const char* category) {
+  std::map<std::string, double> out;
+  std::lock_guard lk(registryMu);
+  for (auto& b : registry()) {
+    std::lock_guard bl(b->mu);
+    for (const Event& e : b->events)
+      if (std::string_view(e.category) == category) out[e.name] += double(e.end - e.begin) * 1e-6;
+  }
+  return out;
+}
+
 int64_t write(const std::string& path) {
   std::ofstream f(path);
   AICC_CHECK(f.good(), "cannot write the trace '{}'", path);

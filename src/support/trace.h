@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace aicc::trace {
@@ -20,6 +21,9 @@ void stop();
 // Writes every thread's events ({"traceEvents": [...]}, times in microseconds); the number of
 // events written.
 int64_t write(const std::string& path);
+
+// Seconds per event name over every thread's events of `category` (a profile from the trace).
+std::map<std::string, double> totals(const char* category);
 
 int64_t nowMicros();
 void record(const std::string& name, const char* category, int64_t beginUs, int64_t endUs);

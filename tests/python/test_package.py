@@ -264,3 +264,32 @@ def test_bench_trace_has_every_task_of_every_run_per_thread(tmp_path):
         assert "caller" in threads
         chunks = [e for e in events if e["ph"] == "X" and e["cat"] == "chunk"]
         assert chunks and {c["name"] for c in chunks} <= names | {"parallel chunk"}
+
+
+def test_html_report_renders_in_headless_chromium(tmp_path):
+    """`aicc compile --report-html` and `aicc bench DIR --profile --report-html`: one self-contained
+    page whose script runs without errors in Chromium (Debian chromium, scripts/setup.sh)."""
+    import shutil
+    import subprocess
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.fail("chromium is not installed (scripts/setup.sh installs Debian's chromium)")
+    d = shared("ultraface-rfb-320")
+    aicc_bin = os.environ.get("AICC_BINARY", str(ROOT / "build" / "aicc"))
+    out = tmp_path / "c"
+    subprocess.run([aicc_bin, "compile", str(d / "model.onnx"), "-o", str(out), "--report-html",
+                    str(tmp_path / "compile.html")], check=True, capture_output=True)
+    subprocess.run([aicc_bin, "bench", str(out), "--profile", "--iters", "3", "--report-html",
+                    str(tmp_path / "bench.html")], check=True, capture_output=True)
+    for page in ("compile.html", "bench.html"):
+        html = (tmp_path / page).read_text()
+        assert "http://" not in html.replace("http://www.w3.org/2000/svg", ""), "external resource"
+        r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                            "--v=0", "--virtual-time-budget=5000", "--dump-dom", str(tmp_path / page)],
+                           capture_output=True, text=True, timeout=120)
+        assert 'data-rendered="yes"' in r.stdout, f"{page}: the script did not finish\n{r.stderr[-2000:]}"
+        assert "Uncaught" not in r.stderr, f"{page}: script error\n{r.stderr[-2000:]}"
+        rows = r.stdout.count("<tr")
+        assert rows > 20, f"{page}: only {rows} table rows rendered"
+        if page == "bench.html":
+            assert "<circle" in r.stdout, "the roofline has no points"

@@ -5,6 +5,7 @@
 #include "commands.h"
 
 #include "interp/interpreter.h"
+#include "kernels/registry.h"
 #include "runtime/jit_executor.h"
 #include "runtime/parallel.h"
 #include "support/memory.h"
@@ -12,13 +13,54 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <thread>
 
 namespace aicc::cli {
 
 namespace {
+
+// This machine's f32 peak for the roofline: the default GEMM micro-kernel's register tile on
+// L1-resident operands (kc 128, the tile alone: 85-90% of the FMA ports' rate), on `threads`
+// threads at once; GFLOP/s.
+double measurePeakGflops(int threads) {
+  const kernels::KernelDesc& kd = kernels::defaultKernel(kernels::KernelOp::Gemm);
+  const int64_t kc = 128, iters = 4000;
+  auto work = [&] {
+    std::vector<float> a(size_t(kc * kd.mr), 0.5f), w(size_t(kc * kd.nr), 0.25f),
+        c(size_t(kd.mr * kd.nr));
+    kernels::GemmTileParams p{};
+    p.a = a.data(), p.w = w.data(), p.c = c.data(), p.ldc = kd.nr, p.mr = kd.mr, p.nr = kd.nr;
+    p.kc = kc, p.flags = kernels::kGemmFirst | kernels::kGemmLast;
+    p.lo = -1e30f, p.hi = 1e30f;
+    for (int64_t i = 0; i < iters; ++i) kd.gemm(p);
+  };
+  work(); // warm up
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return 2.0 * double(kd.mr * kd.nr * kc * iters) * threads / s / 1e9;
+}
+
+// Copy bandwidth (read + write bytes per second) of 64 MiB buffers; GB/s.
+double measureCopyGBs() {
+  std::vector<char> src(size_t(64) << 20, 1), dst(src.size());
+  std::memcpy(dst.data(), src.data(), src.size());
+  double best = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(dst.data(), src.data(), src.size());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * double(src.size()) / best / 1e9;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -61,7 +103,11 @@ int benchCommand(const BenchArgs& a) {
   };
   for (int i = 0; i < a.warmup; ++i) once();
   if (exe && a.profile) exe->setProfiling(true);
-  if (!a.trace.empty()) trace::start();
+  // A compiled folder is profiled through the trace's task events.
+  const bool artProfile = art && a.profile;
+  AICC_CHECK(a.reportHtml.empty() || artProfile,
+             "bench --report-html needs a folder written by aicc compile and --profile");
+  if (!a.trace.empty() || artProfile) trace::start();
   std::vector<double> ms;
   for (int i = 0; i < a.iters; ++i) {
     auto s = std::chrono::steady_clock::now();
@@ -79,6 +125,32 @@ int benchCommand(const BenchArgs& a) {
   if (!a.trace.empty())
     std::cout << fmt::format("  trace: {} events of {} runs in {} (ui.perfetto.dev)\n",
                              trace::write(a.trace), a.iters, a.trace);
+  if (artProfile) {
+    const std::map<std::string, double> byTask = trace::totals("task"); // seconds, all runs
+    std::vector<std::pair<std::string, double>> order(byTask.begin(), byTask.end());
+    std::stable_sort(order.begin(), order.end(),
+                     [](auto& x, auto& y) { return x.second > y.second; });
+    double total = 0;
+    for (const auto& [_, sec] : order) total += sec;
+    std::cout << fmt::format("  profile: {:.3f} ms per run in tasks; top tasks:\n",
+                             total * 1e3 / a.iters);
+    for (size_t i = 0; i < order.size() && i < size_t(a.top); ++i)
+      std::cout << fmt::format("  {:>9.3f} ms {:5.1f}%  {}\n", order[i].second * 1e3 / a.iters,
+                               total > 0 ? 100 * order[i].second / total : 0, order[i].first);
+    if (!a.reportHtml.empty()) {
+      std::string tasks;
+      for (const auto& [node, sec] : byTask)
+        tasks += fmt::format("{}\"{}\": {}", tasks.empty() ? "" : ", ", jsonEscape(node),
+                             sec * 1e3 / a.iters);
+      const double peak = measurePeakGflops(a.threads), bw = measureCopyGBs();
+      writeReportHtml(a.model, a.reportHtml,
+                      fmt::format("{{\"threads\": {}, \"runs\": {}, \"median_ms\": {}, "
+                                  "\"peak_gflops\": {}, \"peak_gbs\": {}, \"tasks\": {{{}}}}}",
+                                  a.threads, a.iters, med, peak, bw, tasks));
+      std::cout << fmt::format("  report: {} (peak {:.1f} GFLOP/s, copy {:.1f} GB/s measured)\n",
+                               a.reportHtml, peak, bw);
+    }
+  }
   if (exe) {
     const auto& st = exe->stats();
     std::cout << fmt::format("  {} tasks compiled, {} fallback; arena {} bytes\n", st.lowered,

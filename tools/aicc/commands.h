@@ -98,8 +98,17 @@ struct CompileArgs { // tools/aicc/compile.cpp
   std::vector<std::string> dims, shapes, selects;
   int optLevel = 2;
   bool quiet = false; // no "wrote ..." line (the Python module)
+  std::string reportHtml; // also write the HTML report here
 };
 int compileCommand(const CompileArgs& a);
+
+struct ReportArgs { // tools/aicc/report_html.cpp
+  std::string dir, output;
+};
+int reportCommand(const ReportArgs& a);
+// The HTML page of the compile report in `dir` (report.json) written to `out`; `profile`: "" or
+// a JSON object {threads, runs, median_ms, peak_gflops, peak_gbs, tasks: {node: ms per run}}.
+void writeReportHtml(const std::string& dir, const std::string& out, const std::string& profile);
 
 struct TuneArgs { // tools/aicc/tune.cpp
   std::string model, output;
@@ -110,7 +119,7 @@ struct TuneArgs { // tools/aicc/tune.cpp
 int tuneCommand(const TuneArgs& a);
 
 struct BenchArgs { // tools/aicc/bench.cpp
-  std::string model, engine = "jit", json, trace;
+  std::string model, engine = "jit", json, trace, reportHtml;
   InputSpec inputs;
   std::vector<std::string> dims;
   int optLevel = 2, threads = 1, iters = 20, warmup = 3, top = 15;

@@ -31,10 +31,16 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 std::string jsonStr(const std::string& s) { return "\"" + jsonEscape(s) + "\""; }
 
+struct ReportTask {
+  std::string node, op, schedule;
+  backend::Cost cost; // the cost model's (zeros for nodes without candidates)
+  std::vector<std::pair<int64_t, int64_t>> arena; // (offset, bytes) of its arena bindings
+};
+
 struct Report {
   std::vector<std::pair<std::string, double>> phases;         // name -> seconds
   std::vector<std::pair<std::string, std::string>> numbers;   // name -> JSON value
-  std::vector<std::array<std::string, 3>> tasks;              // node, op, schedule
+  std::vector<ReportTask> tasks;
   void write(const std::string& dir, const std::string& title) const {
     std::ofstream txt(std::filesystem::path(dir) / "report.txt");
     txt << title << "\n";
@@ -45,7 +51,7 @@ struct Report {
       total += s;
     }
     txt << fmt::format("  time {:<17} {:.3f} s\n", "total", total);
-    for (const auto& t : tasks) txt << "  " << t[0] << " [" << t[1] << "] " << t[2] << "\n";
+    for (const auto& t : tasks) txt << "  " << t.node << " [" << t.op << "] " << t.schedule << "\n";
     std::ofstream js(std::filesystem::path(dir) / "report.json");
     js << "{\n";
     for (const auto& [k, v] : numbers) js << "  " << jsonStr(k) << ": " << v << ",\n";
@@ -53,10 +59,16 @@ struct Report {
     for (size_t i = 0; i < phases.size(); ++i)
       js << (i ? ", " : "") << jsonStr(phases[i].first) << ": " << phases[i].second;
     js << fmt::format(", \"total\": {}}},\n  \"tasks\": [", total);
-    for (size_t i = 0; i < tasks.size(); ++i)
-      js << (i ? ",\n    " : "\n    ") << "{\"node\": " << jsonStr(tasks[i][0])
-         << ", \"op\": " << jsonStr(tasks[i][1]) << ", \"schedule\": " << jsonStr(tasks[i][2])
-         << "}";
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const ReportTask& t = tasks[i];
+      js << (i ? ",\n    " : "\n    ") << "{\"node\": " << jsonStr(t.node)
+         << ", \"op\": " << jsonStr(t.op) << ", \"schedule\": " << jsonStr(t.schedule)
+         << fmt::format(", \"flops\": {}, \"bytes\": {}, \"est_s\": {}, \"arena\": [", t.cost.flops,
+                        t.cost.bytes, t.cost.seconds);
+      for (size_t j = 0; j < t.arena.size(); ++j)
+        js << (j ? ", " : "") << "[" << t.arena[j].first << ", " << t.arena[j].second << "]";
+      js << "]}";
+    }
     js << "\n  ]\n}\n";
   }
 };
@@ -151,8 +163,18 @@ int compileCommand(const CompileArgs& a) {
     fails += (i ? ", " : "") + jsonStr(spec.failBranches[i]);
   rep.numbers.push_back({"uncompiled_branches", fails + "]"});
   int measured = 0, estimated = 0; // how each task with a choice was decided
+  // The cost model's view of each node (flops, bytes, estimate), by the name tasks carry.
+  std::map<std::string, backend::Cost> costs;
+  for (const auto& n : g.nodes)
+    if (auto sel = backend::selectCandidate(*n, target, std::nullopt, lo))
+      costs[n->describe()] = sel->cost;
   for (size_t i = 0; i < spec.tasks.size(); ++i) {
-    rep.tasks.push_back({spec.tasks[i].node, spec.schedules[i].first, spec.schedules[i].second});
+    ReportTask rt{spec.tasks[i].node, spec.schedules[i].first, spec.schedules[i].second, {}, {}};
+    if (auto c = costs.find(rt.node); c != costs.end()) rt.cost = c->second;
+    for (const runtime::Binding& b : spec.tasks[i].params)
+      if (b.region == runtime::Region::Arena && b.bytes > 0)
+        rt.arena.push_back({b.offset, b.bytes});
+    rep.tasks.push_back(std::move(rt));
     const std::string& sch = spec.schedules[i].second;
     if (sch.find("selection = \"measured") != std::string::npos)
       ++measured;
@@ -164,6 +186,7 @@ int compileCommand(const CompileArgs& a) {
   rep.numbers.push_back({"tuning_cache", jsonStr(a.tuningCache)});
   rep.numbers.push_back({"peak_rss_bytes", std::to_string(peakRssBytes())}); // of the compile
   rep.write(a.outputDir, "aicc compile --emit so " + a.model);
+  if (!a.reportHtml.empty()) writeReportHtml(a.outputDir, a.reportHtml, "");
   for (const auto& f : spec.fallbacks)
     std::cerr << "aicc: note: runs through the reference kernel (no lowering): " << f << "\n";
   for (const auto& f : spec.failBranches) // the run fails if it takes one

@@ -151,6 +151,12 @@ int main(int argc, char** argv) {
                     "model; repeatable");
   ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   ccCmd->add_option("--tuning-cache", cc.tuningCache, "A cache written by `aicc tune`: measured choices override the cost model");
+  ccCmd->add_option("--report-html", cc.reportHtml, "Also write the compile report as one self-contained HTML page here (tasks, kernels, arena)");
+
+  ReportArgs rpt;
+  auto* rptCmd = app.add_subcommand("report", "Write the compile report of a folder from `aicc compile` as one HTML page");
+  rptCmd->add_option("dir", rpt.dir, "A folder written by aicc compile (--emit so)")->required();
+  rptCmd->add_option("-o", rpt.output, "The page to write (default DIR/report.html)");
 
   TuneArgs tune;
   auto* tuneCmd = app.add_subcommand("tune", "Time each node's candidate kernels on this machine and write a tuning cache for `aicc compile --tuning-cache`");
@@ -176,6 +182,7 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--json", bench.json, "Write times_ms, median_ms, compile_s and the task list here");
   benchCmd->add_flag("--profile", bench.profile, "Time every task; print time per op type and the slowest tasks");
   benchCmd->add_option("--trace", bench.trace, "Write a Chrome/Perfetto trace of the timed runs here (one event per task and pool chunk, per thread)");
+  benchCmd->add_option("--report-html", bench.reportHtml, "With a compiled folder and --profile: the HTML report with measured time per task and a roofline");
   benchCmd->add_option("--top", bench.top, "With --profile: how many tasks to list (default 15)")->check(kNonNegative);
 
   // One error contract: every failure is one "aicc: error: ..." line and exit status 1; status 2
@@ -205,6 +212,7 @@ int main(int argc, char** argv) {
     if (*ccCmd) return compileCommand(cc);
     if (*tuneCmd) return tuneCommand(tune);
     if (*benchCmd) return benchCommand(bench);
+    if (*rptCmd) return reportCommand(rpt);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
     return 1;
