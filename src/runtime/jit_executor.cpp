@@ -48,7 +48,8 @@ void checkInput(const Value* v, const RValue& r) {
 
 } // namespace
 
-JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts) : g_(g) {
+JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts)
+    : g_(g), injectFaultAt_(opts.injectFaultAt) {
   checkThreadsEnv();
   // Memory plan (static shapes only).
   std::optional<MemoryPlan> plan;
@@ -239,6 +240,14 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs,
       AICC_CHECK(rc == 0, "{} (JIT): {}", n.describe(),
                  rc == 1 ? std::string("integer division by zero")
                          : std::string(aicc_rt_last_error()));
+      if (!injectFaultAt_.empty() && n.name == injectFaultAt_)
+        for (const Value* v : n.outputs)
+          if (auto it = env.find(v); it != env.end() && it->second.tensor.dtype() == DType::F32 &&
+                                     it->second.tensor.numel() > 0) {
+            float* x = it->second.tensor.data<float>();
+            x[0] = x[0] * 1.5f + 1.0f;
+            break;
+          }
       continue;
     }
     // Fallbacks and compiled If branches read this run's values (their outer scope).

@@ -25,6 +25,9 @@ namespace aicc::runtime {
 struct JitRunOptions {
   int optLevel = 2;      // LLVM pipeline level
   bool parallel = true;  // run `parallel` loops on the thread pool
+  // Fault injection, for testing `aicc debug-numerics`: after the compiled task of the node of
+  // this name runs, its first f32 output's first element is changed (a wrong kernel).
+  std::string injectFaultAt;
   // Runtime micro-kernels, with each node's candidate picked by the cost model for this CPU.
   loop::LowerOptions lower = [] {
     loop::LowerOptions o;
@@ -84,6 +87,7 @@ private:
   std::vector<Task> tasks_;
   std::vector<TaskInfo> info_; // parallel to tasks_
   bool profiling_ = false;
+  std::string injectFaultAt_;
   MemoryReservation arenaReserved_; // against the memory budget (support/memory.h)
   std::vector<std::byte> arenaStorage_;
   std::byte* arena_ = nullptr;

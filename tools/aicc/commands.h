@@ -102,6 +102,15 @@ struct CompileArgs { // tools/aicc/compile.cpp
 };
 int compileCommand(const CompileArgs& a);
 
+struct DebugNumericsArgs { // tools/aicc/debug_numerics.cpp
+  std::string model, injectFault;
+  InputSpec inputs;
+  std::vector<std::string> dims;
+  int optLevel = 2;
+  double rtol = 1e-3, atol = 1e-5;
+};
+int debugNumericsCommand(const DebugNumericsArgs& a);
+
 struct ReportArgs { // tools/aicc/report_html.cpp
   std::string dir, output;
 };

@@ -153,6 +153,17 @@ int main(int argc, char** argv) {
   ccCmd->add_option("--tuning-cache", cc.tuningCache, "A cache written by `aicc tune`: measured choices override the cost model");
   ccCmd->add_option("--report-html", cc.reportHtml, "Also write the compile report as one self-contained HTML page here (tasks, kernels, arena)");
 
+  DebugNumericsArgs dn;
+  auto* dnCmd = app.add_subcommand("debug-numerics", "Find the first node whose compiled (JIT) results differ from the reference interpreter's");
+  dnCmd->add_option("model", dn.model, "ONNX model or IR text file")->required();
+  dnCmd->add_option("--inputs-dir", dn.inputs.inputsDir, "Folder with input_<i>.pb files");
+  dnCmd->add_option("--input", dn.inputs.named, "NAME=FILE (.pb or .npy); default: generated inputs");
+  dnCmd->add_option("--dim", dn.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  dnCmd->add_option("-O", dn.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
+  dnCmd->add_option("--rtol", dn.rtol, "Relative tolerance (default 1e-3)")->check(kNonNegative);
+  dnCmd->add_option("--atol", dn.atol, "Absolute tolerance (default 1e-5)")->check(kNonNegative);
+  dnCmd->add_option("--inject-fault", dn.injectFault, "Corrupt this node's compiled result (to test the tool)");
+
   ReportArgs rpt;
   auto* rptCmd = app.add_subcommand("report", "Write the compile report of a folder from `aicc compile` as one HTML page");
   rptCmd->add_option("dir", rpt.dir, "A folder written by aicc compile (--emit so)")->required();
@@ -213,6 +224,7 @@ int main(int argc, char** argv) {
     if (*tuneCmd) return tuneCommand(tune);
     if (*benchCmd) return benchCommand(bench);
     if (*rptCmd) return reportCommand(rpt);
+    if (*dnCmd) return debugNumericsCommand(dn);
   } catch (const aicc::Error& e) {
     std::cerr << "aicc: error: " << e.what() << "\n";
     return 1;
