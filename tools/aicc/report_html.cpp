@@ -75,11 +75,11 @@ const PROFILE = @PROFILE@;
     const m = t.node.match(/^node '(.*)' \(/);
     return { i, node: m ? m[1] : t.node, op: t.op, kernel: attr(t.schedule, "candidate") || attr(t.schedule, "micro_kernel"),
       considered, est: t.est_s * 1e3, ms, gflop: t.flops / 1e9, mb: t.bytes / 1e6,
-      rate: ms ? t.flops / (ms * 1e6) : null, fused: t.op.startsWith("Fused("), fallback: /fallback/.test(t.schedule) };
+      rate: ms ? t.flops / (ms * 1e6) : null, gbs: ms && t.bytes ? t.bytes / (ms * 1e6) : null, fused: t.op.startsWith("Fused("), fallback: /fallback/.test(t.schedule) };
   });
   const total = rows.reduce((s, r) => s + (r.ms || 0), 0);
   const cols = [["#", "i", 0], ["node", "node"], ["op", "op"], ["kernel", "kernel"], ["est. ms", "est", 3],
-    ["measured ms", "ms", 3], ["share", "ms", -1], ["GFLOP", "gflop", 3], ["MB", "mb", 2], ["GFLOP/s", "rate", 1], ["considered (est.)", "considered"]];
+    ["measured ms", "ms", 3], ["share", "ms", -1], ["GFLOP", "gflop", 3], ["MB", "mb", 2], ["GFLOP/s", "rate", 1], ["GB/s", "gbs", 1], ["considered (est.)", "considered"]];
   let order = null, dir = 1;
   function draw() {
     const list = rows.slice();
