@@ -399,12 +399,12 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
         auto dtype = dtypeFromName(dt);
         AICC_CHECK(dtype, "{}: unknown element type '{}'", planFile, dt);
         TensorDesc t{dec(name), *dtype, parseDims(dims)};
-        int64_t elems = 1;
-        for (int64_t x : t.dims)
-          AICC_CHECK(x == 0 || (elems *= x) <= (int64_t(1) << 40),
-                     "{}: {} '{}' has an absurd size "
-                     "{}",
-                     planFile, kind, t.name, dims);
+        int64_t elems = 1; // checked before multiplying: no overflow, no negative dim
+        for (int64_t x : t.dims) {
+          AICC_CHECK(x >= 0 && (x == 0 || elems <= (int64_t(1) << 40) / x),
+                     "{}: {} '{}' has an absurd size {}", planFile, kind, t.name, dims);
+          if (x) elems *= x;
+        }
         if (kind == "input") {
           inputs_.push_back(t);
         } else {
@@ -477,13 +477,23 @@ LoadedArtifact::LoadedArtifact(const std::string& dir) : impl_(std::make_unique<
       AICC_CHECK(t.target > int64_t(i) && t.target <= int64_t(taskLines.size()),
                  "{}: {} jumps to {}, not forward within the plan", planFile, where, t.target);
   }
-  for (const Binding& b : impl_->outputs) checkBinding(b, "an output");
+  for (size_t i = 0; i < impl_->outputs.size(); ++i) { // outputs are read as their declared type
+    checkBinding(impl_->outputs[i], "an output");
+    AICC_CHECK(impl_->outputs[i].bytes == outputDescs_[i].bytes(),
+               "{}: output '{}' is bound to {} bytes, its type {} {} needs {}", planFile,
+               outputDescs_[i].name, impl_->outputs[i].bytes, dtypeName(outputDescs_[i].dtype),
+               formatDims(outputDescs_[i].dims), outputDescs_[i].bytes());
+  }
+  int64_t total = 0; // each size fits an int64; their sum must too
+  AICC_CHECK(!__builtin_add_overflow(impl_->arenaBytes, impl_->scratchBytes, &total) &&
+                 !__builtin_add_overflow(total, impl_->weightBytes, &total),
+             "{}: arena {}, scratch {} and weights {} bytes: absurd sizes", planFile,
+             impl_->arenaBytes, impl_->scratchBytes, impl_->weightBytes);
   // The weights and the library, each checked against the plan's size and hash before use (a
   // truncated model.so would otherwise fault inside dlopen or later, in a task).
   impl_->reserved = MemoryReservation(
-      impl_->arenaBytes + impl_->scratchBytes + impl_->weightBytes,
-      fmt::format("loading '{}' (arena {}, scratch {}, weights {} bytes)", dir, impl_->arenaBytes,
-                  impl_->scratchBytes, impl_->weightBytes));
+      total, fmt::format("loading '{}' (arena {}, scratch {}, weights {} bytes)", dir,
+                         impl_->arenaBytes, impl_->scratchBytes, impl_->weightBytes));
   impl_->weights = Impl::alloc(impl_->weightBytes); // read in place, no staging copy
   readChecked(d / "model.weights", weightsFile, impl_->weights.get());
   {
