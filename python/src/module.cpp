@@ -20,6 +20,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -252,6 +253,10 @@ private:
     }
     auto it = cache_.find(sig);
     if (it == cache_.end()) {
+      if (cache_.size() >= kMaxCompiledShapes) { // the least recently used one goes
+        cache_.erase(order_.front());
+        order_.erase(order_.begin());
+      }
       auto c = std::make_unique<Compiled>(Compiled{import(), nullptr});
       cli::specializeToInputs(c->model, in);
       cli::OptArgs o;
@@ -260,6 +265,8 @@ private:
       c->exe = std::make_unique<runtime::JitExecutable>(*c->model.model.graph);
       it = cache_.emplace(sig, std::move(c)).first;
     }
+    order_.erase(std::remove(order_.begin(), order_.end(), sig), order_.end());
+    order_.push_back(sig);
     return it->second->exe->run(in);
   }
 
@@ -269,7 +276,11 @@ private:
   ImportedModel model_; // imported once: metadata, the interpreter's graph
   bool optimizedInterp_ = false;
   std::vector<std::string> inputNames_;
+  // Compiled code and arena per input shape signature, at most kMaxCompiledShapes (a server fed
+  // ever-new sizes keeps the most recently used ones).
+  static constexpr size_t kMaxCompiledShapes = 16;
   std::map<std::string, std::unique_ptr<Compiled>> cache_;
+  std::vector<std::string> order_; // least recently used first
   std::mutex mu_;
 };
 

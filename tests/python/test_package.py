@@ -361,3 +361,12 @@ def test_debug_numerics_names_a_deliberately_broken_node(node):
                                      f"first at node '{node}'"), broken.stderr
     missing = subprocess.run(base + ["--inject-fault", "NoSuchNode"], capture_output=True, text=True)
     assert missing.returncode == 1 and "NoSuchNode" in missing.stderr, missing.stderr
+
+
+def test_compiled_shapes_are_bounded_and_evicted_least_recently_used():
+    m, w, b = tiny_mlp()
+    sess = aicc.InferenceSession(m)
+    for n in list(range(1, 21)) + [20, 1]:  # 1 was evicted by then: compiled again, still right
+        x = np.full((n, 4), 0.5, np.float32)
+        assert_close(sess.run(None, {"x": x})[0], np.maximum(x @ w + b, 0), f"batch {n}", rtol=1e-5)
+    assert sess.compiled_shapes == 16
