@@ -332,7 +332,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path, zoo_model):
     for page in ("compile.html", "bench.html"):
         html = (tmp_path / page).read_text()
         assert "http://" not in html.replace("http://www.w3.org/2000/svg", ""), "external resource"
-        r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+        r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--enable-logging=stderr",
                             "--v=0", "--virtual-time-budget=5000", "--dump-dom", str(tmp_path / page)],
                            capture_output=True, text=True, timeout=120)
         assert 'data-rendered="yes"' in r.stdout, f"{page}: the script did not finish\n{r.stderr[-2000:]}"
