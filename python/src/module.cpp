@@ -242,8 +242,7 @@ private:
         cli::optimize(model_.model, o);
         optimizedInterp_ = true;
       }
-      checkGraphInputs(*model_.model.graph, in);
-      return interpret(*model_.model.graph, in);
+      return interpret(*model_.model.graph, in); // checks the inputs itself
     }
     checkGraphInputs(*model_.model.graph, in); // names the input and dim before compiling
     std::string sig;

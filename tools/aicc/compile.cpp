@@ -137,7 +137,15 @@ int compileCommand(const CompileArgs& a) {
                                a.tuningCache, c->target, formatTarget(target));
     cache = std::move(c);
   }
-  lo.chooseCandidate = backend::candidateChooser(target, pins, true, cache);
+  // The candidate each node is lowered with (pinned, measured or the cost model's), kept for the
+  // report's cost of that candidate.
+  std::map<std::string, std::string> chosen;
+  lo.chooseCandidate =
+      [&chosen, choose = backend::candidateChooser(target, pins, true, cache)](const Node& n) {
+        loop::CandidateChoice c = choose(n);
+        chosen[n.describe()] = c.name;
+        return c;
+      };
   runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
   rep.phases.push_back({"plan + lower", since(t)});
   codegen::AotOptions ao;
@@ -163,11 +171,14 @@ int compileCommand(const CompileArgs& a) {
     fails += (i ? ", " : "") + jsonStr(spec.failBranches[i]);
   rep.numbers.push_back({"uncompiled_branches", fails + "]"});
   int measured = 0, estimated = 0; // how each task with a choice was decided
-  // The cost model's view of each node (flops, bytes, estimate), by the name tasks carry.
+  // The cost model's view (flops, bytes, estimate) of the candidate each task runs, by the name
+  // tasks carry.
   std::map<std::string, backend::Cost> costs;
-  for (const auto& n : g.nodes)
-    if (auto sel = backend::selectCandidate(*n, target, std::nullopt, lo))
-      costs[n->describe()] = sel->cost;
+  for (const auto& n : g.nodes) {
+    auto c = chosen.find(n->describe());
+    if (c == chosen.end() || c->second.empty()) continue;
+    if (auto sel = backend::selectCandidate(*n, target, c->second, lo)) costs[c->first] = sel->cost;
+  }
   for (size_t i = 0; i < spec.tasks.size(); ++i) {
     ReportTask rt{spec.tasks[i].node, spec.schedules[i].first, spec.schedules[i].second, {}, {}};
     if (auto c = costs.find(rt.node); c != costs.end()) rt.cost = c->second;

@@ -6,10 +6,11 @@
 // time), the arena use per task, and a roofline. No external resources: it opens offline.
 #include "commands.h"
 
+#include "frontend/onnx/tensor_proto.h"
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace aicc::cli {
 
@@ -145,14 +146,6 @@ const PROFILE = @PROFILE@;
 </script></body></html>
 )HTML";
 
-std::string readFile(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  AICC_CHECK(f.good(), "cannot read '{}'", p.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 } // namespace
 
 void writeReportHtml(const std::string& dir, const std::string& out, const std::string& profile) {
@@ -164,7 +157,7 @@ void writeReportHtml(const std::string& dir, const std::string& out, const std::
     const size_t at = page.find(key);
     page.replace(at, key.size(), value);
   };
-  put("@REPORT@", scriptSafe(readFile(rj)));
+  put("@REPORT@", scriptSafe(readFileBytes(rj.string())));
   put("@PROFILE@", profile.empty() ? "null" : scriptSafe(profile));
   std::ofstream f(out);
   AICC_CHECK(f.good(), "cannot write '{}'", out);
