@@ -10,7 +10,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # Build tools and the libraries aicc links: protobuf + ONNX's schema (libonnx-dev), fmt, CLI11,
 # GoogleTest, Google Benchmark, LLVM 14 (FileCheck for the lit tests; codegen later); Python
-# headers and pybind11 for the Python package (python/).
+# headers and pybind11 for the Python package (python/); the cross toolchains and qemu-user for
+# the aarch64 / riscv64 targets (scripts/build-runtime.sh, tests/cross).
 APT_PACKAGES=(
   build-essential cmake ninja-build git
   protobuf-compiler libprotobuf-dev libonnx-dev
@@ -20,6 +21,7 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip
   python3-dev pybind11-dev
   chromium
+  qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

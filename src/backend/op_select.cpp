@@ -344,4 +344,18 @@ candidateChooser(const Target& t, std::map<std::string, std::string> pins, bool 
   };
 }
 
+loop::LowerOptions lowerOptionsFor(const Target& t) {
+  loop::LowerOptions o;
+  o.runtimeKernels = true;
+  if (!t.triple.empty()) o.vectorBytes = t.vectorBytes;
+  o.kernelIsa = kernels::Isa::Generic;
+  for (kernels::Isa isa : {kernels::Isa::Avx512, kernels::Isa::Avx2})
+    if (t.triple.empty() && targetRuns(t, isa) && kernels::cpuSupports(isa) &&
+        int(isa) <= int(kernels::bestIsa())) {
+      o.kernelIsa = isa;
+      break;
+    }
+  return o;
+}
+
 } // namespace aicc::backend

@@ -87,6 +87,11 @@ void checkPins(const Graph& g, const Target& t, const std::map<std::string, std:
 // With a tuning cache, a node whose signature has a record takes its measured choice when that
 // candidate applies ("measured: ..." in the reason), and the estimates of other nodes are
 // scaled by the cache's calibration (the cost model learning from the measurements).
+// The lowering options of code for `t`: its vector width, and the widest micro-kernel ISA that
+// both t and this machine run (the compile packs weights for it here; a cross target gets the
+// portable kernels).
+loop::LowerOptions lowerOptionsFor(const Target& t);
+
 std::function<loop::CandidateChoice(const Node&)>
 candidateChooser(const Target& t, std::map<std::string, std::string> pins = {},
                  bool runtimeKernels = false,

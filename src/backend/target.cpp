@@ -11,54 +11,22 @@
 
 #if defined(__linux__)
 #include <sched.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #endif
 
 namespace aicc {
 
 namespace {
 
-struct FeatureInfo {
-  CpuFeature f;
-  const char* name;
-  std::vector<CpuFeature> requires_; // implied when added, dropped with them when removed
-};
-
-const std::vector<FeatureInfo>& featureTable() {
-  using F = CpuFeature;
-  static const std::vector<FeatureInfo> t = {
-      {F::SSE42, "sse4.2", {}},
-      {F::AVX, "avx", {F::SSE42}},
-      {F::AVX2, "avx2", {F::AVX}},
-      {F::FMA, "fma", {F::AVX}},
-      {F::F16C, "f16c", {F::AVX}},
-      {F::BMI2, "bmi2", {}},
-      {F::AVX512F, "avx512f", {F::AVX2, F::FMA, F::F16C}},
-      {F::AVX512CD, "avx512cd", {F::AVX512F}},
-      {F::AVX512BW, "avx512bw", {F::AVX512F}},
-      {F::AVX512DQ, "avx512dq", {F::AVX512F}},
-      {F::AVX512VL, "avx512vl", {F::AVX512F}},
-      {F::AVX512VNNI, "avx512vnni", {F::AVX512F}},
-      {F::AVX512BF16, "avx512bf16", {F::AVX512BW}},
-      {F::AVX512FP16, "avx512fp16", {F::AVX512BW, F::AVX512DQ, F::AVX512VL}},
-      {F::AVXVNNI, "avxvnni", {F::AVX2}},
-  };
-  return t;
-}
-
-const FeatureInfo& info(CpuFeature f) { return featureTable()[static_cast<size_t>(f)]; }
-
 void addWithImplied(Target& t, CpuFeature f) {
   t.add(f);
-  for (CpuFeature r : info(f).requires_) addWithImplied(t, r);
+  for (CpuFeature r : cpuFeatureRequires(f)) addWithImplied(t, r);
 }
 
 void updateVectorBytes(Target& t) {
   t.vectorBytes = t.has(CpuFeature::AVX512F) ? 64
                   : t.has(CpuFeature::AVX)   ? 32
                   : t.arch == "x86-64"       ? 16 // SSE2 is part of x86-64
+                  : t.arch == "aarch64"      ? 16 // NEON is part of AArch64 Linux
                                              : 0;
 }
 
@@ -107,33 +75,18 @@ int availableCpus() {
 
 } // namespace
 
-std::string_view cpuFeatureName(CpuFeature f) { return info(f).name; }
-
-bool parseCpuFeature(std::string_view name, CpuFeature& out) {
-  std::string n = lower(name);
-  if (n == "sse4_2" || n == "sse42") n = "sse4.2";
-  if (n == "avx512_vnni") n = "avx512vnni";
-  if (n == "avx512_bf16") n = "avx512bf16";
-  if (n == "avx512_fp16") n = "avx512fp16";
-  if (n == "avx_vnni") n = "avxvnni";
-  for (const FeatureInfo& i : featureTable())
-    if (n == i.name) {
-      out = i.f;
-      return true;
-    }
-  return false;
-}
-
 void Target::remove(CpuFeature f) {
   features &= ~(uint64_t{1} << static_cast<uint32_t>(f));
   for (bool changed = true; changed;) {
     changed = false;
-    for (const FeatureInfo& i : featureTable())
-      if (has(i.f) && std::any_of(i.requires_.begin(), i.requires_.end(),
-                                  [&](CpuFeature r) { return !has(r); })) {
-        features &= ~(uint64_t{1} << static_cast<uint32_t>(i.f));
+    for (uint32_t i = 0; i < static_cast<uint32_t>(CpuFeature::Count); ++i) {
+      const auto rq = cpuFeatureRequires(static_cast<CpuFeature>(i));
+      if (has(static_cast<CpuFeature>(i)) &&
+          std::any_of(rq.begin(), rq.end(), [&](CpuFeature r) { return !has(r); })) {
+        features &= ~(uint64_t{1} << i);
         changed = true;
       }
+    }
   }
   updateVectorBytes(*this);
 }
@@ -144,6 +97,16 @@ int Target::vectorLanes(int elemBytes) const {
 }
 
 Target genericTarget() { return Target{}; }
+
+// A cross target: no x86 features, the portable micro-kernels, code for `triple`.
+Target crossTarget(const std::string& arch, const std::string& triple) {
+  Target t;
+  t.name = triple;
+  t.arch = arch;
+  t.triple = triple;
+  updateVectorBytes(t);
+  return t;
+}
 
 Target x86Avx2Target() {
   Target t;
@@ -196,40 +159,9 @@ bool readCacheSizes(const std::string& dir, Target& t) {
 
 Target nativeTarget() {
   Target t;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__)
   t.arch = "x86-64";
-  __builtin_cpu_init();
-  using F = CpuFeature;
-  auto set = [&](F f, bool on) {
-    if (on) t.add(f);
-  };
-  set(F::SSE42, __builtin_cpu_supports("sse4.2"));
-  set(F::AVX, __builtin_cpu_supports("avx"));
-  set(F::AVX2, __builtin_cpu_supports("avx2"));
-  set(F::FMA, __builtin_cpu_supports("fma"));
-#if defined(__clang__) // clang 14's __builtin_cpu_supports does not know "f16c"
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  set(F::F16C, __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C));
-#else
-  set(F::F16C, __builtin_cpu_supports("f16c"));
-#endif
-  set(F::BMI2, __builtin_cpu_supports("bmi2"));
-  set(F::AVX512F, __builtin_cpu_supports("avx512f"));
-  set(F::AVX512CD, __builtin_cpu_supports("avx512cd"));
-  set(F::AVX512BW, __builtin_cpu_supports("avx512bw"));
-  set(F::AVX512DQ, __builtin_cpu_supports("avx512dq"));
-  set(F::AVX512VL, __builtin_cpu_supports("avx512vl"));
-  set(F::AVX512VNNI, __builtin_cpu_supports("avx512vnni"));
-  set(F::AVX512BF16, __builtin_cpu_supports("avx512bf16"));
-#if !defined(__clang__)
-  set(F::AVX512FP16, __builtin_cpu_supports("avx512fp16"));
-  set(F::AVXVNNI, __builtin_cpu_supports("avxvnni"));
-#endif
-  // Keep the set consistent (a hypervisor may hide a prerequisite).
-  for (const FeatureInfo& i : featureTable())
-    if (t.has(i.f))
-      for (CpuFeature r : i.requires_)
-        if (!t.has(r)) t.remove(i.f);
+  t.features = hostCpuFeatures();
 #endif
   t.name = "native";
   readCacheSizes("/sys/devices/system/cpu/cpu0/cache", t);
@@ -239,8 +171,9 @@ Target nativeTarget() {
 }
 
 const std::vector<std::string>& targetNames() {
-  static const std::vector<std::string> names = {"native", "x86-64-avx2", "x86-64-avx512",
-                                                 "generic"};
+  static const std::vector<std::string> names = {
+      "native",  "x86-64-avx2",       "x86-64-avx512",
+      "generic", "aarch64-linux-gnu", "riscv64-linux-gnu"};
   return names;
 }
 
@@ -262,6 +195,10 @@ Target parseTarget(std::string_view spec) {
     t = x86Avx512Target();
   else if (base == "generic")
     t = genericTarget();
+  else if (base == "aarch64-linux-gnu" || base == "aarch64")
+    t = crossTarget("aarch64", "aarch64-linux-gnu");
+  else if (base == "riscv64-linux-gnu" || base == "riscv64")
+    t = crossTarget("riscv64", "riscv64-linux-gnu");
   else
     fail("unknown target '{}'; known targets: {}", parts[0], fmt::join(targetNames(), ", "));
   std::string name = t.name;
@@ -273,7 +210,8 @@ Target parseTarget(std::string_view spec) {
       CpuFeature f;
       if (!parseCpuFeature(m.substr(1), f)) {
         std::vector<std::string> known;
-        for (const FeatureInfo& fi : featureTable()) known.push_back(fi.name);
+        for (uint32_t i = 0; i < static_cast<uint32_t>(CpuFeature::Count); ++i)
+          known.emplace_back(cpuFeatureName(static_cast<CpuFeature>(i)));
         fail("target '{}': unknown CPU feature '{}'; known features: {}", spec, m.substr(1),
              fmt::join(known, ", "));
       }
@@ -314,8 +252,9 @@ Target parseTarget(std::string_view spec) {
 
 std::string formatTarget(const Target& t) {
   std::vector<std::string> fs;
-  for (const FeatureInfo& i : featureTable())
-    if (t.has(i.f)) fs.push_back(i.name);
+  for (uint32_t i = 0; i < static_cast<uint32_t>(CpuFeature::Count); ++i)
+    if (t.has(static_cast<CpuFeature>(i)))
+      fs.emplace_back(cpuFeatureName(static_cast<CpuFeature>(i)));
   return fmt::format(
       "target {}: arch {}, features {}, vector {} B, L1d {}, L2 {}, L3 {}, line {} B, "
       "threads {}",

@@ -8,11 +8,18 @@
 //   x86-64-avx2    Haswell-class x86-64: sse4.2, avx, avx2, fma, f16c, bmi2; 32-byte vectors;
 //   x86-64-avx512  Skylake-server-class: avx2 set + avx512f/cd/bw/dq/vl; 64-byte vectors;
 //   generic        no SIMD assumptions: portable scalar code (vectorBytes 0), e.g. the C99 backend
-//                  on any machine.
+//                  on any machine;
+//   aarch64-linux-gnu  64-bit Arm Linux (cross-compiled: LLVM's AArch64 backend, linked with
+//                  Debian's aarch64-linux-gnu-gcc): NEON (16-byte vectors), the portable
+//                  micro-kernels;
+//   riscv64-linux-gnu  64-bit RISC-V Linux, rv64gc / lp64d (linked with riscv64-linux-gnu-gcc):
+//                  scalar code, the portable micro-kernels.
 // A target string is a name followed by comma-separated modifiers:
 //   "x86-64-avx512,+avx512vnni,threads=4,l2=2M", "native,-avx512f" (features removed with '-'
 //   also drop the features that depend on them, and the vector width follows).
 #pragma once
+
+#include "rt/cpu.h" // CpuFeature
 
 #include <cstdint>
 #include <string>
@@ -21,33 +28,10 @@
 
 namespace aicc {
 
-enum class CpuFeature : uint32_t {
-  SSE42,
-  AVX,
-  AVX2,
-  FMA,
-  F16C,
-  BMI2,
-  AVX512F,
-  AVX512CD,
-  AVX512BW,
-  AVX512DQ,
-  AVX512VL,
-  AVX512VNNI,
-  AVX512BF16,
-  AVX512FP16,
-  AVXVNNI,
-  Count
-};
-
-// "sse4.2", "avx2", "avx512vnni", ...
-std::string_view cpuFeatureName(CpuFeature f);
-// Inverse of cpuFeatureName (also accepts "sse4_2" as /proc/cpuinfo spells it).
-bool parseCpuFeature(std::string_view name, CpuFeature& out);
-
 struct Target {
   std::string name = "generic"; // the string it was made from, normalized
-  std::string arch = "generic"; // "x86-64" or "generic"
+  std::string arch = "generic"; // "x86-64", "aarch64", "riscv64" or "generic"
+  std::string triple;           // the code's target triple for a cross target; "" = this host
   uint64_t features = 0;        // bit (1 << CpuFeature)
   int vectorBytes = 0;          // widest vector register the code may use; 0 = scalar only
   int64_t l1dBytes = 32 << 10, l2Bytes = 256 << 10, l3Bytes = 8 << 20; // per core / shared

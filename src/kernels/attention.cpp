@@ -8,7 +8,7 @@
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "kernels/thread_pool.h"
-#include "support/error.h"
+#include "rt/error.h"
 
 namespace aicc::kernels {
 
@@ -46,10 +46,10 @@ void softmaxRow(const AttentionShape& s, int64_t b, int64_t h, int64_t i, float*
 
 void attentionF32(const KernelDesc& kd, const AttentionShape& s, const float* Q, const float* K,
                   const float* V, float* Y, ThreadPool* pool) {
-  AICC_CHECK(s.B >= 1 && s.Hq >= 1 && s.Hkv >= 1 && s.Hq % s.Hkv == 0 && s.Sq >= 1 && s.Skv >= 1 &&
-                 s.D >= 1 && s.Dv >= 1,
-             "attention: bad shape B={} Hq={} Hkv={} Sq={} Skv={} D={} Dv={}", s.B, s.Hq, s.Hkv,
-             s.Sq, s.Skv, s.D, s.Dv);
+  AICC_RT_CHECK(s.B >= 1 && s.Hq >= 1 && s.Hkv >= 1 && s.Hq % s.Hkv == 0 && s.Sq >= 1 &&
+                    s.Skv >= 1 && s.D >= 1 && s.Dv >= 1,
+                "attention: bad shape B={} Hq={} Hkv={} Sq={} Skv={} D={} Dv={}", s.B, s.Hq, s.Hkv,
+                s.Sq, s.Skv, s.D, s.Dv);
   const int64_t rep = s.Hq / s.Hkv, pairs = s.B * s.Hq;
   auto head = [&](int64_t pair) {
     const int64_t b = pair / s.Hq, h = pair % s.Hq, kvh = b * s.Hkv + h / rep;

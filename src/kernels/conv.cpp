@@ -5,15 +5,15 @@
 #include <limits>
 
 #include "kernels/thread_pool.h"
-#include "support/error.h"
+#include "rt/error.h"
 
 namespace aicc::kernels {
 
 DwConvWeights packDepthwise3x3(const KernelDesc& kernel, const float* weightC133, const float* bias,
                                int64_t C) {
-  AICC_CHECK(kernel.op == KernelOp::DepthwiseConv3x3 && kernel.dwRow,
-             "packDepthwise3x3: '{}' is not a depthwise kernel", kernel.name);
-  AICC_CHECK(C >= 1, "packDepthwise3x3: bad channel count {}", C);
+  AICC_RT_CHECK(kernel.op == KernelOp::DepthwiseConv3x3 && kernel.dwRow,
+                "packDepthwise3x3: '{}' is not a depthwise kernel", kernel.name);
+  AICC_RT_CHECK(C >= 1, "packDepthwise3x3: bad channel count {}", C);
   DwConvWeights wt;
   wt.kernel = &kernel;
   wt.C = C;
@@ -26,10 +26,11 @@ DwConvWeights packDepthwise3x3(const KernelDesc& kernel, const float* weightC133
 
 void depthwiseConv3x3Nhwc(const DwConvWeights& wt, int64_t N, int64_t H, int64_t W, int64_t stride,
                           const float* in, float* out, const Epilogue& act, ThreadPool* pool) {
-  AICC_CHECK(wt.kernel && wt.kernel->dwRow, "depthwiseConv3x3: weights are not packed");
-  AICC_CHECK(stride == 1 || stride == 2, "depthwiseConv3x3: stride {} (1 or 2 supported)", stride);
-  AICC_CHECK(N >= 0 && H >= 1 && W >= 1, "depthwiseConv3x3: bad shape N={} H={} W={}", N, H, W);
-  AICC_CHECK(!act.bias, "depthwiseConv3x3: the bias lives in the packed weights");
+  AICC_RT_CHECK(wt.kernel && wt.kernel->dwRow, "depthwiseConv3x3: weights are not packed");
+  AICC_RT_CHECK(stride == 1 || stride == 2, "depthwiseConv3x3: stride {} (1 or 2 supported)",
+                stride);
+  AICC_RT_CHECK(N >= 0 && H >= 1 && W >= 1, "depthwiseConv3x3: bad shape N={} H={} W={}", N, H, W);
+  AICC_RT_CHECK(!act.bias, "depthwiseConv3x3: the bias lives in the packed weights");
   const int64_t C = wt.C, OH = dwOutSize(H, stride), OW = dwOutSize(W, stride);
   const int64_t rowsTotal = N * OH;
   auto runRows = [&](int64_t r0, int64_t r1) {
@@ -60,11 +61,11 @@ void depthwiseConv3x3Nhwc(const DwConvWeights& wt, int64_t N, int64_t H, int64_t
 
 Conv2dWeights packConv2d(const KernelDesc& gemmKernel, const Conv2dShape& s,
                          const float* weightOIHW, const float* bias) {
-  AICC_CHECK(s.N >= 0 && s.H >= 1 && s.W >= 1 && s.Cin >= 1 && s.Cout >= 1 && s.KH >= 1 &&
-                 s.KW >= 1 && s.strideH >= 1 && s.strideW >= 1 && s.dilH >= 1 && s.dilW >= 1 &&
-                 s.padTop >= 0 && s.padLeft >= 0 && s.padBottom >= 0 && s.padRight >= 0,
-             "packConv2d: bad shape");
-  AICC_CHECK(s.OH() >= 1 && s.OW() >= 1, "packConv2d: empty output ({}x{})", s.OH(), s.OW());
+  AICC_RT_CHECK(s.N >= 0 && s.H >= 1 && s.W >= 1 && s.Cin >= 1 && s.Cout >= 1 && s.KH >= 1 &&
+                    s.KW >= 1 && s.strideH >= 1 && s.strideW >= 1 && s.dilH >= 1 && s.dilW >= 1 &&
+                    s.padTop >= 0 && s.padLeft >= 0 && s.padBottom >= 0 && s.padRight >= 0,
+                "packConv2d: bad shape");
+  AICC_RT_CHECK(s.OH() >= 1 && s.OW() >= 1, "packConv2d: empty output ({}x{})", s.OH(), s.OW());
   const int64_t K = s.KH * s.KW * s.Cin;
   std::vector<float> b(size_t(K * s.Cout)); // [K, Cout], row (kh * KW + kw) * Cin + ci
   for (int64_t co = 0; co < s.Cout; ++co)
@@ -106,8 +107,8 @@ void im2colRows(const Conv2dShape& s, const float* img, int64_t p0, int64_t p1, 
 void conv2dNhwc(const Conv2dWeights& wt, const float* in, float* out, const Epilogue& act,
                 ThreadPool* pool) {
   const Conv2dShape& s = wt.shape;
-  AICC_CHECK(wt.w.kernel, "conv2d: weights are not packed");
-  AICC_CHECK(!act.bias, "conv2d: the bias lives in the packed weights");
+  AICC_RT_CHECK(wt.w.kernel, "conv2d: weights are not packed");
+  AICC_RT_CHECK(!act.bias, "conv2d: the bias lives in the packed weights");
   Epilogue ep = act;
   ep.bias = wt.bias.empty() ? nullptr : wt.bias.data();
   const int64_t OH = s.OH(), OW = s.OW(), P = OH * OW, K = s.KH * s.KW * s.Cin;
@@ -182,9 +183,10 @@ void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols,
 
 void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
                       const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
-  AICC_CHECK(kd.op == KernelOp::Gemm && kd.gemm, "conv2d: '{}' is not a GEMM kernel", kd.name);
+  AICC_RT_CHECK(kd.op == KernelOp::Gemm && kd.gemm, "conv2d: '{}' is not a GEMM kernel", kd.name);
   const int64_t M = s.Cout, K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
-  AICC_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K, P);
+  AICC_RT_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K,
+                P);
   const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, Mpad = (M + mr - 1) / mr * mr;
   const bool pointwise = s.isPointwise();
   // Convolutions with output rows of at least one vector (or >= 14 pixels) read B through an
@@ -338,7 +340,7 @@ void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, c
 
 void maxPoolNchw(const KernelDesc& kd, const DwShape& s, const float* in, float* out,
                  ThreadPool* pool) {
-  AICC_CHECK(s.mult == 1, "max pool: a channel multiplier of {}", s.mult);
+  AICC_RT_CHECK(s.mult == 1, "max pool: a channel multiplier of {}", s.mult);
   planeOp(kd, s, nullptr, in, out, Epilogue{}, pool, true);
 }
 
@@ -346,12 +348,12 @@ namespace {
 // One channel plane at a time over a padded copy (0 for convolution, -inf for max pooling).
 void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float* in, float* out,
              const Epilogue& ep, ThreadPool* pool, bool isMax) {
-  AICC_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwPlane,
-             "depthwise conv: '{}' is not an NCHW depthwise kernel", kd.name);
+  AICC_RT_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwPlane,
+                "depthwise conv: '{}' is not an NCHW depthwise kernel", kd.name);
   const int64_t OH = s.OH(), OW = s.OW();
-  AICC_CHECK(s.C >= 1 && s.mult >= 1 && OH >= 1 && OW >= 1 && s.KH >= 1 && s.KW >= 1 &&
-                 s.KH <= 64 && s.strideH >= 1 && s.strideW >= 1 && s.dilH >= 1 && s.dilW >= 1,
-             "depthwise conv: bad shape");
+  AICC_RT_CHECK(s.C >= 1 && s.mult >= 1 && OH >= 1 && OW >= 1 && s.KH >= 1 && s.KW >= 1 &&
+                    s.KH <= 64 && s.strideH >= 1 && s.strideW >= 1 && s.dilH >= 1 && s.dilW >= 1,
+                "depthwise conv: bad shape");
   // Each input plane is copied once into a zero-padded plane (rows deinterleaved for stride 2)
   // large enough for every vector the kernel reads up to OW rounded up to whole vectors.
   const int64_t vw = std::max(kd.vectorWidth, 1), owr = (OW + vw - 1) / vw * vw;
@@ -406,7 +408,7 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float
 
 void globalAveragePool(Isa isa, const float* in, float* out, int64_t rows, int64_t len,
                        ThreadPool* pool) {
-  AICC_CHECK(rows >= 0 && len >= 1, "global average pool: bad shape rows={} len={}", rows, len);
+  AICC_RT_CHECK(rows >= 0 && len >= 1, "global average pool: bad shape rows={} len={}", rows, len);
   const SumFn sum = sumKernel(isa);
   const float inv = 1.0f / float(len);
   auto run = [&](int64_t r0, int64_t r1) {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/thread_pool.h"
-#include "support/error.h"
+#include "rt/error.h"
 
 namespace aicc::kernels {
 
@@ -14,7 +14,7 @@ AlignedFloats AlignedFloats::make(int64_t n) {
   AlignedFloats out;
   const size_t bytes = (size_t(std::max<int64_t>(n, 1)) * sizeof(float) + 63) / 64 * 64;
   out.ptr.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-  AICC_CHECK(out.ptr, "kernels: out of memory allocating {} bytes", bytes);
+  AICC_RT_CHECK(out.ptr, "kernels: out of memory allocating {} bytes", bytes);
   std::memset(out.ptr.get(), 0, bytes);
   out.size = n;
   return out;
@@ -37,9 +37,9 @@ float activateScalar(float x, unsigned act) {
 
 namespace {
 void checkGemmKernel(const KernelDesc& kernel) {
-  AICC_CHECK(kernel.op == KernelOp::Gemm && kernel.gemm && kernel.mr > 0 && kernel.nr > 0 &&
-                 kernel.kc > 0,
-             "'{}' is not a GEMM kernel", kernel.name);
+  AICC_RT_CHECK(kernel.op == KernelOp::Gemm && kernel.gemm && kernel.mr > 0 && kernel.nr > 0 &&
+                    kernel.kc > 0,
+                "'{}' is not a GEMM kernel", kernel.name);
 }
 } // namespace
 
@@ -51,8 +51,8 @@ int64_t packedBFloats(const KernelDesc& kernel, int64_t K, int64_t N) {
 void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
                bool transposed, float* dst) {
   checkGemmKernel(kernel);
-  AICC_CHECK(K >= 0 && N >= 0, "packB: bad shape K={} N={}", K, N);
-  AICC_CHECK(ldb >= (transposed ? K : N), "packB: leading dimension {} too small", ldb);
+  AICC_RT_CHECK(K >= 0 && N >= 0, "packB: bad shape K={} N={}", K, N);
+  AICC_RT_CHECK(ldb >= (transposed ? K : N), "packB: leading dimension {} too small", ldb);
   const int64_t nr = kernel.nr, kcMax = kernel.kc, Npad = (N + nr - 1) / nr * nr;
   for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
     const int64_t kc = std::min(kcMax, K - k0);
@@ -90,7 +90,7 @@ int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K) {
 void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
                float* dst) {
   checkGemmKernel(kernel);
-  AICC_CHECK(M >= 0 && K >= 0 && lda >= K, "packA: bad shape M={} K={} lda={}", M, K, lda);
+  AICC_RT_CHECK(M >= 0 && K >= 0 && lda >= K, "packA: bad shape M={} K={} lda={}", M, K, lda);
   const int64_t mr = kernel.mr, kcMax = kernel.kc, Mpad = (M + mr - 1) / mr * mr;
   for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
     const int64_t kc = std::min(kcMax, K - k0);
@@ -201,7 +201,7 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
 
 void gemm(const PackedB& pb, int64_t M, const float* A, int64_t lda, float* C, int64_t ldc,
           const Epilogue& ep, ThreadPool* pool) {
-  AICC_CHECK(pb.kernel && pb.kernel->gemm, "gemm: B is not packed");
+  AICC_RT_CHECK(pb.kernel && pb.kernel->gemm, "gemm: B is not packed");
   gemmPackedB(*pb.kernel, pb.data.data(), pb.K, pb.N, M, A, lda, C, ldc, ep, pool);
 }
 
@@ -210,8 +210,8 @@ void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int6
                  ThreadPool* pool) {
   checkGemmKernel(kernel);
   const BView b{&kernel, packedB, K, N, (N + kernel.nr - 1) / kernel.nr * kernel.nr};
-  AICC_CHECK(M >= 0 && K >= 0 && N >= 0 && lda >= b.K && ldc >= b.N,
-             "gemm: bad shape M={} lda={} ldc={} (K={} N={})", M, lda, ldc, b.K, b.N);
+  AICC_RT_CHECK(M >= 0 && K >= 0 && N >= 0 && lda >= b.K && ldc >= b.N,
+                "gemm: bad shape M={} lda={} ldc={} (K={} N={})", M, lda, ldc, b.K, b.N);
   if (M == 0 || N == 0) return;
   if (K == 0) { // no products: C = act(bias)
     const float lo = ep.lo(), hi = ep.hi();

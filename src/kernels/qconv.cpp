@@ -15,8 +15,10 @@ namespace {
 // Accumulation of one output channel over its reduction: o[p] += w[k] * col[k][p] (int32 products
 // of int16 operands, exact). Zero weights are skipped as the reference kernel does (same result).
 // Cloned for AVX2 so the inner loop vectorizes 8 lanes wide where the CPU allows.
-__attribute__((target_clones("avx2", "default"))) void
-accumulateRow(const int16_t* __restrict w, const int16_t* __restrict col, int64_t Kc, int64_t P,
+#if defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void accumulateRow(const int16_t* __restrict w, const int16_t* __restrict col, int64_t Kc, int64_t P,
               int32_t* __restrict o) {
   for (int64_t k = 0; k < Kc; ++k) {
     const int32_t wk = w[k];

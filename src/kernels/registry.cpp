@@ -3,6 +3,14 @@
 #include <cstdlib>
 #include <string>
 
+// The AVX2/AVX-512 kernels are compiled on x86-64 only (CMakeLists.txt); other hosts, and the
+// cross-built runtimes (scripts/build-runtime.sh), have the portable ones.
+#if defined(__x86_64__) || defined(__i386__)
+#define AICC_X86_KERNELS 1
+#else
+#define AICC_X86_KERNELS 0
+#endif
+
 namespace aicc::kernels {
 
 namespace {
@@ -12,6 +20,7 @@ namespace {
 // f32 rounding grows with about sqrt(K * kc). 128 instead of 256 halves the error of the long
 // reductions (resnet50's K = 4608 convs, its K = 2048 classifier) for about 3% of resnet50's time.
 const KernelDesc kKernels[] = {
+#if AICC_X86_KERNELS
     {.name = "f32_gemm_avx512_14x32",
      .op = KernelOp::Gemm,
      .isa = Isa::Avx512,
@@ -47,6 +56,7 @@ const KernelDesc kKernels[] = {
      .vectorWidth = 8,
      .constraints = "any M,N,K; B pre-packed in 16-column panels; 12 ymm accumulators",
      .gemm = f32_gemm_avx2_6x16},
+#endif
     {.name = "f32_gemm_generic_4x8",
      .op = KernelOp::Gemm,
      .isa = Isa::Generic,
@@ -58,6 +68,7 @@ const KernelDesc kKernels[] = {
      .vectorWidth = 1,
      .constraints = "any M,N,K; portable C++",
      .gemm = f32_gemm_generic_4x8},
+#if AICC_X86_KERNELS
     {.name = "f32_dwconv3x3_avx512",
      .op = KernelOp::DepthwiseConv3x3,
      .isa = Isa::Avx512,
@@ -70,12 +81,14 @@ const KernelDesc kKernels[] = {
      .vectorWidth = 8,
      .constraints = "NHWC, 3x3, pad 1, stride 1 or 2, any C",
      .dwRow = f32_dwconv3x3_avx2},
+#endif
     {.name = "f32_dwconv3x3_generic",
      .op = KernelOp::DepthwiseConv3x3,
      .isa = Isa::Generic,
      .vectorWidth = 1,
      .constraints = "NHWC, 3x3, pad 1, stride 1 or 2, any C; portable C++",
      .dwRow = f32_dwconv3x3_generic},
+#if AICC_X86_KERNELS
     {.name = "f32_dwconv_nchw_avx512",
      .op = KernelOp::DepthwiseConvNchw,
      .isa = Isa::Avx512,
@@ -88,6 +101,7 @@ const KernelDesc kKernels[] = {
      .vectorWidth = 8,
      .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding",
      .dwNchwPlane = f32_dwconv_nchw_avx2},
+#endif
     {.name = "f32_dwconv_nchw_generic",
      .op = KernelOp::DepthwiseConvNchw,
      .isa = Isa::Generic,
@@ -155,20 +169,23 @@ std::vector<const KernelDesc*> availableKernels(KernelOp op) {
   return out;
 }
 
-const KernelDesc& defaultKernel(KernelOp op) {
-  const int cap = isaRank(bestIsa());
+const KernelDesc& defaultKernel(KernelOp op) { return defaultKernel(op, bestIsa()); }
+
+const KernelDesc& defaultKernel(KernelOp op, Isa best) {
   for (const auto& k : kKernels)
-    if (k.op == op && isaRank(k.isa) <= cap && cpuSupports(k.isa)) return k;
+    if (k.op == op && isaRank(k.isa) <= isaRank(best)) return k;
   // The generic kernels are always present; unreachable.
   return kKernels[0];
 }
 
 SumFn sumKernel(Isa isa) {
   switch (isa) {
+#if AICC_X86_KERNELS
   case Isa::Avx512:
     return f32_sum_avx512;
   case Isa::Avx2:
     return f32_sum_avx2;
+#endif
   default:
     return f32_sum_generic;
   }
@@ -176,10 +193,12 @@ SumFn sumKernel(Isa isa) {
 
 ExpSumFn expSumKernel() {
   switch (bestIsa()) {
+#if AICC_X86_KERNELS
   case Isa::Avx512:
     return f32_expsum_avx512;
   case Isa::Avx2:
     return f32_expsum_avx2;
+#endif
   default:
     return f32_expsum_generic;
   }

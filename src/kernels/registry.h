@@ -44,6 +44,9 @@ std::span<const KernelDesc> allKernels();
 std::vector<const KernelDesc*> availableKernels(KernelOp op);
 // The dispatch choice for `op` on this CPU (respects AICC_KERNEL_ISA). Never null.
 const KernelDesc& defaultKernel(KernelOp op);
+// The best kernel of `op` of ISA `best` or below (a compile target's choice; the portable ones
+// exist for every op). Never null.
+const KernelDesc& defaultKernel(KernelOp op, Isa best);
 // The softmax helper for this CPU (respects AICC_KERNEL_ISA).
 ExpSumFn expSumKernel();
 // The row-sum helper for `isa` (GlobalAveragePool; a kernel descriptor's ISA).

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
-#include "support/error.h"
+#include "rt/error.h"
 
 namespace aicc::kernels {
 
@@ -31,12 +31,13 @@ float activate(RnnActivation a, float x) {
 // Checks the shape and lengths of a `what` ("gru", "lstm") call and zeroes Y (rows past their
 // length leave zeros).
 void begin(const char* what, const RnnShape& s, const RnnBuffers& b) {
-  AICC_CHECK(s.T >= 0 && s.batch >= 0 && s.I >= 1 && s.H >= 1 && (s.dirs == 1 || s.dirs == 2),
-             "{}: bad shape T={} batch={} I={} H={} dirs={}", what, s.T, s.batch, s.I, s.H, s.dirs);
-  AICC_CHECK(b.X && b.W && b.R, "{}: X, W and R are required", what);
+  AICC_RT_CHECK(s.T >= 0 && s.batch >= 0 && s.I >= 1 && s.H >= 1 && (s.dirs == 1 || s.dirs == 2),
+                "{}: bad shape T={} batch={} I={} H={} dirs={}", what, s.T, s.batch, s.I, s.H,
+                s.dirs);
+  AICC_RT_CHECK(b.X && b.W && b.R, "{}: X, W and R are required", what);
   for (int64_t i = 0; b.lens && i < s.batch; ++i)
-    AICC_CHECK(b.lens[i] >= 0 && b.lens[i] <= s.T,
-               "{}: sequence_lens entry {} is out of range [0, {}]", what, b.lens[i], s.T);
+    AICC_RT_CHECK(b.lens[i] >= 0 && b.lens[i] <= s.T,
+                  "{}: sequence_lens entry {} is out of range [0, {}]", what, b.lens[i], s.T);
   if (b.Y) std::memset(b.Y, 0, sizeof(float) * size_t(s.T * s.dirs * s.batch * s.H));
 }
 

@@ -119,19 +119,27 @@ void gemmTile(const GemmTileParams& p) {
   // (row stride ldw; a partial panel loads masked, the columns past nr may be past the buffer), or
   // rows through an offset table (implicit im2col of a padded input, see GemmTileParams::koff).
   // Unrolled by 8: the loop's own instructions otherwise cost ~20% of the FMA rate (measured on
-  // Zen 3: 69 -> 84-89 GFLOP/s of a 96 peak for an L1-resident 6x16 tile at kc 128).
+  // Zen 3: 69 -> 84-89 GFLOP/s of a 96 peak for an L1-resident 6x16 tile at kc 128). Only the full
+  // vector tiles: the partial ones (the last rows of a matrix) and the scalar ones unroll by 2,
+  // which keeps the runtime library small (they were most of its code).
+  auto step = [&](auto loadRow, int64_t k, const float* a) {
+    vec wv[NV];
+    loadRow(k, wv);
+#pragma GCC unroll 16
+    for (int i = 0; i < ROWS; ++i) {
+      const vec av = V::set1(a[i]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
+    }
+  };
   auto kLoop = [&](auto loadRow) {
     const float* a = p.a;
+    if constexpr (ROWS == MRS && V::width > 1) {
 #pragma GCC unroll 8
-    for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
-      vec wv[NV];
-      loadRow(k, wv);
-#pragma GCC unroll 16
-      for (int i = 0; i < ROWS; ++i) {
-        const vec av = V::set1(a[i]);
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
-      }
+      for (int64_t k = 0; k < p.kc; ++k, a += MRS) step(loadRow, k, a);
+    } else {
+#pragma GCC unroll 2
+      for (int64_t k = 0; k < p.kc; ++k, a += MRS) step(loadRow, k, a);
     }
   };
   const int64_t ws = p.ldw ? p.ldw : PNR;
@@ -199,11 +207,6 @@ void gemmTile(const GemmTileParams& p) {
     for (int i = 0; i < ROWS; ++i)
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[i][v] = V::min(hi, V::max(lo, acc[i][v]));
-    if (p.act != kActNone)
-#pragma GCC unroll 16
-      for (int i = 0; i < ROWS; ++i)
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[i][v] = activate<V>(acc[i][v], p.act);
   }
 #pragma GCC unroll 16
   for (int i = 0; i < ROWS; ++i)
@@ -215,6 +218,17 @@ void gemmTile(const GemmTileParams& p) {
       else
         V::storeMasked(dst, m[v], acc[i][v]);
     }
+  // The activation runs over the stored tile (in L1) in a loop that is not unrolled: inlined per
+  // accumulator it multiplied the kernels' code size (every tile shape of every ISA) for a
+  // fraction of a percent of the time.
+  if ((p.flags & kGemmLast) && p.act != kActNone)
+#pragma GCC unroll 1
+    for (int i = 0; i < ROWS; ++i)
+#pragma GCC unroll 1
+      for (int v = 0; v < NV; ++v) {
+        float* dst = p.c + i * p.ldc + v * W;
+        V::storeMasked(dst, m[v], activate<V>(V::loadMasked(dst, m[v]), p.act));
+      }
 }
 
 // The lanes of v added in order.

@@ -1,6 +1,6 @@
 #include "kernels/thread_pool.h"
 
-#include "support/trace.h"
+#include "rt/trace.h"
 
 #include <chrono>
 

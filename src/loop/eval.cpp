@@ -144,18 +144,22 @@ private:
     case StmtKind::Call: {
       auto it = opts_.kernels.find(s.name);
       std::optional<ExternKernel> builtin;
-      if (it == opts_.kernels.end()) builtin = builtinKernel(s.name);
+      if (it == opts_.kernels.end()) builtin = rt::builtinKernel(s.name);
       AICC_CHECK(it != opts_.kernels.end() || builtin, "@{}: call to unknown micro-kernel @{}",
                  f_.name, s.name);
       std::vector<KernelArg> args;
       for (const auto& a : s.args) {
         KernelArg k;
         if (!a.buffer.empty()) {
-          k.buffer = &tensor(a.buffer);
-          k.offset = a.offset ? eval(a.offset).i : 0;
-          AICC_CHECK(k.offset >= 0 && k.offset <= k.buffer->numel(),
-                     "@{}: call @{}: offset {} is outside {}", f_.name, s.name, k.offset,
-                     varName(a.buffer));
+          Tensor& t = tensor(a.buffer);
+          const int64_t offset = a.offset ? eval(a.offset).i : 0;
+          AICC_CHECK(offset >= 0 && offset <= t.numel(), "@{}: call @{}: offset {} is outside {}",
+                     f_.name, s.name, offset, varName(a.buffer));
+          const int64_t at = offset * int64_t(dtypeSize(t.dtype()));
+          k.isBuffer = true;
+          k.ptr = static_cast<std::byte*>(t.raw()) + at;
+          k.bytes = int64_t(t.nbytes()) - at;
+          k.dtype = dtypeName(t.dtype()).data();
         } else {
           Scalar v = eval(a.value);
           k.isFloat = isFloat(a.value->type);

@@ -6,38 +6,22 @@
 #pragma once
 
 #include "loop/ir.h"
+#include "rt/callees.h"
 
 #include <functional>
 #include <map>
 #include <optional>
 
-namespace aicc::kernels {
-class ThreadPool;
-}
-
 namespace aicc::loop {
 
-// A micro-kernel called by `call @name(...)`: receives buffer arguments as (tensor, element
-// offset) and value arguments as doubles/ints, in call order.
-struct KernelArg {
-  Tensor* buffer = nullptr; // buffer arguments
-  int64_t offset = 0;
-  int64_t i = 0; // integer value arguments
-  double f = 0;  // float value arguments
-  bool isFloat = false;
-};
-using ExternKernel = std::function<void(std::vector<KernelArg>&)>;
+// A micro-kernel called by `call @name(...)`: receives buffer arguments as addresses with their
+// bytes, and value arguments as integers/doubles, in call order (rt/callees.h).
+using KernelArg = rt::KernelArg;
+using ExternKernel = rt::KernelFn;
 
 struct EvalOptions {
   std::map<std::string, ExternKernel> kernels; // callee name -> implementation
 };
-
-// The micro-kernels of src/kernels under the callee names the lowerings emit (see
-// loop/lower_kernels.cpp for the contracts); nullopt when `name` is not one of them or this CPU
-// cannot run it. `evaluate` uses them for calls that EvalOptions::kernels does not name.
-// The kernels run on `pool`'s threads when one is given.
-std::optional<ExternKernel> builtinKernel(const std::string& name,
-                                          kernels::ThreadPool* pool = nullptr);
 
 // Runs f with buffers bound by name. `in` buffers must be bound; `out` and `temp` buffers that
 // are not bound are allocated (zero-filled) and added to `buffers`. A bound tensor must have the

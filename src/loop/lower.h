@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "kernels/registry.h"
 #include "loop/ir.h"
 
 #include <functional>
@@ -30,7 +31,10 @@ struct LowerOptions {
   // node with ("loop", "ukernel:<kernel descriptor name>"); empty function or "" = the
   // lowering's own preference (a micro-kernel where one applies, else the loop nest).
   std::function<CandidateChoice(const Node&)> chooseCandidate;
-  // Lower to the in-process runtime's micro-kernels (loop/lower_kernels.cpp): constant weights
+  // The widest micro-kernel ISA the target runs: a lowering's own kernel choice (no candidate
+  // chosen) takes the best kernel of it or below. Default: this CPU's (kernels::bestIsa()).
+  kernels::Isa kernelIsa = kernels::bestIsa();
+  // Lower to the in-process runtime's micro-kernels (rt/callees.cpp): constant weights
   // packed at compile time into the kernels' layouts (LoweredNode::constants: NCHW convolution
   // weights as GEMM A panels, MatMul/Gemm weights as B panels), NCHW depthwise convolution of any
   // size, attention. On for the JIT; off for the C bundle, whose portable stand-ins

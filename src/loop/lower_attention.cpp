@@ -61,7 +61,7 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
     mask = CallArg{b.input(m), nullptr, nullptr};
   }
   float scale = n.attr("scale") ? n.attrFloat("scale") : 1.0f / std::sqrt(float(D));
-  const auto& gk = kernels::defaultKernel(kernels::KernelOp::Gemm);
+  const auto& gk = kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
   auto iv = [](int64_t x) { return CallArg{"", nullptr, intImm(x)}; };
   std::vector<CallArg> args = {CallArg{Q, nullptr, nullptr}, CallArg{K, nullptr, nullptr},
                                CallArg{V, nullptr, nullptr}, mask, CallArg{Y, nullptr, nullptr}};

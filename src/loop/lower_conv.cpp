@@ -1,6 +1,6 @@
 // Conv (NCHW, any spatial rank, stride, padding, dilation and group) as a direct loop nest, or as
 // micro-kernel calls per image (and group): depthwise 3x3 (pad 1, stride 1/2) or im2col + GEMM
-// for 1-D and 2-D convolutions (see loop/lower_kernels.cpp for the call contracts).
+// for 1-D and 2-D convolutions (see rt/callees.cpp for the call contracts).
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
@@ -177,11 +177,11 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   const kernels::KernelDesc* kd = nullptr;
   if (candidate.empty()) {
     if (dwAny)
-      kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw);
+      kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     else if (dwOk)
-      kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConv3x3);
+      kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConv3x3, o.kernelIsa);
     else if (gemmOk)
-      kd = &kernels::defaultKernel(kernels::KernelOp::Gemm);
+      kd = &kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
   } else if (candidate != kLoopCandidate) {
     if (candidate.rfind("ukernel:", 0) != 0) no("unknown candidate '" + candidate + "'");
     kd = kernels::findKernel(candidate.substr(8));

@@ -14,9 +14,10 @@ const Value* outerOf(const Bind& bind, const Value* v) {
 }
 
 // Picks the GEMM kernel of a "ukernel:NAME" candidate, or the default one for "".
-const kernels::KernelDesc* gemmKernelFor(const std::string& candidate, bool applicable) {
+const kernels::KernelDesc* gemmKernelFor(const std::string& candidate, bool applicable,
+                                         kernels::Isa best) {
   if (candidate == kLoopCandidate || !applicable) return nullptr;
-  if (candidate.empty()) return &kernels::defaultKernel(kernels::KernelOp::Gemm);
+  if (candidate.empty()) return &kernels::defaultKernel(kernels::KernelOp::Gemm, best);
   if (candidate.rfind("ukernel:", 0) != 0) no("unknown candidate '" + candidate + "'");
   const auto* d = kernels::findKernel(candidate.substr(8));
   if (!d || d->op != kernels::KernelOp::Gemm || !kernels::cpuSupports(d->isa))
@@ -85,7 +86,7 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
   }
   std::string A = b.input(av), B = b.input(bv);
   int64_t lda = g.transA ? g.M : g.K, ldb = bd.size() == 1 ? 1 : (g.transB ? g.K : g.N);
-  const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA);
+  const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA, o.kernelIsa);
 
   // Constant 2-D B (weights), JIT: B packed at compile time; the batch folds into M (A and C
   // are contiguous over it), and Gemm's bias and a trailing clamp go into the kernel.

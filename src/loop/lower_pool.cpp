@@ -19,7 +19,7 @@ std::optional<LoweredNode> lowerGlobal(const Node& n, const std::string& name,
   std::string in = b.input(n.inputs[0]);
   // f32 GlobalAveragePool with runtime kernels: vector row sums, rows over the threads.
   if (!isMax && o.runtimeKernels && t == DType::F32 && rows >= 1 && len >= 1) {
-    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw);
+    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     std::vector<CallArg> a = {CallArg{in, nullptr, nullptr}, CallArg{out, nullptr, nullptr},
                               CallArg{"", nullptr, intImm(rows)},
                               CallArg{"", nullptr, intImm(len)}};
@@ -77,7 +77,7 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   std::string in = b.input(n.inputs[0]);
   // 2-D f32 MaxPool with runtime kernels: the depthwise machinery's max mode, one call per image.
   if (isMax && o.runtimeKernels && t == DType::F32 && r == 2) {
-    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw);
+    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     std::string nv = b.fresh("n");
     ExprPtr nn = var(nv);
     const int64_t C = id[1];

@@ -1,5 +1,5 @@
 // QLinearConv (1-D/2-D, NCHW, u8/i8 activations and weights) as one call of the runtime's
-// quantized convolution kernel (kernels/qconv.h, contract in loop/lower_kernels_quant.cpp).
+// quantized convolution kernel (kernels/qconv.h, contract in rt/callees_quant.cpp).
 // Lowering-time work: the weights shifted by their zero points (int16 rows) and the per-channel
 // requantization factors, computed exactly as the reference kernel does (src/ops/quant_conv.cpp).
 // Scales, zero points and weights must be constants; the bias may be computed. Declines (the node

@@ -1,6 +1,6 @@
 // GRU and LSTM (ai.onnx, f32, layout 0) as one call of the GRU / LSTM micro-kernel (kernels/rnn.h;
 // the call contracts @gru_<gemm desc> and @lstm_<gemm desc> are documented in
-// loop/lower_kernels.cpp). Supported: every direction, optional B / sequence_lens / initial_h,
+// rt/callees.cpp). Supported: every direction, optional B / sequence_lens / initial_h,
 // clip, any subset of the outputs and the activations Sigmoid, Tanh and Relu; GRU also
 // linear_before_reset 0/1, LSTM also initial_c, peepholes P and input_forget. Anything else
 // declines with a reason (the node falls back to the reference kernel) rather than computing
@@ -141,7 +141,7 @@ std::optional<LoweredNode> lowerCell(const Node& n, const Cell& cell, const std:
   const auto* clip = n.attr("clip");
   const double clipValue = clip ? std::get<float>(clip->v) : 0.0;
   FuncBuilder b(n, name, "rnn");
-  const auto& kd = kernels::defaultKernel(kernels::KernelOp::Gemm);
+  const auto& kd = kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
   auto in = [&](size_t i) { return n.hasInput(i) ? buffer(b.input(n.inputs[i])) : none(); };
   std::vector<CallArg> args = {in(0), in(1), in(2), in(3), lensArg(b, n, g.batch), in(5)};
   if (&cell == &kLstm) args.insert(args.end(), {in(6), in(7)}); // initial_c, P

@@ -29,6 +29,7 @@
 #include "codegen/llvm/aot.h"
 #include "loop/lower.h"
 #include "ops/op_def.h"
+#include "rt/artifact.h"
 
 #include <cstddef>
 #include <memory>
@@ -37,20 +38,10 @@
 
 namespace aicc::runtime {
 
-enum class Region { Arena, Weights, Input, Scratch };
-
-struct Binding {
-  Region region = Region::Arena;
-  int64_t offset = 0; // bytes (Input: the input's index)
-  int64_t bytes = 0;
-};
-
-struct TensorDesc {
-  std::string name;
-  DType dtype = DType::F32;
-  Dims dims;
-  int64_t bytes() const;
-};
+// The plan's vocabulary is the runtime's (rt/artifact.h).
+using rt::Binding;
+using rt::Region;
+using rt::TensorDesc;
 
 struct ArtifactTask {
   enum class Kind { Call, Copy, JumpIfZero, Jump, Fail, Fallback };
@@ -61,6 +52,10 @@ struct ArtifactTask {
   // present results.
   std::vector<Binding> params;
   int64_t target = 0; // jumps: index of the task to continue at
+  // In memory only (not in the plan file), for tools: the node a Call or Fallback task computes
+  // and where each of its present results lives.
+  const Node* source = nullptr;
+  std::vector<std::pair<const Value*, Binding>> results;
 };
 
 struct ArtifactSpec {
@@ -90,38 +85,30 @@ struct WrittenArtifact {
 WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
                               const Target& target, const codegen::AotOptions& o = {});
 
-// A loaded artifact: owns the arena, the weights and the library handle.
-//
-// Threads: instances are independent (any number, used from any threads; they share the process's
-// worker pool, which takes concurrent jobs). One instance has one arena, so its runs are
-// serialized: the checked run(inputs) waits for a run of another thread on the same instance to
-// end (safe to call concurrently, like ONNX Runtime's Session::Run). The raw interface
-// (setInput, run(), output) is one thread's at a time: setInput or run() while another thread
-// runs this instance is an error ("in use by another thread"), never a data race; output() is
-// valid until the next run.
-class LoadedArtifact {
+// A loaded artifact: the runtime's executor (rt::Artifact: checks, threads and errors as
+// described there) with the reference interpreter for fallback tasks, and a checked run on
+// tensors.
+class LoadedArtifact : public rt::Artifact {
 public:
   explicit LoadedArtifact(const std::string& dir); // throws aicc::Error naming the file and why
-  ~LoadedArtifact();
-  LoadedArtifact(const LoadedArtifact&) = delete;
-  LoadedArtifact& operator=(const LoadedArtifact&) = delete;
-
-  const std::vector<TensorDesc>& inputs() const { return inputs_; }
-  const std::vector<TensorDesc>& outputs() const { return outputDescs_; }
-  // Raw interface (the C API): input data by position, bytes checked against the declared size.
-  void setInput(size_t i, const void* data, int64_t bytes);
-  void run(); // throws if an input is missing or a task fails
-  // Valid until the next run.
-  const void* output(size_t i) const;
-  // Checked tensors: dtype and shape of each input against the declaration, by position.
+  using rt::Artifact::run;
+  // Checked tensors: dtype and shape of each input against the declaration, by position; waits for
+  // another thread's run of this instance.
   std::vector<RValue> run(const std::vector<RValue>& inputs);
-
-private:
-  void setInputLocked(size_t i, const void* data, int64_t bytes);
-  void runLocked();
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  std::vector<TensorDesc> inputs_, outputDescs_;
 };
+
+// The runtime's fallback provider of the compiler library: runs a fallback task's node (IR text)
+// through the reference interpreter on its bindings (rt::FallbackProvider).
+rt::FallbackRun interpreterFallback(const std::string& nodeText, const std::string& node,
+                                    const std::vector<Binding>& params, const std::string& file);
+
+// Checked tensors in, owned copies of the outputs out: dtype and shape of each input against the
+// declaration, by position (the engines' common run on tensors).
+std::vector<RValue> runChecked(rt::Artifact& a, const std::vector<RValue>& inputs);
+
+// Installs the reference interpreter as the runtime's fallback provider (rt::setFallbackProvider);
+// LoadedArtifact and writeArtifact do it, so a process that compiles or loads through the compiler
+// library runs fallback tasks from the C API too.
+void installInterpreterFallback();
 
 } // namespace aicc::runtime

@@ -135,6 +135,9 @@ private:
     ArtifactTask t;
     t.fn = name;
     t.node = n.describe();
+    t.source = &n;
+    for (const Value* v : n.outputs)
+      if (v) t.results.push_back({v, bind(s, v)});
     int64_t scratch = 0;
     for (const loop::Buffer& b : ln->func.params) {
       const Value* v = ln->valueOf(b.name);
@@ -197,11 +200,13 @@ private:
   }
 
   void emitFallback(const Scope& s, const Node& n, const std::string& why) {
-    ArtifactTask t{ArtifactTask::Kind::Fallback, nodeAsModel(n), n.describe(), {}, 0};
+    ArtifactTask t{ArtifactTask::Kind::Fallback, nodeAsModel(n), n.describe(), {}, 0, &n, {}};
     for (const Value* v : n.inputs)
       if (v) t.params.push_back(bind(s, v));
     for (const Value* v : n.outputs)
       if (v) t.params.push_back(bind(s, v));
+    for (const Value* v : n.outputs)
+      if (v) t.results.push_back({v, bind(s, v)});
     spec_.fallbacks.push_back(n.describe() + ": " + why);
     push(std::move(t), loop::opLabel(n), "fallback (reference kernel): " + why);
   }
@@ -218,11 +223,12 @@ private:
       return base;
     }
     const size_t jz = spec_.tasks.size();
-    push({ArtifactTask::Kind::JumpIfZero, "", n.describe(), {bind(s, n.inputs[0])}, 0}, "If",
-         "jumpz to else_branch");
+    push({ArtifactTask::Kind::JumpIfZero, "", n.describe(), {bind(s, n.inputs[0])}, 0, nullptr, {}},
+         "If", "jumpz to else_branch");
     int64_t end = emitBranch(s, n, *br[0], "then_branch", base);
     const size_t j = spec_.tasks.size();
-    push({ArtifactTask::Kind::Jump, "", n.describe(), {}, 0}, "If", "jump past else_branch");
+    push({ArtifactTask::Kind::Jump, "", n.describe(), {}, 0, nullptr, {}}, "If",
+         "jump past else_branch");
     spec_.tasks[jz].target = int64_t(spec_.tasks.size());
     end = std::max(end, emitBranch(s, n, *br[1], "else_branch", base));
     spec_.tasks[j].target = int64_t(spec_.tasks.size());
@@ -234,7 +240,7 @@ private:
     const std::string where = n.describe() + " " + which;
     if (auto why = unresolvedShape(b)) {
       failBranches.push_back(where + ": " + *why);
-      push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0}, "If",
+      push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0, nullptr, {}}, "If",
            "fail (branch not compiled)");
       return base;
     }
@@ -244,7 +250,8 @@ private:
       Binding from = bind(bs, b.outputs[k]), to = bind(s, n.outputs[k]);
       AICC_CHECK(from.bytes == to.bytes, "{}: result {} has {} bytes, the If's {}", where, k,
                  from.bytes, to.bytes);
-      push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0}, "If", "copy branch result");
+      push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0, nullptr, {}}, "If",
+           "copy branch result");
     }
     return end;
   }

@@ -4,8 +4,9 @@
 #include "interp/interpreter.h"
 #include "loop/printer.h"
 #include "loop/verifier.h"
-#include "runtime/parallel.h"
-#include "support/trace.h"
+#include "rt/parallel.h"
+#include "rt/trace.h"
+#include "runtime/artifact.h"
 
 #include <chrono>
 #include <cstring>
@@ -51,6 +52,7 @@ void checkInput(const Value* v, const RValue& r) {
 JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts)
     : g_(g), injectFaultAt_(opts.injectFaultAt) {
   checkThreadsEnv();
+  if (compilePlanned(opts)) return;
   // Memory plan (static shapes only).
   std::optional<MemoryPlan> plan;
   try {
@@ -147,6 +149,116 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts)
 
 JitExecutable::~JitExecutable() = default;
 
+bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
+  std::optional<ArtifactSpec> spec;
+  try {
+    spec = buildArtifact(g_, opts.lower);
+  } catch (const Error& e) {
+    stats_.planNote = std::string("node by node: ") + e.what();
+    return false;
+  }
+  if (!spec->failBranches.empty()) {
+    stats_.planNote = "node by node: an If branch does not resolve: " + spec->failBranches[0];
+    return false;
+  }
+  for (const loop::Func& f : spec->code.funcs)
+    for (const loop::Buffer& b : f.params)
+      if (!codegen::supportedDType(b.dtype)) {
+        stats_.planNote = fmt::format("node by node: element type {} is not supported by the "
+                                      "LLVM emitter",
+                                      dtypeName(b.dtype));
+        return false;
+      }
+  codegen::JitOptions jo;
+  jo.optLevel = opts.optLevel;
+  jo.emit.parallel = opts.parallel;
+  engine_ = std::make_unique<codegen::JitEngine>(jo);
+  if (!spec->code.funcs.empty()) engine_->addModule(spec->code);
+  stats_.compileSeconds = engine_->compileSeconds();
+
+  rt::Plan plan;
+  plan.inputs = spec->inputs;
+  for (const auto& [desc, where] : spec->outputs) {
+    plan.outputs.push_back(desc);
+    plan.outputBindings.push_back(where);
+  }
+  plan.arenaBytes = spec->arenaBytes;
+  plan.scratchBytes = spec->scratchBytes;
+  plan.weightBytes = int64_t(spec->weights.size());
+  plan.reserved = MemoryReservation(plan.arenaBytes + plan.scratchBytes + plan.weightBytes,
+                                    "the JIT's arena, scratch and weights");
+  plan.weights = rt::Plan::allocate(plan.weightBytes);
+  std::memcpy(plan.weights.get(), spec->weights.data(), spec->weights.size());
+  using K = ArtifactTask::Kind;
+  std::optional<std::pair<size_t, Binding>> fault; // the task and result --inject-fault changes
+  for (size_t i = 0; i < spec->tasks.size(); ++i) {
+    ArtifactTask& t = spec->tasks[i];
+    rt::Plan::Task task{
+        static_cast<rt::Plan::Kind>(t.kind), nullptr, t.node, t.params, size_t(t.target), {}};
+    TaskInfo info;
+    info.node = t.node;
+    info.op = spec->schedules[i].first;
+    info.schedule = spec->schedules[i].second;
+    info.engine = "control-flow";
+    if (t.kind == K::Call) {
+      task.fn = engine_->lookup(t.fn);
+      info.engine = "jit";
+      ++stats_.lowered;
+    } else if (t.kind == K::Fallback) {
+      task.fallback = interpreterFallback(t.fn, t.node, t.params, "jit");
+      info.engine = "fallback";
+      info.why = info.schedule.substr(info.schedule.find(": ") + 2);
+      info.schedule.clear();
+      ++stats_.fallback;
+    }
+    if (!injectFaultAt_.empty() && t.source && t.source->name == injectFaultAt_ && !fault)
+      for (const auto& [v, b] : t.results)
+        if (v->type.dtype == DType::F32 && b.bytes >= 4) {
+          fault = {i, b};
+          break;
+        }
+    plan.tasks.push_back(std::move(task));
+    info_.push_back(std::move(info));
+  }
+  stats_.fallbackReasons = spec->fallbacks;
+  static_assert(int(K::Fallback) == int(rt::Plan::Kind::Fallback) &&
+                int(K::Copy) == int(rt::Plan::Kind::Copy) &&
+                int(K::JumpIfZero) == int(rt::Plan::Kind::JumpIfZero));
+  stats_.planned = true;
+  stats_.arenaBytes = spec->arenaBytes;
+  stats_.packedBytes = spec->packedBytes;
+  stats_.planNote = fmt::format("planned: arena {} bytes (lower bound {}), scratch {}, weights {} "
+                                "({} packed for the kernels); the runtime's executor",
+                                spec->arenaBytes, spec->lowerBoundBytes, spec->scratchBytes,
+                                spec->weights.size(), spec->packedBytes);
+  planned_ = std::make_unique<rt::Artifact>(std::move(plan));
+  if (fault) { // a wrong kernel, for testing `aicc debug-numerics`
+    rt::Artifact* exe = planned_.get();
+    planned_->setAfterTask([exe, f = *fault](size_t task) {
+      if (task != f.first) return;
+      float* x = static_cast<float*>(exe->address(f.second));
+      x[0] = x[0] * 1.5f + 1.0f;
+    });
+  }
+  return true;
+}
+
+void JitExecutable::setProfiling(bool on) {
+  profiling_ = on;
+  if (planned_) planned_->setProfiling(on);
+}
+
+const std::vector<TaskInfo>& JitExecutable::tasks() const {
+  if (planned_) {
+    const auto& times = planned_->taskTimes();
+    for (size_t i = 0; i < info_.size() && i < times.size(); ++i) {
+      info_[i].seconds = times[i].seconds;
+      info_[i].calls = times[i].calls;
+    }
+  }
+  return info_;
+}
+
 bool JitExecutable::compileIf(const Node& n, Task& t, const JitRunOptions& opts) {
   if (n.op != "If" || !n.domain.empty()) return false;
   const char* names[2] = {"then_branch", "else_branch"};
@@ -173,6 +285,7 @@ bool JitExecutable::compileIf(const Node& n, Task& t, const JitRunOptions& opts)
 
 std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs,
                                        const OuterLookup* outer) {
+  if (planned_) return runChecked(*planned_, inputs);
   AICC_CHECK(inputs.size() == g_.inputs.size(), "graph '{}' takes {} inputs, got {}", g_.name,
              g_.inputs.size(), inputs.size());
   std::map<const Value*, RValue> env;

@@ -1,14 +1,18 @@
-// The JIT graph executor: a graph compiled once into a fixed task sequence. Lowerable nodes
-// (loop/lower.h) are compiled with the LLVM JIT (codegen/llvm/jit.h) and called with pointers into
-// one arena planned by backend/memory_plan.h (weights are used in place, graph inputs are the
-// caller's buffers); every other node runs through the interpreter's reference kernel (an explicit
-// fallback, counted and listed) and its result is copied into its arena slot. Static shapes only
-// (specialize symbolic dims at import); when no memory plan can be made (dynamic shapes,
-// sequences), every value gets its own allocation instead and `planned` is false. An If whose
-// results have static shapes is a control-flow task: both branches are compiled as nested
-// executables (reading this graph's values as their outer scope) and the condition picks one;
-// a branch whose shapes do not resolve for these inputs is not compiled: taking it runs the If in
-// the interpreter (listed in JitStats::interpretedBranches).
+// The JIT graph executor: a graph compiled once into a fixed task sequence, in memory.
+//
+// Static graphs (every value's shape known, tensors only) take the artifact's path: buildArtifact
+// (runtime/artifact.h) lowers and plans them into a task sequence over one arena, the LLVM JIT
+// (codegen/llvm/jit.h) compiles its loop-IR module, and the runtime's executor (rt::Artifact, the
+// one that runs compiled folders) runs it: the JIT is "codegen in memory + the same runtime".
+// Nodes without a lowering are fallback tasks (the reference interpreter on the planned buffers).
+//
+// Other graphs (dynamic shapes that no memory plan can place, sequences, an If whose branch does
+// not resolve for these inputs) run node by node: lowerable nodes compiled with the JIT and
+// called on their own buffers, every other node through the interpreter's reference kernel (an
+// explicit fallback, counted and listed), an If with static results as a control-flow task with
+// both branches compiled as nested executables (a branch whose shapes do not resolve is not
+// compiled: taking it runs the If in the interpreter, listed in JitStats::interpretedBranches).
+// Dynamic artifacts (issue #12) are to replace this path.
 #pragma once
 
 #include "backend/op_select.h"
@@ -16,6 +20,7 @@
 #include "interp/interpreter.h"
 #include "loop/lower.h"
 #include "ops/op_def.h"
+#include "rt/artifact.h"
 #include "support/memory.h"
 
 #include <memory>
@@ -44,8 +49,8 @@ struct JitStats {
   // in the interpreter if it takes one): "node branch: reason".
   std::vector<std::string> interpretedBranches;
   double compileSeconds = 0;
-  bool planned = false;        // arena from the memory plan
-  std::string planNote;        // why not planned / the plan summary
+  bool planned = false; // the artifact's path: one planned arena, the runtime's executor
+  std::string planNote; // the plan summary / why the graph runs node by node
   int64_t arenaBytes = 0;
   int64_t packedBytes = 0; // weights re-laid out at compile time for the micro-kernels
 };
@@ -74,18 +79,21 @@ public:
 
   const JitStats& stats() const { return stats_; }
   // Per-task timing of later runs (off by default: two clock reads per task).
-  void setProfiling(bool on) { profiling_ = on; }
-  const std::vector<TaskInfo>& tasks() const { return info_; }
+  void setProfiling(bool on);
+  const std::vector<TaskInfo>& tasks() const;
 
 private:
   struct Task;
+  // The artifact's path; false when g needs the node-by-node one (the reason in stats_.planNote).
+  bool compilePlanned(const JitRunOptions& opts);
   // An If whose results have static shapes: both branches compiled as executables.
   bool compileIf(const Node& n, Task& t, const JitRunOptions& opts);
   const Graph& g_;
   JitStats stats_;
   std::unique_ptr<codegen::JitEngine> engine_;
   std::vector<Task> tasks_;
-  std::vector<TaskInfo> info_; // parallel to tasks_
+  mutable std::vector<TaskInfo> info_;    // parallel to the tasks (seconds refreshed from planned_)
+  std::unique_ptr<rt::Artifact> planned_; // the artifact's path
   bool profiling_ = false;
   std::string injectFaultAt_;
   MemoryReservation arenaReserved_; // against the memory budget (support/memory.h)

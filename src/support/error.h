@@ -5,15 +5,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <stdexcept>
+#include "rt/error.h" // aicc::Error
+
 #include <string>
 
 namespace aicc {
-
-class Error : public std::runtime_error {
-public:
-  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
-};
 
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {

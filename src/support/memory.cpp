@@ -3,20 +3,11 @@
 #include "support/error.h"
 #include "support/parse.h"
 
-#include <atomic>
 #include <cctype>
 
 #include <sys/resource.h>
 
 namespace aicc {
-
-namespace {
-std::atomic<int64_t> budget{0}, live{0};
-} // namespace
-
-void setMemoryBudget(int64_t bytes) { budget = bytes; }
-int64_t memoryBudget() { return budget; }
-int64_t trackedBytes() { return live; }
 
 int64_t parseByteSize(std::string_view text, std::string_view what) {
   std::string_view s = trimSpaces(text);
@@ -39,33 +30,6 @@ int64_t parseByteSize(std::string_view text, std::string_view what) {
   AICC_CHECK(scale > 0 && v && *v >= 0 && *v * scale < 9.2e18,
              "{}: '{}' is not a size (bytes, or a number with K, M, G or T)", what, text);
   return int64_t(*v * scale);
-}
-
-void reserveMemory(int64_t n, std::string_view what) {
-  const int64_t now = live.fetch_add(n) + n, limit = budget;
-  if (limit > 0 && now > limit) {
-    live.fetch_sub(n);
-    fail("{}: {} bytes would exceed the memory budget of {} bytes ({} in use; --max-memory)", what,
-         n, limit, now - n);
-  }
-}
-
-void releaseMemory(int64_t n) { live.fetch_sub(n); }
-
-MemoryReservation::MemoryReservation(int64_t n, std::string_view what) {
-  reserveMemory(n, what);
-  n_ = n;
-}
-
-MemoryReservation::~MemoryReservation() { live.fetch_sub(n_); }
-
-MemoryReservation& MemoryReservation::operator=(MemoryReservation&& o) noexcept {
-  if (this != &o) {
-    live.fetch_sub(n_);
-    n_ = o.n_;
-    o.n_ = 0;
-  }
-  return *this;
 }
 
 int64_t peakRssBytes() {

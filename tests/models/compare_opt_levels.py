@@ -86,6 +86,39 @@ def output_bytes(aicc, folder, inputs, out, threads):
     return [open(os.path.join(out, f), "rb").read() for f in sorted(os.listdir(out))]
 
 
+def read_outputs(out):
+    """output_<i>.pb files as (dtype, shape, bytes), in order."""
+    got = []
+    i = 0
+    while os.path.exists(os.path.join(out, f"output_{i}.pb")):
+        t = onnx.TensorProto()
+        t.ParseFromString(open(os.path.join(out, f"output_{i}.pb"), "rb").read())
+        a = numpy_helper.to_array(t)
+        got.append((a.dtype.str, a.shape, a.tobytes()))
+        i += 1
+    return got
+
+
+def runtime_differs(aicc, runner, folder, inputs, tmp):
+    """Why aicc-run's outputs of the compiled folder differ from `aicc run`'s (bit for bit, one
+    thread), or None when they are equal."""
+    env = dict(os.environ, AICC_NUM_THREADS="1")
+    ref, got = os.path.join(tmp, "rt_ref"), os.path.join(tmp, "rt_got")
+    subprocess.run([aicc, "run", folder, "--inputs-dir", inputs, "--output-dir", ref], check=True,
+                   capture_output=True, text=True, env=env)
+    subprocess.run([runner, "run", folder, "--inputs-dir", inputs, "--output-dir", got], check=True,
+                   capture_output=True, text=True, env=env)
+    a, b = read_outputs(ref), read_outputs(got)
+    if len(a) != len(b):
+        return f"aicc-run wrote {len(b)} outputs, aicc run {len(a)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x[:2] != y[:2]:
+            return f"output {i}: aicc-run gives {y[0]} {y[1]}, aicc run {x[0]} {x[1]}"
+        if x[2] != y[2]:
+            return f"output {i}: aicc-run's values differ from aicc run's (bitwise, 1 thread)"
+    return None
+
+
 def nondeterministic(aicc, folder, inputs, tmp, counts):
     """The thread counts whose run of the compiled folder differs from the first run, bitwise."""
     first = output_bytes(aicc, folder, inputs, os.path.join(tmp, "d0"), counts[0])
@@ -109,6 +142,7 @@ def main():
     ap.add_argument("--zoo", help="folder with materialized zoo models (materialize.py output)")
     ap.add_argument("--zoo-data", default=os.path.join(os.path.dirname(__file__), "../../../shared/zoo"))
     ap.add_argument("--determinism", default="", help="artifact engine: thread counts that must give identical bits")
+    ap.add_argument("--rt-runner", help="artifact engine: aicc-run, whose outputs must equal `aicc run DIR`'s bit for bit")
     a = ap.parse_args()
     counts = [int(n) for n in a.determinism.split(",") if n]
     if counts and "artifact" not in a.engine.split(","):
@@ -150,8 +184,14 @@ def main():
                     got = run(a.aicc, model, data, a.level, out, engine)
                     varies = nondeterministic(a.aicc, out + ".artifact", data, tmp, counts) \
                         if counts and engine == "artifact" else []
+                    rt_error = runtime_differs(a.aicc, a.rt_runner, out + ".artifact", data, tmp) \
+                        if a.rt_runner and engine == "artifact" else None
                 except subprocess.CalledProcessError as e:
                     print(f"{name:<28} {engine:<8} ERROR {e.stderr.strip()}")
+                    bad += 1
+                    continue
+                if rt_error:
+                    print(f"{name:<28} {engine:<8} ERROR {rt_error}")
                     bad += 1
                     continue
                 if varies:
@@ -164,7 +204,8 @@ def main():
                 print(f"{name:<28} {engine:<8} " + (f"ERROR {error}" if error else row))
     total = len(cases) * len(engines)
     print(f"{total - bad}/{total} model runs match -O0 at -O{a.level} --engine {a.engine} "
-          f"(rtol {a.rtol}, atol {a.atol})" + (f", artifacts bit-identical with {counts} threads" if counts else ""))
+          f"(rtol {a.rtol}, atol {a.atol})" + (f", artifacts bit-identical with {counts} threads" if counts else "")
+          + (", aicc-run bit-identical to aicc run" if a.rt_runner else ""))
     return 1 if bad else 0
 
 

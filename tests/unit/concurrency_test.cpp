@@ -8,8 +8,8 @@
 #include "frontend/onnx/inputs.h"
 #include "frontend/onnx/onnx_importer.h"
 #include "passes/pipelines.h"
+#include "rt/parallel.h"
 #include "runtime/artifact.h"
-#include "runtime/parallel.h"
 #include "shared_models.h"
 
 #include <gtest/gtest.h>

@@ -38,7 +38,19 @@ TEST(Target, NamedTargets) {
   EXPECT_EQ(a5.vectorBytes, 64);
   EXPECT_EQ(a5.vectorLanes(2), 32);
   EXPECT_EQ(a5, x86Avx512Target());
-  EXPECT_EQ(targetNames().size(), 4u);
+
+  // Cross targets: no x86 features, their triple, NEON vectors on aarch64, scalar riscv64.
+  Target arm = parseTarget("aarch64-linux-gnu");
+  EXPECT_EQ(arm.arch, "aarch64");
+  EXPECT_EQ(arm.triple, "aarch64-linux-gnu");
+  EXPECT_EQ(arm.features, 0u);
+  EXPECT_EQ(arm.vectorBytes, 16);
+  Target rv = parseTarget("riscv64");
+  EXPECT_EQ(rv.name, "riscv64-linux-gnu");
+  EXPECT_EQ(rv.arch, "riscv64");
+  EXPECT_EQ(rv.vectorBytes, 0);
+  EXPECT_THROW(parseTarget("aarch64-linux-gnu,+avx2"), Error);
+  EXPECT_EQ(targetNames().size(), 6u);
 }
 
 TEST(Target, Modifiers) {

@@ -6,10 +6,10 @@
 
 #include "interp/interpreter.h"
 #include "kernels/registry.h"
+#include "rt/parallel.h"
+#include "rt/trace.h"
 #include "runtime/jit_executor.h"
-#include "runtime/parallel.h"
 #include "support/memory.h"
-#include "support/trace.h"
 
 #include <algorithm>
 #include <chrono>

@@ -118,8 +118,7 @@ int compileCommand(const CompileArgs& a) {
   }
   Target target = parseTarget(a.target);
   t = Clock::now();
-  loop::LowerOptions lo;
-  lo.runtimeKernels = true;
+  loop::LowerOptions lo = backend::lowerOptionsFor(target);
   std::map<std::string, std::string> pins; // --select NODE=CANDIDATE overrides the cost model
   for (const auto& sel : a.selects) {
     auto eq = sel.find('=');

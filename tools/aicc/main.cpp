@@ -1,7 +1,7 @@
 // aicc: the command-line driver. Subcommands live in one file each; this file only wires flags.
 #include "commands.h"
 
-#include "runtime/parallel.h"
+#include "rt/parallel.h"
 #include "support/memory.h"
 #include "support/parse.h"
 

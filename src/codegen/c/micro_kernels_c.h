@@ -1,6 +1,6 @@
 // Portable C99 implementations of the micro-kernels that lowered code calls (`call @name(...)`),
 // so a generated C bundle needs only libc/libm. The contracts are those of
-// src/loop/lower_kernels.cpp (the reference executor's bindings):
+// src/rt/callees.cpp (the reference executor's bindings):
 //   @<gemm desc>(A, B, C, M, N, K, lda, ldb, ldc, transB)           -> aicc_gemm_f32
 //   @conv2d_nchw_<gemm desc>(x, w, bias | 0, y, Cin, H, W, Cout, KH, KW, sH, sW, padTop, padLeft,
 //                            padBottom, padRight, dilH, dilW)       -> aicc_conv2d_nchw_f32

@@ -3,6 +3,7 @@
 #include "codegen/llvm/emit_llvm.h"
 #include "support/error.h"
 
+#include <llvm/ADT/Triple.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
@@ -77,6 +78,8 @@ void addSignature(llvm::Module& mod, const loop::Module& m) {
 } // namespace
 
 std::pair<std::string, std::string> llvmCpuFor(const Target& t) {
+  if (t.arch == "aarch64") return {"generic", "+neon"};
+  if (t.arch == "riscv64") return {"generic-rv64", "+m,+a,+f,+d,+c"}; // rv64gc
   // Every feature aicc knows, on or off as the target says (a native target's name is the host
   // CPU's, so scheduling models match; modifiers such as native,-avx512f still turn features off).
   std::string s;
@@ -91,10 +94,21 @@ std::pair<std::string, std::string> llvmCpuFor(const Target& t) {
 std::string emitObject(const loop::Module& m, const Target& target, const AotOptions& o) {
   initNativeTarget();
   std::string triple = llvm::sys::getDefaultTargetTriple(), err;
+  if (!target.triple.empty()) { // a cross target: every backend of libLLVM, once
+    static std::once_flag once;
+    std::call_once(once, [] {
+      llvm::InitializeAllTargetInfos();
+      llvm::InitializeAllTargets();
+      llvm::InitializeAllTargetMCs();
+      llvm::InitializeAllAsmPrinters();
+    });
+    triple = llvm::Triple::normalize(target.triple);
+  }
   const llvm::Target* lt = llvm::TargetRegistry::lookupTarget(triple, err);
   AICC_CHECK(lt, "AOT: no LLVM target for {}: {}", triple, err);
   auto [cpu, features] = llvmCpuFor(target);
   llvm::TargetOptions to;
+  if (target.arch == "riscv64") to.MCOptions.ABIName = "lp64d"; // Debian's riscv64 ABI
   std::unique_ptr<llvm::TargetMachine> tm(lt->createTargetMachine(
       triple, cpu, features, to, llvm::Reloc::PIC_, llvm::None,
       o.optLevel == 0 ? llvm::CodeGenOpt::None : llvm::CodeGenOpt::Default));

@@ -3,9 +3,9 @@
 //   int32_t NAME(void** buffers)
 //
 // `buffers[i]` points at the first element of the Func's i-th buffer parameter (in declaration
-// order). The result is 0 on success, 2 when a micro-kernel call failed, 1 when an integer division or remainder by zero happened
-// (the reference executor reports an error there; the generated code computes a harmless value
-// and reports it after the run).
+// order). The result is 0 on success, 2 when a micro-kernel call failed, 1 when an integer division
+// or remainder by zero happened (the reference executor reports an error there; the generated code
+// computes a harmless value and reports it after the run).
 //
 // Semantics follow loop/scalar.h exactly: integers wrap (no nsw/nuw), `/` `%` truncate toward
 // zero (INT_MIN / -1 wraps), floats round to their type after every operation (no contraction,
@@ -27,7 +27,7 @@
 // `int32_t aicc_rt_call_kernel(const char* k, int64_t n, int64_t* slots, int32_t* kinds)`
 // (src/runtime/parallel.h): one i64 slot per argument (buffer: element address; integer: value;
 // float: the bits of a double), dispatched to the micro-kernel implementations of
-// loop/lower_kernels.cpp. A failing kernel makes the function return 2 (message:
+// rt/callees.cpp. A failing kernel makes the function return 2 (message:
 // aicc_rt_last_error()).
 #pragma once
 

@@ -1,6 +1,6 @@
 #include "codegen/llvm/jit.h"
 
-#include "runtime/parallel.h"
+#include "rt/parallel.h"
 #include "support/error.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>

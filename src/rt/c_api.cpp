@@ -1,16 +1,17 @@
-// The C API of include/aicc/runtime.h over runtime::LoadedArtifact: exceptions become a status
-// and a thread-local message.
+// The C API of include/aicc/runtime.h over rt::Artifact: exceptions become a status and a
+// thread-local message.
 #include "aicc/runtime.h"
 
-#include "runtime/artifact.h"
-#include "runtime/parallel.h"
-#include "support/error.h"
-#include "support/memory.h"
+#include "rt/artifact.h"
+#include "rt/error.h"
+#include "rt/memory.h"
+#include "rt/parallel.h"
 
+#include <memory>
 #include <string>
 
 struct aicc_model {
-  std::unique_ptr<aicc::runtime::LoadedArtifact> art;
+  std::unique_ptr<aicc::rt::Artifact> art;
   std::vector<std::string> dtypeNames[2]; // inputs, outputs (stable C strings)
 };
 
@@ -30,13 +31,13 @@ template <typename F> int guarded(F&& f) {
   }
 }
 
-const aicc::runtime::TensorDesc* desc(const aicc_model* m, int i, bool input) {
+const aicc::rt::TensorDesc* desc(const aicc_model* m, int i, bool input) {
   if (!m) return nullptr;
   const auto& v = input ? m->art->inputs() : m->art->outputs();
   return i >= 0 && size_t(i) < v.size() ? &v[size_t(i)] : nullptr;
 }
 
-int dims(const aicc::runtime::TensorDesc* d, int64_t* out, int max) {
+int dims(const aicc::rt::TensorDesc* d, int64_t* out, int max) {
   if (!d) return -1;
   for (size_t k = 0; k < d->dims.size() && int(k) < max; ++k) out[k] = d->dims[k];
   return int(d->dims.size());
@@ -51,8 +52,8 @@ const char* aicc_last_error(void) { return lastError.c_str(); }
 aicc_model* aicc_model_load(const char* dir) {
   auto* m = new aicc_model;
   int rc = guarded([&] {
-    AICC_CHECK(dir, "aicc_model_load: null path");
-    m->art = std::make_unique<aicc::runtime::LoadedArtifact>(dir);
+    AICC_RT_CHECK(dir, "aicc_model_load: null path");
+    m->art = std::make_unique<aicc::rt::Artifact>(dir);
     for (const auto& d : m->art->inputs()) m->dtypeNames[0].emplace_back(aicc::dtypeName(d.dtype));
     for (const auto& d : m->art->outputs()) m->dtypeNames[1].emplace_back(aicc::dtypeName(d.dtype));
   });
@@ -93,15 +94,15 @@ size_t aicc_model_input_bytes(const aicc_model* m, int i) {
 
 int aicc_model_set_input(aicc_model* m, int i, const void* data, size_t bytes) {
   return guarded([&] {
-    AICC_CHECK(m, "aicc_model_set_input: null model");
-    AICC_CHECK(i >= 0, "input index {} out of range", i);
+    AICC_RT_CHECK(m, "aicc_model_set_input: null model");
+    AICC_RT_CHECK(i >= 0, "input index {} out of range", i);
     m->art->setInput(size_t(i), data, int64_t(bytes));
   });
 }
 
 int aicc_model_run(aicc_model* m) {
   return guarded([&] {
-    AICC_CHECK(m, "aicc_model_run: null model");
+    AICC_RT_CHECK(m, "aicc_model_run: null model");
     m->art->run();
   });
 }
@@ -109,8 +110,8 @@ int aicc_model_run(aicc_model* m) {
 const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes) {
   const void* p = nullptr;
   guarded([&] {
-    AICC_CHECK(m, "aicc_model_output: null model");
-    AICC_CHECK(i >= 0, "output index {} out of range", i);
+    AICC_RT_CHECK(m, "aicc_model_output: null model");
+    AICC_RT_CHECK(i >= 0, "output index {} out of range", i);
     p = m->art->output(size_t(i));
     if (bytes) *bytes = size_t(m->art->outputs()[size_t(i)].bytes());
   });

@@ -1,9 +1,11 @@
-#include "support/trace.h"
+#include "rt/trace.h"
 
-#include "support/error.h"
+#include "rt/error.h"
 
+#include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <climits>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -52,7 +54,9 @@ std::string escape(const std::string& s) {
   for (char c : s) {
     if (c == '"' || c == '\\') o += '\\';
     if (static_cast<unsigned char>(c) < 0x20) {
-      o += fmt::format("\\u{:04x}", int(c));
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", int(c));
+      o += buf;
       continue;
     }
     o += c;
@@ -112,33 +116,37 @@ std::map<std::string, double> totals(const char* category) {
 }
 
 int64_t write(const std::string& path) {
-  std::ofstream f(path);
-  AICC_CHECK(f.good(), "cannot write the trace '{}'", path);
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  AICC_RT_CHECK(f, "cannot write the trace '{}'", path);
   std::lock_guard lk(registryMu);
   int64_t t0 = INT64_MAX, n = 0;
   for (auto& b : registry()) {
     std::lock_guard bl(b->mu);
     for (const Event& e : b->events) t0 = std::min(t0, e.begin);
   }
-  f << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  std::fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", f);
   bool first = true;
   for (auto& b : registry()) {
     std::lock_guard bl(b->mu);
     if (b->events.empty()) continue;
-    f << (first ? "" : ",\n")
-      << fmt::format("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": {}, "
-                     "\"args\": {{\"name\": \"{}\"}}}}",
-                     b->tid, b->tid == 1 ? "caller" : fmt::format("pool thread {}", b->tid));
+    const std::string name = b->tid == 1 ? "caller" : "pool thread " + std::to_string(b->tid);
+    std::fprintf(f,
+                 "%s{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": %d, "
+                 "\"args\": {\"name\": \"%s\"}}",
+                 first ? "" : ",\n", b->tid, name.c_str());
     first = false;
     for (const Event& e : b->events) {
-      f << fmt::format(",\n{{\"ph\": \"X\", \"name\": \"{}\", \"cat\": \"{}\", \"pid\": 1, "
-                       "\"tid\": {}, \"ts\": {}, \"dur\": {}}}",
-                       escape(e.name), e.category, b->tid, e.begin - t0, e.end - e.begin);
+      std::fprintf(f,
+                   ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": 1, "
+                   "\"tid\": %d, \"ts\": %lld, \"dur\": %lld}",
+                   escape(e.name).c_str(), e.category, b->tid, (long long)(e.begin - t0),
+                   (long long)(e.end - e.begin));
       ++n;
     }
   }
-  f << "\n]}\n";
-  AICC_CHECK(f.good(), "cannot write the trace '{}'", path);
+  std::fputs("\n]}\n", f);
+  const bool ok = !std::ferror(f);
+  AICC_RT_CHECK(std::fclose(f) == 0 && ok, "cannot write the trace '{}'", path);
   return n;
 }
 

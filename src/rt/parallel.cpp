@@ -1,31 +1,41 @@
-#include "runtime/parallel.h"
+#include "rt/parallel.h"
 
 #include "kernels/thread_pool.h"
-#include "loop/eval.h"
-#include "support/error.h"
-#include "support/parse.h"
-
-#include <bit>
-#include <cstring>
-#include <map>
-#include <string>
+#include "rt/callees.h"
+#include "rt/error.h"
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 namespace aicc::runtime {
 
 namespace {
 
+// The whole of s as a base-10 integer (surrounding spaces allowed), else nullopt.
+std::optional<long long> wholeInt(const char* s) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  while (end && *end == ' ') ++end;
+  if (end == s || !end || *end || errno) return std::nullopt;
+  return v;
+}
+
 // AICC_NUM_THREADS when set and valid (checkThreadsEnv reports an invalid one where errors can
 // propagate; here, possibly under generated code, an invalid value falls back), else the cores.
 int defaultThreads() {
   if (const char* env = std::getenv("AICC_NUM_THREADS"))
-    if (auto n = tryParseInt(env); n && *n >= 1 && *n <= kMaxThreads) return int(*n);
+    if (auto n = wholeInt(env); n && *n >= 1 && *n <= kMaxThreads) return int(*n);
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -47,8 +57,12 @@ kernels::ThreadPool& getPool() {
 void clearKernelCache(); // the cached kernels hold the pool
 
 void checkThreadsEnv() {
-  if (const char* env = std::getenv("AICC_NUM_THREADS"))
-    parseInt(env, "AICC_NUM_THREADS (worker threads)", 1, kMaxThreads);
+  if (const char* env = std::getenv("AICC_NUM_THREADS")) {
+    const auto n = wholeInt(env);
+    AICC_RT_CHECK(n, "AICC_NUM_THREADS (worker threads): '{}' is not an integer", env);
+    AICC_RT_CHECK(*n >= 1 && *n <= kMaxThreads,
+                  "AICC_NUM_THREADS (worker threads): {} is out of range [1, {}]", *n, kMaxThreads);
+  }
 }
 
 void setNumThreads(int n) {
@@ -82,7 +96,7 @@ extern "C" int32_t aicc_rt_parallel_for(aicc_rt_body_fn body, void** buffers, in
 namespace {
 thread_local std::string lastError;
 std::mutex kernelMu;
-std::map<std::string, aicc::loop::ExternKernel> kernelCache;
+std::map<std::string, aicc::rt::KernelFn> kernelCache;
 } // namespace
 
 namespace aicc::runtime {
@@ -97,26 +111,24 @@ extern "C" const char* aicc_rt_last_error() { return lastError.c_str(); }
 extern "C" int32_t aicc_rt_call_kernel(const char* name, int64_t n, int64_t* slots,
                                        int32_t* kinds) {
   try {
-    const aicc::loop::ExternKernel* k;
+    const aicc::rt::KernelFn* k;
     {
       std::lock_guard<std::mutex> lock(kernelMu);
       auto it = kernelCache.find(name);
       if (it == kernelCache.end()) {
-        auto found = aicc::loop::builtinKernel(name, &aicc::runtime::getPool());
-        AICC_CHECK(found, "unknown micro-kernel @{}", name);
+        auto found = aicc::rt::builtinKernel(name, &aicc::runtime::getPool());
+        AICC_RT_CHECK(found, "unknown micro-kernel @{}", name);
         it = kernelCache.emplace(name, std::move(*found)).first;
       }
       k = &it->second;
     }
-    // Buffers are passed as unbounded f32 views (generated code carries no extents; the verifier
-    // and the lowering guarantee them).
-    std::vector<aicc::Tensor> views(static_cast<size_t>(n));
-    std::vector<aicc::loop::KernelArg> args(static_cast<size_t>(n));
+    // Buffers are passed unbounded (generated code carries no extents; the verifier and the
+    // lowering guarantee them).
+    std::vector<aicc::rt::KernelArg> args(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
       if (kinds[i] == 0) {
-        views[i] = aicc::Tensor::view(aicc::DType::F32, {int64_t(1) << 32}, nullptr,
-                                      reinterpret_cast<const void*>(slots[i]));
-        args[i].buffer = &views[i];
+        args[i].isBuffer = true;
+        args[i].ptr = reinterpret_cast<void*>(slots[i]);
       } else if (kinds[i] == 2) {
         args[i].f = std::bit_cast<double>(slots[i]);
         args[i].isFloat = true;

@@ -1,5 +1,6 @@
-// Micro-kernel calls of lowered code, for the reference loop executor (loop/eval.h): the callee
-// names the lowerings emit, dispatched to src/kernels. Contracts (all f32, NCHW, row-major):
+// Micro-kernel calls of lowered code (generated code through aicc_rt_call_kernel, and the
+// reference loop executor, loop/eval.h): the callee names the lowerings emit, dispatched to
+// src/kernels. Contracts (all f32, NCHW, row-major):
 //   @<gemm desc>(A, B, C, M, N, K, lda, ldb, ldc, transB)
 //       C[m*ldc + n] = sum_k A[m*lda + k] * B(k, n), B(k, n) = B[k*ldb + n] (transB: B[n*ldb + k])
 //   @conv2d_nchw_<gemm desc>(x, w, bias | 0, y, Cin, H, W, Cout, KH, KW, sH, sW, padTop, padLeft,
@@ -9,8 +10,8 @@
 //   @dwconv_nchw_<nchw dw desc>(x, w, bias | 0, y, C, mult, H, W, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW, clampFlags, lo, hi)   any depthwise, NCHW, one image
 //   @conv2d_nchw_packed_<gemm desc>(x, wp, bias | 0, y, Cin, Cout, H, W, KH, KW, sH, sW, padTop,
-//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0)   one image, one group,
-//       wp = the group's weights packed by kernels::packAInto (NCHW output written directly)
+//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0)   one image, one
+//       group, wp = the group's weights packed by kernels::packAInto (NCHW output written directly)
 //   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi, res | 0)
 //       C = act(clamp(A * B + bias[N] + res)), Bp = B packed by kernels::packBInto, res laid out
 //       as C (ldc)
@@ -32,50 +33,52 @@
 //       padBottom, padRight, dilH, dilW, OH, OW)   2-D MaxPool of one image (kernels/conv.h)
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
-//   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (loop/lower_kernels_quant.cpp)
+//   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (rt/callees_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
 // them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid, 4 Gelu).
-// Buffer arguments are (tensor, element offset); every extent is checked against the buffer.
+// Buffer arguments are addresses with the bytes available there (unbounded from generated code,
+// exact from the loop IR evaluator); every extent is checked against them.
+#include "rt/callees.h"
 #include "kernels/attention.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/rnn.h"
-#include "loop/eval.h"
-#include "support/error.h"
+#include "rt/error.h"
 
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <string>
 
-namespace aicc::loop {
+namespace aicc::rt {
 
 namespace {
 
 float* span(const std::string& k, std::vector<KernelArg>& a, size_t i, int64_t need,
             const char* what) {
-  AICC_CHECK(i < a.size() && a[i].buffer, "call @{}: argument {} ({}) must be a buffer", k, i,
-             what);
-  Tensor& t = *a[i].buffer;
-  AICC_CHECK(t.dtype() == DType::F32, "call @{}: {} must be f32", k, what);
-  AICC_CHECK(need >= 0 && a[i].offset + need <= t.numel(),
-             "call @{}: {} needs {} elements at offset {} but the buffer has {}", k, what, need,
-             a[i].offset, t.numel());
-  return t.data<float>() + a[i].offset;
+  AICC_RT_CHECK(i < a.size() && a[i].isBuffer, "call @{}: argument {} ({}) must be a buffer", k, i,
+                what);
+  AICC_RT_CHECK(!a[i].dtype || std::string_view(a[i].dtype) == "f32", "call @{}: {} must be f32", k,
+                what);
+  AICC_RT_CHECK(need >= 0 && need <= a[i].bytes / int64_t(sizeof(float)),
+                "call @{}: {} needs {} elements but the buffer has {} bytes", k, what, need,
+                a[i].bytes);
+  return static_cast<float*>(a[i].ptr);
 }
 
 int64_t ival(const std::string& k, const std::vector<KernelArg>& a, size_t i) {
-  AICC_CHECK(i < a.size() && !a[i].buffer && !a[i].isFloat,
-             "call @{}: argument {} must be an integer", k, i);
+  AICC_RT_CHECK(i < a.size() && !a[i].isBuffer && !a[i].isFloat,
+                "call @{}: argument {} must be an integer", k, i);
   return a[i].i;
 }
 
 void callGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
               kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 10, "call @{}: expects 10 arguments, got {}", k, a.size());
+  AICC_RT_CHECK(a.size() == 10, "call @{}: expects 10 arguments, got {}", k, a.size());
   int64_t M = ival(k, a, 3), N = ival(k, a, 4), K = ival(k, a, 5), lda = ival(k, a, 6),
           ldb = ival(k, a, 7), ldc = ival(k, a, 8), tb = ival(k, a, 9);
-  AICC_CHECK(M >= 0 && N >= 0 && K >= 0 && lda >= K && ldc >= N && ldb >= (tb ? K : N),
-             "call @{}: bad sizes", k);
+  AICC_RT_CHECK(M >= 0 && N >= 0 && K >= 0 && lda >= K && ldc >= N && ldb >= (tb ? K : N),
+                "call @{}: bad sizes", k);
   if (M == 0 || N == 0) return;
   const float* A = span(k, a, 0, M == 0 ? 0 : (M - 1) * lda + K, "A");
   const float* B = span(k, a, 1, tb ? (N - 1) * ldb + K : (K == 0 ? 0 : (K - 1) * ldb + N), "B");
@@ -100,7 +103,7 @@ void fromNhwc(const std::vector<float>& x, int64_t C, int64_t HW, float* out) {
 
 float* optionalSpan(const std::string& k, std::vector<KernelArg>& a, size_t i, int64_t n,
                     const char* what) {
-  if (i < a.size() && !a[i].buffer) return nullptr;
+  if (i < a.size() && !a[i].isBuffer) return nullptr;
   return span(k, a, i, n, what);
 }
 
@@ -110,7 +113,7 @@ const float* optionalBias(const std::string& k, std::vector<KernelArg>& a, size_
 
 void callConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
               kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 18, "call @{}: expects 18 arguments, got {}", k, a.size());
+  AICC_RT_CHECK(a.size() == 18, "call @{}: expects 18 arguments, got {}", k, a.size());
   kernels::Conv2dShape s;
   s.N = 1;
   s.Cin = ival(k, a, 4), s.H = ival(k, a, 5), s.W = ival(k, a, 6), s.Cout = ival(k, a, 7);
@@ -118,10 +121,10 @@ void callConv(const kernels::KernelDesc& d, const std::string& k, std::vector<Ke
   s.strideW = ival(k, a, 11), s.padTop = ival(k, a, 12), s.padLeft = ival(k, a, 13);
   s.padBottom = ival(k, a, 14), s.padRight = ival(k, a, 15), s.dilH = ival(k, a, 16);
   s.dilW = ival(k, a, 17);
-  AICC_CHECK(s.Cin > 0 && s.Cout > 0 && s.H > 0 && s.W > 0 && s.KH > 0 && s.KW > 0 &&
-                 s.strideH > 0 && s.strideW > 0 && s.dilH > 0 && s.dilW > 0 && s.OH() > 0 &&
-                 s.OW() > 0,
-             "call @{}: bad convolution shape", k);
+  AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && s.H > 0 && s.W > 0 && s.KH > 0 && s.KW > 0 &&
+                    s.strideH > 0 && s.strideW > 0 && s.dilH > 0 && s.dilW > 0 && s.OH() > 0 &&
+                    s.OW() > 0,
+                "call @{}: bad convolution shape", k);
   const float* x = span(k, a, 0, s.Cin * s.H * s.W, "x");
   const float* w = span(k, a, 1, s.Cout * s.Cin * s.KH * s.KW, "w");
   const float* bias = optionalBias(k, a, 2, s.Cout);
@@ -135,9 +138,9 @@ void callConv(const kernels::KernelDesc& d, const std::string& k, std::vector<Ke
 
 void callDw(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
             kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 8, "call @{}: expects 8 arguments, got {}", k, a.size());
+  AICC_RT_CHECK(a.size() == 8, "call @{}: expects 8 arguments, got {}", k, a.size());
   int64_t C = ival(k, a, 4), H = ival(k, a, 5), W = ival(k, a, 6), st = ival(k, a, 7);
-  AICC_CHECK(C > 0 && H > 0 && W > 0 && (st == 1 || st == 2), "call @{}: bad shape", k);
+  AICC_RT_CHECK(C > 0 && H > 0 && W > 0 && (st == 1 || st == 2), "call @{}: bad shape", k);
   int64_t OH = kernels::dwOutSize(H, st), OW = kernels::dwOutSize(W, st);
   const float* x = span(k, a, 0, C * H * W, "x");
   const float* w = span(k, a, 1, C * 9, "w");
@@ -152,8 +155,8 @@ void callDw(const kernels::KernelDesc& d, const std::string& k, std::vector<Kern
 
 kernels::Epilogue clampOf(const std::string& k, const std::vector<KernelArg>& a, size_t i,
                           const float* bias) {
-  AICC_CHECK(i + 2 < a.size() && a[i + 1].isFloat && a[i + 2].isFloat,
-             "call @{}: bad clamp arguments", k);
+  AICC_RT_CHECK(i + 2 < a.size() && a[i + 1].isFloat && a[i + 2].isFloat,
+                "call @{}: bad clamp arguments", k);
   int64_t flags = ival(k, a, i);
   kernels::Epilogue ep;
   ep.bias = bias;
@@ -162,14 +165,14 @@ kernels::Epilogue clampOf(const std::string& k, const std::vector<KernelArg>& a,
   ep.act = kernels::Activation::Clip;
   ep.clipMin = lo, ep.clipMax = hi;
   ep.post = unsigned(flags >> 2);
-  AICC_CHECK(ep.post <= kernels::kActGelu, "call @{}: bad activation code {}", k, ep.post);
+  AICC_RT_CHECK(ep.post <= kernels::kActGelu, "call @{}: bad activation code {}", k, ep.post);
   return ep;
 }
 
 void callAttention(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                    kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 19 && a[18].isFloat, "call @{}: expects 19 arguments, got {}", k,
-             a.size());
+  AICC_RT_CHECK(a.size() == 19 && a[18].isFloat, "call @{}: expects 19 arguments, got {}", k,
+                a.size());
   kernels::AttentionShape s;
   s.B = ival(k, a, 5), s.Hq = ival(k, a, 6), s.Hkv = ival(k, a, 7), s.Sq = ival(k, a, 8);
   s.Skv = ival(k, a, 9), s.D = ival(k, a, 10), s.Dv = ival(k, a, 11);
@@ -177,15 +180,15 @@ void callAttention(const kernels::KernelDesc& d, const std::string& k, std::vect
   for (int i = 0; i < 4; ++i) s.maskStride[i] = ival(k, a, size_t(13 + i));
   s.causal = ival(k, a, 17) != 0;
   s.scale = float(a[18].f);
-  AICC_CHECK(s.B > 0 && s.Hq > 0 && s.Hkv > 0 && s.Hq % s.Hkv == 0 && s.Sq > 0 && s.Skv > 0 &&
-                 s.D > 0 && s.Dv > 0 && maskKind >= 0 && maskKind <= 2,
-             "call @{}: bad attention shape", k);
+  AICC_RT_CHECK(s.B > 0 && s.Hq > 0 && s.Hkv > 0 && s.Hq % s.Hkv == 0 && s.Sq > 0 && s.Skv > 0 &&
+                    s.D > 0 && s.Dv > 0 && maskKind >= 0 && maskKind <= 2,
+                "call @{}: bad attention shape", k);
   const float* Q = span(k, a, 0, s.B * s.Hq * s.Sq * s.D, "Q");
   const float* K = span(k, a, 1, s.B * s.Hkv * s.Skv * s.D, "K");
   const float* V = span(k, a, 2, s.B * s.Hkv * s.Skv * s.Dv, "V");
   float* Y = span(k, a, 4, s.B * s.Hq * s.Sq * s.Dv, "Y");
   if (maskKind) {
-    AICC_CHECK(a[3].buffer, "call @{}: the mask must be a buffer", k);
+    AICC_RT_CHECK(a[3].isBuffer, "call @{}: the mask must be a buffer", k);
     int64_t last = 0;
     const int64_t ext[4] = {s.B, s.Hq, s.Sq, s.Skv};
     for (int i = 0; i < 4; ++i) last += (ext[i] - 1) * s.maskStride[i];
@@ -193,9 +196,9 @@ void callAttention(const kernels::KernelDesc& d, const std::string& k, std::vect
     if (maskKind == 1) {
       s.maskF = span(k, a, 3, last + 1, "mask");
     } else {
-      AICC_CHECK(a[3].offset + last + 1 <= int64_t(a[3].buffer->nbytes()),
-                 "call @{}: the mask needs {} bytes at offset {}", k, last + 1, a[3].offset);
-      s.maskB = reinterpret_cast<const uint8_t*>(a[3].buffer->raw()) + a[3].offset;
+      AICC_RT_CHECK(last + 1 <= a[3].bytes, "call @{}: the mask needs {} bytes, the buffer has {}",
+                    k, last + 1, a[3].bytes);
+      s.maskB = static_cast<const uint8_t*>(a[3].ptr);
     }
   }
   kernels::attentionF32(d, s, Q, K, V, Y, pool);
@@ -208,20 +211,20 @@ template <class Shape> Shape geometryAt(const std::string& k, const std::vector<
   int64_t* f[] = {&s.H,      &s.W,       &s.KH,        &s.KW,       &s.strideH, &s.strideW,
                   &s.padTop, &s.padLeft, &s.padBottom, &s.padRight, &s.dilH,    &s.dilW};
   for (size_t j = 0; j < 12; ++j) *f[j] = ival(k, a, 6 + j);
-  AICC_CHECK(s.H > 0 && s.W > 0 && s.KH > 0 && s.KW > 0 && s.KH <= 64 && s.strideH > 0 &&
-                 s.strideW > 0 && s.dilH > 0 && s.dilW > 0 && s.padTop >= 0 && s.padLeft >= 0 &&
-                 s.padBottom >= 0 && s.padRight >= 0,
-             "call @{}: bad convolution geometry", k);
+  AICC_RT_CHECK(s.H > 0 && s.W > 0 && s.KH > 0 && s.KW > 0 && s.KH <= 64 && s.strideH > 0 &&
+                    s.strideW > 0 && s.dilH > 0 && s.dilW > 0 && s.padTop >= 0 && s.padLeft >= 0 &&
+                    s.padBottom >= 0 && s.padRight >= 0,
+                "call @{}: bad convolution geometry", k);
   return s;
 }
 
 void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                 kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
+  AICC_RT_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
   auto s = geometryAt<kernels::DwShape>(k, a);
   s.C = ival(k, a, 4), s.mult = ival(k, a, 5);
-  AICC_CHECK(s.C > 0 && s.mult > 0 && s.OH() > 0 && s.OW() > 0, "call @{}: bad depthwise shape",
-             k);
+  AICC_RT_CHECK(s.C > 0 && s.mult > 0 && s.OH() > 0 && s.OW() > 0, "call @{}: bad depthwise shape",
+                k);
   const int64_t Cout = s.C * s.mult;
   const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
   const float* w = span(k, a, 1, Cout * s.KH * s.KW, "w");
@@ -232,10 +235,10 @@ void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<
 
 void callMaxPool(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                  kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 20, "call @{}: expects 20 arguments, got {}", k, a.size());
+  AICC_RT_CHECK(a.size() == 20, "call @{}: expects 20 arguments, got {}", k, a.size());
   auto s = geometryAt<kernels::DwShape>(k, a);
   s.C = ival(k, a, 2), s.outH = ival(k, a, 18), s.outW = ival(k, a, 19);
-  AICC_CHECK(s.C > 0 && s.outH > 0 && s.outW > 0, "call @{}: bad pooling shape", k);
+  AICC_RT_CHECK(s.C > 0 && s.outH > 0 && s.outW > 0, "call @{}: bad pooling shape", k);
   const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
   float* y = span(k, a, 1, s.C * s.outH * s.outW, "y");
   kernels::maxPoolNchw(d, s, x, y, pool);
@@ -243,21 +246,21 @@ void callMaxPool(const kernels::KernelDesc& d, const std::string& k, std::vector
 
 void callGlobalAvgPool(const kernels::KernelDesc& d, const std::string& k,
                        std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 4, "call @{}: expects 4 arguments, got {}", k, a.size());
+  AICC_RT_CHECK(a.size() == 4, "call @{}: expects 4 arguments, got {}", k, a.size());
   const int64_t rows = ival(k, a, 2), len = ival(k, a, 3);
-  AICC_CHECK(rows >= 1 && len >= 1, "call @{}: bad pooling shape", k);
+  AICC_RT_CHECK(rows >= 1 && len >= 1, "call @{}: bad pooling shape", k);
   const float* x = span(k, a, 0, rows * len, "x");
   float* y = span(k, a, 1, rows, "y");
   kernels::globalAveragePool(d.isa, x, y, rows, len, pool);
 }
 
-void callConvPacked(const kernels::KernelDesc& d, const std::string& k,
-                    std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
+void callConvPacked(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                    kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
   auto s = geometryAt<kernels::Conv2dShape>(k, a);
   s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5);
-  AICC_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0,
-             "call @{}: bad convolution shape", k);
+  AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0,
+                "call @{}: bad convolution shape", k);
   const float* x = span(k, a, 0, s.Cin * s.H * s.W, "x");
   const float* wp =
       span(k, a, 1, kernels::packedAFloats(d, s.Cout, s.Cin * s.KH * s.KW), "packed weights");
@@ -268,12 +271,12 @@ void callConvPacked(const kernels::KernelDesc& d, const std::string& k,
   kernels::conv2dNchwPacked(d, s, wp, x, y, ep, pool);
 }
 
-void callGemmPacked(const kernels::KernelDesc& d, const std::string& k,
-                    std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
-  AICC_CHECK(a.size() == 13, "call @{}: expects 13 arguments, got {}", k, a.size());
+void callGemmPacked(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                    kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 13, "call @{}: expects 13 arguments, got {}", k, a.size());
   int64_t M = ival(k, a, 3), N = ival(k, a, 4), K = ival(k, a, 5), lda = ival(k, a, 6),
           ldc = ival(k, a, 7);
-  AICC_CHECK(M >= 0 && N >= 0 && K >= 0 && lda >= K && ldc >= N, "call @{}: bad sizes", k);
+  AICC_RT_CHECK(M >= 0 && N >= 0 && K >= 0 && lda >= K && ldc >= N, "call @{}: bad sizes", k);
   if (M == 0 || N == 0) return;
   const float* A = span(k, a, 0, (M - 1) * lda + K, "A");
   const float* B = span(k, a, 1, kernels::packedBFloats(d, K, N), "packed B");
@@ -292,7 +295,7 @@ void rnnActivations(const std::string& k, int64_t acts,
   for (int d = 0; d < 2; ++d)
     for (kernels::RnnActivation* slot : slots) {
       const int64_t code = (acts >> shift) & 3;
-      AICC_CHECK(code <= 2, "call @{}: bad activation code {}", k, code);
+      AICC_RT_CHECK(code <= 2, "call @{}: bad activation code {}", k, code);
       slot[d] = static_cast<kernels::RnnActivation>(code);
       shift += 2;
     }
@@ -303,14 +306,15 @@ void rnnActivations(const std::string& k, int64_t acts,
 // holds the lengths b.lens points to.
 int64_t rnnArgs(const std::string& k, std::vector<KernelArg>& a, size_t at, int64_t gates,
                 kernels::RnnShape& s, kernels::RnnBuffers& b, std::vector<int64_t>& lens) {
-  AICC_CHECK(a.size() == at + 8 && a[at + 6].isFloat, "call @{}: expects {} arguments", k, at + 8);
+  AICC_RT_CHECK(a.size() == at + 8 && a[at + 6].isFloat, "call @{}: expects {} arguments", k,
+                at + 8);
   s.T = ival(k, a, at), s.batch = ival(k, a, at + 1), s.I = ival(k, a, at + 2);
   s.H = ival(k, a, at + 3), s.dirs = ival(k, a, at + 4);
   const int64_t flags = ival(k, a, at + 5);
   s.reverse = flags & 1, s.hasClip = flags & 4;
   s.clip = static_cast<float>(a[at + 6].f);
-  AICC_CHECK(s.T >= 0 && s.batch >= 0 && s.I > 0 && s.H > 0 && (s.dirs == 1 || s.dirs == 2),
-             "call @{}: bad RNN shape", k);
+  AICC_RT_CHECK(s.T >= 0 && s.batch >= 0 && s.I > 0 && s.H > 0 && (s.dirs == 1 || s.dirs == 2),
+                "call @{}: bad RNN shape", k);
   const int64_t G = gates * s.H;
   b.X = span(k, a, 0, s.T * s.batch * s.I, "X");
   b.W = span(k, a, 1, s.dirs * G * s.I, "W");
@@ -355,10 +359,10 @@ void callLstm(const kernels::KernelDesc& d, const std::string& k, std::vector<Ke
 
 } // namespace
 
-// Quantized callees (loop/lower_kernels_quant.cpp).
-std::optional<ExternKernel> quantBuiltinKernel(const std::string& name, kernels::ThreadPool* pool);
+// Quantized callees (rt/callees_quant.cpp).
+std::optional<KernelFn> quantBuiltinKernel(const std::string& name, kernels::ThreadPool* pool);
 
-std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
+std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
   if (auto q = quantBuiltinKernel(name, pool)) return q;
   using Call = void (*)(const kernels::KernelDesc&, const std::string&, std::vector<KernelArg>&,
@@ -387,10 +391,9 @@ std::optional<ExternKernel> builtinKernel(const std::string& name, kernels::Thre
     const auto* d = kernels::findKernel(std::string_view(name).substr(std::strlen(e.prefix)));
     if (!d || d->op != e.op || !kernels::cpuSupports(d->isa)) continue;
     Call call = e.call;
-    return ExternKernel(
-        [d, name, pool, call](std::vector<KernelArg>& a) { call(*d, name, a, pool); });
+    return KernelFn([d, name, pool, call](std::vector<KernelArg>& a) { call(*d, name, a, pool); });
   }
   return std::nullopt;
 }
 
-} // namespace aicc::loop
+} // namespace aicc::rt

@@ -1,0 +1,601 @@
+#include "rt/artifact.h"
+
+#include "rt/cpu.h"
+#include "rt/error.h"
+#include "rt/hash.h"
+#include "rt/memory.h"
+#include "rt/parallel.h"
+#include "rt/trace.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+namespace aicc::rt {
+
+namespace {
+
+constexpr int64_t kAlign = 64; // every region and placement in an artifact (kArenaAlignment)
+constexpr const char* kPlanHeader = "aicc-artifact 3";
+std::atomic<FallbackProvider> fallbackProvider{nullptr};
+
+int64_t aligned(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+std::string hashHex(const void* p, size_t n) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hashBytes(p, n)));
+  return buf;
+}
+
+std::string dimsText(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Names in the plan file are percent-encoded so they hold no spaces or newlines.
+std::string dec(const std::string& s) {
+  if (s == "%") return "";
+  std::string o;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      char hex[3] = {s[i + 1], s[i + 2], 0};
+      o += char(std::strtol(hex, nullptr, 16));
+      i += 2;
+    } else {
+      o += s[i];
+    }
+  }
+  return o;
+}
+
+// A line that does not parse (caught by the plan reader: "malformed line").
+struct Malformed {};
+
+// A non-negative integer that is the whole word.
+int64_t parseCount(const std::string& w) {
+  if (w.empty() || w[0] == '-' || w[0] == '+' || w[0] == ' ') throw Malformed{};
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(w.c_str(), &end, 10);
+  if (errno || end != w.c_str() + w.size()) throw Malformed{};
+  return v;
+}
+
+// The whitespace-separated words of a line.
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
+    if (j > i) out.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+Binding parseBinding(const std::string& s, const std::string& file) {
+  Binding b;
+  AICC_RT_CHECK(s.size() > 2 && s[1] == ':', "{}: bad binding '{}'", file, s);
+  switch (s[0]) {
+  case 'A':
+    b.region = Region::Arena;
+    break;
+  case 'W':
+    b.region = Region::Weights;
+    break;
+  case 'I':
+    b.region = Region::Input;
+    break;
+  case 'S':
+    b.region = Region::Scratch;
+    break;
+  default:
+    raise(format("{}: bad region in '{}'", file, s));
+  }
+  const size_t c = s.find(':', 2);
+  AICC_RT_CHECK(c != std::string::npos, "{}: bad binding '{}'", file, s);
+  b.offset = parseCount(s.substr(2, c - 2));
+  b.bytes = parseCount(s.substr(c + 1));
+  return b;
+}
+
+// A binding into the arena, weights or scratch must be aligned for its elements (inputs are the
+// caller's pointers).
+bool alignedFor(const Binding& b, int64_t elem) {
+  return b.region == Region::Input || b.offset % elem == 0;
+}
+
+std::vector<int64_t> parseDims(const std::string& s) {
+  std::vector<int64_t> d;
+  if (s == "-") return d;
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    d.push_back(parseCount(s.substr(i, j - i)));
+    AICC_RT_CHECK(d.back() <= (int64_t(1) << 40), "absurd dimension in '{}'", s);
+    i = j + 1;
+  }
+  return d;
+}
+
+using Kind = Plan::Kind;
+
+std::optional<Kind> taskKind(const std::string& s) {
+  if (s == "task") return Kind::Call;
+  if (s == "copy") return Kind::Copy;
+  if (s == "jumpz") return Kind::JumpIfZero;
+  if (s == "jump") return Kind::Jump;
+  if (s == "fail") return Kind::Fail;
+  if (s == "fallback") return Kind::Fallback;
+  return std::nullopt;
+}
+
+// A file the plan names with its size and content hash ("<bytes> <hash>").
+struct FileCheck {
+  int64_t bytes = -1;
+  std::string hash;
+};
+
+// Reads the whole file at path (the plan).
+std::optional<std::string> readText(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return std::nullopt;
+  std::string s;
+  char buf[1 << 14];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  const bool ok = !std::ferror(f);
+  std::fclose(f);
+  if (!ok) return std::nullopt;
+  return s;
+}
+
+// Reads the file into dst (want.bytes bytes) after checking its size, then checks its hash.
+void readChecked(const std::string& file, const FileCheck& want, std::byte* dst) {
+  struct stat st {};
+  AICC_RT_CHECK(::stat(file.c_str(), &st) == 0, "cannot open '{}': {}", file, std::strerror(errno));
+  AICC_RT_CHECK(int64_t(st.st_size) == want.bytes,
+                "'{}' holds {} bytes, the plan says {} (a truncated or "
+                "mismatched file; recompile the model)",
+                file, int64_t(st.st_size), want.bytes);
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  AICC_RT_CHECK(f, "cannot open '{}': {}", file, std::strerror(errno));
+  const size_t got = std::fread(dst, 1, size_t(want.bytes), f);
+  std::fclose(f);
+  AICC_RT_CHECK(got == size_t(want.bytes), "cannot read '{}'", file);
+  AICC_RT_CHECK(hashHex(dst, size_t(want.bytes)) == want.hash,
+                "'{}' does not match the plan's content hash (a damaged or mismatched file; "
+                "recompile the model)",
+                file);
+}
+
+// The library's aicc_artifact_signature: task function -> byte size (and element size) of each
+// parameter, one function per line: "fn bytes[/elem] ...".
+struct ParamSig {
+  int64_t bytes = 0, elem = 1;
+};
+std::map<std::string, std::vector<ParamSig>> parseSignature(const char* sig) {
+  std::map<std::string, std::vector<ParamSig>> out;
+  const std::string text(sig);
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    const auto w = words(text.substr(at, nl - at));
+    at = nl + 1;
+    if (w.empty()) continue;
+    auto& params = out[w[0]];
+    for (size_t i = 1; i < w.size(); ++i) {
+      const size_t slash = w[i].find('/');
+      params.push_back({parseCount(w[i].substr(0, slash)),
+                        slash == std::string::npos
+                            ? 1
+                            : std::max<int64_t>(1, parseCount(w[i].substr(slash + 1)))});
+    }
+  }
+  return out;
+}
+
+struct TaskLine {
+  Kind kind = Kind::Call;
+  std::string fn, node;
+  std::vector<Binding> params;
+  int64_t target = 0;
+};
+
+} // namespace
+
+void setFallbackProvider(FallbackProvider p) { fallbackProvider.store(p); }
+
+int64_t TensorDesc::bytes() const {
+  int64_t n = int64_t(dtypeSize(dtype));
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+void Plan::Free::operator()(std::byte* p) const { std::free(p); }
+
+Plan::Bytes Plan::allocate(int64_t n) {
+  auto* p =
+      static_cast<std::byte*>(std::aligned_alloc(kAlign, size_t(aligned(std::max<int64_t>(n, 1)))));
+  AICC_RT_CHECK(p, "out of memory allocating {} bytes", n);
+  return Bytes(p);
+}
+
+namespace {
+
+// Reads and checks the folder's plan, weights and library (see the header).
+Plan readPlan(const std::string& dir);
+
+} // namespace
+
+struct Artifact::Impl {
+  Plan plan;
+  Plan::Bytes arena, scratch;
+  std::vector<const void*> inputs;
+  std::vector<void*> ptrs;
+  std::vector<std::byte*> bound;
+  std::mutex mu; // one run at a time per instance
+  bool profiling = false;
+  std::vector<TaskTime> times;
+  std::function<void(size_t)> afterTask;
+
+  std::byte* at(const Binding& b) const {
+    switch (b.region) {
+    case Region::Arena:
+      return arena.get() + b.offset;
+    case Region::Weights:
+      return plan.weights.get() + b.offset;
+    case Region::Scratch:
+      return scratch.get() + b.offset;
+    case Region::Input:
+      return const_cast<std::byte*>(static_cast<const std::byte*>(inputs[size_t(b.offset)]));
+    }
+    return nullptr;
+  }
+  void setInput(const std::vector<TensorDesc>& decl, size_t i, const void* data, int64_t bytes);
+  void run(const std::vector<TensorDesc>& decl);
+};
+
+Artifact::Artifact(const std::string& dir) : Artifact(readPlan(dir)) {}
+
+Artifact::Artifact(Plan plan) : impl_(std::make_unique<Impl>()) {
+  inputs_ = plan.inputs;
+  outputs_ = plan.outputs;
+  impl_->arena = Plan::allocate(plan.arenaBytes);
+  impl_->scratch = Plan::allocate(plan.scratchBytes);
+  impl_->inputs.assign(inputs_.size(), nullptr);
+  impl_->times.assign(plan.tasks.size(), {});
+  impl_->plan = std::move(plan);
+}
+
+Artifact::~Artifact() = default;
+
+namespace {
+
+Plan readPlan(const std::string& dir) {
+  Plan plan;
+
+  runtime::checkThreadsEnv();
+  const std::string planFile = dir + "/model.plan";
+  const auto text = readText(planFile);
+  AICC_RT_CHECK(text, "'{}': no model.plan here (not an `aicc compile --emit so` folder)", dir);
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text->size();) {
+    size_t nl = text->find('\n', at);
+    if (nl == std::string::npos) nl = text->size();
+    lines.push_back(text->substr(at, nl - at));
+    at = nl + 1;
+  }
+  const std::string header = lines.empty() ? "" : lines[0];
+  AICC_RT_CHECK(header == kPlanHeader,
+                "{}: not an aicc artifact plan of this version (first line "
+                "'{}', expected '{}'; recompile the model)",
+                planFile, header, kPlanHeader);
+  std::vector<TaskLine> taskLines;
+  FileCheck weightsFile, libraryFile;
+  const uint64_t host = hostCpuFeatures();
+  for (size_t li = 1; li < lines.size(); ++li) {
+    const std::string& line = lines[li];
+    const auto w = words(line);
+    if (w.empty()) continue;
+    const std::string& kind = w[0];
+    auto word = [&](size_t i) -> const std::string& {
+      if (i >= w.size()) throw Malformed{};
+      return w[i];
+    };
+    try {
+      if (kind == "arena") {
+        plan.arenaBytes = parseCount(word(1));
+      } else if (kind == "scratch") {
+        plan.scratchBytes = parseCount(word(1));
+      } else if (kind == "weights" || kind == "library") {
+        FileCheck& f = kind == "weights" ? weightsFile : libraryFile;
+        f.bytes = parseCount(word(1));
+        f.hash = w.size() > 2 ? w[2] : "";
+      } else if (kind == "requires") {
+        std::string lacking;
+        for (size_t i = 2; i < w.size(); ++i) {
+          if (w[i].rfind("arch=", 0) == 0) {
+            AICC_RT_CHECK(w[i].substr(5) == hostArch(),
+                          "{}: compiled for target '{}' ({}), not for this machine ({})", planFile,
+                          dec(word(1)), w[i].substr(5), hostArch());
+            continue;
+          }
+          CpuFeature cf;
+          if (!parseCpuFeature(w[i], cf) || !(host >> static_cast<uint32_t>(cf) & 1))
+            lacking += (lacking.empty() ? "" : ", ") + w[i];
+        }
+        AICC_RT_CHECK(lacking.empty(),
+                      "{}: compiled for target '{}', which needs {} that this CPU lacks", planFile,
+                      dec(word(1)), lacking);
+      } else if (kind == "input" || kind == "output") {
+        auto dtype = dtypeFromName(word(2));
+        AICC_RT_CHECK(dtype, "{}: unknown element type '{}'", planFile, word(2));
+        TensorDesc t{dec(word(1)), *dtype, parseDims(word(3))};
+        int64_t elems = 1; // checked before multiplying: no overflow, no negative dim
+        for (int64_t x : t.dims) {
+          AICC_RT_CHECK(x >= 0 && (x == 0 || elems <= (int64_t(1) << 40) / x),
+                        "{}: {} '{}' has an absurd size {}", planFile, kind, t.name, word(3));
+          if (x) elems *= x;
+        }
+        if (kind == "input") {
+          plan.inputs.push_back(t);
+        } else {
+          plan.outputs.push_back(t);
+          plan.outputBindings.push_back(parseBinding(word(4), planFile));
+        }
+      } else if (auto k = taskKind(kind)) {
+        TaskLine t;
+        t.kind = *k;
+        size_t i = 1;
+        if (t.kind == Kind::Call) t.fn = word(i++);
+        if (t.kind == Kind::Fallback) t.fn = dec(word(i++));
+        AICC_RT_CHECK(i < w.size(), "{}: malformed line '{}'", planFile, line);
+        t.node = dec(w[i++]);
+        for (; i < w.size(); ++i) {
+          if (w[i][0] == '@')
+            t.target = parseCount(w[i].substr(1));
+          else
+            t.params.push_back(parseBinding(w[i], planFile));
+        }
+        taskLines.push_back(std::move(t));
+      } else {
+        raise(format("{}: unknown line '{}'", planFile, line));
+      }
+    } catch (const Malformed&) {
+      raise(format("{}: malformed line '{}'", planFile, line));
+    }
+  }
+  AICC_RT_CHECK(weightsFile.bytes >= 0 && libraryFile.bytes >= 0 && !weightsFile.hash.empty() &&
+                    !libraryFile.hash.empty(),
+                "{}: the 'weights' and 'library' lines (sizes and hashes) are missing", planFile);
+  plan.weightBytes = weightsFile.bytes;
+  // Every binding must lie inside its region.
+  auto checkBinding = [&](const Binding& b, const std::string& where) {
+    const int64_t size = b.region == Region::Arena     ? plan.arenaBytes
+                         : b.region == Region::Weights ? plan.weightBytes
+                         : b.region == Region::Scratch ? plan.scratchBytes
+                                                       : -1;
+    if (b.region == Region::Input) {
+      AICC_RT_CHECK(b.offset < int64_t(plan.inputs.size()) &&
+                        b.bytes <= plan.inputs[size_t(b.offset)].bytes(),
+                    "{}: {} binds input {} out of range", planFile, where, b.offset);
+      return;
+    }
+    AICC_RT_CHECK(b.offset <= size && b.bytes <= size - b.offset, "{}: {} reaches past its region",
+                  planFile, where);
+  };
+  for (size_t i = 0; i < taskLines.size(); ++i) {
+    const TaskLine& t = taskLines[i];
+    const std::string where = format("task {} ({})", i, t.node);
+    for (const Binding& b : t.params) checkBinding(b, where);
+    // Calls are checked against the library's signature below, fallbacks by their provider.
+    if (t.kind != Kind::Call && t.kind != Kind::Fallback) {
+      const size_t want = t.kind == Kind::Copy ? 2 : t.kind == Kind::JumpIfZero ? 1 : 0;
+      AICC_RT_CHECK(t.params.size() == want, "{}: {} has {} bindings, not {}", planFile, where,
+                    t.params.size(), want);
+    }
+    AICC_RT_CHECK(t.kind != Kind::Copy || t.params[0].bytes == t.params[1].bytes,
+                  "{}: {} copies between bindings of different sizes", planFile, where);
+    AICC_RT_CHECK(t.kind != Kind::JumpIfZero || t.params[0].bytes >= 1,
+                  "{}: {} reads an empty condition", planFile, where);
+    if (t.kind == Kind::JumpIfZero || t.kind == Kind::Jump) // forward only: every run ends
+      AICC_RT_CHECK(t.target > int64_t(i) && t.target <= int64_t(taskLines.size()),
+                    "{}: {} jumps to {}, not forward within the plan", planFile, where, t.target);
+  }
+  for (size_t i = 0; i < plan.outputBindings.size();
+       ++i) { // outputs are read as their declared type
+    checkBinding(plan.outputBindings[i], "an output");
+    AICC_RT_CHECK(plan.outputBindings[i].bytes == plan.outputs[i].bytes(),
+                  "{}: output '{}' is bound to {} bytes, its type {} {} needs {}", planFile,
+                  plan.outputs[i].name, plan.outputBindings[i].bytes,
+                  dtypeName(plan.outputs[i].dtype), dimsText(plan.outputs[i].dims),
+                  plan.outputs[i].bytes());
+  }
+  int64_t total = 0; // each size fits an int64; their sum must too
+  AICC_RT_CHECK(!__builtin_add_overflow(plan.arenaBytes, plan.scratchBytes, &total) &&
+                    !__builtin_add_overflow(total, plan.weightBytes, &total),
+                "{}: arena {}, scratch {} and weights {} bytes: absurd sizes", planFile,
+                plan.arenaBytes, plan.scratchBytes, plan.weightBytes);
+  // The weights and the library, each checked against the plan's size and hash before use (a
+  // truncated model.so would otherwise fault inside dlopen or later, in a task).
+  plan.reserved =
+      MemoryReservation(total, format("loading '{}' (arena {}, scratch {}, weights {} bytes)", dir,
+                                      plan.arenaBytes, plan.scratchBytes, plan.weightBytes));
+  plan.weights = Plan::allocate(plan.weightBytes); // read in place, no staging copy
+  readChecked(dir + "/model.weights", weightsFile, plan.weights.get());
+  const std::string so = dir + "/model.so";
+  {
+    Plan::Bytes lib = Plan::allocate(libraryFile.bytes); // only to check it before dlopen
+    readChecked(so, libraryFile, lib.get());
+  }
+  // Code.
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  AICC_RT_CHECK(lib, "cannot load '{}': {}", so, dlerror());
+  plan.code = std::shared_ptr<void>(lib, [](void* h) { dlclose(h); });
+  using BindFn = void (*)(void* const*);
+  auto bindFn = reinterpret_cast<BindFn>(dlsym(lib, "aicc_artifact_bind"));
+  AICC_RT_CHECK(bindFn, "'{}' has no aicc_artifact_bind (not an aicc artifact)", so);
+  void* const table[] = {reinterpret_cast<void*>(&aicc_rt_call_kernel),
+                         reinterpret_cast<void*>(&aicc_rt_parallel_for)};
+  bindFn(table);
+  auto* sigText = static_cast<const char*>(dlsym(lib, "aicc_artifact_signature"));
+  AICC_RT_CHECK(sigText, "'{}' has no aicc_artifact_signature (not an aicc artifact)", so);
+  std::map<std::string, std::vector<ParamSig>> signature;
+  try {
+    signature = parseSignature(sigText);
+  } catch (const Malformed&) {
+    raise(format("'{}': malformed aicc_artifact_signature", so));
+  }
+  const FallbackProvider provider = fallbackProvider.load();
+  for (size_t i = 0; i < taskLines.size(); ++i) {
+    TaskLine& t = taskLines[i];
+    Plan::Task task{t.kind, nullptr, std::move(t.node), std::move(t.params), size_t(t.target), {}};
+    if (t.kind == Kind::Call) {
+      auto sig = signature.find(t.fn);
+      task.fn = reinterpret_cast<int32_t (*)(void**)>(dlsym(lib, t.fn.c_str()));
+      AICC_RT_CHECK(task.fn && sig != signature.end(), "'{}' lacks the task function {}", so, t.fn);
+      AICC_RT_CHECK(sig->second.size() == task.params.size(),
+                    "{}: task {} ({}) has {} bindings; {} takes {}", planFile, i, task.node,
+                    task.params.size(), t.fn, sig->second.size());
+      for (size_t k = 0; k < task.params.size(); ++k) {
+        const ParamSig& want = sig->second[k];
+        AICC_RT_CHECK(task.params[k].bytes == want.bytes,
+                      "{}: task {} ({}): binding {} has {} bytes; {} takes {}", planFile, i,
+                      task.node, k, task.params[k].bytes, t.fn, want.bytes);
+        AICC_RT_CHECK(alignedFor(task.params[k], want.elem),
+                      "{}: task {} ({}): binding {} at offset {} is not aligned for {}-byte "
+                      "elements",
+                      planFile, i, task.node, k, task.params[k].offset, want.elem);
+      }
+    }
+    if (t.kind == Kind::Fallback) {
+      AICC_RT_CHECK(provider,
+                    "{}: task {} ({}) runs a node that has no lowering through the reference "
+                    "interpreter, which this runtime (libaicc_rt) does not include; run the "
+                    "folder with `aicc run`",
+                    planFile, i, task.node);
+      task.fallback = provider(t.fn, task.node, task.params, planFile);
+    }
+    plan.tasks.push_back(std::move(task));
+  }
+  return plan;
+}
+
+} // namespace
+
+// The raw interface takes the instance's lock without waiting: a second thread gets an error.
+#define AICC_RAW_LOCK(what)                                                                        \
+  std::unique_lock<std::mutex> lock(impl_->mu, std::try_to_lock);                                  \
+  AICC_RT_CHECK(lock.owns_lock(),                                                                  \
+                "{}: the model is in use by another thread (use one instance per "                 \
+                "thread, or the checked run that waits)",                                          \
+                what)
+
+void Artifact::setInput(size_t i, const void* data, int64_t bytes) {
+  AICC_RAW_LOCK("setting an input");
+  impl_->setInput(inputs_, i, data, bytes);
+}
+
+void Artifact::run() {
+  AICC_RAW_LOCK("run");
+  impl_->run(inputs_);
+}
+
+void Artifact::runWaiting(const std::vector<const void*>& data, const std::vector<int64_t>& bytes,
+                          const std::function<void()>& whileHeld) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  AICC_RT_CHECK(data.size() == inputs_.size() && bytes.size() == inputs_.size(),
+                "the model takes {} inputs, got {}", inputs_.size(), data.size());
+  for (size_t i = 0; i < data.size(); ++i) impl_->setInput(inputs_, i, data[i], bytes[i]);
+  impl_->run(inputs_);
+  if (whileHeld) whileHeld();
+}
+
+void Artifact::Impl::setInput(const std::vector<TensorDesc>& decl, size_t i, const void* data,
+                              int64_t bytes) {
+  AICC_RT_CHECK(i < decl.size(), "input index {} out of range: the model has {} inputs", i,
+                decl.size());
+  AICC_RT_CHECK(data, "input '{}': null data", decl[i].name);
+  AICC_RT_CHECK(bytes == decl[i].bytes(), "input '{}': expected {} bytes ({}{}), got {}",
+                decl[i].name, decl[i].bytes(), dtypeName(decl[i].dtype), dimsText(decl[i].dims),
+                bytes);
+  inputs[i] = data;
+}
+
+void Artifact::Impl::run(const std::vector<TensorDesc>& decl) {
+  for (size_t i = 0; i < decl.size(); ++i)
+    AICC_RT_CHECK(inputs[i], "input '{}' was not set", decl[i].name);
+  using Clock = std::chrono::steady_clock;
+  for (size_t ti = 0; ti < plan.tasks.size();) {
+    const size_t index = ti;
+    const Plan::Task& t = plan.tasks[ti++];
+    trace::TaskScope traced(t.node, "task");
+    struct Timed { // accumulates the task's time on every exit path
+      TaskTime* time;
+      Clock::time_point start;
+      ~Timed() {
+        if (!time) return;
+        time->seconds += std::chrono::duration<double>(Clock::now() - start).count();
+        ++time->calls;
+      }
+    } timed{profiling ? &times[index] : nullptr, profiling ? Clock::now() : Clock::time_point{}};
+    switch (t.kind) {
+    case Kind::Call: {
+      ptrs.resize(t.params.size());
+      for (size_t i = 0; i < t.params.size(); ++i) ptrs[i] = at(t.params[i]);
+      const int32_t rc = t.fn(ptrs.data());
+      AICC_RT_CHECK(rc == 0, "{}: {}", t.node,
+                    rc == 1 ? "integer division by zero" : aicc_rt_last_error());
+      break;
+    }
+    case Kind::Copy:
+      std::memmove(at(t.params[1]), at(t.params[0]), size_t(t.params[0].bytes));
+      break;
+    case Kind::JumpIfZero:
+      if (*at(t.params[0]) == std::byte{0}) ti = t.target;
+      break;
+    case Kind::Jump:
+      ti = t.target;
+      break;
+    case Kind::Fail:
+      raise(t.node);
+    case Kind::Fallback:
+      bound.resize(t.params.size());
+      for (size_t i = 0; i < t.params.size(); ++i) bound[i] = at(t.params[i]);
+      t.fallback(bound);
+      break;
+    }
+    if (afterTask) afterTask(index);
+  }
+}
+
+const void* Artifact::output(size_t i) const {
+  AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
+                outputs_.size());
+  return impl_->at(impl_->plan.outputBindings[i]);
+}
+
+void Artifact::setProfiling(bool on) { impl_->profiling = on; }
+
+const std::vector<TaskTime>& Artifact::taskTimes() const { return impl_->times; }
+
+void Artifact::setAfterTask(std::function<void(size_t)> f) { impl_->afterTask = std::move(f); }
+
+void* Artifact::address(const Binding& b) const { return impl_->at(b); }
+
+} // namespace aicc::rt

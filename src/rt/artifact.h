@@ -1,0 +1,128 @@
+// A compiled artifact at run time: the folder `aicc compile` writes (runtime/artifact.h describes
+// its files), loaded and run with no compiler in the process. This is the one executor of
+// compiled task sequences: the C API (include/aicc/runtime.h), `aicc run DIR`, aicc-run, the
+// Python package and the compiler's LoadedArtifact all run artifacts through it.
+//
+// Loading checks everything before any code runs: the plan's syntax and version, the sizes and
+// content hashes of model.weights and model.so, the CPU features the code needs, that every
+// binding lies inside its region and is aligned for its elements, that each task's bindings match
+// its function's signature in model.so (aicc_artifact_signature), and that jumps only go forward
+// (every run ends). Errors throw aicc::Error naming the file, task or input and the reason.
+//
+// Threads: instances are independent (any number, from any threads; they share the process's
+// worker pool). One instance has one arena, so its runs are serialized: run() and setInput() on an
+// instance that another thread is running fail with "in use by another thread" (never a data
+// race); runWaiting() waits instead. output() is valid until the next run.
+#pragma once
+
+#include "ir/dtype.h"
+#include "rt/memory.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aicc::rt {
+
+enum class Region { Arena, Weights, Input, Scratch };
+
+// A region and an offset: the arena, the weights blob, input k (offset = k), or the per-task
+// scratch area.
+struct Binding {
+  Region region = Region::Arena;
+  int64_t offset = 0; // bytes (Input: the input's index)
+  int64_t bytes = 0;
+};
+
+struct TensorDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> dims;
+  int64_t bytes() const;
+};
+
+// A fallback task runs a node that has no lowering through the compiler's reference interpreter
+// (the plan holds the node as a one-node graph in the IR text form). The runtime has no
+// interpreter: a process that has one (the compiler library) provides it here. Given the node's
+// text, its description, its bindings (present inputs, then present results) and the plan file
+// (for errors), it checks them and returns the function that runs the node on the bound
+// addresses; it throws aicc::Error when they do not match.
+using FallbackRun = std::function<void(const std::vector<std::byte*>& bound)>;
+using FallbackProvider = FallbackRun (*)(const std::string& nodeText, const std::string& node,
+                                         const std::vector<Binding>& params,
+                                         const std::string& planFile);
+// The provider artifacts loaded from now on use (null: none, the default of libaicc_rt; loading
+// an artifact with fallback tasks then fails, naming the node).
+void setFallbackProvider(FallbackProvider p);
+
+// A task sequence with its code resolved, ready to run: what a folder's model.plan describes
+// (Artifact(dir) reads and checks one), or what the JIT builds in memory (runtime/jit_executor.h).
+struct Plan {
+  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail, Fallback };
+  struct Task {
+    Kind kind = Kind::Call;
+    int32_t (*fn)(void**) = nullptr; // Call: the task function (0 = success)
+    std::string node;                // Node::describe(), for errors and profiles (Fail: message)
+    std::vector<Binding> params;     // Call: the function's; Copy: {from, to}; JumpIfZero: {cond}
+    size_t target = 0;               // jumps: the task to continue at (forward only)
+    FallbackRun fallback;            // Fallback
+  };
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  using Bytes = std::unique_ptr<std::byte[], Free>;
+  static Bytes allocate(int64_t bytes); // 64-byte aligned; throws when out of memory
+
+  std::vector<TensorDesc> inputs, outputs;
+  std::vector<Binding> outputBindings; // where each output lives
+  std::vector<Task> tasks;
+  int64_t arenaBytes = 0, scratchBytes = 0, weightBytes = 0;
+  Bytes weights;
+  std::shared_ptr<void> code; // keeps the task functions loaded (a dlopen handle, a JIT)
+  MemoryReservation reserved; // the plan's bytes against the memory budget
+};
+
+// Per-task run time, while profiling.
+struct TaskTime {
+  double seconds = 0;
+  int64_t calls = 0;
+};
+
+class Artifact {
+public:
+  explicit Artifact(const std::string& dir); // throws aicc::Error naming the file and why
+  explicit Artifact(Plan plan);
+  ~Artifact();
+  Artifact(const Artifact&) = delete;
+  Artifact& operator=(const Artifact&) = delete;
+
+  const std::vector<TensorDesc>& inputs() const { return inputs_; }
+  const std::vector<TensorDesc>& outputs() const { return outputs_; }
+  // Input data by position (read during run, not copied), bytes checked against the declaration.
+  void setInput(size_t i, const void* data, int64_t bytes);
+  void run(); // throws if an input is missing or a task fails
+  // Valid until the next run.
+  const void* output(size_t i) const;
+  // setInput for every input, then run, then whileHeld (to read the outputs), holding the instance
+  // throughout (waiting for another thread's run of it).
+  void runWaiting(const std::vector<const void*>& data, const std::vector<int64_t>& bytes,
+                  const std::function<void()>& whileHeld = {});
+
+  // Tools: per-task timing of later runs (two clock reads per task), and a function called after
+  // each task with its index (fault injection for `aicc debug-numerics`).
+  void setProfiling(bool on);
+  const std::vector<TaskTime>& taskTimes() const;
+  void setAfterTask(std::function<void(size_t task)> f);
+  // The address a binding refers to in this instance (inputs: as last set).
+  void* address(const Binding& b) const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::vector<TensorDesc> inputs_, outputs_;
+};
+
+} // namespace aicc::rt
