@@ -11,7 +11,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # Build tools and the libraries aicc links: protobuf + ONNX's schema (libonnx-dev), fmt, CLI11,
 # GoogleTest, Google Benchmark, LLVM 14 (FileCheck for the lit tests; codegen later); Python
 # headers and pybind11 for the Python package (python/); the cross toolchains and qemu-user for
-# the aarch64 / riscv64 targets (scripts/build-runtime.sh, tests/cross).
+# the aarch64 / riscv64 targets (scripts/build-runtime.sh, tests/cross); the bare-metal Arm
+# toolchain for the Cortex-M4 build of an embedded C bundle (CodegenC tests).
 APT_PACKAGES=(
   build-essential cmake ninja-build git
   protobuf-compiler libprotobuf-dev libonnx-dev
@@ -22,6 +23,7 @@ APT_PACKAGES=(
   python3-dev pybind11-dev
   chromium
   qemu-user g++-aarch64-linux-gnu g++-riscv64-linux-gnu
+  gcc-arm-none-eabi libnewlib-arm-none-eabi
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -113,10 +113,12 @@ struct BundleRun {
   size_t codeBytes = 0;
 };
 
-// Emits, compiles and runs the bundle of g (already optimized) on `inputs`.
-BundleRun runBundle(const Graph& g, const std::vector<RValue>& inputs, const std::string& tag) {
+// Emits, compiles and runs the bundle of g (already optimized) on `inputs`; keeps the folder in
+// *keep when given.
+BundleRun runBundle(const Graph& g, const std::vector<RValue>& inputs, const std::string& tag,
+                    const codegen::CBundleOptions& opts = {}, fs::path* keep = nullptr) {
   MemoryPlan plan = planMemory(g);
-  codegen::CBundle b = codegen::emitCBundle(g, plan);
+  codegen::CBundle b = codegen::emitCBundle(g, plan, opts);
   fs::path dir = freshDir(tag);
   codegen::writeCBundle(b, dir.string());
   writeFile(dir / "main.c", kMain, std::strlen(kMain));
@@ -124,7 +126,8 @@ BundleRun runBundle(const Graph& g, const std::vector<RValue>& inputs, const std
     const Tensor& t = inputs[i].tensor;
     writeFile(dir / fmt::format("in{}.bin", i), t.raw(), t.nbytes());
   }
-  std::string err = sh(dir, std::string(kCc) + " model.c main.c -o run -lm");
+  const char* sources = opts.embedWeights ? " model.c model_weights.c" : " model.c";
+  std::string err = sh(dir, std::string(kCc) + sources + " main.c -o run -lm");
   if (err.empty()) err = sh(dir, "./run");
   if (!err.empty()) ADD_FAILURE() << tag << " (in " << dir << "): " << err;
   BundleRun r;
@@ -137,7 +140,10 @@ BundleRun runBundle(const Graph& g, const std::vector<RValue>& inputs, const std
     std::memcpy(t.raw(), bytes.data(), std::min(bytes.size(), t.nbytes()));
     r.outputs.push_back(RValue::of(t));
   }
-  if (err.empty()) fs::remove_all(dir);
+  if (keep)
+    *keep = dir;
+  else if (err.empty())
+    fs::remove_all(dir);
   return r;
 }
 
@@ -437,6 +443,74 @@ TEST(CodegenC, Mnist8EndToEnd) {
     auto diff = compareValues(expected[k], r.outputs[k], Tolerance{1e-4, 1e-4});
     EXPECT_FALSE(diff) << *diff;
   }
+}
+
+// The microcontroller form (--embed-weights): weights as a const array, no stdio and no malloc in
+// the bundle; the same results on the host; and, where Debian's gcc-arm-none-eabi is installed, a
+// Cortex-M4 build whose sections are reported: code, the weights as rodata, the arena as bss.
+TEST(CodegenC, Mnist8EmbeddedWeightsBuildForCortexM4) {
+  fs::path dir = fs::path(AICC_SOURCE_DIR) / "models" / "mnist-8";
+  ImportedModel im = importOnnxFile((dir / "model.onnx").string());
+  InputSpec spec;
+  spec.inputsDir = (dir / "test_data_set_0").string();
+  spec.generate = false;
+  std::vector<RValue> in = bindInputs(im, spec);
+  auto expected = interpret(*im.model.graph, in);
+  optimizeModel(im.model, 2);
+  const Graph& g = *im.model.graph;
+  codegen::CBundleOptions opts;
+  opts.embedWeights = true;
+  fs::path out;
+  BundleRun r = runBundle(g, in, "mnist_embedded", opts, &out);
+  ASSERT_EQ(r.outputs.size(), expected.size());
+  for (size_t k = 0; k < expected.size(); ++k) {
+    auto diff = compareValues(expected[k], r.outputs[k], Tolerance{1e-4, 1e-4});
+    EXPECT_FALSE(diff) << *diff;
+  }
+  ASSERT_FALSE(fs::exists(out / "model.weights"));
+  for (const char* f : {"model.c", "model_weights.c"}) {
+    const std::string src = readFile(out / f);
+    for (const char* banned : {"stdio", "printf", "fopen", "malloc", "free("})
+      EXPECT_EQ(src.find(banned), std::string::npos) << f << " uses " << banned;
+  }
+  const int64_t weightBytes = planMemory(g).weightBytes, arenaBytes = planMemory(g).arenaBytes;
+  if (std::system("command -v arm-none-eabi-gcc > /dev/null 2>&1") != 0) {
+    std::cout << "[ skipped  ] the Cortex-M4 build: arm-none-eabi-gcc not found (Debian "
+                 "gcc-arm-none-eabi and libnewlib-arm-none-eabi; scripts/setup.sh installs them)\n";
+    fs::remove_all(out);
+    return;
+  }
+  std::string err = sh(out, "arm-none-eabi-gcc -std=c99 -Wall -Wextra -Werror -mcpu=cortex-m4 "
+                            "-mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os -c model.c "
+                            "model_weights.c");
+  ASSERT_TRUE(err.empty()) << err;
+  err = sh(out, "arm-none-eabi-size -A model.o model_weights.o"); // into log.txt
+  ASSERT_TRUE(err.empty()) << err;
+  // "section size addr" lines per object; sum each kind over both objects.
+  std::map<std::string, int64_t> sum;
+  std::istringstream lines(readFile(out / "log.txt"));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream w(line);
+    std::string section;
+    int64_t size = 0;
+    if (!(w >> section >> size) || section.empty() || section[0] != '.') continue;
+    const std::string kind = section.rfind(".text", 0) == 0     ? "text"
+                             : section.rfind(".rodata", 0) == 0 ? "rodata"
+                             : section.rfind(".bss", 0) == 0    ? "bss"
+                             : section.rfind(".data", 0) == 0   ? "data"
+                                                                : "";
+    if (!kind.empty()) sum[kind] += size;
+  }
+  std::cout << fmt::format("[ cortex-m4 ] mnist-8 (-Os, thumb, fpv4-sp-d16): text {} B, rodata {} "
+                           "B (weights {} B), data {} B, bss {} B (arena {} B)\n",
+                           sum["text"], sum["rodata"], weightBytes, sum["data"], sum["bss"],
+                           arenaBytes);
+  EXPECT_LE(sum["text"], 8 * 1024);
+  EXPECT_GE(sum["rodata"], weightBytes);
+  EXPECT_LE(sum["rodata"], weightBytes + 2 * 1024); // the weights, and the I/O tables
+  EXPECT_GE(sum["bss"], arenaBytes);
+  EXPECT_EQ(sum["data"], 0);
+  fs::remove_all(out);
 }
 
 // The real models of ../shared/models whose every node lowers (static shapes): compiled to C and

@@ -98,6 +98,7 @@ struct CompileArgs { // tools/aicc/compile.cpp
   std::vector<std::string> dims, shapes, selects;
   int optLevel = 2;
   bool quiet = false; // no "wrote ..." line (the Python module)
+  bool embedWeights = false; // --emit c: weights as a const array (model_weights.c)
   std::string reportHtml; // also write the HTML report here
 };
 int compileCommand(const CompileArgs& a);

@@ -98,6 +98,7 @@ int compileCommand(const CompileArgs& a) {
     MemoryPlan plan = planMemory(g);
     codegen::CBundleOptions co;
     co.prefix = a.prefix;
+    co.embedWeights = a.embedWeights;
     codegen::CBundle b = codegen::emitCBundle(g, plan, co);
     rep.phases.push_back({"plan + lower + emit C", since(t)});
     codegen::writeCBundle(b, a.outputDir);
@@ -105,17 +106,22 @@ int compileCommand(const CompileArgs& a) {
     rep.numbers.push_back({"arena_bytes", std::to_string(b.arenaBytes)});
     rep.numbers.push_back({"lower_bound_bytes", std::to_string(plan.lowerBoundBytes)});
     rep.numbers.push_back({"scratch_bytes", std::to_string(b.scratchBytes)});
-    rep.numbers.push_back({"weights_bytes", std::to_string(b.weights.size())});
+    rep.numbers.push_back({"weights_bytes", std::to_string(plan.weightBytes)});
+    rep.numbers.push_back({"weights_embedded", a.embedWeights ? "true" : "false"});
     rep.numbers.push_back({"c_source_bytes", std::to_string(b.source.size())});
     rep.numbers.push_back({"c_kernels", std::to_string(b.kernels)});
     rep.numbers.push_back({"peak_rss_bytes", std::to_string(peakRssBytes())});
     rep.write(a.outputDir, "aicc compile --emit c " + a.model);
-    std::cout << fmt::format("wrote {0}/{1}.c ({2} bytes, {3} kernels, {4} no-op views), {0}/{1}.h, "
-                             "{0}/{1}.weights ({5} bytes); arena {6} bytes; report {0}/report.txt\n",
-                             a.outputDir, b.prefix, b.source.size(), b.kernels, b.noOps,
-                             b.weights.size(), b.arenaBytes);
+    std::cout << fmt::format(
+        "wrote {0}/{1}.c ({2} bytes, {3} kernels, {4} no-op views), {0}/{1}.h, "
+        "{0}/{1}{5} ({6} bytes of weights); arena {7} bytes; report "
+        "{0}/report.txt\n",
+        a.outputDir, b.prefix, b.source.size(), b.kernels, b.noOps,
+        a.embedWeights ? "_weights.c" : ".weights", plan.weightBytes, b.arenaBytes);
     return 0;
   }
+  AICC_CHECK(!a.embedWeights, "--embed-weights needs --emit c (a compiled folder reads its weights "
+                              "from model.weights)");
   Target target = parseTarget(a.target);
   t = Clock::now();
   loop::LowerOptions lo = backend::lowerOptionsFor(target);

@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
   ccCmd->add_option("model", cc.model, "ONNX model or IR text file")->required();
   ccCmd->add_option("-o", cc.outputDir, "Output folder")->required();
   ccCmd->add_option("--emit", cc.emit, "so (default: model.so, model.o, model.weights, model.plan) or c (model.c, model.h, model.weights)")->check(CLI::IsMember({"so", "c"}));
-  ccCmd->add_option("--target", cc.target, "native (default), x86-64-avx2, x86-64-avx512, generic, with modifiers (e.g. native,-avx512f)");
+  ccCmd->add_option("--target", cc.target, "native (default), x86-64-avx2, x86-64-avx512, generic, with modifiers (e.g. native,-avx512f); cross: aarch64-linux-gnu, riscv64-linux-gnu");
+  ccCmd->add_flag("--embed-weights", cc.embedWeights, "--emit c: the weights as a const array in model_weights.c (flash/rodata; no stdio, no file to read)");
   ccCmd->add_option("--prefix", cc.prefix, "API prefix and file names (default model)");
   ccCmd->add_option("--dim", cc.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   ccCmd->add_option("--shape", cc.shapes, "NAME=D0,D1,... fixes input NAME's whole shape; repeatable");

@@ -20,13 +20,17 @@ namespace aicc::codegen {
 struct CBundleOptions {
   std::string prefix = "model"; // API prefix and file names: model.c, model_init, ...
   loop::LowerOptions lower;
+  // Weights as a const array in <prefix>_weights.c (flash / rodata on a microcontroller) instead
+  // of a file read by <prefix>_init: the bundle then uses no stdio at all (and never malloc).
+  bool embedWeights = false;
 };
 
 struct CBundle {
   std::string prefix;
   std::string source;  // <prefix>.c
   std::string header;  // <prefix>.h
-  std::string weights; // <prefix>.weights (raw bytes, plan offsets)
+  std::string weights; // <prefix>.weights (raw bytes, plan offsets); empty when embedded
+  std::string weightsSource; // <prefix>_weights.c when embedded
   int64_t arenaBytes = 0, scratchBytes = 0;
   int64_t kernels = 0;                   // C functions emitted (one per lowered node)
   int64_t noOps = 0;                     // view nodes with no code
@@ -34,7 +38,7 @@ struct CBundle {
 };
 
 CBundle emitCBundle(const Graph& g, const MemoryPlan& plan, const CBundleOptions& opts = {});
-// Writes <dir>/<prefix>.c, .h and .weights (creating dir).
+// Writes <dir>/<prefix>.c, .h and .weights or _weights.c (creating dir).
 void writeCBundle(const CBundle& b, const std::string& dir);
 
 } // namespace aicc::codegen
