@@ -102,6 +102,8 @@ double peakPerCycle(kernels::Isa isa) {
     return 64;
   case kernels::Isa::Avx2:
     return 32;
+  case kernels::Isa::Neon:
+    return 16; // two 4-lane FMA pipes
   default:
     return 4;
   }
@@ -113,6 +115,8 @@ bool targetRuns(const Target& t, kernels::Isa isa) {
     return t.has(CpuFeature::AVX512F) && t.has(CpuFeature::AVX512VL);
   case kernels::Isa::Avx2:
     return t.has(CpuFeature::AVX2) && t.has(CpuFeature::FMA);
+  case kernels::Isa::Neon:
+    return t.arch == "aarch64";
   default:
     return true;
   }
@@ -132,6 +136,8 @@ bool lowers(const Node& n, const std::string& cand, const loop::LowerOptions& en
             std::string* why) {
   loop::LowerOptions o;
   o.runtimeKernels = engine.runtimeKernels;
+  o.kernelIsa = engine.kernelIsa;
+  o.vectorBytes = engine.vectorBytes;
   o.probe = true;
   o.simplify = false;
   o.chooseCandidate = [cand](const Node&) { return cand; };
@@ -200,7 +206,7 @@ std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& en
         if (why) *why = fmt::format("the target lacks {}", kernels::isaName(desc->isa));
         return false;
       }
-      if (!kernels::cpuSupports(desc->isa)) {
+      if (t.triple.empty() && !kernels::cpuSupports(desc->isa)) {
         if (why) *why = "this CPU cannot run it (the executor calls it)";
         return false;
       }
@@ -303,7 +309,7 @@ void checkPins(const Graph& g, const Target& t, const std::map<std::string, std:
 std::function<loop::CandidateChoice(const Node&)>
 candidateChooser(const Target& t, std::map<std::string, std::string> pins, bool runtimeKernels,
                  std::shared_ptr<const TuningCache> cache) {
-  loop::LowerOptions engine;
+  loop::LowerOptions engine = lowerOptionsFor(t);
   engine.runtimeKernels = runtimeKernels;
   std::map<std::string, double> calib;
   if (cache) calib = cache->calibration();
@@ -349,9 +355,13 @@ loop::LowerOptions lowerOptionsFor(const Target& t) {
   o.runtimeKernels = true;
   if (!t.triple.empty()) o.vectorBytes = t.vectorBytes;
   o.kernelIsa = kernels::Isa::Generic;
+  if (t.arch == "aarch64") {
+    o.kernelIsa = kernels::Isa::Neon; // compiled for it (the descriptors exist on every host)
+    return o;
+  }
   for (kernels::Isa isa : {kernels::Isa::Avx512, kernels::Isa::Avx2})
     if (t.triple.empty() && targetRuns(t, isa) && kernels::cpuSupports(isa) &&
-        int(isa) <= int(kernels::bestIsa())) {
+        kernels::isaWithin(isa, kernels::bestIsa())) {
       o.kernelIsa = isa;
       break;
     }

@@ -162,6 +162,8 @@ Target nativeTarget() {
 #if defined(__x86_64__)
   t.arch = "x86-64";
   t.features = hostCpuFeatures();
+#elif defined(__aarch64__)
+  t.arch = "aarch64";
 #endif
   t.name = "native";
   readCacheSizes("/sys/devices/system/cpu/cpu0/cache", t);

@@ -10,6 +10,13 @@
 #else
 #define AICC_X86_KERNELS 0
 #endif
+// The NEON kernels are compiled on AArch64 only; elsewhere their descriptors stay (without code)
+// so that compiling for an aarch64 target can pick them and pack weights for their tiles.
+#if defined(__aarch64__)
+#define AICC_NEON(f) f
+#else
+#define AICC_NEON(f) nullptr
+#endif
 
 namespace aicc::kernels {
 
@@ -57,6 +64,17 @@ const KernelDesc kKernels[] = {
      .constraints = "any M,N,K; B pre-packed in 16-column panels; 12 ymm accumulators",
      .gemm = f32_gemm_avx2_6x16},
 #endif
+    {.name = "f32_gemm_neon_8x8",
+     .op = KernelOp::Gemm,
+     .isa = Isa::Neon,
+     .mr = 8,
+     .nr = 8,
+     .kc = 128,
+     .mc = 128,
+     .nc = 512,
+     .vectorWidth = 4,
+     .constraints = "any M,N,K; B pre-packed in 8-column panels; 16 q-register accumulators",
+     .gemm = AICC_NEON(f32_gemm_neon_8x8)},
     {.name = "f32_gemm_generic_4x8",
      .op = KernelOp::Gemm,
      .isa = Isa::Generic,
@@ -82,6 +100,12 @@ const KernelDesc kKernels[] = {
      .constraints = "NHWC, 3x3, pad 1, stride 1 or 2, any C",
      .dwRow = f32_dwconv3x3_avx2},
 #endif
+    {.name = "f32_dwconv3x3_neon",
+     .op = KernelOp::DepthwiseConv3x3,
+     .isa = Isa::Neon,
+     .vectorWidth = 4,
+     .constraints = "NHWC, 3x3, pad 1, stride 1 or 2, any C",
+     .dwRow = AICC_NEON(f32_dwconv3x3_neon)},
     {.name = "f32_dwconv3x3_generic",
      .op = KernelOp::DepthwiseConv3x3,
      .isa = Isa::Generic,
@@ -102,6 +126,12 @@ const KernelDesc kKernels[] = {
      .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding",
      .dwNchwPlane = f32_dwconv_nchw_avx2},
 #endif
+    {.name = "f32_dwconv_nchw_neon",
+     .op = KernelOp::DepthwiseConvNchw,
+     .isa = Isa::Neon,
+     .vectorWidth = 4,
+     .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding",
+     .dwNchwPlane = AICC_NEON(f32_dwconv_nchw_neon)},
     {.name = "f32_dwconv_nchw_generic",
      .op = KernelOp::DepthwiseConvNchw,
      .isa = Isa::Generic,
@@ -110,7 +140,9 @@ const KernelDesc kKernels[] = {
      .dwNchwPlane = f32_dwconv_nchw_generic},
 };
 
-int isaRank(Isa isa) { return isa == Isa::Avx512 ? 2 : isa == Isa::Avx2 ? 1 : 0; }
+int isaRank(Isa isa) {
+  return isa == Isa::Avx512 ? 2 : isa == Isa::Avx2 || isa == Isa::Neon ? 1 : 0;
+}
 
 } // namespace
 
@@ -122,6 +154,8 @@ std::string_view isaName(Isa isa) {
     return "avx2";
   case Isa::Avx512:
     return "avx512";
+  case Isa::Neon:
+    return "neon";
   }
   return "?";
 }
@@ -136,11 +170,19 @@ bool cpuSupports(Isa isa) {
   case Isa::Avx512:
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
            __builtin_cpu_supports("fma");
+  case Isa::Neon:
+    return false;
   }
   return false;
+#elif defined(__aarch64__)
+  return isa == Isa::Generic || isa == Isa::Neon;
 #else
   return isa == Isa::Generic;
 #endif
+}
+
+bool isaWithin(Isa isa, Isa best) {
+  return isa == Isa::Generic || isa == best || (isa == Isa::Avx2 && best == Isa::Avx512);
 }
 
 Isa bestIsa() {
@@ -153,7 +195,7 @@ Isa bestIsa() {
       else if (s == "avx2")
         cap = Isa::Avx2;
     }
-    for (Isa isa : {Isa::Avx512, Isa::Avx2})
+    for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Neon})
       if (isaRank(isa) <= isaRank(cap) && cpuSupports(isa)) return isa;
     return Isa::Generic;
   }();
@@ -173,7 +215,7 @@ const KernelDesc& defaultKernel(KernelOp op) { return defaultKernel(op, bestIsa(
 
 const KernelDesc& defaultKernel(KernelOp op, Isa best) {
   for (const auto& k : kKernels)
-    if (k.op == op && isaRank(k.isa) <= isaRank(best)) return k;
+    if (k.op == op && isaWithin(k.isa, best)) return k;
   // The generic kernels are always present; unreachable.
   return kKernels[0];
 }
@@ -185,6 +227,10 @@ SumFn sumKernel(Isa isa) {
     return f32_sum_avx512;
   case Isa::Avx2:
     return f32_sum_avx2;
+#endif
+#if defined(__aarch64__)
+  case Isa::Neon:
+    return f32_sum_neon;
 #endif
   default:
     return f32_sum_generic;
@@ -198,6 +244,10 @@ ExpSumFn expSumKernel() {
     return f32_expsum_avx512;
   case Isa::Avx2:
     return f32_expsum_avx2;
+#endif
+#if defined(__aarch64__)
+  case Isa::Neon:
+    return f32_expsum_neon;
 #endif
   default:
     return f32_expsum_generic;

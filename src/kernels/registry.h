@@ -12,10 +12,14 @@
 
 namespace aicc::kernels {
 
-enum class Isa { Generic, Avx2, Avx512 };
+enum class Isa { Generic, Avx2, Avx512, Neon };
 std::string_view isaName(Isa isa);
-// True when this CPU (and OS) can run code for `isa` (cpuid via __builtin_cpu_supports).
+// True when this CPU (and OS) can run code for `isa` (cpuid via __builtin_cpu_supports; NEON is
+// part of every AArch64 Linux machine).
 bool cpuSupports(Isa isa);
+// True when code for a machine whose best ISA is `best` may call kernels of `isa`: the portable
+// ones everywhere, AVX2 also under AVX-512.
+bool isaWithin(Isa isa, Isa best);
 // The best ISA of this CPU, optionally capped by the AICC_KERNEL_ISA environment variable
 // ("generic", "avx2", "avx512") for testing other paths.
 Isa bestIsa();

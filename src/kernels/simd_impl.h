@@ -426,3 +426,12 @@ template <class V> void dwNchwPlane(const DwNchwPlaneParams& p) {
 }
 
 } // namespace aicc::kernels::detail
+
+// The entry points every ISA file defines over its vector type V (ukernel.h declares them).
+#define AICC_SIMD_ENTRY_POINTS(V, isa)                                                             \
+  void f32_dwconv3x3_##isa(const DwRowParams& p) { detail::dwRow<V>(p); }                          \
+  void f32_dwconv_nchw_##isa(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V>(p); }            \
+  float f32_expsum_##isa(float* x, int64_t n, float shift) {                                       \
+    return detail::expSum<V>(x, n, shift);                                                         \
+  }                                                                                                \
+  float f32_sum_##isa(const float* x, int64_t n) { return detail::sumRow<V>(x, n); }

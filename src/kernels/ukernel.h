@@ -67,6 +67,7 @@ void f32_gemm_avx512_14x32(const GemmTileParams& p);
 void f32_gemm_avx512_8x32(const GemmTileParams& p);
 void f32_gemm_avx512_packa14(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
 void f32_gemm_avx512_packa8(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
+void f32_gemm_neon_8x8(const GemmTileParams& p);
 
 // One output row of a depthwise 3x3 convolution (pad 1) in NHWC layout.
 struct DwRowParams {
@@ -102,21 +103,25 @@ using DwNchwPlaneFn = void (*)(const DwNchwPlaneParams&);
 void f32_dwconv_nchw_generic(const DwNchwPlaneParams& p);
 void f32_dwconv_nchw_avx2(const DwNchwPlaneParams& p);
 void f32_dwconv_nchw_avx512(const DwNchwPlaneParams& p);
+void f32_dwconv_nchw_neon(const DwNchwPlaneParams& p);
 
 // The sum of x[0..n) (GlobalAveragePool rows), in vector lanes (4 accumulators), then the lanes.
 using SumFn = float (*)(const float* x, int64_t n);
 float f32_sum_generic(const float* x, int64_t n);
 float f32_sum_avx2(const float* x, int64_t n);
 float f32_sum_avx512(const float* x, int64_t n);
+float f32_sum_neon(const float* x, int64_t n);
 
 // Softmax rows: x[i] = exp(x[i] - shift) in place for i < n; returns the sum of the results.
 using ExpSumFn = float (*)(float* x, int64_t n, float shift);
 float f32_expsum_generic(float* x, int64_t n, float shift);
 float f32_expsum_avx2(float* x, int64_t n, float shift);
 float f32_expsum_avx512(float* x, int64_t n, float shift);
+float f32_expsum_neon(float* x, int64_t n, float shift);
 
 void f32_dwconv3x3_generic(const DwRowParams& p);
 void f32_dwconv3x3_avx2(const DwRowParams& p);
 void f32_dwconv3x3_avx512(const DwRowParams& p);
+void f32_dwconv3x3_neon(const DwRowParams& p);
 
 } // namespace aicc::kernels

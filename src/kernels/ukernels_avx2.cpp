@@ -75,14 +75,6 @@ void f32_gemm_avx2_6x16(const GemmTileParams& p) {
   }
 }
 
-void f32_dwconv3x3_avx2(const DwRowParams& p) { detail::dwRow<V256>(p); }
-
-void f32_dwconv_nchw_avx2(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V256>(p); }
-
-float f32_expsum_avx2(float* x, int64_t n, float shift) {
-  return detail::expSum<V256>(x, n, shift);
-}
-
-float f32_sum_avx2(const float* x, int64_t n) { return detail::sumRow<V256>(x, n); }
+AICC_SIMD_ENTRY_POINTS(V256, avx2)
 
 } // namespace aicc::kernels

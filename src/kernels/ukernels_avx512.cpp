@@ -154,13 +154,6 @@ void f32_gemm_avx512_8x32(const GemmTileParams& p) {
   }
 }
 
-void f32_dwconv3x3_avx512(const DwRowParams& p) { detail::dwRow<V512>(p); }
-void f32_dwconv_nchw_avx512(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V512>(p); }
-
-float f32_expsum_avx512(float* x, int64_t n, float shift) {
-  return detail::expSum<V512>(x, n, shift);
-}
-
-float f32_sum_avx512(const float* x, int64_t n) { return detail::sumRow<V512>(x, n); }
+AICC_SIMD_ENTRY_POINTS(V512, avx512)
 
 } // namespace aicc::kernels

@@ -54,14 +54,6 @@ void f32_gemm_generic_4x8(const GemmTileParams& p) {
   }
 }
 
-void f32_dwconv3x3_generic(const DwRowParams& p) { detail::dwRow<Scalar>(p); }
-
-void f32_dwconv_nchw_generic(const DwNchwPlaneParams& p) { detail::dwNchwPlane<Scalar>(p); }
-
-float f32_expsum_generic(float* x, int64_t n, float shift) {
-  return detail::expSum<Scalar>(x, n, shift);
-}
-
-float f32_sum_generic(const float* x, int64_t n) { return detail::sumRow<Scalar>(x, n); }
+AICC_SIMD_ENTRY_POINTS(Scalar, generic)
 
 } // namespace aicc::kernels

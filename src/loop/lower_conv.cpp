@@ -185,7 +185,8 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   } else if (candidate != kLoopCandidate) {
     if (candidate.rfind("ukernel:", 0) != 0) no("unknown candidate '" + candidate + "'");
     kd = kernels::findKernel(candidate.substr(8));
-    if (!kd || !kernels::cpuSupports(kd->isa)) no("candidate '" + candidate + "' is not runnable");
+    if (!kd || !kernels::isaWithin(kd->isa, o.kernelIsa))
+      no("candidate '" + candidate + "' is not runnable on the target");
     const bool fits = kd->op == kernels::KernelOp::Gemm               ? gemmOk
                       : kd->op == kernels::KernelOp::DepthwiseConv3x3 ? dwOk
                                                                       : dwAny;

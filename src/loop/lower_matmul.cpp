@@ -20,7 +20,7 @@ const kernels::KernelDesc* gemmKernelFor(const std::string& candidate, bool appl
   if (candidate.empty()) return &kernels::defaultKernel(kernels::KernelOp::Gemm, best);
   if (candidate.rfind("ukernel:", 0) != 0) no("unknown candidate '" + candidate + "'");
   const auto* d = kernels::findKernel(candidate.substr(8));
-  if (!d || d->op != kernels::KernelOp::Gemm || !kernels::cpuSupports(d->isa))
+  if (!d || d->op != kernels::KernelOp::Gemm || !kernels::isaWithin(d->isa, best))
     no("candidate '" + candidate + "' is not a GEMM kernel this CPU runs");
   return d;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Cross targets (docs/runtime.md): mnist-8 and the zoo's mobilenet_v2 and mobilenet_v3_small
-# compiled with `aicc compile --target aarch64-linux-gnu` / `riscv64-linux-gnu`, run by the runtime
+# compiled with `aicc compile --target aarch64-linux-gnu` (NEON kernels) / `riscv64-linux-gnu`
+# (portable kernels), run by the runtime
 # cross-built with scripts/build-runtime.sh (aicc-run) under qemu-user, must match the host's
 # compiled outputs within rtol 1e-4 / atol 1e-5. A target whose cross toolchain or qemu is missing
 # is skipped with the reason printed (scripts/setup.sh installs them); exit 77 when all are.
@@ -44,6 +45,10 @@ for triple in aarch64-linux-gnu riscv64-linux-gnu; do
     dir="$tmp/$arch-$name"
     if ! "$aicc" compile "$model" -o "$dir" --target "$triple" > "$tmp/log" 2>&1; then
       echo "FAIL $arch $name: aicc compile --target $triple: $(tail -3 "$tmp/log")"; fails=$((fails + 1)); continue
+    fi
+    # aarch64 code calls the NEON micro-kernels (their names are in model.so's strings).
+    if [ "$arch" = aarch64 ] && ! grep -q "f32_gemm_neon_8x8" "$dir/model.so"; then
+      echo "FAIL $arch $name: model.so does not call the NEON GEMM kernel"; fails=$((fails + 1)); continue
     fi
     start=$(date +%s%N)
     if ! "qemu-$arch" -L "/usr/$triple" "$root/build-rt-$arch/aicc-run" run "$dir" --inputs-dir "$data" \

@@ -415,18 +415,27 @@ TEST(CodegenC, UnlowerableNodesAreListed) {
   }
 }
 
+// The bundled mnist-8 (models/mnist-8) at -O2, its test inputs and the interpreter's outputs.
+struct Mnist8 {
+  ImportedModel im;
+  std::vector<RValue> in, expected;
+  Mnist8() {
+    fs::path dir = fs::path(AICC_SOURCE_DIR) / "models" / "mnist-8";
+    im = importOnnxFile((dir / "model.onnx").string());
+    InputSpec spec;
+    spec.inputsDir = (dir / "test_data_set_0").string();
+    spec.generate = false;
+    in = bindInputs(im, spec);
+    expected = interpret(*im.model.graph, in);
+    optimizeModel(im.model, 2);
+  }
+};
+
 TEST(CodegenC, Mnist8EndToEnd) {
-  fs::path dir = fs::path(AICC_SOURCE_DIR) / "models" / "mnist-8";
-  ASSERT_TRUE(fs::exists(dir / "model.onnx"))
-      << dir << " is missing (it is part of the repository)";
-  ImportedModel im = importOnnxFile((dir / "model.onnx").string());
-  InputSpec spec;
-  spec.inputsDir = (dir / "test_data_set_0").string();
-  spec.generate = false;
-  std::vector<RValue> in = bindInputs(im, spec);
-  auto expected = interpret(*im.model.graph, in);
-  optimizeModel(im.model, 2);
-  const Graph& g = *im.model.graph;
+  Mnist8 m;
+  const Graph& g = *m.im.model.graph;
+  const auto& in = m.in;
+  const auto& expected = m.expected;
   std::string why;
   int64_t index = 0;
   for (const auto& n : g.nodes) {
@@ -449,15 +458,10 @@ TEST(CodegenC, Mnist8EndToEnd) {
 // the bundle; the same results on the host; and, where Debian's gcc-arm-none-eabi is installed, a
 // Cortex-M4 build whose sections are reported: code, the weights as rodata, the arena as bss.
 TEST(CodegenC, Mnist8EmbeddedWeightsBuildForCortexM4) {
-  fs::path dir = fs::path(AICC_SOURCE_DIR) / "models" / "mnist-8";
-  ImportedModel im = importOnnxFile((dir / "model.onnx").string());
-  InputSpec spec;
-  spec.inputsDir = (dir / "test_data_set_0").string();
-  spec.generate = false;
-  std::vector<RValue> in = bindInputs(im, spec);
-  auto expected = interpret(*im.model.graph, in);
-  optimizeModel(im.model, 2);
-  const Graph& g = *im.model.graph;
+  Mnist8 m;
+  const Graph& g = *m.im.model.graph;
+  const auto& in = m.in;
+  const auto& expected = m.expected;
   codegen::CBundleOptions opts;
   opts.embedWeights = true;
   fs::path out;

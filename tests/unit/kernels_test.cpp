@@ -85,16 +85,19 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
     const std::string name = k.name;
     EXPECT_EQ(name.rfind("f32_", 0), 0u) << name;
     EXPECT_NE(name.find(std::string(isaName(k.isa))), std::string::npos) << name;
+    // Kernels this build cannot run (NEON on x86-64) are listed without code: compiling for a
+    // target that has them still picks them and packs weights for their tiles.
+    const bool code = cpuSupports(k.isa) || k.isa != Isa::Neon;
     if (k.op == KernelOp::Gemm) {
       ++gemms;
-      EXPECT_TRUE(k.gemm) << name;
+      EXPECT_EQ(bool(k.gemm), code) << name;
       EXPECT_EQ(k.mc % k.mr, 0) << name;
       EXPECT_EQ(k.nc % k.nr, 0) << name;
       EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
     } else if (k.op == KernelOp::DepthwiseConvNchw) {
-      EXPECT_TRUE(k.dwNchwPlane) << name;
+      EXPECT_EQ(bool(k.dwNchwPlane), code) << name;
     } else {
-      EXPECT_TRUE(k.dwRow) << name;
+      EXPECT_EQ(bool(k.dwRow), code) << name;
     }
     EXPECT_EQ(findKernel(name), &k);
   }

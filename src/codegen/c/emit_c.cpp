@@ -446,9 +446,15 @@ void CEmitter::addFunction(const loop::Func& f, const std::string& cName) {
 
 std::string CEmitter::helpers() const {
   std::string out;
+  bool axpy = false; // the convolutions' shared helpers, once
   for (const std::string& key : helperOrder_) {
     if (key.rfind("uk:", 0) == 0) {
-      out += microKernelCSource(key.substr(3)) + "\n";
+      const std::string k = key.substr(3);
+      if ((k == "conv" || k == "dwconv") && !axpy) {
+        out += microKernelCSource("axpy") + "\n";
+        axpy = true;
+      }
+      out += microKernelCSource(k) + "\n";
       continue;
     }
     auto us = key.find('_');
@@ -506,7 +512,8 @@ std::string CEmitter::helpers() const {
 std::string emitCModule(const loop::Module& m, const std::string& prefix) {
   CEmitter em;
   for (const auto& f : m.funcs) em.addFunction(f, prefix + cIdentifier(f.name));
-  return "#include <math.h>\n#include <stdint.h>\n\n" + em.helpers() + "\n" + em.functions();
+  return "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n" + em.helpers() + "\n" +
+         em.functions();
 }
 
 } // namespace aicc::codegen
