@@ -181,7 +181,8 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
       AICC_CHECK(out[k].kind == RValue::Kind::Tensor && t.dtype() == v->type.dtype &&
                      t.shape() == *toDims(*v->type.shape),
                  "{}: result {} is not the planned {}", node, k, formatType(v->type));
-      std::memmove(bound[g.inputs.size() + k], t.raw(), t.nbytes()); // may alias an input
+      if (t.nbytes()) // may alias an input
+        std::memmove(bound[g.inputs.size() + k], t.raw(), t.nbytes());
     }
   };
 }
@@ -216,7 +217,8 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
   art.runWaiting(data, bytes, [&] {
     for (size_t i = 0; i < art.outputs().size(); ++i) {
       Tensor t(art.outputs()[i].dtype, art.outputs()[i].dims);
-      std::memcpy(t.raw(), art.output(i), size_t(art.outputs()[i].bytes()));
+      if (art.outputs()[i].bytes() > 0)
+        std::memcpy(t.raw(), art.output(i), size_t(art.outputs()[i].bytes()));
       out.push_back(RValue::of(std::move(t)));
     }
   });

@@ -188,7 +188,8 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
   plan.reserved = MemoryReservation(plan.arenaBytes + plan.scratchBytes + plan.weightBytes,
                                     "the JIT's arena, scratch and weights");
   plan.weights = rt::Plan::allocate(plan.weightBytes);
-  std::memcpy(plan.weights.get(), spec->weights.data(), spec->weights.size());
+  if (!spec->weights.empty())
+    std::memcpy(plan.weights.get(), spec->weights.data(), spec->weights.size());
   using K = ArtifactTask::Kind;
   std::optional<std::pair<size_t, Binding>> fault; // the task and result --inject-fault changes
   for (size_t i = 0; i < spec->tasks.size(); ++i) {
