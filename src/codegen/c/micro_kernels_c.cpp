@@ -42,6 +42,7 @@ static void aicc_gemm_f32(const float* A, const float* B, float* C, int64_t M, i
 const char* kAxpy = R"(#if defined(__GNUC__) && !defined(AICC_SCALAR_ONLY) && \
     (defined(__SSE2__) || defined(__ARM_NEON) || defined(__riscv_vector))
 typedef float aicc_v8 __attribute__((vector_size(32)));
+typedef float aicc_v4 __attribute__((vector_size(16)));
 #define AICC_V8 1
 #endif
 static void aicc_axpy_planes_f32(float* y, int64_t P, int64_t n, const float* w, const float* x,
@@ -157,15 +158,33 @@ static int64_t aicc_pointwise_f32(const float* x, const float* w, const float* b
       memcpy(y + (co + 3) * P + p, &a30, sizeof a30);
       memcpy(y + (co + 3) * P + p + 8, &a31, sizeof a31);
     }
+  if (p + 8 <= P) /* an 8-pixel tile */
+    for (co = 0; co < C4; co += 4) {
+      const float* w0 = w + co * Cin;
+      aicc_v8 a[4];
+      for (j = 0; j < 4; ++j) {
+        const float bj = bias ? bias[co + j] : 0.0f;
+        a[j] = (aicc_v8){bj, bj, bj, bj, bj, bj, bj, bj};
+      }
+      for (ci = 0; ci < Cin; ++ci) {
+        aicc_v8 x0;
+        memcpy(&x0, x + ci * P + p, sizeof x0);
+        a[0] += x0 * w0[ci];
+        a[1] += x0 * w0[Cin + ci];
+        a[2] += x0 * w0[2 * Cin + ci];
+        a[3] += x0 * w0[3 * Cin + ci];
+      }
+      for (j = 0; j < 4; ++j) memcpy(y + (co + j) * P + p, &a[j], sizeof a[j]);
+    }
+  if (p + 8 <= P) p += 8;
   for (co = 0; co < C4; ++co) { /* the last pixels */
     int64_t q;
-    for (q = P / 16 * 16; q < P; ++q) {
+    for (q = p; q < P; ++q) {
       float acc = bias ? bias[co] : 0.0f;
       for (ci = 0; ci < Cin; ++ci) acc += w[co * Cin + ci] * x[ci * P + q];
       y[co * P + q] = acc;
     }
   }
-  (void)j;
   return C4;
 #else
   (void)x, (void)w, (void)bias, (void)y, (void)Cin, (void)P, (void)Cout;
@@ -279,7 +298,21 @@ static void aicc_dwconv3x3_nchw_f32(const float* x, const float* w, const float*
             }
             memcpy(yr + ox, &acc, sizeof acc);
           }
-        else /* stride 2: the three taps of a row gathered into vectors */
+        if (stride == 1 && ox + 4 <= hi) {
+          aicc_v4 acc = {b, b, b, b}, t;
+          for (ky = 0; ky < 3; ++ky) {
+            if (!r[ky]) continue;
+            memcpy(&t, r[ky] + ox - 1, sizeof t);
+            acc += t * wc[ky * 3];
+            memcpy(&t, r[ky] + ox, sizeof t);
+            acc += t * wc[ky * 3 + 1];
+            memcpy(&t, r[ky] + ox + 1, sizeof t);
+            acc += t * wc[ky * 3 + 2];
+          }
+          memcpy(yr + ox, &acc, sizeof acc);
+          ox += 4;
+        }
+        if (stride != 1) /* stride 2: the three taps of a row gathered into vectors */
           for (; ox + 8 <= hi; ox += 8) {
             aicc_v8 acc = {b, b, b, b, b, b, b, b}, t0, t1, t2;
             float g0[8], g1[8], g2[8];
