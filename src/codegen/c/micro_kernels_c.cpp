@@ -284,32 +284,27 @@ static void aicc_dwconv3x3_nchw_f32(const float* x, const float* w, const float*
         yr[0] = aicc_dw_point(r, wc, b, -1, W);
         ox = 1;
 #if defined(AICC_V8)
+/* The nine taps of LANES outputs from ox on (stride 1) as one vector of type T. */
+#define AICC_DW_STEP(T, LANES)                                                                     \
+  {                                                                                                \
+    T acc, t;                                                                                      \
+    int64_t l;                                                                                     \
+    for (l = 0; l < LANES; ++l) acc[l] = b;                                                        \
+    for (ky = 0; ky < 3; ++ky) {                                                                   \
+      if (!r[ky]) continue;                                                                        \
+      memcpy(&t, r[ky] + ox - 1, sizeof t);                                                        \
+      acc += t * wc[ky * 3];                                                                       \
+      memcpy(&t, r[ky] + ox, sizeof t);                                                            \
+      acc += t * wc[ky * 3 + 1];                                                                   \
+      memcpy(&t, r[ky] + ox + 1, sizeof t);                                                        \
+      acc += t * wc[ky * 3 + 2];                                                                   \
+    }                                                                                              \
+    memcpy(yr + ox, &acc, sizeof acc);                                                             \
+  }
         if (stride == 1)
-          for (; ox + 8 <= hi; ox += 8) {
-            aicc_v8 acc = {b, b, b, b, b, b, b, b}, t;
-            for (ky = 0; ky < 3; ++ky) {
-              if (!r[ky]) continue;
-              memcpy(&t, r[ky] + ox - 1, sizeof t);
-              acc += t * wc[ky * 3];
-              memcpy(&t, r[ky] + ox, sizeof t);
-              acc += t * wc[ky * 3 + 1];
-              memcpy(&t, r[ky] + ox + 1, sizeof t);
-              acc += t * wc[ky * 3 + 2];
-            }
-            memcpy(yr + ox, &acc, sizeof acc);
-          }
+          for (; ox + 8 <= hi; ox += 8) AICC_DW_STEP(aicc_v8, 8)
         if (stride == 1 && ox + 4 <= hi) {
-          aicc_v4 acc = {b, b, b, b}, t;
-          for (ky = 0; ky < 3; ++ky) {
-            if (!r[ky]) continue;
-            memcpy(&t, r[ky] + ox - 1, sizeof t);
-            acc += t * wc[ky * 3];
-            memcpy(&t, r[ky] + ox, sizeof t);
-            acc += t * wc[ky * 3 + 1];
-            memcpy(&t, r[ky] + ox + 1, sizeof t);
-            acc += t * wc[ky * 3 + 2];
-          }
-          memcpy(yr + ox, &acc, sizeof acc);
+          AICC_DW_STEP(aicc_v4, 4)
           ox += 4;
         }
         if (stride != 1) /* stride 2: the three taps of a row gathered into vectors */
