@@ -134,10 +134,7 @@ Cost estimate(double flops, double bytes, double flopsPerSec, double memEff) {
 // Whether the lowering accepts the candidate for this node (the authoritative predicate).
 bool lowers(const Node& n, const std::string& cand, const loop::LowerOptions& engine,
             std::string* why) {
-  loop::LowerOptions o;
-  o.runtimeKernels = engine.runtimeKernels;
-  o.kernelIsa = engine.kernelIsa;
-  o.vectorBytes = engine.vectorBytes;
+  loop::LowerOptions o = engine; // the target's vectors and kernel ISA, the engine's kernels
   o.probe = true;
   o.simplify = false;
   o.chooseCandidate = [cand](const Node&) { return cand; };

@@ -231,6 +231,14 @@ void gemmTile(const GemmTileParams& p) {
       }
 }
 
+// Runs tile.template operator()<ROWS>() for ROWS = min(rows, MAXROWS), at least 1: the GEMM
+// entry points pick the tile body compiled for a micro-panel's row count.
+template <int MAXROWS, class Tile> void byRows(int64_t rows, const Tile& tile) {
+  if constexpr (MAXROWS > 1)
+    if (rows < MAXROWS) return byRows<MAXROWS - 1>(rows, tile);
+  tile.template operator()<MAXROWS>();
+}
+
 // The lanes of v added in order.
 template <class V> float laneSum(typename V::vec v) {
   float lanes[V::width];

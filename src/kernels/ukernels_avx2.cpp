@@ -59,20 +59,7 @@ template <int ROWS> void tile16(const GemmTileParams& p) {
 } // namespace
 
 void f32_gemm_avx2_6x16(const GemmTileParams& p) {
-  switch (p.mr) {
-  case 6:
-    return tile16<6>(p);
-  case 5:
-    return tile16<5>(p);
-  case 4:
-    return tile16<4>(p);
-  case 3:
-    return tile16<3>(p);
-  case 2:
-    return tile16<2>(p);
-  default:
-    return tile16<1>(p);
-  }
+  detail::byRows<6>(p.mr, [&]<int ROWS>() { tile16<ROWS>(p); });
 }
 
 AICC_SIMD_ENTRY_POINTS(V256, avx2)

@@ -101,57 +101,11 @@ void f32_gemm_avx512_packa8(const float* a, int64_t lda, int64_t rows, int64_t k
 }
 
 void f32_gemm_avx512_14x32(const GemmTileParams& p) {
-  switch (p.mr) {
-  case 14:
-    return tile32<14, 14>(p);
-  case 13:
-    return tile32<14, 13>(p);
-  case 12:
-    return tile32<14, 12>(p);
-  case 11:
-    return tile32<14, 11>(p);
-  case 10:
-    return tile32<14, 10>(p);
-  case 9:
-    return tile32<14, 9>(p);
-  case 8:
-    return tile32<14, 8>(p);
-  case 7:
-    return tile32<14, 7>(p);
-  case 6:
-    return tile32<14, 6>(p);
-  case 5:
-    return tile32<14, 5>(p);
-  case 4:
-    return tile32<14, 4>(p);
-  case 3:
-    return tile32<14, 3>(p);
-  case 2:
-    return tile32<14, 2>(p);
-  default:
-    return tile32<14, 1>(p);
-  }
+  detail::byRows<14>(p.mr, [&]<int ROWS>() { tile32<14, ROWS>(p); });
 }
 
 void f32_gemm_avx512_8x32(const GemmTileParams& p) {
-  switch (p.mr) {
-  case 8:
-    return tile32<8, 8>(p);
-  case 7:
-    return tile32<8, 7>(p);
-  case 6:
-    return tile32<8, 6>(p);
-  case 5:
-    return tile32<8, 5>(p);
-  case 4:
-    return tile32<8, 4>(p);
-  case 3:
-    return tile32<8, 3>(p);
-  case 2:
-    return tile32<8, 2>(p);
-  default:
-    return tile32<8, 1>(p);
-  }
+  detail::byRows<8>(p.mr, [&]<int ROWS>() { tile32<8, ROWS>(p); });
 }
 
 AICC_SIMD_ENTRY_POINTS(V512, avx512)

@@ -42,16 +42,7 @@ template <int ROWS> void tile8(const GemmTileParams& p) { detail::gemmTile<Scala
 } // namespace
 
 void f32_gemm_generic_4x8(const GemmTileParams& p) {
-  switch (p.mr) {
-  case 4:
-    return tile8<4>(p);
-  case 3:
-    return tile8<3>(p);
-  case 2:
-    return tile8<2>(p);
-  default:
-    return tile8<1>(p);
-  }
+  detail::byRows<4>(p.mr, [&]<int ROWS>() { tile8<ROWS>(p); });
 }
 
 AICC_SIMD_ENTRY_POINTS(Scalar, generic)

@@ -67,24 +67,7 @@ template <int ROWS> void tile8(const GemmTileParams& p) {
 } // namespace
 
 void f32_gemm_neon_8x8(const GemmTileParams& p) {
-  switch (p.mr) {
-  case 8:
-    return tile8<8>(p);
-  case 7:
-    return tile8<7>(p);
-  case 6:
-    return tile8<6>(p);
-  case 5:
-    return tile8<5>(p);
-  case 4:
-    return tile8<4>(p);
-  case 3:
-    return tile8<3>(p);
-  case 2:
-    return tile8<2>(p);
-  default:
-    return tile8<1>(p);
-  }
+  detail::byRows<8>(p.mr, [&]<int ROWS>() { tile8<ROWS>(p); });
 }
 
 AICC_SIMD_ENTRY_POINTS(V128, neon)

@@ -31,12 +31,6 @@ std::atomic<FallbackProvider> fallbackProvider{nullptr};
 
 int64_t aligned(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-std::string hashHex(const void* p, size_t n) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hashBytes(p, n)));
-  return buf;
-}
-
 std::string dimsText(const std::vector<int64_t>& d) {
   std::string s = "[";
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);

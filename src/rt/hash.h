@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace aicc {
 
@@ -31,6 +32,15 @@ inline uint64_t hashBytes(const void* data, size_t n) {
   h ^= h >> 29;
   h *= k1;
   return h ^ (h >> 32);
+}
+
+// The hash as 16 lowercase hex digits, as artifact plans record it.
+inline std::string hashHex(const void* data, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  uint64_t h = hashBytes(data, n);
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) s[size_t(i)] = digits[h & 15];
+  return s;
 }
 
 } // namespace aicc

@@ -43,8 +43,6 @@ const char* regionName(Region r) {
 
 constexpr const char* kPlanHeader = "aicc-artifact 3";
 
-std::string hashHex(const void* p, size_t n) { return fmt::format("{:016x}", hashBytes(p, n)); }
-
 std::string readFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   AICC_CHECK(f.good(), "cannot open '{}'", path);

@@ -44,7 +44,7 @@ using rt::Region;
 using rt::TensorDesc;
 
 struct ArtifactTask {
-  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail, Fallback };
+  using Kind = rt::Plan::Kind; // the runtime's task kinds
   Kind kind = Kind::Call;
   std::string fn;   // Call: symbol in model.so; Fallback: the node as a one-node graph (IR text)
   std::string node; // Node::describe(), for errors and reports (Fail: the message)

@@ -194,8 +194,7 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
   std::optional<std::pair<size_t, Binding>> fault; // the task and result --inject-fault changes
   for (size_t i = 0; i < spec->tasks.size(); ++i) {
     ArtifactTask& t = spec->tasks[i];
-    rt::Plan::Task task{
-        static_cast<rt::Plan::Kind>(t.kind), nullptr, t.node, t.params, size_t(t.target), {}};
+    rt::Plan::Task task{t.kind, nullptr, t.node, t.params, size_t(t.target), {}};
     TaskInfo info;
     info.node = t.node;
     info.op = spec->schedules[i].first;
@@ -222,9 +221,6 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
     info_.push_back(std::move(info));
   }
   stats_.fallbackReasons = spec->fallbacks;
-  static_assert(int(K::Fallback) == int(rt::Plan::Kind::Fallback) &&
-                int(K::Copy) == int(rt::Plan::Kind::Copy) &&
-                int(K::JumpIfZero) == int(rt::Plan::Kind::JumpIfZero));
   stats_.planned = true;
   stats_.arenaBytes = spec->arenaBytes;
   stats_.packedBytes = spec->packedBytes;

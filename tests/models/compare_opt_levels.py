@@ -46,6 +46,11 @@ def run(aicc, model, inputs, level, out, engine="interp"):
         engine = "interp"  # ignored for artifacts
     subprocess.run([aicc, "run", model, f"-O{level}", "--engine", engine, "--inputs-dir", inputs,
                     "--output-dir", out], check=True, capture_output=True, text=True)
+    return load_outputs(out)
+
+
+def load_outputs(out):
+    """The arrays of out/output_<i>.pb, in order."""
     outs = []
     i = 0
     while os.path.exists(os.path.join(out, f"output_{i}.pb")):
@@ -88,15 +93,7 @@ def output_bytes(aicc, folder, inputs, out, threads):
 
 def read_outputs(out):
     """output_<i>.pb files as (dtype, shape, bytes), in order."""
-    got = []
-    i = 0
-    while os.path.exists(os.path.join(out, f"output_{i}.pb")):
-        t = onnx.TensorProto()
-        t.ParseFromString(open(os.path.join(out, f"output_{i}.pb"), "rb").read())
-        a = numpy_helper.to_array(t)
-        got.append((a.dtype.str, a.shape, a.tobytes()))
-        i += 1
-    return got
+    return [(a.dtype.str, a.shape, a.tobytes()) for a in load_outputs(out)]
 
 
 def runtime_differs(aicc, runner, folder, inputs, tmp):
