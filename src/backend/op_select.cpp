@@ -98,6 +98,7 @@ double bytesOf(const Node& n) {
 // Peak f32 flops per cycle of an ISA (two FMA ports).
 double peakPerCycle(kernels::Isa isa) {
   switch (isa) {
+  case kernels::Isa::Avx512Vnni:
   case kernels::Isa::Avx512:
     return 64;
   case kernels::Isa::Avx2:
@@ -111,6 +112,9 @@ double peakPerCycle(kernels::Isa isa) {
 
 bool targetRuns(const Target& t, kernels::Isa isa) {
   switch (isa) {
+  case kernels::Isa::Avx512Vnni:
+    return targetRuns(t, kernels::Isa::Avx512) && t.has(CpuFeature::AVX512BW) &&
+           t.has(CpuFeature::AVX512VNNI);
   case kernels::Isa::Avx512:
     return t.has(CpuFeature::AVX512F) && t.has(CpuFeature::AVX512VL);
   case kernels::Isa::Avx2:
@@ -356,7 +360,7 @@ loop::LowerOptions lowerOptionsFor(const Target& t) {
     o.kernelIsa = kernels::Isa::Neon; // compiled for it (the descriptors exist on every host)
     return o;
   }
-  for (kernels::Isa isa : {kernels::Isa::Avx512, kernels::Isa::Avx2})
+  for (kernels::Isa isa : {kernels::Isa::Avx512Vnni, kernels::Isa::Avx512, kernels::Isa::Avx2})
     if (t.triple.empty() && targetRuns(t, isa) && kernels::cpuSupports(isa) &&
         kernels::isaWithin(isa, kernels::bestIsa())) {
       o.kernelIsa = isa;

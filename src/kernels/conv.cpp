@@ -329,25 +329,20 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
 }
 
 namespace {
-void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float* in, float* out,
-             const Epilogue& ep, ThreadPool* pool, bool isMax);
-} // namespace
 
-void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, const float* in,
-                       float* out, const Epilogue& ep, ThreadPool* pool) {
-  planeOp(kd, s, w, in, out, ep, pool, false);
-}
-
-void maxPoolNchw(const KernelDesc& kd, const DwShape& s, const float* in, float* out,
-                 ThreadPool* pool) {
-  AICC_RT_CHECK(s.mult == 1, "max pool: a channel multiplier of {}", s.mult);
-  planeOp(kd, s, nullptr, in, out, Epilogue{}, pool, true);
-}
-
-namespace {
+// Input planes as floats: an f32 plane in place (or, through depthwiseConvNchwPlanes, any source).
+struct F32Planes {
+  const float* in;
+  int64_t planeSize;
+  const float* operator()(int64_t c, float*) const { return in + c * planeSize; }
+};
 // One channel plane at a time over a padded copy (0 for convolution, -inf for max pooling).
-void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float* in, float* out,
-             const Epilogue& ep, ThreadPool* pool, bool isMax) {
+// `outPlane(co, scratch)` says where output plane co goes (scratch: a thread's OH*OW floats) and
+// `done(co, plane)` is called once it is written.
+template <class Planes, class OutPlane, class Done>
+void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const Planes& planeOf,
+             const OutPlane& outPlane, const Done& done, const Epilogue& ep, ThreadPool* pool,
+             bool isMax) {
   AICC_RT_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwPlane,
                 "depthwise conv: '{}' is not an NCHW depthwise kernel", kd.name);
   const int64_t OH = s.OH(), OW = s.OW();
@@ -363,8 +358,10 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float
   const int64_t pitch = std::max(split ? 2 * half : span, s.padLeft + s.W) + vw;
   const int64_t rows = std::max((OH - 1) * s.strideH + (s.KH - 1) * s.dilH + 1, s.padTop + s.H) + 1;
   auto planes = [&](int64_t c0, int64_t c1) {
-    thread_local std::vector<float> padded;
+    thread_local std::vector<float> padded, inScratch, outScratch;
     padded.assign(size_t(rows * pitch), isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+    inScratch.resize(size_t(s.H * s.W));
+    outScratch.resize(size_t(OH * OW));
     DwNchwPlaneParams p{};
     p.max = isMax;
     p.in = padded.data();
@@ -372,16 +369,16 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float
     p.dilH = s.dilH, p.dilW = dw, p.pitch = pitch, p.half = half;
     p.lo = ep.lo(), p.hi = ep.hi(), p.act = ep.post;
     for (int64_t c = c0; c < c1; ++c) {
-      const float* plane = in + c * s.H * s.W;
+      const float* plane = planeOf(c, inScratch.data());
       for (int64_t y = 0; y < s.H; ++y) {
         float* dst = padded.data() + (s.padTop + y) * pitch;
+        const float* src = plane + y * s.W;
         if (!split) {
-          std::copy_n(plane + y * s.W, s.W, dst + s.padLeft);
+          std::copy_n(src, s.W, dst + s.padLeft);
           continue;
         }
         // Input column i is padded column pc = i + padLeft, stored at (pc & 1) * half + pc / 2.
         // Pairs (2m, 2m + 1) go to two contiguous streams, which the compiler vectorizes.
-        const float* src = plane + y * s.W;
         const int64_t pl = s.padLeft, pairs = s.W / 2;
         float* first = dst + (pl & 1) * half + pl / 2;              // column 2m
         float* second = dst + ((pl + 1) & 1) * half + (pl + 1) / 2; // column 2m + 1
@@ -395,8 +392,9 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float
         const int64_t co = c * s.mult + m;
         p.w = w ? w + co * s.KH * s.KW : nullptr;
         p.bias = ep.bias ? ep.bias[co] : 0.0f;
-        p.out = out + co * OH * OW;
+        p.out = outPlane(co, outScratch.data());
         kd.dwNchwPlane(p);
+        done(co, p.out);
       }
     }
   };
@@ -404,7 +402,39 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const float
   if (T <= 1 || s.C * OH * OW * s.mult < 4096) return planes(0, s.C);
   pool->parallelFor(T, [&](int64_t i) { planes(s.C * i / T, s.C * (i + 1) / T); });
 }
+
+// Output planes written in place.
+struct InPlace {
+  float* out;
+  int64_t planeSize;
+  float* operator()(int64_t co, float*) const { return out + co * planeSize; }
+};
+void noHook(int64_t, const float*) {}
+
 } // namespace
+
+void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, const float* in,
+                       float* out, const Epilogue& ep, ThreadPool* pool) {
+  planeOp(kd, s, w, F32Planes{in, s.H * s.W}, InPlace{out, s.OH() * s.OW()}, noHook, ep, pool,
+          false);
+}
+
+void maxPoolNchw(const KernelDesc& kd, const DwShape& s, const float* in, float* out,
+                 ThreadPool* pool) {
+  AICC_RT_CHECK(s.mult == 1, "max pool: a channel multiplier of {}", s.mult);
+  planeOp(kd, s, nullptr, F32Planes{in, s.H * s.W}, InPlace{out, s.OH() * s.OW()}, noHook,
+          Epilogue{}, pool, true);
+}
+
+void depthwiseConvNchwPlanes(const KernelDesc& kd, const DwShape& s, const float* w,
+                             const float* bias,
+                             const std::function<const float*(int64_t, float*)>& planes,
+                             const std::function<void(int64_t, const float*)>& sink,
+                             ThreadPool* pool) {
+  planeOp(
+      kd, s, w, planes, [](int64_t, float* scratch) { return scratch; }, sink, Epilogue::none(bias),
+      pool, false);
+}
 
 void globalAveragePool(Isa isa, const float* in, float* out, int64_t rows, int64_t len,
                        ThreadPool* pool) {

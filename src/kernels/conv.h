@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -89,6 +90,16 @@ void maxPoolNchw(const KernelDesc& dwKernel, const DwShape& s, const float* in, 
 void depthwiseConvNchw(const KernelDesc& dwKernel, const DwShape& s, const float* w,
                        const float* in, float* out, const Epilogue& ep = {},
                        ThreadPool* pool = nullptr);
+
+// The same machinery with the input planes from `planes(c, scratch)` (input channel c as H*W
+// floats, in scratch (H*W floats) or elsewhere; the int8 depthwise convolution of kernels/qconv.h
+// converts there) and each output plane co (OH*OW floats, thread-local) handed to
+// sink(co, plane) instead of memory. `bias` holds C * mult floats or is null.
+void depthwiseConvNchwPlanes(const KernelDesc& dwKernel, const DwShape& s, const float* w,
+                             const float* bias,
+                             const std::function<const float*(int64_t, float*)>& planes,
+                             const std::function<void(int64_t, const float*)>& sink,
+                             ThreadPool* pool = nullptr);
 
 // GlobalAveragePool: out[r] = mean of in[r * len .. (r + 1) * len) for r < rows, rows split over
 // the threads; the sums in `isa`'s vector lanes.

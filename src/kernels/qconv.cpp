@@ -2,132 +2,270 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <type_traits>
+#include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "kernels/conv.h"
 #include "kernels/thread_pool.h"
+#include "rt/error.h"
+
+// The plane loops of the depthwise form are cloned for the vector ISAs (-O3 vectorizes them;
+// the baseline x86-64 has only SSE2).
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define AICC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define AICC_CLONES
+#endif
 
 namespace aicc::kernels {
 
 namespace {
 
-// Accumulation of one output channel over its reduction: o[p] += w[k] * col[k][p] (int32 products
-// of int16 operands, exact). Zero weights are skipped as the reference kernel does (same result).
-// Cloned for AVX2 so the inner loop vectorizes 8 lanes wide where the CPU allows.
-#if defined(__x86_64__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void accumulateRow(const int16_t* __restrict w, const int16_t* __restrict col, int64_t Kc, int64_t P,
-              int32_t* __restrict o) {
-  for (int64_t k = 0; k < Kc; ++k) {
-    const int32_t wk = w[k];
-    if (wk == 0) continue;
-    const int16_t* __restrict c = col + k * P;
-    for (int64_t p = 0; p < P; ++p) o[p] += wk * static_cast<int32_t>(c[p]);
-  }
-}
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t elemBytes(const KernelDesc& kd) { return kd.kg == 4 ? 1 : 2; }
 
-// x - xzp as int16 for one channel plane.
-template <typename T> int16_t shifted(const void* x, int64_t i, int32_t zp) {
-  return static_cast<int16_t>(static_cast<int32_t>(static_cast<const T*>(x)[i]) - zp);
-}
-
-// im2col of one image and group: col[(c, ky, kx)][(oy, ox)] = x - xzp, 0 outside the image (the
-// reference kernel's padding, which reads as the zero point).
-template <typename T>
-void im2col(const QConvShape& s, const void* x, int64_t c0, int32_t xzp, int16_t* col) {
-  const int64_t OH = s.OH(), OW = s.OW(), cg = s.C / s.group;
-  for (int64_t ci = 0; ci < cg; ++ci) {
-    const int64_t plane = (c0 + ci) * s.H * s.W;
-    for (int64_t ky = 0; ky < s.KH; ++ky)
-      for (int64_t kx = 0; kx < s.KW; ++kx)
-        for (int64_t oy = 0; oy < OH; ++oy) {
-          const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
-          const bool rowOk = iy >= 0 && iy < s.H;
-          for (int64_t ox = 0; ox < OW; ++ox) {
-            const int64_t ix = ox * s.strideW - s.padLeft + kx * s.dilW;
-            *col++ = rowOk && ix >= 0 && ix < s.W ? shifted<T>(x, plane + iy * s.W + ix, xzp) : 0;
-          }
-        }
-  }
-}
-
-// y = saturate(nearbyint(float(acc) * factor) + yzp), exactly as the reference kernel.
-template <typename T> void requantize(const int32_t* acc, int64_t P, float factor, int32_t yzp,
-                                      T* y) {
-  const double lo = std::is_signed_v<T> ? -128.0 : 0.0, hi = std::is_signed_v<T> ? 127.0 : 255.0;
-  for (int64_t p = 0; p < P; ++p) {
-    const float v = static_cast<float>(acc[p]) * factor;
-    double q = std::nearbyint(static_cast<double>(std::nearbyint(v)) + yzp);
-    if (std::isnan(q)) q = 0.0;
-    y[p] = static_cast<T>(std::clamp(q, lo, hi));
-  }
-}
-
-struct Job {
-  const QConvShape& s;
-  const QConvParams& q;
-  const void* x;
-  const int16_t* w16;
-  const int32_t* bias;
-  const float* factor;
-  void* y;
+// The tiles' geometry for one group.
+struct QGeom {
+  int64_t OH, OW, P, Kc, cg, mg, kgroups, mPanels, pPanels, aPanelBytes, bPanelBytes;
+  QGeom(const KernelDesc& kd, const QConvShape& s)
+      : OH(s.OH()), OW(s.OW()), P(OH * OW), Kc(s.Kc()), cg(s.C / s.group), mg(s.M / s.group),
+        kgroups(ceilDiv(Kc, kd.kg)), mPanels(ceilDiv(mg, kd.mr)), pPanels(ceilDiv(P, kd.nr)),
+        aPanelBytes(kgroups * kd.mr * kd.kg * elemBytes(kd)),
+        bPanelBytes(kgroups * kd.nr * kd.kg * elemBytes(kd)) {}
 };
 
-// Output channels [m0, m1) of image n from its group's im2col buffer.
-template <typename Y>
-void channels(const Job& j, int64_t n, const int16_t* col, int64_t m0, int64_t m1,
-              std::vector<int32_t>& acc) {
-  const int64_t P = j.s.OH() * j.s.OW(), Kc = j.s.Kc();
-  acc.resize(static_cast<size_t>(P));
-  for (int64_t m = m0; m < m1; ++m) {
-    std::fill(acc.begin(), acc.end(), j.bias ? j.bias[m] : 0);
-    accumulateRow(j.w16 + m * Kc, col, Kc, P, acc.data());
-    requantize(acc.data(), P, j.factor[m], j.q.yzp, static_cast<Y*>(j.y) + (n * j.s.M + m) * P);
+// Four input rows interleaved into int8 quads: d[j * 4 + c] = r[c][j] ^ flip for j < n.
+void interleave4(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* d) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(char(flip));
+  for (; j + 16 <= n; j += 16) {
+    __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + j)), f);
+    __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + j)), f);
+    __m128i c = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + j)), f);
+    __m128i e = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + j)), f);
+    const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+    const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+    auto* out = reinterpret_cast<__m128i*>(d + 4 * j);
+    _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(ab0, ce0));
+    _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab0, ce0));
+    _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab1, ce1));
+    _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab1, ce1));
+  }
+#endif
+  for (; j < n; ++j)
+    for (int c = 0; c < 4; ++c) d[j * 4 + c] = r[c][j] ^ flip;
+}
+
+// One B panel: columns (output pixels) [p0, p0 + nr) of the group's im2col matrix, as
+// dst[q][NR][KG] with element (k, j) at (k / KG) * NR * KG + j * KG + k % KG; values are the input
+// as uint8 (`flip` adds 128 to int8 inputs), padding reads the shifted zero point `pad`, and rows
+// past Kc are 0. E is uint8_t (KG 4) or int16_t (KG 2).
+template <class E, int KG>
+void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x, uint8_t flip,
+               uint8_t pad, int64_t p0, int64_t nr, E* dst) {
+  const bool pointwise = s.KH == 1 && s.KW == 1 && s.strideH == 1 && s.strideW == 1 &&
+                         s.padTop == 0 && s.padLeft == 0 && s.padBottom == 0 && s.padRight == 0;
+  if (nr < NR || g.Kc % KG) std::memset(dst, 0, size_t(g.bPanelBytes));
+  int64_t k0 = 0;
+  if constexpr (KG == 4) // whole quads of pointwise rows: one interleave
+    if (pointwise)
+      for (; k0 + 4 <= g.Kc; k0 += 4) {
+        const uint8_t* r[4];
+        for (int c = 0; c < 4; ++c) r[c] = x + (k0 + c) * s.H * s.W + p0;
+        interleave4(r, nr, flip, reinterpret_cast<uint8_t*>(dst + (k0 / 4) * NR * 4));
+      }
+  for (int64_t k = k0; k < g.Kc; ++k) {
+    E* d = dst + (k / KG) * NR * KG + k % KG;
+    if (pointwise) {
+      const uint8_t* src = x + k * s.H * s.W + p0;
+      for (int64_t j = 0; j < nr; ++j) d[j * KG] = E(uint8_t(src[j] ^ flip));
+      continue;
+    }
+    // Runs of pixels on one output row: padding where the tap falls outside the input, else a
+    // strided copy of an input row.
+    const int64_t ci = k / (s.KH * s.KW), ky = k / s.KW % s.KH, kx = k % s.KW;
+    const uint8_t* plane = x + ci * s.H * s.W;
+    for (int64_t j = 0; j < nr;) {
+      const int64_t p = p0 + j, oy = p / g.OW, ox0 = p % g.OW;
+      const int64_t run = std::min(nr - j, g.OW - ox0);
+      const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
+      E* out = d + j * KG;
+      if (iy < 0 || iy >= s.H) {
+        for (int64_t i = 0; i < run; ++i) out[i * KG] = E(pad);
+      } else {
+        const uint8_t* row = plane + iy * s.W;
+        const int64_t off = kx * s.dilW - s.padLeft; // ix = ox * strideW + off
+        for (int64_t i = 0; i < run; ++i) {
+          const int64_t ix = (ox0 + i) * s.strideW + off;
+          out[i * KG] = ix >= 0 && ix < s.W ? E(uint8_t(row[ix] ^ flip)) : E(pad);
+        }
+      }
+      j += run;
+    }
   }
 }
 
-template <typename X, typename Y> void run(const Job& j, ThreadPool* pool) {
-  const QConvShape& s = j.s;
-  const int64_t P = s.OH() * s.OW(), Kc = s.Kc(), cg = s.C / s.group, mg = s.M / s.group;
-  const size_t colSize = static_cast<size_t>(Kc * P);
-  auto parallel = [&](int64_t n, const std::function<void(int64_t)>& f) {
-    if (pool && n > 1)
-      pool->parallelFor(n, f);
-    else
-      for (int64_t i = 0; i < n; ++i) f(i);
-  };
-  for (int64_t n = 0; n < s.N; ++n) {
-    const void* xn = static_cast<const X*>(j.x) + n * s.C * s.H * s.W;
-    if (s.group == 1) { // one im2col, output channels in parallel chunks
-      std::vector<int16_t> col(colSize);
-      im2col<X>(s, xn, 0, j.q.xzp, col.data());
-      const int64_t chunk = std::max<int64_t>(1, (s.M + 31) / 32);
-      parallel((s.M + chunk - 1) / chunk, [&](int64_t c) {
-        std::vector<int32_t> acc;
-        channels<Y>(j, n, col.data(), c * chunk, std::min(s.M, (c + 1) * chunk), acc);
-      });
-      continue;
+template <class E, int KG>
+void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const uint8_t* x,
+             const uint8_t* wp, const int32_t* rowOffset, const float* factor, uint8_t* y,
+             ThreadPool* pool) {
+  const QGeom g(kd, s);
+  const uint8_t flip = q.xSigned ? 0x80 : 0;
+  const uint8_t pad = uint8_t(q.xzp + (q.xSigned ? 128 : 0));
+  const int32_t lo = q.ySigned ? -128 : 0, hi = q.ySigned ? 127 : 255;
+  const int64_t T = pool ? pool->numThreads() : 1;
+  // Work items: a panel of output pixels (packed once) times a share of the output channels; the
+  // channels are split only when there are fewer pixel panels than threads (deep layers).
+  const int64_t mSplit = g.pPanels >= T ? 1 : std::min(g.mPanels, ceilDiv(T, g.pPanels));
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t grp = 0; grp < s.group; ++grp) {
+      const uint8_t* xg = x + (n * s.C + grp * g.cg) * s.H * s.W;
+      uint8_t* yg = y + (n * s.M + grp * g.mg) * g.P;
+      auto item = [&](int64_t it) {
+        const int64_t pp = it / mSplit, ms = it % mSplit;
+        thread_local std::vector<E> panel;
+        panel.resize(size_t(g.bPanelBytes) / sizeof(E));
+        const int64_t p0 = pp * kd.nr, nr = std::min<int64_t>(kd.nr, g.P - p0);
+        packPanel<E, KG>(s, g, kd.nr, xg, flip, pad, p0, nr, panel.data());
+        QGemmTileParams t{};
+        t.b = panel.data();
+        t.kgroups = g.kgroups;
+        t.nr = nr;
+        t.yzp = q.yzp, t.lo = lo, t.hi = hi;
+        t.ldy = g.P;
+        for (int64_t mp = g.mPanels * ms / mSplit; mp < g.mPanels * (ms + 1) / mSplit; ++mp) {
+          const int64_t m0 = mp * kd.mr, mo = grp * g.mg + m0;
+          t.a = wp + (grp * g.mPanels + mp) * g.aPanelBytes;
+          t.mr = std::min<int64_t>(kd.mr, g.mg - m0);
+          t.rowOffset = rowOffset + mo;
+          t.factor = factor + mo;
+          t.y = yg + m0 * g.P + p0;
+          kd.qgemm(t);
+        }
+      };
+      const int64_t items = g.pPanels * mSplit;
+      if (T > 1 && items > 1)
+        pool->parallelFor(items, item);
+      else
+        for (int64_t it = 0; it < items; ++it) item(it);
     }
-    parallel(s.group, [&](int64_t g) { // groups in parallel, each with its own im2col
-      std::vector<int16_t> col(colSize);
-      std::vector<int32_t> acc;
-      im2col<X>(s, xn, g * cg, j.q.xzp, col.data());
-      channels<Y>(j, n, col.data(), g * mg, (g + 1) * mg, acc);
-    });
+}
+
+// float(x - zp) for one input plane (int8 x with isSigned).
+AICC_CLONES void toFloat(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out) {
+  if (isSigned)
+    for (int64_t i = 0; i < n; ++i) out[i] = float(int8_t(x[i])) - zp;
+  else
+    for (int64_t i = 0; i < n; ++i) out[i] = float(x[i]) - zp;
+}
+
+// y = saturate(nearbyint(acc * factor) + yzp) over one plane of exact integer sums. The clamp in
+// float first keeps |v| small, where adding and subtracting 1.5 * 2^23 rounds half to even (the
+// default rounding mode), and the loop vectorizes.
+AICC_CLONES void requantizePlane(const float* acc, int64_t P, float factor, int32_t yzp, int32_t lo,
+                                 int32_t hi, uint8_t* y) {
+  const float flo = float(lo - yzp - 1), fhi = float(hi - yzp + 1), magic = 12582912.0f;
+  for (int64_t p = 0; p < P; ++p) {
+    const float v = std::min(std::max(acc[p] * factor, flo), fhi);
+    const int32_t r = int32_t((v + magic) - magic) + yzp;
+    y[p] = uint8_t(std::min(std::max(r, lo), hi));
   }
 }
 
 } // namespace
 
-void qlinearConv2d(const QConvShape& s, const QConvParams& q, const void* x, const int16_t* w16,
-                   const int32_t* bias, const float* factor, void* y, ThreadPool* pool) {
-  const Job j{s, q, x, w16, bias, factor, y};
-  if (q.xSigned)
-    q.ySigned ? run<int8_t, int8_t>(j, pool) : run<int8_t, uint8_t>(j, pool);
+bool qconvGemmTakes(const KernelDesc& kd, const int16_t* w, int64_t count) {
+  if (kd.kg != 4) return true;
+  return std::all_of(w, w + count, [](int16_t v) { return v >= -128 && v <= 127; });
+}
+
+int64_t qconvPackedBytes(const KernelDesc& kd, const QConvShape& s) {
+  const QGeom g(kd, s);
+  return s.group * g.mPanels * g.aPanelBytes;
+}
+
+void packQConvWeights(const KernelDesc& kd, const QConvShape& s, const int16_t* w, void* dst) {
+  const QGeom g(kd, s);
+  std::memset(dst, 0, size_t(qconvPackedBytes(kd, s)));
+  for (int64_t m = 0; m < s.M; ++m) {
+    const int64_t grp = m / g.mg, mi = m % g.mg, mp = mi / kd.mr, r = mi % kd.mr;
+    const int64_t panel = (grp * g.mPanels + mp) * g.aPanelBytes / elemBytes(kd);
+    for (int64_t k = 0; k < g.Kc; ++k) {
+      const int64_t at = panel + (k / kd.kg) * kd.mr * kd.kg + r * kd.kg + k % kd.kg;
+      if (kd.kg == 4)
+        static_cast<int8_t*>(dst)[at] = static_cast<int8_t>(w[m * g.Kc + k]);
+      else
+        static_cast<int16_t*>(dst)[at] = w[m * g.Kc + k];
+    }
+  }
+}
+
+void qconv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const void* x,
+             const void* wp, const int32_t* rowSum, const int32_t* bias, const float* factor,
+             void* y, ThreadPool* pool) {
+  AICC_RT_CHECK(kd.op == KernelOp::QConvGemm && kd.qgemm && (kd.kg == 2 || kd.kg == 4),
+                "int8 conv: '{}' is not an int8 GEMM kernel", kd.name);
+  // bias - uzp * rowSum per output channel, in wrap-around int32 (exact whenever the sum is).
+  const int64_t uzp = q.xzp + (q.xSigned ? 128 : 0);
+  std::vector<int32_t> rowOffset(size_t(s.M));
+  for (int64_t m = 0; m < s.M; ++m)
+    rowOffset[size_t(m)] =
+        int32_t(uint32_t(bias ? bias[m] : 0) - uint32_t(uzp) * uint32_t(rowSum[m]));
+  const auto* xb = static_cast<const uint8_t*>(x);
+  const auto* wb = static_cast<const uint8_t*>(wp);
+  auto* yb = static_cast<uint8_t*>(y);
+  if (kd.kg == 4)
+    runGemm<uint8_t, 4>(kd, s, q, xb, wb, rowOffset.data(), factor, yb, pool);
   else
-    q.ySigned ? run<uint8_t, int8_t>(j, pool) : run<uint8_t, uint8_t>(j, pool);
+    runGemm<int16_t, 2>(kd, s, q, xb, wb, rowOffset.data(), factor, yb, pool);
+}
+
+bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias) {
+  const int64_t taps = s.KH * s.KW;
+  for (int64_t m = 0; m < s.M; ++m) {
+    double bound = bias ? std::fabs(double(bias[m])) : 0.0;
+    for (int64_t t = 0; t < taps; ++t) bound += 255.0 * std::fabs(double(w[m * taps + t]));
+    if (bound >= double(1 << 24)) return false;
+  }
+  return true;
+}
+
+void qdepthwiseConv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q,
+                      const void* x, const float* w, const int32_t* bias, const float* factor,
+                      void* y, ThreadPool* pool) {
+  AICC_RT_CHECK(s.group == s.C && s.M % s.C == 0, "int8 depthwise conv: {} groups for {} channels",
+                s.group, s.C);
+  AICC_RT_CHECK(qdepthwiseExact(s, w, bias),
+                "int8 depthwise conv: partial sums may exceed 2^24 (not exact in f32)");
+  std::vector<float> biasF;
+  if (bias) biasF.assign(bias, bias + s.M);
+  DwShape d;
+  d.C = s.C, d.mult = s.M / s.C, d.H = s.H, d.W = s.W, d.KH = s.KH, d.KW = s.KW;
+  d.strideH = s.strideH, d.strideW = s.strideW, d.dilH = s.dilH, d.dilW = s.dilW;
+  d.padTop = s.padTop, d.padLeft = s.padLeft, d.padBottom = s.padBottom, d.padRight = s.padRight;
+  const int64_t P = s.OH() * s.OW();
+  const int32_t lo = q.ySigned ? -128 : 0, hi = q.ySigned ? 127 : 255;
+  for (int64_t n = 0; n < s.N; ++n) {
+    uint8_t* yn = static_cast<uint8_t*>(y) + n * s.M * P;
+    const uint8_t* xn = static_cast<const uint8_t*>(x) + n * s.C * s.H * s.W;
+    const float zp = float(q.xzp);
+    const bool sgn = q.xSigned;
+    depthwiseConvNchwPlanes(
+        kd, d, w, bias ? biasF.data() : nullptr,
+        [&](int64_t c, float* scratch) {
+          toFloat(xn + c * s.H * s.W, s.H * s.W, sgn, zp, scratch);
+          return static_cast<const float*>(scratch);
+        },
+        [&](int64_t co, const float* acc) {
+          requantizePlane(acc, P, factor[co], q.yzp, lo, hi, yn + co * P);
+        },
+        pool);
+  }
 }
 
 } // namespace aicc::kernels

@@ -2,11 +2,20 @@
 // the requantization of the reference kernel (src/ops/quant_conv.cpp):
 //   acc[n, m, p] = bias[m] + sum_k (x - xzp) * (w[m, k] - wzp[m])   (int32; padding reads xzp)
 //   y = saturate(nearbyint(float(acc) * factor[m]) + yzp)          (round half to even)
-// The weights arrive pre-shifted (w - wzp[m]) as int16 rows [M][Cg*KH*KW] (packed at lowering
-// time), the per-channel factors as f32. Groups (depthwise included), strides, pads, dilations.
+// Two forms, both bit-exact with that kernel:
+//  - GEMM (any group count): y[m, p] = requant(sum_k w'[m, k] * u(x)[k, p] + bias[m] -
+//    uzp * rowSum[m]) with w' = w - wzp packed at compile time for a QConvGemm micro-kernel
+//    (ukernel.h's QGemmTileParams: int8 quads for vpdpbusd, or int16 pairs), u(x) the input as
+//    uint8 (int8 inputs shifted by 128, so uzp = xzp + 128) packed per call into the kernel's
+//    panels (im2col, or the planes themselves for 1x1 convolutions).
+//  - Depthwise (one input channel per group): the f32 plane kernels of kernels/conv.h over
+//    float(x - xzp), exact because every partial sum is an integer below 2^24 (checked), then
+//    requantized.
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/registry.h"
 
 namespace aicc::kernels {
 
@@ -27,9 +36,27 @@ struct QConvParams {
   int32_t xzp = 0, yzp = 0;
 };
 
-// x [N, C, H, W] (u8/i8 bytes), w16 [M, Kc], bias [M] or null, factor [M], y [N, M, OH, OW].
-// Runs on `pool` (over groups, or over output channels when there is one group).
-void qlinearConv2d(const QConvShape& s, const QConvParams& q, const void* x, const int16_t* w16,
-                   const int32_t* bias, const float* factor, void* y, ThreadPool* pool);
+// ---- GEMM form ----
+// Whether kernel `kd` (KernelOp::QConvGemm) takes these shifted weights (w - wzp, `count`
+// values): the int8-quad kernels need them within [-128, 127].
+bool qconvGemmTakes(const KernelDesc& kd, const int16_t* w, int64_t count);
+// Bytes of the packed weights of `kd` for shape s: per group, ceil(M/group / MR) panels of
+// ceil(Kc / KG) x MR x KG elements (int8 for KG 4, int16 for KG 2; padding rows and k are 0).
+int64_t qconvPackedBytes(const KernelDesc& kd, const QConvShape& s);
+// Packs w [M, Kc] (w - wzp, int16 rows) into dst (qconvPackedBytes bytes).
+void packQConvWeights(const KernelDesc& kd, const QConvShape& s, const int16_t* w, void* dst);
+// x [N, C, H, W] (u8/i8 bytes), wp packed by packQConvWeights, rowSum [M] (sum of each row of
+// w - wzp), bias [M] or null, factor [M] (finite), y [N, M, OH, OW]. Runs on `pool`.
+void qconv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const void* x,
+             const void* wp, const int32_t* rowSum, const int32_t* bias, const float* factor,
+             void* y, ThreadPool* pool);
+
+// ---- depthwise form (group == C, M = C * multiplier) ----
+// Whether every partial sum stays an integer below 2^24: |bias[m]| + 255 * sum |w'[m, .]|.
+bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias);
+// `dwKernel` a DepthwiseConvNchw kernel; w [M, KH*KW] as floats (w - wzp), bias [M] or null.
+void qdepthwiseConv2d(const KernelDesc& dwKernel, const QConvShape& s, const QConvParams& q,
+                      const void* x, const float* w, const int32_t* bias, const float* factor,
+                      void* y, ThreadPool* pool);
 
 } // namespace aicc::kernels

@@ -138,11 +138,46 @@ const KernelDesc kKernels[] = {
      .vectorWidth = 1,
      .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding; portable C++",
      .dwNchwPlane = f32_dwconv_nchw_generic},
+// int8 convolution GEMM tiles (kernels/qconv.h), best first.
+#if AICC_X86_KERNELS
+    {.name = "u8s8_qgemm_avx512vnni_8x48",
+     .op = KernelOp::QConvGemm,
+     .isa = Isa::Avx512Vnni,
+     .mr = 8,
+     .nr = 48,
+     .vectorWidth = 16,
+     .kg = 4,
+     .constraints = "weights minus zero point within int8; vpdpbusd, exact int32",
+     .qgemm = u8s8_qgemm_avx512vnni_8x48},
+    {.name = "u8i16_qgemm_avx2_4x24",
+     .op = KernelOp::QConvGemm,
+     .isa = Isa::Avx2,
+     .mr = 4,
+     .nr = 24,
+     .vectorWidth = 8,
+     .kg = 2,
+     .constraints = "any u8/i8 weights and activations; pmaddwd on int16, exact int32",
+     .qgemm = u8i16_qgemm_avx2_4x24},
+#endif
+    {.name = "u8i16_qgemm_generic_4x8",
+     .op = KernelOp::QConvGemm,
+     .isa = Isa::Generic,
+     .mr = 4,
+     .nr = 8,
+     .vectorWidth = 1,
+     .kg = 2,
+     .constraints = "any u8/i8 weights and activations; portable C++, exact int32",
+     .qgemm = u8i16_qgemm_generic_4x8},
 };
 
 int isaRank(Isa isa) {
-  return isa == Isa::Avx512 ? 2 : isa == Isa::Avx2 || isa == Isa::Neon ? 1 : 0;
+  return isa == Isa::Avx512Vnni                 ? 3
+         : isa == Isa::Avx512                   ? 2
+         : isa == Isa::Avx2 || isa == Isa::Neon ? 1
+                                                : 0;
 }
+
+bool isX86(Isa isa) { return isa == Isa::Avx2 || isa == Isa::Avx512 || isa == Isa::Avx512Vnni; }
 
 } // namespace
 
@@ -156,6 +191,8 @@ std::string_view isaName(Isa isa) {
     return "avx512";
   case Isa::Neon:
     return "neon";
+  case Isa::Avx512Vnni:
+    return "avx512vnni";
   }
   return "?";
 }
@@ -170,6 +207,9 @@ bool cpuSupports(Isa isa) {
   case Isa::Avx512:
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
            __builtin_cpu_supports("fma");
+  case Isa::Avx512Vnni:
+    return cpuSupports(Isa::Avx512) && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
   case Isa::Neon:
     return false;
   }
@@ -182,20 +222,23 @@ bool cpuSupports(Isa isa) {
 }
 
 bool isaWithin(Isa isa, Isa best) {
-  return isa == Isa::Generic || isa == best || (isa == Isa::Avx2 && best == Isa::Avx512);
+  return isa == Isa::Generic || isa == best ||
+         (isX86(isa) && isX86(best) && isaRank(isa) <= isaRank(best));
 }
 
 Isa bestIsa() {
   static const Isa best = [] {
-    Isa cap = Isa::Avx512;
+    Isa cap = Isa::Avx512Vnni;
     if (const char* env = std::getenv("AICC_KERNEL_ISA")) {
       const std::string s = env;
       if (s == "generic")
         cap = Isa::Generic;
       else if (s == "avx2")
         cap = Isa::Avx2;
+      else if (s == "avx512")
+        cap = Isa::Avx512;
     }
-    for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Neon})
+    for (Isa isa : {Isa::Avx512Vnni, Isa::Avx512, Isa::Avx2, Isa::Neon})
       if (isaRank(isa) <= isaRank(cap) && cpuSupports(isa)) return isa;
     return Isa::Generic;
   }();
@@ -221,6 +264,7 @@ const KernelDesc& defaultKernel(KernelOp op, Isa best) {
 }
 
 SumFn sumKernel(Isa isa) {
+  if (isa == Isa::Avx512Vnni) isa = Isa::Avx512; // the f32 kernels of the level below
   switch (isa) {
 #if AICC_X86_KERNELS
   case Isa::Avx512:
@@ -238,7 +282,7 @@ SumFn sumKernel(Isa isa) {
 }
 
 ExpSumFn expSumKernel() {
-  switch (bestIsa()) {
+  switch (bestIsa() == Isa::Avx512Vnni ? Isa::Avx512 : bestIsa()) {
 #if AICC_X86_KERNELS
   case Isa::Avx512:
     return f32_expsum_avx512;

@@ -12,19 +12,21 @@
 
 namespace aicc::kernels {
 
-enum class Isa { Generic, Avx2, Avx512, Neon };
+// x86 levels form a chain: each runs the kernels of the ones before it (generic < avx2 < avx512 <
+// avx512vnni, the last adding AVX512-BW/VL/VNNI for the int8 kernels).
+enum class Isa { Generic, Avx2, Avx512, Neon, Avx512Vnni };
 std::string_view isaName(Isa isa);
 // True when this CPU (and OS) can run code for `isa` (cpuid via __builtin_cpu_supports; NEON is
 // part of every AArch64 Linux machine).
 bool cpuSupports(Isa isa);
 // True when code for a machine whose best ISA is `best` may call kernels of `isa`: the portable
-// ones everywhere, AVX2 also under AVX-512.
+// ones everywhere, and the lower levels of the x86 chain.
 bool isaWithin(Isa isa, Isa best);
 // The best ISA of this CPU, optionally capped by the AICC_KERNEL_ISA environment variable
-// ("generic", "avx2", "avx512") for testing other paths.
+// ("generic", "avx2", "avx512", "avx512vnni") for testing other paths.
 Isa bestIsa();
 
-enum class KernelOp { Gemm, DepthwiseConv3x3, DepthwiseConvNchw };
+enum class KernelOp { Gemm, DepthwiseConv3x3, DepthwiseConvNchw, QConvGemm };
 
 struct KernelDesc {
   const char* name; // e.g. "f32_gemm_avx512_14x32"
@@ -35,11 +37,13 @@ struct KernelDesc {
   int mc = 0;          // rows of A packed per block (L2)
   int nc = 0;          // columns of B per block (L2/L3), a multiple of nr
   int vectorWidth = 1; // f32 lanes per vector register
+  int kg = 0;          // int8 GEMM: k values per 32-bit lane (ukernel.h's QGemmTileParams)
   const char* constraints; // human-readable applicability notes
   GemmUkernelFn gemm = nullptr;
   GemmPackAFn packA = nullptr; // ISA-specific A packing (GEMM), or null for the portable one
   DwRowFn dwRow = nullptr;
   DwNchwPlaneFn dwNchwPlane = nullptr;
+  QGemmUkernelFn qgemm = nullptr;
 };
 
 // Every kernel compiled into this build (including ones this CPU cannot run).

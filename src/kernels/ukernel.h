@@ -69,6 +69,31 @@ void f32_gemm_avx512_packa14(const float* a, int64_t lda, int64_t rows, int64_t 
 void f32_gemm_avx512_packa8(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
 void f32_gemm_neon_8x8(const GemmTileParams& p);
 
+// One register tile of the int8 convolution GEMM (kernels/qconv.h): y[mr, nr] =
+// requant(A_packed x B_panel + rowOffset), exact in int32. The kernel's tile is MR x NR with KG
+// values of k per 32-bit lane: A (the weights, packed at compile time) is a[q][MR][KG] and B (the
+// activations, packed per call) b[q][NR][KG] for q < kgroups, as
+//   KG = 4: A int8 (w - wzp), B uint8 (x, or x + 128 for int8 x): one vpdpbusd per lane;
+//   KG = 2: A int16, B int16: one pmaddwd per lane (any w - wzp in [-255, 255]).
+// Rows >= mr and columns >= nr are padding (read, never stored); k padding holds zero weights.
+// Requantization per row r: v = float(acc + rowOffset[r]) * factor[r] (f32, as the reference
+// kernel), rounded half to even, + yzp, saturated to [lo, hi], stored as one byte per column.
+struct QGemmTileParams {
+  const void* a;
+  const void* b;
+  int64_t kgroups;
+  int64_t mr, nr;
+  const int32_t* rowOffset; // mr values: bias - xzp * (row sum of A)
+  const float* factor;      // mr values
+  int32_t yzp, lo, hi;      // zero point and saturation bounds of y (0/255 or -128/127)
+  uint8_t* y;               // first row; row r at y + r * ldy
+  int64_t ldy;
+};
+using QGemmUkernelFn = void (*)(const QGemmTileParams&);
+void u8s8_qgemm_avx512vnni_8x48(const QGemmTileParams& p);
+void u8i16_qgemm_avx2_4x24(const QGemmTileParams& p);
+void u8i16_qgemm_generic_4x8(const QGemmTileParams& p);
+
 // One output row of a depthwise 3x3 convolution (pad 1) in NHWC layout.
 struct DwRowParams {
   const float* rows[3]; // input rows iy = oy * stride - 1 + ky (W * C floats each), null if padding

@@ -56,7 +56,68 @@ template <int ROWS> void tile16(const GemmTileParams& p) {
     detail::gemmTile<V256, 6, ROWS, 2>(p);
 }
 
+// int8 convolution tile (kernels/ukernel.h, KG = 2): ROWS x (8 * NV) outputs, A [q][4][2] int16,
+// B [q][24][2] int16; pmaddwd sums two exact int16 products per int32 lane.
+template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
+  __m256i acc[ROWS][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < ROWS; ++r)
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) acc[r][j] = _mm256_setzero_si256();
+  const auto* a = static_cast<const int32_t*>(p.a);
+  const auto* b = static_cast<const int16_t*>(p.b);
+  for (int64_t q = 0; q < p.kgroups; ++q, a += 4, b += 48) {
+    __m256i bv[NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j)
+      bv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16 * j));
+#pragma GCC unroll 16
+    for (int r = 0; r < ROWS; ++r) {
+      const __m256i w = _mm256_set1_epi32(a[r]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j)
+        acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(bv[j], w));
+    }
+  }
+  // Requantization as the AVX-512 tile (ukernels_avx512vnni.cpp): clamp in float, round half to
+  // even, add the zero point, saturate; the bytes leave through a small buffer.
+  const __m256 flo = _mm256_set1_ps(float(p.lo - p.yzp - 1)),
+               fhi = _mm256_set1_ps(float(p.hi - p.yzp + 1));
+  const __m256i zp = _mm256_set1_epi32(p.yzp), lo = _mm256_set1_epi32(p.lo),
+                hi = _mm256_set1_epi32(p.hi);
+#pragma GCC unroll 16
+  for (int r = 0; r < ROWS; ++r) {
+    const __m256i off = _mm256_set1_epi32(p.rowOffset[r]);
+    const __m256 f = _mm256_set1_ps(p.factor[r]);
+    alignas(32) int32_t out[8 * NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) {
+      __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(acc[r][j], off)), f);
+      v = _mm256_min_ps(_mm256_max_ps(v, flo), fhi);
+      __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(v), zp);
+      q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 8 * j), q);
+    }
+    uint8_t* y = p.y + r * p.ldy;
+    const int64_t n = p.nr < 8 * NV ? p.nr : 8 * NV;
+    for (int64_t c = 0; c < n; ++c) y[c] = static_cast<uint8_t>(out[c]);
+  }
+}
+
+template <int ROWS> void qtileCols(const QGemmTileParams& p) {
+  if (p.nr <= 8)
+    qtile<ROWS, 1>(p);
+  else if (p.nr <= 16)
+    qtile<ROWS, 2>(p);
+  else
+    qtile<ROWS, 3>(p);
+}
+
 } // namespace
+
+void u8i16_qgemm_avx2_4x24(const QGemmTileParams& p) {
+  detail::byRows<4>(p.mr, [&]<int ROWS>() { qtileCols<ROWS>(p); });
+}
 
 void f32_gemm_avx2_6x16(const GemmTileParams& p) {
   detail::byRows<6>(p.mr, [&]<int ROWS>() { tile16<ROWS>(p); });

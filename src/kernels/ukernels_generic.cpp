@@ -39,7 +39,30 @@ struct Scalar {
 
 template <int ROWS> void tile8(const GemmTileParams& p) { detail::gemmTile<Scalar, 4, ROWS, 8>(p); }
 
+// int8 convolution tile (kernels/ukernel.h, KG = 2): A [q][4][2] int16, B [q][8][2] int16.
+// Accumulated as uint32 (wrap-around, no undefined overflow; exact whenever the int32 result is).
+void qtile(const QGemmTileParams& p) {
+  uint32_t acc[4][8] = {};
+  const auto* a = static_cast<const int16_t*>(p.a);
+  const auto* b = static_cast<const int16_t*>(p.b);
+  for (int64_t q = 0; q < p.kgroups; ++q, a += 8, b += 16)
+    for (int r = 0; r < 4; ++r)
+      for (int j = 0; j < 8; ++j)
+        acc[r][j] += uint32_t(int32_t(a[2 * r]) * b[2 * j] + int32_t(a[2 * r + 1]) * b[2 * j + 1]);
+  const float flo = float(p.lo - p.yzp - 1), fhi = float(p.hi - p.yzp + 1);
+  for (int64_t r = 0; r < p.mr; ++r)
+    for (int64_t j = 0; j < p.nr; ++j) {
+      float v = float(int32_t(acc[r][j] + uint32_t(p.rowOffset[r]))) * p.factor[r];
+      v = v < flo ? flo : v > fhi ? fhi : v;
+      int32_t q = int32_t(__builtin_nearbyintf(v)) + p.yzp;
+      q = q < p.lo ? p.lo : q > p.hi ? p.hi : q;
+      p.y[r * p.ldy + j] = static_cast<uint8_t>(q);
+    }
+}
+
 } // namespace
+
+void u8i16_qgemm_generic_4x8(const QGemmTileParams& p) { qtile(p); }
 
 void f32_gemm_generic_4x8(const GemmTileParams& p) {
   detail::byRows<4>(p.mr, [&]<int ROWS>() { tile8<ROWS>(p); });

@@ -1,9 +1,15 @@
 // QLinearConv (1-D/2-D, NCHW, u8/i8 activations and weights) as one call of the runtime's
-// quantized convolution kernel (kernels/qconv.h, contract in rt/callees_quant.cpp).
-// Lowering-time work: the weights shifted by their zero points (int16 rows) and the per-channel
-// requantization factors, computed exactly as the reference kernel does (src/ops/quant_conv.cpp).
-// Scales, zero points and weights must be constants; the bias may be computed. Declines (the node
-// falls back) for anything else: 3-D convolutions, per-channel x/y zero points, other types.
+// quantized convolution kernels (kernels/qconv.h, contracts in rt/callees_quant.cpp):
+//  - depthwise (one input channel per group, constant bias, partial sums provably below 2^24):
+//    @qdwconv_nchw_<f32 NCHW depthwise kernel> with the weights (w - wzp) as floats;
+//  - otherwise @qconv2d_nchw_<int8 GEMM kernel>: the best QConvGemm kernel of the target's ISA
+//    that takes these weights (the AVX512-VNNI one needs w - wzp within int8), weights packed for
+//    its tile here, with their row sums.
+// Lowering-time work also computes the per-channel requantization factors exactly as the
+// reference kernel does (src/ops/quant_conv.cpp). Scales, zero points and weights must be
+// constants; the bias may be computed. Declines (the node falls back) for anything else: 3-D
+// convolutions, per-channel x/y zero points, other types, non-finite factors.
+#include "kernels/qconv.h"
 #include "loop/lower_quant.h"
 #include "ops/quant_util.h"
 
@@ -51,6 +57,24 @@ std::vector<int64_t> geometry(const ConvShape& s) {
           st[0], st[1], pb[0], pb[1], pe[0], pe[1], dl[0], dl[1]};
 }
 
+// The GEMM kernel: the best QConvGemm kernel within the target's ISA that takes the weights.
+const kernels::KernelDesc& gemmKernel(const Tensor& w16, kernels::Isa isa) {
+  for (const auto& k : kernels::allKernels())
+    if (k.op == kernels::KernelOp::QConvGemm && kernels::isaWithin(k.isa, isa) &&
+        kernels::qconvGemmTakes(k, w16.data<int16_t>(), w16.numel()))
+      return k;
+  throw Error("no int8 convolution kernel"); // the generic one takes everything
+}
+
+kernels::QConvShape qshape(const std::vector<int64_t>& g) {
+  kernels::QConvShape s;
+  int64_t* f[] = {&s.N,         &s.C,        &s.H,       &s.W,       &s.M,      &s.group,
+                  &s.KH,        &s.KW,       &s.strideH, &s.strideW, &s.padTop, &s.padLeft,
+                  &s.padBottom, &s.padRight, &s.dilH,    &s.dilW};
+  for (size_t j = 0; j < 16; ++j) *f[j] = g[j];
+  return s;
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
@@ -68,20 +92,61 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
     no(n.describe() + ": the bias must be i32 with one value per output channel");
   const int64_t xzp = static_cast<int64_t>(quantConst(n, 2, 1, "x_zero_point")[0]);
   const int64_t yzp = static_cast<int64_t>(quantConst(n, 7, 1, "y_zero_point")[0]);
+  const std::vector<int64_t> geo = geometry(s);
+  const kernels::QConvShape qs = qshape(geo);
+  Tensor w16 = shiftedWeights(n, *wv->constant, s.M);
+  Tensor factor = factors(n, s.M);
+  for (int64_t m = 0; m < s.M; ++m)
+    if (!std::isfinite(factor.data<float>()[m]))
+      no(n.describe() + ": a requantization factor is not finite");
+
   FuncBuilder b(n, name, "conv");
   std::string Y = b.output(0), X = b.input(xv);
-  std::string W = b.constant("w16", shiftedWeights(n, *wv->constant, s.M), "int16 rows [M, Kc]");
-  std::string F = b.constant("factor", factors(n, s.M), "f32 [M]");
-  std::vector<CallArg> args = {buffer(X), buffer(W), bv ? buffer(b.input(bv)) : value(0),
-                               buffer(F), buffer(Y)};
-  for (int64_t v : geometry(s)) args.push_back(value(v));
+  std::vector<CallArg> args = {buffer(X)};
+  Schedule sched;
+  std::string callee;
+  // Depthwise on the f32 plane kernels when they are exact for these weights and bias.
+  Tensor wf(DType::F32, {s.M, w16.numel() / s.M});
+  for (int64_t i = 0; i < w16.numel(); ++i) wf.data<float>()[i] = float(w16.data<int16_t>()[i]);
+  const Tensor* bias = bv && bv->constant ? &*bv->constant : nullptr;
+  const bool depthwise =
+      s.G > 1 && s.G == s.C && (!bv || bias) &&
+      kernels::qdepthwiseExact(qs, wf.data<float>(), bias ? bias->data<int32_t>() : nullptr);
+  if (depthwise) {
+    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
+    callee = "qdwconv_nchw_" + std::string(kd.name);
+    args.push_back(buffer(b.constant("wf", std::move(wf), "f32 [M, KH*KW], w - wzp")));
+    sched["layout"] = std::string("nchw; f32 planes of x - xzp (exact: sums below 2^24)");
+    sched["parallel"] = std::vector<std::string>{"channels"};
+  } else {
+    const auto& kd = gemmKernel(w16, o.kernelIsa);
+    callee = "qconv2d_nchw_" + std::string(kd.name);
+    Tensor packed(DType::U8, {kernels::qconvPackedBytes(kd, qs)});
+    if (!o.probe) kernels::packQConvWeights(kd, qs, w16.data<int16_t>(), packed.raw());
+    Tensor rowSum(DType::I32, {s.M});
+    const int64_t Kc = w16.numel() / s.M;
+    for (int64_t m = 0; m < s.M; ++m) {
+      int64_t sum = 0;
+      for (int64_t k = 0; k < Kc; ++k) sum += w16.data<int16_t>()[m * Kc + k];
+      rowSum.data<int32_t>()[m] = static_cast<int32_t>(sum);
+    }
+    args.push_back(
+        buffer(b.constant("wp", std::move(packed),
+                          fmt::format("{} panels of {}x{}x{} (k-groups x rows x k), w - wzp",
+                                      kd.name, (Kc + kd.kg - 1) / kd.kg, kd.mr, kd.kg))));
+    args.push_back(buffer(b.constant("rowsum", std::move(rowSum), "i32 [M]")));
+    sched["layout"] = std::string("nchw; activations packed per call into ") +
+                      std::to_string(kd.nr) + "-pixel panels; int32 accumulation";
+    sched["parallel"] = std::vector<std::string>{"pixel panels x output channels"};
+  }
+  args.push_back(bv ? buffer(b.input(bv)) : value(0));
+  args.push_back(buffer(b.constant("factor", std::move(factor), "f32 [M]")));
+  args.push_back(buffer(Y));
+  for (int64_t v : geo) args.push_back(value(v));
   for (int64_t v : {xzp, yzp, int64_t(xt == DType::I8) | int64_t(yt == DType::I8) << 1})
     args.push_back(value(v));
-  Schedule sched;
-  sched["micro_kernel"] = std::string("qconv2d_nchw");
-  sched["layout"] = std::string("nchw; int16 weights shifted at compile time; int32 accumulation");
-  sched["parallel"] = std::vector<std::string>{s.G > 1 ? "groups" : "output channels"};
-  return b.finish({Stmt::callKernel("qconv2d_nchw", std::move(args))}, std::move(sched), o);
+  sched["micro_kernel"] = callee;
+  return b.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
 }
 
 } // namespace aicc::loop::detail

@@ -33,7 +33,8 @@
 //       padBottom, padRight, dilH, dilW, OH, OW)   2-D MaxPool of one image (kernels/conv.h)
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
-//   @qconv2d_nchw(...)   ONNX QLinearConv, int8 (rt/callees_quant.cpp)
+//   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw desc>(...)   ONNX QLinearConv, int8
+//       (rt/callees_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
 // them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid, 4 Gelu).
 // Buffer arguments are addresses with the bytes available there (unbounded from generated code,
@@ -359,12 +360,14 @@ void callLstm(const kernels::KernelDesc& d, const std::string& k, std::vector<Ke
 
 } // namespace
 
-// Quantized callees (rt/callees_quant.cpp).
-std::optional<KernelFn> quantBuiltinKernel(const std::string& name, kernels::ThreadPool* pool);
+// The int8 convolutions (rt/callees_quant.cpp).
+void callQConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+               kernels::ThreadPool* pool);
+void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                 kernels::ThreadPool* pool);
 
 std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
-  if (auto q = quantBuiltinKernel(name, pool)) return q;
   using Call = void (*)(const kernels::KernelDesc&, const std::string&, std::vector<KernelArg>&,
                         kernels::ThreadPool*);
   // Callee prefix + the descriptor's op -> the contract implementing it (longest prefixes first).
@@ -375,6 +378,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
   };
   static const Entry table[] = {
       {"conv2d_nchw_packed_", KernelOp::Gemm, callConvPacked},
+      {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
+      {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
       {"attention_", KernelOp::Gemm, callAttention},
       {"gru_", KernelOp::Gemm, callGru},

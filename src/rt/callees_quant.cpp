@@ -1,10 +1,11 @@
-// Quantized micro-kernel calls of lowered code (JIT only: LowerOptions::runtimeKernels), next to
-// the f32 ones of rt/callees.cpp. Contract:
-//   @qconv2d_nchw(x, w16, bias | 0, factor, y, N, C, H, W, M, group, KH, KW, sH, sW, padTop,
-//       padLeft, padBottom, padRight, dilH, dilW, xzp, yzp, flags)
-//       ONNX QLinearConv (kernels/qconv.h): x [N,C,H,W] u8/i8, w16 [M, C/group*KH*KW] int16
-//       (w - wzp[m]), bias [M] i32, factor [M] f32, y [N,M,OH,OW] u8/i8;
-//       flags bit 0 = x is i8, bit 1 = y is i8.
+// Quantized micro-kernel calls of lowered code, next to the f32 ones of rt/callees.cpp. Contract
+// (ONNX QLinearConv, kernels/qconv.h; x [N,C,H,W] u8/i8, y [N,M,OH,OW] u8/i8, bias [M] i32,
+// factor [M] f32; G = the 16 geometry arguments N, C, H, W, M, group, KH, KW, sH, sW, padTop,
+// padLeft, padBottom, padRight, dilH, dilW; flags bit 0 = x is i8, bit 1 = y is i8):
+//   @qconv2d_nchw_<QConvGemm desc>(x, wp, rowSum, bias | 0, factor, y, G, xzp, yzp, flags)
+//       wp = w - wzp packed by kernels::packQConvWeights for that kernel, rowSum [M] i32
+//   @qdwconv_nchw_<DepthwiseConvNchw desc>(x, w, bias | 0, factor, y, G, xzp, yzp, flags)
+//       group == C; w [M, KH*KW] f32 (w - wzp)
 // Buffer arguments: see rt/callees.h.
 #include "kernels/qconv.h"
 #include "rt/callees.h"
@@ -31,17 +32,16 @@ int64_t intArg(const std::string& k, const std::vector<KernelArg>& a, size_t i) 
   return a[i].i;
 }
 
-void callQConv(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
-  AICC_RT_CHECK(a.size() == 24, "call @{}: expects 24 arguments, got {}", k, a.size());
-  kernels::QConvShape s;
+// The geometry (arguments first..first+15), zero points and flags.
+void convArgs(const std::string& k, const std::vector<KernelArg>& a, size_t first,
+              kernels::QConvShape& s, kernels::QConvParams& q) {
   int64_t* f[] = {&s.N,         &s.C,        &s.H,       &s.W,       &s.M,      &s.group,
                   &s.KH,        &s.KW,       &s.strideH, &s.strideW, &s.padTop, &s.padLeft,
                   &s.padBottom, &s.padRight, &s.dilH,    &s.dilW};
-  for (size_t j = 0; j < 16; ++j) *f[j] = intArg(k, a, 5 + j);
-  kernels::QConvParams q;
-  q.xzp = static_cast<int32_t>(intArg(k, a, 21));
-  q.yzp = static_cast<int32_t>(intArg(k, a, 22));
-  const int64_t flags = intArg(k, a, 23);
+  for (size_t j = 0; j < 16; ++j) *f[j] = intArg(k, a, first + j);
+  q.xzp = static_cast<int32_t>(intArg(k, a, first + 16));
+  q.yzp = static_cast<int32_t>(intArg(k, a, first + 17));
+  const int64_t flags = intArg(k, a, first + 18);
   q.xSigned = flags & 1, q.ySigned = flags & 2;
   AICC_RT_CHECK(s.N > 0 && s.C > 0 && s.H > 0 && s.W > 0 && s.M > 0 && s.group > 0 &&
                     s.C % s.group == 0 && s.M % s.group == 0 && s.KH > 0 && s.KW > 0 &&
@@ -49,23 +49,43 @@ void callQConv(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadP
                     s.padLeft >= 0 && s.padBottom >= 0 && s.padRight >= 0 && s.OH() > 0 &&
                     s.OW() > 0,
                 "call @{}: bad convolution shape", k);
-  const void* x = bytesAt(k, a, 0, s.N * s.C * s.H * s.W, 1, "x");
-  const auto* w = static_cast<const int16_t*>(bytesAt(k, a, 1, s.M * s.Kc(), 2, "w16"));
-  const int32_t* bias = nullptr;
-  if (a[2].isBuffer) bias = static_cast<const int32_t*>(bytesAt(k, a, 2, s.M, 4, "bias"));
-  const auto* factor = static_cast<const float*>(bytesAt(k, a, 3, s.M, 4, "factor"));
-  void* y = bytesAt(k, a, 4, s.N * s.M * s.OH() * s.OW(), 1, "y");
-  kernels::qlinearConv2d(s, q, x, w, bias, factor, y, pool);
+  AICC_RT_CHECK(q.xzp >= (q.xSigned ? -128 : 0) && q.xzp <= (q.xSigned ? 127 : 255) &&
+                    q.yzp >= (q.ySigned ? -128 : 0) && q.yzp <= (q.ySigned ? 127 : 255),
+                "call @{}: zero point out of range", k);
 }
 
 } // namespace
 
-// The quantized callees (nullopt for any other name); rt/callees.cpp's builtinKernel
-// consults it first.
-std::optional<KernelFn> quantBuiltinKernel(const std::string& name, kernels::ThreadPool* pool) {
-  if (name == "qconv2d_nchw")
-    return KernelFn([name, pool](std::vector<KernelArg>& a) { callQConv(name, a, pool); });
-  return std::nullopt;
+void callQConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+               kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 25, "call @{}: expects 25 arguments, got {}", k, a.size());
+  kernels::QConvShape s;
+  kernels::QConvParams q;
+  convArgs(k, a, 6, s, q);
+  const void* x = bytesAt(k, a, 0, s.N * s.C * s.H * s.W, 1, "x");
+  const void* wp = bytesAt(k, a, 1, kernels::qconvPackedBytes(d, s), 1, "wp");
+  const auto* rowSum = static_cast<const int32_t*>(bytesAt(k, a, 2, s.M, 4, "rowSum"));
+  const int32_t* bias = nullptr;
+  if (a[3].isBuffer) bias = static_cast<const int32_t*>(bytesAt(k, a, 3, s.M, 4, "bias"));
+  const auto* factor = static_cast<const float*>(bytesAt(k, a, 4, s.M, 4, "factor"));
+  void* y = bytesAt(k, a, 5, s.N * s.M * s.OH() * s.OW(), 1, "y");
+  kernels::qconv2d(d, s, q, x, wp, rowSum, bias, factor, y, pool);
+}
+
+void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                 kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 24, "call @{}: expects 24 arguments, got {}", k, a.size());
+  kernels::QConvShape s;
+  kernels::QConvParams q;
+  convArgs(k, a, 5, s, q);
+  AICC_RT_CHECK(s.group == s.C, "call @{}: {} groups for {} channels", k, s.group, s.C);
+  const void* x = bytesAt(k, a, 0, s.N * s.C * s.H * s.W, 1, "x");
+  const auto* w = static_cast<const float*>(bytesAt(k, a, 1, s.M * s.KH * s.KW, 4, "w"));
+  const int32_t* bias = nullptr;
+  if (a[2].isBuffer) bias = static_cast<const int32_t*>(bytesAt(k, a, 2, s.M, 4, "bias"));
+  const auto* factor = static_cast<const float*>(bytesAt(k, a, 3, s.M, 4, "factor"));
+  void* y = bytesAt(k, a, 4, s.N * s.M * s.OH() * s.OW(), 1, "y");
+  kernels::qdepthwiseConv2d(d, s, q, x, w, bias, factor, y, pool);
 }
 
 } // namespace aicc::rt

@@ -1,7 +1,9 @@
 // The JIT's quantized lowerings (loop/lower_quant.cpp, lower_qlinear.cpp, lower_qconv.cpp):
 // QuantizeLinear / DequantizeLinear (per tensor, per axis, u8/i8), QLinearConv through the
-// qconv2d_nchw micro-kernel (per-tensor and per-channel weights, u8/i8, bias, groups, depthwise,
-// strides, pads, dilations, 1-D, saturating outputs), QLinearMatMul, com.microsoft QLinearAdd and
+// int8 GEMM micro-kernels (@qconv2d_nchw_*) or the depthwise form (@qdwconv_nchw_*) (per-tensor
+// and per-channel weights, u8/i8, bias, groups, depthwise, strides, pads, dilations, 1-D,
+// saturating outputs, weights outside int8 after the zero point, a bias too large for the f32
+// depthwise form), QLinearMatMul, com.microsoft QLinearAdd and
 // QLinearGlobalAveragePool. Each graph runs through the JIT and the interpreter: the node must be
 // compiled (no fallback), the expected lowering must have run, and the outputs must be
 // bit-identical.
@@ -39,8 +41,14 @@ std::string constText(const std::string& name, DType t, const Dims& d, std::mt19
   Tensor x = randomTensor(t, d, rng, lim);
   std::ostringstream s;
   s << "  %" << name << " = const " << dtypeName(t) << dimsText(d) << " [";
-  for (int64_t i = 0; i < x.numel(); ++i)
-    s << (i ? ", " : "") << (vals.empty() ? x.getF64(i) : vals[size_t(i) % vals.size()]);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = vals.empty() ? x.getF64(i) : vals[size_t(i) % vals.size()];
+    s << (i ? ", " : "");
+    if (isFloat(t))
+      s << v;
+    else
+      s << int64_t(v); // integers in full (a stream writes 1.67e+07)
+  }
   s << "]\n";
   return s.str();
 }
@@ -88,6 +96,8 @@ struct QConvCase {
   bool perChannel, bias;
   std::string attrs;
   double yScale; // small: many outputs saturate
+  std::string expect = "qconv2d_nchw_"; // the callee that must run
+  double biasLimit = 3000;
 };
 
 std::string qconvGraph(const QConvCase& c, std::mt19937& rng) {
@@ -103,7 +113,10 @@ std::string qconvGraph(const QConvCase& c, std::mt19937& rng) {
                  c.wt == DType::U8 ? std::vector<double>{128, 119, 140} : std::vector<double>{0, 3, -2})
     << "  %ys = const f32[] [" << c.yScale << "]\n"
     << "  %yz = const " << dtypeName(c.xt) << "[] [" << (c.xt == DType::U8 ? 130 : 4) << "]\n";
-  if (c.bias) g << constText("b", DType::I32, {M}, rng, 3000);
+  if (c.bias && c.biasLimit > 1e6) // the limit itself, in both signs
+    g << constText("b", DType::I32, {M}, rng, 0, {c.biasLimit, -c.biasLimit, 5});
+  else if (c.bias)
+    g << constText("b", DType::I32, {M}, rng, c.biasLimit);
   g << "  %y = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz" << (c.bias ? ", %b" : "") << ")"
     << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n  return %y\n}\n";
   return g.str();
@@ -113,21 +126,70 @@ TEST(JitQuant, QLinearConvMatchesExactly) {
   const DType U = DType::U8, I = DType::I8;
   const QConvCase cases[] = {
       {U, U, {1, 8, 9, 11}, {16, 8, 3, 3}, false, true, "pads = [1, 1, 1, 1]", 0.05},
-      {U, I, {2, 6, 10, 10}, {12, 6, 1, 1}, true, true, "", 0.02},                    // pointwise
-      {U, U, {1, 5, 13, 12}, {7, 5, 5, 5}, true, false, "strides = [2, 2], pads = [2, 1, 2, 1]", 0.01},
-      {I, I, {1, 4, 9, 9}, {6, 4, 3, 3}, false, true, "dilations = [2, 2], pads = [2, 2, 2, 2]", 0.002},
-      {I, I, {1, 8, 8, 8}, {8, 2, 3, 3}, true, true, "group = 4, pads = [1, 1, 1, 1]", 0.03}, // grouped
-      {U, U, {1, 6, 14, 15}, {6, 1, 3, 3}, true, true, "group = 6, strides = [2, 2], pads = [1, 1, 1, 1]",
-       0.01},                                                                            // depthwise
-      {I, U, {1, 4, 11, 11}, {8, 1, 5, 5}, false, false, "group = 4, pads = [2, 2, 2, 2]", 0.0005},
-      {U, I, {2, 3, 17}, {5, 3, 3}, true, true, "pads = [1, 1]", 0.03},                    // 1-D
+      {U, I, {2, 6, 10, 10}, {12, 6, 1, 1}, true, true, "", 0.02}, // pointwise
+      {U,
+       U,
+       {1, 5, 13, 12},
+       {7, 5, 5, 5},
+       true,
+       false,
+       "strides = [2, 2], pads = [2, 1, 2, 1]",
+       0.01},
+      {I,
+       I,
+       {1, 4, 9, 9},
+       {6, 4, 3, 3},
+       false,
+       true,
+       "dilations = [2, 2], pads = [2, 2, 2, 2]",
+       0.002},
+      {I,
+       I,
+       {1, 8, 8, 8},
+       {8, 2, 3, 3},
+       true,
+       true,
+       "group = 4, pads = [1, 1, 1, 1]",
+       0.03}, // grouped
+      {U,
+       U,
+       {1, 6, 14, 15},
+       {6, 1, 3, 3},
+       true,
+       true,
+       "group = 6, strides = [2, 2], pads = [1, 1, 1, 1]",
+       0.01,
+       "qdwconv_nchw_"}, // depthwise
+      {I,
+       U,
+       {1, 4, 11, 11},
+       {8, 1, 5, 5},
+       false,
+       false,
+       "group = 4, pads = [2, 2, 2, 2]",
+       0.0005,
+       "qdwconv_nchw_"},                                                // depthwise, multiplier 2
+      {U, I, {2, 3, 17}, {5, 3, 3}, true, true, "pads = [1, 1]", 0.03}, // 1-D
+      // A bias near 2^24 keeps the depthwise convolution on the integer GEMM.
+      {U,
+       I,
+       {1, 5, 7, 9},
+       {5, 1, 3, 3},
+       false,
+       true,
+       "group = 5, pads = [1, 1, 1, 1]",
+       9000,
+       "qconv2d_nchw_",
+       16700000},
+      // Deep reduction, many channels: several row and pixel panels, K padding.
+      {U, I, {1, 67, 9, 13}, {37, 67, 1, 1}, true, true, "", 0.05},
   };
   std::mt19937 rng(7);
   for (const QConvCase& c : cases)
     check(qconvGraph(c, rng),
           fmt::format("QLinearConv {} x{} {} w{} {}", dtypeName(c.xt), dimsText(c.x),
                       dtypeName(c.wt), dimsText(c.w), c.attrs),
-          "qconv2d_nchw");
+          c.expect);
 }
 
 TEST(JitQuant, QLinearMatMulAddAndPoolMatchExactly) {

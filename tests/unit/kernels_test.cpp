@@ -83,7 +83,7 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
   int gemms = 0;
   for (const auto& k : allKernels()) {
     const std::string name = k.name;
-    EXPECT_EQ(name.rfind("f32_", 0), 0u) << name;
+    EXPECT_EQ(name.rfind(k.op == KernelOp::QConvGemm ? "u8" : "f32_", 0), 0u) << name;
     EXPECT_NE(name.find(std::string(isaName(k.isa))), std::string::npos) << name;
     // Kernels this build cannot run (NEON on x86-64) are listed without code: compiling for a
     // target that has them still picks them and packs weights for their tiles.
@@ -93,6 +93,10 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
       EXPECT_EQ(bool(k.gemm), code) << name;
       EXPECT_EQ(k.mc % k.mr, 0) << name;
       EXPECT_EQ(k.nc % k.nr, 0) << name;
+      EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
+    } else if (k.op == KernelOp::QConvGemm) {
+      EXPECT_TRUE(k.qgemm) << name;
+      EXPECT_TRUE(k.kg == 2 || k.kg == 4) << name;
       EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
     } else if (k.op == KernelOp::DepthwiseConvNchw) {
       EXPECT_EQ(bool(k.dwNchwPlane), code) << name;

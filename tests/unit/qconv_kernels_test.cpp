@@ -1,0 +1,169 @@
+// The int8 convolution kernels (kernels/qconv.h) against a direct integer reference, bit for bit:
+// every QConvGemm micro-kernel and every NCHW depthwise kernel this CPU runs (the others are
+// listed as skipped), over pointwise / padded / strided / dilated / grouped / depthwise shapes,
+// u8 and i8 activations, saturating outputs, one and two threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/qconv.h"
+#include "kernels/thread_pool.h"
+
+namespace aicc::kernels {
+namespace {
+
+struct Case {
+  QConvShape s;
+  QConvParams q;
+  int wLimit; // |w - wzp| <= wLimit
+};
+
+QConvShape shape(int64_t C, int64_t H, int64_t W, int64_t M, int64_t group, int64_t K,
+                 int64_t stride, int64_t pad, int64_t dil) {
+  QConvShape s;
+  s.C = C, s.H = H, s.W = W, s.M = M, s.group = group, s.KH = s.KW = K;
+  s.strideH = s.strideW = stride;
+  s.padTop = s.padLeft = s.padBottom = s.padRight = pad;
+  s.dilH = s.dilW = dil;
+  return s;
+}
+
+// The reference kernel's arithmetic (src/ops/quant_conv.cpp) on raw bytes.
+std::vector<uint8_t> reference(const Case& c, const std::vector<uint8_t>& x,
+                               const std::vector<int16_t>& w, const std::vector<int32_t>& bias,
+                               const std::vector<float>& factor) {
+  const QConvShape& s = c.s;
+  const int64_t OH = s.OH(), OW = s.OW(), cg = s.C / s.group, mg = s.M / s.group;
+  std::vector<uint8_t> y(size_t(s.N * s.M * OH * OW));
+  auto xval = [&](int64_t i) { return c.q.xSigned ? int32_t(int8_t(x[size_t(i)])) : x[size_t(i)]; };
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t m = 0; m < s.M; ++m)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          int64_t acc = bias.empty() ? 0 : bias[size_t(m)];
+          const int64_t g = m / mg;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t ky = 0; ky < s.KH; ++ky)
+              for (int64_t kx = 0; kx < s.KW; ++kx) {
+                const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
+                const int64_t ix = ox * s.strideW - s.padLeft + kx * s.dilW;
+                if (iy < 0 || iy >= s.H || ix < 0 || ix >= s.W) continue;
+                const int64_t xi = ((n * s.C + g * cg + ci) * s.H + iy) * s.W + ix;
+                acc += int64_t(xval(xi) - c.q.xzp) *
+                       w[size_t((m * cg + ci) * s.KH * s.KW + ky * s.KW + kx)];
+              }
+          const float v = float(int32_t(acc)) * factor[size_t(m)];
+          const double lo = c.q.ySigned ? -128 : 0, hi = c.q.ySigned ? 127 : 255;
+          const double r = std::clamp(double(std::nearbyint(v)) + c.q.yzp, lo, hi);
+          y[size_t(((n * s.M + m) * OH + oy) * OW + ox)] = uint8_t(int32_t(r));
+        }
+  return y;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  const QConvParams u8{false, false, 121, 130}, i8{true, true, -5, 4}, mixed{true, false, 3, 17};
+  v.push_back({shape(16, 7, 9, 24, 1, 1, 1, 0, 1), u8, 127});   // pointwise
+  v.push_back({shape(67, 5, 11, 37, 1, 1, 1, 0, 1), i8, 127});  // K and M tails, 55 pixels
+  v.push_back({shape(3, 17, 15, 32, 1, 3, 2, 1, 1), u8, 127});  // the stem: K = 27
+  v.push_back({shape(8, 9, 9, 16, 1, 3, 1, 2, 2), mixed, 127}); // dilated
+  v.push_back({shape(8, 8, 8, 8, 4, 3, 1, 1, 1), i8, 127});     // grouped
+  v.push_back({shape(64, 4, 4, 96, 1, 1, 1, 0, 1), u8, 255});   // wide weights, deep, 16 pixels
+  v.push_back({shape(12, 30, 30, 20, 1, 1, 1, 0, 1), u8, 127}); // many pixel panels
+  return v;
+}
+
+TEST(QConvKernels, GemmTilesMatchReferenceOnEveryIsa) {
+  ThreadPool pool(2);
+  for (const auto& k : allKernels()) {
+    if (k.op != KernelOp::QConvGemm) continue;
+    if (!cpuSupports(k.isa)) {
+      std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
+                  std::string(isaName(k.isa)).c_str());
+      continue;
+    }
+    std::mt19937 rng(11);
+    for (const Case& c : cases()) {
+      const QConvShape& s = c.s;
+      std::vector<int16_t> w(size_t(s.M * s.Kc()));
+      for (auto& e : w) e = int16_t(int(rng() % (2 * c.wLimit + 1)) - c.wLimit);
+      if (!qconvGemmTakes(k, w.data(), int64_t(w.size()))) {
+        EXPECT_EQ(k.kg, 4) << k.name; // only the int8-quad kernels refuse weights
+        EXPECT_GT(c.wLimit, 127);
+        continue;
+      }
+      std::vector<uint8_t> x(size_t(s.N * s.C * s.H * s.W));
+      for (auto& e : x) e = uint8_t(rng());
+      std::vector<int32_t> bias(size_t(s.M)), rowSum(size_t(s.M), 0);
+      std::vector<float> factor(size_t(s.M));
+      for (int64_t m = 0; m < s.M; ++m) {
+        bias[size_t(m)] = int32_t(rng() % 20001) - 10000;
+        factor[size_t(m)] = float(1e-4 * double(1 + rng() % 300)); // some saturate
+        for (int64_t i = 0; i < s.Kc(); ++i) rowSum[size_t(m)] += w[size_t(m * s.Kc() + i)];
+      }
+      const auto want = reference(c, x, w, bias, factor);
+      std::vector<uint8_t> wp(size_t(qconvPackedBytes(k, s)));
+      packQConvWeights(k, s, w.data(), wp.data());
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<uint8_t> got(want.size(), 0xEE);
+        qconv2d(k, s, c.q, x.data(), wp.data(), rowSum.data(), bias.data(), factor.data(),
+                got.data(), p);
+        EXPECT_EQ(got, want) << k.name << " C=" << s.C << " M=" << s.M << " K=" << s.KH
+                             << " group=" << s.group << (p ? " 2 threads" : "");
+      }
+    }
+  }
+}
+
+TEST(QConvKernels, DepthwiseMatchesReferenceOnEveryIsa) {
+  ThreadPool pool(2);
+  const QConvParams u8{false, false, 119, 128}, i8{true, true, 7, -3};
+  const Case dw[] = {{shape(24, 14, 14, 24, 24, 3, 1, 1, 1), u8, 127},
+                     {shape(16, 15, 13, 16, 16, 3, 2, 1, 1), i8, 127},
+                     {shape(5, 11, 11, 10, 5, 5, 1, 2, 1), u8, 255}, // multiplier 2, 5x5
+                     {shape(40, 7, 7, 40, 40, 3, 1, 1, 1), i8, 255}};
+  for (const auto& k : allKernels()) {
+    if (k.op != KernelOp::DepthwiseConvNchw) continue;
+    if (!cpuSupports(k.isa)) {
+      std::printf("[ skipped  ] qdwconv on %s: this CPU lacks %s\n", k.name,
+                  std::string(isaName(k.isa)).c_str());
+      continue;
+    }
+    std::mt19937 rng(17);
+    for (const Case& c : dw) {
+      const QConvShape& s = c.s;
+      std::vector<int16_t> w(size_t(s.M * s.Kc()));
+      for (auto& e : w) e = int16_t(int(rng() % (2 * c.wLimit + 1)) - c.wLimit);
+      std::vector<float> wf(w.begin(), w.end());
+      std::vector<uint8_t> x(size_t(s.N * s.C * s.H * s.W));
+      for (auto& e : x) e = uint8_t(rng());
+      std::vector<int32_t> bias(size_t(s.M));
+      std::vector<float> factor(size_t(s.M));
+      for (int64_t m = 0; m < s.M; ++m) {
+        bias[size_t(m)] = int32_t(rng() % 20001) - 10000;
+        factor[size_t(m)] = float(1e-4 * double(1 + rng() % 500));
+      }
+      ASSERT_TRUE(qdepthwiseExact(s, wf.data(), bias.data()));
+      const auto want = reference(c, x, w, bias, factor);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<uint8_t> got(want.size(), 0xEE);
+        qdepthwiseConv2d(k, s, c.q, x.data(), wf.data(), bias.data(), factor.data(), got.data(), p);
+        EXPECT_EQ(got, want) << k.name << " C=" << s.C << " M=" << s.M << " K=" << s.KH
+                             << (p ? " 2 threads" : "");
+      }
+    }
+  }
+  // A bias that could carry a partial sum past 2^24 is refused, not rounded.
+  const QConvShape s = shape(2, 5, 5, 2, 2, 3, 1, 1, 1);
+  const std::vector<float> wf(18, 1.0f);
+  const std::vector<int32_t> big = {1 << 24, 0};
+  EXPECT_FALSE(qdepthwiseExact(s, wf.data(), big.data()));
+}
+
+} // namespace
+} // namespace aicc::kernels
