@@ -79,34 +79,51 @@ void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x
         for (int c = 0; c < 4; ++c) r[c] = x + (k0 + c) * s.H * s.W + p0;
         interleave4(r, nr, flip, reinterpret_cast<uint8_t*>(dst + (k0 / 4) * NR * 4));
       }
-  for (int64_t k = k0; k < g.Kc; ++k) {
-    E* d = dst + (k / KG) * NR * KG + k % KG;
-    if (pointwise) {
-      const uint8_t* src = x + k * s.H * s.W + p0;
-      for (int64_t j = 0; j < nr; ++j) d[j * KG] = E(uint8_t(src[j] ^ flip));
-      continue;
-    }
-    // Runs of pixels on one output row: padding where the tap falls outside the input, else a
-    // strided copy of an input row.
+  // Row k of the im2col matrix for these pixels (raw input bytes; padding reads the zero point):
+  // runs of pixels on one output row, each padding or a strided copy of an input row.
+  const uint8_t rawPad = pad ^ flip;
+  auto im2colRow = [&](int64_t k, uint8_t* out) {
     const int64_t ci = k / (s.KH * s.KW), ky = k / s.KW % s.KH, kx = k % s.KW;
     const uint8_t* plane = x + ci * s.H * s.W;
     for (int64_t j = 0; j < nr;) {
       const int64_t p = p0 + j, oy = p / g.OW, ox0 = p % g.OW;
       const int64_t run = std::min(nr - j, g.OW - ox0);
       const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
-      E* out = d + j * KG;
       if (iy < 0 || iy >= s.H) {
-        for (int64_t i = 0; i < run; ++i) out[i * KG] = E(pad);
+        std::memset(out + j, rawPad, size_t(run));
       } else {
         const uint8_t* row = plane + iy * s.W;
         const int64_t off = kx * s.dilW - s.padLeft; // ix = ox * strideW + off
         for (int64_t i = 0; i < run; ++i) {
           const int64_t ix = (ox0 + i) * s.strideW + off;
-          out[i * KG] = ix >= 0 && ix < s.W ? E(uint8_t(row[ix] ^ flip)) : E(pad);
+          out[j + i] = ix >= 0 && ix < s.W ? row[ix] : rawPad;
         }
       }
       j += run;
     }
+  };
+  uint8_t rows[4][512];
+  if constexpr (KG == 4) // quads of im2col rows, interleaved (rows past Kc are zero)
+    if (!pointwise)
+      for (; k0 < g.Kc; k0 += 4) {
+        const uint8_t* r[4];
+        for (int c = 0; c < 4; ++c) {
+          if (k0 + c < g.Kc)
+            im2colRow(k0 + c, rows[c]);
+          else
+            std::memset(rows[c], flip, size_t(nr)); // 0 once flipped
+          r[c] = rows[c];
+        }
+        interleave4(r, nr, flip, reinterpret_cast<uint8_t*>(dst + (k0 / 4) * NR * 4));
+      }
+  for (int64_t k = k0; k < g.Kc; ++k) {
+    E* d = dst + (k / KG) * NR * KG + k % KG;
+    const uint8_t* src = x + k * s.H * s.W + p0;
+    if (!pointwise) {
+      im2colRow(k, rows[0]);
+      src = rows[0];
+    }
+    for (int64_t j = 0; j < nr; ++j) d[j * KG] = E(uint8_t(src[j] ^ flip));
   }
 }
 
@@ -240,8 +257,6 @@ void qdepthwiseConv2d(const KernelDesc& kd, const QConvShape& s, const QConvPara
                       void* y, ThreadPool* pool) {
   AICC_RT_CHECK(s.group == s.C && s.M % s.C == 0, "int8 depthwise conv: {} groups for {} channels",
                 s.group, s.C);
-  AICC_RT_CHECK(qdepthwiseExact(s, w, bias),
-                "int8 depthwise conv: partial sums may exceed 2^24 (not exact in f32)");
   std::vector<float> biasF;
   if (bias) biasF.assign(bias, bias + s.M);
   DwShape d;

@@ -9,7 +9,8 @@
 //    uint8 (int8 inputs shifted by 128, so uzp = xzp + 128) packed per call into the kernel's
 //    panels (im2col, or the planes themselves for 1x1 convolutions).
 //  - Depthwise (one input channel per group): the f32 plane kernels of kernels/conv.h over
-//    float(x - xzp), exact because every partial sum is an integer below 2^24 (checked), then
+//    float(x - xzp), exact because every partial sum is an integer below 2^24 (checked at
+//    lowering), then
 //    requantized.
 #pragma once
 
@@ -54,7 +55,8 @@ void qconv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
 // ---- depthwise form (group == C, M = C * multiplier) ----
 // Whether every partial sum stays an integer below 2^24: |bias[m]| + 255 * sum |w'[m, .]|.
 bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias);
-// `dwKernel` a DepthwiseConvNchw kernel; w [M, KH*KW] as floats (w - wzp), bias [M] or null.
+// `dwKernel` a DepthwiseConvNchw kernel; w [M, KH*KW] as floats (w - wzp), bias [M] or null; the
+// caller has checked qdepthwiseExact (the lowering, on constant weights and bias).
 void qdepthwiseConv2d(const KernelDesc& dwKernel, const QConvShape& s, const QConvParams& q,
                       const void* x, const float* w, const int32_t* bias, const float* factor,
                       void* y, ThreadPool* pool);
