@@ -165,11 +165,16 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
           kd.qgemm(t);
         }
       };
-      const int64_t items = g.pPanels * mSplit;
-      if (T > 1 && items > 1)
-        pool->parallelFor(items, item);
+      // Each thread takes one contiguous range of items: neighbouring pixel panels write the same
+      // cache lines of y (48-byte rows of a panel), which interleaved claiming would share.
+      const int64_t items = g.pPanels * mSplit, parts = std::min(T, items);
+      auto range = [&](int64_t i) {
+        for (int64_t it = items * i / parts; it < items * (i + 1) / parts; ++it) item(it);
+      };
+      if (parts > 1)
+        pool->parallelFor(parts, range);
       else
-        for (int64_t it = 0; it < items; ++it) item(it);
+        range(0);
     }
 }
 
