@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs each model with `aicc run -O0` (the reference interpreter) and `-OX [--engine E]` on its
-test_data_set_0 and compares the outputs
-elementwise (np.isclose with rtol/atol), printing max |diff|, the output range and the number of
-elements outside the tolerance. Models: every folder with model.onnx + test_data_set_0 under the
+test_data_set_0 and compares the outputs elementwise (np.isclose with rtol and atol + 5e-7 max|ref|
+per output), printing max |diff|, the output range and the number of elements outside the
+tolerance. Models: every folder with model.onnx + test_data_set_0 under the
 given roots, and zoo-style NAME.onnx files whose test data lives in ZOO_DATA/NAME/test_data_set_0.
 
     compare_opt_levels.py AICC [-O 3] [--engine interp|jit] [--only NAME,...] [--rtol 1e-4] [--atol 1e-5] [--zoo DIR_WITH_MATERIALIZED_ONNX]
@@ -67,17 +67,24 @@ def compare(ref, got, rtol, atol):
                 for i, (r, g) in enumerate(zip(ref, got)) if r.dtype != g.dtype or r.shape != g.shape]
     if len(ref) != len(got) or mismatch:  # before values: np.isclose would broadcast
         return f"{len(got)} outputs, expected {len(ref)}; {'; '.join(mismatch)}", ""
-    diff = scale = worst = 0.0  # worst: max |diff| / (atol + rtol |ref|); > 1 is outside
+    diff = scale = worst = 0.0  # worst: max |diff| / (atol' + rtol |ref|); > 1 is outside
     outside = 0
     for r, g in zip(ref, got):
         if r.dtype.kind == "f":
             diff = max(diff, float(np.max(np.abs(r.astype(np.float64) - g))) if r.size else 0.0)
+            fin_r = np.abs(r[np.isfinite(r)])
+            out_scale = float(np.max(fin_r)) if fin_r.size else 0.0
             scale = max(scale, float(np.max(np.abs(r))) if r.size else 0.0)
-            outside += int(np.sum(~np.isclose(g, r, rtol=rtol, atol=atol, equal_nan=True)))
+            # An output near zero computed through values of size max|ref| carries the rounding
+            # of those (f32 sums in another order, e.g. AVX-512 vs AVX2 GEMM tiles): the absolute
+            # floor grows by 4 ulp of the output's largest value (resnet50's random-weight logits
+            # reach 1.2e3; one logit near 1 differs by 3.4e-4 between the two tile orders).
+            tol_abs = atol + 5e-7 * out_scale
+            outside += int(np.sum(~np.isclose(g, r, rtol=rtol, atol=tol_abs, equal_nan=True)))
             fin = np.isfinite(r) & np.isfinite(g)
             if fin.any():
                 d = np.abs(r[fin].astype(np.float64) - g[fin])
-                worst = max(worst, float(np.max(d / (atol + rtol * np.abs(r[fin].astype(np.float64))))))
+                worst = max(worst, float(np.max(d / (tol_abs + rtol * np.abs(r[fin].astype(np.float64))))))
         else:
             outside += int(np.sum(r != g))
     row = f"{len(ref):>7} {diff:>11.3g} {scale:>10.3g} {outside:>8} {worst:>7.3g}"
