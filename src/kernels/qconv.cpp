@@ -230,7 +230,8 @@ void packQConvWeights(const KernelDesc& kd, const QConvShape& s, const int16_t* 
 void qconv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const void* x,
              const void* wp, const int32_t* rowSum, const int32_t* bias, const float* factor,
              void* y, ThreadPool* pool) {
-  AICC_RT_CHECK(kd.op == KernelOp::QConvGemm && kd.qgemm && (kd.kg == 2 || kd.kg == 4),
+  AICC_RT_CHECK(kd.op == KernelOp::QConvGemm && kd.qgemm && (kd.kg == 2 || kd.kg == 4) &&
+                    kd.nr <= 512, // packPanel's row buffers
                 "int8 conv: '{}' is not an int8 GEMM kernel", kd.name);
   // bias - uzp * rowSum per output channel, in wrap-around int32 (exact whenever the sum is).
   const int64_t uzp = q.xzp + (q.xSigned ? 128 : 0);
