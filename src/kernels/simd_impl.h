@@ -413,7 +413,75 @@ template <class V, int MODE, int KWS, bool MAX> void dwNchwPlaneMode(const DwNch
   }
 }
 
+// Stride 1, 3x3, no dilation: four output rows at a time, so each input row vector (and its +1,
+// +2 column shifts) is loaded once for the up to three output rows it feeds (the one-row kernel
+// above loads every tap for every output: one load per FMA, and the loads bound it). CB column
+// vectors per step give 4 * CB independent accumulators. Rows past the last block of four take
+// the one-row kernel.
+template <class V, int CB> void dwNchwPlane3x3Rows(const DwNchwPlaneParams& p) {
+  using vec = typename V::vec;
+  constexpr int W = V::width, RB = 4;
+  const int64_t OW = p.OW, nv = (OW + W - 1) / W, pitch = p.pitch;
+  const vec lo = V::set1(p.lo), hi = V::set1(p.hi), bias = V::set1(p.bias);
+  vec w[9];
+#pragma GCC unroll 9
+  for (int t = 0; t < 9; ++t) w[t] = V::set1(p.w[t]);
+  const int64_t blocks = p.OH / RB;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* in = p.in + b * RB * pitch;
+    float* out = p.out + b * RB * OW;
+    for (int64_t v0 = 0; v0 < nv; v0 += CB) {
+      int64_t ox[CB];
+#pragma GCC unroll 4
+      for (int c = 0; c < CB; ++c) ox[c] = (v0 + c < nv ? v0 + c : nv - 1) * W; // repeat the last
+      vec acc[RB][CB];
+#pragma GCC unroll 4
+      for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; ++c) acc[i][c] = bias;
+#pragma GCC unroll 6
+      for (int r = 0; r < RB + 2; ++r) {
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; ++c) {
+          const float* row = in + r * pitch + ox[c];
+          const vec x0 = V::load(row), x1 = V::load(row + 1), x2 = V::load(row + 2);
+#pragma GCC unroll 4
+          for (int i = 0; i < RB; ++i) {
+            const int ky = r - i; // output row i reads input rows i .. i + 2
+            if (ky < 0 || ky > 2) continue;
+            acc[i][c] = V::fmadd(w[ky * 3], x0, acc[i][c]);
+            acc[i][c] = V::fmadd(w[ky * 3 + 1], x1, acc[i][c]);
+            acc[i][c] = V::fmadd(w[ky * 3 + 2], x2, acc[i][c]);
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; ++c) {
+          const vec r = activate<V>(V::min(hi, V::max(lo, acc[i][c])), p.act);
+          float* dst = out + i * OW + ox[c];
+          if (ox[c] + W <= OW)
+            V::store(dst, r);
+          else
+            V::storeMasked(dst, V::maskFor(OW - ox[c]), r);
+        }
+    }
+  }
+  if (blocks * RB == p.OH) return;
+  DwNchwPlaneParams rest = p;
+  rest.in = p.in + blocks * RB * pitch;
+  rest.out = p.out + blocks * RB * OW;
+  rest.OH = p.OH - blocks * RB;
+  dwNchwPlaneMode<V, 0, 3, false>(rest);
+}
+
 template <class V, int MODE> void dwNchwPlaneK(const DwNchwPlaneParams& p) {
+  if constexpr (MODE == 0 && V::width > 1)
+    if (!p.max && p.KH == 3 && p.KW == 3 && p.dilH == 1 && p.dilW == 1 && p.strideH == 1 &&
+        p.OH >= 4)
+      return V::width >= 16 && p.OW > V::width ? dwNchwPlane3x3Rows<V, 2>(p)
+                                               : dwNchwPlane3x3Rows<V, 1>(p);
   if (p.max)
     dwNchwPlaneMode<V, MODE, 0, true>(p);
   else if (p.KW == 3)

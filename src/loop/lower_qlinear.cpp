@@ -24,20 +24,13 @@ ExprPtr scalarIn(FuncBuilder& b, const Node& n, size_t i, DType t, const char* w
   return v->type.dtype == t ? e : cast(t, e);
 }
 
-// Index into `in` (numpy-broadcast against `out`) from the loop variables over `out`.
-ExprPtr broadcastIndex(const Node& n, const Dims& in, const Dims& out,
-                       const std::vector<std::string>& vs) {
+// Declines an operand that does not broadcast to `out` (numpy rules, right-aligned).
+void requireBroadcast(const Node& n, const Dims& in, const Dims& out) {
   if (in.size() > out.size()) no(n.describe() + ": an operand of higher rank than the result");
-  std::vector<ExprPtr> idx(out.size());
   const size_t lead = out.size() - in.size();
-  for (size_t d = 0; d < in.size(); ++d) {
+  for (size_t d = 0; d < in.size(); ++d)
     if (in[d] != 1 && in[d] != out[lead + d])
       no(n.describe() + ": " + formatDims(in) + " does not broadcast to " + formatDims(out));
-    if (in[d] != 1) idx[lead + d] = var(vs[lead + d]);
-  }
-  Dims padded(lead, 1);
-  padded.insert(padded.end(), in.begin(), in.end());
-  return out.empty() ? intImm(0) : linearIndex(idx, strides(padded));
 }
 
 void requireQ8Same(const Node& n, std::initializer_list<const Value*> vs) {
@@ -58,15 +51,35 @@ std::optional<LoweredNode> lowerQLinearAdd(const Node& n, const std::string& nam
   ExprPtr ac = div(scalarIn(b, n, 1, f, "A_scale"), cs), bc = div(scalarIn(b, n, 4, f, "B_scale"), cs);
   ExprPtr k = sub(sub(scalarIn(b, n, 7, f, "C_zero_point"), mul(ac, scalarIn(b, n, 2, f, "A_zero_point"))),
                   mul(bc, scalarIn(b, n, 5, f, "B_zero_point")));
+  requireBroadcast(n, ad, yd);
+  requireBroadcast(n, bd, yd);
+  // The elementwise loops (flatSpace): merged dims, the outer one split over the threads.
+  const FlatSpace fs = flatSpace(yd, {ad, bd}, vectorWidthFor(o, f, 1 << 20));
+  const Dims ext = fs.extents();
   std::vector<std::string> vs;
-  for (size_t d = 0; d < yd.size(); ++d) vs.push_back(b.loopVar("i" + std::to_string(d)));
-  ExprPtr a = cast(f, load(A, broadcastIndex(n, ad, yd, vs), t));
-  ExprPtr bb = cast(f, load(B, broadcastIndex(n, bd, yd, vs), t));
-  ExprPtr v = add(add(mul(a, ac), mul(bb, bc)), k);
-  Block body = {Stmt::store(Y, broadcastIndex(n, yd, yd, vs), cast(t, call("round", {v})))};
-  if (yd.empty()) return b.finish(std::move(body), {}, o);
-  const int64_t w = vectorWidthFor(o, f, yd.back());
-  return b.finish(nest(vs, yd, std::move(body), true, w), {}, o);
+  for (size_t d = 0; d < ext.size(); ++d) vs.push_back(b.loopVar("i" + std::to_string(d)));
+  auto index = [&](const Dims& shape) {
+    ExprPtr e = intImm(0);
+    const std::vector<int64_t> st = fs.strideOf(shape);
+    for (size_t j = 0; j < st.size(); ++j)
+      if (st[j] != 0) e = add(e, mul(var(vs[j]), intImm(st[j])));
+    return e;
+  };
+  // The scalar factors are computed once, before the loops (read from buffers, they would
+  // otherwise be reloaded per element: the output store may alias them).
+  Block out = {Stmt::let("ac", ac), Stmt::let("bc", bc), Stmt::let("k", k)};
+  ExprPtr a = cast(f, load(A, index(ad), t));
+  ExprPtr bb = cast(f, load(B, index(bd), t));
+  ExprPtr v = add(add(mul(a, var("ac", f)), mul(bb, var("bc", f))), var("k", f));
+  Block body = {Stmt::store(Y, index(yd), cast(t, call("round", {v})))};
+  if (ext.empty()) {
+    out.insert(out.end(), body.begin(), body.end());
+    return b.finish(std::move(out), {}, o);
+  }
+  const int64_t w = vectorWidthFor(o, f, ext.back());
+  Block loops = nest(vs, ext, std::move(body), fs.parallel, w);
+  out.insert(out.end(), loops.begin(), loops.end());
+  return b.finish(std::move(out), {}, o);
 }
 
 std::optional<LoweredNode> lowerQGlobalAvgPool(const Node& n, const std::string& name,

@@ -52,16 +52,21 @@ std::optional<LoweredNode> quantNest(const Node& n, const std::string& name,
   std::string Y = b.output(0);
   const Dims x = staticDims(n.inputs[0], "x");
   const int64_t axis = quantAxis(n, x);
+  // Per tensor: the elementwise loops of flatSpace (one merged dim, split over the threads);
+  // per axis: x's own dims, the axis' variable indexing the scale.
+  const FlatSpace fs = flatSpace(x, {x}, vectorWidthFor(o, DType::F32, 1 << 20));
+  const Dims ext = axis < 0 ? fs.extents() : x;
   std::vector<std::string> vs;
-  for (size_t d = 0; d < x.size(); ++d) vs.push_back(b.loopVar("i" + std::to_string(d)));
-  ExprPtr idx = x.empty() ? intImm(0) : linearIndex(vars(vs), strides(x));
+  for (size_t d = 0; d < ext.size(); ++d) vs.push_back(b.loopVar("i" + std::to_string(d)));
+  ExprPtr idx = ext.empty() ? intImm(0) : linearIndex(vars(vs), strides(ext));
   ExprPtr sIdx = axis < 0 ? intImm(0) : var(vs[size_t(axis)]);
   Block body = {Stmt::store(Y, idx, f(b, idx, sIdx))};
   Schedule sched;
   sched["quant_axis"] = axis;
-  if (x.empty()) return b.finish(std::move(body), std::move(sched), o);
-  const int64_t w = vectorWidthFor(o, DType::F32, x.back());
-  return b.finish(nest(vs, x, std::move(body), true, w), std::move(sched), o);
+  if (ext.empty()) return b.finish(std::move(body), std::move(sched), o);
+  const int64_t w = vectorWidthFor(o, DType::F32, ext.back());
+  return b.finish(nest(vs, ext, std::move(body), axis < 0 ? fs.parallel : true, w),
+                  std::move(sched), o);
 }
 
 // Zero point i of n at sIdx as `t` (0 when omitted).

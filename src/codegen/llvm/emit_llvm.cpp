@@ -1,5 +1,7 @@
 #include "codegen/llvm/emit_llvm.h"
+
 #include "codegen/llvm/vector_math.h"
+#include <cmath>
 
 #include "support/error.h"
 
@@ -364,7 +366,10 @@ private:
     if (fn == "abs") return intrinsic(llvm::Intrinsic::fabs, {ty}, args);
     if (fn == "floor") return intrinsic(llvm::Intrinsic::floor, {ty}, args);
     if (fn == "ceil") return intrinsic(llvm::Intrinsic::ceil, {ty}, args);
-    if (fn == "round") return intrinsic(llvm::Intrinsic::roundeven, {ty}, args);
+    // Half to even as nearbyint in the default rounding mode (which nothing here changes):
+    // LLVM 14's loop vectorizer widens nearbyint but not roundeven, which left every loop
+    // with a round (QuantizeLinear, QLinearAdd, ...) scalar.
+    if (fn == "round") return intrinsic(llvm::Intrinsic::nearbyint, {ty}, args);
     if (fn == "sqrt") return intrinsic(llvm::Intrinsic::sqrt, {ty}, args); // correctly rounded
     // f32: vectorizable inline approximations (a few ulp, codegen/llvm/vector_math.h).
     if (t == DType::F32 && args.size() == 1) {
@@ -411,6 +416,20 @@ private:
       llvm::Value* d =
           isUnsignedInt(from) ? b_.CreateUIToFP(v, mid) : b_.CreateSIToFP(v, mid);
       return b_.CreateFPCast(d, toTy);
+    }
+    if (isFloat(from) && dtypeSize(to) <= 2) {
+      // Saturating to a narrow integer as select / clamp / convert, the same values as
+      // llvm.fpto[su]i.sat (NaN -> 0; the bounds are exact in any float type), which LLVM 14's
+      // loop vectorizer does not widen: every loop storing u8/i8 (QuantizeLinear, QLinearAdd)
+      // stayed scalar.
+      const bool u = isUnsignedInt(to);
+      const double lo = u ? 0.0 : -std::ldexp(1.0, 8 * int(dtypeSize(to)) - 1);
+      const double hi = u ? std::ldexp(1.0, 8 * int(dtypeSize(to))) - 1 : -lo - 1;
+      llvm::Type* ft = v->getType();
+      llvm::Value* z = b_.CreateSelect(b_.CreateFCmpUNO(v, v), llvm::ConstantFP::get(ft, 0.0), v);
+      z = intrinsic(llvm::Intrinsic::maxnum, {ft}, {z, llvm::ConstantFP::get(ft, lo)});
+      z = intrinsic(llvm::Intrinsic::minnum, {ft}, {z, llvm::ConstantFP::get(ft, hi)});
+      return u ? b_.CreateFPToUI(z, toTy) : b_.CreateFPToSI(z, toTy);
     }
     if (isFloat(from))
       return intrinsic(isUnsignedInt(to) ? llvm::Intrinsic::fptoui_sat
