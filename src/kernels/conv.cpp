@@ -330,12 +330,6 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
 
 namespace {
 
-// Input planes as floats: an f32 plane in place (or, through depthwiseConvNchwPlanes, any source).
-struct F32Planes {
-  const float* in;
-  int64_t planeSize;
-  const float* operator()(int64_t c, float*) const { return in + c * planeSize; }
-};
 // Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams, which
 // the compiler vectorizes (-O3, cloned for the vector ISAs).
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
@@ -350,11 +344,27 @@ void deinterleave(const float* src, int64_t n, float* first, float* second) {
   if (n & 1) first[pairs] = src[2 * pairs];
 }
 
+// Input plane c into the padded plane (see PlaneRows in conv.h).
+struct F32Rows {
+  const float* in;
+  int64_t H, W;
+  void operator()(int64_t c, float* top, int64_t pitch, int64_t first, int64_t second) const {
+    for (int64_t y = 0; y < H; ++y) {
+      const float* src = in + (c * H + y) * W;
+      float* row = top + y * pitch;
+      if (second >= 0)
+        deinterleave(src, W, row + first, row + second);
+      else
+        std::copy_n(src, W, row + first);
+    }
+  }
+};
+
 // One channel plane at a time over a padded copy (0 for convolution, -inf for max pooling).
 // `outPlane(co, scratch)` says where output plane co goes (scratch: a thread's OH*OW floats) and
 // `done(co, plane)` is called once it is written.
-template <class Planes, class OutPlane, class Done>
-void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const Planes& planeOf,
+template <class Rows, class OutPlane, class Done>
+void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const Rows& rowsInto,
              const OutPlane& outPlane, const Done& done, const Epilogue& ep, ThreadPool* pool,
              bool isMax) {
   AICC_RT_CHECK(kd.op == KernelOp::DepthwiseConvNchw && kd.dwNchwPlane,
@@ -372,9 +382,8 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const Plane
   const int64_t pitch = std::max(split ? 2 * half : span, s.padLeft + s.W) + vw;
   const int64_t rows = std::max((OH - 1) * s.strideH + (s.KH - 1) * s.dilH + 1, s.padTop + s.H) + 1;
   auto planes = [&](int64_t c0, int64_t c1) {
-    thread_local std::vector<float> padded, inScratch, outScratch;
+    thread_local std::vector<float> padded, outScratch;
     padded.assign(size_t(rows * pitch), isMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-    inScratch.resize(size_t(s.H * s.W));
     outScratch.resize(size_t(OH * OW));
     DwNchwPlaneParams p{};
     p.max = isMax;
@@ -383,19 +392,14 @@ void planeOp(const KernelDesc& kd, const DwShape& s, const float* w, const Plane
     p.dilH = s.dilH, p.dilW = dw, p.pitch = pitch, p.half = half;
     p.lo = ep.lo(), p.hi = ep.hi(), p.act = ep.post;
     for (int64_t c = c0; c < c1; ++c) {
-      const float* plane = planeOf(c, inScratch.data());
-      for (int64_t y = 0; y < s.H; ++y) {
-        float* dst = padded.data() + (s.padTop + y) * pitch;
-        const float* src = plane + y * s.W;
-        if (!split) {
-          std::copy_n(src, s.W, dst + s.padLeft);
-          continue;
-        }
-        // Input column i is padded column pc = i + padLeft, stored at (pc & 1) * half + pc / 2.
-        const int64_t pl = s.padLeft;
-        deinterleave(src, s.W, dst + (pl & 1) * half + pl / 2,
-                     dst + ((pl + 1) & 1) * half + (pl + 1) / 2);
-      }
+      // Input column i is padded column pc = i + padLeft, stored (split) at
+      // (pc & 1) * half + pc / 2.
+      const int64_t pl = s.padLeft;
+      float* top = padded.data() + s.padTop * pitch;
+      if (split)
+        rowsInto(c, top, pitch, (pl & 1) * half + pl / 2, ((pl + 1) & 1) * half + (pl + 1) / 2);
+      else
+        rowsInto(c, top, pitch, pl, -1);
       for (int64_t m = 0; m < s.mult; ++m) {
         const int64_t co = c * s.mult + m;
         p.w = w ? w + co * s.KH * s.KW : nullptr;
@@ -423,24 +427,22 @@ void noHook(int64_t, const float*) {}
 
 void depthwiseConvNchw(const KernelDesc& kd, const DwShape& s, const float* w, const float* in,
                        float* out, const Epilogue& ep, ThreadPool* pool) {
-  planeOp(kd, s, w, F32Planes{in, s.H * s.W}, InPlace{out, s.OH() * s.OW()}, noHook, ep, pool,
-          false);
+  planeOp(kd, s, w, F32Rows{in, s.H, s.W}, InPlace{out, s.OH() * s.OW()}, noHook, ep, pool, false);
 }
 
 void maxPoolNchw(const KernelDesc& kd, const DwShape& s, const float* in, float* out,
                  ThreadPool* pool) {
   AICC_RT_CHECK(s.mult == 1, "max pool: a channel multiplier of {}", s.mult);
-  planeOp(kd, s, nullptr, F32Planes{in, s.H * s.W}, InPlace{out, s.OH() * s.OW()}, noHook,
-          Epilogue{}, pool, true);
+  planeOp(kd, s, nullptr, F32Rows{in, s.H, s.W}, InPlace{out, s.OH() * s.OW()}, noHook, Epilogue{},
+          pool, true);
 }
 
-void depthwiseConvNchwPlanes(const KernelDesc& kd, const DwShape& s, const float* w,
-                             const float* bias,
-                             const std::function<const float*(int64_t, float*)>& planes,
-                             const std::function<void(int64_t, const float*)>& sink,
-                             ThreadPool* pool) {
+void depthwiseConvNchwRows(const KernelDesc& kd, const DwShape& s, const float* w,
+                           const float* bias, const PlaneRows& rows,
+                           const std::function<void(int64_t, const float*)>& sink,
+                           ThreadPool* pool) {
   planeOp(
-      kd, s, w, planes, [](int64_t, float* scratch) { return scratch; }, sink, Epilogue::none(bias),
+      kd, s, w, rows, [](int64_t, float* scratch) { return scratch; }, sink, Epilogue::none(bias),
       pool, false);
 }
 

@@ -91,15 +91,18 @@ void depthwiseConvNchw(const KernelDesc& dwKernel, const DwShape& s, const float
                        const float* in, float* out, const Epilogue& ep = {},
                        ThreadPool* pool = nullptr);
 
-// The same machinery with the input planes from `planes(c, scratch)` (input channel c as H*W
-// floats, in scratch (H*W floats) or elsewhere; the int8 depthwise convolution of kernels/qconv.h
-// converts there) and each output plane co (OH*OW floats, thread-local) handed to
-// sink(co, plane) instead of memory. `bias` holds C * mult floats or is null.
-void depthwiseConvNchwPlanes(const KernelDesc& dwKernel, const DwShape& s, const float* w,
-                             const float* bias,
-                             const std::function<const float*(int64_t, float*)>& planes,
-                             const std::function<void(int64_t, const float*)>& sink,
-                             ThreadPool* pool = nullptr);
+// The same machinery with the input planes written by `rows(c, top, pitch, first, second)`:
+// input row y of channel c as floats at top + y * pitch + first, or, when second >= 0 (stride-2
+// rows), its columns 2m at top + y * pitch + first + m and 2m + 1 at ... + second + m (the int8
+// depthwise convolution of kernels/qconv.h converts there). Each output plane co (OH*OW floats,
+// thread-local) is handed to sink(co, plane) instead of memory. `bias` holds C * mult floats or
+// is null.
+using PlaneRows =
+    std::function<void(int64_t c, float* top, int64_t pitch, int64_t first, int64_t second)>;
+void depthwiseConvNchwRows(const KernelDesc& dwKernel, const DwShape& s, const float* w,
+                           const float* bias, const PlaneRows& rows,
+                           const std::function<void(int64_t, const float*)>& sink,
+                           ThreadPool* pool = nullptr);
 
 // GlobalAveragePool: out[r] = mean of in[r * len .. (r + 1) * len) for r < rows, rows split over
 // the threads; the sums in `isa`'s vector lanes.

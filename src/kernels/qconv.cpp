@@ -178,8 +178,25 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
     }
 }
 
-// float(x - zp) for one input plane (int8 x with isSigned).
-AICC_CLONES void toFloat(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out) {
+// float(x - zp) for one input row (int8 x with isSigned) into out, or with `odd` its columns 2m
+// into out[m] and 2m + 1 into odd[m] (ukernel.h's Q8RowFn; the AVX-512 one handles the short
+// rows' tails with masks).
+void toFloat(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out, float* odd) {
+  if (odd) {
+    const int64_t pairs = n / 2;
+    if (isSigned)
+      for (int64_t m = 0; m < pairs; ++m) {
+        out[m] = float(int8_t(x[2 * m])) - zp;
+        odd[m] = float(int8_t(x[2 * m + 1])) - zp;
+      }
+    else
+      for (int64_t m = 0; m < pairs; ++m) {
+        out[m] = float(x[2 * m]) - zp;
+        odd[m] = float(x[2 * m + 1]) - zp;
+      }
+    if (n & 1) out[pairs] = (isSigned ? float(int8_t(x[n - 1])) : float(x[n - 1])) - zp;
+    return;
+  }
   if (isSigned)
     for (int64_t i = 0; i < n; ++i) out[i] = float(int8_t(x[i])) - zp;
   else
@@ -271,16 +288,25 @@ void qdepthwiseConv2d(const KernelDesc& kd, const QConvShape& s, const QConvPara
   d.padTop = s.padTop, d.padLeft = s.padLeft, d.padBottom = s.padBottom, d.padRight = s.padRight;
   const int64_t P = s.OH() * s.OW();
   const int32_t lo = q.ySigned ? -128 : 0, hi = q.ySigned ? 127 : 255;
+  Q8RowFn toRow = toFloat;
+#if defined(__x86_64__)
+  if (isaWithin(kd.isa, Isa::Avx512) && cpuSupports(Isa::Avx512Vnni) &&
+      isaWithin(Isa::Avx512Vnni, bestIsa()))
+    toRow = q8_to_f32_row_avx512vnni;
+#endif
   for (int64_t n = 0; n < s.N; ++n) {
     uint8_t* yn = static_cast<uint8_t*>(y) + n * s.M * P;
     const uint8_t* xn = static_cast<const uint8_t*>(x) + n * s.C * s.H * s.W;
     const float zp = float(q.xzp);
     const bool sgn = q.xSigned;
-    depthwiseConvNchwPlanes(
+    depthwiseConvNchwRows(
         kd, d, w, bias ? biasF.data() : nullptr,
-        [&](int64_t c, float* scratch) {
-          toFloat(xn + c * s.H * s.W, s.H * s.W, sgn, zp, scratch);
-          return static_cast<const float*>(scratch);
+        [&](int64_t c, float* top, int64_t pitch, int64_t first, int64_t second) {
+          for (int64_t row = 0; row < s.H; ++row) {
+            float* dst = top + row * pitch;
+            toRow(xn + (c * s.H + row) * s.W, s.W, sgn, zp, dst + first,
+                  second >= 0 ? dst + second : nullptr);
+          }
         },
         [&](int64_t co, const float* acc) {
           requantizePlane(acc, P, factor[co], q.yzp, lo, hi, yn + co * P);

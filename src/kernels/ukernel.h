@@ -91,6 +91,12 @@ struct QGemmTileParams {
 };
 using QGemmUkernelFn = void (*)(const QGemmTileParams&);
 void u8s8_qgemm_avx512vnni_8x48(const QGemmTileParams& p);
+// One int8 row as floats, float(x - zp) (x int8 when isSigned), into out[0, n), or with `odd` its
+// columns 2m into out[m] and 2m + 1 into odd[m] (the int8 depthwise convolution's padded rows).
+using Q8RowFn = void (*)(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out,
+                         float* odd);
+void q8_to_f32_row_avx512vnni(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out,
+                              float* odd);
 void u8i16_qgemm_avx2_4x24(const QGemmTileParams& p);
 void u8i16_qgemm_generic_4x8(const QGemmTileParams& p);
 

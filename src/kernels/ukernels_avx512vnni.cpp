@@ -70,6 +70,35 @@ template <int ROWS> void qtileCols(const QGemmTileParams& p) {
 
 } // namespace
 
+void q8_to_f32_row_avx512vnni(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out,
+                              float* odd) {
+  const __m512 z = _mm512_set1_ps(zp);
+  auto tail = [](int64_t k) { return k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << k) - 1u); };
+  if (!odd) {
+    for (int64_t i = 0; i < n; i += 16) {
+      const __mmask16 m = tail(n - i);
+      const __m128i b = _mm_maskz_loadu_epi8(m, x + i);
+      const __m512i v = isSigned ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+      _mm512_mask_storeu_ps(out + i, m, _mm512_sub_ps(_mm512_cvtepi32_ps(v), z));
+    }
+    return;
+  }
+  // Pairs (x[2m], x[2m + 1]) as 16-bit lanes: the low byte is the even column.
+  const int64_t pairs = n / 2;
+  for (int64_t i = 0; i < pairs; i += 16) {
+    const __mmask16 m = tail(pairs - i);
+    const __m256i v = _mm256_maskz_loadu_epi16(m, x + 2 * i);
+    const __m256i even = isSigned ? _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8)
+                                  : _mm256_and_si256(v, _mm256_set1_epi16(0xFF));
+    const __m256i oddv = isSigned ? _mm256_srai_epi16(v, 8) : _mm256_srli_epi16(v, 8);
+    _mm512_mask_storeu_ps(out + i, m,
+                          _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(even)), z));
+    _mm512_mask_storeu_ps(odd + i, m,
+                          _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(oddv)), z));
+  }
+  if (n & 1) out[pairs] = (isSigned ? float(int8_t(x[n - 1])) : float(x[n - 1])) - zp;
+}
+
 void u8s8_qgemm_avx512vnni_8x48(const QGemmTileParams& p) {
   detail::byRows<8>(p.mr, [&]<int ROWS>() { qtileCols<ROWS>(p); });
 }
