@@ -7,6 +7,7 @@
 #include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
 #include "passes/fold_affine_into_conv.h"
+#include "passes/fold_qdq.h"
 #include "passes/fold_shape_ops.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/fuse_epilogue.h"
@@ -23,14 +24,20 @@ void IrTraits<Model>::verify(const Model& m) { verifyModel(m); }
 const std::vector<GraphPassInfo>& graphPasses() {
   static const std::vector<GraphPassInfo> kPasses = {
       {"infer-shapes", "re-run shape/type inference (changed: some type became more precise)"},
-      {"fold-shapes", "replace shape arithmetic on known shapes (Shape/Size/Gather/Concat/...) by constants"},
-      {"constant-fold", "evaluate nodes whose inputs are all constants with the reference interpreter"},
+      {"fold-shapes",
+       "replace shape arithmetic on known shapes (Shape/Size/Gather/Concat/...) by constants"},
+      {"constant-fold",
+       "evaluate nodes whose inputs are all constants with the reference interpreter"},
       {"inline-if", "replace an If whose condition is a constant by the branch it takes"},
       {"dce", "remove nodes and constants whose results are unused"},
-      {"cse", "merge identical nodes (same op, inputs and attributes, subgraphs compared structurally)"},
+      {"cse",
+       "merge identical nodes (same op, inputs and attributes, subgraphs compared structurally)"},
       {"simplify", "algebraic simplification patterns, run to a fixed point"},
       {"fold-affine", "fold BatchNormalization and constant Mul/Add into the preceding Conv/Gemm"},
-      {"recognize", "recognize spelled-out LayerNorm, GELU, HardSwish, HardSigmoid, SiLU, attention"},
+      {"fold-qdq", "DequantizeLinear -> Conv/MatMul/Add -> QuantizeLinear as "
+                   "QLinearConv/QLinearMatMul/QLinearAdd"},
+      {"recognize",
+       "recognize spelled-out LayerNorm, GELU, HardSwish, HardSigmoid, SiLU, attention"},
       {"fuse-elementwise", "fuse chains of elementwise/injective ops into one aicc.Fused node"},
       {"fuse-epilogue", "fuse bias/activation/residual consumers into Conv/Gemm/MatMul"},
       {"schedule-memory", "reorder nodes to lower peak memory (reports liveness and peak bytes)"},
@@ -49,6 +56,8 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
   else if (name == "cse") p.run = [](Model& m) { return eliminateCommonSubexpressions(m); };
   else if (name == "simplify") p.run = [](Model& m) { return simplifyAlgebra(m); };
   else if (name == "fold-affine") p.run = [](Model& m) { return foldAffineIntoConv(m); };
+  else if (name == "fold-qdq")
+    p.run = [](Model& m) { return foldQdq(m); };
   else if (name == "recognize") p.run = [](Model& m) { return recognizePatterns(m); };
   else if (name == "fuse-elementwise") p.run = [](Model& m) { return fuseElementwise(m); };
   else if (name == "fuse-epilogue") p.run = [](Model& m) { return fuseEpilogue(m); };
@@ -66,6 +75,9 @@ std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts) {
   auto pass = [&](const char* n) { return makeGraphPass(n, opts); };
   std::vector<GraphPass> p;
   if (level == 0) return p; // -O0: the imported graph as is
+  // Quantized QDQ patterns to integer ops, first: constant folding would turn their
+  // DequantizeLinear(weights) into float weights.
+  p.push_back(pass("fold-qdq"));
   // Cleanup, to a fixed point: shape arithmetic and constants fold, Ifs on constants become their
   // branch, dead code goes, duplicates merge.
   p.push_back(GraphPass::group("cleanup",

@@ -1,0 +1,190 @@
+// fold-qdq (see fold_qdq.h). Each QuantizeLinear is tried as the end of a pattern; a match
+// inserts the integer node before it and redirects the Q's uses to the new node's output. The
+// DequantizeLinear nodes are left for DCE (other consumers may still read them).
+#include "passes/fold_qdq.h"
+
+#include "ir/rewrite.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+namespace aicc {
+
+namespace {
+
+bool isOp(const Node* n, const char* op) { return n && n->op == op && n->domain.empty(); }
+bool isQ8(DType t) { return t == DType::U8 || t == DType::I8; }
+
+int64_t numUses(const Graph& g, const Value* v) {
+  return static_cast<int64_t>(usesOf(g, v).size()) + (isGraphOutput(g, v) ? 1 : 0);
+}
+
+// A DequantizeLinear's operands: the quantized tensor, its scale and zero point (null = 0).
+struct Dq {
+  Value *q, *scale, *zp;
+  int64_t axis;
+};
+
+std::optional<Dq> dqOf(const Value* v) {
+  const Node* n = v ? v->producer : nullptr;
+  if (!isOp(n, "DequantizeLinear") || !n->hasInput(0) || !n->hasInput(1)) return std::nullopt;
+  if (n->attrInt("block_size") != 0 || !n->inputs[1]->constant) return std::nullopt;
+  if (n->hasInput(2) && !n->inputs[2]->constant) return std::nullopt;
+  if (n->inputs[1]->type.dtype != DType::F32 || v->type.dtype != DType::F32) return std::nullopt;
+  return Dq{n->inputs[0], n->inputs[1], n->hasInput(2) ? n->inputs[2] : nullptr,
+            n->attrInt("axis")};
+}
+
+int64_t count(const Value* v) { return v && v->constant ? v->constant->numel() : 0; }
+
+// The zero point as a value of the quantized type (a new scalar 0 when omitted).
+Value* zeroPoint(Graph& g, Value* zp, DType t) {
+  if (zp) return zp;
+  Tensor z(t, {});
+  z.setI64(0, 0);
+  return g.addConstant(g.uniqueName("qdq_zero"), std::move(z));
+}
+
+// Per-tensor quantization of an activation (scalar scale and zero point, u8/i8).
+bool perTensor(const Dq& d) {
+  return isQ8(d.q->type.dtype) && count(d.scale) == 1 && (!d.zp || count(d.zp) == 1);
+}
+
+// Whether Relu / Clip(lo, hi) before a Q with scale s, zero point z and range [qmin, qmax] is a
+// no-op after the Q's own saturation: lo <= s * (qmin - z) and hi >= s * (qmax - z), each within
+// half a step (a value clipped to the bound still rounds to the end of the range).
+bool activationAbsorbed(const Node& act, double s, double z, double qmin, double qmax) {
+  double lo = 0, hi = std::numeric_limits<double>::infinity();
+  if (isOp(&act, "Clip")) {
+    auto bound = [&](size_t i, double dflt) -> std::optional<double> {
+      if (!act.hasInput(i)) return dflt;
+      if (!act.inputs[i]->constant || act.inputs[i]->constant->numel() != 1) return std::nullopt;
+      return act.inputs[i]->constant->getF64(0);
+    };
+    auto l = bound(1, -std::numeric_limits<double>::infinity()), h = bound(2, hi);
+    if (!l || !h) return false;
+    lo = *l, hi = *h;
+  }
+  return lo < s * (qmin - z) + 0.5 * s && hi > s * (qmax - z) - 0.5 * s;
+}
+
+// The int32 bias of a QLinearConv: DQ(int32 const, scale xs * ws[m], zero point 0) as it is, or
+// a float constant quantized with that scale; null when neither.
+Value* convBias(Graph& g, Value* b, double xs, const std::vector<double>& ws, int64_t M) {
+  auto scaleAt = [&](int64_t m) { return xs * ws[ws.size() == 1 ? 0 : size_t(m)]; };
+  if (auto d = dqOf(b)) {
+    if (d->q->type.dtype != DType::I32 || !d->q->constant || count(d->q) != M) return nullptr;
+    if (d->zp && d->zp->constant->toF64Vector() != std::vector<double>(size_t(count(d->zp)), 0.0))
+      return nullptr;
+    const std::vector<double> bs = d->scale->constant->toF64Vector();
+    if (bs.size() != 1 && int64_t(bs.size()) != M) return nullptr;
+    for (int64_t m = 0; m < M; ++m)
+      if (std::fabs(bs[bs.size() == 1 ? 0 : size_t(m)] - scaleAt(m)) > 1e-6 * std::fabs(scaleAt(m)))
+        return nullptr;
+    return d->q;
+  }
+  if (!b->constant || b->type.dtype != DType::F32 || count(b) != M) return nullptr;
+  Tensor q(DType::I32, {M});
+  for (int64_t m = 0; m < M; ++m) {
+    const double v = std::nearbyint(b->constant->getF64(m) / scaleAt(m));
+    if (!(std::fabs(v) < 2147483647.0)) return nullptr;
+    q.setI64(m, static_cast<int64_t>(v));
+  }
+  return g.addConstant(g.uniqueName(b->name + "_quantized"), std::move(q));
+}
+
+// The integer node replacing the float op `op` that feeds Q node `qn` (through `act` or not).
+Node* integerNode(Graph& g, Node& qn, Node& op, const Node* act) {
+  Value* yq = qn.outputs[0];
+  const DType yt = yq->type.dtype;
+  if (!isQ8(yt) || count(qn.inputs[1]) != 1 || (qn.hasInput(2) && count(qn.inputs[2]) != 1) ||
+      qn.inputs[1]->type.dtype != DType::F32)
+    return nullptr;
+  Value* ys = qn.inputs[1];
+  Value* yz = zeroPoint(g, qn.hasInput(2) ? qn.inputs[2] : nullptr, yt);
+  if (act) {
+    const double qmin = yt == DType::U8 ? 0 : -128, qmax = yt == DType::U8 ? 255 : 127;
+    if (!activationAbsorbed(*act, ys->constant->getF64(0), yz->constant->getF64(0), qmin, qmax))
+      return nullptr;
+  }
+  const std::string base = op.name.empty() ? yq->name : op.name;
+  if (isOp(&op, "Add")) {
+    auto a = dqOf(op.inputs[0]), b = dqOf(op.inputs[1]);
+    if (act || !a || !b || !perTensor(*a) || !perTensor(*b) || a->q->type.dtype != yt ||
+        b->q->type.dtype != yt)
+      return nullptr;
+    return insertNode(
+        g, &qn, "QLinearAdd",
+        {a->q, a->scale, zeroPoint(g, a->zp, yt), b->q, b->scale, zeroPoint(g, b->zp, yt), ys, yz},
+        1, base + "_quant", "com.microsoft");
+  }
+  auto x = dqOf(op.inputs[0]);
+  auto w = op.inputs.size() > 1 ? dqOf(op.inputs[1]) : std::nullopt;
+  if (!x || !w || !perTensor(*x) || !isQ8(w->q->type.dtype) || !w->q->constant) return nullptr;
+  Value* xz = zeroPoint(g, x->zp, x->q->type.dtype);
+  Value* wz = zeroPoint(g, w->zp, w->q->type.dtype);
+  if (isOp(&op, "MatMul")) {
+    // b per tensor, or per column (axis 1 of a 2-D b).
+    const int64_t N = w->q->constant->rank() == 2 ? w->q->constant->dim(1) : -1;
+    const int64_t ns = count(w->scale);
+    if (act || N < 0 || (ns != 1 && (ns != N || w->axis != 1)) || count(wz) != ns) return nullptr;
+    return insertNode(g, &qn, "QLinearMatMul", {x->q, x->scale, xz, w->q, w->scale, wz, ys, yz}, 1,
+                      base + "_quant");
+  }
+  // Conv: weights per tensor or per output channel (axis 0).
+  const Tensor& W = *w->q->constant;
+  const int64_t M = W.rank() >= 1 ? W.dim(0) : 0, ns = count(w->scale);
+  if (M <= 0 || (ns != 1 && (ns != M || w->axis != 0)) || count(wz) != ns) return nullptr;
+  std::vector<Value*> in = {x->q, x->scale, xz, w->q, w->scale, wz, ys, yz};
+  if (op.hasInput(2)) {
+    Value* b = convBias(g, op.inputs[2], x->scale->constant->getF64(0),
+                        w->scale->constant->toF64Vector(), M);
+    if (!b) return nullptr;
+    in.push_back(b);
+  }
+  Node* n = insertNode(g, &qn, "QLinearConv", std::move(in), 1, base + "_quant");
+  for (const auto& [k, a] : op.attrs) n->attrs[k] = a;
+  return n;
+}
+
+// One match: the first QuantizeLinear that ends a pattern, rewritten; false when none does.
+bool foldOne(Graph& g) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node* qn = g.nodes[i].get();
+    if (!isOp(qn, "QuantizeLinear") || !qn->hasInput(1) || !qn->inputs[1]->constant ||
+        (qn->hasInput(2) && !qn->inputs[2]->constant) || qn->attrInt("block_size") != 0)
+      continue;
+    Value* yf = qn->inputs[0];
+    Node* act = yf->producer && (isOp(yf->producer, "Relu") || isOp(yf->producer, "Clip"))
+                    ? yf->producer
+                    : nullptr;
+    Value* opOut = act ? act->inputs[0] : yf;
+    Node* op = opOut ? opOut->producer : nullptr;
+    if (!op || op->owner != &g || op->outputs.size() != 1 || numUses(g, opOut) != 1 ||
+        (act && numUses(g, yf) != 1))
+      continue;
+    if (!isOp(op, "Conv") && !isOp(op, "MatMul") && !isOp(op, "Add")) continue;
+    Node* n = integerNode(g, *qn, *op, act);
+    if (!n) continue;
+    n->outputs[0]->type = qn->outputs[0]->type;
+    replaceAllUses(g, qn->outputs[0], n->outputs[0]);
+    std::vector<Node*> dead = {qn, op};
+    if (act) dead.push_back(act);
+    eraseNodes(g, dead);
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+bool foldQdq(Model& m) {
+  bool changed = false;
+  forEachGraph(*m.graph, [&](Graph& g) {
+    while (foldOne(g)) changed = true;
+  });
+  return changed;
+}
+
+} // namespace aicc
