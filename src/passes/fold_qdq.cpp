@@ -58,6 +58,8 @@ bool activationAbsorbed(const Node& act, double s, double z, double qmin, double
   double lo = 0, hi = std::numeric_limits<double>::infinity();
   if (isOp(&act, "Clip")) {
     auto bound = [&](size_t i, double dflt) -> std::optional<double> {
+      const char* attr = i == 1 ? "min" : "max"; // Clip before opset 11
+      if (act.attr(attr)) return double(act.attrFloat(attr));
       if (!act.hasInput(i)) return dflt;
       if (!act.inputs[i]->constant || act.inputs[i]->constant->numel() != 1) return std::nullopt;
       return act.inputs[i]->constant->getF64(0);

@@ -55,6 +55,14 @@ struct AutodiffArgs {
 };
 int autodiffCommand(const AutodiffArgs& a);
 
+struct QuantizeArgs {
+  std::string model, output, method = "minmax";
+  std::vector<std::string> calibration, dims;
+  double percentile = 99.999;
+  bool perTensor = false;
+};
+int quantizeCommand(const QuantizeArgs& a);
+
 struct LoopOptArgs {
   std::string file; // .loop text, or a model to lower
   std::string passes; // comma-separated loop passes (default: simplify)

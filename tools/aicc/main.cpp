@@ -104,6 +104,19 @@ int main(int argc, char** argv) {
   adCmd->add_option("--dim", ad.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   adCmd->add_flag("--keep-outputs", ad.keepOutputs, "Keep the model's other outputs after the gradients");
 
+  QuantizeArgs qa;
+  auto* qCmd = app.add_subcommand("quantize", "Post-training int8 quantization: calibrate on sample inputs, write the model in ONNX's QDQ form");
+  qCmd->add_option("model", qa.model, "ONNX model (float)")->required();
+  qCmd->add_option("--calibration", qa.calibration, "Folders of input_<i>.pb files, or of test_data_set_* folders of them")
+      ->required()->expected(1, -1);
+  qCmd->add_option("-o", qa.output, "Output ONNX file (QDQ)")->required();
+  qCmd->add_option("--method", qa.method, "Activation ranges: minmax (default) or percentile")
+      ->check(CLI::IsMember({"minmax", "percentile"}));
+  qCmd->add_option("--percentile", qa.percentile, "With --method percentile: the kept part of each side, in % (default 99.999)")
+      ->check(CLI::Range(50.0, 100.0));
+  qCmd->add_flag("--per-tensor", qa.perTensor, "One weight scale per tensor (default: per output channel)");
+  qCmd->add_option("--dim", qa.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+
   TrainArgs tr;
   auto* trainCmd = app.add_subcommand("train", "Train a model's weights with one training-step graph (interpreter)");
   trainCmd->add_option("model", tr.model, "ONNX model (or IR text) whose graph computes a scalar loss")->required();
@@ -219,6 +232,7 @@ int main(int argc, char** argv) {
     if (*irCmd) return irCommand(ir);
     if (*optCmd) return optCommand(opt);
     if (*adCmd) return autodiffCommand(ad);
+    if (*qCmd) return quantizeCommand(qa);
     if (*loCmd) return loopOptCommand(lo);
     if (*trainCmd) return trainCommand(tr);
     if (*ccCmd) return compileCommand(cc);

@@ -1,0 +1,230 @@
+#include "quant/ptq.h"
+
+#include "interp/interpreter.h"
+#include "ir/rewrite.h"
+#include "passes/pipelines.h"
+#include "support/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace aicc {
+
+namespace {
+
+bool isOp(const Node* n, const char* op) { return n && n->op == op && n->domain.empty(); }
+bool isF32(const Value* v) { return v && v->type.dtype == DType::F32; }
+bool isActivation(const Value* v) { return isF32(v) && !v->constant; }
+
+// The op result a quantized op's output Q goes after: a Relu/Clip that is its only consumer
+// (and not a graph output), else the result itself.
+Value* quantPoint(const Graph& g, Value* out) {
+  const std::vector<Use> uses = usesOf(g, out);
+  if (uses.size() != 1 || isGraphOutput(g, out)) return out;
+  Node* u = uses[0].node;
+  if (u->owner == &g && (isOp(u, "Relu") || isOp(u, "Clip")) && uses[0].index == 0) {
+    for (size_t i = 1; i < u->inputs.size(); ++i)
+      if (u->inputs[i] && !u->inputs[i]->constant) return out;
+    return u->outputs[0];
+  }
+  return out;
+}
+
+// The calibrated range of one tensor over every run.
+struct Range {
+  double lo = 0, hi = 0;
+  std::vector<float> neg, pos; // percentile: magnitudes seen on each side (subsampled)
+};
+
+void observe(Range& r, const Tensor& t, const PtqOptions& o) {
+  const float* p = t.data<float>();
+  const int64_t n = t.numel();
+  const int64_t step = std::max<int64_t>(1, n / 65536); // percentile: <= 64K samples per run
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = p[i];
+    if (!std::isfinite(v)) continue;
+    r.lo = std::min(r.lo, v), r.hi = std::max(r.hi, v);
+    if (o.method == "percentile" && i % step == 0)
+      (v < 0 ? r.neg : r.pos).push_back(float(std::fabs(v)));
+  }
+}
+
+double percentileOf(std::vector<float>& v, double pct) {
+  if (v.empty()) return 0;
+  const size_t k =
+      std::min(v.size() - 1, size_t(std::ceil(v.size() * pct / 100.0)) - (pct >= 100 ? 1 : 0));
+  std::nth_element(v.begin(), v.begin() + long(k), v.end());
+  return v[k];
+}
+
+// uint8 asymmetric parameters of [lo, hi] (lo <= 0 <= hi).
+PtqTensor uint8Params(const std::string& name, double lo, double hi) {
+  if (hi - lo < 1e-12) hi = lo + 1e-12;
+  PtqTensor t{name, lo, hi, float((hi - lo) / 255.0), 0};
+  t.zeroPoint = std::clamp<int64_t>(int64_t(std::nearbyint(-lo / t.scale)), 0, 255);
+  return t;
+}
+
+Value* constant(Graph& g, const std::string& base, Tensor t) {
+  return g.addConstant(g.uniqueName(base), std::move(t));
+}
+
+// Q -> DQ after activation `v` (params p); every other use of v reads the DQ.
+void insertQdq(Graph& g, Value* v, const PtqTensor& p) {
+  Node* after = v->producer && v->producer->owner == &g ? v->producer : nullptr;
+  const size_t at = after ? nodeIndex(g, after) + 1 : 0;
+  Node* before = at < g.nodes.size() ? g.nodes[at].get() : nullptr;
+  Value* s = constant(g, v->name + "_scale", Tensor::scalar(DType::F32, p.scale));
+  Value* z = constant(g, v->name + "_zero_point", Tensor::scalar(DType::U8, double(p.zeroPoint)));
+  Node* q = insertNode(g, before, "QuantizeLinear", {v, s, z}, 1, v->name + "_QuantizeLinear");
+  q->outputs[0]->type = v->type;
+  q->outputs[0]->type.dtype = DType::U8;
+  Node* dq = insertNode(g, before, "DequantizeLinear", {q->outputs[0], s, z}, 1,
+                        v->name + "_DequantizeLinear");
+  dq->outputs[0]->type = v->type;
+  replaceAllUses(g, v, dq->outputs[0]);
+  q->inputs[0] = v; // the Q itself reads the float value
+}
+
+// Weights w (f32 constant) as DQ(int8, symmetric scales along `axis`, or one scale).
+std::vector<double> quantizeWeights(Graph& g, Node& n, size_t input, int64_t axis,
+                                    bool perChannel) {
+  const Tensor& w = *n.inputs[input]->constant;
+  const int64_t channels = perChannel ? w.dim(axis) : 1;
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < w.rank(); ++d) inner *= w.dim(d);
+  auto channelOf = [&](int64_t i) { return perChannel ? i / inner % channels : 0; };
+  std::vector<double> maxAbs(size_t(channels), 0.0);
+  for (int64_t i = 0; i < w.numel(); ++i)
+    maxAbs[size_t(channelOf(i))] = std::max(maxAbs[size_t(channelOf(i))], std::fabs(w.getF64(i)));
+  Tensor scale(DType::F32, perChannel ? Dims{channels} : Dims{}), zp(DType::I8, scale.shape());
+  std::vector<double> s(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    s[size_t(c)] = double(float(maxAbs[size_t(c)] > 0 ? maxAbs[size_t(c)] / 127.0 : 1.0));
+    scale.setF64(c, s[size_t(c)]);
+    zp.setI64(c, 0);
+  }
+  Tensor q(DType::I8, w.shape());
+  for (int64_t i = 0; i < w.numel(); ++i)
+    q.setI64(i, std::clamp<int64_t>(int64_t(std::nearbyint(w.getF64(i) / s[size_t(channelOf(i))])),
+                                    -127, 127));
+  const std::string base = n.inputs[input]->name;
+  Value* qv = constant(g, base + "_quantized", std::move(q));
+  Node* dq = insertNode(g, &n, "DequantizeLinear",
+                        {qv, constant(g, base + "_scale", std::move(scale)),
+                         constant(g, base + "_zero_point", std::move(zp))},
+                        1, base + "_DequantizeLinear");
+  if (perChannel) dq->attrs["axis"] = Attribute{axis};
+  dq->outputs[0]->type = n.inputs[input]->type;
+  n.inputs[input] = dq->outputs[0];
+  return s;
+}
+
+// A Conv bias (f32 constant [M]) as DQ(int32, scale x_scale * w_scale[m]).
+void quantizeBias(Graph& g, Node& conv, double xs, const std::vector<double>& ws) {
+  const Tensor& b = *conv.inputs[2]->constant;
+  const int64_t M = b.numel();
+  Tensor q(DType::I32, {M}), scale(DType::F32, {M});
+  for (int64_t m = 0; m < M; ++m) {
+    const float s = float(xs) * float(ws[ws.size() == 1 ? 0 : size_t(m)]);
+    scale.setF64(m, s);
+    const double v = std::nearbyint(b.getF64(m) / double(s));
+    q.setI64(m, int64_t(std::clamp(v, -2147483647.0, 2147483647.0)));
+  }
+  const std::string base = conv.inputs[2]->name;
+  Node* dq = insertNode(g, &conv, "DequantizeLinear",
+                        {constant(g, base + "_quantized", std::move(q)),
+                         constant(g, base + "_scale", std::move(scale))},
+                        1, base + "_DequantizeLinear");
+  dq->attrs["axis"] = Attribute{int64_t(0)};
+  dq->outputs[0]->type = conv.inputs[2]->type;
+  conv.inputs[2] = dq->outputs[0];
+}
+
+} // namespace
+
+double sqnrDb(const Tensor& ref, const Tensor& got) {
+  double sig = 0, noise = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double r = ref.getF64(i), d = r - got.getF64(i);
+    sig += r * r, noise += d * d;
+  }
+  return noise == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(sig / noise);
+}
+
+PtqReport quantizeModel(Model& m, const std::vector<std::vector<RValue>>& calibration,
+                        const PtqOptions& o) {
+  AICC_CHECK(o.method == "minmax" || o.method == "percentile",
+             "quantize: unknown calibration method '{}' (minmax, percentile)", o.method);
+  AICC_CHECK(!calibration.empty(), "quantize: no calibration inputs");
+  // Standard-ONNX cleanup: BatchNormalization into Conv, constants folded, dead code gone.
+  for (const char* p :
+       {"fold-shapes", "constant-fold", "dce", "fold-affine", "constant-fold", "dce"})
+    makeGraphPass(p).run(m);
+  Graph& g = *m.graph;
+  // The ops to quantize and the activations around them.
+  std::vector<Node*> convs, matmuls, adds;
+  std::vector<Value*> acts;
+  std::set<const Value*> seen;
+  auto want = [&](Value* v) { // graph outputs stay float
+    if (isActivation(v) && !isGraphOutput(g, v) && seen.insert(v).second) acts.push_back(v);
+  };
+  for (auto& np : g.nodes) {
+    Node* n = np.get();
+    if (isOp(n, "Conv") && isActivation(n->inputs[0]) && isF32(n->inputs[1]) &&
+        n->inputs[1]->constant && (!n->hasInput(2) || n->inputs[2]->constant)) {
+      convs.push_back(n);
+    } else if (isOp(n, "MatMul") && isActivation(n->inputs[0]) && isF32(n->inputs[1]) &&
+               n->inputs[1]->constant && n->inputs[1]->constant->rank() == 2) {
+      matmuls.push_back(n);
+    } else if (isOp(n, "Add") && isActivation(n->inputs[0]) && isActivation(n->inputs[1]) &&
+               n->outputs[0]->type.dtype == DType::F32) {
+      adds.push_back(n);
+    } else {
+      continue;
+    }
+    for (Value* in : n->inputs)
+      if (in && !in->constant) want(in);
+    want(quantPoint(g, n->outputs[0]));
+  }
+  // Calibration: the activations as extra outputs of the float graph.
+  const std::vector<Value*> outputs = g.outputs;
+  for (Value* v : acts)
+    if (!isGraphOutput(g, v)) g.outputs.push_back(v);
+  std::map<const Value*, Range> ranges;
+  for (const auto& in : calibration) {
+    const std::vector<RValue> got = interpret(g, in);
+    for (size_t i = 0; i < g.outputs.size(); ++i)
+      if (seen.count(g.outputs[i])) observe(ranges[g.outputs[i]], got[i].tensor, o);
+  }
+  g.outputs = outputs;
+  PtqReport report;
+  std::map<const Value*, PtqTensor> params;
+  for (Value* v : acts) {
+    Range& r = ranges[v];
+    double lo = r.lo, hi = r.hi;
+    if (o.method == "percentile")
+      lo = -percentileOf(r.neg, o.percentile), hi = percentileOf(r.pos, o.percentile);
+    params[v] = uint8Params(v->name, std::min(lo, 0.0), std::max(hi, 0.0));
+    report.activations.push_back(params[v]);
+  }
+  // Weights and biases first (they read the calibrated input scales), then the activations' Q/DQ.
+  for (Node* n : convs) {
+    const std::vector<double> ws = quantizeWeights(g, *n, 1, 0, o.perChannel);
+    if (n->hasInput(2)) quantizeBias(g, *n, params[n->inputs[0]].scale, ws);
+  }
+  for (Node* n : matmuls) quantizeWeights(g, *n, 1, 1, o.perChannel);
+  for (Value* v : acts) insertQdq(g, v, params[v]);
+  report.convs = int64_t(convs.size()), report.matmuls = int64_t(matmuls.size());
+  report.adds = int64_t(adds.size());
+  makeGraphPass("dce").run(m); // the float weights
+  int64_t& opset = m.opsets[""];
+  opset = std::max<int64_t>(opset, 13);            // per-axis DequantizeLinear
+  m.irVersion = std::max<int64_t>(m.irVersion, 7); // what opset 13 needs
+  return report;
+}
+
+} // namespace aicc

@@ -1,0 +1,77 @@
+// aicc quantize: post-training int8 quantization (src/quant/ptq.h). Calibrates on the input sets
+// of the --calibration folders, writes the QDQ model, and reports each activation's range and,
+// per output, the SQNR of the quantized model (its literal QDQ semantics, the reference
+// interpreter) against the float model on the calibration inputs.
+#include "commands.h"
+
+#include "frontend/onnx/inputs.h"
+#include "frontend/onnx/onnx_exporter.h"
+#include "interp/interpreter.h"
+#include "quant/ptq.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+
+namespace aicc::cli {
+
+namespace {
+
+// The input sets of a folder: its test_data_set_* subfolders, or the folder itself.
+std::vector<std::string> inputSets(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) fail("--calibration: '{}' is not a folder", dir);
+  std::vector<std::string> sets;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(e.path().string());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) sets.push_back(dir);
+  return sets;
+}
+
+} // namespace
+
+int quantizeCommand(const QuantizeArgs& a) {
+  ImportedModel im = loadModel(a.model, parseDims(a.dims));
+  std::vector<std::vector<RValue>> calib;
+  for (const std::string& dir : a.calibration)
+    for (const std::string& set : inputSets(dir)) {
+      InputSpec spec;
+      spec.inputsDir = set;
+      spec.generate = false;
+      calib.push_back(bindInputs(im, spec));
+    }
+  // The float model's outputs, for the accuracy report.
+  std::vector<std::vector<RValue>> ref;
+  for (const auto& in : calib) ref.push_back(interpret(*im.model.graph, in));
+  PtqOptions o;
+  o.method = a.method;
+  o.percentile = a.percentile;
+  o.perChannel = !a.perTensor;
+  const PtqReport r = quantizeModel(im.model, calib, o);
+  exportOnnxFile(im.model, a.output);
+  std::cout << fmt::format("{}: {} Conv, {} MatMul, {} Add quantized (int8 weights {}, uint8 "
+                           "activations, {} ranges over {} input sets)\n",
+                           a.output, r.convs, r.matmuls, r.adds,
+                           o.perChannel ? "per channel" : "per tensor", a.method, calib.size());
+  for (const PtqTensor& t : r.activations)
+    std::cout << fmt::format("  {:40} [{:.6g}, {:.6g}]  scale {:.6g}  zero point {}\n", t.name,
+                             t.lo, t.hi, t.scale, t.zeroPoint);
+  const Graph& g = *im.model.graph;
+  std::vector<std::vector<RValue>> got;
+  for (const auto& in : calib) got.push_back(interpret(g, in));
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    double worst = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < calib.size(); ++i)
+      if (ref[i][k].kind == RValue::Kind::Tensor && isFloat(ref[i][k].tensor.dtype()))
+        worst = std::min(worst, sqnrDb(ref[i][k].tensor, got[i][k].tensor));
+    std::cout << fmt::format("  output '{}': SQNR vs float {:.1f} dB (worst input set)\n",
+                             g.outputs[k]->name, worst);
+  }
+  return 0;
+}
+
+} // namespace aicc::cli
