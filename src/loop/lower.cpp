@@ -89,7 +89,7 @@ private:
       no("no compute definition for " + n_.op);
     }
     for (const Node* x : nodes_) {
-      if (!x->domain.empty() || !hasComputeDefinition(x->op))
+      if (!x->domain.empty() || (!hasComputeDefinition(x->op) && !detail::isChainActivation(x->op)))
         no("no compute definition for " + (x->domain.empty() ? x->op : x->domain + "." + x->op));
       for (const Value* o : x->outputs)
         if (o) producer_[o] = x;
@@ -243,7 +243,8 @@ private:
       std::vector<ExprPtr> args;
       for (const Value* i : x.inputs) args.push_back(i ? valueExpr(i) : nullptr);
       std::string why;
-      e = computeElementwise(x, args, v->type.dtype, &why);
+      // chainExpr: compute.h's definitions plus the activations it lacks (Swish, HardSwish, ...).
+      e = detail::chainExpr(x, args, v->type.dtype, &why);
       if (!e) no(x.describe() + ": " + why);
       if (uses_[v] > 1 && !isImm(e)) {
         std::string t = fresh("t_" + v->name);

@@ -14,21 +14,17 @@
 
 namespace aicc::loop::detail {
 
-namespace {
-
-bool extraActivation(const std::string& op) {
+bool isChainActivation(const std::string& op) {
   return op == "HardSwish" || op == "Swish" || op == "Gelu" || op == "Softplus" || op == "Mish" ||
          op == "Selu" || op == "Celu" || op == "ThresholdedRelu";
 }
-
-} // namespace
 
 ExprPtr chainExpr(const Node& x, const std::vector<ExprPtr>& in, DType out, std::string* why) {
   if (!x.domain.empty()) {
     if (why) *why = "op " + x.domain + "." + x.op;
     return nullptr;
   }
-  if (!extraActivation(x.op)) return computeElementwise(x, in, out, why);
+  if (!isChainActivation(x.op)) return computeElementwise(x, in, out, why);
   if (in.empty() || !in[0] || !isComputeFloat(in[0]->type)) {
     if (why) *why = x.op + " needs a float input";
     return nullptr;
@@ -261,7 +257,7 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
   bool fused = n.domain == kAiccDomain && n.op == "Fused";
   if (fused && n.attrString("kind") == "reduction") return lowerFusedReduction(n, name, o);
   if (fused && n.attrString("kind") != "epilogue") return std::nullopt;
-  if (!fused && !(n.domain.empty() && extraActivation(n.op))) return std::nullopt;
+  if (!fused && !(n.domain.empty() && isChainActivation(n.op))) return std::nullopt;
 
   FuncBuilder b(n, name, fused ? "epilogue" : "elementwise");
   if (n.outputs.size() != 1) no("an epilogue with several outputs");

@@ -123,6 +123,9 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b, con
 // The scalar expression of an elementwise op of the epilogue chain (compute.h, plus a few
 // activations); nullptr + why when not covered.
 ExprPtr chainExpr(const Node& x, const std::vector<ExprPtr>& in, DType out, std::string* why);
+// The activations chainExpr defines beyond compute.h (HardSwish, Swish, Gelu, Softplus, Mish,
+// Selu, Celu, ThresholdedRelu).
+bool isChainActivation(const std::string& op);
 
 // The body of a head op (Conv, Gemm, MatMul) writing `outParam` of the builder, used by the
 // epilogue lowering: the head's inputs are bound through `bind` (inner value -> outer value).

@@ -1,5 +1,7 @@
 #include "quant/ptq.h"
 
+#include "frontend/onnx/onnx_exporter.h"
+#include "frontend/onnx/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "ir/rewrite.h"
 #include "passes/pipelines.h"
@@ -155,6 +157,109 @@ double sqnrDb(const Tensor& ref, const Tensor& got) {
   return noise == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(sig / noise);
 }
 
+namespace {
+
+// The ops quantized: Conv with constant weights (and bias), MatMul with constant 2-D weights, Add
+// of two activations; `keepFloat` names (by output value) ops left in float.
+std::vector<Node*> candidates(Graph& g, const std::set<std::string>& keepFloat = {}) {
+  std::vector<Node*> ops;
+  for (auto& np : g.nodes) {
+    Node* n = np.get();
+    if (keepFloat.count(n->outputs[0]->name)) continue;
+    if ((isOp(n, "Conv") && isActivation(n->inputs[0]) && isF32(n->inputs[1]) &&
+         n->inputs[1]->constant && (!n->hasInput(2) || n->inputs[2]->constant)) ||
+        (isOp(n, "MatMul") && isActivation(n->inputs[0]) && isF32(n->inputs[1]) &&
+         n->inputs[1]->constant && n->inputs[1]->constant->rank() == 2) ||
+        (isOp(n, "Add") && isActivation(n->inputs[0]) && isActivation(n->inputs[1]) &&
+         n->outputs[0]->type.dtype == DType::F32))
+      ops.push_back(n);
+  }
+  return ops;
+}
+
+// The activations around `ops` (inputs and quantization points; graph outputs stay float).
+std::vector<Value*> activations(const Graph& g, const std::vector<Node*>& ops) {
+  std::vector<Value*> acts;
+  std::set<const Value*> seen;
+  auto want = [&](Value* v) {
+    if (isActivation(v) && !isGraphOutput(g, v) && seen.insert(v).second) acts.push_back(v);
+  };
+  for (Node* n : ops) {
+    for (Value* in : n->inputs)
+      if (in && !in->constant) want(in);
+    want(quantPoint(g, n->outputs[0]));
+  }
+  return acts;
+}
+
+// Activation parameters by value name, from the float graph run on every calibration set.
+std::map<std::string, PtqTensor> calibrate(Graph& g, const std::vector<Value*>& acts,
+                                           const std::vector<std::vector<RValue>>& calibration,
+                                           const PtqOptions& o) {
+  const std::vector<Value*> outputs = g.outputs;
+  for (Value* v : acts) g.outputs.push_back(v);
+  std::map<const Value*, Range> ranges;
+  for (const auto& in : calibration) {
+    const std::vector<RValue> got = interpret(g, in);
+    for (size_t i = outputs.size(); i < g.outputs.size(); ++i)
+      observe(ranges[g.outputs[i]], got[i].tensor, o);
+  }
+  g.outputs = outputs;
+  std::map<std::string, PtqTensor> params;
+  for (Value* v : acts) {
+    Range& r = ranges[v];
+    double lo = r.lo, hi = r.hi;
+    if (o.method == "percentile")
+      lo = -percentileOf(r.neg, o.percentile), hi = percentileOf(r.pos, o.percentile);
+    params[v->name] = uint8Params(v->name, std::min(lo, 0.0), std::max(hi, 0.0));
+  }
+  return params;
+}
+
+// The QDQ rewrite of every candidate op not in keepFloat.
+void apply(Model& m, const std::map<std::string, PtqTensor>& params,
+           const std::set<std::string>& keepFloat, const PtqOptions& o, PtqReport* report) {
+  Graph& g = *m.graph;
+  const std::vector<Node*> ops = candidates(g, keepFloat);
+  const std::vector<Value*> acts = activations(g, ops);
+  // Weights and biases first (they read the calibrated input scales), then the activations' Q/DQ.
+  for (Node* n : ops) {
+    if (isOp(n, "Conv")) {
+      const std::vector<double> ws = quantizeWeights(g, *n, 1, 0, o.perChannel);
+      if (n->hasInput(2)) quantizeBias(g, *n, params.at(n->inputs[0]->name).scale, ws);
+      if (report) ++report->convs;
+    } else if (isOp(n, "MatMul")) {
+      quantizeWeights(g, *n, 1, 1, o.perChannel);
+      if (report) ++report->matmuls;
+    } else if (report) {
+      ++report->adds;
+    }
+  }
+  for (Value* v : acts) {
+    insertQdq(g, v, params.at(v->name));
+    if (report) report->activations.push_back(params.at(v->name));
+  }
+  makeGraphPass("dce").run(m); // the float weights
+  int64_t& opset = m.opsets[""];
+  opset = std::max<int64_t>(opset, 13);            // per-axis DequantizeLinear
+  m.irVersion = std::max<int64_t>(m.irVersion, 7); // what opset 13 needs
+}
+
+// The worst SQNR over outputs and calibration sets of `m` against the float outputs `ref`.
+double worstSqnr(const Model& m, const std::vector<std::vector<RValue>>& calibration,
+                 const std::vector<std::vector<RValue>>& ref) {
+  double worst = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < calibration.size(); ++i) {
+    const std::vector<RValue> got = interpret(*m.graph, calibration[i]);
+    for (size_t k = 0; k < got.size(); ++k)
+      if (ref[i][k].kind == RValue::Kind::Tensor && isFloat(ref[i][k].tensor.dtype()))
+        worst = std::min(worst, sqnrDb(ref[i][k].tensor, got[k].tensor));
+  }
+  return worst;
+}
+
+} // namespace
+
 PtqReport quantizeModel(Model& m, const std::vector<std::vector<RValue>>& calibration,
                         const PtqOptions& o) {
   AICC_CHECK(o.method == "minmax" || o.method == "percentile",
@@ -164,66 +269,40 @@ PtqReport quantizeModel(Model& m, const std::vector<std::vector<RValue>>& calibr
   for (const char* p :
        {"fold-shapes", "constant-fold", "dce", "fold-affine", "constant-fold", "dce"})
     makeGraphPass(p).run(m);
-  Graph& g = *m.graph;
-  // The ops to quantize and the activations around them.
-  std::vector<Node*> convs, matmuls, adds;
-  std::vector<Value*> acts;
-  std::set<const Value*> seen;
-  auto want = [&](Value* v) { // graph outputs stay float
-    if (isActivation(v) && !isGraphOutput(g, v) && seen.insert(v).second) acts.push_back(v);
-  };
-  for (auto& np : g.nodes) {
-    Node* n = np.get();
-    if (isOp(n, "Conv") && isActivation(n->inputs[0]) && isF32(n->inputs[1]) &&
-        n->inputs[1]->constant && (!n->hasInput(2) || n->inputs[2]->constant)) {
-      convs.push_back(n);
-    } else if (isOp(n, "MatMul") && isActivation(n->inputs[0]) && isF32(n->inputs[1]) &&
-               n->inputs[1]->constant && n->inputs[1]->constant->rank() == 2) {
-      matmuls.push_back(n);
-    } else if (isOp(n, "Add") && isActivation(n->inputs[0]) && isActivation(n->inputs[1]) &&
-               n->outputs[0]->type.dtype == DType::F32) {
-      adds.push_back(n);
-    } else {
-      continue;
-    }
-    for (Value* in : n->inputs)
-      if (in && !in->constant) want(in);
-    want(quantPoint(g, n->outputs[0]));
-  }
-  // Calibration: the activations as extra outputs of the float graph.
-  const std::vector<Value*> outputs = g.outputs;
-  for (Value* v : acts)
-    if (!isGraphOutput(g, v)) g.outputs.push_back(v);
-  std::map<const Value*, Range> ranges;
-  for (const auto& in : calibration) {
-    const std::vector<RValue> got = interpret(g, in);
-    for (size_t i = 0; i < g.outputs.size(); ++i)
-      if (seen.count(g.outputs[i])) observe(ranges[g.outputs[i]], got[i].tensor, o);
-  }
-  g.outputs = outputs;
+  std::vector<Node*> ops = candidates(*m.graph);
+  const auto params = calibrate(*m.graph, activations(*m.graph, ops), calibration, o);
+  std::set<std::string> keepFloat;
   PtqReport report;
-  std::map<const Value*, PtqTensor> params;
-  for (Value* v : acts) {
-    Range& r = ranges[v];
-    double lo = r.lo, hi = r.hi;
-    if (o.method == "percentile")
-      lo = -percentileOf(r.neg, o.percentile), hi = percentileOf(r.pos, o.percentile);
-    params[v] = uint8Params(v->name, std::min(lo, 0.0), std::max(hi, 0.0));
-    report.activations.push_back(params[v]);
+  if (o.minSqnrDb > 0) {
+    // Mixed precision: the float model is copied through its ONNX bytes for each trial.
+    std::vector<std::vector<RValue>> ref;
+    for (const auto& in : calibration) ref.push_back(interpret(*m.graph, in));
+    const std::string bytes = exportOnnxBytes(m);
+    auto trial = [&](const std::set<std::string>& floatOps) {
+      ImportedModel t = importOnnxBytes(bytes, ".");
+      apply(t.model, params, floatOps, o, nullptr);
+      return worstSqnr(t.model, calibration, ref);
+    };
+    report.sqnrAllInt8 = trial({});
+    if (report.sqnrAllInt8 < o.minSqnrDb) {
+      // Sensitivity: the SQNR with one op alone quantized; the worst ones stay float first.
+      std::vector<std::string> names;
+      for (Node* n : ops) names.push_back(n->outputs[0]->name);
+      std::vector<std::pair<double, std::string>> alone;
+      for (const std::string& op : names) {
+        std::set<std::string> others(names.begin(), names.end());
+        others.erase(op);
+        alone.emplace_back(trial(others), op);
+      }
+      std::sort(alone.begin(), alone.end());
+      for (const auto& [db, op] : alone) {
+        keepFloat.insert(op);
+        report.keptFloat.push_back({op, db});
+        if (trial(keepFloat) >= o.minSqnrDb) break;
+      }
+    }
   }
-  // Weights and biases first (they read the calibrated input scales), then the activations' Q/DQ.
-  for (Node* n : convs) {
-    const std::vector<double> ws = quantizeWeights(g, *n, 1, 0, o.perChannel);
-    if (n->hasInput(2)) quantizeBias(g, *n, params[n->inputs[0]].scale, ws);
-  }
-  for (Node* n : matmuls) quantizeWeights(g, *n, 1, 1, o.perChannel);
-  for (Value* v : acts) insertQdq(g, v, params[v]);
-  report.convs = int64_t(convs.size()), report.matmuls = int64_t(matmuls.size());
-  report.adds = int64_t(adds.size());
-  makeGraphPass("dce").run(m); // the float weights
-  int64_t& opset = m.opsets[""];
-  opset = std::max<int64_t>(opset, 13);            // per-axis DequantizeLinear
-  m.irVersion = std::max<int64_t>(m.irVersion, 7); // what opset 13 needs
+  apply(m, params, keepFloat, o, &report);
   return report;
 }
 

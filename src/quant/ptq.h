@@ -9,6 +9,7 @@
 //     scale x_scale * w_scale.
 //   - Activations: uint8, asymmetric, per tensor, the range always containing 0: min-max over the
 //     calibration runs, or a percentile of |x| per side ("percentile", default 99.999).
+// Mixed precision (minSqnrDb): the most sensitive ops stay float until the SQNR target is met.
 // The float graph is first cleaned with the standard-ONNX passes (constant folding, dead code,
 // BatchNormalization folded into Conv), so the output stays standard ONNX (opset >= 13).
 #pragma once
@@ -25,6 +26,10 @@ struct PtqOptions {
   std::string method = "minmax"; // "minmax" or "percentile"
   double percentile = 99.999;    // with "percentile": the kept fraction of each side, in %
   bool perChannel = true;
+  // Mixed precision: when the all-int8 model's worst output SQNR over the calibration sets is
+  // below this (dB; 0 = off), the ops whose quantization alone hurts most stay float, one at a
+  // time, until it is reached.
+  double minSqnrDb = 0;
 };
 
 struct PtqTensor {
@@ -37,6 +42,9 @@ struct PtqTensor {
 struct PtqReport {
   std::vector<PtqTensor> activations;
   int64_t convs = 0, matmuls = 0, adds = 0;
+  double sqnrAllInt8 = 0; // with minSqnrDb: the worst SQNR with every op quantized
+  // With minSqnrDb: the ops kept float (by output value), with the SQNR of quantizing it alone.
+  std::vector<std::pair<std::string, double>> keptFloat;
 };
 
 // Rewrites `m` in place. `calibration`: input sets bound to m's graph inputs by position.

@@ -58,7 +58,7 @@ int autodiffCommand(const AutodiffArgs& a);
 struct QuantizeArgs {
   std::string model, output, method = "minmax";
   std::vector<std::string> calibration, dims;
-  double percentile = 99.999;
+  double percentile = 99.999, minSqnr = 0;
   bool perTensor = false;
 };
 int quantizeCommand(const QuantizeArgs& a);

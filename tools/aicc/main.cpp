@@ -115,6 +115,8 @@ int main(int argc, char** argv) {
   qCmd->add_option("--percentile", qa.percentile, "With --method percentile: the kept part of each side, in % (default 99.999)")
       ->check(CLI::Range(50.0, 100.0));
   qCmd->add_flag("--per-tensor", qa.perTensor, "One weight scale per tensor (default: per output channel)");
+  qCmd->add_option("--min-sqnr", qa.minSqnr, "Mixed precision: keep the most sensitive ops float until every output's SQNR on the calibration sets reaches this (dB)")
+      ->check(CLI::Range(0.0, 200.0));
   qCmd->add_option("--dim", qa.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
 
   TrainArgs tr;

@@ -51,12 +51,21 @@ int quantizeCommand(const QuantizeArgs& a) {
   o.method = a.method;
   o.percentile = a.percentile;
   o.perChannel = !a.perTensor;
+  o.minSqnrDb = a.minSqnr;
   const PtqReport r = quantizeModel(im.model, calib, o);
   exportOnnxFile(im.model, a.output);
   std::cout << fmt::format("{}: {} Conv, {} MatMul, {} Add quantized (int8 weights {}, uint8 "
                            "activations, {} ranges over {} input sets)\n",
                            a.output, r.convs, r.matmuls, r.adds,
                            o.perChannel ? "per channel" : "per tensor", a.method, calib.size());
+  if (a.minSqnr > 0) {
+    std::cout << fmt::format(
+        "  mixed precision: all int8 {:.1f} dB, target {:.1f} dB; {} op(s) kept "
+        "float\n",
+        r.sqnrAllInt8, a.minSqnr, r.keptFloat.size());
+    for (const auto& [op, db] : r.keptFloat)
+      std::cout << fmt::format("    float: {} (quantized alone: {:.1f} dB)\n", op, db);
+  }
   for (const PtqTensor& t : r.activations)
     std::cout << fmt::format("  {:40} [{:.6g}, {:.6g}]  scale {:.6g}  zero point {}\n", t.name,
                              t.lo, t.hi, t.scale, t.zeroPoint);
