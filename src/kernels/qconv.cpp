@@ -94,9 +94,17 @@ void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x
       } else {
         const uint8_t* row = plane + iy * s.W;
         const int64_t off = kx * s.dilW - s.padLeft; // ix = ox * strideW + off
-        for (int64_t i = 0; i < run; ++i) {
-          const int64_t ix = (ox0 + i) * s.strideW + off;
-          out[j + i] = ix >= 0 && ix < s.W ? row[ix] : rawPad;
+        if (s.strideW == 1) { // padding, one contiguous slice of the row, padding
+          const int64_t a = std::clamp<int64_t>(-(ox0 + off), 0, run);
+          const int64_t b = std::clamp<int64_t>(s.W - (ox0 + off), a, run);
+          std::memset(out + j, rawPad, size_t(a));
+          std::memcpy(out + j + a, row + ox0 + off + a, size_t(b - a));
+          std::memset(out + j + b, rawPad, size_t(run - b));
+        } else {
+          for (int64_t i = 0; i < run; ++i) {
+            const int64_t ix = (ox0 + i) * s.strideW + off;
+            out[j + i] = ix >= 0 && ix < s.W ? row[ix] : rawPad;
+          }
         }
       }
       j += run;
