@@ -38,18 +38,18 @@ Value* quantPoint(const Graph& g, Value* out) {
 // The calibrated range of one tensor over every run.
 struct Range {
   double lo = 0, hi = 0;
-  std::vector<float> neg, pos; // percentile: magnitudes seen on each side (subsampled)
+  std::vector<float> neg, pos; // percentile, entropy: magnitudes seen on each side (subsampled)
 };
 
 void observe(Range& r, const Tensor& t, const PtqOptions& o) {
   const float* p = t.data<float>();
   const int64_t n = t.numel();
-  const int64_t step = std::max<int64_t>(1, n / 65536); // percentile: <= 64K samples per run
+  const int64_t step = std::max<int64_t>(1, n / 65536); // <= 64K samples per run
   for (int64_t i = 0; i < n; ++i) {
     const double v = p[i];
     if (!std::isfinite(v)) continue;
     r.lo = std::min(r.lo, v), r.hi = std::max(r.hi, v);
-    if (o.method == "percentile" && i % step == 0)
+    if (o.method != "minmax" && i % step == 0)
       (v < 0 ? r.neg : r.pos).push_back(float(std::fabs(v)));
   }
 }
@@ -60,6 +60,46 @@ double percentileOf(std::vector<float>& v, double pct) {
       std::min(v.size() - 1, size_t(std::ceil(v.size() * pct / 100.0)) - (pct >= 100 ? 1 : 0));
   std::nth_element(v.begin(), v.begin() + long(k), v.end());
   return v[k];
+}
+
+// Entropy calibration (the TensorRT method): the clipping threshold of the magnitudes `v` whose
+// `levels`-level quantization loses the least information, measured as the KL divergence between
+// the clipped 2048-bin histogram (outliers folded into the last kept bin) and its quantized
+// version (each of the levels spreads its total evenly over its non-empty bins).
+double entropyThreshold(const std::vector<float>& v, int levels) {
+  constexpr int kBins = 2048;
+  double top = 0;
+  for (float x : v) top = std::max(top, double(x));
+  // A histogram needs data: small tensors (a classifier's logits) keep their whole range.
+  if (v.size() < 16 * size_t(kBins) || top <= 0) return top;
+  std::vector<double> hist(kBins, 0.0);
+  for (float x : v) hist[size_t(std::min(kBins - 1, int(double(x) / top * kBins)))] += 1;
+  double bestKl = std::numeric_limits<double>::infinity();
+  int best = kBins;
+  std::vector<double> p(kBins), q(kBins);
+  for (int i = levels; i <= kBins; ++i) {
+    double outliers = 0;
+    for (int b = i; b < kBins; ++b) outliers += hist[size_t(b)];
+    std::copy(hist.begin(), hist.begin() + i, p.begin());
+    p[size_t(i - 1)] += outliers;
+    for (int l = 0; l < levels; ++l) { // the quantized histogram
+      const int b0 = l * i / levels, b1 = (l + 1) * i / levels;
+      double sum = 0;
+      int nonzero = 0;
+      for (int b = b0; b < b1; ++b) sum += hist[size_t(b)], nonzero += hist[size_t(b)] > 0;
+      for (int b = b0; b < b1; ++b) q[size_t(b)] = hist[size_t(b)] > 0 ? sum / nonzero : 0.0;
+    }
+    double ps = 0, qs = 0;
+    for (int b = 0; b < i; ++b) ps += p[size_t(b)], qs += q[size_t(b)];
+    double kl = 0;
+    for (int b = 0; b < i && qs > 0; ++b) {
+      if (p[size_t(b)] <= 0) continue;
+      const double pb = p[size_t(b)] / ps, qb = q[size_t(b)] / qs;
+      kl += qb > 0 ? pb * std::log(pb / qb) : pb * 30; // an empty level where data lies: large
+    }
+    if (kl < bestKl) bestKl = kl, best = i;
+  }
+  return (best + 0.5) / kBins * top;
 }
 
 // uint8 asymmetric parameters of [lo, hi] (lo <= 0 <= hi).
@@ -211,6 +251,11 @@ std::map<std::string, PtqTensor> calibrate(Graph& g, const std::vector<Value*>& 
     double lo = r.lo, hi = r.hi;
     if (o.method == "percentile")
       lo = -percentileOf(r.neg, o.percentile), hi = percentileOf(r.pos, o.percentile);
+    if (o.method == "entropy") { // 255 levels for one side, 128 per side for both
+      const bool both = !r.neg.empty() && !r.pos.empty();
+      lo = r.neg.empty() ? 0.0 : -entropyThreshold(r.neg, both ? 128 : 255);
+      hi = r.pos.empty() ? 0.0 : entropyThreshold(r.pos, both ? 128 : 255);
+    }
     params[v->name] = uint8Params(v->name, std::min(lo, 0.0), std::max(hi, 0.0));
   }
   return params;
@@ -262,8 +307,8 @@ double worstSqnr(const Model& m, const std::vector<std::vector<RValue>>& calibra
 
 PtqReport quantizeModel(Model& m, const std::vector<std::vector<RValue>>& calibration,
                         const PtqOptions& o) {
-  AICC_CHECK(o.method == "minmax" || o.method == "percentile",
-             "quantize: unknown calibration method '{}' (minmax, percentile)", o.method);
+  AICC_CHECK(o.method == "minmax" || o.method == "percentile" || o.method == "entropy",
+             "quantize: unknown calibration method '{}' (minmax, percentile, entropy)", o.method);
   AICC_CHECK(!calibration.empty(), "quantize: no calibration inputs");
   // Standard-ONNX cleanup: BatchNormalization into Conv, constants folded, dead code gone.
   for (const char* p :

@@ -8,7 +8,8 @@
 //     per column (MatMul, axis 1); per tensor with perChannel = false. Conv biases: int32 with
 //     scale x_scale * w_scale.
 //   - Activations: uint8, asymmetric, per tensor, the range always containing 0: min-max over the
-//     calibration runs, or a percentile of |x| per side ("percentile", default 99.999).
+//     calibration runs, a percentile of |x| per side ("percentile", default 99.999), or the
+//     clipping threshold of least KL divergence per side ("entropy", TensorRT's method).
 // Mixed precision (minSqnrDb): the most sensitive ops stay float until the SQNR target is met.
 // The float graph is first cleaned with the standard-ONNX passes (constant folding, dead code,
 // BatchNormalization folded into Conv), so the output stays standard ONNX (opset >= 13).
@@ -23,7 +24,7 @@
 namespace aicc {
 
 struct PtqOptions {
-  std::string method = "minmax"; // "minmax" or "percentile"
+  std::string method = "minmax"; // "minmax", "percentile" or "entropy"
   double percentile = 99.999;    // with "percentile": the kept fraction of each side, in %
   bool perChannel = true;
   // Mixed precision: when the all-int8 model's worst output SQNR over the calibration sets is

@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
   qCmd->add_option("--calibration", qa.calibration, "Folders of input_<i>.pb files, or of test_data_set_* folders of them")
       ->required()->expected(1, -1);
   qCmd->add_option("-o", qa.output, "Output ONNX file (QDQ)")->required();
-  qCmd->add_option("--method", qa.method, "Activation ranges: minmax (default) or percentile")
-      ->check(CLI::IsMember({"minmax", "percentile"}));
+  qCmd->add_option("--method", qa.method, "Activation ranges: minmax (default), percentile or entropy (KL)")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}));
   qCmd->add_option("--percentile", qa.percentile, "With --method percentile: the kept part of each side, in % (default 99.999)")
       ->check(CLI::Range(50.0, 100.0));
   qCmd->add_flag("--per-tensor", qa.perTensor, "One weight scale per tensor (default: per output channel)");
