@@ -9,7 +9,8 @@ frame (as MNIST frames its digits), scaled to 0..255. `aicc quantize` calibrates
 ONNX Runtime, the quantized one with aicc's int8 kernels (the `aicc` Python package: JIT, fold-qdq
 -> QLinearConv/QLinearMatMul) and with ONNX Runtime (which must load the QDQ model). Asserts: top-1
 agreement of aicc's int8 with float >= 99%, and aicc's int8 top-1 equal to ONNX Runtime's on >= 99%
-of the digits.
+of the digits. Also: `aicc compile --precision int8 --calibration DIR` gives int8 convolutions, and
+without --calibration it is a one-line error (status 1).
 """
 import os
 import subprocess
@@ -52,6 +53,18 @@ def main():
         if r.returncode != 0:
             return 1
         print(r.stdout.strip().splitlines()[-1])
+        # The shortcut: `aicc compile --precision int8 --calibration DIR` quantizes the same way.
+        out = os.path.join(work, "compiled")
+        r = subprocess.run([aicc, "compile", MODEL, "-o", out, "--precision", "int8", "--calibration",
+                            os.path.join(work, "calib")], capture_output=True, text=True)
+        report = open(os.path.join(out, "report.txt")).read() if r.returncode == 0 else ""
+        if r.returncode != 0 or 'micro_kernel = "qconv2d_nchw_' not in report:
+            print(f"FAIL: compile --precision int8: {r.stderr.strip() or 'no int8 convolution in the report'}")
+            return 1
+        r = subprocess.run([aicc, "compile", MODEL, "-o", out, "--precision", "int8"], capture_output=True, text=True)
+        if r.returncode != 1 or "needs --calibration" not in r.stderr:
+            print(f"FAIL: --precision int8 without --calibration: status {r.returncode}, {r.stderr.strip()}")
+            return 1
         f32 = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"])
         q_ort = ort.InferenceSession(qdq, providers=["CPUExecutionProvider"])
         ref = np.array([f32.run(None, {name: v})[0].argmax() for v in x])

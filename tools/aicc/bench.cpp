@@ -82,11 +82,13 @@ int benchCommand(const BenchArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   std::string engine = a.engine;
   if (isArtifactDir(a.model)) { // a compiled artifact: load it (no compiler involved)
+    if (a.precision != "f32") fail("--precision applies to a model, not to a compiled folder");
     art = std::make_unique<runtime::LoadedArtifact>(a.model);
     inputs = bindArtifactInputs(*art, a.inputs);
     engine = "artifact";
   } else {
     owned = std::make_unique<ImportedModel>(loadModel(a.model, parseDims(a.dims)));
+    applyPrecision(*owned, a.precision, a.calibration);
     inputs = bindInputs(*owned, a.inputs);
     if (a.engine == "jit") specializeToInputs(*owned, inputs); // compiled for these shapes
     OptArgs opt;

@@ -62,6 +62,10 @@ struct QuantizeArgs {
   bool perTensor = false;
 };
 int quantizeCommand(const QuantizeArgs& a);
+// --precision of compile / bench: "f32" leaves the model; "int8" quantizes it in place
+// (post-training, min-max, on the input sets of `calibration`; tools/aicc/quantize.cpp).
+void applyPrecision(ImportedModel& im, const std::string& precision,
+                    const std::vector<std::string>& calibration);
 
 struct LoopOptArgs {
   std::string file; // .loop text, or a model to lower
@@ -104,6 +108,8 @@ std::vector<PassRecord> optimize(Model& m, const OptArgs& a);
 struct CompileArgs { // tools/aicc/compile.cpp
   std::string model, outputDir, emit = "so", prefix = "model", target = "native", tuningCache;
   std::vector<std::string> dims, shapes, selects;
+  std::string precision = "f32";        // "int8": quantize first (aicc quantize, min-max)
+  std::vector<std::string> calibration; // with int8: the calibration folders
   int optLevel = 2;
   bool quiet = false; // no "wrote ..." line (the Python module)
   bool embedWeights = false; // --emit c: weights as a const array (model_weights.c)
@@ -140,6 +146,8 @@ struct BenchArgs { // tools/aicc/bench.cpp
   std::string model, engine = "jit", json, trace, reportHtml;
   InputSpec inputs;
   std::vector<std::string> dims;
+  std::string precision = "f32";        // "int8": quantize first (aicc quantize, min-max)
+  std::vector<std::string> calibration; // with int8: the calibration folders
   int optLevel = 2, threads = 1, iters = 20, warmup = 3, top = 15;
   bool profile = false;
 };

@@ -82,6 +82,7 @@ int compileCommand(const CompileArgs& a) {
   auto t = Clock::now();
   ImportedModel im = loadModel(a.model, parseDims(a.dims));
   applyShapes(im, a.shapes);
+  applyPrecision(im, a.precision, a.calibration);
   rep.phases.push_back({"import", since(t)});
   t = Clock::now();
   OptArgs opt;

@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
                     "model; repeatable");
   ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   ccCmd->add_option("--tuning-cache", cc.tuningCache, "A cache written by `aicc tune`: measured choices override the cost model");
+  ccCmd->add_option("--precision", cc.precision, "f32 (default) or int8: quantize first (as aicc quantize, min-max) on --calibration")
+      ->check(CLI::IsMember({"f32", "int8"}));
+  ccCmd->add_option("--calibration", cc.calibration, "With --precision int8: folders of input sets to calibrate on")->expected(1, -1);
   ccCmd->add_option("--report-html", cc.reportHtml, "Also write the compile report as one self-contained HTML page here (tasks, kernels, arena)");
 
   DebugNumericsArgs dn;
@@ -205,6 +208,9 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--input", bench.inputs.named, "NAME=FILE (.pb or .npy); default: generated inputs");
   benchCmd->add_option("--inputs-dir", bench.inputs.inputsDir, "Folder with input_<i>.pb files");
   benchCmd->add_option("--dim", bench.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  benchCmd->add_option("--precision", bench.precision, "f32 (default) or int8: quantize first (as aicc quantize, min-max) on --calibration")
+      ->check(CLI::IsMember({"f32", "int8"}));
+  benchCmd->add_option("--calibration", bench.calibration, "With --precision int8: folders of input sets to calibrate on")->expected(1, -1);
   benchCmd->add_option("-O", bench.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   benchCmd->add_option("--json", bench.json, "Write times_ms, median_ms, compile_s and the task list here");
   benchCmd->add_flag("--profile", bench.profile, "Time every task; print time per op type and the slowest tasks");

@@ -32,18 +32,38 @@ std::vector<std::string> inputSets(const std::string& dir) {
   return sets;
 }
 
-} // namespace
-
-int quantizeCommand(const QuantizeArgs& a) {
-  ImportedModel im = loadModel(a.model, parseDims(a.dims));
+std::vector<std::vector<RValue>> calibrationSets(ImportedModel& im,
+                                                 const std::vector<std::string>& dirs) {
   std::vector<std::vector<RValue>> calib;
-  for (const std::string& dir : a.calibration)
+  for (const std::string& dir : dirs)
     for (const std::string& set : inputSets(dir)) {
       InputSpec spec;
       spec.inputsDir = set;
       spec.generate = false;
       calib.push_back(bindInputs(im, spec));
     }
+  return calib;
+}
+
+} // namespace
+
+void applyPrecision(ImportedModel& im, const std::string& precision,
+                    const std::vector<std::string>& calibration) {
+  if (precision == "f32") {
+    if (!calibration.empty()) fail("--calibration is for --precision int8");
+    return;
+  }
+  if (precision != "int8") fail("--precision must be f32 or int8, got '{}'", precision);
+  if (calibration.empty())
+    fail("--precision int8 needs --calibration DIR (input sets to calibrate on)");
+  const PtqReport r = quantizeModel(im.model, calibrationSets(im, calibration));
+  std::cerr << fmt::format("quantized: {} Conv, {} MatMul, {} Add (int8, min-max)\n", r.convs,
+                           r.matmuls, r.adds);
+}
+
+int quantizeCommand(const QuantizeArgs& a) {
+  ImportedModel im = loadModel(a.model, parseDims(a.dims));
+  std::vector<std::vector<RValue>> calib = calibrationSets(im, a.calibration);
   // The float model's outputs, for the accuracy report.
   std::vector<std::vector<RValue>> ref;
   for (const auto& in : calib) ref.push_back(interpret(*im.model.graph, in));
