@@ -206,6 +206,9 @@ std::vector<Node*> candidates(Graph& g, const std::set<std::string>& keepFloat =
   for (auto& np : g.nodes) {
     Node* n = np.get();
     if (keepFloat.count(n->outputs[0]->name)) continue;
+    bool outputIn = false; // an input that is also a graph output stays float: no Q/DQ there
+    for (const Value* in : n->inputs) outputIn |= in && !in->constant && isGraphOutput(g, in);
+    if (outputIn) continue;
     if ((isOp(n, "Conv") && isActivation(n->inputs[0]) && isF32(n->inputs[1]) &&
          n->inputs[1]->constant && (!n->hasInput(2) || n->inputs[2]->constant)) ||
         (isOp(n, "MatMul") && isActivation(n->inputs[0]) && isF32(n->inputs[1]) &&
