@@ -52,7 +52,11 @@ def main():
         print(r.stdout.strip().splitlines()[0] if r.returncode == 0 else r.stderr)
         if r.returncode != 0:
             return 1
-        print(r.stdout.strip().splitlines()[-1])
+        last = r.stdout.strip().splitlines()[-1]
+        print(last)
+        if "top-1 agreement" not in last:  # the report's classifier line
+            print("FAIL: aicc quantize did not report top-1 agreement for the classifier output")
+            return 1
         # The shortcut: `aicc compile --precision int8 --calibration DIR` quantizes the same way.
         out = os.path.join(work, "compiled")
         r = subprocess.run([aicc, "compile", MODEL, "-o", out, "--precision", "int8", "--calibration",
