@@ -237,6 +237,8 @@ bool isSigned(DType t) {
   }
 }
 
+bool isQ8(DType t) { return t == DType::U8 || t == DType::I8; }
+
 bool isComplex(DType t) { return t == DType::C64 || t == DType::C128; }
 
 float reducedToFloat(DType t, uint32_t bits) {

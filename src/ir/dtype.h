@@ -59,6 +59,7 @@ bool isFloat(DType t);   // any floating type, including f16/bf16/f8/f4 (not com
 bool isInteger(DType t); // signed or unsigned integers, including sub-byte ones (not bool)
 bool isSigned(DType t);  // signed integers and floats
 bool isComplex(DType t);
+bool isQ8(DType t); // u8 or i8 (the quantized ops' types)
 // Types stored as bit patterns that kernels compute through float: f16, bf16, f8*, f4e2m1.
 bool isReducedFloat(DType t);
 

@@ -43,6 +43,11 @@ bool isGraphOutput(const Graph& g, const Value* v) {
   return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
 }
 
+int64_t numUses(const Graph& g, const Value* v) {
+  return static_cast<int64_t>(usesOf(g, v).size()) +
+         std::count(g.outputs.begin(), g.outputs.end(), v);
+}
+
 void replaceAllUses(Graph& g, Value* from, Value* to) {
   if (from == to) return;
   forEachGraph(g, [&](Graph& sg) {

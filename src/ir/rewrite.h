@@ -20,6 +20,8 @@ std::vector<Use> usesOf(const Graph& g, const Value* v);
 // Use counts for all values at once (same scope rule), plus graph outputs counted as uses.
 std::map<const Value*, int64_t> useCounts(const Graph& g);
 bool isGraphOutput(const Graph& g, const Value* v);
+// Uses of `v` in g (and its subgraphs) plus its occurrences among g's outputs.
+int64_t numUses(const Graph& g, const Value* v);
 
 // Replaces every use of `from` by `to` in g (and its subgraphs). When `from` is an output of g,
 // the output keeps its name: `to` takes over the name if it is a plain node output of g, else an

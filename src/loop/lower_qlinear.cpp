@@ -58,13 +58,7 @@ std::optional<LoweredNode> lowerQLinearAdd(const Node& n, const std::string& nam
   const Dims ext = fs.extents();
   std::vector<std::string> vs;
   for (size_t d = 0; d < ext.size(); ++d) vs.push_back(b.loopVar("i" + std::to_string(d)));
-  auto index = [&](const Dims& shape) {
-    ExprPtr e = intImm(0);
-    const std::vector<int64_t> st = fs.strideOf(shape);
-    for (size_t j = 0; j < st.size(); ++j)
-      if (st[j] != 0) e = add(e, mul(var(vs[j]), intImm(st[j])));
-    return e;
-  };
+  auto index = [&](const Dims& shape) { return linearIndex(vars(vs), fs.strideOf(shape)); };
   // The scalar factors are computed once, before the loops (read from buffers, they would
   // otherwise be reloaded per element: the output store may alias them).
   Block out = {Stmt::let("ac", ac), Stmt::let("bc", bc), Stmt::let("k", k)};

@@ -5,8 +5,6 @@
 
 namespace aicc::loop::detail {
 
-inline bool isQ8(DType t) { return t == DType::U8 || t == DType::I8; }
-
 // The values of constant input i of n: one value (per tensor) or `count` values (rank 1, per
 // channel); an omitted input reads as {0} (zero points). Declines when not constant.
 std::vector<double> quantConst(const Node& n, size_t i, int64_t count, const char* what);

@@ -45,12 +45,6 @@ Node* producerOf(const Graph& g, const Value* v, const char* op) {
   return p->op == op && p->domain.empty() ? p : nullptr;
 }
 
-int64_t numUses(const Graph& g, const Value* v) {
-  int64_t n = static_cast<int64_t>(usesOf(g, v).size());
-  for (const Value* o : g.outputs) n += o == v;
-  return n;
-}
-
 DType dtypeOf(const Value* v) { return v && v->type.isTensor() ? v->type.dtype : DType::Undefined; }
 
 std::optional<Shape> knownShape(const Value* v) {

@@ -45,10 +45,6 @@ bool isFoldableFloat(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
 }
 
-int64_t numUses(const Graph& g, const Value* v) {
-  return static_cast<int64_t>(usesOf(g, v).size()) + (isGraphOutput(g, v) ? 1 : 0);
-}
-
 // Per-channel values of a constant broadcast against `y` (rank r, channel axis 1): every dim of
 // the constant is 1 except the channel one (C or 1); the result keeps y's shape.
 std::optional<std::vector<double>> perChannel(const Tensor& c, const Value* y) {

@@ -14,11 +14,6 @@ namespace aicc {
 namespace {
 
 bool isOp(const Node* n, const char* op) { return n && n->op == op && n->domain.empty(); }
-bool isQ8(DType t) { return t == DType::U8 || t == DType::I8; }
-
-int64_t numUses(const Graph& g, const Value* v) {
-  return static_cast<int64_t>(usesOf(g, v).size()) + (isGraphOutput(g, v) ? 1 : 0);
-}
 
 // A DequantizeLinear's operands: the quantized tensor, its scale and zero point (null = 0).
 struct Dq {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "ir/rewrite.h" // numUses, usesOf
 
 #include <optional>
 #include <vector>
@@ -44,8 +45,6 @@ bool allEqual(const Tensor& t, double x);
 std::optional<std::vector<int64_t>> constInts(const Value* v);
 // The node producing `v` when it is a node of `g` with op `op` (domain ""), else nullptr.
 Node* producerOf(const Graph& g, const Value* v, const char* op);
-// Uses of `v` inside g (and its subgraphs), graph outputs counted.
-int64_t numUses(const Graph& g, const Value* v);
 
 // Tensor type helpers. A shape is "known" when its rank is known and every dim is static or
 // symbolic (two equal known shapes describe equal sizes).
