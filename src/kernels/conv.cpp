@@ -332,10 +332,7 @@ namespace {
 
 // Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams, which
 // the compiler vectorizes (-O3, cloned for the vector ISAs).
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void deinterleave(const float* src, int64_t n, float* first, float* second) {
+AICC_KERNEL_CLONES void deinterleave(const float* src, int64_t n, float* first, float* second) {
   const int64_t pairs = n / 2;
   for (int64_t m = 0; m < pairs; ++m) {
     first[m] = src[2 * m];

@@ -13,6 +13,15 @@
 
 #include "kernels/gemm.h"
 
+// Marks a portable loop of conv.cpp / qconv.cpp (compiled at -O3) to be cloned for the x86 vector
+// ISAs, the best clone picked at load time (the baseline x86-64 has only SSE2). Not under
+// ThreadSanitizer: the clones' resolvers run during relocation, before its runtime starts.
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define AICC_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define AICC_KERNEL_CLONES
+#endif
+
 namespace aicc::kernels {
 
 class ThreadPool;

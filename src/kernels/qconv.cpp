@@ -13,14 +13,6 @@
 #include "kernels/thread_pool.h"
 #include "rt/error.h"
 
-// The plane loops of the depthwise form are cloned for the vector ISAs (-O3 vectorizes them;
-// the baseline x86-64 has only SSE2).
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define AICC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define AICC_CLONES
-#endif
-
 namespace aicc::kernels {
 
 namespace {
@@ -68,8 +60,7 @@ void interleave4(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* d)
 template <class E, int KG>
 void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x, uint8_t flip,
                uint8_t pad, int64_t p0, int64_t nr, E* dst) {
-  const bool pointwise = s.KH == 1 && s.KW == 1 && s.strideH == 1 && s.strideW == 1 &&
-                         s.padTop == 0 && s.padLeft == 0 && s.padBottom == 0 && s.padRight == 0;
+  const bool pointwise = s.isPointwise();
   if (nr < NR || g.Kc % KG) std::memset(dst, 0, size_t(g.bPanelBytes));
   int64_t k0 = 0;
   if constexpr (KG == 4) // whole quads of pointwise rows: one interleave
@@ -214,7 +205,7 @@ void toFloat(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out, f
 // y = saturate(nearbyint(acc * factor) + yzp) over one plane of exact integer sums. The clamp in
 // float first keeps |v| small, where adding and subtracting 1.5 * 2^23 rounds half to even (the
 // default rounding mode), and the loop vectorizes.
-AICC_CLONES void requantizePlane(const float* acc, int64_t P, float factor, int32_t yzp, int32_t lo,
+AICC_KERNEL_CLONES void requantizePlane(const float* acc, int64_t P, float factor, int32_t yzp, int32_t lo,
                                  int32_t hi, uint8_t* y) {
   const float flo = float(lo - yzp - 1), fhi = float(hi - yzp + 1), magic = 12582912.0f;
   for (int64_t p = 0; p < P; ++p) {

@@ -29,6 +29,17 @@ struct QConvShape {
   int64_t OH() const { return (H + padTop + padBottom - dilH * (KH - 1) - 1) / strideH + 1; }
   int64_t OW() const { return (W + padLeft + padRight - dilW * (KW - 1) - 1) / strideW + 1; }
   int64_t Kc() const { return C / group * KH * KW; } // reduction length per output channel
+  bool isPointwise() const {
+    return KH == 1 && KW == 1 && strideH == 1 && strideW == 1 && padTop == 0 && padLeft == 0 &&
+           padBottom == 0 && padRight == 0;
+  }
+  // The 16 geometry fields in the order of the call contracts (rt/callees_quant.cpp), which the
+  // lowering writes and the callee reads.
+  static constexpr int64_t QConvShape::*kGeometry[16] = {
+      &QConvShape::N,       &QConvShape::C,       &QConvShape::H,         &QConvShape::W,
+      &QConvShape::M,       &QConvShape::group,   &QConvShape::KH,        &QConvShape::KW,
+      &QConvShape::strideH, &QConvShape::strideW, &QConvShape::padTop,    &QConvShape::padLeft,
+      &QConvShape::padBottom, &QConvShape::padRight, &QConvShape::dilH,   &QConvShape::dilW};
 };
 
 // Element types and zero points of the activations.

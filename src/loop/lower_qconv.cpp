@@ -68,10 +68,7 @@ const kernels::KernelDesc& gemmKernel(const Tensor& w16, kernels::Isa isa) {
 
 kernels::QConvShape qshape(const std::vector<int64_t>& g) {
   kernels::QConvShape s;
-  int64_t* f[] = {&s.N,         &s.C,        &s.H,       &s.W,       &s.M,      &s.group,
-                  &s.KH,        &s.KW,       &s.strideH, &s.strideW, &s.padTop, &s.padLeft,
-                  &s.padBottom, &s.padRight, &s.dilH,    &s.dilW};
-  for (size_t j = 0; j < 16; ++j) *f[j] = g[j];
+  for (size_t j = 0; j < 16; ++j) s.*kernels::QConvShape::kGeometry[j] = g[j];
   return s;
 }
 
@@ -106,12 +103,15 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   Schedule sched;
   std::string callee;
   // Depthwise on the f32 plane kernels when they are exact for these weights and bias.
-  Tensor wf(DType::F32, {s.M, w16.numel() / s.M});
-  for (int64_t i = 0; i < w16.numel(); ++i) wf.data<float>()[i] = float(w16.data<int16_t>()[i]);
   const Tensor* bias = bv && bv->constant ? &*bv->constant : nullptr;
-  const bool depthwise =
-      s.G > 1 && s.G == s.C && (!bv || bias) &&
-      kernels::qdepthwiseExact(qs, wf.data<float>(), bias ? bias->data<int32_t>() : nullptr);
+  Tensor wf;
+  bool depthwise = s.G > 1 && s.G == s.C && (!bv || bias);
+  if (depthwise) {
+    wf = Tensor(DType::F32, {s.M, w16.numel() / s.M});
+    for (int64_t i = 0; i < w16.numel(); ++i) wf.data<float>()[i] = float(w16.data<int16_t>()[i]);
+    depthwise =
+        kernels::qdepthwiseExact(qs, wf.data<float>(), bias ? bias->data<int32_t>() : nullptr);
+  }
   if (depthwise) {
     const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     callee = "qdwconv_nchw_" + std::string(kd.name);

@@ -35,10 +35,7 @@ int64_t intArg(const std::string& k, const std::vector<KernelArg>& a, size_t i) 
 // The geometry (arguments first..first+15), zero points and flags.
 void convArgs(const std::string& k, const std::vector<KernelArg>& a, size_t first,
               kernels::QConvShape& s, kernels::QConvParams& q) {
-  int64_t* f[] = {&s.N,         &s.C,        &s.H,       &s.W,       &s.M,      &s.group,
-                  &s.KH,        &s.KW,       &s.strideH, &s.strideW, &s.padTop, &s.padLeft,
-                  &s.padBottom, &s.padRight, &s.dilH,    &s.dilW};
-  for (size_t j = 0; j < 16; ++j) *f[j] = intArg(k, a, first + j);
+  for (size_t j = 0; j < 16; ++j) s.*kernels::QConvShape::kGeometry[j] = intArg(k, a, first + j);
   q.xzp = static_cast<int32_t>(intArg(k, a, first + 16));
   q.yzp = static_cast<int32_t>(intArg(k, a, first + 17));
   const int64_t flags = intArg(k, a, first + 18);
