@@ -205,8 +205,8 @@ void toFloat(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out, f
 // y = saturate(nearbyint(acc * factor) + yzp) over one plane of exact integer sums. The clamp in
 // float first keeps |v| small, where adding and subtracting 1.5 * 2^23 rounds half to even (the
 // default rounding mode), and the loop vectorizes.
-AICC_KERNEL_CLONES void requantizePlane(const float* acc, int64_t P, float factor, int32_t yzp, int32_t lo,
-                                 int32_t hi, uint8_t* y) {
+AICC_KERNEL_CLONES void requantizePlane(const float* acc, int64_t P, float factor, int32_t yzp,
+                                        int32_t lo, int32_t hi, uint8_t* y) {
   const float flo = float(lo - yzp - 1), fhi = float(hi - yzp + 1), magic = 12582912.0f;
   for (int64_t p = 0; p < P; ++p) {
     const float v = std::min(std::max(acc[p] * factor, flo), fhi);

@@ -36,9 +36,9 @@ struct QConvShape {
   // The 16 geometry fields in the order of the call contracts (rt/callees_quant.cpp), which the
   // lowering writes and the callee reads.
   static constexpr int64_t QConvShape::*kGeometry[16] = {
-      &QConvShape::N,       &QConvShape::C,       &QConvShape::H,         &QConvShape::W,
-      &QConvShape::M,       &QConvShape::group,   &QConvShape::KH,        &QConvShape::KW,
-      &QConvShape::strideH, &QConvShape::strideW, &QConvShape::padTop,    &QConvShape::padLeft,
+      &QConvShape::N,         &QConvShape::C,        &QConvShape::H,      &QConvShape::W,
+      &QConvShape::M,         &QConvShape::group,    &QConvShape::KH,     &QConvShape::KW,
+      &QConvShape::strideH,   &QConvShape::strideW,  &QConvShape::padTop, &QConvShape::padLeft,
       &QConvShape::padBottom, &QConvShape::padRight, &QConvShape::dilH,   &QConvShape::dilW};
 };
 
