@@ -77,9 +77,9 @@ double entropyThreshold(const std::vector<float>& v, int levels) {
   double bestKl = std::numeric_limits<double>::infinity();
   int best = kBins;
   std::vector<double> p(kBins), q(kBins);
-  for (int i = levels; i <= kBins; ++i) {
-    double outliers = 0;
-    for (int b = i; b < kBins; ++b) outliers += hist[size_t(b)];
+  double outliers = 0; // the bins past the threshold, folded into its last kept bin
+  for (int b = levels; b < kBins; ++b) outliers += hist[size_t(b)];
+  for (int i = levels; i <= kBins; outliers -= i < kBins ? hist[size_t(i)] : 0.0, ++i) {
     std::copy(hist.begin(), hist.begin() + i, p.begin());
     p[size_t(i - 1)] += outliers;
     for (int l = 0; l < levels; ++l) { // the quantized histogram
@@ -197,6 +197,39 @@ double sqnrDb(const Tensor& ref, const Tensor& got) {
   return noise == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(sig / noise);
 }
 
+std::vector<OutputAccuracy> compareOutputs(const std::vector<std::vector<RValue>>& ref,
+                                           const std::vector<std::vector<RValue>>& got) {
+  std::vector<OutputAccuracy> acc(ref.empty() ? 0 : ref[0].size());
+  for (auto& a : acc) a.sqnrDb = std::numeric_limits<double>::infinity();
+  std::vector<bool> classifier(acc.size(), true);
+  for (size_t i = 0; i < ref.size(); ++i)
+    for (size_t k = 0; k < acc.size(); ++k) {
+      if (ref[i][k].kind != RValue::Kind::Tensor || !isFloat(ref[i][k].tensor.dtype())) continue;
+      const Tensor &r = ref[i][k].tensor, &q = got[i][k].tensor;
+      OutputAccuracy& a = acc[k];
+      a.sqnrDb = std::min(a.sqnrDb, sqnrDb(r, q));
+      double range = 0, err = 0;
+      for (int64_t e = 0; e < r.numel(); ++e) {
+        range = std::max(range, std::fabs(r.getF64(e)));
+        err = std::max(err, std::fabs(r.getF64(e) - q.getF64(e)));
+      }
+      a.maxRelError = std::max(a.maxRelError, range > 0 ? err / range : err);
+      const int64_t C = r.rank() == 2 ? r.dim(1) : 0;
+      classifier[k] = classifier[k] && C > 1;
+      for (int64_t row = 0; classifier[k] && row < r.dim(0); ++row) {
+        int64_t x = 0, y = 0;
+        for (int64_t c = 1; c < C; ++c) {
+          if (r.getF64(row * C + c) > r.getF64(row * C + x)) x = c;
+          if (q.getF64(row * C + c) > q.getF64(row * C + y)) y = c;
+        }
+        ++a.rows, a.top1Same += x == y;
+      }
+    }
+  for (size_t k = 0; k < acc.size(); ++k)
+    if (!classifier[k]) acc[k].rows = acc[k].top1Same = 0;
+  return acc;
+}
+
 namespace {
 
 // The ops quantized: Conv with constant weights (and bias), MatMul with constant 2-D weights, Add
@@ -235,17 +268,21 @@ std::vector<Value*> activations(const Graph& g, const std::vector<Node*>& ops) {
   return acts;
 }
 
-// Activation parameters by value name, from the float graph run on every calibration set.
+// Activation parameters by value name, from the float graph run on every calibration set; the
+// graph's own outputs of those runs go to `floatOutputs`.
 std::map<std::string, PtqTensor> calibrate(Graph& g, const std::vector<Value*>& acts,
                                            const std::vector<std::vector<RValue>>& calibration,
-                                           const PtqOptions& o) {
+                                           const PtqOptions& o,
+                                           std::vector<std::vector<RValue>>& floatOutputs) {
   const std::vector<Value*> outputs = g.outputs;
   for (Value* v : acts) g.outputs.push_back(v);
   std::map<const Value*, Range> ranges;
   for (const auto& in : calibration) {
-    const std::vector<RValue> got = interpret(g, in);
+    std::vector<RValue> got = interpret(g, in);
     for (size_t i = outputs.size(); i < g.outputs.size(); ++i)
       observe(ranges[g.outputs[i]], got[i].tensor, o);
+    got.resize(outputs.size());
+    floatOutputs.push_back(std::move(got));
   }
   g.outputs = outputs;
   std::map<std::string, PtqTensor> params;
@@ -296,13 +333,10 @@ void apply(Model& m, const std::map<std::string, PtqTensor>& params,
 // The worst SQNR over outputs and calibration sets of `m` against the float outputs `ref`.
 double worstSqnr(const Model& m, const std::vector<std::vector<RValue>>& calibration,
                  const std::vector<std::vector<RValue>>& ref) {
+  std::vector<std::vector<RValue>> got;
+  for (const auto& in : calibration) got.push_back(interpret(*m.graph, in));
   double worst = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < calibration.size(); ++i) {
-    const std::vector<RValue> got = interpret(*m.graph, calibration[i]);
-    for (size_t k = 0; k < got.size(); ++k)
-      if (ref[i][k].kind == RValue::Kind::Tensor && isFloat(ref[i][k].tensor.dtype()))
-        worst = std::min(worst, sqnrDb(ref[i][k].tensor, got[k].tensor));
-  }
+  for (const OutputAccuracy& a : compareOutputs(ref, got)) worst = std::min(worst, a.sqnrDb);
   return worst;
 }
 
@@ -318,13 +352,13 @@ PtqReport quantizeModel(Model& m, const std::vector<std::vector<RValue>>& calibr
        {"fold-shapes", "constant-fold", "dce", "fold-affine", "constant-fold", "dce"})
     makeGraphPass(p).run(m);
   std::vector<Node*> ops = candidates(*m.graph);
-  const auto params = calibrate(*m.graph, activations(*m.graph, ops), calibration, o);
-  std::set<std::string> keepFloat;
   PtqReport report;
+  const auto params =
+      calibrate(*m.graph, activations(*m.graph, ops), calibration, o, report.floatOutputs);
+  const std::vector<std::vector<RValue>>& ref = report.floatOutputs;
+  std::set<std::string> keepFloat;
   if (o.minSqnrDb > 0) {
     // Mixed precision: the float model is copied through its ONNX bytes for each trial.
-    std::vector<std::vector<RValue>> ref;
-    for (const auto& in : calibration) ref.push_back(interpret(*m.graph, in));
     const std::string bytes = exportOnnxBytes(m);
     auto trial = [&](const std::set<std::string>& floatOps) {
       ImportedModel t = importOnnxBytes(bytes, ".");

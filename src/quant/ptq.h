@@ -46,7 +46,21 @@ struct PtqReport {
   double sqnrAllInt8 = 0; // with minSqnrDb: the worst SQNR with every op quantized
   // With minSqnrDb: the ops kept float (by output value), with the SQNR of quantizing it alone.
   std::vector<std::pair<std::string, double>> keptFloat;
+  // The float model's outputs on each calibration set (from the calibration runs), the
+  // reference of accuracy reports.
+  std::vector<std::vector<RValue>> floatOutputs;
 };
+
+// Agreement of one output with its float reference over every input set.
+struct OutputAccuracy {
+  double sqnrDb = 0;      // the worst set's SQNR (+inf when equal everywhere)
+  double maxRelError = 0; // max |error| / max |float| (the worst set)
+  int64_t rows = 0;       // classifier-shaped outputs ([N, classes], classes > 1): rows compared
+  int64_t top1Same = 0;   // rows whose top-1 class agrees (rows 0 for other outputs)
+};
+// Per output k (float tensor outputs; others keep the defaults): got[i][k] against ref[i][k].
+std::vector<OutputAccuracy> compareOutputs(const std::vector<std::vector<RValue>>& ref,
+                                           const std::vector<std::vector<RValue>>& got);
 
 // Rewrites `m` in place. `calibration`: input sets bound to m's graph inputs by position.
 PtqReport quantizeModel(Model& m, const std::vector<std::vector<RValue>>& calibration,

@@ -64,9 +64,6 @@ void applyPrecision(ImportedModel& im, const std::string& precision,
 int quantizeCommand(const QuantizeArgs& a) {
   ImportedModel im = loadModel(a.model, parseDims(a.dims));
   std::vector<std::vector<RValue>> calib = calibrationSets(im, a.calibration);
-  // The float model's outputs, for the accuracy report.
-  std::vector<std::vector<RValue>> ref;
-  for (const auto& in : calib) ref.push_back(interpret(*im.model.graph, in));
   PtqOptions o;
   o.method = a.method;
   o.percentile = a.percentile;
@@ -89,42 +86,20 @@ int quantizeCommand(const QuantizeArgs& a) {
   for (const PtqTensor& t : r.activations)
     std::cout << fmt::format("  {:40} [{:.6g}, {:.6g}]  scale {:.6g}  zero point {}\n", t.name,
                              t.lo, t.hi, t.scale, t.zeroPoint);
+  // Accuracy against the float model (its outputs from the calibration runs): the worst SQNR,
+  // and the top-1 agreement of classifier outputs or else the largest relative error.
   const Graph& g = *im.model.graph;
   std::vector<std::vector<RValue>> got;
   for (const auto& in : calib) got.push_back(interpret(g, in));
-  // Per output: the worst SQNR; for classifier-shaped outputs ([N, classes], classes > 1) the
-  // top-1 agreement of every row; else the largest error relative to the output's range.
+  const std::vector<OutputAccuracy> acc = compareOutputs(r.floatOutputs, got);
   for (size_t k = 0; k < g.outputs.size(); ++k) {
-    double worst = std::numeric_limits<double>::infinity(), maxRel = 0;
-    int64_t rows = 0, same = 0;
-    bool classifier = true;
-    for (size_t i = 0; i < calib.size(); ++i) {
-      if (ref[i][k].kind != RValue::Kind::Tensor || !isFloat(ref[i][k].tensor.dtype())) continue;
-      const Tensor &r = ref[i][k].tensor, &q = got[i][k].tensor;
-      worst = std::min(worst, sqnrDb(r, q));
-      double range = 0, err = 0;
-      for (int64_t e = 0; e < r.numel(); ++e) {
-        range = std::max(range, std::fabs(r.getF64(e)));
-        err = std::max(err, std::fabs(r.getF64(e) - q.getF64(e)));
-      }
-      maxRel = std::max(maxRel, range > 0 ? err / range : err);
-      const int64_t C = r.rank() == 2 ? r.dim(1) : 0;
-      classifier &= C > 1;
-      for (int64_t row = 0; classifier && row < r.dim(0); ++row) {
-        int64_t a = 0, b = 0;
-        for (int64_t c = 1; c < C; ++c) {
-          if (r.getF64(row * C + c) > r.getF64(row * C + a)) a = c;
-          if (q.getF64(row * C + c) > q.getF64(row * C + b)) b = c;
-        }
-        ++rows, same += a == b;
-      }
-    }
-    std::string extra = classifier && rows > 0
-                            ? fmt::format("top-1 agreement {}/{} ({:.1f}%)", same, rows,
-                                          100.0 * double(same) / double(rows))
-                            : fmt::format("max |error| / max |float| {:.3g}", maxRel);
+    const OutputAccuracy& x = acc[k];
+    const std::string extra = x.rows > 0
+                                  ? fmt::format("top-1 agreement {}/{} ({:.1f}%)", x.top1Same,
+                                                x.rows, 100.0 * double(x.top1Same) / double(x.rows))
+                                  : fmt::format("max |error| / max |float| {:.3g}", x.maxRelError);
     std::cout << fmt::format("  output '{}': SQNR vs float {:.1f} dB (worst input set), {}\n",
-                             g.outputs[k]->name, worst, extra);
+                             g.outputs[k]->name, x.sqnrDb, extra);
   }
   return 0;
 }
