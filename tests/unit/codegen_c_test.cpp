@@ -111,12 +111,15 @@ const char* kCc = "cc -std=c99 -pedantic -Wall -Wextra -Werror -O2";
 struct BundleRun {
   std::vector<RValue> outputs;
   size_t codeBytes = 0;
+  std::string source; // model.c
 };
 
 // Emits, compiles and runs the bundle of g (already optimized) on `inputs`; keeps the folder in
 // *keep when given.
+// `cflags` are added to kCc's.
 BundleRun runBundle(const Graph& g, const std::vector<RValue>& inputs, const std::string& tag,
-                    const codegen::CBundleOptions& opts = {}, fs::path* keep = nullptr) {
+                    const codegen::CBundleOptions& opts = {}, fs::path* keep = nullptr,
+                    const std::string& cflags = "") {
   MemoryPlan plan = planMemory(g);
   codegen::CBundle b = codegen::emitCBundle(g, plan, opts);
   fs::path dir = freshDir(tag);
@@ -127,11 +130,12 @@ BundleRun runBundle(const Graph& g, const std::vector<RValue>& inputs, const std
     writeFile(dir / fmt::format("in{}.bin", i), t.raw(), t.nbytes());
   }
   const char* sources = opts.embedWeights ? " model.c model_weights.c" : " model.c";
-  std::string err = sh(dir, std::string(kCc) + sources + " main.c -o run -lm");
+  std::string err = sh(dir, std::string(kCc) + " " + cflags + sources + " main.c -o run -lm");
   if (err.empty()) err = sh(dir, "./run");
   if (!err.empty()) ADD_FAILURE() << tag << " (in " << dir << "): " << err;
   BundleRun r;
   r.codeBytes = b.source.size();
+  r.source = b.source;
   for (size_t i = 0; i < g.outputs.size() && err.empty(); ++i) {
     const Value* o = g.outputs[i];
     Tensor t(o->type.dtype, *toDims(*o->type.shape));
@@ -386,6 +390,98 @@ TEST(CodegenC, LoweredOpFamiliesMatchTheInterpreter) {
     }
     size_t bytes = checkGraph(text, ins, 0, c.tag, c.bitExact);
     std::cout << "[ codegen-c ] " << c.tag << ": model.c " << bytes << " bytes\n";
+  }
+}
+
+// The portable micro-kernels (codegen/c/micro_kernels_c.cpp) on shapes that reach each of their
+// paths: pointwise convolutions with fewer than 8, exactly 8 and 16k + r pixels and a channel
+// count that is not a multiple of 4; other convolutions with padding, strides, dilation, 5x5
+// taps and fewer than 8 output columns; depthwise 3x3 at stride 1 and 2 on planes 1 to 19 wide;
+// Gemm with and without transB, M below and above 4. One bundle, compiled three ways (the plain
+// flags, which give x86-64 SSE2 vectors; -march=native; -DAICC_SCALAR_ONLY), each against the
+// interpreter.
+TEST(CodegenC, MicroKernelsMatchTheInterpreterOnEveryPath) {
+  std::mt19937 rng(11);
+  struct Conv {
+    Dims x, w;
+    int64_t stride, pad, dil, group, strideW = 0; // strideW: stride's width, when it differs
+  };
+  std::vector<Conv> convs = {
+      {{1, 5, 1, 3}, {6, 5, 1, 1}, 1, 0, 1, 1},     {{1, 3, 2, 4}, {4, 3, 1, 1}, 1, 0, 1, 1},
+      {{1, 7, 3, 7}, {9, 7, 1, 1}, 1, 0, 1, 1},     {{1, 16, 7, 7}, {8, 16, 1, 1}, 1, 0, 1, 1},
+      {{1, 3, 9, 11}, {5, 3, 3, 3}, 1, 1, 1, 1},    {{1, 3, 17, 17}, {8, 3, 3, 3}, 2, 1, 1, 1},
+      {{1, 2, 12, 20}, {4, 2, 5, 5}, 1, 2, 1, 1},   {{1, 3, 10, 18}, {4, 3, 3, 3}, 1, 2, 2, 1},
+      {{1, 3, 5, 6}, {6, 3, 3, 3}, 1, 0, 1, 1},     {{1, 4, 9, 19}, {8, 4, 1, 1}, 2, 0, 1, 1},
+      {{1, 130, 4, 9}, {4, 130, 3, 3}, 1, 1, 1, 1}, {{1, 4, 6, 20}, {8, 4, 3, 3}, 2, 1, 1, 1, 1},
+      {{1, 4, 6, 20}, {8, 4, 1, 1}, 2, 0, 1, 1, 1}, {{1, 6, 5, 17}, {6, 2, 3, 3}, 1, 1, 1, 3}};
+  for (int64_t s : {1, 2})
+    for (int64_t w : {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 17, 19})
+      convs.push_back({{1, 3, w + s, w}, {3, 1, 3, 3}, s, 1, 1, 3});
+  struct Gemm {
+    int64_t M, N, K;
+    bool transB;
+  };
+  const Gemm gemms[] = {{1, 13, 9, false}, {5, 20, 7, false}, {4, 8, 3, false}, {4, 15, 6, false},
+                        {6, 7, 5, false},  {1, 10, 17, true}, {3, 6, 4, true}};
+  std::string params, nodes, rets;
+  std::vector<Tensor> ins;
+  auto input = [&](const Dims& d) {
+    const std::string name = fmt::format("%i{}", ins.size());
+    params += fmt::format("{}{}: f32{}", params.empty() ? "" : ", ", name, formatDims(d));
+    ins.push_back(randomTensor(DType::F32, d, rng));
+    return name;
+  };
+  auto output = [&](const std::string& node) {
+    const std::string name =
+        fmt::format("%y{}", rets.empty() ? 0 : std::count(rets.begin(), rets.end(), ',') + 1);
+    nodes += fmt::format("  {} = {}\n", name, node);
+    rets += (rets.empty() ? "" : ", ") + name;
+  };
+  for (const Conv& c : convs) {
+    const std::string x = input(c.x), w = input(c.w), b = input({c.w[0]});
+    Dims y = {1, c.w[0]};
+    const int64_t sw = c.strideW ? c.strideW : c.stride;
+    for (int d = 0; d < 2; ++d)
+      y.push_back((c.x[2 + d] + 2 * c.pad - c.dil * (c.w[2 + d] - 1) - 1) / (d ? sw : c.stride) +
+                  1);
+    output(fmt::format("Conv({}, {}, {}) {{pads = [{p}, {p}, {p}, {p}], strides = [{s}, {sw}], "
+                       "dilations = [{d}, {d}], group = {g}}} : f32{}",
+                       x, w, b, formatDims(y), fmt::arg("p", c.pad), fmt::arg("s", c.stride),
+                       fmt::arg("sw", sw), fmt::arg("d", c.dil), fmt::arg("g", c.group)));
+  }
+  for (const Gemm& g : gemms) {
+    const std::string a = input({g.M, g.K}), b = input(g.transB ? Dims{g.N, g.K} : Dims{g.K, g.N});
+    output(
+        fmt::format("Gemm({}, {}) {{transB = {}}} : f32[{},{}]", a, b, g.transB ? 1 : 0, g.M, g.N));
+  }
+  const std::string text =
+      fmt::format("graph @main({}) {{\n{}  return {}\n}}\n", params, nodes, rets);
+  Model m = parseModel(text);
+  std::vector<RValue> in;
+  for (const auto& t : ins) in.push_back(RValue::of(t));
+  const auto expected = interpret(*m.graph, in);
+  optimizeModel(m, 0);
+  for (const char* flags : {"", "-march=native", "-DAICC_SCALAR_ONLY"}) {
+    BundleRun r = runBundle(*m.graph, in, "micro_kernels", {}, nullptr, flags);
+    if (::testing::Test::HasFailure()) break;
+    // Every node on its micro-kernel: the call sites pass buffers (b_... or (b_... + offset)).
+    auto calls = [&](const std::string& callee) {
+      size_t n = 0;
+      for (const std::string& site : {callee + "(b_", callee + "((b_"})
+        for (size_t at = 0; (at = r.source.find(site, at)) != std::string::npos; ++at) ++n;
+      return n;
+    };
+    EXPECT_EQ(calls("aicc_dwconv3x3_nchw_f32"), 24u);
+    EXPECT_EQ(calls("aicc_conv2d_nchw_f32"), convs.size() - 24);
+    EXPECT_EQ(calls("aicc_gemm_f32"), std::size(gemms));
+    for (size_t k = 0; k < expected.size() && k < r.outputs.size(); ++k) {
+      // Sums of up to 1170 products of values in [-3, 3], in f32: about 1e-4 apart.
+      auto diff = compareValues(expected[k], r.outputs[k], Tolerance{1e-4, 1e-3});
+      EXPECT_FALSE(diff) << "cc " << flags << ": output " << k << " ("
+                         << (k < convs.size() ? "conv" : "gemm") << "): " << *diff;
+    }
+    std::cout << "[ codegen-c ] micro-kernels, cc " << (*flags ? flags : "(plain)") << ": "
+              << expected.size() << " outputs match\n";
   }
 }
 

@@ -445,18 +445,14 @@ void CEmitter::addFunction(const loop::Func& f, const std::string& cName) {
 }
 
 std::string CEmitter::helpers() const {
+  // The micro-kernels first, as one group between "simd" (vector types, macros, contraction on)
+  // and "end" (contraction back to the command line's).
   std::string out;
-  bool axpy = false; // the convolutions' shared helpers, once
+  for (const std::string& key : helperOrder_)
+    if (key.rfind("uk:", 0) == 0) out += microKernelCSource(key.substr(3)) + "\n";
+  if (!out.empty()) out = microKernelCSource("simd") + "\n" + out + microKernelCSource("end");
   for (const std::string& key : helperOrder_) {
-    if (key.rfind("uk:", 0) == 0) {
-      const std::string k = key.substr(3);
-      if ((k == "conv" || k == "dwconv") && !axpy) {
-        out += microKernelCSource("axpy") + "\n";
-        axpy = true;
-      }
-      out += microKernelCSource(k) + "\n";
-      continue;
-    }
+    if (key.rfind("uk:", 0) == 0) continue;
     auto us = key.find('_');
     std::string kind = key.substr(0, us);
     if (kind == "sigmoid") {

@@ -24,8 +24,8 @@ struct MicroKernelC {
 
 // The portable implementation of callee `name`, or nullopt with *why set.
 std::optional<MicroKernelC> findMicroKernelC(const std::string& name, std::string* why = nullptr);
-// The C definition of a helper key returned by findMicroKernelC. "conv" and "dwconv" call the
-// "axpy" helpers (aicc_axpy_planes_f32, aicc_valid_cols), to be emitted once before them.
+// The C definition of a helper key returned by findMicroKernelC. The kernels form one group:
+// "simd" (vector types and macros, fused multiply-adds on) once before them, "end" after.
 std::string microKernelCSource(const std::string& key);
 
 } // namespace aicc::codegen
