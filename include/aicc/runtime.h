@@ -33,6 +33,10 @@ typedef struct aicc_model aicc_model;
 const char* aicc_last_error(void);
 
 aicc_model* aicc_model_load(const char* dir);
+/* The model linked into this program or library by `aicc compile --static-runtime` (its model.so
+ * or model.a): weights_file is its model.weights, or NULL when it was compiled with
+ * --embed-weights. Fails (NULL) where no model is linked in, as in libaicc_rt itself. */
+aicc_model* aicc_model_load_linked(const char* weights_file);
 void aicc_model_free(aicc_model* m);
 
 int aicc_model_num_inputs(const aicc_model* m);

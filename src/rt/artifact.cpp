@@ -3,6 +3,7 @@
 #include "rt/cpu.h"
 #include "rt/error.h"
 #include "rt/hash.h"
+#include "rt/linked_model.h"
 #include "rt/memory.h"
 #include "rt/parallel.h"
 #include "rt/trace.h"
@@ -220,7 +221,9 @@ int64_t TensorDesc::bytes() const {
   return n;
 }
 
-void Plan::Free::operator()(std::byte* p) const { std::free(p); }
+void PlanBytesFree::operator()(std::byte* p) const {
+  if (owned) std::free(p);
+}
 
 Plan::Bytes Plan::allocate(int64_t n) {
   auto* p =
@@ -231,8 +234,22 @@ Plan::Bytes Plan::allocate(int64_t n) {
 
 namespace {
 
-// Reads and checks the folder's plan, weights and library (see the header).
-Plan readPlan(const std::string& dir);
+// Where a plan's parts come from: a folder's model.plan, model.weights and model.so, or a linked
+// model (rt/linked_model.h: the plan and the task functions in a binary, the weights embedded or
+// in a file).
+struct PlanSource {
+  std::string planFile;    // names the plan in errors
+  std::string text;        // the plan
+  std::string weightsFile; // read and checked, unless the linked model embeds the weights
+  std::string libraryFile; // a folder's model.so: checked against the plan, then dlopened
+  const aicc_linked_model_desc* linked = nullptr;
+  std::shared_ptr<void> code; // a linked model's library handle, if it was dlopened
+};
+
+// Reads and checks a plan, its weights and its code (see the header).
+Plan readPlan(const PlanSource& src);
+// A folder: model.plan, or a model.so that carries its plan (`aicc compile --static-runtime`).
+Plan readFolder(const std::string& dir);
 
 } // namespace
 
@@ -264,7 +281,7 @@ struct Artifact::Impl {
   void run(const std::vector<TensorDesc>& decl);
 };
 
-Artifact::Artifact(const std::string& dir) : Artifact(readPlan(dir)) {}
+Artifact::Artifact(const std::string& dir) : Artifact(readFolder(dir)) {}
 
 Artifact::Artifact(Plan plan) : impl_(std::make_unique<Impl>()) {
   inputs_ = plan.inputs;
@@ -280,13 +297,68 @@ Artifact::~Artifact() = default;
 
 namespace {
 
-Plan readPlan(const std::string& dir) {
-  Plan plan;
-
+Plan readFolder(const std::string& dir) {
   runtime::checkThreadsEnv();
-  const std::string planFile = dir + "/model.plan";
-  const auto text = readText(planFile);
-  AICC_RT_CHECK(text, "'{}': no model.plan here (not an `aicc compile --emit so` folder)", dir);
+  PlanSource src;
+  src.planFile = dir + "/model.plan";
+  src.weightsFile = dir + "/model.weights";
+  if (auto text = readText(src.planFile)) {
+    src.text = std::move(*text);
+    src.libraryFile = dir + "/model.so";
+    return readPlan(src);
+  }
+  // A self-contained model.so carries its plan (and maybe its weights): its runtime stays unused,
+  // the task functions are bound to this one.
+  const std::string so = dir + "/model.so";
+  struct stat st {};
+  AICC_RT_CHECK(::stat(so.c_str(), &st) == 0,
+                "'{}': no model.plan here (not an `aicc compile --emit so` folder)", dir);
+  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  AICC_RT_CHECK(lib, "cannot load '{}': {}", so, dlerror());
+  src.code = std::shared_ptr<void>(lib, [](void* h) { dlclose(h); });
+  src.linked = static_cast<const aicc_linked_model_desc*>(dlsym(lib, "aicc_linked_model"));
+  AICC_RT_CHECK(src.linked,
+                "'{}': no model.plan here, and its model.so carries no plan (not an `aicc compile "
+                "--emit so` folder)",
+                dir);
+  src.planFile = so + " (its linked plan)";
+  src.text = src.linked->plan;
+  return readPlan(src);
+}
+
+} // namespace
+
+// Defined by a self-contained artifact's generated code; absent (null) elsewhere.
+extern "C" const aicc_linked_model_desc aicc_linked_model __attribute__((weak));
+
+Plan readLinkedModel(const char* weightsFile) {
+  runtime::checkThreadsEnv();
+  const aicc_linked_model_desc* linked = &aicc_linked_model;
+  AICC_RT_CHECK(linked, "no model is linked into this program (aicc_model_load_linked runs the "
+                        "model.so or model.a of `aicc compile --static-runtime`; load a folder "
+                        "with aicc_model_load)");
+  AICC_RT_CHECK(linked->weights || weightsFile,
+                "the linked model's weights are not linked in (compiled without --embed-weights): "
+                "pass its model.weights to aicc_model_load_linked");
+  PlanSource src;
+  src.planFile = "the linked model's plan";
+  src.linked = linked;
+  src.text = linked->plan;
+  src.weightsFile = weightsFile ? weightsFile : "";
+  return readPlan(src);
+}
+
+namespace {
+
+Plan readPlan(const PlanSource& src) {
+  Plan plan;
+  const std::string& planFile = src.planFile;
+  const aicc_linked_model_desc* linked = src.linked;
+  AICC_RT_CHECK(!linked || linked->version == AICC_LINKED_MODEL_VERSION,
+                "{}: linked model of version {}, this runtime reads version {} (recompile the "
+                "model)",
+                planFile, linked ? linked->version : 0, AICC_LINKED_MODEL_VERSION);
+  const std::string* text = &src.text;
   std::vector<std::string> lines;
   for (size_t at = 0; at < text->size();) {
     size_t nl = text->find('\n', at);
@@ -420,35 +492,64 @@ Plan readPlan(const std::string& dir) {
                   dtypeName(plan.outputs[i].dtype), dimsText(plan.outputs[i].dims),
                   plan.outputs[i].bytes());
   }
+  // What this load allocates (embedded weights are the binary's read-only data, not allocated).
+  const int64_t allocatedWeights = linked && linked->weights ? 0 : plan.weightBytes;
   int64_t total = 0; // each size fits an int64; their sum must too
   AICC_RT_CHECK(!__builtin_add_overflow(plan.arenaBytes, plan.scratchBytes, &total) &&
-                    !__builtin_add_overflow(total, plan.weightBytes, &total),
+                    !__builtin_add_overflow(total, allocatedWeights, &total),
                 "{}: arena {}, scratch {} and weights {} bytes: absurd sizes", planFile,
                 plan.arenaBytes, plan.scratchBytes, plan.weightBytes);
-  // The weights and the library, each checked against the plan's size and hash before use (a
-  // truncated model.so would otherwise fault inside dlopen or later, in a task).
-  plan.reserved =
-      MemoryReservation(total, format("loading '{}' (arena {}, scratch {}, weights {} bytes)", dir,
-                                      plan.arenaBytes, plan.scratchBytes, plan.weightBytes));
-  plan.weights = Plan::allocate(plan.weightBytes); // read in place, no staging copy
-  readChecked(dir + "/model.weights", weightsFile, plan.weights.get());
-  const std::string so = dir + "/model.so";
-  {
-    Plan::Bytes lib = Plan::allocate(libraryFile.bytes); // only to check it before dlopen
-    readChecked(so, libraryFile, lib.get());
-  }
-  // Code.
-  void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  AICC_RT_CHECK(lib, "cannot load '{}': {}", so, dlerror());
-  plan.code = std::shared_ptr<void>(lib, [](void* h) { dlclose(h); });
-  using BindFn = void (*)(void* const*);
-  auto bindFn = reinterpret_cast<BindFn>(dlsym(lib, "aicc_artifact_bind"));
-  AICC_RT_CHECK(bindFn, "'{}' has no aicc_artifact_bind (not an aicc artifact)", so);
+  plan.reserved = MemoryReservation(
+      total, format("loading '{}' (arena {}, scratch {}, weights {} bytes)", planFile,
+                    plan.arenaBytes, plan.scratchBytes, allocatedWeights));
   void* const table[] = {reinterpret_cast<void*>(&aicc_rt_call_kernel),
                          reinterpret_cast<void*>(&aicc_rt_parallel_for)};
-  bindFn(table);
-  auto* sigText = static_cast<const char*>(dlsym(lib, "aicc_artifact_signature"));
-  AICC_RT_CHECK(sigText, "'{}' has no aicc_artifact_signature (not an aicc artifact)", so);
+  const char* sigText = nullptr;
+  std::string so; // names the code in errors
+  std::function<void*(const std::string&)> lookup;
+  if (linked) {
+    // The weights: embedded (read in place from the binary's read-only data), or model.weights.
+    if (linked->weights) {
+      AICC_RT_CHECK(int64_t(linked->weight_bytes) == weightsFile.bytes,
+                    "{}: {} bytes of weights are linked in, the plan says {}", planFile,
+                    int64_t(linked->weight_bytes), weightsFile.bytes);
+      plan.weights =
+          Plan::Bytes(const_cast<std::byte*>(reinterpret_cast<const std::byte*>(linked->weights)),
+                      Plan::Free{false});
+    } else {
+      plan.weights = Plan::allocate(plan.weightBytes);
+      readChecked(src.weightsFile, weightsFile, plan.weights.get());
+    }
+    plan.code = src.code;
+    linked->bind(table);
+    sigText = linked->signature;
+    so = src.planFile;
+    lookup = [linked](const std::string& fn) -> void* {
+      for (uint32_t i = 0; i < linked->num_fns; ++i)
+        if (fn == linked->fns[i].name) return reinterpret_cast<void*>(linked->fns[i].fn);
+      return nullptr;
+    };
+  } else {
+    // The weights and the library, each checked against the plan's size and hash before use (a
+    // truncated model.so would otherwise fault inside dlopen or later, in a task).
+    plan.weights = Plan::allocate(plan.weightBytes); // read in place, no staging copy
+    readChecked(src.weightsFile, weightsFile, plan.weights.get());
+    so = src.libraryFile;
+    {
+      Plan::Bytes lib = Plan::allocate(libraryFile.bytes); // only to check it before dlopen
+      readChecked(so, libraryFile, lib.get());
+    }
+    void* lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    AICC_RT_CHECK(lib, "cannot load '{}': {}", so, dlerror());
+    plan.code = std::shared_ptr<void>(lib, [](void* h) { dlclose(h); });
+    using BindFn = void (*)(void* const*);
+    auto bindFn = reinterpret_cast<BindFn>(dlsym(lib, "aicc_artifact_bind"));
+    AICC_RT_CHECK(bindFn, "'{}' has no aicc_artifact_bind (not an aicc artifact)", so);
+    bindFn(table);
+    sigText = static_cast<const char*>(dlsym(lib, "aicc_artifact_signature"));
+    AICC_RT_CHECK(sigText, "'{}' has no aicc_artifact_signature (not an aicc artifact)", so);
+    lookup = [lib](const std::string& fn) { return dlsym(lib, fn.c_str()); };
+  }
   std::map<std::string, std::vector<ParamSig>> signature;
   try {
     signature = parseSignature(sigText);
@@ -461,7 +562,7 @@ Plan readPlan(const std::string& dir) {
     Plan::Task task{t.kind, nullptr, std::move(t.node), std::move(t.params), size_t(t.target), {}};
     if (t.kind == Kind::Call) {
       auto sig = signature.find(t.fn);
-      task.fn = reinterpret_cast<int32_t (*)(void**)>(dlsym(lib, t.fn.c_str()));
+      task.fn = reinterpret_cast<int32_t (*)(void**)>(lookup(t.fn));
       AICC_RT_CHECK(task.fn && sig != signature.end(), "'{}' lacks the task function {}", so, t.fn);
       AICC_RT_CHECK(sig->second.size() == task.params.size(),
                     "{}: task {} ({}) has {} bindings; {} takes {}", planFile, i, task.node,

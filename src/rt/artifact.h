@@ -58,6 +58,13 @@ using FallbackProvider = FallbackRun (*)(const std::string& nodeText, const std:
 // an artifact with fallback tasks then fails, naming the node).
 void setFallbackProvider(FallbackProvider p);
 
+// Frees a plan's block (Plan::allocate), unless the plan only points at it (a linked model's
+// weights).
+struct PlanBytesFree {
+  bool owned = true;
+  void operator()(std::byte* p) const;
+};
+
 // A task sequence with its code resolved, ready to run: what a folder's model.plan describes
 // (Artifact(dir) reads and checks one), or what the JIT builds in memory (runtime/jit_executor.h).
 struct Plan {
@@ -70,9 +77,7 @@ struct Plan {
     size_t target = 0;               // jumps: the task to continue at (forward only)
     FallbackRun fallback;            // Fallback
   };
-  struct Free {
-    void operator()(std::byte* p) const;
-  };
+  using Free = PlanBytesFree;
   using Bytes = std::unique_ptr<std::byte[], Free>;
   static Bytes allocate(int64_t bytes); // 64-byte aligned; throws when out of memory
 
@@ -84,6 +89,11 @@ struct Plan {
   std::shared_ptr<void> code; // keeps the task functions loaded (a dlopen handle, a JIT)
   MemoryReservation reserved; // the plan's bytes against the memory budget
 };
+
+// The model linked into this binary by `aicc compile --static-runtime` (rt/linked_model.h), read
+// and checked as a folder's plan is; its weights are linked in or read from weightsFile (then
+// required). Throws aicc::Error when no model is linked in.
+Plan readLinkedModel(const char* weightsFile);
 
 // Per-task run time, while profiling.
 struct TaskTime {

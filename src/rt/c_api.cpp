@@ -43,6 +43,19 @@ int dims(const aicc::rt::TensorDesc* d, int64_t* out, int max) {
   return int(d->dims.size());
 }
 
+// A new instance from make (a loaded Artifact), or null with the error set.
+template <typename Make> aicc_model* loadWith(Make&& make) {
+  auto* m = new aicc_model;
+  int rc = guarded([&] {
+    m->art = make();
+    for (const auto& d : m->art->inputs()) m->dtypeNames[0].emplace_back(aicc::dtypeName(d.dtype));
+    for (const auto& d : m->art->outputs()) m->dtypeNames[1].emplace_back(aicc::dtypeName(d.dtype));
+  });
+  if (rc == 0) return m;
+  delete m;
+  return nullptr;
+}
+
 } // namespace
 
 extern "C" {
@@ -50,16 +63,16 @@ extern "C" {
 const char* aicc_last_error(void) { return lastError.c_str(); }
 
 aicc_model* aicc_model_load(const char* dir) {
-  auto* m = new aicc_model;
-  int rc = guarded([&] {
+  return loadWith([dir] {
     AICC_RT_CHECK(dir, "aicc_model_load: null path");
-    m->art = std::make_unique<aicc::rt::Artifact>(dir);
-    for (const auto& d : m->art->inputs()) m->dtypeNames[0].emplace_back(aicc::dtypeName(d.dtype));
-    for (const auto& d : m->art->outputs()) m->dtypeNames[1].emplace_back(aicc::dtypeName(d.dtype));
+    return std::make_unique<aicc::rt::Artifact>(dir);
   });
-  if (rc == 0) return m;
-  delete m;
-  return nullptr;
+}
+
+aicc_model* aicc_model_load_linked(const char* weights_file) {
+  return loadWith([weights_file] {
+    return std::make_unique<aicc::rt::Artifact>(aicc::rt::readLinkedModel(weights_file));
+  });
 }
 
 void aicc_model_free(aicc_model* m) { delete m; }

@@ -7,6 +7,7 @@
 #include "ir/dtype.h"
 #include "ir/parser.h"
 #include "rt/hash.h"
+#include "runtime/static_link.h"
 
 #include <algorithm>
 #include <chrono>
@@ -60,45 +61,17 @@ std::string dimsText(const Dims& d) {
 
 } // namespace
 
-WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
-                              const Target& target, const codegen::AotOptions& o) {
-  installInterpreterFallback(); // the C API runs what this writes, fallback tasks included
-  WrittenArtifact w;
-  fs::create_directories(dir);
-  auto t0 = std::chrono::steady_clock::now();
-  std::string obj = codegen::emitObject(spec.code, target, o);
-  auto t1 = std::chrono::steady_clock::now();
-  w.codegenSeconds = std::chrono::duration<double>(t1 - t0).count();
-  auto writeFile = [](const fs::path& p, const void* data, size_t n) {
-    std::ofstream f(p, std::ios::binary);
-    f.write(static_cast<const char*>(data), std::streamsize(n));
-    AICC_CHECK(f.good(), "cannot write '{}'", p.string());
-  };
-  fs::path d(dir);
-  writeFile(d / "model.o", obj.data(), obj.size());
-  w.objectBytes = int64_t(obj.size());
-  // The host's C compiler driver links; a cross target's is Debian's <triple>-gcc
-  // (gcc-aarch64-linux-gnu, gcc-riscv64-linux-gnu).
-  const std::string cc = target.triple.empty() ? "cc" : target.triple + "-gcc";
-  std::string cmd = fmt::format("{} -shared -o '{}' '{}' -lm", cc, (d / "model.so").string(),
-                                (d / "model.o").string());
-  int rc = std::system(cmd.c_str());
-  AICC_CHECK(rc == 0,
-             "linking model.so failed (`{}` exited with {}); the C compiler driver `{}` "
-             "must be on PATH{}; model.o was written",
-             cmd, rc, cc,
-             target.triple.empty() ? "" : fmt::format(" (Debian: gcc-{})", target.triple));
-  w.linkSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  const std::string lib = readFile((d / "model.so").string());
-  w.sharedBytes = int64_t(lib.size());
-  writeFile(d / "model.weights", spec.weights.data(), spec.weights.size());
-  w.weightBytes = int64_t(spec.weights.size());
+namespace {
+
+// The plan file's text; `library` is model.so's "<bytes> <hash>" ("0 -" where the plan is linked
+// into the library itself).
+std::string planText(const ArtifactSpec& spec, const Target& target, const std::string& library) {
   std::ostringstream p;
   p << kPlanHeader << "\n";
   // Sizes and content hashes of the two files the plan goes with: checked before either is used.
   p << "arena " << spec.arenaBytes << "\nscratch " << spec.scratchBytes << "\nweights "
     << spec.weights.size() << " " << hashHex(spec.weights.data(), spec.weights.size())
-    << "\nlibrary " << lib.size() << " " << hashHex(lib.data(), lib.size()) << "\n";
+    << "\nlibrary " << library << "\n";
   // The ISA features the code was compiled for: the loader refuses a CPU without them.
   p << "requires " << enc(target.name);
   // The architecture the code is for ("arch=..."; loaders of format 3 before it refuse such a
@@ -124,7 +97,70 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
       p << " @" << t.target;
     p << "\n";
   }
-  std::string text = p.str();
+  return p.str();
+}
+
+void writeFile(const fs::path& p, const void* data, size_t n) {
+  std::ofstream f(p, std::ios::binary);
+  f.write(static_cast<const char*>(data), std::streamsize(n));
+  AICC_CHECK(f.good(), "cannot write '{}'", p.string());
+}
+
+} // namespace
+
+WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
+                              const Target& target, const WriteOptions& o) {
+  installInterpreterFallback(); // the C API runs what this writes, fallback tasks included
+  AICC_CHECK(!o.embedWeights || o.staticRuntime,
+             "embedding the weights needs the self-contained form (--static-runtime)");
+  WrittenArtifact w;
+  fs::create_directories(dir);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string obj = codegen::emitObject(spec.code, target, o.aot);
+  auto t1 = std::chrono::steady_clock::now();
+  w.codegenSeconds = std::chrono::duration<double>(t1 - t0).count();
+  w.objectBytes = int64_t(obj.size());
+  w.weightBytes = int64_t(spec.weights.size());
+  fs::path d(dir);
+  if (o.staticRuntime) {
+    StaticLinkInput in;
+    in.dir = dir;
+    in.object = std::move(obj);
+    in.plan = planText(spec, target, "0 -");
+    in.weights = &spec.weights;
+    in.embedWeights = o.embedWeights;
+    for (const ArtifactTask& t : spec.tasks)
+      if (t.kind == ArtifactTask::Kind::Call &&
+          std::find(in.taskFns.begin(), in.taskFns.end(), t.fn) == in.taskFns.end())
+        in.taskFns.push_back(t.fn);
+    // Files of the other form that would shadow or contradict this one.
+    for (const char* stale : {"model.plan", "model.o"}) fs::remove(d / stale);
+    if (o.embedWeights) fs::remove(d / "model.weights");
+    StaticLinkOutput out = linkStaticArtifact(in, target);
+    w.sharedBytes = out.sharedBytes;
+    w.archiveBytes = out.archiveBytes;
+    w.linkSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    return w;
+  }
+  for (const char* stale : {"model.a", "aicc_runtime.h"}) fs::remove(d / stale);
+  writeFile(d / "model.o", obj.data(), obj.size());
+  // The host's C compiler driver links; a cross target's is Debian's <triple>-gcc
+  // (gcc-aarch64-linux-gnu, gcc-riscv64-linux-gnu).
+  const std::string cc = target.triple.empty() ? "cc" : target.triple + "-gcc";
+  std::string cmd = fmt::format("{} -shared -o '{}' '{}' -lm", cc, (d / "model.so").string(),
+                                (d / "model.o").string());
+  int rc = std::system(cmd.c_str());
+  AICC_CHECK(rc == 0,
+             "linking model.so failed (`{}` exited with {}); the C compiler driver `{}` "
+             "must be on PATH{}; model.o was written",
+             cmd, rc, cc,
+             target.triple.empty() ? "" : fmt::format(" (Debian: gcc-{})", target.triple));
+  w.linkSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  const std::string lib = readFile((d / "model.so").string());
+  w.sharedBytes = int64_t(lib.size());
+  writeFile(d / "model.weights", spec.weights.data(), spec.weights.size());
+  const std::string text =
+      planText(spec, target, fmt::format("{} {}", lib.size(), hashHex(lib.data(), lib.size())));
   writeFile(d / "model.plan", text.data(), text.size());
   return w;
 }

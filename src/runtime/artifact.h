@@ -79,11 +79,20 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower);
 
 struct WrittenArtifact {
   int64_t objectBytes = 0, sharedBytes = 0, weightBytes = 0;
+  int64_t archiveBytes = 0; // self-contained: model.a
   double codegenSeconds = 0, linkSeconds = 0;
 };
-// Writes model.o, model.so, model.weights and model.plan into dir (created if missing).
+struct WriteOptions {
+  codegen::AotOptions aot;
+  // Self-contained (`--static-runtime`, runtime/static_link.h): model.so and model.a carry the
+  // runtime and the plan, optionally the weights; no model.plan, model.o is not kept.
+  bool staticRuntime = false;
+  bool embedWeights = false; // with staticRuntime: no model.weights either
+};
+// Writes model.o, model.so, model.weights and model.plan into dir (created if missing), or the
+// self-contained form (WriteOptions::staticRuntime).
 WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
-                              const Target& target, const codegen::AotOptions& o = {});
+                              const Target& target, const WriteOptions& o = {});
 
 // A loaded artifact: the runtime's executor (rt::Artifact: checks, threads and errors as
 // described there) with the reference interpreter for fallback tasks, and a checked run on

@@ -21,6 +21,28 @@ for m in mobilenet_v2 mobilenet_v3_small; do
   fi
 done
 fails=0; ran=0
+# compare HOST_OUT CROSS_OUT: the folders' output_<i>.pb agree within rtol 1e-4 / atol 1e-5.
+compare() {
+  "$py" - "$1" "$2" <<'PY'
+import os, sys
+import numpy as np, onnx
+from onnx import numpy_helper
+host, cross = sys.argv[1:3]
+names = sorted(f for f in os.listdir(host) if f.endswith(".pb"))
+assert names and names == sorted(f for f in os.listdir(cross) if f.endswith(".pb")), "output files differ"
+worst = 0.0
+for f in names:
+    a, b = (numpy_helper.to_array(onnx.load_tensor(os.path.join(d, f))) for d in (host, cross))
+    assert a.dtype == b.dtype and a.shape == b.shape, f"{f}: {b.dtype}{b.shape} vs {a.dtype}{a.shape}"
+    if a.dtype.kind == "f":
+        excess = np.abs(b.astype(np.float64) - a) - (1e-5 + 1e-4 * np.abs(a.astype(np.float64)))
+        worst = max(worst, float(np.max(np.abs(b.astype(np.float64) - a) / (1e-5 + 1e-4 * np.abs(a)))))
+        assert (excess <= 0).all(), f"{f}: max |diff| {np.max(np.abs(b - a)):.3g} beyond rtol 1e-4"
+    else:
+        assert (a == b).all(), f"{f}: integer outputs differ"
+print(f"{len(names)} outputs, worst {worst:.3f} of the tolerance")
+PY
+}
 for m in "${models[@]}"; do # the host's outputs, once per model
   IFS='|' read -r name model data <<< "$m"
   "$aicc" compile "$model" -o "$tmp/host-$name" >/dev/null &&
@@ -56,31 +78,27 @@ for triple in aarch64-linux-gnu riscv64-linux-gnu; do
       echo "FAIL $arch $name: aicc-run under qemu-$arch: $(tail -3 "$tmp/log")"; fails=$((fails + 1)); continue
     fi
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
-    if "$py" - "$tmp/host-$name.out" "$dir.out" > "$tmp/cmp" 2>&1 <<'PY'
-import os, sys
-import numpy as np, onnx
-from onnx import numpy_helper
-host, cross = sys.argv[1:3]
-names = sorted(f for f in os.listdir(host) if f.endswith(".pb"))
-assert names and names == sorted(f for f in os.listdir(cross) if f.endswith(".pb")), "output files differ"
-worst = 0.0
-for f in names:
-    a, b = (numpy_helper.to_array(onnx.load_tensor(os.path.join(d, f))) for d in (host, cross))
-    assert a.dtype == b.dtype and a.shape == b.shape, f"{f}: {b.dtype}{b.shape} vs {a.dtype}{a.shape}"
-    if a.dtype.kind == "f":
-        excess = np.abs(b.astype(np.float64) - a) - (1e-5 + 1e-4 * np.abs(a.astype(np.float64)))
-        worst = max(worst, float(np.max(np.abs(b.astype(np.float64) - a) / (1e-5 + 1e-4 * np.abs(a)))))
-        assert (excess <= 0).all(), f"{f}: max |diff| {np.max(np.abs(b - a)):.3g} beyond rtol 1e-4"
-    else:
-        assert (a == b).all(), f"{f}: integer outputs differ"
-print(f"{len(names)} outputs, worst {worst:.3f} of the tolerance")
-PY
+    if compare "$tmp/host-$name.out" "$dir.out" > "$tmp/cmp" 2>&1
     then
       echo "ok   $arch $name: $(cat "$tmp/cmp") (qemu run $ms ms)"
     else
       echo "FAIL $arch $name: $(tail -2 "$tmp/cmp")"; fails=$((fails + 1))
     fi
   done
+  # Self-contained (--static-runtime --embed-weights): mnist-8's model.so carries the cross-built
+  # runtime, the plan and the weights; the cross aicc-run loads the folder from it.
+  dir="$tmp/$arch-mnist-8-static"
+  if ! "$aicc" compile "$root/models/mnist-8/model.onnx" -o "$dir" --target "$triple" --static-runtime \
+       --embed-weights > "$tmp/log" 2>&1; then
+    echo "FAIL $arch mnist-8 --static-runtime: $(tail -3 "$tmp/log")"; fails=$((fails + 1))
+  elif ! "qemu-$arch" -L "/usr/$triple" "$root/build-rt-$arch/aicc-run" run "$dir" \
+       --inputs-dir "$root/models/mnist-8/test_data_set_0" --output-dir "$dir.out" > "$tmp/log" 2>&1; then
+    echo "FAIL $arch mnist-8 --static-runtime: aicc-run: $(tail -3 "$tmp/log")"; fails=$((fails + 1))
+  elif compare "$tmp/host-mnist-8.out" "$dir.out" > "$tmp/cmp" 2>&1; then
+    echo "ok   $arch mnist-8 --static-runtime --embed-weights: $(cat "$tmp/cmp") (model.so $(stat -c %s "$dir/model.so") bytes)"
+  else
+    echo "FAIL $arch mnist-8 --static-runtime: $(tail -2 "$tmp/cmp")"; fails=$((fails + 1))
+  fi
 done
 echo "$fails failed"
 [ "$fails" = 0 ] || exit 1

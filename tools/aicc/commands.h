@@ -112,7 +112,9 @@ struct CompileArgs { // tools/aicc/compile.cpp
   std::vector<std::string> calibration; // with int8: the calibration folders
   int optLevel = 2;
   bool quiet = false; // no "wrote ..." line (the Python module)
-  bool embedWeights = false; // --emit c: weights as a const array (model_weights.c)
+  bool embedWeights = false; // --emit c: weights as a const array (model_weights.c); --emit so
+                             // --static-runtime: in model.so / model.a
+  bool staticRuntime = false; // --emit so: model.so and model.a carry the runtime and the plan
   std::string reportHtml; // also write the HTML report here
 };
 int compileCommand(const CompileArgs& a);

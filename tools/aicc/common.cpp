@@ -56,8 +56,10 @@ std::string jsonEscape(const std::string& s) {
 }
 
 bool isArtifactDir(const std::string& path) {
-  return std::filesystem::is_directory(path) &&
-         std::filesystem::exists(std::filesystem::path(path) / "model.plan");
+  // model.plan, or a self-contained model.so (--static-runtime) that carries it.
+  const std::filesystem::path p(path);
+  return std::filesystem::is_directory(p) &&
+         (std::filesystem::exists(p / "model.plan") || std::filesystem::exists(p / "model.so"));
 }
 
 Type typeOf(const runtime::TensorDesc& d) {

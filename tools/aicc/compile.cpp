@@ -78,6 +78,8 @@ struct Report {
 int compileCommand(const CompileArgs& a) {
   AICC_CHECK(a.emit == "so" || a.emit == "c", "compile: --emit {} is not supported (so, c)",
              a.emit);
+  AICC_CHECK(!a.staticRuntime || a.emit == "so",
+             "--static-runtime is for --emit so (a C bundle needs no runtime)");
   Report rep;
   auto t = Clock::now();
   ImportedModel im = loadModel(a.model, parseDims(a.dims));
@@ -121,8 +123,9 @@ int compileCommand(const CompileArgs& a) {
         a.embedWeights ? "_weights.c" : ".weights", plan.weightBytes, b.arenaBytes);
     return 0;
   }
-  AICC_CHECK(!a.embedWeights, "--embed-weights needs --emit c (a compiled folder reads its weights "
-                              "from model.weights)");
+  AICC_CHECK(!a.embedWeights || a.staticRuntime,
+             "--embed-weights needs --emit c or --static-runtime (a compiled folder reads its "
+             "weights from model.weights)");
   Target target = parseTarget(a.target);
   t = Clock::now();
   loop::LowerOptions lo = backend::lowerOptionsFor(target);
@@ -154,8 +157,10 @@ int compileCommand(const CompileArgs& a) {
       };
   runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
   rep.phases.push_back({"plan + lower", since(t)});
-  codegen::AotOptions ao;
-  runtime::WrittenArtifact w = runtime::writeArtifact(spec, a.outputDir, target, ao);
+  runtime::WriteOptions wo;
+  wo.staticRuntime = a.staticRuntime;
+  wo.embedWeights = a.embedWeights;
+  runtime::WrittenArtifact w = runtime::writeArtifact(spec, a.outputDir, target, wo);
   rep.phases.push_back({"llvm codegen", w.codegenSeconds});
   rep.phases.push_back({"link", w.linkSeconds});
   rep.numbers.push_back({"target", jsonStr(formatTarget(target))});
@@ -172,6 +177,11 @@ int compileCommand(const CompileArgs& a) {
   rep.numbers.push_back({"packed_weight_bytes", std::to_string(spec.packedBytes)});
   rep.numbers.push_back({"object_bytes", std::to_string(w.objectBytes)});
   rep.numbers.push_back({"shared_library_bytes", std::to_string(w.sharedBytes)});
+  rep.numbers.push_back({"static_runtime", a.staticRuntime ? "true" : "false"});
+  if (a.staticRuntime) {
+    rep.numbers.push_back({"static_archive_bytes", std::to_string(w.archiveBytes)});
+    rep.numbers.push_back({"weights_embedded", a.embedWeights ? "true" : "false"});
+  }
   std::string fails = "[";
   for (size_t i = 0; i < spec.failBranches.size(); ++i)
     fails += (i ? ", " : "") + jsonStr(spec.failBranches[i]);
@@ -210,7 +220,16 @@ int compileCommand(const CompileArgs& a) {
     std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
   double total = 0;
   for (const auto& [k, s] : rep.phases) total += s;
-  if (!a.quiet)
+  if (!a.quiet && a.staticRuntime)
+    std::cout << fmt::format(
+        "wrote {0}/model.so ({1} bytes, {2} tasks; runtime and plan{3} linked in), model.a "
+        "({4} bytes), aicc_runtime.h{5}; arena {6} bytes; compile {7:.2f} s; report "
+        "{0}/report.txt\n",
+        a.outputDir, w.sharedBytes, spec.tasks.size(), a.embedWeights ? " and weights" : "",
+        w.archiveBytes,
+        a.embedWeights ? "" : fmt::format(", model.weights ({} bytes)", w.weightBytes),
+        spec.arenaBytes, total);
+  else if (!a.quiet)
     std::cout << fmt::format(
         "wrote {0}/model.so ({1} bytes, {2} tasks), model.weights ({3} bytes), "
         "model.plan; arena {4} bytes (lower bound {5}); compile {6:.2f} s; "

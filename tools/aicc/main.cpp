@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
   ccCmd->add_option("-o", cc.outputDir, "Output folder")->required();
   ccCmd->add_option("--emit", cc.emit, "so (default: model.so, model.o, model.weights, model.plan) or c (model.c, model.h, model.weights)")->check(CLI::IsMember({"so", "c"}));
   ccCmd->add_option("--target", cc.target, "native (default), x86-64-avx2, x86-64-avx512, generic, with modifiers (e.g. native,-avx512f); cross: aarch64-linux-gnu, riscv64-linux-gnu");
-  ccCmd->add_flag("--embed-weights", cc.embedWeights, "--emit c: the weights as a const array in model_weights.c (flash/rodata; no stdio, no file to read)");
+  ccCmd->add_flag("--embed-weights", cc.embedWeights, "The weights in the artifact: --emit c, a const array in model_weights.c (flash/rodata; no stdio, no file to read); --static-runtime, read-only data of model.so / model.a");
+  ccCmd->add_flag("--static-runtime", cc.staticRuntime, "--emit so: self-contained model.so (needs only libc/libm) and model.a with the runtime and the plan linked in, plus aicc_runtime.h; load with aicc_model_load_linked (docs/runtime.md)");
   ccCmd->add_option("--prefix", cc.prefix, "API prefix and file names (default model)");
   ccCmd->add_option("--dim", cc.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
   ccCmd->add_option("--shape", cc.shapes, "NAME=D0,D1,... fixes input NAME's whole shape; repeatable");
