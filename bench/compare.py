@@ -202,7 +202,11 @@ def main():
         for t in threads:
             for cls, mod in peers:
                 if mod is not None:
-                    runners[(cls.name, t)] = cls(path, t, feeds)
+                    try:  # a peer that cannot load the model (OpenVINO on some QLinear models)
+                        runners[(cls.name, t)] = cls(path, t, feeds)
+                    except Exception as e:
+                        print(f"{cls.name} cannot load {name}: {str(e).splitlines()[0][:200]}",
+                              file=sys.stderr)
         if use_aicc:
             target = path
             if args.aicc_mode == "artifact":

@@ -91,11 +91,21 @@ void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x
           std::memset(out + j, rawPad, size_t(a));
           std::memcpy(out + j + a, row + ox0 + off + a, size_t(b - a));
           std::memset(out + j + b, rawPad, size_t(run - b));
-        } else {
-          for (int64_t i = 0; i < run; ++i) {
-            const int64_t ix = (ox0 + i) * s.strideW + off;
-            out[j + i] = ix >= 0 && ix < s.W ? row[ix] : rawPad;
-          }
+        } else { // padding, a strided slice (stride 2 vectorized), padding
+          const int64_t sw = s.strideW;
+          auto firstAtLeast = [sw](int64_t v) { // the least t with t * sw >= v
+            return v >= 0 ? (v + sw - 1) / sw : -(-v / sw);
+          };
+          const int64_t a = std::clamp<int64_t>(firstAtLeast(-off) - ox0, 0, run);
+          const int64_t b = std::clamp<int64_t>(firstAtLeast(s.W - off) - ox0, a, run);
+          std::memset(out + j, rawPad, size_t(a));
+          const uint8_t* src = row + (ox0 + a) * sw + off;
+          uint8_t* dst = out + j + a;
+          if (sw == 2)
+            for (int64_t i = 0; i < b - a; ++i) dst[i] = src[2 * i];
+          else
+            for (int64_t i = 0; i < b - a; ++i) dst[i] = src[i * sw];
+          std::memset(out + j + b, rawPad, size_t(run - b));
         }
       }
       j += run;
@@ -274,25 +284,77 @@ bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias) {
   return true;
 }
 
+namespace {
+
+// The 3x3, pad 1, stride 1 or 2 case with a plane kernel (ukernel.h's QDwPlaneFn): each input
+// row is converted once into a ring of padded float rows, and four output rows at a time are
+// computed and requantized straight into y, with no float planes in between.
+void qdw3x3Planes(QDwPlaneFn planeFn, const QConvShape& s, const QConvParams& q, const uint8_t* x,
+                  const float* w, const int32_t* bias, const float* factor, uint8_t* y,
+                  ThreadPool* pool) {
+  const int64_t OH = s.OH(), OW = s.OW(), st = s.strideH, mult = s.M / s.C;
+  const int64_t owr = (OW + 15) / 16 * 16;
+  // Stride 1: padded index ix + 1 up to owr + 1; stride 2: even and odd halves (QDwRowParams).
+  const int64_t half = st == 2 ? owr + 2 : 0;
+  const int64_t pitch = (st == 2 ? 2 * half : std::max(owr + 2, s.W + 2)) + 16;
+  auto channels = [&](int64_t c0, int64_t c1) {
+    thread_local std::vector<float> ring;
+    ring.assign(size_t(16 * pitch), 0.0f); // the padding stays 0: conversions write the data
+    QDwPlaneParams p{};
+    p.H = s.H, p.W = s.W, p.xSigned = q.xSigned, p.xzp = float(q.xzp);
+    p.yzp = q.yzp, p.lo = q.ySigned ? -128 : 0, p.hi = q.ySigned ? 127 : 255;
+    p.OH = OH, p.OW = OW, p.stride = st, p.ring = ring.data(), p.pitch = pitch, p.half = half;
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t m = 0; m < mult; ++m) {
+        const int64_t co = c * mult + m;
+        p.x = x + c * s.H * s.W;
+        p.w = w + co * 9;
+        p.bias = bias ? float(bias[co]) : 0.0f;
+        p.factor = factor[co];
+        p.y = y + co * OH * OW;
+        planeFn(p);
+      }
+  };
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), s.C) : 1;
+  if (T <= 1 || s.M * OH * OW < 4096) return channels(0, s.C);
+  pool->parallelFor(T, [&](int64_t i) { channels(s.C * i / T, s.C * (i + 1) / T); });
+}
+
+} // namespace
+
 void qdepthwiseConv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q,
                       const void* x, const float* w, const int32_t* bias, const float* factor,
                       void* y, ThreadPool* pool) {
   AICC_RT_CHECK(s.group == s.C && s.M % s.C == 0, "int8 depthwise conv: {} groups for {} channels",
                 s.group, s.C);
+  const int64_t P = s.OH() * s.OW();
+  const int32_t lo = q.ySigned ? -128 : 0, hi = q.ySigned ? 127 : 255;
+  Q8RowFn toRow = toFloat;
+  QDwPlaneFn planeFn = nullptr;
+#if defined(__x86_64__)
+  if (isaWithin(kd.isa, Isa::Avx512) && cpuSupports(Isa::Avx512Vnni) &&
+      isaWithin(Isa::Avx512Vnni, bestIsa())) {
+    toRow = q8_to_f32_row_avx512vnni;
+    planeFn = qdw3x3_plane_avx512vnni;
+  }
+#endif
+  const bool is3x3 = s.KH == 3 && s.KW == 3 && s.strideH == s.strideW &&
+                     (s.strideH == 1 || s.strideH == 2) && s.dilH == 1 && s.dilW == 1 &&
+                     s.padTop == 1 && s.padLeft == 1 && s.padBottom == 1 && s.padRight == 1;
+  if (planeFn && is3x3) {
+    for (int64_t n = 0; n < s.N; ++n)
+      qdw3x3Planes(planeFn, s, q, static_cast<const uint8_t*>(x) + n * s.C * s.H * s.W, w, bias,
+                   factor, static_cast<uint8_t*>(y) + n * s.M * P, pool);
+    return;
+  }
+  // Otherwise the f32 NCHW plane kernels over padded planes of x - xzp, then each accumulator
+  // plane requantized.
   std::vector<float> biasF;
   if (bias) biasF.assign(bias, bias + s.M);
   DwShape d;
   d.C = s.C, d.mult = s.M / s.C, d.H = s.H, d.W = s.W, d.KH = s.KH, d.KW = s.KW;
   d.strideH = s.strideH, d.strideW = s.strideW, d.dilH = s.dilH, d.dilW = s.dilW;
   d.padTop = s.padTop, d.padLeft = s.padLeft, d.padBottom = s.padBottom, d.padRight = s.padRight;
-  const int64_t P = s.OH() * s.OW();
-  const int32_t lo = q.ySigned ? -128 : 0, hi = q.ySigned ? 127 : 255;
-  Q8RowFn toRow = toFloat;
-#if defined(__x86_64__)
-  if (isaWithin(kd.isa, Isa::Avx512) && cpuSupports(Isa::Avx512Vnni) &&
-      isaWithin(Isa::Avx512Vnni, bestIsa()))
-    toRow = q8_to_f32_row_avx512vnni;
-#endif
   for (int64_t n = 0; n < s.N; ++n) {
     uint8_t* yn = static_cast<uint8_t*>(y) + n * s.M * P;
     const uint8_t* xn = static_cast<const uint8_t*>(x) + n * s.C * s.H * s.W;

@@ -59,19 +59,56 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
   }
 }
 
-template <int ROWS> void qtileCols(const QGemmTileParams& p) {
-  if (p.nr <= 16)
-    qtile<ROWS, 1>(p);
-  else if (p.nr <= 32)
-    qtile<ROWS, 2>(p);
-  else
-    qtile<ROWS, 3>(p);
+// R output rows of the int8 depthwise 3x3 convolution (ukernel.h's QDwRowParams), the stride
+// known at compile time: input row q
+// (r[q], q < (R - 1) * STRIDE + 3) is loaded once for every output row it feeds (ky = q - i *
+// STRIDE), R independent sums per vector of columns.
+template <int R, int STRIDE> void qdwRows(const QDwRowParams& p) {
+  constexpr int Q = (R - 1) * STRIDE + 3;
+  const __m512 flo = _mm512_set1_ps(float(p.lo - p.yzp - 1)),
+               fhi = _mm512_set1_ps(float(p.hi - p.yzp + 1)), f = _mm512_set1_ps(p.factor);
+  const __m512i zp = _mm512_set1_epi32(p.yzp), lo = _mm512_set1_epi32(p.lo),
+                hi = _mm512_set1_epi32(p.hi);
+  __m512 w[9];
+#pragma GCC unroll 9
+  for (int k = 0; k < 9; ++k) w[k] = _mm512_set1_ps(p.w[k]);
+  for (int64_t ox = 0; ox < p.OW; ox += 16) {
+    __m512 acc[R];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) acc[i] = _mm512_set1_ps(p.bias);
+#pragma GCC unroll 9
+    for (int q = 0; q < Q; ++q) {
+      const float* r = p.rows[q];
+      if (!r) continue;
+      // Taps kx = 0, 1, 2 at padded index STRIDE * ox + kx.
+      const __m512 t0 = _mm512_loadu_ps(r + ox);
+      const __m512 t1 = _mm512_loadu_ps(STRIDE == 1 ? r + ox + 1 : r + p.half + ox);
+      const __m512 t2 = _mm512_loadu_ps(STRIDE == 1 ? r + ox + 2 : r + ox + 1);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) {
+        const int ky = q - i * STRIDE;
+        if (ky < 0 || ky > 2) continue;
+        acc[i] = _mm512_fmadd_ps(t0, w[3 * ky], acc[i]);
+        acc[i] = _mm512_fmadd_ps(t1, w[3 * ky + 1], acc[i]);
+        acc[i] = _mm512_fmadd_ps(t2, w[3 * ky + 2], acc[i]);
+      }
+    }
+    // As the GEMM tile: clamp in float, round half to even, add the zero point, saturate.
+    const int64_t n = p.OW - ox;
+    const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(acc[i], f), flo), fhi);
+      __m512i y = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
+      y = _mm512_min_epi32(_mm512_max_epi32(y, lo), hi);
+      _mm_mask_storeu_epi8(p.y + i * p.OW + ox, m, _mm512_cvtepi32_epi8(y));
+    }
+  }
 }
 
-} // namespace
-
-void q8_to_f32_row_avx512vnni(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out,
-                              float* odd) {
+// One int8 row as floats, float(x - zp), into out[0, n), or with `odd` its columns 2m into out[m]
+// and 2m + 1 into odd[m] (ukernel.h's Q8RowFn).
+inline void toF32Row(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out, float* odd) {
   const __m512 z = _mm512_set1_ps(zp);
   auto tail = [](int64_t k) { return k >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << k) - 1u); };
   if (!odd) {
@@ -97,6 +134,75 @@ void q8_to_f32_row_avx512vnni(const uint8_t* x, int64_t n, bool isSigned, float 
                           _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(oddv)), z));
   }
   if (n & 1) out[pairs] = (isSigned ? float(int8_t(x[n - 1])) : float(x[n - 1])) - zp;
+}
+
+// qdw3x3_plane_avx512vnni for a stride known at compile time: input row iy is converted once into
+// ring slot iy % 16 (a padded row: index ix + 1; stride 2: even and odd halves), and four output
+// rows at a time are computed from the slots (qdwRows).
+template <int STRIDE> void qdwPlane(const QDwPlaneParams& p) {
+  constexpr int64_t kRing = 16; // the rows of four output rows (at most 9) and the two before
+  int64_t held[kRing];
+  for (int64_t i = 0; i < kRing; ++i) held[i] = -1;
+  QDwRowParams r{};
+  r.w = p.w, r.bias = p.bias, r.factor = p.factor, r.yzp = p.yzp, r.lo = p.lo, r.hi = p.hi;
+  r.OW = p.OW, r.stride = STRIDE, r.half = p.half;
+  for (int64_t oy = 0; oy < p.OH; oy += 4) {
+    r.numRows = p.OH - oy < 4 ? p.OH - oy : 4;
+    for (int64_t q = 0; q < (r.numRows - 1) * STRIDE + 3; ++q) {
+      const int64_t iy = oy * STRIDE - 1 + q;
+      if (iy < 0 || iy >= p.H) {
+        r.rows[q] = nullptr;
+        continue;
+      }
+      float* row = p.ring + (iy & (kRing - 1)) * p.pitch;
+      if (held[iy & (kRing - 1)] != iy) {
+        held[iy & (kRing - 1)] = iy;
+        if (STRIDE == 1) // x[i] at padded index i + 1
+          toF32Row(p.x + iy * p.W, p.W, p.xSigned, p.xzp, row + 1, nullptr);
+        else // x[2m] at odd[m], x[2m + 1] at even[m + 1]
+          toF32Row(p.x + iy * p.W, p.W, p.xSigned, p.xzp, row + p.half, row + 1);
+      }
+      r.rows[q] = row;
+    }
+    r.y = p.y + oy * p.OW;
+    switch (r.numRows) {
+    case 1:
+      qdwRows<1, STRIDE>(r);
+      break;
+    case 2:
+      qdwRows<2, STRIDE>(r);
+      break;
+    case 3:
+      qdwRows<3, STRIDE>(r);
+      break;
+    default:
+      qdwRows<4, STRIDE>(r);
+      break;
+    }
+  }
+}
+
+template <int ROWS> void qtileCols(const QGemmTileParams& p) {
+  if (p.nr <= 16)
+    qtile<ROWS, 1>(p);
+  else if (p.nr <= 32)
+    qtile<ROWS, 2>(p);
+  else
+    qtile<ROWS, 3>(p);
+}
+
+} // namespace
+
+void q8_to_f32_row_avx512vnni(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out,
+                              float* odd) {
+  toF32Row(x, n, isSigned, zp, out, odd);
+}
+
+void qdw3x3_plane_avx512vnni(const QDwPlaneParams& p) {
+  if (p.stride == 1)
+    qdwPlane<1>(p);
+  else
+    qdwPlane<2>(p);
 }
 
 void u8s8_qgemm_avx512vnni_8x48(const QGemmTileParams& p) {

@@ -71,6 +71,8 @@ std::vector<Case> cases() {
   v.push_back({shape(16, 7, 9, 24, 1, 1, 1, 0, 1), u8, 127});   // pointwise
   v.push_back({shape(67, 5, 11, 37, 1, 1, 1, 0, 1), i8, 127});  // K and M tails, 55 pixels
   v.push_back({shape(3, 17, 15, 32, 1, 3, 2, 1, 1), u8, 127});  // the stem: K = 27
+  v.push_back({shape(3, 12, 20, 16, 1, 5, 2, 2, 1), i8, 127});  // stride 2, 5x5, even width
+  v.push_back({shape(4, 13, 16, 8, 1, 3, 3, 2, 1), u8, 127});   // stride 3
   v.push_back({shape(8, 9, 9, 16, 1, 3, 1, 2, 2), mixed, 127}); // dilated
   v.push_back({shape(8, 8, 8, 8, 4, 3, 1, 1, 1), i8, 127});     // grouped
   v.push_back({shape(64, 4, 4, 96, 1, 1, 1, 0, 1), u8, 255});   // wide weights, deep, 16 pixels
@@ -123,10 +125,16 @@ TEST(QConvKernels, GemmTilesMatchReferenceOnEveryIsa) {
 TEST(QConvKernels, DepthwiseMatchesReferenceOnEveryIsa) {
   ThreadPool pool(2);
   const QConvParams u8{false, false, 119, 128}, i8{true, true, 7, -3};
+  // 3x3, pad 1, stride 1 or 2 (the row kernels where the CPU has one: rows wider than a vector,
+  // odd and even widths, one pixel, a multiplier), and other geometries (the plane kernels).
   const Case dw[] = {{shape(24, 14, 14, 24, 24, 3, 1, 1, 1), u8, 127},
                      {shape(16, 15, 13, 16, 16, 3, 2, 1, 1), i8, 127},
                      {shape(5, 11, 11, 10, 5, 5, 1, 2, 1), u8, 255}, // multiplier 2, 5x5
-                     {shape(40, 7, 7, 40, 40, 3, 1, 1, 1), i8, 255}};
+                     {shape(40, 7, 7, 40, 40, 3, 1, 1, 1), i8, 255},
+                     {shape(3, 9, 37, 3, 3, 3, 1, 1, 1), u8, 255},
+                     {shape(3, 10, 36, 6, 3, 3, 2, 1, 1), u8, 127}, // multiplier 2
+                     {shape(4, 1, 1, 4, 4, 3, 2, 1, 1), i8, 127},
+                     {shape(2, 6, 35, 2, 2, 3, 2, 1, 1), u8, 255}};
   for (const auto& k : allKernels()) {
     if (k.op != KernelOp::DepthwiseConvNchw) continue;
     if (!cpuSupports(k.isa)) {
