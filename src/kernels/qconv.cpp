@@ -53,72 +53,68 @@ void interleave4(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* d)
     for (int c = 0; c < 4; ++c) d[j * 4 + c] = r[c][j] ^ flip;
 }
 
+// Row k of the group's im2col matrix for output pixels [p0, p0 + nr) into out (raw input bytes;
+// padding reads rawPad): runs of pixels on one output row, each padding or a (strided) slice of
+// an input row between padding.
+void im2colRow(const QConvShape& s, const QGeom& g, const uint8_t* x, uint8_t rawPad, int64_t k,
+               int64_t p0, int64_t nr, uint8_t* out) {
+  const int64_t ci = k / (s.KH * s.KW), ky = k / s.KW % s.KH, kx = k % s.KW;
+  const uint8_t* plane = x + ci * s.H * s.W;
+  const int64_t off = kx * s.dilW - s.padLeft, sw = s.strideW; // ix = ox * sw + off
+  auto firstAtLeast = [sw](int64_t v) {                        // the least t with t * sw >= v
+    return v >= 0 ? (v + sw - 1) / sw : -(-v / sw);
+  };
+  for (int64_t j = 0; j < nr;) {
+    const int64_t p = p0 + j, oy = p / g.OW, ox0 = p % g.OW;
+    const int64_t run = std::min(nr - j, g.OW - ox0);
+    const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
+    if (iy < 0 || iy >= s.H) {
+      std::memset(out + j, rawPad, size_t(run));
+    } else {
+      const int64_t a = std::clamp<int64_t>(firstAtLeast(-off) - ox0, 0, run);
+      const int64_t b = std::clamp<int64_t>(firstAtLeast(s.W - off) - ox0, a, run);
+      std::memset(out + j, rawPad, size_t(a));
+      const uint8_t* src = plane + iy * s.W + (ox0 + a) * sw + off;
+      uint8_t* dst = out + j + a;
+      if (sw == 1)
+        std::memcpy(dst, src, size_t(b - a));
+      else if (sw == 2) // vectorized
+        for (int64_t i = 0; i < b - a; ++i) dst[i] = src[2 * i];
+      else
+        for (int64_t i = 0; i < b - a; ++i) dst[i] = src[i * sw];
+      std::memset(out + j + b, rawPad, size_t(run - b));
+    }
+    j += run;
+  }
+}
+
 // One B panel: columns (output pixels) [p0, p0 + nr) of the group's im2col matrix, as
 // dst[q][NR][KG] with element (k, j) at (k / KG) * NR * KG + j * KG + k % KG; values are the input
 // as uint8 (`flip` adds 128 to int8 inputs), padding reads the shifted zero point `pad`, and rows
-// past Kc are 0. E is uint8_t (KG 4) or int16_t (KG 2).
+// past Kc are 0. E is uint8_t (KG 4) or int16_t (KG 2). `cols` (or null) is the whole im2col
+// matrix [Kc][P] of a spatial convolution, built beforehand; a pointwise one's is x.
 template <class E, int KG>
-void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x, uint8_t flip,
-               uint8_t pad, int64_t p0, int64_t nr, E* dst) {
-  const bool pointwise = s.isPointwise();
+void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x,
+               const uint8_t* cols, uint8_t flip, uint8_t pad, int64_t p0, int64_t nr, E* dst) {
+  if (s.isPointwise()) cols = x;
   if (nr < NR || g.Kc % KG) std::memset(dst, 0, size_t(g.bPanelBytes));
   int64_t k0 = 0;
-  if constexpr (KG == 4) // whole quads of pointwise rows: one interleave
-    if (pointwise)
+  if constexpr (KG == 4) // whole quads of matrix rows: one interleave
+    if (cols)
       for (; k0 + 4 <= g.Kc; k0 += 4) {
         const uint8_t* r[4];
-        for (int c = 0; c < 4; ++c) r[c] = x + (k0 + c) * s.H * s.W + p0;
+        for (int c = 0; c < 4; ++c) r[c] = cols + (k0 + c) * g.P + p0;
         interleave4(r, nr, flip, reinterpret_cast<uint8_t*>(dst + (k0 / 4) * NR * 4));
       }
-  // Row k of the im2col matrix for these pixels (raw input bytes; padding reads the zero point):
-  // runs of pixels on one output row, each padding or a strided copy of an input row.
   const uint8_t rawPad = pad ^ flip;
-  auto im2colRow = [&](int64_t k, uint8_t* out) {
-    const int64_t ci = k / (s.KH * s.KW), ky = k / s.KW % s.KH, kx = k % s.KW;
-    const uint8_t* plane = x + ci * s.H * s.W;
-    for (int64_t j = 0; j < nr;) {
-      const int64_t p = p0 + j, oy = p / g.OW, ox0 = p % g.OW;
-      const int64_t run = std::min(nr - j, g.OW - ox0);
-      const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
-      if (iy < 0 || iy >= s.H) {
-        std::memset(out + j, rawPad, size_t(run));
-      } else {
-        const uint8_t* row = plane + iy * s.W;
-        const int64_t off = kx * s.dilW - s.padLeft; // ix = ox * strideW + off
-        if (s.strideW == 1) { // padding, one contiguous slice of the row, padding
-          const int64_t a = std::clamp<int64_t>(-(ox0 + off), 0, run);
-          const int64_t b = std::clamp<int64_t>(s.W - (ox0 + off), a, run);
-          std::memset(out + j, rawPad, size_t(a));
-          std::memcpy(out + j + a, row + ox0 + off + a, size_t(b - a));
-          std::memset(out + j + b, rawPad, size_t(run - b));
-        } else { // padding, a strided slice (stride 2 vectorized), padding
-          const int64_t sw = s.strideW;
-          auto firstAtLeast = [sw](int64_t v) { // the least t with t * sw >= v
-            return v >= 0 ? (v + sw - 1) / sw : -(-v / sw);
-          };
-          const int64_t a = std::clamp<int64_t>(firstAtLeast(-off) - ox0, 0, run);
-          const int64_t b = std::clamp<int64_t>(firstAtLeast(s.W - off) - ox0, a, run);
-          std::memset(out + j, rawPad, size_t(a));
-          const uint8_t* src = row + (ox0 + a) * sw + off;
-          uint8_t* dst = out + j + a;
-          if (sw == 2)
-            for (int64_t i = 0; i < b - a; ++i) dst[i] = src[2 * i];
-          else
-            for (int64_t i = 0; i < b - a; ++i) dst[i] = src[i * sw];
-          std::memset(out + j + b, rawPad, size_t(run - b));
-        }
-      }
-      j += run;
-    }
-  };
   uint8_t rows[4][512];
   if constexpr (KG == 4) // quads of im2col rows, interleaved (rows past Kc are zero)
-    if (!pointwise)
+    if (!cols)
       for (; k0 < g.Kc; k0 += 4) {
         const uint8_t* r[4];
         for (int c = 0; c < 4; ++c) {
           if (k0 + c < g.Kc)
-            im2colRow(k0 + c, rows[c]);
+            im2colRow(s, g, x, rawPad, k0 + c, p0, nr, rows[c]);
           else
             std::memset(rows[c], flip, size_t(nr)); // 0 once flipped
           r[c] = rows[c];
@@ -127,14 +123,14 @@ void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x
       }
   for (int64_t k = k0; k < g.Kc; ++k) {
     E* d = dst + (k / KG) * NR * KG + k % KG;
-    const uint8_t* src = x + k * s.H * s.W + p0;
-    if (!pointwise) {
-      im2colRow(k, rows[0]);
-      src = rows[0];
-    }
+    const uint8_t* src = cols ? cols + k * g.P + p0 : rows[0];
+    if (!cols) im2colRow(s, g, x, rawPad, k, p0, nr, rows[0]);
     for (int64_t j = 0; j < nr; ++j) d[j * KG] = E(uint8_t(src[j] ^ flip));
   }
 }
+
+// The largest im2col matrix runGemm builds whole (bytes).
+constexpr int64_t kWholeIm2colBytes = int64_t(1) << 20;
 
 template <class E, int KG>
 void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const uint8_t* x,
@@ -152,12 +148,22 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
     for (int64_t grp = 0; grp < s.group; ++grp) {
       const uint8_t* xg = x + (n * s.C + grp * g.cg) * s.H * s.W;
       uint8_t* yg = y + (n * s.M + grp * g.mg) * g.P;
+      // A small spatial convolution's whole im2col matrix (the stem's is 27 x 12544 bytes), built
+      // once a row of output pixels at a time instead of per 48-pixel panel.
+      const uint8_t* cols = nullptr;
+      if (!s.isPointwise() && g.Kc * g.P <= kWholeIm2colBytes) {
+        thread_local std::vector<uint8_t> whole;
+        whole.resize(size_t(g.Kc * g.P));
+        for (int64_t k = 0; k < g.Kc; ++k)
+          im2colRow(s, g, xg, uint8_t(pad ^ flip), k, 0, g.P, whole.data() + k * g.P);
+        cols = whole.data();
+      }
       auto item = [&](int64_t it) {
         const int64_t pp = it / mSplit, ms = it % mSplit;
         thread_local std::vector<E> panel;
         panel.resize(size_t(g.bPanelBytes) / sizeof(E));
         const int64_t p0 = pp * kd.nr, nr = std::min<int64_t>(kd.nr, g.P - p0);
-        packPanel<E, KG>(s, g, kd.nr, xg, flip, pad, p0, nr, panel.data());
+        packPanel<E, KG>(s, g, kd.nr, xg, cols, flip, pad, p0, nr, panel.data());
         QGemmTileParams t{};
         t.b = panel.data();
         t.kgroups = g.kgroups;

@@ -14,6 +14,22 @@
 namespace aicc::kernels {
 namespace {
 
+// Requantization of 16 scaled sums v = acc * factor to bytes: clamp to [lo - yzp, hi - yzp] in
+// float (so the conversion cannot overflow, and after rounding to an integer of that range plus
+// yzp no saturation is left to do), round half to even (the default MXCSR mode, as nearbyint),
+// add the zero point, narrow.
+struct Requant {
+  __m512 flo, fhi;
+  __m512i zp;
+  Requant(int32_t yzp, int32_t lo, int32_t hi)
+      : flo(_mm512_set1_ps(float(lo - yzp))), fhi(_mm512_set1_ps(float(hi - yzp))),
+        zp(_mm512_set1_epi32(yzp)) {}
+  __m128i operator()(__m512 v) const {
+    v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
+    return _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), zp));
+  }
+};
+
 // ROWS x (16 * NV) outputs; A is [q][8][4] int8, B is [q][48][4] uint8 (kernels/ukernel.h).
 template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
   __m512i acc[ROWS][NV];
@@ -34,12 +50,7 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
       for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], bv[j], w);
     }
   }
-  // Requantization: clamp in float first (so the conversion cannot overflow), round half to even
-  // (the default MXCSR mode, as nearbyint), add the zero point, saturate, narrow to bytes.
-  const __m512 flo = _mm512_set1_ps(float(p.lo - p.yzp - 1)),
-               fhi = _mm512_set1_ps(float(p.hi - p.yzp + 1));
-  const __m512i zp = _mm512_set1_epi32(p.yzp), lo = _mm512_set1_epi32(p.lo),
-                hi = _mm512_set1_epi32(p.hi);
+  const Requant requant(p.yzp, p.lo, p.hi);
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r) {
     const __m512i off = _mm512_set1_epi32(p.rowOffset[r]);
@@ -47,14 +58,12 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
     uint8_t* y = p.y + r * p.ldy;
 #pragma GCC unroll 16
     for (int j = 0; j < NV; ++j) {
-      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][j], off)), f);
-      v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
-      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
-      q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+      const __m128i q =
+          requant(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][j], off)), f));
       const int64_t n = p.nr - 16 * j;
       if (n <= 0) break;
       const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
-      _mm_mask_storeu_epi8(y + 16 * j, m, _mm512_cvtepi32_epi8(q));
+      _mm_mask_storeu_epi8(y + 16 * j, m, q);
     }
   }
 }
@@ -65,10 +74,8 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
 // STRIDE), R independent sums per vector of columns.
 template <int R, int STRIDE> void qdwRows(const QDwRowParams& p) {
   constexpr int Q = (R - 1) * STRIDE + 3;
-  const __m512 flo = _mm512_set1_ps(float(p.lo - p.yzp - 1)),
-               fhi = _mm512_set1_ps(float(p.hi - p.yzp + 1)), f = _mm512_set1_ps(p.factor);
-  const __m512i zp = _mm512_set1_epi32(p.yzp), lo = _mm512_set1_epi32(p.lo),
-                hi = _mm512_set1_epi32(p.hi);
+  const Requant requant(p.yzp, p.lo, p.hi);
+  const __m512 f = _mm512_set1_ps(p.factor);
   __m512 w[9];
 #pragma GCC unroll 9
   for (int k = 0; k < 9; ++k) w[k] = _mm512_set1_ps(p.w[k]);
@@ -93,15 +100,11 @@ template <int R, int STRIDE> void qdwRows(const QDwRowParams& p) {
         acc[i] = _mm512_fmadd_ps(t2, w[3 * ky + 2], acc[i]);
       }
     }
-    // As the GEMM tile: clamp in float, round half to even, add the zero point, saturate.
     const int64_t n = p.OW - ox;
     const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) {
-      const __m512 v = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(acc[i], f), flo), fhi);
-      __m512i y = _mm512_add_epi32(_mm512_cvtps_epi32(v), zp);
-      y = _mm512_min_epi32(_mm512_max_epi32(y, lo), hi);
-      _mm_mask_storeu_epi8(p.y + i * p.OW + ox, m, _mm512_cvtepi32_epi8(y));
+      _mm_mask_storeu_epi8(p.y + i * p.OW + ox, m, requant(_mm512_mul_ps(acc[i], f)));
     }
   }
 }

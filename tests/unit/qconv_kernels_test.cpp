@@ -73,6 +73,8 @@ std::vector<Case> cases() {
   v.push_back({shape(3, 17, 15, 32, 1, 3, 2, 1, 1), u8, 127});  // the stem: K = 27
   v.push_back({shape(3, 12, 20, 16, 1, 5, 2, 2, 1), i8, 127});  // stride 2, 5x5, even width
   v.push_back({shape(4, 13, 16, 8, 1, 3, 3, 2, 1), u8, 127});   // stride 3
+  // im2col larger than qconv.cpp's kWholeIm2colBytes: built per pixel panel.
+  v.push_back({shape(64, 48, 48, 8, 1, 3, 1, 1, 1), u8, 127});
   v.push_back({shape(8, 9, 9, 16, 1, 3, 1, 2, 2), mixed, 127}); // dilated
   v.push_back({shape(8, 8, 8, 8, 4, 3, 1, 1, 1), i8, 127});     // grouped
   v.push_back({shape(64, 4, 4, 96, 1, 1, 1, 0, 1), u8, 255});   // wide weights, deep, 16 pixels
