@@ -141,9 +141,11 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
   const uint8_t pad = uint8_t(q.xzp + (q.xSigned ? 128 : 0));
   const int32_t lo = q.ySigned ? -128 : 0, hi = q.ySigned ? 127 : 255;
   const int64_t T = pool ? pool->numThreads() : 1;
-  // Work items: a panel of output pixels (packed once) times a share of the output channels; the
-  // channels are split only when there are fewer pixel panels than threads (deep layers).
-  const int64_t mSplit = g.pPanels >= T ? 1 : std::min(g.mPanels, ceilDiv(T, g.pPanels));
+  // Work items: a panel of output pixels (packed once) times a share of the output channels. The
+  // channels are split across the threads when there are few pixel panels (deep layers: a 7x7
+  // layer has a 48-pixel and a 1-pixel panel), items ordered share-major so each thread takes
+  // one share of every panel.
+  const int64_t mSplit = g.pPanels >= 4 * T ? 1 : std::min(g.mPanels, T);
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t grp = 0; grp < s.group; ++grp) {
       const uint8_t* xg = x + (n * s.C + grp * g.cg) * s.H * s.W;
@@ -159,7 +161,7 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
         cols = whole.data();
       }
       auto item = [&](int64_t it) {
-        const int64_t pp = it / mSplit, ms = it % mSplit;
+        const int64_t pp = it % g.pPanels, ms = it / g.pPanels;
         thread_local std::vector<E> panel;
         panel.resize(size_t(g.bPanelBytes) / sizeof(E));
         const int64_t p0 = pp * kd.nr, nr = std::min<int64_t>(kd.nr, g.P - p0);

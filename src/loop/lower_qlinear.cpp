@@ -89,9 +89,11 @@ std::optional<LoweredNode> lowerQGlobalAvgPool(const Node& n, const std::string&
   std::string Y = b.output(0), X = b.input(xv), S = b.temp("sum", DType::I64, {N * C});
   ExprPtr scale = div(scalarIn(b, n, 1, f, "x_scale"),
                       mul(scalarIn(b, n, 3, f, "y_scale"), constant(f, double(img))));
-  std::string nv = b.loopVar("n"), cv = b.loopVar("c"), pv = b.loopVar("p");
-  ExprPtr row = add(mul(var(nv), intImm(C)), var(cv));
-  ExprPtr xIdx = last ? add(mul(add(mul(var(nv), intImm(img)), var(pv)), intImm(C)), var(cv))
+  // One parallel loop over the N * C (image, channel) rows: a single image's channels split too.
+  std::string rv = b.loopVar("row"), pv = b.loopVar("p");
+  ExprPtr row = var(rv);
+  ExprPtr xIdx = last ? add(mul(add(mul(div(row, intImm(C)), intImm(img)), var(pv)), intImm(C)),
+                            mod(row, intImm(C)))
                       : add(mul(row, intImm(img)), var(pv));
   ExprPtr sum = load(S, row, DType::I64);
   Block body = {Stmt::store(S, row, mul(scalarIn(b, n, 2, DType::I64, "x_zero_point"), intImm(-img)))};
@@ -102,7 +104,7 @@ std::optional<LoweredNode> lowerQGlobalAvgPool(const Node& n, const std::string&
   body.push_back(Stmt::store(Y, row, cast(t, q)));
   Schedule sched;
   sched["layout"] = std::string(last ? "nhwc" : "nchw");
-  return b.finish(nest({nv, cv}, {N, C}, std::move(body), true), std::move(sched), o);
+  return b.finish(nest({rv}, {N * C}, std::move(body), true), std::move(sched), o);
 }
 
 // Per-tensor or per-column input i of QLinearMatMul at column `col` as `t`.
