@@ -32,11 +32,11 @@ struct Requant {
 
 // ROWS x (16 * NV) outputs; A is [q][8][4] int8, B is [q][48][4] uint8 (kernels/ukernel.h).
 template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
-  __m512i acc[ROWS][NV];
+  __m512i acc[ROWS][NV]; // start from the row offsets (bias - xzp * row sum)
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r)
 #pragma GCC unroll 16
-    for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_setzero_si512();
+    for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_set1_epi32(p.rowOffset[r]);
   const auto* a = static_cast<const int32_t*>(p.a);
   const auto* b = static_cast<const uint8_t*>(p.b);
   for (int64_t q = 0; q < p.kgroups; ++q, a += 8, b += 192) {
@@ -53,13 +53,11 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
   const Requant requant(p.yzp, p.lo, p.hi);
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r) {
-    const __m512i off = _mm512_set1_epi32(p.rowOffset[r]);
     const __m512 f = _mm512_set1_ps(p.factor[r]);
     uint8_t* y = p.y + r * p.ldy;
 #pragma GCC unroll 16
     for (int j = 0; j < NV; ++j) {
-      const __m128i q =
-          requant(_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][j], off)), f));
+      const __m128i q = requant(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][j]), f));
       const int64_t n = p.nr - 16 * j;
       if (n <= 0) break;
       const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
@@ -69,9 +67,8 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
 }
 
 // R output rows of the int8 depthwise 3x3 convolution (ukernel.h's QDwRowParams), the stride
-// known at compile time: input row q
-// (r[q], q < (R - 1) * STRIDE + 3) is loaded once for every output row it feeds (ky = q - i *
-// STRIDE), R independent sums per vector of columns.
+// known at compile time: input row q (r[q], q < (R - 1) * STRIDE + 3) is loaded once for every
+// output row it feeds (ky = q - i * STRIDE), R independent sums per vector of columns.
 template <int R, int STRIDE> void qdwRows(const QDwRowParams& p) {
   constexpr int Q = (R - 1) * STRIDE + 3;
   const Requant requant(p.yzp, p.lo, p.hi);
