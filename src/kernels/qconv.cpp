@@ -97,7 +97,10 @@ template <class E, int KG>
 void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x,
                const uint8_t* cols, uint8_t flip, uint8_t pad, int64_t p0, int64_t nr, E* dst) {
   if (s.isPointwise()) cols = x;
-  if (nr < NR || g.Kc % KG) std::memset(dst, 0, size_t(g.bPanelBytes));
+  // Rows past Kc must be 0 (they are summed into every column); columns past nr need not be (the
+  // tiles compute them from whatever is there and do not store them), so a tail panel is not
+  // cleared: a 7x7 layer's 1-pixel panel would clear Kc x 48 bytes.
+  if (g.Kc % KG) std::memset(dst, 0, size_t(g.bPanelBytes));
   int64_t k0 = 0;
   if constexpr (KG == 4) // whole quads of matrix rows: one interleave
     if (cols)
