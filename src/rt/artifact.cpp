@@ -358,12 +358,12 @@ Plan readPlan(const PlanSource& src) {
                 "{}: linked model of version {}, this runtime reads version {} (recompile the "
                 "model)",
                 planFile, linked ? linked->version : 0, AICC_LINKED_MODEL_VERSION);
-  const std::string* text = &src.text;
+  const std::string& text = src.text;
   std::vector<std::string> lines;
-  for (size_t at = 0; at < text->size();) {
-    size_t nl = text->find('\n', at);
-    if (nl == std::string::npos) nl = text->size();
-    lines.push_back(text->substr(at, nl - at));
+  for (size_t at = 0; at < text.size();) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    lines.push_back(text.substr(at, nl - at));
     at = nl + 1;
   }
   const std::string header = lines.empty() ? "" : lines[0];
