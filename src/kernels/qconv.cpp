@@ -163,16 +163,24 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
           im2colRow(s, g, xg, uint8_t(pad ^ flip), k, 0, g.P, whole.data() + k * g.P);
         cols = whole.data();
       }
+      // A last panel of at most 4 pixels (a 7x7 layer's 49 = 48 + 1) goes with the panel before
+      // it: each A panel is then used for both while it is in cache, instead of streaming all the
+      // weights once more for a few pixels.
+      const int64_t tail = g.P - (g.pPanels - 1) * kd.nr;
+      const int64_t panels = g.pPanels >= 2 && tail <= 4 ? g.pPanels - 1 : g.pPanels;
       auto item = [&](int64_t it) {
-        const int64_t pp = it % g.pPanels, ms = it / g.pPanels;
-        thread_local std::vector<E> panel;
+        const int64_t pp = it % panels, ms = it / panels;
+        thread_local std::vector<E> panel, tailPanel;
+        const bool withTail = panels < g.pPanels && pp == panels - 1;
         panel.resize(size_t(g.bPanelBytes) / sizeof(E));
         const int64_t p0 = pp * kd.nr, nr = std::min<int64_t>(kd.nr, g.P - p0);
         packPanel<E, KG>(s, g, kd.nr, xg, cols, flip, pad, p0, nr, panel.data());
+        if (withTail) {
+          tailPanel.resize(panel.size());
+          packPanel<E, KG>(s, g, kd.nr, xg, cols, flip, pad, p0 + nr, tail, tailPanel.data());
+        }
         QGemmTileParams t{};
-        t.b = panel.data();
         t.kgroups = g.kgroups;
-        t.nr = nr;
         t.yzp = q.yzp, t.lo = lo, t.hi = hi;
         t.ldy = g.P;
         for (int64_t mp = g.mPanels * ms / mSplit; mp < g.mPanels * (ms + 1) / mSplit; ++mp) {
@@ -181,13 +189,17 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
           t.mr = std::min<int64_t>(kd.mr, g.mg - m0);
           t.rowOffset = rowOffset + mo;
           t.factor = factor + mo;
-          t.y = yg + m0 * g.P + p0;
+          t.b = panel.data(), t.nr = nr, t.y = yg + m0 * g.P + p0;
           kd.qgemm(t);
+          if (withTail) {
+            t.b = tailPanel.data(), t.nr = tail, t.y = yg + m0 * g.P + p0 + nr;
+            kd.qgemm(t);
+          }
         }
       };
       // Each thread takes one contiguous range of items: neighbouring pixel panels write the same
       // cache lines of y (48-byte rows of a panel), which interleaved claiming would share.
-      const int64_t items = g.pPanels * mSplit, parts = std::min(T, items);
+      const int64_t items = panels * mSplit, parts = std::min(T, items);
       auto range = [&](int64_t i) {
         for (int64_t it = items * i / parts; it < items * (i + 1) / parts; ++it) item(it);
       };

@@ -79,6 +79,9 @@ std::vector<Case> cases() {
   v.push_back({shape(8, 8, 8, 8, 4, 3, 1, 1, 1), i8, 127});     // grouped
   v.push_back({shape(64, 4, 4, 96, 1, 1, 1, 0, 1), u8, 255});   // wide weights, deep, 16 pixels
   v.push_back({shape(12, 30, 30, 20, 1, 1, 1, 0, 1), u8, 127}); // many pixel panels
+  v.push_back({shape(40, 7, 7, 24, 1, 1, 1, 0, 1), i8, 127});   // a 1-pixel panel (49 = 48 + 1)
+  v.push_back({shape(20, 14, 14, 12, 1, 1, 1, 0, 1), u8, 127}); // a 4-pixel panel, 4-row tail
+  v.push_back({shape(9, 5, 10, 11, 1, 1, 1, 0, 1), i8, 127});   // a 2-pixel panel (50 = 48 + 2)
   return v;
 }
 
