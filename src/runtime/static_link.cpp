@@ -164,12 +164,14 @@ StaticLinkOutput linkStaticArtifact(const StaticLinkInput& in, const Target& tar
   run(tmp, cc + " -std=c99 -O2 -fPIC -c model_linked.c model_data.s", "compiling the model table");
   const std::string libs =
       std::string(" -lm -lpthread -ldl") + (target.arch == "riscv64" ? " -latomic" : "");
-  // model.so: the runtime whole (its C API is what the library is for), C++ runtime included,
-  // only the API and the model descriptor exported, bound to its own definitions.
+  // model.so: the runtime whole (its C API is what the library is for; sections nothing reaches
+  // from it are dropped), C++ runtime included, only the API and the model descriptor exported,
+  // bound to its own definitions.
   run(tmp,
       fmt::format("{} -shared -o ../model.so model.o model_linked.o model_data.o "
                   "-Wl,--whole-archive '{}' -Wl,--no-whole-archive "
-                  "-Wl,--version-script=exports.map -Wl,-Bsymbolic -static-libstdc++ "
+                  "-Wl,--version-script=exports.map -Wl,-Bsymbolic -Wl,--gc-sections "
+                  "-static-libstdc++ "
                   "-static-libgcc{}",
                   cxx, archive, libs),
       "linking model.so");
