@@ -322,7 +322,7 @@ void qdw3x3Planes(QDwPlaneFn planeFn, const QConvShape& s, const QConvParams& q,
   const int64_t pitch = (st == 2 ? 2 * half : std::max(owr + 2, s.W + 2)) + 16;
   auto channels = [&](int64_t c0, int64_t c1) {
     thread_local std::vector<float> ring;
-    ring.assign(size_t(16 * pitch), 0.0f); // the padding stays 0: conversions write the data
+    ring.assign(size_t(kQDwRingRows * pitch), 0.0f); // the padding stays 0: rows write the data
     QDwPlaneParams p{};
     p.H = s.H, p.W = s.W, p.xSigned = q.xSigned, p.xzp = float(q.xzp);
     p.yzp = q.yzp, p.lo = q.ySigned ? -128 : 0, p.hi = q.ySigned ? 127 : 255;

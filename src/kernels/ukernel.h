@@ -114,9 +114,11 @@ struct QDwRowParams {
   uint8_t* y; // the first output row
 };
 // One output channel of it over its input channel plane x [H, W] (int8 when xSigned): the rows
-// are converted once each into `ring`, 16 padded rows of `pitch` floats whose padding is 0 (the
-// caller zeroes it once; stride 2: halves at 0 and `half`), and computed four output rows at a
-// time into y [OH, OW].
+// are converted once each into `ring`, kQDwRingRows padded rows of `pitch` floats whose padding is
+// 0 (the caller zeroes it once; stride 2: halves at 0 and `half`), and computed four output rows
+// at a time into y [OH, OW].
+constexpr int64_t kQDwRingRows = 16; // input row iy in slot iy % 16: the 9 rows of four output
+                                     // rows and the ones before them never collide
 struct QDwPlaneParams {
   const uint8_t* x;
   int64_t H, W;

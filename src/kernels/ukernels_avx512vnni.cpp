@@ -137,12 +137,11 @@ inline void toF32Row(const uint8_t* x, int64_t n, bool isSigned, float zp, float
 }
 
 // qdw3x3_plane_avx512vnni for a stride known at compile time: input row iy is converted once into
-// ring slot iy % 16 (a padded row: index ix + 1; stride 2: even and odd halves), and four output
-// rows at a time are computed from the slots (qdwRows).
+// ring slot iy % kQDwRingRows (a padded row: index ix + 1; stride 2: even and odd halves), and four
+// output rows at a time are computed from the slots (qdwRows).
 template <int STRIDE> void qdwPlane(const QDwPlaneParams& p) {
-  constexpr int64_t kRing = 16; // the rows of four output rows (at most 9) and the two before
-  int64_t held[kRing];
-  for (int64_t i = 0; i < kRing; ++i) held[i] = -1;
+  int64_t held[kQDwRingRows];
+  for (int64_t i = 0; i < kQDwRingRows; ++i) held[i] = -1;
   QDwRowParams r{};
   r.w = p.w, r.bias = p.bias, r.factor = p.factor, r.yzp = p.yzp, r.lo = p.lo, r.hi = p.hi;
   r.OW = p.OW, r.stride = STRIDE, r.half = p.half;
@@ -154,9 +153,10 @@ template <int STRIDE> void qdwPlane(const QDwPlaneParams& p) {
         r.rows[q] = nullptr;
         continue;
       }
-      float* row = p.ring + (iy & (kRing - 1)) * p.pitch;
-      if (held[iy & (kRing - 1)] != iy) {
-        held[iy & (kRing - 1)] = iy;
+      const int64_t slot = iy & (kQDwRingRows - 1);
+      float* row = p.ring + slot * p.pitch;
+      if (held[slot] != iy) {
+        held[slot] = iy;
         if (STRIDE == 1) // x[i] at padded index i + 1
           toF32Row(p.x + iy * p.W, p.W, p.xSigned, p.xzp, row + 1, nullptr);
         else // x[2m] at odd[m], x[2m + 1] at even[m + 1]
@@ -190,8 +190,7 @@ void qgemvCols(const QGemmTileParams& p) {
   const __mmask8 rows = __mmask8((1u << p.mr) - 1u);
   const __m256i off = _mm256_maskz_loadu_epi32(rows, p.rowOffset);
   const __m256 f = _mm256_maskz_loadu_ps(rows, p.factor);
-  const __m256 flo = _mm256_set1_ps(float(p.lo - p.yzp)), fhi = _mm256_set1_ps(float(p.hi - p.yzp));
-  const __m256i zp = _mm256_set1_epi32(p.yzp);
+  const Requant requant(p.yzp, p.lo, p.hi);
   for (int64_t j = 0; j < p.nr; ++j) {
     // Four independent sums over the k groups (integer addition: the same total in any order).
     __m256i acc[4] = {off, _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -205,11 +204,10 @@ void qgemvCols(const QGemmTileParams& p) {
     }
     const __m256i sum =
         _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3]));
-    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), f);
-    v = _mm256_min_ps(_mm256_max_ps(v, flo), fhi);
+    // The 8 rows in the low half of a 16-lane requantization (the high half is 0 and unused).
     alignas(16) uint8_t out[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(out),
-                    _mm256_cvtepi32_epi8(_mm256_add_epi32(_mm256_cvtps_epi32(v), zp)));
+                    requant(_mm512_zextps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(sum), f))));
     for (int64_t r = 0; r < p.mr; ++r) p.y[r * p.ldy + j] = out[r];
   }
 }

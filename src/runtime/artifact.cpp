@@ -8,13 +8,13 @@
 #include "ir/parser.h"
 #include "rt/hash.h"
 #include "runtime/static_link.h"
+#include "support/file.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace aicc::runtime {
@@ -43,15 +43,6 @@ const char* regionName(Region r) {
 }
 
 constexpr const char* kPlanHeader = "aicc-artifact 3";
-
-std::string readFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  AICC_CHECK(f.good(), "cannot open '{}'", path);
-  std::ostringstream s;
-  s << f.rdbuf();
-  AICC_CHECK(!f.bad(), "cannot read '{}'", path);
-  return s.str();
-}
 
 std::string dimsText(const Dims& d) {
   std::string s;
@@ -100,12 +91,6 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
   return p.str();
 }
 
-void writeFile(const fs::path& p, const void* data, size_t n) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(static_cast<const char*>(data), std::streamsize(n));
-  AICC_CHECK(f.good(), "cannot write '{}'", p.string());
-}
-
 } // namespace
 
 WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
@@ -143,7 +128,7 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
     return w;
   }
   for (const char* stale : {"model.a", "aicc_runtime.h"}) fs::remove(d / stale);
-  writeFile(d / "model.o", obj.data(), obj.size());
+  writeFile((d / "model.o").string(), obj);
   // The host's C compiler driver links; a cross target's is Debian's <triple>-gcc
   // (gcc-aarch64-linux-gnu, gcc-riscv64-linux-gnu).
   const std::string cc = target.triple.empty() ? "cc" : target.triple + "-gcc";
@@ -158,10 +143,12 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
   w.linkSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   const std::string lib = readFile((d / "model.so").string());
   w.sharedBytes = int64_t(lib.size());
-  writeFile(d / "model.weights", spec.weights.data(), spec.weights.size());
+  writeFile(
+      (d / "model.weights").string(),
+      std::string_view(reinterpret_cast<const char*>(spec.weights.data()), spec.weights.size()));
   const std::string text =
       planText(spec, target, fmt::format("{} {}", lib.size(), hashHex(lib.data(), lib.size())));
-  writeFile(d / "model.plan", text.data(), text.size());
+  writeFile((d / "model.plan").string(), text);
   return w;
 }
 

@@ -1,11 +1,10 @@
 #include "runtime/static_link.h"
 
 #include "support/error.h"
+#include "support/file.h"
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <unistd.h>
 
@@ -21,25 +20,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void writeFile(const fs::path& p, const std::string_view bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-  AICC_CHECK(f.good(), "cannot write '{}'", p.string());
-}
-
-std::string readFile(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // Runs cmd in dir; throws with its output when it fails.
 void run(const fs::path& dir, const std::string& cmd, const std::string& what) {
   const std::string full = fmt::format("cd '{}' && {} > tool.log 2>&1", dir.string(), cmd);
   const int rc = std::system(full.c_str());
   AICC_CHECK(rc == 0, "--static-runtime: {} failed (`{}` exited with {}):\n{}", what, cmd, rc,
-             readFile(dir / "tool.log"));
+             readFile((dir / "tool.log").string()));
 }
 
 bool isSymbolName(const std::string& s) {
@@ -150,17 +136,17 @@ StaticLinkOutput linkStaticArtifact(const StaticLinkInput& in, const Target& tar
   const fs::path tmp = dir / ".static-link";
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  writeFile(tmp / "model.o", in.object);
-  writeFile(tmp / "model.plan", in.plan);
+  writeFile((tmp / "model.o").string(), in.object);
+  writeFile((tmp / "model.plan").string(), in.plan);
   const fs::path weights = in.embedWeights ? tmp / "model.weights" : dir / "model.weights";
-  writeFile(weights, std::string_view(reinterpret_cast<const char*>(in.weights->data()),
-                                      in.weights->size()));
-  writeFile(tmp / "linked_model.h", kLinkedModelHeader);
-  writeFile(tmp / "model_linked.c", linkedModelSource(in));
-  writeFile(tmp / "model_data.s", dataAssembly(in.embedWeights));
-  writeFile(tmp / "exports.map", exportsMap());
-  writeFile(tmp / "exported.txt", exportedNames());
-  writeFile(dir / "aicc_runtime.h", kRuntimeHeader);
+  writeFile(weights.string(), std::string_view(reinterpret_cast<const char*>(in.weights->data()),
+                                               in.weights->size()));
+  writeFile((tmp / "linked_model.h").string(), kLinkedModelHeader);
+  writeFile((tmp / "model_linked.c").string(), linkedModelSource(in));
+  writeFile((tmp / "model_data.s").string(), dataAssembly(in.embedWeights));
+  writeFile((tmp / "exports.map").string(), exportsMap());
+  writeFile((tmp / "exported.txt").string(), exportedNames());
+  writeFile((dir / "aicc_runtime.h").string(), kRuntimeHeader);
   run(tmp, cc + " -std=c99 -O2 -fPIC -c model_linked.c model_data.s", "compiling the model table");
   const std::string libs =
       std::string(" -lm -lpthread -ldl") + (target.arch == "riscv64" ? " -latomic" : "");

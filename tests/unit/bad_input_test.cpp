@@ -2,6 +2,7 @@
 // exactly one line on stderr ("aicc: error: ..." naming the problem). Under the ASan/UBSan build
 // this also proves the paths are memory-clean (a sanitizer report would add lines).
 #include "frontend/onnx/tensor_proto.h"
+#include "support/file.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -88,7 +89,7 @@ protected:
 };
 
 TEST_F(BadInput, TruncatedModel) {
-  std::string bytes = aicc::readFileBytes(mnist());
+  std::string bytes = aicc::readFile(mnist());
   for (size_t cut : {size_t{1}, size_t{17}, bytes.size() / 2, bytes.size() - 3}) {
     std::string p = write("trunc.onnx", bytes.substr(0, cut));
     expectCleanError(runAicc("run " + p), {"trunc.onnx"});
@@ -96,7 +97,7 @@ TEST_F(BadInput, TruncatedModel) {
 }
 
 TEST_F(BadInput, CorruptedModelNeverCrashes) {
-  std::string bytes = aicc::readFileBytes(mnist());
+  std::string bytes = aicc::readFile(mnist());
   std::string header = bytes;
   std::fill(header.begin(), header.begin() + 64, '\xff');
   expectCleanError(runAicc("run " + write("hdr.onnx", header)), {"hdr.onnx"});

@@ -1,4 +1,5 @@
 #include "common.h"
+#include "support/file.h"
 
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/parser.h"
@@ -19,7 +20,7 @@ ImportedModel loadModel(const std::string& path, const std::map<std::string, int
   }
   ImportedModel im;
   try {
-    im.model = parseModel(readFileBytes(path));
+    im.model = parseModel(readFile(path));
   } catch (const Error& e) {
     throw Error(fmt::format("{}:{}", path, e.what()));
   }

@@ -1,5 +1,6 @@
 // `aicc ir FILE`: reads an ONNX model (.onnx) or the IR text form and prints the IR text.
 #include "commands.h"
+#include "support/file.h"
 
 #include "frontend/onnx/onnx_importer.h"
 #include "frontend/onnx/tensor_proto.h"
@@ -16,7 +17,7 @@ int irCommand(const IrArgs& a) {
   if (a.file.size() >= 5 && a.file.compare(a.file.size() - 5, 5, ".onnx") == 0) {
     m = importOnnxFile(a.file).model;
   } else {
-    std::string text = readFileBytes(a.file);
+    std::string text = readFile(a.file);
     ParseOptions po;
     po.allowUnregistered = a.allowUnregistered;
     try {

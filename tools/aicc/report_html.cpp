@@ -5,6 +5,7 @@
 // measured peaks; its script draws the task table (fused groups, kernels, estimated vs measured
 // time), the arena use per task, and a roofline. No external resources: it opens offline.
 #include "commands.h"
+#include "support/file.h"
 
 #include "frontend/onnx/tensor_proto.h"
 
@@ -157,7 +158,7 @@ void writeReportHtml(const std::string& dir, const std::string& out, const std::
     const size_t at = page.find(key);
     page.replace(at, key.size(), value);
   };
-  put("@REPORT@", scriptSafe(readFileBytes(rj.string())));
+  put("@REPORT@", scriptSafe(readFile(rj.string())));
   put("@PROFILE@", profile.empty() ? "null" : scriptSafe(profile));
   std::ofstream f(out);
   AICC_CHECK(f.good(), "cannot write '{}'", out);

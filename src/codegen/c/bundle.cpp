@@ -3,12 +3,12 @@
 #include "codegen/c/emit_c.h"
 #include "loop/verifier.h"
 #include "support/error.h"
+#include "support/file.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 namespace aicc::codegen {
 
@@ -392,10 +392,7 @@ CBundle emitCBundle(const Graph& g, const MemoryPlan& plan, const CBundleOptions
 void writeCBundle(const CBundle& b, const std::string& dir) {
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& name, const std::string& data) {
-    std::string path = (std::filesystem::path(dir) / name).string();
-    std::ofstream f(path, std::ios::binary);
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    AICC_CHECK(f.good(), "cannot write '{}'", path);
+    writeFile((std::filesystem::path(dir) / name).string(), data);
   };
   write(b.prefix + ".c", b.source);
   write(b.prefix + ".h", b.header);

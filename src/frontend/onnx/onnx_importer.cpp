@@ -1,4 +1,5 @@
 #include "frontend/onnx/onnx_importer.h"
+#include "support/file.h"
 
 #include "frontend/onnx/tensor_proto.h"
 #include "ops/op_def.h"
@@ -438,7 +439,7 @@ ImportedModel importOnnxBytes(const std::string& bytes, const std::string& baseD
 }
 
 ImportedModel importOnnxFile(const std::string& path, const ImportOptions& opts) {
-  std::string bytes = readFileBytes(path);
+  std::string bytes = readFile(path);
   auto slash = path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   try {

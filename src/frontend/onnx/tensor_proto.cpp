@@ -1,4 +1,6 @@
 #include "frontend/onnx/tensor_proto.h"
+
+#include "support/file.h"
 #include "support/parse.h"
 
 #include <onnx/onnx-data_pb.h>
@@ -136,14 +138,6 @@ template <typename Field> void checkCount(const Field& f, int64_t expect, const 
 }
 
 } // namespace
-
-std::string readFileBytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  AICC_CHECK(f.good(), "cannot open '{}'", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 Tensor tensorFromProto(const onnx::TensorProto& p, const std::shared_ptr<const void>& owner,
                        ExternalData* ext) {
@@ -390,7 +384,7 @@ RValue fromSequenceProto(const onnx::SequenceProto& s, const std::string& path) 
 } // namespace
 
 RValue readValueFile(const std::string& path, const Type& expected) {
-  return readValueBytes(readFileBytes(path), path, expected);
+  return readValueBytes(readFile(path), path, expected);
 }
 
 RValue readValueBytes(const std::string& bytes, const std::string& path, const Type& expected) {

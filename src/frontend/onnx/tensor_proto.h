@@ -34,7 +34,4 @@ RValue readValueBytes(const std::string& bytes, const std::string& path, const T
 // Writes a value as TensorProto / SequenceProto / OptionalProto (per `declared`) named `name`.
 void writeValueFile(const std::string& path, const RValue& v, const Type& declared, const std::string& name);
 
-// Reads a whole file into a string; throws naming the path.
-std::string readFileBytes(const std::string& path);
-
 } // namespace aicc
