@@ -95,9 +95,19 @@ double bytesOf(const Node& n) {
   return b;
 }
 
+// The bytes of n's constant inputs (weights) at f32.
+double constBytes(const Node& n) {
+  double b = 0;
+  for (const Value* v : n.inputs)
+    if (v && v->constant) b += elems(v) * 4;
+  return b;
+}
+
 // Peak f32 flops per cycle of an ISA (two FMA ports).
 double peakPerCycle(kernels::Isa isa) {
   switch (isa) {
+  case kernels::Isa::Avx512Bf16: // the bf16 GEMM: two products per f32 lane per instruction
+    return 128;
   case kernels::Isa::Avx512Vnni:
   case kernels::Isa::Avx512:
     return 64;
@@ -112,6 +122,8 @@ double peakPerCycle(kernels::Isa isa) {
 
 bool targetRuns(const Target& t, kernels::Isa isa) {
   switch (isa) {
+  case kernels::Isa::Avx512Bf16:
+    return targetRuns(t, kernels::Isa::Avx512Vnni) && t.has(CpuFeature::AVX512BF16);
   case kernels::Isa::Avx512Vnni:
     return targetRuns(t, kernels::Isa::Avx512) && t.has(CpuFeature::AVX512BW) &&
            t.has(CpuFeature::AVX512VNNI);
@@ -192,7 +204,7 @@ std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& en
   if (!gemmLike) return out;
   for (const auto& d : kernels::allKernels()) {
     if (d.op == kernels::KernelOp::QConvGemm) continue; // QLinearConv's own (lower_qconv.cpp)
-    bool dw = d.op != kernels::KernelOp::Gemm;
+    bool dw = !kernels::isGemmOp(d.op);
     if (dw && h.op != "Conv") continue;
     Candidate c;
     c.name = std::string("ukernel:") + d.name;
@@ -223,6 +235,7 @@ std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& en
       double eff = dw ? 0.3 : (0.8 * desc->mr * desc->nr / (14.0 * 32.0) + 0.1) *
                                   tileUse(headOf(node), desc->mr, desc->nr);
       double bytes = bytesOf(node) * (copies ? (dw ? 3 : 4) : 1);
+      if (desc->op == kernels::KernelOp::GemmBf16) bytes -= constBytes(node) / 2;
       return estimate(flopsOf(headOf(node)), bytes, eff * peakPerCycle(desc->isa) * kHz, 0.8);
     };
     out.push_back(std::move(c));
@@ -310,8 +323,8 @@ void checkPins(const Graph& g, const Target& t, const std::map<std::string, std:
 
 std::function<loop::CandidateChoice(const Node&)>
 candidateChooser(const Target& t, std::map<std::string, std::string> pins, bool runtimeKernels,
-                 std::shared_ptr<const TuningCache> cache) {
-  loop::LowerOptions engine = lowerOptionsFor(t);
+                 std::shared_ptr<const TuningCache> cache, bool bf16) {
+  loop::LowerOptions engine = lowerOptionsFor(t, bf16);
   engine.runtimeKernels = runtimeKernels;
   std::map<std::string, double> calib;
   if (cache) calib = cache->calibration();
@@ -352,16 +365,18 @@ candidateChooser(const Target& t, std::map<std::string, std::string> pins, bool 
   };
 }
 
-loop::LowerOptions lowerOptionsFor(const Target& t) {
+loop::LowerOptions lowerOptionsFor(const Target& t, bool bf16) {
   loop::LowerOptions o;
   o.runtimeKernels = true;
+  o.bf16 = bf16;
   if (!t.triple.empty()) o.vectorBytes = t.vectorBytes;
   o.kernelIsa = kernels::Isa::Generic;
   if (t.arch == "aarch64") {
     o.kernelIsa = kernels::Isa::Neon; // compiled for it (the descriptors exist on every host)
     return o;
   }
-  for (kernels::Isa isa : {kernels::Isa::Avx512Vnni, kernels::Isa::Avx512, kernels::Isa::Avx2})
+  for (kernels::Isa isa : {kernels::Isa::Avx512Bf16, kernels::Isa::Avx512Vnni, kernels::Isa::Avx512,
+                           kernels::Isa::Avx2})
     if (t.triple.empty() && targetRuns(t, isa) && kernels::cpuSupports(isa) &&
         kernels::isaWithin(isa, kernels::bestIsa())) {
       o.kernelIsa = isa;

@@ -89,12 +89,14 @@ void checkPins(const Graph& g, const Target& t, const std::map<std::string, std:
 // scaled by the cache's calibration (the cost model learning from the measurements).
 // The lowering options of code for `t`: its vector width, and the widest micro-kernel ISA that
 // both t and this machine run (the compile packs weights for it here; a cross target gets the
-// portable kernels).
-loop::LowerOptions lowerOptionsFor(const Target& t);
+// portable kernels). `bf16`: --precision bf16 (LowerOptions::bf16).
+loop::LowerOptions lowerOptionsFor(const Target& t, bool bf16 = false);
 
+// `bf16` as for lowerOptionsFor: the bf16 GEMM candidates apply (and, at half the f32 kernels'
+// estimated time, win wherever their lowering accepts the node).
 std::function<loop::CandidateChoice(const Node&)>
 candidateChooser(const Target& t, std::map<std::string, std::string> pins = {},
-                 bool runtimeKernels = false,
-                 std::shared_ptr<const TuningCache> cache = nullptr);
+                 bool runtimeKernels = false, std::shared_ptr<const TuningCache> cache = nullptr,
+                 bool bf16 = false);
 
 } // namespace aicc::backend

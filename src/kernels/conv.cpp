@@ -183,7 +183,14 @@ void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols,
 
 void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
                       const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
-  AICC_RT_CHECK(kd.op == KernelOp::Gemm && kd.gemm, "conv2d: '{}' is not a GEMM kernel", kd.name);
+  AICC_RT_CHECK(isGemmOp(kd.op) && kd.gemm, "conv2d: '{}' is not a GEMM kernel", kd.name);
+  // bf16 (kd.kg 2): the weights are packed in k pairs and each B panel is rounded into pairs by
+  // kd.packB from where the f32 tile would read it, once per block, before the weight panels
+  // stream over it.
+  const bool bf = kd.op == KernelOp::GemmBf16;
+  AICC_RT_CHECK(!bf || (kd.packB && kd.nr == 32), "conv2d: '{}' has no 32-column B packer",
+                kd.name);
+  auto units = [&](int64_t k) { return bf ? (k + 1) / 2 : k; };
   const int64_t M = s.Cout, K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
   AICC_RT_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K,
                 P);
@@ -248,9 +255,11 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
   // micro-panel streams over it.
   const int64_t nb = std::max<int64_t>(1, std::min<int64_t>(panels, 16));
   auto run = [&](int64_t pa, int64_t pb, int64_t ma, int64_t mb) { // panels [pa,pb) x rows
-    thread_local std::vector<float> bBuf;
+    thread_local std::vector<float> bBuf, pairPanel;
     if (!direct && !pointwise && bBuf.size() < size_t(kcMax * nb * nr))
       bBuf.resize(size_t(kcMax * nb * nr));
+    if (bf && pairPanel.size() < size_t(units(kcMax) * nr))
+      pairPanel.resize(size_t(units(kcMax) * nr));
     GemmTileParams t{};
     t.ldc = P;
     t.lo = ep.lo();
@@ -298,14 +307,21 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
             t.ldw = pointwise ? P : 0;
             t.nr = std::min(nr, P - n0);
           }
+          GemmTileParams pt; // bf16: the tile over this B panel rounded into pairs
+          if (bf) {
+            kd.packB(t, pairPanel.data());
+            pt = t;
+            pt.w = pairPanel.data(), pt.kc = units(kc), pt.ldw = 0, pt.koff = nullptr;
+          }
+          GemmTileParams& tt = bf ? pt : t;
           for (int64_t mp = ma; mp < mb; ++mp) {
             const int64_t i0 = mp * mr;
-            t.a = packedW + k0 * Mpad + i0 * kc;
-            t.mr = std::min(mr, M - i0);
-            t.bias = ep.bias ? ep.bias + i0 : nullptr;
-            t.c = out + i0 * P + n0;
-            t.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
-            kd.gemm(t);
+            tt.a = packedW + units(k0) * Mpad + i0 * units(kc);
+            tt.mr = std::min(mr, M - i0);
+            tt.bias = ep.bias ? ep.bias + i0 : nullptr;
+            tt.c = out + i0 * P + n0;
+            tt.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
+            kd.gemm(tt);
           }
         }
       }

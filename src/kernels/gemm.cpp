@@ -35,17 +35,45 @@ float activateScalar(float x, unsigned act) {
   }
 }
 
+uint16_t bf16Bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((u >> 16) | 0x40u); // quiet NaN
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+float bf16Round(float x) {
+  const uint32_t u = uint32_t(bf16Bits(x)) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 namespace {
 // Packing needs the tile only: the kernel may lack code on this host (a cross target's).
 void checkGemmKernel(const KernelDesc& kernel) {
-  AICC_RT_CHECK(kernel.op == KernelOp::Gemm && kernel.mr > 0 && kernel.nr > 0 && kernel.kc > 0,
+  AICC_RT_CHECK(isGemmOp(kernel.op) && kernel.mr > 0 && kernel.nr > 0 && kernel.kc > 0 &&
+                    (kernel.op != KernelOp::GemmBf16 || (kernel.kg == 2 && kernel.kc % 2 == 0)),
                 "'{}' is not a GEMM kernel", kernel.name);
+}
+
+bool pairs(const KernelDesc& kernel) { return kernel.op == KernelOp::GemmBf16; }
+// Units (floats, or bf16 pairs) of kc values of k.
+int64_t kUnits(const KernelDesc& kernel, int64_t kc) { return pairs(kernel) ? (kc + 1) / 2 : kc; }
+
+// The unit of two values of consecutive k (lo: k, hi: k + 1).
+float pairUnit(float lo, float hi) {
+  const uint32_t u = uint32_t(bf16Bits(lo)) | uint32_t(bf16Bits(hi)) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
 }
 } // namespace
 
 int64_t packedBFloats(const KernelDesc& kernel, int64_t K, int64_t N) {
   checkGemmKernel(kernel);
-  return K * ((N + kernel.nr - 1) / kernel.nr * kernel.nr);
+  return kUnits(kernel, K) * ((N + kernel.nr - 1) / kernel.nr * kernel.nr);
 }
 
 void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
@@ -54,8 +82,21 @@ void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, i
   AICC_RT_CHECK(K >= 0 && N >= 0, "packB: bad shape K={} N={}", K, N);
   AICC_RT_CHECK(ldb >= (transposed ? K : N), "packB: leading dimension {} too small", ldb);
   const int64_t nr = kernel.nr, kcMax = kernel.kc, Npad = (N + nr - 1) / nr * nr;
+  auto at = [&](int64_t k, int64_t n) {
+    return k >= K ? 0.0f : transposed ? B[n * ldb + k] : B[k * ldb + n];
+  };
   for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
     const int64_t kc = std::min(kcMax, K - k0);
+    if (pairs(kernel)) {
+      for (int64_t n0 = 0; n0 < N; n0 += nr) {
+        float* panel = dst + k0 / 2 * Npad + n0 * kUnits(kernel, kc);
+        for (int64_t q = 0; q < kUnits(kernel, kc); ++q)
+          for (int64_t j = 0; j < nr; ++j)
+            panel[q * nr + j] =
+                n0 + j < N ? pairUnit(at(k0 + 2 * q, n0 + j), at(k0 + 2 * q + 1, n0 + j)) : 0.0f;
+      }
+      continue;
+    }
     for (int64_t n0 = 0; n0 < N; n0 += nr) {
       float* panel = dst + k0 * Npad + n0 * kc;
       const int64_t cols = std::min(nr, N - n0);
@@ -84,7 +125,7 @@ PackedB packB(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, in
 
 int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K) {
   checkGemmKernel(kernel);
-  return K * ((M + kernel.mr - 1) / kernel.mr * kernel.mr);
+  return kUnits(kernel, K) * ((M + kernel.mr - 1) / kernel.mr * kernel.mr);
 }
 
 void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
@@ -92,8 +133,18 @@ void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, i
   checkGemmKernel(kernel);
   AICC_RT_CHECK(M >= 0 && K >= 0 && lda >= K, "packA: bad shape M={} K={} lda={}", M, K, lda);
   const int64_t mr = kernel.mr, kcMax = kernel.kc, Mpad = (M + mr - 1) / mr * mr;
+  auto at = [&](int64_t i, int64_t k) { return i < M && k < K ? A[i * lda + k] : 0.0f; };
   for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
     const int64_t kc = std::min(kcMax, K - k0);
+    if (pairs(kernel)) {
+      for (int64_t i0 = 0; i0 < M; i0 += mr) {
+        float* panel = dst + k0 / 2 * Mpad + i0 * kUnits(kernel, kc);
+        for (int64_t q = 0; q < kUnits(kernel, kc); ++q)
+          for (int64_t i = 0; i < mr; ++i)
+            panel[q * mr + i] = pairUnit(at(i0 + i, k0 + 2 * q), at(i0 + i, k0 + 2 * q + 1));
+      }
+      continue;
+    }
     for (int64_t i0 = 0; i0 < M; i0 += mr) {
       float* panel = dst + k0 * Mpad + i0 * kc;
       for (int64_t k = 0; k < kc; ++k)
@@ -158,7 +209,8 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
   const int64_t K = b.K, N = b.N, nr = kd.nr, mr = kd.mr;
   const int64_t kcMax = kd.kc, mc = kd.mc, ncPanels = std::max<int64_t>(1, kd.nc / kd.nr);
   thread_local std::vector<float> aBuf;
-  const size_t need = size_t(std::min(mc, (m1 - m0 + mr - 1) / mr * mr) * std::min(kcMax, K));
+  const size_t need =
+      size_t(std::min(mc, (m1 - m0 + mr - 1) / mr * mr) * kUnits(kd, std::min(kcMax, K)));
   if (aBuf.size() < need) aBuf.resize(need);
   GemmTileParams t{};
   t.ldc = ldc;
@@ -168,24 +220,24 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
   for (int64_t pc = p0; pc < p1; pc += ncPanels) {
     const int64_t pcEnd = std::min(p1, pc + ncPanels);
     for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
-      const int64_t kc = std::min(kcMax, K - k0);
-      t.kc = kc;
+      const int64_t kc = std::min(kcMax, K - k0), ku = kUnits(kd, kc); // ku: units of A and B
+      t.kc = ku;
       t.flags = (k0 == 0 ? kGemmFirst : 0u) | (k0 + kc == K ? kGemmLast : 0u);
       for (int64_t ic = m0; ic < m1; ic += mc) {
         const int64_t rows = std::min(mc, m1 - ic);
         if (kd.packA)
           for (int64_t i = 0; i < rows; i += mr)
             kd.packA(A + (ic + i) * lda + k0, lda, std::min(mr, rows - i), kc,
-                     aBuf.data() + i * kc);
+                     aBuf.data() + i * ku);
         else
           packA(A, lda, ic, rows, k0, kc, int(mr), aBuf.data());
         for (int64_t p = pc; p < pcEnd; ++p) {
           const int64_t n0 = p * nr;
-          t.w = b.data + k0 * b.Npad + n0 * kc;
+          t.w = b.data + kUnits(kd, k0) * b.Npad + n0 * ku;
           t.nr = std::min(nr, N - n0);
           t.bias = ep.bias ? ep.bias + n0 : nullptr;
           for (int64_t i = 0; i < rows; i += mr) {
-            t.a = aBuf.data() + i * kc;
+            t.a = aBuf.data() + i * ku;
             t.c = C + (ic + i) * ldc + n0;
             t.res = ep.residual ? ep.residual + (ic + i) * ldc + n0 : nullptr;
             t.mr = std::min(mr, rows - i);
@@ -211,6 +263,7 @@ void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int6
   checkGemmKernel(kernel);
   AICC_RT_CHECK(kernel.gemm, "'{}' has no code in this build (its ISA is another machine's)",
                 kernel.name);
+  AICC_RT_CHECK(!pairs(kernel) || kernel.packA, "'{}' has no A packer", kernel.name);
   const BView b{&kernel, packedB, K, N, (N + kernel.nr - 1) / kernel.nr * kernel.nr};
   AICC_RT_CHECK(M >= 0 && K >= 0 && N >= 0 && lda >= b.K && ldc >= b.N,
                 "gemm: bad shape M={} lda={} ldc={} (K={} N={})", M, lda, ldc, b.K, b.N);

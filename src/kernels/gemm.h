@@ -49,14 +49,16 @@ struct Epilogue {
 
 // B packed for one GEMM kernel. Layout: K is cut into blocks of kernel->kc rows; block b (rows
 // k0..k0+kc) starts at k0 * Npad and holds ceil(N / nr) panels of kc x nr floats (k-major), the
-// columns past N zero-filled. Npad = ceil(N / nr) * nr.
+// columns past N zero-filled. Npad = ceil(N / nr) * nr. For a bf16 kernel (kg 2) each float is a
+// unit of two bf16 values of consecutive k (ukernel.h): block b starts at k0 / 2 * Npad and its
+// panels are ceil(kc / 2) x nr units, the k past K zero.
 struct PackedB {
   const KernelDesc* kernel = nullptr;
   int64_t K = 0, N = 0, Npad = 0;
   AlignedFloats data;
 };
 
-// Packs B for `kernel` (a KernelOp::Gemm descriptor). Element (k, n) is read from
+// Packs B for `kernel` (a KernelOp::Gemm or GemmBf16 descriptor). Element (k, n) is read from
 // B[k * ldb + n], or from B[n * ldb + k] when transposed (e.g. ONNX Gemm transB / [N,K] weights).
 PackedB packB(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
               bool transposed = false);
@@ -81,10 +83,15 @@ void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int6
 // A packed for one GEMM kernel (A is the constant operand, e.g. NCHW convolution weights
 // [Cout, Cin*KH*KW]): K is cut into blocks of kernel->kc columns; block b (columns k0..k0+kc)
 // starts at k0 * Mpad and holds ceil(M / mr) micro-panels of kc x mr floats (k-major, rows past
-// M zero-filled). Mpad = ceil(M / mr) * mr.
+// M zero-filled). Mpad = ceil(M / mr) * mr. bf16 kernels: units of k pairs, as for B.
 int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K);
 void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
                float* dst);
+
+// f32 -> bf16 bits, rounded to nearest even (NaN stays NaN), as vcvtneps2bf16 for normal
+// numbers; and its value as a float.
+uint16_t bf16Bits(float x);
+float bf16Round(float x);
 
 // The fused activation kAct* of one value, in double (the tests' reference).
 float activateScalar(float x, unsigned act);

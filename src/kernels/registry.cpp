@@ -52,6 +52,22 @@ const KernelDesc kKernels[] = {
      .constraints = "any M,N,K; B pre-packed in 32-column panels; 16 zmm accumulators",
      .gemm = f32_gemm_avx512_8x32,
      .packA = f32_gemm_avx512_packa8},
+    // kc counts k values: 256 is 128 pairs, the f32 tile's 128 loop steps and bytes per block.
+    {.name = "bf16_gemm_avx512bf16_14x32",
+     .op = KernelOp::GemmBf16,
+     .isa = Isa::Avx512Bf16,
+     .mr = 14,
+     .nr = 32,
+     .kc = 256,
+     .mc = 126,
+     .nc = 512,
+     .vectorWidth = 16,
+     .kg = 2,
+     .constraints = "--precision bf16: operands rounded to bf16 (weights at compile time), f32 "
+                    "accumulation; 28 zmm accumulators, vdpbf16ps",
+     .gemm = bf16_gemm_avx512bf16_14x32,
+     .packA = bf16_gemm_avx512bf16_packa14,
+     .packB = bf16_packb32_avx512bf16},
     {.name = "f32_gemm_avx2_6x16",
      .op = KernelOp::Gemm,
      .isa = Isa::Avx2,
@@ -171,13 +187,16 @@ const KernelDesc kKernels[] = {
 };
 
 int isaRank(Isa isa) {
-  return isa == Isa::Avx512Vnni                 ? 3
+  return isa == Isa::Avx512Bf16                 ? 4
+         : isa == Isa::Avx512Vnni               ? 3
          : isa == Isa::Avx512                   ? 2
          : isa == Isa::Avx2 || isa == Isa::Neon ? 1
                                                 : 0;
 }
 
-bool isX86(Isa isa) { return isa == Isa::Avx2 || isa == Isa::Avx512 || isa == Isa::Avx512Vnni; }
+bool isX86(Isa isa) {
+  return isa == Isa::Avx2 || isa == Isa::Avx512 || isa == Isa::Avx512Vnni || isa == Isa::Avx512Bf16;
+}
 
 } // namespace
 
@@ -193,6 +212,8 @@ std::string_view isaName(Isa isa) {
     return "neon";
   case Isa::Avx512Vnni:
     return "avx512vnni";
+  case Isa::Avx512Bf16:
+    return "avx512bf16";
   }
   return "?";
 }
@@ -210,6 +231,8 @@ bool cpuSupports(Isa isa) {
   case Isa::Avx512Vnni:
     return cpuSupports(Isa::Avx512) && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  case Isa::Avx512Bf16:
+    return cpuSupports(Isa::Avx512Vnni) && __builtin_cpu_supports("avx512bf16");
   case Isa::Neon:
     return false;
   }
@@ -228,7 +251,7 @@ bool isaWithin(Isa isa, Isa best) {
 
 Isa bestIsa() {
   static const Isa best = [] {
-    Isa cap = Isa::Avx512Vnni;
+    Isa cap = Isa::Avx512Bf16;
     if (const char* env = std::getenv("AICC_KERNEL_ISA")) {
       const std::string s = env;
       if (s == "generic")
@@ -237,8 +260,10 @@ Isa bestIsa() {
         cap = Isa::Avx2;
       else if (s == "avx512")
         cap = Isa::Avx512;
+      else if (s == "avx512vnni")
+        cap = Isa::Avx512Vnni;
     }
-    for (Isa isa : {Isa::Avx512Vnni, Isa::Avx512, Isa::Avx2, Isa::Neon})
+    for (Isa isa : {Isa::Avx512Bf16, Isa::Avx512Vnni, Isa::Avx512, Isa::Avx2, Isa::Neon})
       if (isaRank(isa) <= isaRank(cap) && cpuSupports(isa)) return isa;
     return Isa::Generic;
   }();
@@ -257,14 +282,20 @@ std::vector<const KernelDesc*> availableKernels(KernelOp op) {
 const KernelDesc& defaultKernel(KernelOp op) { return defaultKernel(op, bestIsa()); }
 
 const KernelDesc& defaultKernel(KernelOp op, Isa best) {
-  for (const auto& k : kKernels)
-    if (k.op == op && isaWithin(k.isa, best)) return k;
+  if (const KernelDesc* k = bestKernel(op, best)) return *k;
   // The generic kernels are always present; unreachable.
   return kKernels[0];
 }
 
+const KernelDesc* bestKernel(KernelOp op, Isa best) {
+  for (const auto& k : kKernels)
+    if (k.op == op && isaWithin(k.isa, best)) return &k;
+  return nullptr;
+}
+
 SumFn sumKernel(Isa isa) {
-  if (isa == Isa::Avx512Vnni) isa = Isa::Avx512; // the f32 kernels of the level below
+  if (isa == Isa::Avx512Vnni || isa == Isa::Avx512Bf16)
+    isa = Isa::Avx512; // the f32 kernels of the level below
   switch (isa) {
 #if AICC_X86_KERNELS
   case Isa::Avx512:
@@ -282,7 +313,7 @@ SumFn sumKernel(Isa isa) {
 }
 
 ExpSumFn expSumKernel() {
-  switch (bestIsa() == Isa::Avx512Vnni ? Isa::Avx512 : bestIsa()) {
+  switch (isaWithin(Isa::Avx512, bestIsa()) ? Isa::Avx512 : bestIsa()) {
 #if AICC_X86_KERNELS
   case Isa::Avx512:
     return f32_expsum_avx512;

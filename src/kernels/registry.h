@@ -13,8 +13,9 @@
 namespace aicc::kernels {
 
 // x86 levels form a chain: each runs the kernels of the ones before it (generic < avx2 < avx512 <
-// avx512vnni, the last adding AVX512-BW/VL/VNNI for the int8 kernels).
-enum class Isa { Generic, Avx2, Avx512, Neon, Avx512Vnni };
+// avx512vnni < avx512bf16, avx512vnni adding AVX512-BW/VL/VNNI for the int8 kernels and
+// avx512bf16 AVX512-BF16 for the bf16 GEMM; every CPU with BF16 so far also has VNNI).
+enum class Isa { Generic, Avx2, Avx512, Neon, Avx512Vnni, Avx512Bf16 };
 std::string_view isaName(Isa isa);
 // True when this CPU (and OS) can run code for `isa` (cpuid via __builtin_cpu_supports; NEON is
 // part of every AArch64 Linux machine).
@@ -23,10 +24,12 @@ bool cpuSupports(Isa isa);
 // ones everywhere, and the lower levels of the x86 chain.
 bool isaWithin(Isa isa, Isa best);
 // The best ISA of this CPU, optionally capped by the AICC_KERNEL_ISA environment variable
-// ("generic", "avx2", "avx512", "avx512vnni") for testing other paths.
+// ("generic", "avx2", "avx512", "avx512vnni", "avx512bf16") for testing other paths.
 Isa bestIsa();
 
-enum class KernelOp { Gemm, DepthwiseConv3x3, DepthwiseConvNchw, QConvGemm };
+// GemmBf16: the GEMM contract on bf16 pairs (ukernel.h), chosen only under --precision bf16.
+enum class KernelOp { Gemm, DepthwiseConv3x3, DepthwiseConvNchw, QConvGemm, GemmBf16 };
+inline bool isGemmOp(KernelOp op) { return op == KernelOp::Gemm || op == KernelOp::GemmBf16; }
 
 struct KernelDesc {
   const char* name; // e.g. "f32_gemm_avx512_14x32"
@@ -37,10 +40,11 @@ struct KernelDesc {
   int mc = 0;          // rows of A packed per block (L2)
   int nc = 0;          // columns of B per block (L2/L3), a multiple of nr
   int vectorWidth = 1; // f32 lanes per vector register
-  int kg = 0;          // int8 GEMM: k values per 32-bit lane (ukernel.h's QGemmTileParams)
+  int kg = 0; // k values per 32-bit lane: int8 GEMM (ukernel.h's QGemmTileParams), bf16 GEMM (2)
   const char* constraints; // human-readable applicability notes
   GemmUkernelFn gemm = nullptr;
   GemmPackAFn packA = nullptr; // ISA-specific A packing (GEMM), or null for the portable one
+  GemmPackBFn packB = nullptr; // bf16 GEMM: packs a B panel per call (convolution inputs)
   DwRowFn dwRow = nullptr;
   DwNchwPlaneFn dwNchwPlane = nullptr;
   QGemmUkernelFn qgemm = nullptr;
@@ -55,6 +59,8 @@ const KernelDesc& defaultKernel(KernelOp op);
 // The best kernel of `op` of ISA `best` or below (a compile target's choice; the portable ones
 // exist for every op). Never null.
 const KernelDesc& defaultKernel(KernelOp op, Isa best);
+// The same for ops without a portable kernel (GemmBf16): null when `best` has none.
+const KernelDesc* bestKernel(KernelOp op, Isa best);
 // The softmax helper for this CPU (respects AICC_KERNEL_ISA).
 ExpSumFn expSumKernel();
 // The row-sum helper for `isa` (GlobalAveragePool; a kernel descriptor's ISA).

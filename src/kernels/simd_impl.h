@@ -6,6 +6,9 @@
 // zero(), set1(x), load(p), loadMasked(p, m), store(p, v), storeMasked(p, m, v), fmadd(a, b, c)
 // (a * b + c), select(m, a, b) (a in the lanes of m, else b), add(a, b), max(a, b), min(a, b),
 // mul(a, b), div(a, b), round(a) (to nearest), pow2(n) (2^n for integral n in [-126, 127]).
+// A traits type with mac(a, w, acc) runs the GEMM tile on pairs instead (bf16: a and w hold two
+// bf16 values of consecutive k per 32-bit lane, acc += a.lo * w.lo + a.hi * w.hi in f32; kc counts
+// the pairs, B comes packed only).
 #pragma once
 
 #include "kernels/ukernel.h"
@@ -74,6 +77,7 @@ void gemmTile(const GemmTileParams& p) {
   using vec = typename V::vec;
   constexpr int W = V::width;
   constexpr int NR = NV * W;
+  constexpr bool kPairs = requires(vec x) { V::mac(x, x, x); };
   const bool full = p.nr == NR;
   typename V::mask m[NV];
 #pragma GCC unroll 8
@@ -129,7 +133,12 @@ void gemmTile(const GemmTileParams& p) {
     for (int i = 0; i < ROWS; ++i) {
       const vec av = V::set1(a[i]);
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
+      for (int v = 0; v < NV; ++v) {
+        if constexpr (kPairs)
+          acc[i][v] = V::mac(av, wv[v], acc[i][v]);
+        else
+          acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
+      }
     }
   };
   auto kLoop = [&](auto loadRow) {
@@ -144,7 +153,13 @@ void gemmTile(const GemmTileParams& p) {
   };
   const int64_t ws = p.ldw ? p.ldw : PNR;
   auto strided = [&](int64_t k) { return p.w + k * ws; };
-  if (p.koff) {
+  if constexpr (kPairs) {
+    kLoop([&](int64_t k, vec* wv) {
+      const float* w = p.w + k * PNR;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
+    });
+  } else if (p.koff) {
     // Implicit im2col: each vector at its own offset from the row's start; a vector whose pixels
     // continue on the next output row blends two loads.
     bool split = false;
@@ -231,12 +246,42 @@ void gemmTile(const GemmTileParams& p) {
       }
 }
 
-// Runs tile.template operator()<ROWS>() for ROWS = min(rows, MAXROWS), at least 1: the GEMM
+// Runs tile.template operator()<ROWS>() for ROWS = min(rows, MAXROWS), at least 1: the int8 GEMM
 // entry points pick the tile body compiled for a micro-panel's row count.
 template <int MAXROWS, class Tile> void byRows(int64_t rows, const Tile& tile) {
   if constexpr (MAXROWS > 1)
     if (rows < MAXROWS) return byRows<MAXROWS - 1>(rows, tile);
   tile.template operator()<MAXROWS>();
+}
+
+// Rows [off, off + rows) of a GEMM tile: A lanes, C and residual rows, row biases.
+inline GemmTileParams rowSlice(const GemmTileParams& p, int64_t off, int64_t rows) {
+  GemmTileParams q = p;
+  q.a = p.a + off;
+  q.c = p.c + off * p.ldc;
+  if (p.res) q.res = p.res + off * p.ldc;
+  if (p.bias && (p.flags & kGemmRowBias)) q.bias = p.bias + off;
+  q.mr = rows;
+  return q;
+}
+
+template <int R, class Tile>
+void evenRows(int64_t rows, const GemmTileParams& p, const Tile& tile) {
+  if constexpr (R >= 2) {
+    if (rows < R) return evenRows<R - 2>(rows, p, tile);
+    tile.template operator()<R>(p);
+  }
+}
+
+// The GEMM entry points' dispatch on a micro-panel's row count p.mr: a full panel runs the
+// MAXROWS body, a partial one the body of its even part and, for an odd count, the 1-row body
+// for the last row. Bodies for even counts only (plus 1) halve the tile code, most of the
+// runtime library's size; partial panels are the last of a matrix, and mostly even.
+template <int MAXROWS, class Tile> void byEvenRows(const GemmTileParams& p, const Tile& tile) {
+  if (p.mr >= MAXROWS) return tile.template operator()<MAXROWS>(p);
+  const int64_t even = p.mr & ~int64_t(1);
+  if (even) evenRows<(MAXROWS - 1) & ~1>(even, rowSlice(p, 0, even), tile);
+  if (p.mr & 1) tile.template operator()<1>(rowSlice(p, even, 1));
 }
 
 // The lanes of v added in order.

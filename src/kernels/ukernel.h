@@ -69,6 +69,20 @@ void f32_gemm_avx512_packa14(const float* a, int64_t lda, int64_t rows, int64_t 
 void f32_gemm_avx512_packa8(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
 void f32_gemm_neon_8x8(const GemmTileParams& p);
 
+// bf16 GEMM (KernelDesc::kg = 2): the tile contract above with A and B as bf16 pairs, two bf16
+// values of consecutive k (k even in the low half) per 32-bit unit, products accumulated in f32:
+// A micro-panels a[q * MR + i] and B panels w[q * NR + j] hold units q < kc (kc counts pairs;
+// ldw and koff are unused: B is always packed). The packers round f32 to bf16 (to nearest even):
+// GemmPackAFn (kc counting k values, as for f32) writes (kc + 1) / 2 units per row, the last one
+// paired with zero for an odd kc; GemmPackBFn packs the B rows src describes (w, ldw or koff /
+// voff / vsplit / vgap, nr columns, kc values of k, as the f32 tile would read them) into
+// (src.kc + 1) / 2 rows of NR units, zero past nr and kc.
+using GemmPackBFn = void (*)(const GemmTileParams& src, float* dst);
+void bf16_gemm_avx512bf16_14x32(const GemmTileParams& p);
+void bf16_gemm_avx512bf16_packa14(const float* a, int64_t lda, int64_t rows, int64_t kc,
+                                  float* dst);
+void bf16_packb32_avx512bf16(const GemmTileParams& src, float* dst);
+
 // One register tile of the int8 convolution GEMM (kernels/qconv.h): y[mr, nr] =
 // requant(A_packed x B_panel + rowOffset), exact in int32. The kernel's tile is MR x NR with KG
 // values of k per 32-bit lane: A (the weights, packed at compile time) is a[q][MR][KG] and B (the

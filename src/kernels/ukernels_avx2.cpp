@@ -120,7 +120,7 @@ void u8i16_qgemm_avx2_4x24(const QGemmTileParams& p) {
 }
 
 void f32_gemm_avx2_6x16(const GemmTileParams& p) {
-  detail::byRows<6>(p.mr, [&]<int ROWS>() { tile16<ROWS>(p); });
+  detail::byEvenRows<6>(p, []<int ROWS>(const GemmTileParams& q) { tile16<ROWS>(q); });
 }
 
 AICC_SIMD_ENTRY_POINTS(V256, avx2)

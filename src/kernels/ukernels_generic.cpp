@@ -65,7 +65,7 @@ void qtile(const QGemmTileParams& p) {
 void u8i16_qgemm_generic_4x8(const QGemmTileParams& p) { qtile(p); }
 
 void f32_gemm_generic_4x8(const GemmTileParams& p) {
-  detail::byRows<4>(p.mr, [&]<int ROWS>() { tile8<ROWS>(p); });
+  detail::byEvenRows<4>(p, []<int ROWS>(const GemmTileParams& q) { tile8<ROWS>(q); });
 }
 
 AICC_SIMD_ENTRY_POINTS(Scalar, generic)

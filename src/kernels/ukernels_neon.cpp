@@ -67,7 +67,7 @@ template <int ROWS> void tile8(const GemmTileParams& p) {
 } // namespace
 
 void f32_gemm_neon_8x8(const GemmTileParams& p) {
-  detail::byRows<8>(p.mr, [&]<int ROWS>() { tile8<ROWS>(p); });
+  detail::byEvenRows<8>(p, []<int ROWS>(const GemmTileParams& q) { tile8<ROWS>(q); });
 }
 
 AICC_SIMD_ENTRY_POINTS(V128, neon)

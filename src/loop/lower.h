@@ -40,6 +40,11 @@ struct LowerOptions {
   // size, attention. On for the JIT; off for the C bundle, whose portable stand-ins
   // (codegen/c/micro_kernels_c.cpp) implement only the plain contracts.
   bool runtimeKernels = false;
+  // --precision bf16: MatMul/Gemm/Conv with constant weights may run the bf16 GEMM kernels
+  // (KernelOp::GemmBf16: weights rounded to bf16 at compile time, activations when the kernel
+  // packs them, f32 accumulation and epilogues); the default choice takes them where the ISA
+  // has them. Runtime kernels only.
+  bool bf16 = false;
   // Operator selection's applicability probe: only whether the node lowers matters, so weights
   // are not packed (the packed constants hold no data). Never run a probe's result.
   bool probe = false;

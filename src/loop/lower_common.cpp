@@ -1,6 +1,7 @@
 // Shared helpers of the non-elementwise lowerings (see loop/lower_ops.h).
 #include "loop/lower_ops.h"
 
+#include "kernels/registry.h"
 #include "loop/simplify.h"
 #include "support/error.h"
 
@@ -209,6 +210,8 @@ namespace aicc::loop::detail {
 void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp) {
   sched["candidate"] = ukernelCandidate(kernel);
   sched["micro_kernel"] = std::string(kernel);
+  if (const auto* d = kernels::findKernel(kernel); d && d->op == kernels::KernelOp::GemmBf16)
+    sched["precision"] = std::string("bf16 operands, f32 accumulation");
   if (clamp && clamp->consumed && (clamp->hasLo || clamp->hasHi)) sched["fused_clamp"] = int64_t(1);
   static const char* acts[] = {"none", "HardSwish", "Swish", "Sigmoid", "Gelu"};
   if (clamp && clamp->consumed && clamp->act > 0 && clamp->act < 5)

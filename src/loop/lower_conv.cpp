@@ -180,6 +180,9 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     else if (dwOk)
       kd = &kernels::defaultKernel(kernels::KernelOp::DepthwiseConv3x3, o.kernelIsa);
+    else if (gemmOk && o.bf16 && o.runtimeKernels && wv->constant &&
+             kernels::bestKernel(kernels::KernelOp::GemmBf16, o.kernelIsa))
+      kd = kernels::bestKernel(kernels::KernelOp::GemmBf16, o.kernelIsa);
     else if (gemmOk)
       kd = &kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
   } else if (candidate != kLoopCandidate) {
@@ -189,7 +192,11 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       no("candidate '" + candidate + "' is not runnable on the target");
     const bool fits = kd->op == kernels::KernelOp::Gemm               ? gemmOk
                       : kd->op == kernels::KernelOp::DepthwiseConv3x3 ? dwOk
-                                                                      : dwAny;
+                      : kd->op == kernels::KernelOp::GemmBf16
+                          ? gemmOk && o.runtimeKernels && wv->constant && s.k.size() == r
+                          : dwAny;
+    if (kd->op == kernels::KernelOp::GemmBf16 && !o.bf16)
+      no("candidate '" + candidate + "' needs --precision bf16");
     if (!fits) no("candidate '" + candidate + "' does not apply");
   }
 
@@ -223,7 +230,7 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       return nest({nv}, {s.N}, {Stmt::callKernel(std::string("dwconv_nchw_") + dk->name, a)},
                   false);
     }
-    if (kd->op == kernels::KernelOp::Gemm && wv->constant) {
+    if (kernels::isGemmOp(kd->op) && wv->constant) {
       const int64_t Kg = Cg * kSz, per = kernels::packedAFloats(*kd, Mg, Kg);
       const float* wsrc = wv->constant->data<float>();
       Tensor packed(DType::F32, {o.probe ? 0 : per * s.G}); // a probe needs no data

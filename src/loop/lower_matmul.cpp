@@ -13,15 +13,24 @@ const Value* outerOf(const Bind& bind, const Value* v) {
   return it != bind.end() ? it->second : v;
 }
 
-// Picks the GEMM kernel of a "ukernel:NAME" candidate, or the default one for "".
+// Picks the GEMM kernel of a "ukernel:NAME" candidate, or the default one for "" (bf16 where
+// allowed and packable). A bf16 kernel needs --precision bf16 and weights packed at compile time.
 const kernels::KernelDesc* gemmKernelFor(const std::string& candidate, bool applicable,
-                                         kernels::Isa best) {
+                                         const LowerOptions& o, bool packable) {
   if (candidate == kLoopCandidate || !applicable) return nullptr;
-  if (candidate.empty()) return &kernels::defaultKernel(kernels::KernelOp::Gemm, best);
+  if (candidate.empty()) {
+    const auto* bf = kernels::bestKernel(kernels::KernelOp::GemmBf16, o.kernelIsa);
+    if (o.bf16 && o.runtimeKernels && packable && bf) return bf;
+    return &kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
+  }
   if (candidate.rfind("ukernel:", 0) != 0) no("unknown candidate '" + candidate + "'");
   const auto* d = kernels::findKernel(candidate.substr(8));
-  if (!d || d->op != kernels::KernelOp::Gemm || !kernels::isaWithin(d->isa, best))
+  if (!d || !kernels::isGemmOp(d->op) || !kernels::isaWithin(d->isa, o.kernelIsa))
     no("candidate '" + candidate + "' is not a GEMM kernel this CPU runs");
+  if (d->op == kernels::KernelOp::GemmBf16 && !o.bf16)
+    no("candidate '" + candidate + "' needs --precision bf16");
+  if (d->op == kernels::KernelOp::GemmBf16 && !(o.runtimeKernels && packable))
+    no("candidate '" + candidate + "' needs constant 2-D weights (packed at compile time)");
   return d;
 }
 
@@ -86,8 +95,6 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
   }
   std::string A = b.input(av), B = b.input(bv);
   int64_t lda = g.transA ? g.M : g.K, ldb = bd.size() == 1 ? 1 : (g.transB ? g.K : g.N);
-  const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA, o.kernelIsa);
-
   // Constant 2-D B (weights), JIT: B packed at compile time; the batch folds into M (A and C
   // are contiguous over it), and Gemm's bias and a trailing clamp go into the kernel.
   int64_t batchCount = numel(g.batch);
@@ -103,7 +110,9 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
     gemmFits = head.attrFloat("alpha") == 1.0f &&
                (!cv || (head.attrFloat("beta") == 1.0f && biasRow));
   }
-  if (o.runtimeKernels && kd && bv->constant && bShared && bd.size() == 2 && gemmFits) {
+  const bool packable = bv->constant && bShared && bd.size() == 2 && gemmFits;
+  const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA, o, packable);
+  if (o.runtimeKernels && kd && packable) {
     Tensor packed(DType::F32, {o.probe ? 0 : kernels::packedBFloats(*kd, g.K, g.N)});
     if (!o.probe) // a probe needs no data
       kernels::packBInto(*kd, bv->constant->data<float>(), g.K, g.N, ldb, g.transB,

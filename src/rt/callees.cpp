@@ -378,9 +378,11 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
   };
   static const Entry table[] = {
       {"conv2d_nchw_packed_", KernelOp::Gemm, callConvPacked},
+      {"conv2d_nchw_packed_", KernelOp::GemmBf16, callConvPacked},
       {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
+      {"gemm_packed_", KernelOp::GemmBf16, callGemmPacked},
       {"attention_", KernelOp::Gemm, callAttention},
       {"gru_", KernelOp::Gemm, callGru},
       {"lstm_", KernelOp::Gemm, callLstm},

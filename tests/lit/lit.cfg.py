@@ -29,3 +29,13 @@ config.environment["PATH"] = os.pathsep.join(
 
 if os.path.exists(os.path.join(os.path.dirname(src_root), "shared", "models", "mnist-8", "model.onnx")):
     config.available_features.add("shared-models")
+
+# CPU features for tests of ISA-specific kernels (REQUIRES: avx512bf16); lit reports the others
+# as UNSUPPORTED.
+try:
+    with open("/proc/cpuinfo") as f:
+        flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+except OSError:
+    flags = []
+if "avx512_bf16" in flags and os.environ.get("AICC_KERNEL_ISA", "") in ("", "avx512bf16"):
+    config.available_features.add("avx512bf16")

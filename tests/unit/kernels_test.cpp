@@ -52,6 +52,25 @@ std::vector<const KernelDesc*> kernelsUnderTest(KernelOp op) {
   return ks;
 }
 
+// The f32 GEMM kernels and the bf16 ones (--precision bf16), which the same tests check against
+// the reference on their operands rounded to bf16 (asSeenBy): the rounding is the kernel's
+// contract, the accumulation f32 as for the others.
+std::vector<const KernelDesc*> gemmKernelsUnderTest() {
+  auto ks = kernelsUnderTest(KernelOp::Gemm);
+  for (const KernelDesc& k : allKernels())
+    if (k.op == KernelOp::GemmBf16 && !cpuSupports(k.isa))
+      std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
+                  std::string(isaName(k.isa)).c_str());
+  for (const KernelDesc* k : availableKernels(KernelOp::GemmBf16)) ks.push_back(k);
+  return ks;
+}
+
+std::vector<float> asSeenBy(const KernelDesc* kd, std::vector<float> v) {
+  if (kd->op == KernelOp::GemmBf16)
+    for (float& x : v) x = bf16Round(x);
+  return v;
+}
+
 Epilogue makeEpilogue(int act, const float* bias) {
   switch (act) {
   case 0:
@@ -83,13 +102,17 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
   int gemms = 0;
   for (const auto& k : allKernels()) {
     const std::string name = k.name;
-    EXPECT_EQ(name.rfind(k.op == KernelOp::QConvGemm ? "u8" : "f32_", 0), 0u) << name;
+    const char* prefix = k.op == KernelOp::QConvGemm  ? "u8"
+                         : k.op == KernelOp::GemmBf16 ? "bf16_"
+                                                      : "f32_";
+    EXPECT_EQ(name.rfind(prefix, 0), 0u) << name;
     EXPECT_NE(name.find(std::string(isaName(k.isa))), std::string::npos) << name;
     // Kernels this build cannot run (NEON on x86-64) are listed without code: compiling for a
     // target that has them still picks them and packs weights for their tiles.
     const bool code = cpuSupports(k.isa) || k.isa != Isa::Neon;
-    if (k.op == KernelOp::Gemm) {
-      ++gemms;
+    if (isGemmOp(k.op)) {
+      gemms += k.op == KernelOp::Gemm;
+      EXPECT_EQ(k.kg, k.op == KernelOp::GemmBf16 ? 2 : 0) << name;
       EXPECT_EQ(bool(k.gemm), code) << name;
       EXPECT_EQ(k.mc % k.mr, 0) << name;
       EXPECT_EQ(k.nc % k.nr, 0) << name;
@@ -113,17 +136,18 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
 }
 
 TEST(Kernels, GemmMatchesReferenceOnOddShapes) {
-  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm)) {
+  for (const KernelDesc* kd : gemmKernelsUnderTest()) {
     for (const Shape& s : kShapes) {
       const auto A = randomVec(size_t(s.M * s.K), 1);
       const auto B = randomVec(size_t(s.K * s.N), 2);
       const auto bias = randomVec(size_t(s.N), 3);
+      const auto Ar = asSeenBy(kd, A), Br = asSeenBy(kd, B);
       const PackedB pb = packB(*kd, B.data(), s.K, s.N, s.N);
       for (int withBias = 0; withBias < 2; ++withBias)
         for (int act = 0; act < 4; ++act) {
           const Epilogue ep = makeEpilogue(act, withBias ? bias.data() : nullptr);
           std::vector<float> want(size_t(s.M * s.N)), got(size_t(s.M * s.N), 123.0f);
-          gemmReference(s.M, s.N, s.K, A.data(), B.data(), want.data(), ep);
+          gemmReference(s.M, s.N, s.K, Ar.data(), Br.data(), want.data(), ep);
           gemm(pb, s.M, A.data(), s.K, got.data(), s.N, ep);
           expectClose(got, want, s.K,
                       std::string(kd->name) + " M=" + std::to_string(s.M) +
@@ -144,9 +168,10 @@ TEST(Kernels, GemmStridedTransposedAndThreaded) {
     for (int64_t n = 0; n < N; ++n) Bt[size_t(n * K + k)] = B[size_t(k * N + n)];
   for (int64_t i = 0; i < M; ++i)
     for (int64_t k = 0; k < K; ++k) Adense[size_t(i * K + k)] = A[size_t(i * lda + k)];
-  std::vector<float> want(size_t(M * N));
-  gemmReference(M, N, K, Adense.data(), B.data(), want.data(), Epilogue::relu());
-  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm)) {
+  for (const KernelDesc* kd : gemmKernelsUnderTest()) {
+    std::vector<float> want(size_t(M * N));
+    gemmReference(M, N, K, asSeenBy(kd, Adense).data(), asSeenBy(kd, B).data(), want.data(),
+                  Epilogue::relu());
     for (bool transposed : {false, true}) {
       const PackedB pb =
           transposed ? packB(*kd, Bt.data(), K, N, K, true) : packB(*kd, B.data(), K, N, N);
@@ -172,14 +197,15 @@ TEST(Kernels, GemmStridedTransposedAndThreaded) {
 TEST(Kernels, GemmThreadSplitsAgreeOnManyShapes) {
   ThreadPool pool(2);
   const Shape shapes[] = {{1, 300, 40}, {300, 1, 40}, {200, 40, 70}, {14, 33, 9}, {3, 3, 3}};
-  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm))
+  for (const KernelDesc* kd : gemmKernelsUnderTest())
     for (const Shape& s : shapes) {
       const auto A = randomVec(size_t(s.M * s.K), 6);
       const auto B = randomVec(size_t(s.K * s.N), 7);
       const auto bias = randomVec(size_t(s.N), 8);
       const PackedB pb = packB(*kd, B.data(), s.K, s.N, s.N);
       std::vector<float> want(size_t(s.M * s.N)), got(want.size());
-      gemmReference(s.M, s.N, s.K, A.data(), B.data(), want.data(), Epilogue::relu6(bias.data()));
+      gemmReference(s.M, s.N, s.K, asSeenBy(kd, A).data(), asSeenBy(kd, B).data(), want.data(),
+                    Epilogue::relu6(bias.data()));
       gemm(pb, s.M, A.data(), s.K, got.data(), s.N, Epilogue::relu6(bias.data()), &pool);
       expectClose(got, want, s.K, std::string(kd->name) + " threaded");
     }
@@ -197,7 +223,7 @@ TEST(Kernels, GemmEdgeCasesAndErrors) {
   gemm(empty, 0, nullptr, 0, nullptr, 3);
   // NaN propagates through the clamp (as ONNX Relu/Clip do).
   const float a[1] = {std::numeric_limits<float>::quiet_NaN()}, b[1] = {1.0f};
-  for (const KernelDesc* k : kernelsUnderTest(KernelOp::Gemm)) {
+  for (const KernelDesc* k : gemmKernelsUnderTest()) {
     const PackedB pb = packB(*k, b, 1, 1, 1);
     float c = 0;
     gemm(pb, 1, a, 1, &c, 1, Epilogue::relu());
@@ -476,7 +502,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
     s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
     shapes.push_back(s);
   }
-  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::Gemm))
+  for (const KernelDesc* kd : gemmKernelsUnderTest())
     for (const Conv2dShape& s : shapes)
       for (int variant = 0; variant < 8; ++variant) { // clamps, then the activations
         const int64_t K = s.Cin * s.KH * s.KW;
@@ -493,10 +519,10 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
         std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
         conv2dNchwPacked(*kd, s, packed.data(), x.data(), got.data(), ep,
                          variant % 3 == 2 ? &pool : nullptr);
-        expectClose(got, convNchwReference(s, 1, x, w, b, ep), K,
+        expectClose(got, convNchwReference(s, 1, asSeenBy(kd, x), asSeenBy(kd, w), b, ep), K,
                     std::string(kd->name) + " nchw conv " + std::to_string(s.KH) + "x" +
-                        std::to_string(s.KW) + " stride " + std::to_string(s.strideH) +
-                        " Cin " + std::to_string(s.Cin));
+                        std::to_string(s.KW) + " stride " + std::to_string(s.strideH) + " Cin " +
+                        std::to_string(s.Cin));
       }
 }
 

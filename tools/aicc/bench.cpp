@@ -6,6 +6,7 @@
 
 #include "interp/interpreter.h"
 #include "kernels/registry.h"
+#include "quant/ptq.h"
 #include "rt/parallel.h"
 #include "rt/trace.h"
 #include "runtime/jit_executor.h"
@@ -81,6 +82,7 @@ int benchCommand(const BenchArgs& a) {
   const Graph* graph = nullptr;
   auto t0 = std::chrono::steady_clock::now();
   std::string engine = a.engine;
+  bool bf16 = false;
   if (isArtifactDir(a.model)) { // a compiled artifact: load it (no compiler involved)
     if (a.precision != "f32") fail("--precision applies to a model, not to a compiled folder");
     art = std::make_unique<runtime::LoadedArtifact>(a.model);
@@ -88,14 +90,18 @@ int benchCommand(const BenchArgs& a) {
     engine = "artifact";
   } else {
     owned = std::make_unique<ImportedModel>(loadModel(a.model, parseDims(a.dims)));
-    applyPrecision(*owned, a.precision, a.calibration);
+    bf16 = applyPrecision(*owned, a.precision, a.calibration);
+    AICC_CHECK(!bf16 || a.engine == "jit",
+               "--precision bf16 runs through --engine jit (the interpreter defines f32 results)");
     inputs = bindInputs(*owned, a.inputs);
     if (a.engine == "jit") specializeToInputs(*owned, inputs); // compiled for these shapes
     OptArgs opt;
     opt.optLevel = a.optLevel;
     optimize(owned->model, opt);
     graph = owned->model.graph.get();
-    if (a.engine == "jit") exe = std::make_unique<runtime::JitExecutable>(*graph);
+    runtime::JitRunOptions jo;
+    setJitPrecision(bf16, jo);
+    if (a.engine == "jit") exe = std::make_unique<runtime::JitExecutable>(*graph, jo);
   }
   double compileSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto once = [&] {
@@ -124,6 +130,15 @@ int benchCommand(const BenchArgs& a) {
                            "{} {:.2f} s; peak RSS {:.1f} MiB\n",
                            a.model, engine, a.threads, a.iters, med, lo, art ? "load" : "compile",
                            compileSec, rss / 1048576.0);
+  if (bf16) { // agreement with the f32 engine on the same inputs
+    runtime::JitExecutable f32(*graph);
+    const std::vector<OutputAccuracy> acc = compareOutputs({f32.run(inputs)}, {exe->run(inputs)});
+    for (size_t k = 0; k < acc.size(); ++k)
+      std::cout << fmt::format(
+          "  bf16 vs f32, output '{}': max |error| / max |f32| {:.3g}, SQNR {:.1f} dB{}\n",
+          graph->outputs[k]->name, acc[k].maxRelError, acc[k].sqnrDb,
+          acc[k].rows ? fmt::format(", top-1 agreement {}/{}", acc[k].top1Same, acc[k].rows) : "");
+  }
   if (!a.trace.empty())
     std::cout << fmt::format("  trace: {} events of {} runs in {} (ui.perfetto.dev)\n",
                              trace::write(a.trace), a.iters, a.trace);

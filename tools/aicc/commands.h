@@ -6,6 +6,10 @@
 
 #include "passes/pipelines.h"
 
+namespace aicc::runtime {
+struct JitRunOptions;
+}
+
 namespace aicc::cli {
 
 struct RunArgs {
@@ -17,6 +21,7 @@ struct RunArgs {
   int optLevel = 2;
   std::string engine = "interp"; // interp | jit (LLVM JIT, src/runtime/jit_executor.h)
   bool engineStats = false;      // jit: print lowered/fallback counts and timings to stderr
+  std::string precision = "f32"; // jit: "bf16" (applyPrecision)
 };
 int runCommand(const RunArgs& a);
 
@@ -62,10 +67,15 @@ struct QuantizeArgs {
   bool perTensor = false;
 };
 int quantizeCommand(const QuantizeArgs& a);
-// --precision of compile / bench: "f32" leaves the model; "int8" quantizes it in place
-// (post-training, min-max, on the input sets of `calibration`; tools/aicc/quantize.cpp).
-void applyPrecision(ImportedModel& im, const std::string& precision,
+// --precision of compile / bench / run: "f32" leaves the model; "int8" quantizes it in place
+// (post-training, min-max, on the input sets of `calibration`; tools/aicc/quantize.cpp); "bf16"
+// leaves the graph f32 and returns true: the backend then runs constant-weight MatMul/Gemm/Conv
+// on the bf16 GEMM kernels (loop::LowerOptions::bf16; docs/backend.md "bf16").
+bool applyPrecision(ImportedModel& im, const std::string& precision,
                     const std::vector<std::string>& calibration);
+// The JIT's options for applyPrecision's result (bf16: the bf16 candidates on this CPU; an
+// aicc::Error when it lacks AVX512-BF16).
+void setJitPrecision(bool bf16, runtime::JitRunOptions& o);
 
 struct LoopOptArgs {
   std::string file; // .loop text, or a model to lower

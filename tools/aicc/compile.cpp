@@ -13,6 +13,7 @@
 #include "backend/memory_plan.h"
 #include "backend/target.h"
 #include "codegen/c/bundle.h"
+#include "kernels/registry.h"
 #include "runtime/artifact.h"
 #include "support/memory.h"
 
@@ -84,7 +85,9 @@ int compileCommand(const CompileArgs& a) {
   auto t = Clock::now();
   ImportedModel im = loadModel(a.model, parseDims(a.dims));
   applyShapes(im, a.shapes);
-  applyPrecision(im, a.precision, a.calibration);
+  const bool bf16 = applyPrecision(im, a.precision, a.calibration);
+  AICC_CHECK(!bf16 || a.emit == "so",
+             "--precision bf16 is for --emit so (the C bundle is portable f32 code)");
   rep.phases.push_back({"import", since(t)});
   t = Clock::now();
   OptArgs opt;
@@ -127,8 +130,16 @@ int compileCommand(const CompileArgs& a) {
              "--embed-weights needs --emit c or --static-runtime (a compiled folder reads its "
              "weights from model.weights)");
   Target target = parseTarget(a.target);
+  // bf16 GEMM kernels exist for AVX512-BF16 only (AMX-BF16 CPUs have it too): elsewhere a clear
+  // error rather than an f32 artifact that claims bf16.
+  AICC_CHECK(!bf16 || (target.has(CpuFeature::AVX512BF16) && target.triple.empty() &&
+                       kernels::cpuSupports(kernels::Isa::Avx512Bf16)),
+             "--precision bf16 needs a target and a compiling CPU with AVX512-BF16 (the bf16 GEMM "
+             "kernels' ISA); target {} {}; use --precision f32 (or int8)",
+             target.name,
+             target.has(CpuFeature::AVX512BF16) ? "has it, this CPU does not" : "lacks it");
   t = Clock::now();
-  loop::LowerOptions lo = backend::lowerOptionsFor(target);
+  loop::LowerOptions lo = backend::lowerOptionsFor(target, bf16);
   std::map<std::string, std::string> pins; // --select NODE=CANDIDATE overrides the cost model
   for (const auto& sel : a.selects) {
     auto eq = sel.find('=');
@@ -149,12 +160,12 @@ int compileCommand(const CompileArgs& a) {
   // The candidate each node is lowered with (pinned, measured or the cost model's), kept for the
   // report's cost of that candidate.
   std::map<std::string, std::string> chosen;
-  lo.chooseCandidate =
-      [&chosen, choose = backend::candidateChooser(target, pins, true, cache)](const Node& n) {
-        loop::CandidateChoice c = choose(n);
-        chosen[n.describe()] = c.name;
-        return c;
-      };
+  lo.chooseCandidate = [&chosen, choose = backend::candidateChooser(target, pins, true, cache,
+                                                                    bf16)](const Node& n) {
+    loop::CandidateChoice c = choose(n);
+    chosen[n.describe()] = c.name;
+    return c;
+  };
   runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
   rep.phases.push_back({"plan + lower", since(t)});
   runtime::WriteOptions wo;
@@ -186,7 +197,7 @@ int compileCommand(const CompileArgs& a) {
   for (size_t i = 0; i < spec.failBranches.size(); ++i)
     fails += (i ? ", " : "") + jsonStr(spec.failBranches[i]);
   rep.numbers.push_back({"uncompiled_branches", fails + "]"});
-  int measured = 0, estimated = 0; // how each task with a choice was decided
+  int measured = 0, estimated = 0, bf16Tasks = 0; // how each task with a choice was decided
   // The cost model's view (flops, bytes, estimate) of the candidate each task runs, by the name
   // tasks carry.
   std::map<std::string, backend::Cost> costs;
@@ -203,11 +214,14 @@ int compileCommand(const CompileArgs& a) {
         rt.arena.push_back({b.offset, b.bytes});
     rep.tasks.push_back(std::move(rt));
     const std::string& sch = spec.schedules[i].second;
+    bf16Tasks += sch.find("precision = \"bf16") != std::string::npos;
     if (sch.find("selection = \"measured") != std::string::npos)
       ++measured;
     else if (sch.find("selection = \"") != std::string::npos)
       ++estimated;
   }
+  rep.numbers.push_back({"precision", jsonStr(a.precision)});
+  rep.numbers.push_back({"bf16_tasks", std::to_string(bf16Tasks)});
   rep.numbers.push_back({"selections_measured", std::to_string(measured)});
   rep.numbers.push_back({"selections_estimated", std::to_string(estimated)});
   rep.numbers.push_back({"tuning_cache", jsonStr(a.tuningCache)});
@@ -218,6 +232,10 @@ int compileCommand(const CompileArgs& a) {
     std::cerr << "aicc: note: runs through the reference kernel (no lowering): " << f << "\n";
   for (const auto& f : spec.failBranches) // the run fails if it takes one
     std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
+  if (bf16 && !a.quiet) // the per-task precision is in report.txt (precision = ...)
+    std::cout << fmt::format("precision: bf16 GEMM kernels (f32 accumulation) in {} of {} tasks; "
+                             "the others f32\n",
+                             bf16Tasks, spec.tasks.size());
   double total = 0;
   for (const auto& [k, s] : rep.phases) total += s;
   if (!a.quiet && a.staticRuntime)

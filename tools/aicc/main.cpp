@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
   runCmd->add_flag("--check-types", run.checkTypes, "Check every node's result against shape inference");
   runCmd->add_option("-O", run.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   runCmd->add_option("--engine", run.engine, "Execution engine: interp (reference interpreter, default) or jit (LLVM JIT)")->check(CLI::IsMember({"interp", "jit"}));
+  runCmd
+      ->add_option("--precision", run.precision,
+                   "f32 (default) or bf16 (--engine jit: constant-weight MatMul/Gemm/Conv on bf16 "
+                   "GEMM kernels, f32 accumulation; AVX512-BF16)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   runCmd->add_flag("--engine-stats", run.engineStats, "jit: print lowered/fallback nodes and timings on stderr");
 
   InspectArgs inspect;
@@ -168,8 +173,12 @@ int main(int argc, char** argv) {
                     "model; repeatable");
   ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   ccCmd->add_option("--tuning-cache", cc.tuningCache, "A cache written by `aicc tune`: measured choices override the cost model");
-  ccCmd->add_option("--precision", cc.precision, "f32 (default) or int8: quantize first (as aicc quantize, min-max) on --calibration")
-      ->check(CLI::IsMember({"f32", "int8"}));
+  ccCmd
+      ->add_option("--precision", cc.precision,
+                   "f32 (default); bf16: constant-weight MatMul/Gemm/Conv on bf16 GEMM kernels, "
+                   "f32 accumulation (AVX512-BF16); int8: quantize first (as aicc quantize, "
+                   "min-max) on --calibration")
+      ->check(CLI::IsMember({"f32", "bf16", "int8"}));
   ccCmd->add_option("--calibration", cc.calibration, "With --precision int8: folders of input sets to calibrate on")->expected(1, -1);
   ccCmd->add_option("--report-html", cc.reportHtml, "Also write the compile report as one self-contained HTML page here (tasks, kernels, arena)");
 
@@ -209,8 +218,12 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--input", bench.inputs.named, "NAME=FILE (.pb or .npy); default: generated inputs");
   benchCmd->add_option("--inputs-dir", bench.inputs.inputsDir, "Folder with input_<i>.pb files");
   benchCmd->add_option("--dim", bench.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
-  benchCmd->add_option("--precision", bench.precision, "f32 (default) or int8: quantize first (as aicc quantize, min-max) on --calibration")
-      ->check(CLI::IsMember({"f32", "int8"}));
+  benchCmd
+      ->add_option("--precision", bench.precision,
+                   "f32 (default); bf16: constant-weight MatMul/Gemm/Conv on bf16 GEMM kernels, "
+                   "f32 accumulation (AVX512-BF16); int8: quantize first (as aicc quantize, "
+                   "min-max) on --calibration")
+      ->check(CLI::IsMember({"f32", "bf16", "int8"}));
   benchCmd->add_option("--calibration", bench.calibration, "With --precision int8: folders of input sets to calibrate on")->expected(1, -1);
   benchCmd->add_option("-O", bench.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   benchCmd->add_option("--json", bench.json, "Write times_ms, median_ms, compile_s and the task list here");

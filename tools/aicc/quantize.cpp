@@ -8,6 +8,7 @@
 #include "frontend/onnx/onnx_exporter.h"
 #include "interp/interpreter.h"
 #include "quant/ptq.h"
+#include "runtime/jit_executor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -47,18 +48,30 @@ std::vector<std::vector<RValue>> calibrationSets(ImportedModel& im,
 
 } // namespace
 
-void applyPrecision(ImportedModel& im, const std::string& precision,
+bool applyPrecision(ImportedModel& im, const std::string& precision,
                     const std::vector<std::string>& calibration) {
-  if (precision == "f32") {
+  if (precision == "f32" || precision == "bf16") {
     if (!calibration.empty()) fail("--calibration is for --precision int8");
-    return;
+    return precision == "bf16";
   }
-  if (precision != "int8") fail("--precision must be f32 or int8, got '{}'", precision);
+  if (precision != "int8") fail("--precision must be f32, bf16 or int8, got '{}'", precision);
   if (calibration.empty())
     fail("--precision int8 needs --calibration DIR (input sets to calibrate on)");
   const PtqReport r = quantizeModel(im.model, calibrationSets(im, calibration));
   std::cerr << fmt::format("quantized: {} Conv, {} MatMul, {} Add (int8, min-max)\n", r.convs,
                            r.matmuls, r.adds);
+  return false;
+}
+
+void setJitPrecision(bool bf16, runtime::JitRunOptions& o) {
+  if (!bf16) return;
+  AICC_CHECK(kernels::cpuSupports(kernels::Isa::Avx512Bf16) &&
+                 kernels::isaWithin(kernels::Isa::Avx512Bf16, kernels::bestIsa()),
+             "--precision bf16 needs a CPU with AVX512-BF16 (the bf16 GEMM kernels' ISA){}; use "
+             "--precision f32 (or int8)",
+             kernels::cpuSupports(kernels::Isa::Avx512Bf16) ? " and AICC_KERNEL_ISA caps it" : "");
+  o.lower = backend::lowerOptionsFor(nativeTarget(), true);
+  o.lower.chooseCandidate = backend::candidateChooser(nativeTarget(), {}, true, nullptr, true);
 }
 
 int quantizeCommand(const QuantizeArgs& a) {

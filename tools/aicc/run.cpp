@@ -35,10 +35,17 @@ int runArtifact(const RunArgs& a) {
 } // namespace
 
 int runCommand(const RunArgs& a) {
-  if (isArtifactDir(a.model)) return runArtifact(a);
+  if (isArtifactDir(a.model)) {
+    AICC_CHECK(a.precision == "f32", "--precision applies to a model; a compiled folder keeps the "
+                                     "precision it was compiled with");
+    return runArtifact(a);
+  }
   ImportOptions opts;
   opts.dims = parseDims(a.dims);
   ImportedModel m = importOnnxFile(a.model, opts);
+  const bool bf16 = applyPrecision(m, a.precision, {});
+  AICC_CHECK(!bf16 || a.engine == "jit", "--precision bf16 runs through --engine jit (the "
+                                         "interpreter defines f32 results)");
   std::vector<RValue> inputs = bindInputs(m, a.inputs);
   if (a.engine == "jit") specializeToInputs(m, inputs); // compiled for these shapes
   OptArgs opt;
@@ -49,7 +56,9 @@ int runCommand(const RunArgs& a) {
   ro.checkTypes = a.checkTypes;
   std::vector<RValue> outputs;
   if (a.engine == "jit") {
-    runtime::JitExecutable exe(g);
+    runtime::JitRunOptions jo;
+    setJitPrecision(bf16, jo);
+    runtime::JitExecutable exe(g, jo);
     auto t0 = std::chrono::steady_clock::now();
     outputs = exe.run(inputs);
     double runSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,61 @@
+// The AVX-512F vector traits of simd_impl.h, shared by the AVX-512 ISA files (ukernels_avx512.cpp
+// and ukernels_avx512bf16.cpp). In an anonymous namespace: each file's copy is compiled with its
+// own ISA flags and keeps internal linkage.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace aicc::kernels {
+namespace {
+
+struct V512 {
+  using vec = __m512;
+  using mask = __mmask16;
+  static constexpr int width = 16;
+  static mask maskFor(int64_t n) {
+    return n >= 16 ? mask(0xFFFF) : n <= 0 ? mask(0) : mask((1u << n) - 1u);
+  }
+  static vec zero() { return _mm512_setzero_ps(); }
+  static vec set1(float x) { return _mm512_set1_ps(x); }
+  static vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static vec loadStrided(const float* p, int64_t s) {
+    if (s == 2) { // deinterleave two loads; the last odd element (p[31]) is not read
+      const __m512 a = _mm512_loadu_ps(p), b = _mm512_maskz_loadu_ps(mask(0x7FFF), p + 16);
+      const __m512i even =
+          _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+      return _mm512_permutex2var_ps(a, even, b);
+    }
+    const __m512i idx =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(int(s)));
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16(0xFFFF), idx, p, 4);
+  }
+  static vec loadMasked(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(float* p, vec v) { _mm512_storeu_ps(p, v); }
+  static void storeMasked(float* p, mask m, vec v) { _mm512_mask_storeu_ps(p, m, v); }
+  static vec fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static vec select(mask m, vec a, vec b) { return _mm512_mask_blend_ps(m, b, a); }
+  static vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
+  // maskz forms: GCC 12 warns (maybe-uninitialized) on the plain ones, which use
+  // _mm512_undefined_ps.
+  static vec max(vec a, vec b) { return _mm512_maskz_max_ps(mask(0xFFFF), a, b); }
+  static vec min(vec a, vec b) { return _mm512_maskz_min_ps(mask(0xFFFF), a, b); }
+  static vec mul(vec a, vec b) { return _mm512_maskz_mul_ps(mask(0xFFFF), a, b); }
+  static vec div(vec a, vec b) { return _mm512_maskz_div_ps(mask(0xFFFF), a, b); }
+  static vec round(vec a) {
+    return _mm512_maskz_roundscale_ps(mask(0xFFFF), a,
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  // 2^n for integral n in [-126, 127].
+  static vec pow2(vec n) {
+    const mask m(0xFFFF);
+    const __m512i e =
+        _mm512_maskz_add_epi32(m, _mm512_maskz_cvtps_epi32(m, n), _mm512_set1_epi32(127));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(m, e, 23));
+  }
+};
+
+} // namespace
+} // namespace aicc::kernels

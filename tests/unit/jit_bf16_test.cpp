@@ -1,0 +1,134 @@
+// --precision bf16 through the JIT (LowerOptions::bf16): constant-weight Conv / MatMul / Gemm run
+// on the bf16 GEMM kernels. The kernels round their operands to bf16 (to nearest even) and
+// accumulate in f32, so a graph whose weights and input are rounded to bf16 beforehand must give
+// the interpreter's f32 results up to f32 accumulation error; the unrounded graph stays within
+// bf16's rounding of the f32 results. Skipped, with the reason, on CPUs without AVX512-BF16.
+#include "backend/op_select.h"
+#include "ir/parser.h"
+#include "jit_check.h"
+#include "kernels/gemm.h"
+#include "kernels/registry.h"
+#include "passes/pass_manager.h"
+#include "passes/pipelines.h"
+#include "passes/shape_inference.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+namespace aicc {
+namespace {
+
+bool haveBf16() {
+  return kernels::cpuSupports(kernels::Isa::Avx512Bf16) &&
+         kernels::isaWithin(kernels::Isa::Avx512Bf16, kernels::bestIsa());
+}
+
+runtime::JitRunOptions bf16Options() {
+  runtime::JitRunOptions o;
+  o.lower = backend::lowerOptionsFor(nativeTarget(), true);
+  o.lower.chooseCandidate = backend::candidateChooser(nativeTarget(), {}, true, nullptr, true);
+  return o;
+}
+
+Tensor randomTensor(const Dims& d, std::mt19937& rng, bool round) {
+  Tensor x(DType::F32, d);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = u(rng);
+    x.data<float>()[i] = round ? kernels::bf16Round(v) : v;
+  }
+  return x;
+}
+
+// "%name = const f32[dims] [values]"
+std::string constText(const std::string& name, const Dims& d, std::mt19937& rng, bool round) {
+  const Tensor t = randomTensor(d, rng, round);
+  std::ostringstream s;
+  s.precision(9);
+  s << "  %" << name << " = const f32" << dimsText(d) << " [";
+  for (int64_t i = 0; i < t.numel(); ++i) s << (i ? ", " : "") << t.data<float>()[i];
+  s << "]\n";
+  return s.str();
+}
+
+// One layer `body` (over %x and the constants `consts`, result %y) at -O2 through the bf16 JIT:
+// against the interpreter on bf16-rounded weights and input within f32 error, and on the f32
+// ones within bf16's; the task must run the bf16 kernel.
+void check(const std::string& what, const Dims& x,
+           const std::vector<std::pair<std::string, Dims>>& consts, const std::string& body) {
+  SCOPED_TRACE(what);
+  for (bool round : {true, false}) {
+    std::mt19937 rng(3);
+    std::ostringstream g;
+    g << "graph @g(%x: f32" << dimsText(x) << ") {\n";
+    for (const auto& [name, d] : consts) g << constText(name, d, rng, round);
+    g << body << "  return %y\n}\n";
+    Model m = parseModel(g.str());
+    inferShapes(*m.graph);
+    PassManager<Model> pm;
+    for (auto& p : optPipeline(2)) pm.add(std::move(p));
+    pm.run(m);
+    std::vector<RValue> in = {RValue::of(randomTensor(x, rng, false))}, rounded = in;
+    for (int64_t i = 0; i < in[0].tensor.numel(); ++i)
+      rounded[0].tensor.data<float>()[i] = kernels::bf16Round(in[0].tensor.data<float>()[i]);
+    const auto want = interpret(*m.graph, round ? rounded : in);
+    runtime::JitExecutable exe(*m.graph, bf16Options());
+    const auto got = exe.run(in);
+    std::string schedules;
+    for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
+    EXPECT_NE(schedules.find("precision = \"bf16"), std::string::npos) << schedules;
+    EXPECT_EQ(exe.stats().fallback, 0);
+    ASSERT_EQ(got.size(), want.size());
+    // Exact operands: f32 accumulation error only. f32 operands: each product carries up to
+    // 2^-8 relative rounding (two bf16 roundings), sums of K such terms in [-1, 1].
+    const Tolerance tol = round ? Tolerance{1e-4, 1e-4} : Tolerance{3e-2, 3e-2};
+    auto diff = compareValues(want[0], got[0], tol);
+    EXPECT_FALSE(diff) << (round ? "rounded operands: " : "f32 operands: ") << *diff;
+  }
+}
+
+TEST(JitBf16, ConvolutionsAndGemmsMatchTheInterpreterOnBf16Operands) {
+  if (!haveBf16()) GTEST_SKIP() << "this CPU lacks avx512bf16 (the bf16 GEMM kernels' ISA)";
+  check("3x3 conv, 56-pixel rows (flat panels), bias + Relu", {1, 16, 12, 56},
+        {{"w", {24, 16, 3, 3}}, {"b", {24}}},
+        "  %c = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}\n  %y = Relu(%c)\n");
+  check("3x3 conv, 14-pixel rows (row segments), K > kc", {1, 40, 14, 14}, {{"w", {30, 40, 3, 3}}},
+        "  %y = Conv(%x, %w) {pads = [1, 1, 1, 1]}\n");
+  check("pointwise conv, odd K, partial rows", {1, 37, 9, 9}, {{"w", {19, 37, 1, 1}}, {"b", {19}}},
+        "  %y = Conv(%x, %w, %b)\n");
+  check("7x7 stride-2 stem (im2col panels)", {1, 3, 30, 30}, {{"w", {13, 3, 7, 7}}},
+        "  %y = Conv(%x, %w) {strides = [2, 2], pads = [3, 3, 3, 3]}\n");
+  check("1x1 stride-2 conv with a residual", {1, 8, 16, 16},
+        {{"w", {8, 8, 1, 1}}, {"r", {1, 8, 8, 8}}},
+        "  %c = Conv(%x, %w) {strides = [2, 2]}\n  %y = Add(%c, %r)\n");
+  check("batched MatMul", {2, 17, 300}, {{"w", {300, 45}}}, "  %y = MatMul(%x, %w)\n");
+  check("Gemm transB + bias + Relu", {5, 70}, {{"w", {33, 70}}, {"b", {33}}},
+        "  %g = Gemm(%x, %w, %b) {transB = 1}\n  %y = Relu(%g)\n");
+}
+
+// Without --precision bf16 the candidate does not apply (and says why); with it the cost model
+// takes it.
+TEST(JitBf16, CandidateAppliesOnlyUnderBf16Precision) {
+  if (!haveBf16()) GTEST_SKIP() << "this CPU lacks avx512bf16 (the bf16 GEMM kernels' ISA)";
+  std::mt19937 rng(5);
+  Model m = parseModel("graph @g(%a: f32[8,96]) {\n" + constText("w", {96, 64}, rng, false) +
+                       "  %y = MatMul(%a, %w) : f32[8,64]\n  return %y\n}\n");
+  const Node& n = *m.graph->nodes.back();
+  const Target t = nativeTarget();
+  const std::string bf = "ukernel:bf16_gemm_avx512bf16_14x32";
+  auto f32 = backend::selectCandidate(n, t, std::nullopt, backend::lowerOptionsFor(t));
+  ASSERT_TRUE(f32);
+  EXPECT_NE(f32->candidate, bf);
+  bool said = false;
+  for (const std::string& r : f32->rejected)
+    said |= r.find(bf + ": ") == 0 && r.find("bf16") != r.npos;
+  EXPECT_TRUE(said) << "no rejection reason for " << bf;
+  auto b = backend::selectCandidate(n, t, std::nullopt, backend::lowerOptionsFor(t, true));
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->candidate, bf);
+}
+
+} // namespace
+} // namespace aicc
