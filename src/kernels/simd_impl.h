@@ -8,7 +8,7 @@
 // mul(a, b), div(a, b), round(a) (to nearest), pow2(n) (2^n for integral n in [-126, 127]).
 // A traits type with mac(a, w, acc) runs the GEMM tile on pairs instead (bf16: a and w hold two
 // bf16 values of consecutive k per 32-bit lane, acc += a.lo * w.lo + a.hi * w.hi in f32; kc counts
-// the pairs, B comes packed only).
+// the pairs, B comes packed only); its macBroadcast(p, w, acc) is mac(set1(*p), w, acc).
 #pragma once
 
 #include "kernels/ukernel.h"
@@ -135,7 +135,7 @@ void gemmTile(const GemmTileParams& p) {
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) {
         if constexpr (kPairs)
-          acc[i][v] = V::mac(av, wv[v], acc[i][v]);
+          acc[i][v] = V::macBroadcast(a + i, wv[v], acc[i][v]);
         else
           acc[i][v] = V::fmadd(av, wv[v], acc[i][v]);
       }

@@ -14,6 +14,13 @@ namespace {
 // (k, k + 1) in the (low, high) halves of each 32-bit lane.
 struct V512Bf16 : V512 {
   static vec mac(vec a, vec w, vec acc) { return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)w); }
+  // The A unit as an embedded broadcast operand ({1to16}): GCC 12 emits a separate vbroadcastss
+  // for the intrinsic, a second uop per vdpbf16ps that took the FP pipes (Zen 4: the 14-pixel
+  // convolution panels, one vector per row, ran at half the bf16 rate).
+  static vec macBroadcast(const float* a, vec w, vec acc) {
+    __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*a));
+    return acc;
+  }
 };
 
 template <int MR, int ROWS> void tile32(const GemmTileParams& p) {
