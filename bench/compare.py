@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/compare.py [--zoo /tmp/zoo] [--models resnet50,mobilenet_v2]
         [--threads 1,2] [--rounds 3] [--iters 10] [--aicc build/aicc] [--json out.json]
-        [--markdown]
+        [--markdown] [--precision f32|bf16]
 
 Peers: ONNX Runtime (CPU EP, ORT_ENABLE_ALL, sequential, intra_op_num_threads = T) and OpenVINO
 (CPU plugin, INFERENCE_PRECISION_HINT=f32, PERFORMANCE_HINT=LATENCY, one stream,
@@ -11,6 +11,10 @@ INFERENCE_NUM_THREADS = T), both from PyPI (`pip install -r bench/requirements.t
 is not installed prints "n/a". aicc: each model is compiled once (`aicc compile MODEL -o DIR`,
 target native) and the artifact is timed by `aicc bench DIR --threads T --iters N --json F`
 (--aicc-mode jit times the JIT on the .onnx instead).
+
+--precision bf16 compares the low-precision modes: aicc compiles with `--precision bf16` and
+OpenVINO runs with INFERENCE_PRECISION_HINT=bf16 (its default on CPUs with AVX512-BF16 or AMX);
+ONNX Runtime's CPU provider has no bf16 mode and stays f32.
 
 Configurations run alternately, round by round (ORT 1 thread, ORT 2 threads, OpenVINO 1 thread,
 ..., aicc 2 threads; each for --iters runs), so background load hits every configuration alike;
@@ -112,11 +116,12 @@ class OrtRunner:
 class OvRunner:
     name = "OpenVINO"
     core = None
+    precision = "f32"
 
     def __init__(self, path, threads, feeds):
         if OvRunner.core is None:
             OvRunner.core = ov.Core()
-        cfg = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY",
+        cfg = {"INFERENCE_PRECISION_HINT": OvRunner.precision, "PERFORMANCE_HINT": "LATENCY",
                "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": str(threads)}
         self.compiled = OvRunner.core.compile_model(path, "CPU", cfg)
         self.req = self.compiled.create_infer_request()
@@ -172,6 +177,8 @@ def main():
     ap.add_argument("--compile-args", default="", help="extra `aicc compile` arguments")
     ap.add_argument("--json", default="", help="write the results here")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    ap.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                    help="bf16: aicc --precision bf16 and OpenVINO bf16 (ORT stays f32)")
     args = ap.parse_args()
 
     all_models = sorted(f[:-5] for f in os.listdir(args.zoo_src) if f.endswith(".onnx"))
@@ -179,11 +186,15 @@ def main():
     threads = [int(t) for t in args.threads.split(",")]
     materialize(args.zoo, args.zoo_src, models)
     use_aicc = bool(args.aicc) and os.path.exists(args.aicc)
+    OvRunner.precision = args.precision
+    if args.precision != "f32":
+        args.compile_args = (args.compile_args + " --precision " + args.precision).strip()
     peers = [(OrtRunner, ort), (OvRunner, ov)]
     versions = [f"onnxruntime {ort.__version__}" if ort else "onnxruntime n/a",
                 f"openvino {ov.__version__.split('-')[0]}" if ov else "openvino n/a"]
     print(f"# {cpu_name()}, {os.cpu_count()} CPUs; {', '.join(versions)}; "
-          f"rounds={args.rounds} x iters={args.iters}; median ms", flush=True)
+          f"rounds={args.rounds} x iters={args.iters}; median ms; precision {args.precision}"
+          + (" (aicc, OpenVINO; ONNX Runtime f32)" if args.precision != "f32" else ""), flush=True)
 
     cols = []
     for t in threads:

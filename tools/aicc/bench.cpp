@@ -6,7 +6,6 @@
 
 #include "interp/interpreter.h"
 #include "kernels/registry.h"
-#include "quant/ptq.h"
 #include "rt/parallel.h"
 #include "rt/trace.h"
 #include "runtime/jit_executor.h"
@@ -130,15 +129,10 @@ int benchCommand(const BenchArgs& a) {
                            "{} {:.2f} s; peak RSS {:.1f} MiB\n",
                            a.model, engine, a.threads, a.iters, med, lo, art ? "load" : "compile",
                            compileSec, rss / 1048576.0);
-  if (bf16) { // agreement with the f32 engine on the same inputs
-    runtime::JitExecutable f32(*graph);
-    const std::vector<OutputAccuracy> acc = compareOutputs({f32.run(inputs)}, {exe->run(inputs)});
-    for (size_t k = 0; k < acc.size(); ++k)
-      std::cout << fmt::format(
-          "  bf16 vs f32, output '{}': max |error| / max |f32| {:.3g}, SQNR {:.1f} dB{}\n",
-          graph->outputs[k]->name, acc[k].maxRelError, acc[k].sqnrDb,
-          acc[k].rows ? fmt::format(", top-1 agreement {}/{}", acc[k].top1Same, acc[k].rows) : "");
-  }
+  if (bf16 && a.calibration.empty()) // agreement with the f32 engine on the timed inputs
+    reportBf16Agreement(*owned, {inputs});
+  else if (bf16)
+    reportBf16Agreement(*owned, a.calibration);
   if (!a.trace.empty())
     std::cout << fmt::format("  trace: {} events of {} runs in {} (ui.perfetto.dev)\n",
                              trace::write(a.trace), a.iters, a.trace);

@@ -76,6 +76,12 @@ bool applyPrecision(ImportedModel& im, const std::string& precision,
 // The JIT's options for applyPrecision's result (bf16: the bf16 candidates on this CPU; an
 // aicc::Error when it lacks AVX512-BF16).
 void setJitPrecision(bool bf16, runtime::JitRunOptions& o);
+// --precision bf16: prints, per output, how the bf16 engine agrees with the f32 one (the JIT of
+// im's graph, as optimized) on the input sets of `dirs` (as --calibration reads them) or on
+// `sets` (bound to the graph's inputs by position): the largest error relative to the largest
+// f32 magnitude, the SQNR, and the top-1 agreement of classifier outputs.
+void reportBf16Agreement(ImportedModel& im, const std::vector<std::string>& dirs);
+void reportBf16Agreement(const ImportedModel& im, const std::vector<std::vector<RValue>>& sets);
 
 struct LoopOptArgs {
   std::string file; // .loop text, or a model to lower

@@ -236,6 +236,7 @@ int compileCommand(const CompileArgs& a) {
     std::cout << fmt::format("precision: bf16 GEMM kernels (f32 accumulation) in {} of {} tasks; "
                              "the others f32\n",
                              bf16Tasks, spec.tasks.size());
+  if (bf16 && !a.calibration.empty()) reportBf16Agreement(im, a.calibration);
   double total = 0;
   for (const auto& [k, s] : rep.phases) total += s;
   if (!a.quiet && a.staticRuntime)

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
                    "f32 accumulation (AVX512-BF16); int8: quantize first (as aicc quantize, "
                    "min-max) on --calibration")
       ->check(CLI::IsMember({"f32", "bf16", "int8"}));
-  ccCmd->add_option("--calibration", cc.calibration, "With --precision int8: folders of input sets to calibrate on")->expected(1, -1);
+  ccCmd->add_option("--calibration", cc.calibration, "With --precision int8: folders of input sets to calibrate on; with bf16: input sets to report the agreement with f32 on")->expected(1, -1);
   ccCmd->add_option("--report-html", cc.reportHtml, "Also write the compile report as one self-contained HTML page here (tasks, kernels, arena)");
 
   DebugNumericsArgs dn;
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
                    "f32 accumulation (AVX512-BF16); int8: quantize first (as aicc quantize, "
                    "min-max) on --calibration")
       ->check(CLI::IsMember({"f32", "bf16", "int8"}));
-  benchCmd->add_option("--calibration", bench.calibration, "With --precision int8: folders of input sets to calibrate on")->expected(1, -1);
+  benchCmd->add_option("--calibration", bench.calibration, "With --precision int8: folders of input sets to calibrate on; with bf16: input sets to report the agreement with f32 on")->expected(1, -1);
   benchCmd->add_option("-O", bench.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   benchCmd->add_option("--json", bench.json, "Write times_ms, median_ms, compile_s and the task list here");
   benchCmd->add_flag("--profile", bench.profile, "Time every task; print time per op type and the slowest tasks");

@@ -50,9 +50,10 @@ std::vector<std::vector<RValue>> calibrationSets(ImportedModel& im,
 
 bool applyPrecision(ImportedModel& im, const std::string& precision,
                     const std::vector<std::string>& calibration) {
-  if (precision == "f32" || precision == "bf16") {
-    if (!calibration.empty()) fail("--calibration is for --precision int8");
-    return precision == "bf16";
+  if (precision == "bf16") return true; // --calibration: sets to report the agreement on
+  if (precision == "f32") {
+    if (!calibration.empty()) fail("--calibration is for --precision int8 or bf16");
+    return false;
   }
   if (precision != "int8") fail("--precision must be f32, bf16 or int8, got '{}'", precision);
   if (calibration.empty())
@@ -72,6 +73,30 @@ void setJitPrecision(bool bf16, runtime::JitRunOptions& o) {
              kernels::cpuSupports(kernels::Isa::Avx512Bf16) ? " and AICC_KERNEL_ISA caps it" : "");
   o.lower = backend::lowerOptionsFor(nativeTarget(), true);
   o.lower.chooseCandidate = backend::candidateChooser(nativeTarget(), {}, true, nullptr, true);
+}
+
+void reportBf16Agreement(const ImportedModel& im, const std::vector<std::vector<RValue>>& sets) {
+  const Graph& g = *im.model.graph;
+  runtime::JitRunOptions bf;
+  setJitPrecision(true, bf);
+  runtime::JitExecutable f32Exe(g), bf16Exe(g, bf);
+  std::vector<std::vector<RValue>> ref, got;
+  for (const auto& in : sets) {
+    ref.push_back(f32Exe.run(in));
+    got.push_back(bf16Exe.run(in));
+  }
+  const std::vector<OutputAccuracy> acc = compareOutputs(ref, got);
+  for (size_t k = 0; k < acc.size(); ++k)
+    std::cout << fmt::format(
+        "  bf16 vs f32, output '{}' ({} input set{}): max |error| / max |f32| {:.3g}, SQNR "
+        "{:.1f} dB{}\n",
+        g.outputs[k]->name, sets.size(), sets.size() == 1 ? "" : "s", acc[k].maxRelError,
+        acc[k].sqnrDb,
+        acc[k].rows ? fmt::format(", top-1 agreement {}/{}", acc[k].top1Same, acc[k].rows) : "");
+}
+
+void reportBf16Agreement(ImportedModel& im, const std::vector<std::string>& dirs) {
+  reportBf16Agreement(im, calibrationSets(im, dirs));
 }
 
 int quantizeCommand(const QuantizeArgs& a) {
