@@ -121,17 +121,19 @@ void benchDw(benchmark::State& st, const KernelDesc* kd, int64_t HW, int64_t C, 
 }
 // The engines' convolution: NCHW, weights packed at compile time as the A operand, im2col panels
 // packed per call (kernels/conv.h conv2dNchwPacked).
-void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, int threads) {
+void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, ConvRows rows,
+               int threads) {
   const auto in = randomVec(size_t(s.Cin * s.H * s.W));
   const int64_t K = s.Cin * s.KH * s.KW;
   const auto w = randomVec(size_t(s.Cout * K)), b = randomVec(size_t(s.Cout));
-  std::vector<float> packed(size_t(packedAFloats(*kd, s.Cout, K)));
-  packAInto(*kd, w.data(), s.Cout, K, K, packed.data());
+  std::vector<float> packed(size_t(convPackedWeightFloats(*kd, s, rows)));
+  packConvWeights(*kd, s, rows, w.data(), packed.data());
   std::vector<float> out(size_t(s.OH() * s.OW() * s.Cout));
   ThreadPool* pool = poolFor(threads);
   const auto t0 = Clock::now();
   for (auto _ : st) {
-    conv2dNchwPacked(*kd, s, packed.data(), in.data(), out.data(), Epilogue::relu(b.data()), pool);
+    conv2dNchwPacked(*kd, s, rows, packed.data(), in.data(), out.data(), Epilogue::relu(b.data()),
+                     pool);
     benchmark::ClobberMemory();
   }
   setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K), threads, t0);
@@ -200,16 +202,29 @@ void registerAll() {
       {"56x56x64_3x3_64", convShape(56, 64, 64, 3, 1)},
       {"56x56x64_1x1_256", convShape(56, 64, 256, 1, 1)},
       {"14x14x256_3x3_256", convShape(14, 256, 256, 3, 1)},
+      {"28x28x128_3x3_128", convShape(28, 128, 128, 3, 1)},
+      {"7x7x512_3x3_512", convShape(7, 512, 512, 3, 1)},
+      {"7x7x2048_1x1_512", convShape(7, 2048, 512, 1, 1)},
+      {"28x28x256_1x1s2_512", convShape(28, 256, 512, 1, 2)},
+      {"14x14x1024_1x1_256", convShape(14, 1024, 256, 1, 1)},
+      {"14x14x256_1x1_1024", convShape(14, 256, 1024, 1, 1)},
+      {"7x7x512_1x1_2048", convShape(7, 512, 2048, 1, 1)},
       {"224x224x3_7x7s2_64", convShape(224, 3, 64, 7, 2)}};
+  // Each f32 case in both GEMM layouts (conv.h ConvRows; "auto" marks convRowsFor's choice).
   for (const KernelDesc* gk : convKernels)
     for (const auto& [label, s] : convs)
-      for (int t : {1, 2}) {
-        const std::string name =
-            "conv2d/" + std::string(gk->name) + "/" + label + "/threads:" + std::to_string(t);
-        const Conv2dShape shape = s;
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-          benchConv(st, gk, shape, t);
-        })->UseRealTime();
+      for (ConvRows rows : {ConvRows::Channels, ConvRows::Pixels}) {
+        if (rows == ConvRows::Pixels && gk->op != KernelOp::Gemm) continue;
+        const bool chosen = convRowsFor(*gk, s) == rows;
+        for (int t : {1, 2}) {
+          const std::string name = "conv2d/" + std::string(gk->name) + "/" + label +
+                                   (rows == ConvRows::Pixels ? "/pixel-rows" : "/channel-rows") +
+                                   (chosen ? "(auto)" : "") + "/threads:" + std::to_string(t);
+          const Conv2dShape shape = s;
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+            benchConv(st, gk, shape, rows, t);
+          })->UseRealTime();
+        }
       }
 }
 

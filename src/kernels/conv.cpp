@@ -181,9 +181,11 @@ void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols,
 
 } // namespace
 
-void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
-                      const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
-  AICC_RT_CHECK(isGemmOp(kd.op) && kd.gemm, "conv2d: '{}' is not a GEMM kernel", kd.name);
+namespace {
+
+// ConvRows::Channels (conv.h).
+void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
+                       const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
   // bf16 (kd.kg 2): the weights are packed in k pairs and each B panel is rounded into pairs by
   // kd.packB from where the f32 tile would read it, once per block, before the weight panels
   // stream over it.
@@ -342,6 +344,161 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
     pool->parallelFor(
         parts, [&](int64_t i) { run(0, panels, mPanels * i / parts, mPanels * (i + 1) / parts); });
   }
+}
+
+// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols, in 16 x 16 blocks (each block's
+// rows and columns stay in L1; a plain column walk missed on every element).
+AICC_KERNEL_CLONES void transposeBlocked(const float* src, int64_t rows, int64_t cols, int64_t lds,
+                                         float* dst, int64_t ldd) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 16)
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t i1 = std::min(rows, i0 + 16), j1 = std::min(cols, j0 + 16);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i) dst[j * ldd + i] = src[i * lds + j];
+    }
+}
+
+// ConvRows::Pixels (conv.h): the output pixels as the GEMM rows over the weights' B panels.
+void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* packedB,
+                     const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
+  const int64_t N = s.Cout, K = s.Cin * s.KH * s.KW, OW = s.OW(), P = s.OH() * OW;
+  const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, mc = kd.mc;
+  const int64_t Npad = (N + nr - 1) / nr * nr, nPanels = Npad / nr;
+  // Element (p, k) of im2col^T is src[koff[k] + pixOff[p]]: the input itself when unpadded, else
+  // a zero-padded copy (Hp x Wp planes).
+  const bool padded = s.padTop || s.padLeft || s.padBottom || s.padRight;
+  const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
+  thread_local std::vector<float> padBuf, yt, rt; // the calling thread's: shared with the workers
+  const float* src = in;
+  if (padded) {
+    padBuf.assign(size_t(s.Cin * Hp * Wp), 0.0f);
+    for (int64_t c = 0; c < s.Cin; ++c)
+      for (int64_t y = 0; y < s.H; ++y)
+        std::copy_n(in + (c * s.H + y) * s.W, s.W,
+                    padBuf.data() + (c * Hp + y + s.padTop) * Wp + s.padLeft);
+    src = padBuf.data();
+  }
+  std::vector<int64_t> koff(static_cast<size_t>(K)), pixOff(static_cast<size_t>(P));
+  for (int64_t c = 0, k = 0; c < s.Cin; ++c)
+    for (int64_t kh = 0; kh < s.KH; ++kh)
+      for (int64_t kw = 0; kw < s.KW; ++kw)
+        koff[size_t(k++)] = (c * Hp + kh * s.dilH) * Wp + kw * s.dilW;
+  for (int64_t p = 0; p < P; ++p)
+    pixOff[size_t(p)] = (p / OW) * s.strideH * Wp + (p % OW) * s.strideW;
+  // y^T rows ldy floats apart: N itself is often a multiple of 512 bytes, which puts a tile's
+  // 14 rows into a few L1 sets.
+  const int64_t ldy = N % 128 == 0 ? N + 16 : N;
+  yt.resize(size_t(P * ldy));
+  if (ep.residual) rt.resize(size_t(P * ldy));
+  float* ytp = yt.data();
+  float* rtp = rt.data();
+  auto run = [&](int64_t pa, int64_t pb) { // the output channels of panels [pa, pb)
+    const int64_t c0 = pa * nr, c1 = std::min(N, pb * nr);
+    if (ep.residual) // the residual [Cout, P] as the tile reads it: [P, Cout]
+      transposeBlocked(ep.residual + c0 * P, c1 - c0, P, P, rtp + c0, ldy);
+    thread_local std::vector<float> aBuf;
+    if (aBuf.size() < size_t(mc * kcMax)) aBuf.resize(size_t(mc * kcMax));
+    GemmTileParams t{};
+    t.ldc = ldy;
+    t.lo = ep.lo();
+    t.hi = ep.hi();
+    t.act = ep.post;
+    for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
+      const int64_t kc = std::min(kcMax, K - k0);
+      t.kc = kc;
+      t.flags = (k0 == 0 ? kGemmFirst : 0u) | (k0 + kc == K ? kGemmLast : 0u);
+      for (int64_t ic = 0; ic < P; ic += mc) {
+        const int64_t rows = std::min(mc, P - ic);
+        for (int64_t i0 = 0; i0 < rows; i0 += mr) { // A micro-panels: a[k * mr + i]
+          const int64_t r = std::min(mr, rows - i0);
+          const int64_t* po = pixOff.data() + ic + i0;
+          float* dst = aBuf.data() + i0 * kc;
+          for (int64_t k = 0; k < kc; ++k) {
+            const float* base = src + koff[size_t(k0 + k)];
+            for (int64_t i = 0; i < r; ++i) dst[k * mr + i] = base[po[i]];
+          }
+        }
+        for (int64_t q = pa; q < pb; ++q) {
+          const int64_t n0 = q * nr;
+          t.w = packedB + k0 * Npad + n0 * kc;
+          t.nr = std::min(nr, N - n0);
+          t.bias = ep.bias ? ep.bias + n0 : nullptr;
+          for (int64_t i0 = 0; i0 < rows; i0 += mr) {
+            t.a = aBuf.data() + i0 * kc;
+            t.mr = std::min(mr, rows - i0);
+            t.c = ytp + (ic + i0) * ldy + n0;
+            t.res = ep.residual ? rtp + (ic + i0) * ldy + n0 : nullptr;
+            kd.gemm(t);
+          }
+        }
+      }
+    }
+    transposeBlocked(ytp + c0, P, c1 - c0, ldy, out + c0 * P, P); // its channels into NCHW
+  };
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), nPanels) : 1;
+  if (T <= 1 || 2 * N * K * P < (int64_t(1) << 18)) return run(0, nPanels);
+  pool->parallelFor(T, [&](int64_t i) { run(nPanels * i / T, nPanels * (i + 1) / T); });
+}
+
+} // namespace
+
+ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
+  if (kd.op != KernelOp::Gemm || kd.mr <= 0 || kd.nr <= 0) return ConvRows::Channels;
+  const int64_t OW = s.OW(), P = s.OH() * OW, M = s.Cout;
+  const int64_t W = std::max<int64_t>(1, kd.vectorWidth), mr = kd.mr, nr = kd.nr;
+  auto up = [](int64_t a, int64_t b) { return (a + b - 1) / b * b; };
+  // Lanes computed for n columns in nr-wide panels (a last panel of <= W columns runs one vector).
+  auto lanes = [&](int64_t n) { return n % nr != 0 && n % nr <= W ? up(n, W) : up(n, nr); };
+  const bool pointwise = s.isPointwise();
+  const bool direct = !pointwise && (OW >= W || OW >= 14) && !(s.KH == 1 && s.KW == 1);
+  const bool segments = direct && OW < W; // panels of one output row each
+  const double channels = double(P) / double(segments ? (P / OW) * lanes(OW) : lanes(P)) *
+                          double(M) / double(up(M, mr));
+  const double pixels = double(P) / double(up(P, mr)) * double(M) / double(lanes(M));
+  // What Pixels adds: gathering A (per k and micro-panel, against ceil(M / nr) tiles of FMAs) and
+  // transposing the output (per output, against K FMAs), fitted to aicc_bench's conv2d cases on
+  // Zen 4 (bench/kernels_bench.cpp runs every case both ways).
+  const double cost = 30.0 / double(M) + 64.0 / double(s.Cin * s.KH * s.KW);
+  return pixels > channels * (1.0 + cost) ? ConvRows::Pixels : ConvRows::Channels;
+}
+
+int64_t convPackedWeightFloats(const KernelDesc& kd, const Conv2dShape& s, ConvRows rows) {
+  const int64_t K = s.Cin * s.KH * s.KW;
+  return rows == ConvRows::Pixels ? packedBFloats(kd, K, s.Cout) : packedAFloats(kd, s.Cout, K);
+}
+
+int64_t convPackedWeightFloats(const KernelDesc& kd, const Conv2dShape& s) {
+  return convPackedWeightFloats(kd, s, convRowsFor(kd, s));
+}
+
+void packConvWeights(const KernelDesc& kd, const Conv2dShape& s, ConvRows rows, const float* w,
+                     float* dst) {
+  const int64_t K = s.Cin * s.KH * s.KW;
+  if (rows == ConvRows::Pixels)
+    packBInto(kd, w, K, s.Cout, K, true, dst);
+  else
+    packAInto(kd, w, s.Cout, K, K, dst);
+}
+
+void packConvWeights(const KernelDesc& kd, const Conv2dShape& s, const float* w, float* dst) {
+  packConvWeights(kd, s, convRowsFor(kd, s), w, dst);
+}
+
+void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, ConvRows rows,
+                      const float* packedW, const float* in, float* out, const Epilogue& ep,
+                      ThreadPool* pool) {
+  AICC_RT_CHECK(isGemmOp(kd.op) && kd.gemm, "conv2d: '{}' is not a GEMM kernel", kd.name);
+  AICC_RT_CHECK(s.Cout >= 1 && s.Cin >= 1 && s.OH() >= 1 && s.OW() >= 1,
+                "conv2d: empty shape (Cout={} Cin={} {}x{} output)", s.Cout, s.Cin, s.OH(), s.OW());
+  AICC_RT_CHECK(rows == ConvRows::Channels || kd.op == KernelOp::Gemm,
+                "conv2d: '{}' runs channel rows only", kd.name);
+  if (rows == ConvRows::Pixels) return conv2dPixelRows(kd, s, packedW, in, out, ep, pool);
+  conv2dChannelRows(kd, s, packedW, in, out, ep, pool);
+}
+
+void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
+                      const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
+  conv2dNchwPacked(kd, s, convRowsFor(kd, s), packedW, in, out, ep, pool);
 }
 
 namespace {

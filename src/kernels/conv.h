@@ -78,6 +78,28 @@ void conv2dNchwPacked(const KernelDesc& gemmKernel, const Conv2dShape& s, const 
                       const float* in, float* out, const Epilogue& ep = {},
                       ThreadPool* pool = nullptr);
 
+// Which GEMM conv2dNchwPacked runs. Channels: the output channels are the rows (weights as A
+// panels, pixel panels of nr columns: above). Pixels: the output pixels are the rows,
+// y^T[P, Cout] = im2col^T[P, K] W^T[K, Cout], with the weights as B panels (packBInto, transposed)
+// and A micro-panels gathered per call from the input (zero-padded copy when padded), the result
+// transposed into NCHW. Pixels is taken where its tiles are fuller: small maps, whose pixels fill
+// nr-lane panels badly (7x7: 49 pixels in 64 lanes, 14x14: rows of 14 in 16 lanes), by enough
+// to pay for gathering A (f32 kernels only). A function of the kernel and the shape, so the
+// compiler (packing the weights) and the runtime (running them) agree.
+enum class ConvRows { Channels, Pixels };
+ConvRows convRowsFor(const KernelDesc& gemmKernel, const Conv2dShape& s);
+// The floats of one group's packed weights for conv2dNchwPacked, and the packing of W [Cout, K].
+int64_t convPackedWeightFloats(const KernelDesc& gemmKernel, const Conv2dShape& s);
+void packConvWeights(const KernelDesc& gemmKernel, const Conv2dShape& s, const float* w,
+                     float* dst);
+// conv2dNchwPacked with the layout forced (tests and benchmarks; `packedW` packed for `rows`).
+void conv2dNchwPacked(const KernelDesc& gemmKernel, const Conv2dShape& s, ConvRows rows,
+                      const float* packedW, const float* in, float* out, const Epilogue& ep = {},
+                      ThreadPool* pool = nullptr);
+int64_t convPackedWeightFloats(const KernelDesc& gemmKernel, const Conv2dShape& s, ConvRows rows);
+void packConvWeights(const KernelDesc& gemmKernel, const Conv2dShape& s, ConvRows rows,
+                     const float* w, float* dst);
+
 // Depthwise (one input channel per group, `mult` output channels per group) conv2d in NCHW with
 // any kernel size, stride, dilation and padding: in [C, H, W] -> out [C * mult, OH, OW] (one
 // image). w is the ONNX weight [C * mult, 1, KH, KW]; ep.bias per output channel.

@@ -1,6 +1,7 @@
 // Conv (NCHW, any spatial rank, stride, padding, dilation and group) as a direct loop nest, or as
 // micro-kernel calls per image (and group): depthwise 3x3 (pad 1, stride 1/2) or im2col + GEMM
 // for 1-D and 2-D convolutions (see rt/callees.cpp for the call contracts).
+#include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
@@ -231,11 +232,17 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                   false);
     }
     if (kernels::isGemmOp(kd->op) && wv->constant) {
-      const int64_t Kg = Cg * kSz, per = kernels::packedAFloats(*kd, Mg, Kg);
+      // One group's geometry, as the runtime sees it: it picks the same GEMM layout
+      // (kernels::convRowsFor) for the weights packed here.
+      kernels::Conv2dShape cs;
+      cs.H = in2[0], cs.W = in2[1], cs.Cin = Cg, cs.Cout = Mg, cs.KH = k2[0], cs.KW = k2[1];
+      cs.strideH = st2[0], cs.strideW = st2[1], cs.padTop = pb[0], cs.padLeft = pb[1];
+      cs.padBottom = pe[0], cs.padRight = pe[1], cs.dilH = dl2[0], cs.dilW = dl2[1];
+      const int64_t Kg = Cg * kSz, per = kernels::convPackedWeightFloats(*kd, cs);
       const float* wsrc = wv->constant->data<float>();
       Tensor packed(DType::F32, {o.probe ? 0 : per * s.G}); // a probe needs no data
       for (int64_t g = 0; g < s.G && !o.probe; ++g)
-        kernels::packAInto(*kd, wsrc + g * Mg * Kg, Mg, Kg, Kg, packed.data<float>() + g * per);
+        kernels::packConvWeights(*kd, cs, wsrc + g * Mg * Kg, packed.data<float>() + g * per);
       std::string WP =
           b.constant(W + "_packed", std::move(packed), std::string("packed_a:") + kd->name);
       std::string gv = b.fresh("g");
@@ -249,7 +256,10 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
       a.push_back(residualArg(clamp, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))));
       markKernel(sched, kd->name, clamp);
-      sched["layout"] = std::string("nchw; weights packed at compile time (A panels)");
+      sched["layout"] = std::string(kernels::convRowsFor(*kd, cs) == kernels::ConvRows::Pixels
+                                        ? "nchw; weights packed at compile time (B panels, "
+                                          "pixels as rows)"
+                                        : "nchw; weights packed at compile time (A panels)");
       sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
       return nest({nv, gv}, {s.N, s.G},
                   {Stmt::callKernel(std::string("conv2d_nchw_packed_") + kd->name, a)}, false);

@@ -27,7 +27,6 @@ namespace aicc::rt {
 namespace {
 
 constexpr int64_t kAlign = 64; // every region and placement in an artifact (kArenaAlignment)
-constexpr const char* kPlanHeader = "aicc-artifact 3";
 std::atomic<FallbackProvider> fallbackProvider{nullptr};
 
 int64_t aligned(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }

@@ -27,6 +27,10 @@
 
 namespace aicc::rt {
 
+// The first line of model.plan: the format and the meaning of its packed weights. 4: a
+// convolution's packed weights follow kernels::convRowsFor (B panels for pixel rows).
+inline constexpr const char* kPlanHeader = "aicc-artifact 4";
+
 enum class Region { Arena, Weights, Input, Scratch };
 
 // A region and an offset: the arena, the weights blob, input k (offset = k), or the per-task

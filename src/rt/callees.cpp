@@ -11,7 +11,7 @@
 //       padBottom, padRight, dilH, dilW, clampFlags, lo, hi)   any depthwise, NCHW, one image
 //   @conv2d_nchw_packed_<gemm desc>(x, wp, bias | 0, y, Cin, Cout, H, W, KH, KW, sH, sW, padTop,
 //       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0)   one image, one
-//       group, wp = the group's weights packed by kernels::packAInto (NCHW output written directly)
+//       group, wp = the group's weights packed by kernels::packConvWeights (NCHW output)
 //   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi, res | 0)
 //       C = act(clamp(A * B + bias[N] + res)), Bp = B packed by kernels::packBInto, res laid out
 //       as C (ldc)
@@ -263,8 +263,7 @@ void callConvPacked(const kernels::KernelDesc& d, const std::string& k, std::vec
   AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0,
                 "call @{}: bad convolution shape", k);
   const float* x = span(k, a, 0, s.Cin * s.H * s.W, "x");
-  const float* wp =
-      span(k, a, 1, kernels::packedAFloats(d, s.Cout, s.Cin * s.KH * s.KW), "packed weights");
+  const float* wp = span(k, a, 1, kernels::convPackedWeightFloats(d, s), "packed weights");
   const float* bias = optionalBias(k, a, 2, s.Cout);
   float* y = span(k, a, 3, s.Cout * s.OH() * s.OW(), "y");
   kernels::Epilogue ep = clampOf(k, a, 18, bias);

@@ -42,8 +42,6 @@ const char* regionName(Region r) {
   return "?";
 }
 
-constexpr const char* kPlanHeader = "aicc-artifact 3";
-
 std::string dimsText(const Dims& d) {
   std::string s;
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
@@ -58,7 +56,7 @@ namespace {
 // into the library itself).
 std::string planText(const ArtifactSpec& spec, const Target& target, const std::string& library) {
   std::ostringstream p;
-  p << kPlanHeader << "\n";
+  p << rt::kPlanHeader << "\n";
   // Sizes and content hashes of the two files the plan goes with: checked before either is used.
   p << "arena " << spec.arenaBytes << "\nscratch " << spec.scratchBytes << "\nweights "
     << spec.weights.size() << " " << hashHex(spec.weights.data(), spec.weights.size())

@@ -68,16 +68,50 @@ struct ConvCase {
 
 TEST(JitRuntimeKernels, ConvolutionsMatchTheInterpreter) {
   const ConvCase cases[] = {
-      {{1, 8, 9, 11}, {16, 8, 3, 3}, "pads = [1, 1, 1, 1]", "Relu", true, "A panels"},
-      {{2, 6, 10, 10}, {12, 6, 1, 1}, "", "Clip", true, "fused_clamp = 1"},                       // pointwise, batch 2
-      {{1, 5, 13, 12}, {7, 5, 5, 5}, "strides = [2, 2], pads = [2, 1, 2, 1]", "", false, "A panels"},
-      {{1, 4, 9, 9}, {6, 4, 3, 3}, "dilations = [2, 2], pads = [2, 2, 2, 2]", "Relu", false, "A panels"},
-      {{1, 8, 8, 8}, {8, 2, 3, 3}, "group = 4, pads = [1, 1, 1, 1]", "", true, "A panels"}, // grouped
-      {{1, 6, 14, 15}, {6, 1, 3, 3}, "group = 6, strides = [2, 2], pads = [1, 1, 1, 1]", "Clip",
-       true, "dwconv_nchw"},                                                                  // depthwise
-      {{1, 4, 11, 11}, {8, 1, 5, 5}, "group = 4, pads = [2, 2, 2, 2]", "Relu", true, "dwconv_nchw"}, // mult 2
-      {{2, 3, 17}, {5, 3, 3}, "pads = [1, 1]", "", true, "A panels"},                    // 1-D
-      {{1, 3, 16}, {3, 1, 5}, "group = 3, strides = [2], pads = [2, 2]", "", false, "dwconv_nchw"}, // 1-D dw
+      {{1, 8, 9, 11},
+       {16, 8, 3, 3},
+       "pads = [1, 1, 1, 1]",
+       "Relu",
+       true,
+       "weights packed at compile time"},
+      {{2, 6, 10, 10}, {12, 6, 1, 1}, "", "Clip", true, "fused_clamp = 1"}, // pointwise, batch 2
+      {{1, 5, 13, 12},
+       {7, 5, 5, 5},
+       "strides = [2, 2], pads = [2, 1, 2, 1]",
+       "",
+       false,
+       "weights packed at compile time"},
+      {{1, 4, 9, 9},
+       {6, 4, 3, 3},
+       "dilations = [2, 2], pads = [2, 2, 2, 2]",
+       "Relu",
+       false,
+       "weights packed at compile time"},
+      {{1, 8, 8, 8},
+       {8, 2, 3, 3},
+       "group = 4, pads = [1, 1, 1, 1]",
+       "",
+       true,
+       "weights packed at compile time"}, // grouped
+      {{1, 6, 14, 15},
+       {6, 1, 3, 3},
+       "group = 6, strides = [2, 2], pads = [1, 1, 1, 1]",
+       "Clip",
+       true,
+       "dwconv_nchw"}, // depthwise
+      {{1, 4, 11, 11},
+       {8, 1, 5, 5},
+       "group = 4, pads = [2, 2, 2, 2]",
+       "Relu",
+       true,
+       "dwconv_nchw"}, // mult 2
+      {{2, 3, 17}, {5, 3, 3}, "pads = [1, 1]", "", true, "weights packed at compile time"}, // 1-D
+      {{1, 3, 16},
+       {3, 1, 5},
+       "group = 3, strides = [2], pads = [2, 2]",
+       "",
+       false,
+       "dwconv_nchw"}, // 1-D dw
   };
   for (const ConvCase& c : cases) {
     std::mt19937 rng(7);

@@ -497,33 +497,43 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(19, 19, 3, 6, 3, 2, 1, 1);  // stride 2, 10-pixel rows (two phases, gap over two rows)
   add(10, 9, 4, 5, 3, 1, 0, 2);   // dilated, 5-pixel rows (AVX2: im2col; generic: flat)
   add(8, 17, 4, 5, 5, 1, 2, 1);   // 17-pixel rows, 5x5
+  // Small maps with many channels: what ConvRows::Pixels is for (7x7 and 14x14 stages)
+  add(7, 7, 40, 70, 3, 1, 1, 1);  // 49 pixels, K = 360 > kc
+  add(7, 7, 64, 45, 1, 1, 0, 1);  // pointwise 7x7
+  add(14, 14, 9, 33, 3, 2, 1, 1); // strided to 7x7
   {
     Conv2dShape s; // asymmetric kernel and padding
     s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
     shapes.push_back(s);
   }
+  // Both GEMM layouts (conv.h ConvRows) of the f32 kernels on every shape; the bf16 kernel runs
+  // channel rows only.
   for (const KernelDesc* kd : gemmKernelsUnderTest())
-    for (const Conv2dShape& s : shapes)
-      for (int variant = 0; variant < 8; ++variant) { // clamps, then the activations
-        const int64_t K = s.Cin * s.KH * s.KW;
-        const auto x = randomVec(size_t(s.Cin * s.H * s.W), 21);
-        const auto w = randomVec(size_t(s.Cout * K), 22);
-        const auto bias = randomVec(size_t(s.Cout), 23);
-        const float* b = variant ? bias.data() : nullptr;
-        Epilogue ep = makeEpilogue(variant, b);
-        // A residual (Conv + Add [+ clamp]) in some variants, added in the register tile.
-        const auto res = randomVec(size_t(s.Cout * s.OH() * s.OW()), 24);
-        if (variant == 1 || variant == 2 || variant == 5) ep.residual = res.data();
-        std::vector<float> packed(size_t(packedAFloats(*kd, s.Cout, K)));
-        packAInto(*kd, w.data(), s.Cout, K, K, packed.data());
-        std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
-        conv2dNchwPacked(*kd, s, packed.data(), x.data(), got.data(), ep,
-                         variant % 3 == 2 ? &pool : nullptr);
-        expectClose(got, convNchwReference(s, 1, asSeenBy(kd, x), asSeenBy(kd, w), b, ep), K,
-                    std::string(kd->name) + " nchw conv " + std::to_string(s.KH) + "x" +
-                        std::to_string(s.KW) + " stride " + std::to_string(s.strideH) + " Cin " +
-                        std::to_string(s.Cin));
-      }
+    for (ConvRows rows : {ConvRows::Channels, ConvRows::Pixels})
+      for (const Conv2dShape& s : shapes)
+        for (int variant = 0;
+             variant < 8 && (rows == ConvRows::Channels || kd->op == KernelOp::Gemm);
+             ++variant) { // clamps, then the activations
+          const int64_t K = s.Cin * s.KH * s.KW;
+          const auto x = randomVec(size_t(s.Cin * s.H * s.W), 21);
+          const auto w = randomVec(size_t(s.Cout * K), 22);
+          const auto bias = randomVec(size_t(s.Cout), 23);
+          const float* b = variant ? bias.data() : nullptr;
+          Epilogue ep = makeEpilogue(variant, b);
+          // A residual (Conv + Add [+ clamp]) in some variants, added in the register tile.
+          const auto res = randomVec(size_t(s.Cout * s.OH() * s.OW()), 24);
+          if (variant == 1 || variant == 2 || variant == 5) ep.residual = res.data();
+          std::vector<float> packed(size_t(convPackedWeightFloats(*kd, s, rows)));
+          packConvWeights(*kd, s, rows, w.data(), packed.data());
+          std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
+          conv2dNchwPacked(*kd, s, rows, packed.data(), x.data(), got.data(), ep,
+                           variant % 3 == 2 ? &pool : nullptr);
+          expectClose(got, convNchwReference(s, 1, asSeenBy(kd, x), asSeenBy(kd, w), b, ep), K,
+                      std::string(kd->name) +
+                          (rows == ConvRows::Pixels ? " pixel rows" : " channel rows") +
+                          " nchw conv " + std::to_string(s.KH) + "x" + std::to_string(s.KW) +
+                          " stride " + std::to_string(s.strideH) + " Cin " + std::to_string(s.Cin));
+        }
 }
 
 // NCHW depthwise (any kernel size, stride, dilation, padding, channel multiplier).
