@@ -14,8 +14,10 @@ struct RunOptions {
   bool checkTypes = false;
 };
 
-// Checks `inputs` against the graph's declared input types (element type, rank, static dims,
-// consistent symbolic dims), naming the input on mismatch.
+// Checks `inputs` against the graph's declared input types (element type, rank, static dims),
+// naming the input on mismatch. A dim name repeated across inputs is a hint, not a constraint:
+// exporters write the same name ("?", "unk__0") for unrelated dims, and ONNX Runtime runs such
+// inputs; a real mismatch fails in the node that needs the sizes equal.
 void checkGraphInputs(const Graph& g, const std::vector<RValue>& inputs);
 
 // Runs `g` with inputs bound by position to g.inputs; returns values in g.outputs order.

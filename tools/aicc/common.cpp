@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <sstream>
 
 namespace aicc::cli {
@@ -79,8 +80,10 @@ std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const
   return bindInputs(m, spec);
 }
 
-std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<RValue>& inputs) {
+std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<RValue>& inputs,
+                                              std::set<std::string>* conflicting) {
   std::map<std::string, int64_t> dims;
+  std::set<std::string> conflicts;
   for (size_t i = 0; i < g.inputs.size() && i < inputs.size(); ++i) {
     const Type& t = g.inputs[i]->type;
     if (!t.isTensor() || !t.shape || inputs[i].kind != RValue::Kind::Tensor) continue;
@@ -90,17 +93,22 @@ std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<
       const Dim& dim = (*t.shape)[d];
       if (dim.isStatic() || dim.symbol.empty()) continue;
       auto [it, fresh] = dims.emplace(dim.symbol, actual[d]);
-      AICC_CHECK(fresh || it->second == actual[d],
-                 "input '{}': dimension '{}' is {} here but {} in an earlier input",
-                 g.inputs[i]->name, dim.symbol, actual[d], it->second);
+      if (!fresh && it->second != actual[d] && conflicts.insert(dim.symbol).second)
+        std::cerr << fmt::format("aicc: warning: input '{}': dimension '{}' is {} here but {} in "
+                                 "an earlier input; the name is taken as a hint (as ONNX Runtime "
+                                 "does): each such dimension takes its input's size\n",
+                                 g.inputs[i]->name, dim.symbol, actual[d], it->second);
     }
   }
+  for (const std::string& s : conflicts) dims.erase(s);
+  if (conflicting) *conflicting = std::move(conflicts);
   return dims;
 }
 
 void specializeToInputs(ImportedModel& m, const std::vector<RValue>& inputs) {
-  auto dims = dimsFromInputs(*m.model.graph, inputs);
-  bool unnamed = false; // dims declared '?' take the input's size directly
+  std::set<std::string> conflicting; // names given to dims of different sizes: hints only
+  auto dims = dimsFromInputs(*m.model.graph, inputs, &conflicting);
+  bool unnamed = false; // dims declared '?' (or with a conflicting name) take the input's size
   Graph& g = *m.model.graph;
   for (size_t i = 0; i < g.inputs.size() && i < inputs.size(); ++i) {
     Type& t = g.inputs[i]->type;
@@ -108,7 +116,8 @@ void specializeToInputs(ImportedModel& m, const std::vector<RValue>& inputs) {
     const Dims& actual = inputs[i].tensor.shape();
     if (actual.size() != t.shape->size()) continue;
     for (size_t d = 0; d < actual.size(); ++d)
-      if (!(*t.shape)[d].isStatic() && (*t.shape)[d].symbol.empty()) {
+      if (!(*t.shape)[d].isStatic() &&
+          ((*t.shape)[d].symbol.empty() || conflicting.count((*t.shape)[d].symbol))) {
         (*t.shape)[d] = Dim::known(actual[d]);
         unnamed = true;
       }

@@ -6,6 +6,7 @@
 #include "runtime/artifact.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,11 @@ ImportedModel loadModel(const std::string& path, const std::map<std::string, int
 // (the bodies of aicc.Fused nodes are not counted: a fused group is one node).
 std::map<std::string, int64_t> opHistogram(const Graph& g);
 
-// The symbolic dims of g's inputs bound to the sizes of the given inputs ("N" -> 4); an error
-// when two inputs disagree on a symbol.
-std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<RValue>& inputs);
+// The symbolic dims of g's inputs bound to the sizes of the given inputs ("N" -> 4). A name given
+// to dims of different sizes is a hint, as for ONNX Runtime: warned about once, left out of the
+// map and listed in *conflicting.
+std::map<std::string, int64_t> dimsFromInputs(const Graph& g, const std::vector<RValue>& inputs,
+                                              std::set<std::string>* conflicting = nullptr);
 // Fixes m's symbolic input dims to those of `inputs` and re-infers shapes: engines that compile
 // for static shapes (the JIT) specialize to the inputs of the run.
 void specializeToInputs(ImportedModel& m, const std::vector<RValue>& inputs);
