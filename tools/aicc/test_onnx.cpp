@@ -34,6 +34,9 @@ struct Result {
   std::string status; // pass | fail | unsupported
   std::string reason;
   double seconds = 0;
+  // --engine jit: "compiled" when every node ran compiled code, else "N fallbacks (first: why)"
+  // (nodes on the reference interpreter's kernels, If branches interpreted); "" otherwise.
+  std::string compiled;
 };
 
 void collect(const fs::path& dir, std::vector<TestCase>& out) {
@@ -109,14 +112,29 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::strin
   } catch (const Error& e) {
     std::string msg = e.what();
     bool unsupported = msg.find("unsupported") != std::string::npos;
-    return {unsupported ? "unsupported" : "fail", msg, 0};
+    return {unsupported ? "unsupported" : "fail", msg, 0, ""};
   }
   RunOptions ro;
   ro.checkTypes = true;
-  // The engine under test: the reference interpreter, or the JIT (compiled per test).
+  // The engine under test: the reference interpreter, or the JIT (compiled per test), whose
+  // fallbacks are counted over the test's runs.
+  int64_t fallbacks = 0;
+  std::string firstFallback;
   auto execute = [&](const Graph& g, const std::vector<RValue>& in) {
-    if (engine == "jit") return runtime::runJit(g, in);
-    return interpret(g, in, ro);
+    if (engine != "jit") return interpret(g, in, ro);
+    runtime::JitStats st;
+    auto out = runtime::runJit(g, in, {}, &st);
+    fallbacks += st.fallback + int64_t(st.interpretedBranches.size());
+    if (firstFallback.empty() && !st.fallbackReasons.empty()) firstFallback = st.fallbackReasons[0];
+    if (firstFallback.empty() && !st.interpretedBranches.empty())
+      firstFallback = st.interpretedBranches[0];
+    return out;
+  };
+  auto compiled = [&] {
+    if (engine != "jit") return std::string();
+    return fallbacks == 0 ? std::string("compiled")
+                          : fmt::format("{} fallback{} (first: {})", fallbacks,
+                                        fallbacks == 1 ? "" : "s", firstFallback);
   };
   auto check = [&](const std::vector<RValue>& expected, const std::vector<RValue>& actual) -> std::optional<std::string> {
     if (expected.size() != actual.size())
@@ -131,8 +149,8 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::strin
       optimize(m.model, opt);
       auto outs = execute(*m.model.graph, lightInputs(*m.model.graph));
       std::vector<RValue> expected{readValueFile(tc.lightOutput, m.model.graph->outputs[0]->type)};
-      if (auto mm = check(expected, outs)) return {"fail", *mm, 0};
-      return {"pass", "", 0};
+      if (auto mm = check(expected, outs)) return {"fail", *mm, 0, compiled()};
+      return {"pass", "", 0, compiled()};
     }
     AICC_CHECK(!tc.dataSets.empty(), "no test_data_set_* folder");
     for (const auto& ds : tc.dataSets) {
@@ -150,13 +168,15 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::strin
         if (!fs::exists(f)) break;
         expected.push_back(readValueFile(f, mi.model.graph->outputs[i]->type));
       }
-      if (auto mm = check(expected, outs)) return {"fail", fs::path(ds).filename().string() + ": " + *mm, 0};
+      if (auto mm = check(expected, outs))
+        return {"fail", fs::path(ds).filename().string() + ": " + *mm, 0, compiled()};
     }
   } catch (const Error& e) {
     std::string msg = e.what();
-    return {msg.find("unsupported") != std::string::npos ? "unsupported" : "fail", msg, 0};
+    return {msg.find("unsupported") != std::string::npos ? "unsupported" : "fail", msg, 0,
+            compiled()};
   }
-  return {"pass", "", 0};
+  return {"pass", "", 0, compiled()};
 }
 
 std::string oneLine(std::string s) {
@@ -225,9 +245,11 @@ int testOnnxCommand(const TestOnnxArgs& a) {
   auto finish = [&](Child& c, int status) {
     Result r;
     auto tab = c.buf.find('\t');
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && tab != std::string::npos) {
+    const auto tab2 = tab == std::string::npos ? tab : c.buf.find('\t', tab + 1);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && tab2 != std::string::npos) {
       r.status = c.buf.substr(0, tab);
-      r.reason = c.buf.substr(tab + 1);
+      r.compiled = c.buf.substr(tab + 1, tab2 - tab - 1);
+      r.reason = c.buf.substr(tab2 + 1);
     } else if (WIFSIGNALED(status)) {
       r.status = "fail";
       r.reason = fmt::format("crashed (signal {})", WTERMSIG(status));
@@ -238,7 +260,8 @@ int testOnnxCommand(const TestOnnxArgs& a) {
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
     results[c.index] = r;
     ++done;
-    std::cout << fmt::format("{:<12} {}{}\n", r.status, tests[c.index].name,
+    std::cout << fmt::format("{:<12} {}{}{}\n", r.status, tests[c.index].name,
+                             r.compiled.empty() ? "" : "  [" + r.compiled + "]",
                              a.verbose && !r.reason.empty() ? "  -- " + oneLine(r.reason) : "");
   };
   while (done < tests.size()) {
@@ -255,9 +278,9 @@ int testOnnxCommand(const TestOnnxArgs& a) {
           r = runTest(tests[next], a.optLevel, tol == tolerances.end() ? Tolerance{} : tol->second,
                       a.engine);
         } catch (const std::exception& e) {
-          r = {"fail", std::string("internal error: ") + e.what(), 0};
+          r = {"fail", std::string("internal error: ") + e.what(), 0, ""};
         }
-        std::string msg = r.status + "\t" + oneLine(r.reason);
+        std::string msg = r.status + "\t" + oneLine(r.compiled) + "\t" + oneLine(r.reason);
         ssize_t off = 0;
         while (off < static_cast<ssize_t>(msg.size())) {
           ssize_t w = write(fds[1], msg.data() + off, msg.size() - static_cast<size_t>(off));
@@ -306,15 +329,25 @@ int testOnnxCommand(const TestOnnxArgs& a) {
   size_t pass = 0, fail = 0, unsup = 0;
   for (const auto& r : results) (r.status == "pass" ? pass : r.status == "fail" ? fail : unsup)++;
   std::cout << fmt::format("total: {}  pass: {}  fail: {}  unsupported: {}\n", tests.size(), pass, fail, unsup);
+  if (a.engine == "jit") { // the honest count: passes that ran compiled code only
+    size_t full = 0;
+    for (const auto& r : results) full += r.status == "pass" && r.compiled == "compiled";
+    std::cout << fmt::format("jit: {} of {} passing tests fully compiled ({:.1f}%), {} with "
+                             "fallbacks to the reference kernels\n",
+                             full, pass, pass ? 100.0 * double(full) / double(pass) : 0.0,
+                             pass - full);
+  }
   if (!a.json.empty()) {
     std::ofstream f(a.json);
     AICC_CHECK(f.good(), "cannot write '{}'", a.json);
     f << fmt::format("{{\n  \"total\": {}, \"pass\": {}, \"fail\": {}, \"unsupported\": {},\n  \"tests\": [\n",
                      tests.size(), pass, fail, unsup);
     for (size_t i = 0; i < tests.size(); ++i)
-      f << fmt::format("    {{\"name\": \"{}\", \"status\": \"{}\", \"seconds\": {:.3f}, \"reason\": \"{}\"}}{}\n",
+      f << fmt::format("    {{\"name\": \"{}\", \"status\": \"{}\", \"seconds\": {:.3f}, "
+                       "\"compiled\": \"{}\", \"reason\": \"{}\"}}{}\n",
                        jsonEscape(tests[i].name), results[i].status, results[i].seconds,
-                       jsonEscape(results[i].reason), i + 1 < tests.size() ? "," : "");
+                       jsonEscape(results[i].compiled), jsonEscape(results[i].reason),
+                       i + 1 < tests.size() ? "," : "");
     f << "  ]\n}\n";
   }
   return rc;
