@@ -30,10 +30,10 @@ const std::map<std::string, Op>& binaryOps() {
 
 const std::vector<std::string>& elementwiseComputeOps() {
   static const std::vector<std::string> ops = [] {
-    std::vector<std::string> v = {"Neg",   "Abs",         "Relu",  "Reciprocal", "Clip",
-                                  "Where", "Max",         "Min",   "Sum",        "LeakyRelu",
-                                  "Pow",   "Not",         "Cast",  "Identity",   "Sign",
-                                  "Elu",   "HardSigmoid", "PRelu", "Softsign"};
+    std::vector<std::string> v = {
+        "Neg",      "Abs",  "Relu",      "Reciprocal",  "Clip",  "Where",    "Max",
+        "Min",      "Sum",  "LeakyRelu", "Pow",         "Not",   "Cast",     "CastLike",
+        "Identity", "Sign", "Elu",       "HardSigmoid", "PRelu", "Softsign", "Expand"};
     for (const auto& [k, _] : floatMath()) v.push_back(k);
     for (const auto& [k, _] : binaryOps()) v.push_back(k);
     std::sort(v.begin(), v.end());
@@ -76,9 +76,9 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
     if (!fl) return no("needs a float input");
     return call(it->second, {x});
   }
-  if (op == "Identity") return x;
+  if (op == "Identity" || op == "Expand") return x; // Expand: x broadcast to the output shape
   if (op == "Not") return t == DType::Bool ? logicalNot(x) : no("needs a bool input");
-  if (op == "Cast") return cast(out, x);
+  if (op == "Cast" || op == "CastLike") return cast(out, x); // CastLike: `out` is like's type
   if (op == "Where") {
     if (in.size() != 3 || !in[1] || !in[2]) return no("needs three inputs");
     if (t != DType::Bool || in[1]->type != in[2]->type)

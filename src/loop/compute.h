@@ -12,6 +12,13 @@ namespace aicc::loop {
 // The ops (ai.onnx domain) with a compute definition here.
 const std::vector<std::string>& elementwiseComputeOps();
 
+// Whether n's input `i` contributes element values: false for CastLike's second input (only its
+// type) and Expand's (the shape, already the output's static shape); those are neither loaded
+// nor broadcast.
+inline bool readsElements(const Node& n, size_t i) {
+  return !((n.op == "CastLike" || n.op == "Expand") && i == 1);
+}
+
 // The expression for n's (single) output of type `out`, given its inputs' expressions (nullptr
 // for omitted optional inputs); nullptr and *why set when the op or its types are not covered.
 ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType out,

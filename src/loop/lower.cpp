@@ -186,7 +186,8 @@ private:
     std::function<void(const Value*)> visit = [&](const Value* v) {
       if (!v || !seen.insert(v).second) return;
       if (auto it = producer_.find(v); it != producer_.end()) {
-        for (const Value* i : it->second->inputs) visit(i);
+        for (size_t k = 0; k < it->second->inputs.size(); ++k)
+          if (readsElements(*it->second, k)) visit(it->second->inputs[k]);
         return;
       }
       if (v->constant && v->constant->numel() == 1) {
@@ -241,7 +242,8 @@ private:
     if (auto p = producer_.find(v); p != producer_.end()) {
       const Node& x = *p->second;
       std::vector<ExprPtr> args;
-      for (const Value* i : x.inputs) args.push_back(i ? valueExpr(i) : nullptr);
+      for (size_t k = 0; k < x.inputs.size(); ++k)
+        args.push_back(x.inputs[k] && readsElements(x, k) ? valueExpr(x.inputs[k]) : nullptr);
       std::string why;
       // chainExpr: compute.h's definitions plus the activations it lacks (Swish, HardSwish, ...).
       e = detail::chainExpr(x, args, v->type.dtype, &why);
