@@ -159,11 +159,12 @@ void registerAll() {
   struct Shape {
     int64_t M, N, K;
   };
-  // ResNet 3x3 conv at 56x56 (im2col), ResNet 3x3 at 14x14, BERT QKV/FFN, ResNet 3x3 at 7x7.
+  // ResNet 3x3 conv at 56x56 (im2col), ResNet 3x3 at 14x14, BERT QKV/FFN, ResNet 3x3 at 7x7,
+  // MobileNetV2's classifier (batch 1: a GEMV streaming 5 MB of weights).
   // bf16 kernels count their FLOP as f32 ones; peak% stays relative to the f32 FMA peak (their
   // own peak is twice it on CPUs with AVX512-BF16).
-  const Shape shapes[] = {{1024, 1024, 1024}, {3136, 64, 576},  {196, 256, 2304},
-                          {128, 768, 768},    {128, 3072, 768}, {49, 512, 4608}};
+  const Shape shapes[] = {{1024, 1024, 1024}, {3136, 64, 576}, {196, 256, 2304}, {128, 768, 768},
+                          {128, 3072, 768},   {49, 512, 4608}, {1, 1000, 1280}};
   std::vector<const KernelDesc*> gemms = availableKernels(KernelOp::Gemm);
   for (const KernelDesc* kd : availableKernels(KernelOp::GemmBf16)) gemms.push_back(kd);
   for (const KernelDesc* kd : gemms)
@@ -209,6 +210,8 @@ void registerAll() {
       {"14x14x1024_1x1_256", convShape(14, 1024, 256, 1, 1)},
       {"14x14x256_1x1_1024", convShape(14, 256, 1024, 1, 1)},
       {"7x7x512_1x1_2048", convShape(7, 512, 2048, 1, 1)},
+      {"7x7x320_1x1_1280", convShape(7, 320, 1280, 1, 1)},
+      {"7x7x960_1x1_320", convShape(7, 960, 320, 1, 1)},
       {"224x224x3_7x7s2_64", convShape(224, 3, 64, 7, 2)}};
   // Each f32 case in both GEMM layouts (conv.h ConvRows; "auto" marks convRowsFor's choice).
   for (const KernelDesc* gk : convKernels)

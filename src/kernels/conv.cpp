@@ -458,7 +458,7 @@ ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
   // What Pixels adds: gathering A (per k and micro-panel, against ceil(M / nr) tiles of FMAs) and
   // transposing the output (per output, against K FMAs), fitted to aicc_bench's conv2d cases on
   // Zen 4 (bench/kernels_bench.cpp runs every case both ways).
-  const double cost = 30.0 / double(M) + 64.0 / double(s.Cin * s.KH * s.KW);
+  const double cost = 30.0 / double(M) + 16.0 / double(s.Cin * s.KH * s.KW);
   return pixels > channels * (1.0 + cost) ? ConvRows::Pixels : ConvRows::Channels;
 }
 
