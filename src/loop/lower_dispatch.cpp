@@ -47,6 +47,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "ReduceSumSquare",
                                             "ReduceL1",
                                             "ReduceL2",
+                                            "ArgMax",
+                                            "ArgMin",
                                             "Softmax",
                                             "LogSoftmax",
                                             "LayerNormalization",

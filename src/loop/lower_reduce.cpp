@@ -1,4 +1,5 @@
 // Reductions and normalizations as loop nests: Reduce{Sum,Mean,Max,Min,Prod,SumSquare,L1,L2},
+// ArgMax / ArgMin,
 // Softmax / LogSoftmax (max, exp-sum, scale passes over temp row buffers), LayerNormalization
 // (mean and variance passes), BatchNormalization in inference mode (one per-channel affine
 // nest). Accumulations store into the output (or a temp) buffer.
@@ -72,6 +73,49 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
   if (op == "ReduceL2") body.push_back(Stmt::store(out, y, call("sqrt", {acc})));
   (void)kinds;
   return b.finish(nest(kept, keptExt, std::move(body), true), {}, o);
+}
+
+// ArgMax / ArgMin over one axis: a running best value (a temp row) and its index (the output), as
+// the reference kernel: NaN ranks above every number, the first index of equal values wins (the
+// last with select_last_index).
+std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOptions& o) {
+  b.setKind("reduce");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  const DType t = n.inputs[0]->type.dtype;
+  if (!isComputeFloat(t) && !isInteger(t)) no("a float or integer input is needed");
+  if (id.empty()) no("a scalar input");
+  const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
+  const Split3 s = split3(id, axis, axis + 1);
+  if (s.len == 0) no("an empty axis");
+  const bool isMax = n.op == "ArgMax", last = n.attrInt("select_last_index") != 0;
+  std::string in = b.input(n.inputs[0]);
+  std::string best = b.temp("best", t, {s.outer * s.inner});
+  std::string ov = b.fresh("o"), iv = b.fresh("i"), jv = b.fresh("j"), cv = b.fresh("better");
+  ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
+  auto at = [&](ExprPtr j) {
+    return add(add(mul(var(ov), intImm(s.len * s.inner)), mul(j, intImm(s.inner))), var(iv));
+  };
+  // a > b with NaN above every number (and not above NaN).
+  auto greater = [&](ExprPtr a, ExprPtr c) {
+    if (!isFloat(t)) return cmp(Op::Gt, a, c);
+    ExprPtr aNan = cmp(Op::Ne, a, a), cNan = cmp(Op::Ne, c, c);
+    return select(aNan, logicalNot(cNan), binary(Op::And, logicalNot(cNan), cmp(Op::Gt, a, c)));
+  };
+  ExprPtr x = load(in, at(var(jv)), t), bv = load(best, row, t);
+  ExprPtr better = isMax ? greater(x, bv) : greater(bv, x);
+  if (last) // or equal: neither is greater
+    better = binary(Op::Or, better,
+                    binary(Op::And, logicalNot(greater(x, bv)), logicalNot(greater(bv, x))));
+  Block step = {Stmt::let(cv, better)};
+  ExprPtr c = var(cv, DType::Bool);
+  step.push_back(
+      Stmt::store(out, row, select(c, cast(DType::I64, var(jv)), load(out, row, DType::I64))));
+  step.push_back(Stmt::store(best, row, select(c, x, bv)));
+  Block body = {Stmt::store(best, row, load(in, at(intImm(0)), t)),
+                Stmt::store(out, row, intImm(0, DType::I64))};
+  for (auto& st : nest({jv}, {s.len}, std::move(step), false)) body.push_back(std::move(st));
+  return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), {}, o);
 }
 
 std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const LowerOptions& o,
@@ -218,6 +262,7 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
   if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" ||
       op == "ReduceProd" || op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2")
     return lowerReduce(n, b, o);
+  if (op == "ArgMax" || op == "ArgMin") return lowerArg(n, b, o);
   if (op == "Softmax") return lowerSoftmax(n, b, o, false);
   if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);
   if (op == "LayerNormalization") return lowerLayerNorm(n, b, o);

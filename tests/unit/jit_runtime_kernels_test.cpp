@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -320,6 +321,38 @@ TEST(JitRuntimeKernels, IfBranchWithDynamicShapesIsInterpretedWhenTaken) {
     auto diff = compareValues(interpret(*g.graph, in)[0], exe.run(in)[0], {0, 0});
     EXPECT_FALSE(diff) << "cond " << c << ": " << *diff;
   }
+}
+
+} // namespace
+} // namespace aicc
+
+namespace aicc {
+namespace {
+
+// ArgMax / ArgMin compiled: NaN ranks above every number, ties go to the first index (the last
+// with select_last_index), any axis; bit-equal to the interpreter on rows built for those cases.
+TEST(JitRuntimeKernels, ArgMaxArgMinMatchTheInterpreterOnNanAndTies) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x(DType::F32, {4, 5});
+  const float rows[4][5] = {{1, 3, 3, -2, 0},     // tie on the maximum
+                            {2, nan, 5, nan, -1}, // NaNs: max at the first NaN, min a number
+                            {-4, -4, -4, -4, -4}, // all equal
+                            {0, -1, 7, -1, 7}};   // ties on both ends
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 5; ++c) x.data<float>()[r * 5 + c] = rows[r][c];
+  for (const char* op : {"ArgMax", "ArgMin"})
+    for (int axis : {0, 1, -1})
+      for (int last : {0, 1}) {
+        const std::string text = std::string("graph @g(%x: f32[4,5]) {\n  %y = ") + op +
+                                 "(%x) {axis = " + std::to_string(axis) +
+                                 ", select_last_index = " + std::to_string(last) +
+                                 "}\n  return %y\n}\n";
+        SCOPED_TRACE(text);
+        Model m = parseModel(text);
+        inferShapes(*m.graph);
+        std::vector<RValue> in = {RValue::of(x)};
+        expectJitMatches(m, in, {0, 0}, "kind = \"reduce\"");
+      }
 }
 
 } // namespace
