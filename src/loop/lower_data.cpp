@@ -1,23 +1,25 @@
-// Data movement as loop nests: Transpose, Concat, Slice, Gather, ScatterND (every reduction),
-// Pad (constant/edge/reflect), Resize (nearest), and the view ops Reshape/Flatten/Squeeze/
-// Unsqueeze as copies marked `kind = "alias"` (the memory planner makes them views; codegen can
-// drop the copy).
+// Data movement as loop nests: Transpose, Concat, Slice, Gather, GatherElements (indices checked
+// at run time), ScatterND (every reduction), Pad (constant/edge/reflect), Resize (nearest), and
+// the view ops Reshape/Flatten/Squeeze/Unsqueeze as copies marked `kind = "alias"` (the memory
+// planner makes them views; codegen can drop the copy).
 #include "loop/lower_ops.h"
 
 namespace aicc::loop::detail {
 
 namespace {
 
-// A copy of every element of the output from an input index expression.
+// A copy of every element of the output from an input index expression (after `prefix`).
 LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
                        const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value,
-                       const LowerOptions& o, Schedule sched = {}) {
+                       const LowerOptions& o, Schedule sched = {}, Block prefix = {}) {
   std::vector<std::string> vs;
   for (size_t d = 0; d < od.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
   auto vv = vars(vs);
   DType t = b.node.outputs[0]->type.dtype;
   int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
-  Block body = nest(vs, od, {Stmt::store(out, linearIndex(vv, strides(od)), value(vv))}, true, w);
+  Block body = std::move(prefix);
+  for (auto& s : nest(vs, od, {Stmt::store(out, linearIndex(vv, strides(od)), value(vv))}, true, w))
+    body.push_back(std::move(s));
   sched["vector_width"] = w;
   return b.finish(std::move(body), std::move(sched), o);
 }
@@ -199,6 +201,25 @@ std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
       o);
 }
 
+// Out-of-range indices: the runtime's check before the copy reports them (as the interpreter
+// does: @check_indices_*), and the copy clamps, so it never reads outside the data. The C bundle
+// has no error path (as for integer division by zero) and reads the nearest element.
+Block checkIndices(const std::string& ind, DType it, int64_t count, int64_t dim,
+                   const LowerOptions& o) {
+  if (dim == 0 && count > 0) no("indices into an empty dimension");
+  if (!o.runtimeKernels) return {};
+  return {Stmt::callKernel(it == DType::I64 ? "check_indices_i64" : "check_indices_i32",
+                           {CallArg{ind, nullptr, nullptr}, CallArg{"", nullptr, intImm(count)},
+                            CallArg{"", nullptr, intImm(dim)}})};
+}
+
+// Index k (int32/int64, negative from the end) into [0, dim).
+ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim) {
+  if (it != DType::I64) k = cast(DType::I64, k);
+  k = select(cmp(Op::Lt, k, intImm(0)), add(k, intImm(dim)), k);
+  return max(intImm(0), min(k, intImm(dim - 1)));
+}
+
 std::optional<LoweredNode> lowerGather(const Node& n, const std::string& name,
                                        const LowerOptions& o) {
   FuncBuilder b(n, name, "data");
@@ -212,19 +233,41 @@ std::optional<LoweredNode> lowerGather(const Node& n, const std::string& name,
   std::string in = b.input(n.inputs[0]), ind = b.input(n.inputs[1]);
   auto is = strides(id), xs = strides(xd);
   DType t = n.outputs[0]->type.dtype;
+  Block check = checkIndices(ind, it, numel(xd), id[axis], o);
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {
         std::vector<ExprPtr> xi(v.begin() + axis, v.begin() + axis + xd.size());
-        ExprPtr k = load(ind, linearIndex(xi, xs), it);
-        if (it != DType::I64) k = cast(DType::I64, k);
-        k = select(cmp(Op::Lt, k, intImm(0)), add(k, intImm(id[axis])), k);
+        ExprPtr k = clampedIndex(load(ind, linearIndex(xi, xs), it), it, id[axis]);
         std::vector<ExprPtr> idx(v.begin(), v.begin() + axis);
         idx.push_back(k);
         idx.insert(idx.end(), v.begin() + axis + xd.size(), v.end());
         return load(in, linearIndex(idx, is), t);
       },
-      o);
+      o, {}, std::move(check));
+}
+
+// GatherElements: out[v] = data[v with v[axis] = indices[v]].
+std::optional<LoweredNode> lowerGatherElements(const Node& n, const std::string& name,
+                                               const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "data");
+  Dims xd = staticDims(n.inputs.at(1), "indices");
+  DType it = n.inputs[1]->type.dtype, t = n.outputs[0]->type.dtype;
+  if (it != DType::I64 && it != DType::I32) no("indices must be int32/int64");
+  if (id.empty() || xd.size() != id.size() || od != xd) no("indices and output of another shape");
+  const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
+  std::string in = b.input(n.inputs[0]), ind = b.input(n.inputs[1]);
+  Block check = checkIndices(ind, it, numel(xd), id[axis], o);
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> idx = v;
+        idx[axis] = clampedIndex(load(ind, linearIndex(v, strides(xd)), it), it, id[axis]);
+        return load(in, linearIndex(idx, strides(id)), t);
+      },
+      o, {}, std::move(check));
 }
 
 std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, const LowerOptions& o) {
@@ -459,6 +502,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Slice") return lowerSlice(n, name, o);
   if (op == "Split") return lowerSplit(n, name, o);
   if (op == "Gather") return lowerGather(n, name, o);
+  if (op == "GatherElements") return lowerGatherElements(n, name, o);
   if (op == "ScatterND") return lowerScatterND(n, name, o);
   if (op == "Pad") return lowerPad(n, name, o);
   if (op == "Resize") return lowerResize(n, name, o);

@@ -62,6 +62,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Slice",
                                             "Split",
                                             "Gather",
+                                            "GatherElements",
                                             "Pad",
                                             "Resize",
                                             "ScatterND",

@@ -34,6 +34,8 @@
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw desc>(...)   ONNX QLinearConv, int8
+//   @check_indices_i64 / _i32(indices, count, dim)   Gather's index check (an error naming the
+//       index and the dimension)
 //       (rt/callees_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
 // them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid, 4 Gelu).
@@ -71,6 +73,19 @@ int64_t ival(const std::string& k, const std::vector<KernelArg>& a, size_t i) {
   AICC_RT_CHECK(i < a.size() && !a[i].isBuffer && !a[i].isFloat,
                 "call @{}: argument {} must be an integer", k, i);
   return a[i].i;
+}
+
+// @check_indices_i64 / _i32(indices, count, dim): every index within [-dim, dim), else the
+// interpreter's error (the gathers that follow clamp, so they never read outside their input).
+template <class T> void callCheckIndices(const std::string& k, std::vector<KernelArg>& a) {
+  AICC_RT_CHECK(a.size() == 3 && a[0].isBuffer, "call @{}: expects (indices, count, dim)", k);
+  const int64_t count = ival(k, a, 1), dim = ival(k, a, 2);
+  AICC_RT_CHECK(count >= 0 && count <= a[0].bytes / int64_t(sizeof(T)),
+                "call @{}: {} indices but the buffer has {} bytes", k, count, a[0].bytes);
+  const T* x = static_cast<const T*>(a[0].ptr);
+  for (int64_t i = 0; i < count; ++i)
+    AICC_RT_CHECK(x[i] >= -dim && x[i] < dim, "index {} is out of range for a dimension of size {}",
+                  int64_t(x[i]), dim);
 }
 
 void callGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
@@ -367,6 +382,10 @@ void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector
 
 std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
+  if (name == "check_indices_i64")
+    return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int64_t>(name, a); });
+  if (name == "check_indices_i32")
+    return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int32_t>(name, a); });
   using Call = void (*)(const kernels::KernelDesc&, const std::string&, std::vector<KernelArg>&,
                         kernels::ThreadPool*);
   // Callee prefix + the descriptor's op -> the contract implementing it (longest prefixes first).
