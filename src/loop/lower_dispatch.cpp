@@ -52,6 +52,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Softmax",
                                             "LogSoftmax",
                                             "LayerNormalization",
+                                            "RMSNormalization",
                                             "BatchNormalization",
                                             "Reshape",
                                             "Flatten",

@@ -1,8 +1,8 @@
 // Reductions and normalizations as loop nests: Reduce{Sum,Mean,Max,Min,Prod,SumSquare,L1,L2},
-// ArgMax / ArgMin,
-// Softmax / LogSoftmax (max, exp-sum, scale passes over temp row buffers), LayerNormalization
-// (mean and variance passes), BatchNormalization in inference mode (one per-channel affine
-// nest). Accumulations store into the output (or a temp) buffer.
+// ArgMax / ArgMin, Softmax / LogSoftmax (max, exp-sum, scale passes over temp row buffers),
+// LayerNormalization (mean and variance passes; its Mean / InvStdDev outputs) and
+// RMSNormalization, BatchNormalization in inference mode (one per-channel affine nest).
+// Accumulations store into the output (or a temp) buffer.
 #include "loop/lower_ops.h"
 
 #include <cmath>
@@ -158,14 +158,21 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), std::move(sch), o);
 }
 
+// LayerNormalization (with its optional Mean and InvStdDev outputs) and RMSNormalization (no
+// mean, no bias: y = x / sqrt(mean(x^2) + eps) * scale), as the reference kernel.
 std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const LowerOptions& o) {
-  for (size_t k = 1; k < n.outputs.size(); ++k)
-    if (n.outputs[k]) no("LayerNormalization Mean/InvStdDev outputs");
-  b.setKind("layernorm");
+  const bool rms = n.op == "RMSNormalization";
+  b.setKind(rms ? "rmsnorm" : "layernorm");
   std::string out = b.output(0);
   Dims id = staticDims(n.inputs.at(0), "input");
   DType t = n.outputs[0]->type.dtype;
   if (!isComputeFloat(t) || id.empty()) no("a float input is needed");
+  std::string meanOut, invOut; // LayerNormalization's statistics outputs, when asked for
+  for (size_t k = 1; k < n.outputs.size() && !rms; ++k) {
+    if (!n.outputs[k]) continue;
+    if (n.outputs[k]->type.dtype != t) no("Mean/InvStdDev in a stash type other than the input's");
+    (k == 1 ? meanOut : invOut) = b.output(k);
+  }
   size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
   Split3 s = split3(id, axis, id.size());
   Dims norm(id.begin() + static_cast<std::ptrdiff_t>(axis), id.end());
@@ -183,7 +190,7 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
   };
   std::string in = b.input(n.inputs[0]);
   auto [sc, scSt] = param(1);
-  auto [bi, biSt] = param(2);
+  auto [bi, biSt] = rms ? std::pair<std::string, std::vector<int64_t>>{} : param(2);
   std::string mean = b.temp("mean", t, {s.outer}), var2 = b.temp("var", t, {s.outer});
   std::string ov = b.fresh("o");
   double eps = n.attrFloat("epsilon");
@@ -199,9 +206,12 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
   ExprPtr mu = load(mean, var(ov), t), vr = load(var2, var(ov), t);
   Block body = {Stmt::store(mean, var(ov), constant(t, 0)),
                 Stmt::store(var2, var(ov), constant(t, 0))};
-  for (auto& st : nest(l1, norm, {Stmt::store(mean, var(ov), add(mu, load(in, at(l1), t)))}, false))
-    body.push_back(std::move(st));
-  body.push_back(Stmt::store(mean, var(ov), div(mu, constant(t, double(s.len)))));
+  if (!rms) { // RMS: the mean stays 0
+    for (auto& st :
+         nest(l1, norm, {Stmt::store(mean, var(ov), add(mu, load(in, at(l1), t)))}, false))
+      body.push_back(std::move(st));
+    body.push_back(Stmt::store(mean, var(ov), div(mu, constant(t, double(s.len)))));
+  }
   ExprPtr dx = sub(load(in, at(l2), t), mu);
   for (auto& st : nest(l2, norm, {Stmt::store(var2, var(ov), add(vr, mul(dx, dx)))}, false))
     body.push_back(std::move(st));
@@ -210,6 +220,8 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
       Stmt::store(var2, var(ov),
                   div(constant(t, 1),
                       call("sqrt", {add(div(vr, constant(t, double(s.len))), constant(t, eps))}))));
+  if (!meanOut.empty()) body.push_back(Stmt::store(meanOut, var(ov), mu));
+  if (!invOut.empty()) body.push_back(Stmt::store(invOut, var(ov), vr));
   ExprPtr y = mul(sub(load(in, at(l3), t), mu), vr);
   if (!sc.empty()) y = mul(y, load(sc, linearIndex(vars(l3), scSt), t));
   if (!bi.empty()) y = add(y, load(bi, linearIndex(vars(l3), biSt), t));
@@ -265,7 +277,7 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
   if (op == "ArgMax" || op == "ArgMin") return lowerArg(n, b, o);
   if (op == "Softmax") return lowerSoftmax(n, b, o, false);
   if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);
-  if (op == "LayerNormalization") return lowerLayerNorm(n, b, o);
+  if (op == "LayerNormalization" || op == "RMSNormalization") return lowerLayerNorm(n, b, o);
   return std::nullopt;
 }
 
