@@ -1,6 +1,6 @@
 // Data movement as loop nests: Transpose, Concat, Slice, Gather, GatherElements (indices checked
-// at run time), ScatterND (every reduction), Pad (constant/edge/reflect), Resize (nearest), and
-// the view ops Reshape/Flatten/Squeeze/Unsqueeze as copies marked `kind = "alias"` (the memory
+// at run time), Trilu, ScatterND (every reduction), Pad (constant/edge/reflect), Resize (nearest),
+// and the view ops Reshape/Flatten/Squeeze/Unsqueeze as copies marked `kind = "alias"` (the memory
 // planner makes them views; codegen can drop the copy).
 #include "loop/lower_ops.h"
 
@@ -270,6 +270,34 @@ std::optional<LoweredNode> lowerGatherElements(const Node& n, const std::string&
       o, {}, std::move(check));
 }
 
+// Trilu: x where column - row >= k (upper) or <= k (lower) in the last two dims, else 0 (k: 0
+// when absent, a constant, or read from its one-element input at run time).
+std::optional<LoweredNode> lowerTrilu(const Node& n, const std::string& name,
+                                      const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output");
+  if (od.size() < 2 || staticDims(n.inputs.at(0), "input") != od) no("an input of rank >= 2");
+  ExprPtr k = intImm(0);
+  if (n.hasInput(1)) {
+    const Value* kv = n.inputs[1];
+    if (numel(staticDims(kv, "k")) != 1 || kv->type.dtype != DType::I64) no("k is not one int64");
+    auto c = constInts(n, 1);
+    k = c ? intImm((*c)[0]) : load(b.input(kv), intImm(0), DType::I64);
+  }
+  const bool upper = n.attrInt("upper") != 0;
+  std::string in = b.input(n.inputs[0]);
+  DType t = n.outputs[0]->type.dtype;
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        ExprPtr diag = sub(v[v.size() - 1], v[v.size() - 2]); // column - row
+        ExprPtr keep = cmp(upper ? Op::Ge : Op::Le, diag, k);
+        return select(keep, load(in, linearIndex(v, strides(od)), t), constant(t, 0));
+      },
+      o);
+}
+
 std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, const LowerOptions& o) {
   FuncBuilder b(n, name, "data");
   std::string out = b.output(0);
@@ -503,6 +531,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Split") return lowerSplit(n, name, o);
   if (op == "Gather") return lowerGather(n, name, o);
   if (op == "GatherElements") return lowerGatherElements(n, name, o);
+  if (op == "Trilu") return lowerTrilu(n, name, o);
   if (op == "ScatterND") return lowerScatterND(n, name, o);
   if (op == "Pad") return lowerPad(n, name, o);
   if (op == "Resize") return lowerResize(n, name, o);

@@ -64,6 +64,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Split",
                                             "Gather",
                                             "GatherElements",
+                                            "Trilu",
                                             "Pad",
                                             "Resize",
                                             "ScatterND",
