@@ -31,9 +31,9 @@ const std::map<std::string, Op>& binaryOps() {
 const std::vector<std::string>& elementwiseComputeOps() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v = {
-        "Neg",      "Abs",  "Relu",      "Reciprocal",  "Clip",  "Where",    "Max",
-        "Min",      "Sum",  "LeakyRelu", "Pow",         "Not",   "Cast",     "CastLike",
-        "Identity", "Sign", "Elu",       "HardSigmoid", "PRelu", "Softsign", "Expand"};
+        "Neg", "Abs",         "Relu",  "Reciprocal", "Clip",   "Where",    "Max",      "Min",
+        "Sum", "LeakyRelu",   "Pow",   "Not",        "Cast",   "CastLike", "Identity", "Sign",
+        "Elu", "HardSigmoid", "PRelu", "Softsign",   "Expand", "Mod"};
     for (const auto& [k, _] : floatMath()) v.push_back(k);
     for (const auto& [k, _] : binaryOps()) v.push_back(k);
     std::sort(v.begin(), v.end());
@@ -86,6 +86,15 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
     return select(x, in[1], in[2]);
   }
   if (!num) return no("unsupported element type");
+  if (op == "Mod") { // integers: the remainder with the divisor's sign (fmod = 0) or C's
+    if (in.size() != 2 || !in[1]) return no("needs two inputs");
+    if (fl) return no("float Mod is not lowered yet");
+    ExprPtr r = binary(Op::Mod, x, in[1]); // truncated; by zero: the run's error
+    if (n.attrInt("fmod") != 0 || !isSigned(t)) return r;
+    ExprPtr flip = binary(Op::And, cmp(Op::Ne, r, c(0)),
+                          cmp(Op::Ne, cmp(Op::Lt, r, c(0)), cmp(Op::Lt, in[1], c(0))));
+    return select(flip, add(r, in[1]), r);
+  }
   if (op == "Neg") return neg(x);
   if (op == "Abs") return fl ? call("abs", {x}) : select(cmp(Op::Lt, x, c(0)), neg(x), x);
   if (op == "Relu") return max(x, c(0));
