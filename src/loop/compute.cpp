@@ -33,7 +33,7 @@ const std::vector<std::string>& elementwiseComputeOps() {
     std::vector<std::string> v = {
         "Neg", "Abs",         "Relu",  "Reciprocal", "Clip",   "Where",    "Max",      "Min",
         "Sum", "LeakyRelu",   "Pow",   "Not",        "Cast",   "CastLike", "Identity", "Sign",
-        "Elu", "HardSigmoid", "PRelu", "Softsign",   "Expand", "Mod"};
+        "Elu", "HardSigmoid", "PRelu", "Softsign",   "Expand", "Mod",      "Dropout"};
     for (const auto& [k, _] : floatMath()) v.push_back(k);
     for (const auto& [k, _] : binaryOps()) v.push_back(k);
     std::sort(v.begin(), v.end());
@@ -77,6 +77,15 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
     return call(it->second, {x});
   }
   if (op == "Identity" || op == "Expand") return x; // Expand: x broadcast to the output shape
+  if (op == "Dropout") { // without training (or at ratio 0): y = x, the mask all true
+    auto constIs = [&](size_t i, double v) {
+      const Value* c = n.hasInput(i) ? n.inputs[i] : nullptr;
+      return c && c->constant && c->constant->numel() == 1 && c->constant->getF64(0) == v;
+    };
+    if (n.hasInput(2) && !constIs(2, 0) && !constIs(1, 0))
+      return no("Dropout in training mode (random draws)");
+    return out == DType::Bool ? constant(DType::Bool, 1) : x;
+  }
   if (op == "Not") return t == DType::Bool ? logicalNot(x) : no("needs a bool input");
   if (op == "Cast" || op == "CastLike") return cast(out, x); // CastLike: `out` is like's type
   if (op == "Where") {

@@ -13,10 +13,10 @@ namespace aicc::loop {
 const std::vector<std::string>& elementwiseComputeOps();
 
 // Whether n's input `i` contributes element values: false for CastLike's second input (only its
-// type) and Expand's (the shape, already the output's static shape); those are neither loaded
-// nor broadcast.
+// type), Expand's (the shape, already the output's static shape) and Dropout's ratio and
+// training_mode (constants when it lowers); those are neither loaded nor broadcast.
 inline bool readsElements(const Node& n, size_t i) {
-  return !((n.op == "CastLike" || n.op == "Expand") && i == 1);
+  return !((n.op == "CastLike" || n.op == "Expand") && i == 1) && !(n.op == "Dropout" && i > 0);
 }
 
 // The expression for n's (single) output of type `out`, given its inputs' expressions (nullptr
