@@ -17,7 +17,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerPoolFamily(n, funcName, opts)) && !(r = lowerReduceFamily(n, funcName, opts)) &&
         !(r = lowerDataFamily(n, funcName, opts)) && !(r = lowerRnnFamily(n, funcName, opts)) &&
         !(r = lowerAttentionFamily(n, funcName, opts)) &&
-        !(r = lowerQuantFamily(n, funcName, opts)))
+        !(r = lowerLossFamily(n, funcName, opts)) && !(r = lowerQuantFamily(n, funcName, opts)))
       return false;
     if (r && !choice.reason.empty()) r->func.schedule["selection"] = choice.reason;
     result = std::move(r);
@@ -50,6 +50,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "ArgMax",
                                             "ArgMin",
                                             "Softmax",
+                                            "NegativeLogLikelihoodLoss",
+                                            "SoftmaxCrossEntropyLoss",
                                             "LogSoftmax",
                                             "LayerNormalization",
                                             "RMSNormalization",

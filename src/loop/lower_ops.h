@@ -109,6 +109,9 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
 // runtimeKernels only).
 std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string& name,
                                                 const LowerOptions& o);
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (lower_loss.cpp).
+std::optional<LoweredNode> lowerLossFamily(const Node& n, const std::string& name,
+                                           const LowerOptions& o);
 // GRU and LSTM as micro-kernel calls (lower_rnn.cpp; JIT only, see there).
 std::optional<LoweredNode> lowerRnnFamily(const Node& n, const std::string& name,
                                           const LowerOptions& o);

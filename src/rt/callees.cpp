@@ -36,6 +36,8 @@
 //   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw desc>(...)   ONNX QLinearConv, int8
 //   @check_indices_i64 / _i32(indices, count, dim)   Gather's index check (an error naming the
 //       index and the dimension)
+//   @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore)   the losses' target
+//       check
 //       (rt/callees_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
 // them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid, 4 Gelu).
@@ -77,6 +79,21 @@ int64_t ival(const std::string& k, const std::vector<KernelArg>& a, size_t i) {
 
 // @check_indices_i64 / _i32(indices, count, dim): every index within [-dim, dim), else the
 // interpreter's error (the gathers that follow clamp, so they never read outside their input).
+// @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore): the losses' targets
+// within [0, classes) unless ignored, else the reference's error.
+template <class T> void callCheckTargets(const std::string& k, std::vector<KernelArg>& a) {
+  AICC_RT_CHECK(a.size() == 5 && a[0].isBuffer,
+                "call @{}: expects (targets, count, classes, hasIgnore, ignore)", k);
+  const int64_t count = ival(k, a, 1), classes = ival(k, a, 2), ignore = ival(k, a, 4);
+  const bool hasIgnore = ival(k, a, 3) != 0;
+  AICC_RT_CHECK(count >= 0 && count <= a[0].bytes / int64_t(sizeof(T)),
+                "call @{}: {} targets but the buffer has {} bytes", k, count, a[0].bytes);
+  const T* x = static_cast<const T*>(a[0].ptr);
+  for (int64_t i = 0; i < count; ++i)
+    AICC_RT_CHECK((hasIgnore && int64_t(x[i]) == ignore) || (x[i] >= 0 && x[i] < classes),
+                  "target value {} at index {} is out of range [0, {})", int64_t(x[i]), i, classes);
+}
+
 template <class T> void callCheckIndices(const std::string& k, std::vector<KernelArg>& a) {
   AICC_RT_CHECK(a.size() == 3 && a[0].isBuffer, "call @{}: expects (indices, count, dim)", k);
   const int64_t count = ival(k, a, 1), dim = ival(k, a, 2);
@@ -386,6 +403,10 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int64_t>(name, a); });
   if (name == "check_indices_i32")
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int32_t>(name, a); });
+  if (name == "check_targets_i64")
+    return KernelFn([name](std::vector<KernelArg>& a) { callCheckTargets<int64_t>(name, a); });
+  if (name == "check_targets_i32")
+    return KernelFn([name](std::vector<KernelArg>& a) { callCheckTargets<int32_t>(name, a); });
   using Call = void (*)(const kernels::KernelDesc&, const std::string&, std::vector<KernelArg>&,
                         kernels::ThreadPool*);
   // Callee prefix + the descriptor's op -> the contract implementing it (longest prefixes first).
