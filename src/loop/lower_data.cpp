@@ -359,8 +359,10 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
 
 std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
                                        const LowerOptions& o) {
-  if (n.attrString("mode") != "nearest") no("Resize mode " + n.attrString("mode"));
+  const std::string mode = n.attrString("mode");
+  if (mode != "nearest" && mode != "linear") no("Resize mode " + mode);
   if (n.attrInt("antialias", 0) != 0 || n.attr("axes")) no("Resize antialias/axes");
+  if (mode == "linear" && n.attrInt("exclude_outside", 0) != 0) no("Resize exclude_outside");
   std::string ctm = n.attrString("coordinate_transformation_mode");
   std::string nm = n.attrString("nearest_mode");
   if (ctm == "tf_crop_and_resize") no("tf_crop_and_resize");
@@ -376,6 +378,10 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
     for (size_t d = 0; d < id.size(); ++d) scale[d] = s.getF64(static_cast<int64_t>(d));
     fromScales = true;
   } else {
+    // Scales given at run time map coordinates by their own values, which the output size
+    // (floor(in * scale)) does not give back.
+    if (n.hasInput(2) && n.inputs[2]->type.shape && numel(staticDims(n.inputs[2], "scales")) > 0)
+      no("Resize scales computed at run time");
     for (size_t d = 0; d < id.size(); ++d)
       scale[d] = static_cast<double>(od[d]) / static_cast<double>(id[d]);
   }
@@ -386,34 +392,74 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   Schedule sch;
   sch["coordinate_transformation_mode"] = ctm;
   sch["nearest_mode"] = nm;
+  auto c = [](double x) { return floatImm(x, DType::F64); };
+  // The source coordinate (f64) of output position x along dim d.
+  auto source = [&](size_t d, ExprPtr x) -> ExprPtr {
+    ExprPtr s = c(scale[d]);
+    x = cast(DType::F64, x);
+    if (ctm == "asymmetric") return div(x, s);
+    if (ctm == "half_pixel") return sub(div(add(x, c(0.5)), s), c(0.5));
+    if (ctm == "pytorch_half_pixel") return od[d] > 1 ? sub(div(add(x, c(0.5)), s), c(0.5)) : c(0);
+    if (ctm == "align_corners")
+      return od[d] == 1 ? c(0) : mul(x, c(static_cast<double>(id[d] - 1) / (od[d] - 1)));
+    if (ctm == "tf_half_pixel_for_nearest") return div(add(x, c(0.5)), s);
+    if (ctm == "half_pixel_symmetric") {
+      double adj = od[d] / (scale[d] * id[d]);
+      double center = id[d] / 2.0, off = center * (1 - adj);
+      return sub(add(c(off), div(add(x, c(0.5)), s)), c(0.5));
+    }
+    no("coordinate_transformation_mode " + ctm);
+  };
+  auto clampTo = [&](size_t d, ExprPtr i) { return max(intImm(0), min(i, intImm(id[d] - 1))); };
+  auto resized = [&](size_t d) { return !(od[d] == id[d] && scale[d] == 1.0); };
+  if (mode == "linear") {
+    // As the reference: taps base and base + 1 with weights 1 - r and r, where base = floor(x)
+    // (x - 1 for an integral x) and r = x - base, clamped to the edge; the N-linear sum over the
+    // corners in f64.
+    if (!isComputeFloat(t)) no("linear Resize of a non-float type");
+    sch["mode"] = mode;
+    return gatherNest(
+        b, out, od,
+        [&](const std::vector<ExprPtr>& v) {
+          std::vector<size_t> dims;
+          std::vector<ExprPtr> i0(v), i1(v), w0(v.size()), w1(v.size());
+          for (size_t d = 0; d < v.size(); ++d) {
+            if (!resized(d)) continue;
+            ExprPtr x = source(d, v[d]), fl = call("floor", {x});
+            ExprPtr base = select(cmp(Op::Eq, fl, x), sub(x, c(1)), fl), r = sub(x, base);
+            ExprPtr bi = cast(DType::I64, base);
+            i0[d] = clampTo(d, bi), i1[d] = clampTo(d, add(bi, intImm(1)));
+            w0[d] = sub(c(1), r), w1[d] = r;
+            dims.push_back(d);
+          }
+          ExprPtr sum;
+          for (size_t corner = 0; corner < (size_t(1) << dims.size()); ++corner) {
+            std::vector<ExprPtr> idx(v);
+            ExprPtr w;
+            for (size_t q = 0; q < dims.size(); ++q) {
+              const bool hi = corner >> q & 1;
+              idx[dims[q]] = hi ? i1[dims[q]] : i0[dims[q]];
+              ExprPtr wq = hi ? w1[dims[q]] : w0[dims[q]];
+              w = w ? mul(w, wq) : wq;
+            }
+            ExprPtr term = cast(DType::F64, load(in, linearIndex(idx, is), t));
+            if (w) term = mul(w, term);
+            sum = sum ? add(sum, term) : term;
+          }
+          return cast(t, sum);
+        },
+        o, sch);
+  }
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {
         std::vector<ExprPtr> idx;
         for (size_t d = 0; d < v.size(); ++d) {
-          if (od[d] == id[d] && scale[d] == 1.0) {
+          if (!resized(d)) {
             idx.push_back(v[d]);
             continue;
           }
-          auto c = [](double x) { return floatImm(x, DType::F64); };
-          ExprPtr x = cast(DType::F64, v[d]), s = c(scale[d]);
-          ExprPtr xo;
-          if (ctm == "asymmetric")
-            xo = div(x, s);
-          else if (ctm == "half_pixel")
-            xo = sub(div(add(x, c(0.5)), s), c(0.5));
-          else if (ctm == "pytorch_half_pixel")
-            xo = od[d] > 1 ? sub(div(add(x, c(0.5)), s), c(0.5)) : c(0);
-          else if (ctm == "align_corners")
-            xo = od[d] == 1 ? c(0) : mul(x, c(static_cast<double>(id[d] - 1) / (od[d] - 1)));
-          else if (ctm == "tf_half_pixel_for_nearest")
-            xo = div(add(x, c(0.5)), s);
-          else if (ctm == "half_pixel_symmetric") {
-            double adj = od[d] / (scale[d] * id[d]);
-            double center = id[d] / 2.0, off = center * (1 - adj);
-            xo = sub(add(c(off), div(add(x, c(0.5)), s)), c(0.5));
-          } else
-            no("coordinate_transformation_mode " + ctm);
+          ExprPtr xo = source(d, v[d]);
           ExprPtr r;
           if (nm == "round_prefer_floor")
             r = call("ceil", {sub(xo, c(0.5))});
@@ -425,7 +471,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
             r = call("ceil", {xo});
           else
             no("nearest_mode " + nm);
-          idx.push_back(max(intImm(0), min(cast(DType::I64, r), intImm(id[d] - 1))));
+          idx.push_back(clampTo(d, cast(DType::I64, r)));
         }
         return load(in, linearIndex(idx, is), t);
       },
