@@ -514,6 +514,9 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
         for (int variant = 0;
              variant < 8 && (rows == ConvRows::Channels || kd->op == KernelOp::Gemm);
              ++variant) { // clamps, then the activations
+          // Pixel rows share the tile and its epilogue: no bias, and both residual variants (one
+          // threaded) cover what is their own (the transposes, the split by channels).
+          if (rows == ConvRows::Pixels && variant != 0 && variant != 2 && variant != 5) continue;
           const int64_t K = s.Cin * s.KH * s.KW;
           const auto x = randomVec(size_t(s.Cin * s.H * s.W), 21);
           const auto w = randomVec(size_t(s.Cout * K), 22);
