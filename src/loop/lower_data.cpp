@@ -371,21 +371,23 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
   if (od.size() != id.size()) no("rank mismatch");
   std::vector<double> scale(id.size());
-  bool fromScales = false;
+  std::string runScales; // scales given at run time: read from their buffer
   if (n.hasInput(2) && n.inputs[2]->constant && n.inputs[2]->constant->numel() > 0) {
     const Tensor& s = *n.inputs[2]->constant;
     if (s.numel() != static_cast<int64_t>(id.size())) no("scales of the wrong length");
     for (size_t d = 0; d < id.size(); ++d) scale[d] = s.getF64(static_cast<int64_t>(d));
-    fromScales = true;
+  } else if (n.hasInput(2) && n.inputs[2]->type.shape &&
+             numel(staticDims(n.inputs[2], "scales")) > 0) {
+    // They map coordinates by their own values, which the output size (floor(in * scale)) does
+    // not give back: every dim takes the general formula with the scale loaded.
+    if (numel(staticDims(n.inputs[2], "scales")) != static_cast<int64_t>(id.size()) ||
+        n.inputs[2]->type.dtype != DType::F32)
+      no("scales that are not one f32 per dim");
+    runScales = b.input(n.inputs[2]);
   } else {
-    // Scales given at run time map coordinates by their own values, which the output size
-    // (floor(in * scale)) does not give back.
-    if (n.hasInput(2) && n.inputs[2]->type.shape && numel(staticDims(n.inputs[2], "scales")) > 0)
-      no("Resize scales computed at run time");
     for (size_t d = 0; d < id.size(); ++d)
       scale[d] = static_cast<double>(od[d]) / static_cast<double>(id[d]);
   }
-  (void)fromScales;
   std::string in = b.input(n.inputs[0]);
   auto is = strides(id);
   DType t = n.outputs[0]->type.dtype;
@@ -395,23 +397,34 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   auto c = [](double x) { return floatImm(x, DType::F64); };
   // The source coordinate (f64) of output position x along dim d.
   auto source = [&](size_t d, ExprPtr x) -> ExprPtr {
-    ExprPtr s = c(scale[d]);
+    ExprPtr s = runScales.empty()
+                    ? c(scale[d])
+                    : cast(DType::F64, load(runScales, intImm(int64_t(d)), DType::F32));
     x = cast(DType::F64, x);
     if (ctm == "asymmetric") return div(x, s);
     if (ctm == "half_pixel") return sub(div(add(x, c(0.5)), s), c(0.5));
     if (ctm == "pytorch_half_pixel") return od[d] > 1 ? sub(div(add(x, c(0.5)), s), c(0.5)) : c(0);
-    if (ctm == "align_corners")
-      return od[d] == 1 ? c(0) : mul(x, c(static_cast<double>(id[d] - 1) / (od[d] - 1)));
+    if (ctm == "align_corners") { // the unrounded output length scale * in, as the reference
+      if (runScales.empty()) {
+        const double len = scale[d] * double(id[d]);
+        return len == 1 ? c(0) : mul(x, c(double(id[d] - 1) / (len - 1)));
+      }
+      ExprPtr len = mul(s, c(double(id[d])));
+      return select(cmp(Op::Eq, len, c(1)), c(0),
+                    div(mul(x, c(double(id[d] - 1))), sub(len, c(1))));
+    }
     if (ctm == "tf_half_pixel_for_nearest") return div(add(x, c(0.5)), s);
-    if (ctm == "half_pixel_symmetric") {
-      double adj = od[d] / (scale[d] * id[d]);
-      double center = id[d] / 2.0, off = center * (1 - adj);
-      return sub(add(c(off), div(add(x, c(0.5)), s)), c(0.5));
+    if (ctm == "half_pixel_symmetric") { // off = center * (1 - od / (scale * id))
+      ExprPtr adj = div(c(double(od[d])), mul(s, c(double(id[d]))));
+      ExprPtr off = mul(c(id[d] / 2.0), sub(c(1), adj));
+      return sub(add(off, div(add(x, c(0.5)), s)), c(0.5));
     }
     no("coordinate_transformation_mode " + ctm);
   };
   auto clampTo = [&](size_t d, ExprPtr i) { return max(intImm(0), min(i, intImm(id[d] - 1))); };
-  auto resized = [&](size_t d) { return !(od[d] == id[d] && scale[d] == 1.0); };
+  auto resized = [&](size_t d) {
+    return !runScales.empty() || !(od[d] == id[d] && scale[d] == 1.0);
+  };
   if (mode == "linear") {
     // As the reference: taps base and base + 1 with weights 1 - r and r, where base = floor(x)
     // (x - 1 for an integral x) and r = x - base, clamped to the edge; the N-linear sum over the
@@ -443,7 +456,8 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
               w = w ? mul(w, wq) : wq;
             }
             ExprPtr term = cast(DType::F64, load(in, linearIndex(idx, is), t));
-            if (w) term = mul(w, term);
+            // A zero weight skips its tap, as the reference (0 * inf would be NaN).
+            if (w) term = select(cmp(Op::Eq, w, c(0)), c(0), mul(w, term));
             sum = sum ? add(sum, term) : term;
           }
           return cast(t, sum);
