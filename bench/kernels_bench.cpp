@@ -195,8 +195,8 @@ void registerAll() {
           benchDw(st, kd, s.HW, s.C, s.K, s.stride, t);
         })->UseRealTime();
       }
-  // ResNet-50 convolutions through the default GEMM kernel and the bf16 one: 3x3 (im2col), 1x1
-  // (direct), stem 7x7/2.
+  // ResNet-50 and MobileNetV2 convolutions (3x3 and 1x1 at 56x56 to 7x7, strided 1x1, the 7x7/2
+  // stem) through the default GEMM kernel and the bf16 one.
   std::vector<const KernelDesc*> convKernels = {&defaultKernel(KernelOp::Gemm)};
   for (const KernelDesc* kd : availableKernels(KernelOp::GemmBf16)) convKernels.push_back(kd);
   const std::pair<const char*, Conv2dShape> convs[] = {

@@ -385,4 +385,10 @@ loop::LowerOptions lowerOptionsFor(const Target& t, bool bf16) {
   return o;
 }
 
+loop::LowerOptions engineLowerOptions(const Target& t, bool bf16) {
+  loop::LowerOptions o = lowerOptionsFor(t, bf16);
+  o.chooseCandidate = candidateChooser(t, {}, true, nullptr, bf16);
+  return o;
+}
+
 } // namespace aicc::backend

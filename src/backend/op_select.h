@@ -92,6 +92,10 @@ void checkPins(const Graph& g, const Target& t, const std::map<std::string, std:
 // portable kernels). `bf16`: --precision bf16 (LowerOptions::bf16).
 loop::LowerOptions lowerOptionsFor(const Target& t, bool bf16 = false);
 
+// lowerOptionsFor(t, bf16) with candidateChooser(t, {}, true, nullptr, bf16): how the JIT lowers
+// for t (used for --precision bf16; the JIT's default options are the f32 ones).
+loop::LowerOptions engineLowerOptions(const Target& t, bool bf16);
+
 // `bf16` as for lowerOptionsFor: the bf16 GEMM candidates apply (and, at half the f32 kernels'
 // estimated time, win wherever their lowering accepts the node).
 std::function<loop::CandidateChoice(const Node&)>

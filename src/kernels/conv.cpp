@@ -183,6 +183,13 @@ void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols,
 
 namespace {
 
+// Whether channel rows read B through the implicit im2col of a padded copy (see
+// conv2dChannelRows): spatial kernels with output rows of at least one vector or >= 14 pixels.
+bool implicitIm2col(const KernelDesc& kd, const Conv2dShape& s) {
+  const int64_t OW = s.OW(), W = std::max<int64_t>(1, kd.vectorWidth);
+  return !s.isPointwise() && (OW >= W || OW >= 14) && !(s.KH == 1 && s.KW == 1);
+}
+
 // ConvRows::Channels (conv.h).
 void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
                        const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
@@ -192,10 +199,8 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   const bool bf = kd.op == KernelOp::GemmBf16;
   AICC_RT_CHECK(!bf || (kd.packB && kd.nr == 32), "conv2d: '{}' has no 32-column B packer",
                 kd.name);
-  auto units = [&](int64_t k) { return bf ? (k + 1) / 2 : k; };
+  auto units = [&](int64_t k) { return packedKUnits(kd, k); };
   const int64_t M = s.Cout, K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
-  AICC_RT_CHECK(M >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})", M, K,
-                P);
   const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, Mpad = (M + mr - 1) / mr * mr;
   const bool pointwise = s.isPointwise();
   // Convolutions with output rows of at least one vector (or >= 14 pixels) read B through an
@@ -210,7 +215,7 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   // to use a quarter of it) pack im2col panels.
   const int64_t OW = s.OW(), segs = (OW + nr - 1) / nr, sW = s.strideW;
   const int64_t W = std::max<int64_t>(1, kd.vectorWidth), NV = nr / W;
-  const bool direct = !pointwise && (OW >= W || OW >= 14) && !(s.KH == 1 && s.KW == 1);
+  const bool direct = implicitIm2col(kd, s);
   const bool flat = direct && OW >= W;
   const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
   const int64_t Wh = (Wp + sW - 1) / sW, phase = s.Cin * Hp * Wh;
@@ -449,9 +454,7 @@ ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
   auto up = [](int64_t a, int64_t b) { return (a + b - 1) / b * b; };
   // Lanes computed for n columns in nr-wide panels (a last panel of <= W columns runs one vector).
   auto lanes = [&](int64_t n) { return n % nr != 0 && n % nr <= W ? up(n, W) : up(n, nr); };
-  const bool pointwise = s.isPointwise();
-  const bool direct = !pointwise && (OW >= W || OW >= 14) && !(s.KH == 1 && s.KW == 1);
-  const bool segments = direct && OW < W; // panels of one output row each
+  const bool segments = implicitIm2col(kd, s) && OW < W; // panels of one output row each
   const double channels = double(P) / double(segments ? (P / OW) * lanes(OW) : lanes(P)) *
                           double(M) / double(up(M, mr));
   const double pixels = double(P) / double(up(P, mr)) * double(M) / double(lanes(M));
@@ -488,8 +491,9 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, ConvRows rows,
                       const float* packedW, const float* in, float* out, const Epilogue& ep,
                       ThreadPool* pool) {
   AICC_RT_CHECK(isGemmOp(kd.op) && kd.gemm, "conv2d: '{}' is not a GEMM kernel", kd.name);
-  AICC_RT_CHECK(s.Cout >= 1 && s.Cin >= 1 && s.OH() >= 1 && s.OW() >= 1,
-                "conv2d: empty shape (Cout={} Cin={} {}x{} output)", s.Cout, s.Cin, s.OH(), s.OW());
+  const int64_t K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
+  AICC_RT_CHECK(s.Cout >= 1 && K >= 1 && P >= 1, "conv2d: empty shape (Cout={} K={} pixels={})",
+                s.Cout, K, P);
   AICC_RT_CHECK(rows == ConvRows::Channels || kd.op == KernelOp::Gemm,
                 "conv2d: '{}' runs channel rows only", kd.name);
   if (rows == ConvRows::Pixels) return conv2dPixelRows(kd, s, packedW, in, out, ep, pool);

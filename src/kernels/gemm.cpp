@@ -50,6 +50,10 @@ float bf16Round(float x) {
   return f;
 }
 
+int64_t packedKUnits(const KernelDesc& kernel, int64_t k) {
+  return kernel.op == KernelOp::GemmBf16 ? (k + 1) / 2 : k;
+}
+
 namespace {
 // Packing needs the tile only: the kernel may lack code on this host (a cross target's).
 void checkGemmKernel(const KernelDesc& kernel) {
@@ -59,8 +63,6 @@ void checkGemmKernel(const KernelDesc& kernel) {
 }
 
 bool pairs(const KernelDesc& kernel) { return kernel.op == KernelOp::GemmBf16; }
-// Units (floats, or bf16 pairs) of kc values of k.
-int64_t kUnits(const KernelDesc& kernel, int64_t kc) { return pairs(kernel) ? (kc + 1) / 2 : kc; }
 
 // The unit of two values of consecutive k (lo: k, hi: k + 1).
 float pairUnit(float lo, float hi) {
@@ -73,7 +75,7 @@ float pairUnit(float lo, float hi) {
 
 int64_t packedBFloats(const KernelDesc& kernel, int64_t K, int64_t N) {
   checkGemmKernel(kernel);
-  return kUnits(kernel, K) * ((N + kernel.nr - 1) / kernel.nr * kernel.nr);
+  return packedKUnits(kernel, K) * ((N + kernel.nr - 1) / kernel.nr * kernel.nr);
 }
 
 void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, int64_t ldb,
@@ -89,8 +91,8 @@ void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, i
     const int64_t kc = std::min(kcMax, K - k0);
     if (pairs(kernel)) {
       for (int64_t n0 = 0; n0 < N; n0 += nr) {
-        float* panel = dst + k0 / 2 * Npad + n0 * kUnits(kernel, kc);
-        for (int64_t q = 0; q < kUnits(kernel, kc); ++q)
+        float* panel = dst + k0 / 2 * Npad + n0 * packedKUnits(kernel, kc);
+        for (int64_t q = 0; q < packedKUnits(kernel, kc); ++q)
           for (int64_t j = 0; j < nr; ++j)
             panel[q * nr + j] =
                 n0 + j < N ? pairUnit(at(k0 + 2 * q, n0 + j), at(k0 + 2 * q + 1, n0 + j)) : 0.0f;
@@ -125,7 +127,7 @@ PackedB packB(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, in
 
 int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K) {
   checkGemmKernel(kernel);
-  return kUnits(kernel, K) * ((M + kernel.mr - 1) / kernel.mr * kernel.mr);
+  return packedKUnits(kernel, K) * ((M + kernel.mr - 1) / kernel.mr * kernel.mr);
 }
 
 void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
@@ -138,8 +140,8 @@ void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, i
     const int64_t kc = std::min(kcMax, K - k0);
     if (pairs(kernel)) {
       for (int64_t i0 = 0; i0 < M; i0 += mr) {
-        float* panel = dst + k0 / 2 * Mpad + i0 * kUnits(kernel, kc);
-        for (int64_t q = 0; q < kUnits(kernel, kc); ++q)
+        float* panel = dst + k0 / 2 * Mpad + i0 * packedKUnits(kernel, kc);
+        for (int64_t q = 0; q < packedKUnits(kernel, kc); ++q)
           for (int64_t i = 0; i < mr; ++i)
             panel[q * mr + i] = pairUnit(at(i0 + i, k0 + 2 * q), at(i0 + i, k0 + 2 * q + 1));
       }
@@ -210,7 +212,7 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
   const int64_t kcMax = kd.kc, mc = kd.mc, ncPanels = std::max<int64_t>(1, kd.nc / kd.nr);
   thread_local std::vector<float> aBuf;
   const size_t need =
-      size_t(std::min(mc, (m1 - m0 + mr - 1) / mr * mr) * kUnits(kd, std::min(kcMax, K)));
+      size_t(std::min(mc, (m1 - m0 + mr - 1) / mr * mr) * packedKUnits(kd, std::min(kcMax, K)));
   if (aBuf.size() < need) aBuf.resize(need);
   GemmTileParams t{};
   t.ldc = ldc;
@@ -220,7 +222,7 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
   for (int64_t pc = p0; pc < p1; pc += ncPanels) {
     const int64_t pcEnd = std::min(p1, pc + ncPanels);
     for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
-      const int64_t kc = std::min(kcMax, K - k0), ku = kUnits(kd, kc); // ku: units of A and B
+      const int64_t kc = std::min(kcMax, K - k0), ku = packedKUnits(kd, kc); // ku: units of A and B
       t.kc = ku;
       t.flags = (k0 == 0 ? kGemmFirst : 0u) | (k0 + kc == K ? kGemmLast : 0u);
       for (int64_t ic = m0; ic < m1; ic += mc) {
@@ -233,7 +235,7 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
           packA(A, lda, ic, rows, k0, kc, int(mr), aBuf.data());
         for (int64_t p = pc; p < pcEnd; ++p) {
           const int64_t n0 = p * nr;
-          t.w = b.data + kUnits(kd, k0) * b.Npad + n0 * ku;
+          t.w = b.data + packedKUnits(kd, k0) * b.Npad + n0 * ku;
           t.nr = std::min(nr, N - n0);
           t.bias = ep.bias ? ep.bias + n0 : nullptr;
           for (int64_t i = 0; i < rows; i += mr) {

@@ -88,6 +88,9 @@ int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K);
 void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
                float* dst);
 
+// The packed units of k values of K: k floats, or (k + 1) / 2 bf16 pairs for a bf16 kernel.
+int64_t packedKUnits(const KernelDesc& kernel, int64_t k);
+
 // f32 -> bf16 bits, rounded to nearest even (NaN stays NaN), as vcvtneps2bf16 for normal
 // numbers; and its value as a float.
 uint16_t bf16Bits(float x);

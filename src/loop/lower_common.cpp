@@ -192,6 +192,8 @@ int64_t normAxis(int64_t a, size_t rank, const Node& n) {
   return a < 0 ? a + r : a;
 }
 
+ExprPtr clampIndex(ExprPtr i, int64_t dim) { return max(intImm(0), min(i, intImm(dim - 1))); }
+
 std::optional<std::vector<int64_t>> constInts(const Node& n, size_t input) {
   if (!n.hasInput(input) || !n.inputs[input]->constant) return std::nullopt;
   const Tensor& t = *n.inputs[input]->constant;

@@ -238,13 +238,15 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       cs.H = in2[0], cs.W = in2[1], cs.Cin = Cg, cs.Cout = Mg, cs.KH = k2[0], cs.KW = k2[1];
       cs.strideH = st2[0], cs.strideW = st2[1], cs.padTop = pb[0], cs.padLeft = pb[1];
       cs.padBottom = pe[0], cs.padRight = pe[1], cs.dilH = dl2[0], cs.dilW = dl2[1];
-      const int64_t Kg = Cg * kSz, per = kernels::convPackedWeightFloats(*kd, cs);
+      const kernels::ConvRows rows = kernels::convRowsFor(*kd, cs);
+      const bool pixelRows = rows == kernels::ConvRows::Pixels;
+      const int64_t Kg = Cg * kSz, per = kernels::convPackedWeightFloats(*kd, cs, rows);
       const float* wsrc = wv->constant->data<float>();
       Tensor packed(DType::F32, {o.probe ? 0 : per * s.G}); // a probe needs no data
       for (int64_t g = 0; g < s.G && !o.probe; ++g)
-        kernels::packConvWeights(*kd, cs, wsrc + g * Mg * Kg, packed.data<float>() + g * per);
-      std::string WP =
-          b.constant(W + "_packed", std::move(packed), std::string("packed_a:") + kd->name);
+        kernels::packConvWeights(*kd, cs, rows, wsrc + g * Mg * Kg, packed.data<float>() + g * per);
+      std::string WP = b.constant(W + "_packed", std::move(packed),
+                                  std::string(pixelRows ? "packed_b:" : "packed_a:") + kd->name);
       std::string gv = b.fresh("g");
       ExprPtr g = var(gv);
       std::vector<CallArg> a = {
@@ -256,10 +258,9 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
       a.push_back(residualArg(clamp, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))));
       markKernel(sched, kd->name, clamp);
-      sched["layout"] = std::string(kernels::convRowsFor(*kd, cs) == kernels::ConvRows::Pixels
-                                        ? "nchw; weights packed at compile time (B panels, "
-                                          "pixels as rows)"
-                                        : "nchw; weights packed at compile time (A panels)");
+      sched["layout"] = std::string(pixelRows ? "nchw; weights packed at compile time (B panels, "
+                                                "pixels as rows)"
+                                              : "nchw; weights packed at compile time (A panels)");
       sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
       return nest({nv, gv}, {s.N, s.G},
                   {Stmt::callKernel(std::string("conv2d_nchw_packed_") + kd->name, a)}, false);

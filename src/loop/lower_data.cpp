@@ -1,7 +1,7 @@
 // Data movement as loop nests: Transpose, Concat, Slice, Gather, GatherElements (indices checked
-// at run time), Trilu, ScatterND (every reduction), Pad (constant/edge/reflect), Resize (nearest),
-// and the view ops Reshape/Flatten/Squeeze/Unsqueeze as copies marked `kind = "alias"` (the memory
-// planner makes them views; codegen can drop the copy).
+// at run time), Trilu, ScatterND (every reduction), Pad (constant/edge/reflect), Resize (nearest
+// and linear), and the view ops Reshape/Flatten/Squeeze/Unsqueeze as copies marked `kind = "alias"`
+// (the memory planner makes them views; codegen can drop the copy).
 #include "loop/lower_ops.h"
 
 namespace aicc::loop::detail {
@@ -216,8 +216,7 @@ Block checkIndices(const std::string& ind, DType it, int64_t count, int64_t dim,
 // Index k (int32/int64, negative from the end) into [0, dim).
 ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim) {
   if (it != DType::I64) k = cast(DType::I64, k);
-  k = select(cmp(Op::Lt, k, intImm(0)), add(k, intImm(dim)), k);
-  return max(intImm(0), min(k, intImm(dim - 1)));
+  return clampIndex(select(cmp(Op::Lt, k, intImm(0)), add(k, intImm(dim)), k), dim);
 }
 
 std::optional<LoweredNode> lowerGather(const Node& n, const std::string& name,
@@ -339,15 +338,15 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
           ExprPtr p = sub(v[d], intImm(before[d]));
           ExprPtr last = intImm(id[d] - 1);
           if (mode == "edge") {
-            p = max(intImm(0), min(p, last));
+            p = clampIndex(p, id[d]);
           } else if (mode == "reflect") {
             p = select(cmp(Op::Lt, p, intImm(0)), neg(p), p);
             p = select(cmp(Op::Gt, p, last), sub(intImm(2 * (id[d] - 1)), p), p);
-            p = max(intImm(0), min(p, last));
+            p = clampIndex(p, id[d]);
           } else {
             ExprPtr ok = binary(Op::And, cmp(Op::Ge, p, intImm(0)), cmp(Op::Le, p, last));
             inside = inside ? binary(Op::And, inside, ok) : ok;
-            p = max(intImm(0), min(p, last)); // a safe index for the eager select
+            p = clampIndex(p, id[d]); // a safe index for the eager select
           }
           idx.push_back(p);
         }
@@ -421,7 +420,6 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
     }
     no("coordinate_transformation_mode " + ctm);
   };
-  auto clampTo = [&](size_t d, ExprPtr i) { return max(intImm(0), min(i, intImm(id[d] - 1))); };
   auto resized = [&](size_t d) {
     return !runScales.empty() || !(od[d] == id[d] && scale[d] == 1.0);
   };
@@ -441,7 +439,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
             ExprPtr x = source(d, v[d]), fl = call("floor", {x});
             ExprPtr base = select(cmp(Op::Eq, fl, x), sub(x, c(1)), fl), r = sub(x, base);
             ExprPtr bi = cast(DType::I64, base);
-            i0[d] = clampTo(d, bi), i1[d] = clampTo(d, add(bi, intImm(1)));
+            i0[d] = clampIndex(bi, id[d]), i1[d] = clampIndex(add(bi, intImm(1)), id[d]);
             w0[d] = sub(c(1), r), w1[d] = r;
             dims.push_back(d);
           }
@@ -485,7 +483,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
             r = call("ceil", {xo});
           else
             no("nearest_mode " + nm);
-          idx.push_back(clampTo(d, cast(DType::I64, r)));
+          idx.push_back(clampIndex(cast(DType::I64, r), id[d]));
         }
         return load(in, linearIndex(idx, is), t);
       },

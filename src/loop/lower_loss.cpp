@@ -82,7 +82,7 @@ std::optional<LoweredNode> lowerLoss(const Node& n, const std::string& name,
   ExprPtr target = load(T, ti, it);
   if (it != DType::I64) target = cast(DType::I64, target);
   ExprPtr ignored = hasIgnore ? cmp(Op::Eq, target, intImm(ignore)) : nullptr;
-  ExprPtr clamped = max(intImm(0), min(target, intImm(C - 1)));
+  ExprPtr clamped = clampIndex(target, C);
   Block elem = {Stmt::let(tl, clamped)};
   ExprPtr tc = var(tl, DType::I64);
   ExprPtr w = W.empty() ? constant(t, 1) : load(W, tc, t);

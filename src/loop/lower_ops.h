@@ -91,6 +91,8 @@ FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t 
 int64_t vectorWidthFor(const LowerOptions& o, DType t, int64_t extent);
 // Normalizes a possibly negative axis; throws NotLowerable when out of range.
 int64_t normAxis(int64_t a, size_t rank, const Node& n);
+// An i64 index expression clamped into [0, dim) (dim >= 1): a load at it stays inside the dim.
+ExprPtr clampIndex(ExprPtr i, int64_t dim);
 // The contents of a constant integer input (nullopt when absent or not constant).
 std::optional<std::vector<int64_t>> constInts(const Node& n, size_t input);
 

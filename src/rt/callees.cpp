@@ -34,11 +34,11 @@
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw desc>(...)   ONNX QLinearConv, int8
+//       (rt/callees_quant.cpp)
 //   @check_indices_i64 / _i32(indices, count, dim)   Gather's index check (an error naming the
 //       index and the dimension)
 //   @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore)   the losses' target
 //       check
-//       (rt/callees_quant.cpp)
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
 // them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid, 4 Gelu).
 // Buffer arguments are addresses with the bytes available there (unbounded from generated code,
@@ -54,6 +54,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace aicc::rt {
 
@@ -77,29 +78,34 @@ int64_t ival(const std::string& k, const std::vector<KernelArg>& a, size_t i) {
   return a[i].i;
 }
 
-// @check_indices_i64 / _i32(indices, count, dim): every index within [-dim, dim), else the
-// interpreter's error (the gathers that follow clamp, so they never read outside their input).
+// The index checks' arguments 0 and 1: a buffer of T and how many of them it holds (`args`: the
+// call's argument count, `what`: its signature for the error).
+template <class T>
+std::pair<const T*, int64_t> integers(const std::string& k, const std::vector<KernelArg>& a,
+                                      size_t args, const char* what) {
+  AICC_RT_CHECK(a.size() == args && a[0].isBuffer, "call @{}: expects {}", k, what);
+  const int64_t count = ival(k, a, 1);
+  AICC_RT_CHECK(count >= 0 && count <= a[0].bytes / int64_t(sizeof(T)),
+                "call @{}: {} values but the buffer has {} bytes", k, count, a[0].bytes);
+  return {static_cast<const T*>(a[0].ptr), count};
+}
+
 // @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore): the losses' targets
 // within [0, classes) unless ignored, else the reference's error.
 template <class T> void callCheckTargets(const std::string& k, std::vector<KernelArg>& a) {
-  AICC_RT_CHECK(a.size() == 5 && a[0].isBuffer,
-                "call @{}: expects (targets, count, classes, hasIgnore, ignore)", k);
-  const int64_t count = ival(k, a, 1), classes = ival(k, a, 2), ignore = ival(k, a, 4);
+  const auto [x, count] = integers<T>(k, a, 5, "(targets, count, classes, hasIgnore, ignore)");
+  const int64_t classes = ival(k, a, 2), ignore = ival(k, a, 4);
   const bool hasIgnore = ival(k, a, 3) != 0;
-  AICC_RT_CHECK(count >= 0 && count <= a[0].bytes / int64_t(sizeof(T)),
-                "call @{}: {} targets but the buffer has {} bytes", k, count, a[0].bytes);
-  const T* x = static_cast<const T*>(a[0].ptr);
   for (int64_t i = 0; i < count; ++i)
     AICC_RT_CHECK((hasIgnore && int64_t(x[i]) == ignore) || (x[i] >= 0 && x[i] < classes),
                   "target value {} at index {} is out of range [0, {})", int64_t(x[i]), i, classes);
 }
 
+// @check_indices_i64 / _i32(indices, count, dim): every index within [-dim, dim), else the
+// interpreter's error (the gathers that follow clamp, so they never read outside their input).
 template <class T> void callCheckIndices(const std::string& k, std::vector<KernelArg>& a) {
-  AICC_RT_CHECK(a.size() == 3 && a[0].isBuffer, "call @{}: expects (indices, count, dim)", k);
-  const int64_t count = ival(k, a, 1), dim = ival(k, a, 2);
-  AICC_RT_CHECK(count >= 0 && count <= a[0].bytes / int64_t(sizeof(T)),
-                "call @{}: {} indices but the buffer has {} bytes", k, count, a[0].bytes);
-  const T* x = static_cast<const T*>(a[0].ptr);
+  const auto [x, count] = integers<T>(k, a, 3, "(indices, count, dim)");
+  const int64_t dim = ival(k, a, 2);
   for (int64_t i = 0; i < count; ++i)
     AICC_RT_CHECK(x[i] >= -dim && x[i] < dim, "index {} is out of range for a dimension of size {}",
                   int64_t(x[i]), dim);

@@ -27,8 +27,7 @@ bool haveBf16() {
 
 runtime::JitRunOptions bf16Options() {
   runtime::JitRunOptions o;
-  o.lower = backend::lowerOptionsFor(nativeTarget(), true);
-  o.lower.chooseCandidate = backend::candidateChooser(nativeTarget(), {}, true, nullptr, true);
+  o.lower = backend::engineLowerOptions(nativeTarget(), true);
   return o;
 }
 

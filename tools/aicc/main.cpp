@@ -21,6 +21,20 @@ const CLI::Validator kNonNegative(
     },
     "NUMBER>=0");
 
+// --precision and --calibration, as compile and bench take them (tools/aicc/quantize.cpp).
+static void addPrecisionOptions(CLI::App* cmd, std::string& precision,
+                                std::vector<std::string>& calibration) {
+  cmd->add_option("--precision", precision,
+                  "f32 (default); bf16: constant-weight MatMul/Gemm/Conv on bf16 GEMM kernels, "
+                  "f32 accumulation (AVX512-BF16); int8: quantize first (as aicc quantize, "
+                  "min-max) on --calibration")
+      ->check(CLI::IsMember({"f32", "bf16", "int8"}));
+  cmd->add_option("--calibration", calibration,
+                  "With --precision int8: folders of input sets to calibrate on; with bf16: input "
+                  "sets to report the agreement with f32 on")
+      ->expected(1, -1);
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"aicc: an ahead-of-time compiler for ONNX models"};
   app.require_subcommand(1);
@@ -173,13 +187,7 @@ int main(int argc, char** argv) {
                     "model; repeatable");
   ccCmd->add_option("-O", cc.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   ccCmd->add_option("--tuning-cache", cc.tuningCache, "A cache written by `aicc tune`: measured choices override the cost model");
-  ccCmd
-      ->add_option("--precision", cc.precision,
-                   "f32 (default); bf16: constant-weight MatMul/Gemm/Conv on bf16 GEMM kernels, "
-                   "f32 accumulation (AVX512-BF16); int8: quantize first (as aicc quantize, "
-                   "min-max) on --calibration")
-      ->check(CLI::IsMember({"f32", "bf16", "int8"}));
-  ccCmd->add_option("--calibration", cc.calibration, "With --precision int8: folders of input sets to calibrate on; with bf16: input sets to report the agreement with f32 on")->expected(1, -1);
+  addPrecisionOptions(ccCmd, cc.precision, cc.calibration);
   ccCmd->add_option("--report-html", cc.reportHtml, "Also write the compile report as one self-contained HTML page here (tasks, kernels, arena)");
 
   DebugNumericsArgs dn;
@@ -218,13 +226,7 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--input", bench.inputs.named, "NAME=FILE (.pb or .npy); default: generated inputs");
   benchCmd->add_option("--inputs-dir", bench.inputs.inputsDir, "Folder with input_<i>.pb files");
   benchCmd->add_option("--dim", bench.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
-  benchCmd
-      ->add_option("--precision", bench.precision,
-                   "f32 (default); bf16: constant-weight MatMul/Gemm/Conv on bf16 GEMM kernels, "
-                   "f32 accumulation (AVX512-BF16); int8: quantize first (as aicc quantize, "
-                   "min-max) on --calibration")
-      ->check(CLI::IsMember({"f32", "bf16", "int8"}));
-  benchCmd->add_option("--calibration", bench.calibration, "With --precision int8: folders of input sets to calibrate on; with bf16: input sets to report the agreement with f32 on")->expected(1, -1);
+  addPrecisionOptions(benchCmd, bench.precision, bench.calibration);
   benchCmd->add_option("-O", bench.optLevel, "Graph optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   benchCmd->add_option("--json", bench.json, "Write times_ms, median_ms, compile_s and the task list here");
   benchCmd->add_flag("--profile", bench.profile, "Time every task; print time per op type and the slowest tasks");

@@ -71,8 +71,7 @@ void setJitPrecision(bool bf16, runtime::JitRunOptions& o) {
              "--precision bf16 needs a CPU with AVX512-BF16 (the bf16 GEMM kernels' ISA){}; use "
              "--precision f32 (or int8)",
              kernels::cpuSupports(kernels::Isa::Avx512Bf16) ? " and AICC_KERNEL_ISA caps it" : "");
-  o.lower = backend::lowerOptionsFor(nativeTarget(), true);
-  o.lower.chooseCandidate = backend::candidateChooser(nativeTarget(), {}, true, nullptr, true);
+  o.lower = backend::engineLowerOptions(nativeTarget(), true);
 }
 
 void reportBf16Agreement(const ImportedModel& im, const std::vector<std::vector<RValue>>& sets) {
