@@ -203,7 +203,7 @@ std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& en
   std::vector<Candidate> out = {loopCandidate(gemmLike, engine)};
   if (!gemmLike) return out;
   for (const auto& d : kernels::allKernels()) {
-    if (d.op == kernels::KernelOp::QConvGemm) continue; // QLinearConv's own (lower_qconv.cpp)
+    if (kernels::isQuantOp(d.op)) continue; // QLinearConv's own (lower_qconv.cpp)
     bool dw = !kernels::isGemmOp(d.op);
     if (dw && h.op != "Conv") continue;
     Candidate c;

@@ -307,43 +307,63 @@ bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias) {
   return true;
 }
 
-namespace {
+bool qdepthwise3x3Shape(const QConvShape& s) {
+  return s.group == s.C && s.KH == 3 && s.KW == 3 && s.strideH == s.strideW &&
+         (s.strideH == 1 || s.strideH == 2) && s.dilH == 1 && s.dilW == 1 && s.padTop == 1 &&
+         s.padLeft == 1 && s.padBottom == 1 && s.padRight == 1;
+}
 
-// The 3x3, pad 1, stride 1 or 2 case with a plane kernel (ukernel.h's QDwPlaneFn): each input
-// row is converted once into a ring of padded float rows, and four output rows at a time are
-// computed and requantized straight into y, with no float planes in between.
-void qdw3x3Planes(QDwPlaneFn planeFn, const QConvShape& s, const QConvParams& q, const uint8_t* x,
-                  const float* w, const int32_t* bias, const float* factor, uint8_t* y,
-                  ThreadPool* pool) {
+bool packQDepthwise3x3Weights(int64_t M, const int16_t* w, int8_t* dst) {
+  if (!std::all_of(w, w + 9 * M, [](int16_t v) { return v >= -128 && v <= 127; })) return false;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t ky = 0; ky < 3; ++ky) {
+      int8_t* g = dst + 12 * m + 4 * ky;
+      for (int64_t kx = 0; kx < 3; ++kx) g[kx] = static_cast<int8_t>(w[9 * m + 3 * ky + kx]);
+      g[3] = 0;
+    }
+  return true;
+}
+
+void qdepthwise3x3(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const void* x,
+                   const int8_t* w, const int32_t* bias, const float* factor, void* y,
+                   ThreadPool* pool) {
+  AICC_RT_CHECK(kd.op == KernelOp::QDepthwise3x3 && kd.qdw3x3 && qdepthwise3x3Shape(s) &&
+                    s.M % s.C == 0,
+                "int8 depthwise conv: '{}' does not run this shape", kd.name);
   const int64_t OH = s.OH(), OW = s.OW(), st = s.strideH, mult = s.M / s.C;
-  const int64_t owr = (OW + 15) / 16 * 16;
-  // Stride 1: padded index ix + 1 up to owr + 1; stride 2: even and odd halves (QDwRowParams).
-  const int64_t half = st == 2 ? owr + 2 : 0;
-  const int64_t pitch = (st == 2 ? 2 * half : std::max(owr + 2, s.W + 2)) + 16;
-  auto channels = [&](int64_t c0, int64_t c1) {
-    thread_local std::vector<float> ring;
-    ring.assign(size_t(kQDwRingRows * pitch), 0.0f); // the padding stays 0: rows write the data
-    QDwPlaneParams p{};
-    p.H = s.H, p.W = s.W, p.xSigned = q.xSigned, p.xzp = float(q.xzp);
+  const int32_t uzp = q.xzp + (q.xSigned ? 128 : 0);
+  // Rows up to W + 2 bytes; the last vector load of a row starts at st * (OW rounded up to 16 -
+  // 16) and reads 64 bytes.
+  const int64_t pitch = (std::max(s.W + 2, st * ceilDiv(OW, 16) * 16 + 48) + 63) / 64 * 64;
+  auto channels = [&](int64_t n, int64_t c0, int64_t c1) {
+    thread_local std::vector<uint8_t> ring;
+    ring.assign(size_t((kQDwRingRows + 1) * pitch), uint8_t(uzp)); // the padding reads uzp
+    QDw3x3Params p{};
+    p.H = s.H, p.W = s.W, p.xSigned = q.xSigned;
     p.yzp = q.yzp, p.lo = q.ySigned ? -128 : 0, p.hi = q.ySigned ? 127 : 255;
-    p.OH = OH, p.OW = OW, p.stride = st, p.ring = ring.data(), p.pitch = pitch, p.half = half;
+    p.OH = OH, p.OW = OW, p.stride = st, p.ring = ring.data(), p.pitch = pitch;
     for (int64_t c = c0; c < c1; ++c)
       for (int64_t m = 0; m < mult; ++m) {
         const int64_t co = c * mult + m;
-        p.x = x + c * s.H * s.W;
-        p.w = w + co * 9;
-        p.bias = bias ? float(bias[co]) : 0.0f;
+        p.x = static_cast<const uint8_t*>(x) + (n * s.C + c) * s.H * s.W;
+        p.w = w + 12 * co;
+        uint32_t taps = 0;
+        for (int64_t t = 0; t < 12; ++t) taps += uint32_t(int32_t(p.w[t]));
+        p.offset = int32_t(uint32_t(bias ? bias[co] : 0) - uint32_t(uzp) * taps);
         p.factor = factor[co];
-        p.y = y + co * OH * OW;
-        planeFn(p);
+        p.y = static_cast<uint8_t*>(y) + (n * s.M + co) * OH * OW;
+        kd.qdw3x3(p);
       }
   };
   const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), s.C) : 1;
-  if (T <= 1 || s.M * OH * OW < 4096) return channels(0, s.C);
-  pool->parallelFor(T, [&](int64_t i) { channels(s.C * i / T, s.C * (i + 1) / T); });
+  for (int64_t n = 0; n < s.N; ++n) {
+    if (T <= 1 || s.M * OH * OW < 4096) {
+      channels(n, 0, s.C);
+      continue;
+    }
+    pool->parallelFor(T, [&](int64_t i) { channels(n, s.C * i / T, s.C * (i + 1) / T); });
+  }
 }
-
-} // namespace
 
 void qdepthwiseConv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q,
                       const void* x, const float* w, const int32_t* bias, const float* factor,
@@ -353,25 +373,13 @@ void qdepthwiseConv2d(const KernelDesc& kd, const QConvShape& s, const QConvPara
   const int64_t P = s.OH() * s.OW();
   const int32_t lo = q.ySigned ? -128 : 0, hi = q.ySigned ? 127 : 255;
   Q8RowFn toRow = toFloat;
-  QDwPlaneFn planeFn = nullptr;
 #if defined(__x86_64__)
   if (isaWithin(kd.isa, Isa::Avx512) && cpuSupports(Isa::Avx512Vnni) &&
-      isaWithin(Isa::Avx512Vnni, bestIsa())) {
+      isaWithin(Isa::Avx512Vnni, bestIsa()))
     toRow = q8_to_f32_row_avx512vnni;
-    planeFn = qdw3x3_plane_avx512vnni;
-  }
 #endif
-  const bool is3x3 = s.KH == 3 && s.KW == 3 && s.strideH == s.strideW &&
-                     (s.strideH == 1 || s.strideH == 2) && s.dilH == 1 && s.dilW == 1 &&
-                     s.padTop == 1 && s.padLeft == 1 && s.padBottom == 1 && s.padRight == 1;
-  if (planeFn && is3x3) {
-    for (int64_t n = 0; n < s.N; ++n)
-      qdw3x3Planes(planeFn, s, q, static_cast<const uint8_t*>(x) + n * s.C * s.H * s.W, w, bias,
-                   factor, static_cast<uint8_t*>(y) + n * s.M * P, pool);
-    return;
-  }
-  // Otherwise the f32 NCHW plane kernels over padded planes of x - xzp, then each accumulator
-  // plane requantized.
+  // The f32 NCHW plane kernels over padded planes of x - xzp, then each accumulator plane
+  // requantized.
   std::vector<float> biasF;
   if (bias) biasF.assign(bias, bias + s.M);
   DwShape d;

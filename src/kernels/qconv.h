@@ -8,10 +8,11 @@
 //    (ukernel.h's QGemmTileParams: int8 quads for vpdpbusd, or int16 pairs), u(x) the input as
 //    uint8 (int8 inputs shifted by 128, so uzp = xzp + 128) packed per call into the kernel's
 //    panels (im2col, or the planes themselves for 1x1 convolutions).
-//  - Depthwise (one input channel per group): the f32 plane kernels of kernels/conv.h over
-//    float(x - xzp), exact because every partial sum is an integer below 2^24 (checked at
-//    lowering), then
-//    requantized.
+//  - Depthwise 3x3 (pad 1, stride 1 or 2) with w - wzp within int8: a QDepthwise3x3 kernel,
+//    exact int32 sums over the input as uint8 (ukernel.h's QDw3x3Params).
+//  - Other depthwise ones (one input channel per group): the f32 plane kernels of kernels/conv.h
+//    over float(x - xzp), exact because every partial sum is an integer below 2^24 (checked at
+//    lowering), then requantized.
 #pragma once
 
 #include <cstdint>
@@ -63,7 +64,18 @@ void qconv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
              const void* wp, const int32_t* rowSum, const int32_t* bias, const float* factor,
              void* y, ThreadPool* pool);
 
-// ---- depthwise form (group == C, M = C * multiplier) ----
+// ---- int8 depthwise 3x3 (KernelOp::QDepthwise3x3; group == C, M = C * multiplier) ----
+// Whether this shape is the kernels' geometry: 3x3, pad 1, stride 1 or 2 on both axes, dilation 1.
+bool qdepthwise3x3Shape(const QConvShape& s);
+// w - wzp [M, 9] (int16) within int8, as the kernels' weights: per channel three 4-byte groups
+// (w[ky][0], w[ky][1], w[ky][2], 0). False (dst untouched) when a value is outside int8.
+bool packQDepthwise3x3Weights(int64_t M, const int16_t* w, int8_t* dst);
+// x [N, C, H, W], w packed (M * 12 bytes), bias [M] or null, factor [M], y [N, M, OH, OW].
+void qdepthwise3x3(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const void* x,
+                   const int8_t* w, const int32_t* bias, const float* factor, void* y,
+                   ThreadPool* pool);
+
+// ---- depthwise form on f32 plane kernels (group == C, M = C * multiplier) ----
 // Whether every partial sum stays an integer below 2^24: |bias[m]| + 255 * sum |w'[m, .]|.
 bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias);
 // `dwKernel` a DepthwiseConvNchw kernel; w [M, KH*KW] as floats (w - wzp), bias [M] or null; the

@@ -184,6 +184,20 @@ const KernelDesc kKernels[] = {
      .kg = 2,
      .constraints = "any u8/i8 weights and activations; portable C++, exact int32",
      .qgemm = u8i16_qgemm_generic_4x8},
+// int8 depthwise convolutions (kernels/qconv.h); other geometries and weights run on the f32
+// plane kernels above.
+#if AICC_X86_KERNELS
+    {.name = "u8s8_qdwconv3x3_avx512vnni_4x16",
+     .op = KernelOp::QDepthwise3x3,
+     .isa = Isa::Avx512Vnni,
+     .mr = 4,
+     .nr = 16,
+     .vectorWidth = 16,
+     .kg = 4,
+     .constraints = "3x3, pad 1, stride 1 or 2, dilation 1; weights minus zero point within int8; "
+                    "vpdpbusd over each row's three taps, exact int32",
+     .qdw3x3 = u8s8_qdwconv3x3_avx512vnni_4x16},
+#endif
 };
 
 int isaRank(Isa isa) {

@@ -28,7 +28,19 @@ bool isaWithin(Isa isa, Isa best);
 Isa bestIsa();
 
 // GemmBf16: the GEMM contract on bf16 pairs (ukernel.h), chosen only under --precision bf16.
-enum class KernelOp { Gemm, DepthwiseConv3x3, DepthwiseConvNchw, QConvGemm, GemmBf16 };
+// QConvGemm and QDepthwise3x3: QLinearConv's own (lower_qconv.cpp), never operator-selection
+// candidates.
+enum class KernelOp {
+  Gemm,
+  DepthwiseConv3x3,
+  DepthwiseConvNchw,
+  QConvGemm,
+  GemmBf16,
+  QDepthwise3x3
+};
+inline bool isQuantOp(KernelOp op) {
+  return op == KernelOp::QConvGemm || op == KernelOp::QDepthwise3x3;
+}
 inline bool isGemmOp(KernelOp op) { return op == KernelOp::Gemm || op == KernelOp::GemmBf16; }
 
 struct KernelDesc {
@@ -48,6 +60,7 @@ struct KernelDesc {
   DwRowFn dwRow = nullptr;
   DwNchwPlaneFn dwNchwPlane = nullptr;
   QGemmUkernelFn qgemm = nullptr;
+  QDw3x3Fn qdw3x3 = nullptr;
 };
 
 // Every kernel compiled into this build (including ones this CPU cannot run).

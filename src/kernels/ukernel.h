@@ -111,43 +111,33 @@ using Q8RowFn = void (*)(const uint8_t* x, int64_t n, bool isSigned, float zp, f
                          float* odd);
 void q8_to_f32_row_avx512vnni(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out,
                               float* odd);
-// numRows (1 to 4) consecutive output rows of an int8 depthwise 3x3 convolution (pad 1, stride 1
-// or 2) over padded float rows of x - xzp, requantized: y[i * OW + ox] = saturate(nearbyint((bias
-// + sum of w * x) * factor) + yzp) for ox < OW. Every sum is an exact integer below 2^24 (the
-// lowering checks it), so the order and fused multiply-adds do not change it.
-struct QDwRowParams {
-  // Input rows iy = oy * stride - 1 + q, q < (numRows - 1) * stride + 3, as padded rows (index
-  // ix + 1; stride 2: even indices at [0, half), odd ones at [half, 2 half)), null outside the
-  // image; readable 16 floats past OW.
-  const float* rows[9];
-  int64_t numRows;
-  const float* w; // the 9 taps (w - wzp)
-  float bias, factor;
-  int32_t yzp, lo, hi;
-  int64_t OW, stride, half;
-  uint8_t* y; // the first output row
-};
-// One output channel of it over its input channel plane x [H, W] (int8 when xSigned): the rows
-// are converted once each into `ring`, kQDwRingRows padded rows of `pitch` floats whose padding is
-// 0 (the caller zeroes it once; stride 2: halves at 0 and `half`), and computed four output rows
-// at a time into y [OH, OW].
+// One output channel of an int8 depthwise 3x3 convolution (pad 1, stride 1 or 2, dilation 1) over
+// its input channel plane x [H, W], requantized into y [OH, OW]:
+//   y = saturate(nearbyint(float(offset + sum over ky, kx of w[ky][kx] * u[iy][ix]) * factor) +
+//   yzp)
+// with u = x as uint8 (int8 x shifted by 128) and offset = bias - uzp * (sum of the 9 taps), so
+// padding reads uzp and adds nothing. Exact int32 sums (vpdpbusd: each row's three taps in one
+// 4-byte group), the reference kernel's requantization. Each input row is copied once into `ring`
+// (kQDwRingRows slots of `pitch` bytes: u[iy][ix] at slot iy % kQDwRingRows, index ix + 1), and
+// slot kQDwRingRows is the row outside the image; the caller fills the whole ring with uzp once
+// per call, and rows write only [1, W]. pitch >= max(W + 2, stride * (OW rounded up to 16) + 48).
 constexpr int64_t kQDwRingRows = 16; // input row iy in slot iy % 16: the 9 rows of four output
                                      // rows and the ones before them never collide
-struct QDwPlaneParams {
+struct QDw3x3Params {
   const uint8_t* x;
   int64_t H, W;
   bool xSigned;
-  float xzp;
-  const float* w;
-  float bias, factor;
+  const int8_t* w; // 3 groups (w[ky][0], w[ky][1], w[ky][2], 0) of w - wzp
+  int32_t offset;  // bias - uzp * (sum of the taps), in wrap-around int32
+  float factor;
   int32_t yzp, lo, hi;
   int64_t OH, OW, stride;
-  float* ring;
-  int64_t pitch, half;
+  uint8_t* ring;
+  int64_t pitch;
   uint8_t* y;
 };
-using QDwPlaneFn = void (*)(const QDwPlaneParams&);
-void qdw3x3_plane_avx512vnni(const QDwPlaneParams& p);
+using QDw3x3Fn = void (*)(const QDw3x3Params&);
+void u8s8_qdwconv3x3_avx512vnni_4x16(const QDw3x3Params& p);
 void u8i16_qgemm_avx2_4x24(const QGemmTileParams& p);
 void u8i16_qgemm_generic_4x8(const QGemmTileParams& p);
 

@@ -66,42 +66,100 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
   }
 }
 
-// R output rows of the int8 depthwise 3x3 convolution (ukernel.h's QDwRowParams), the stride
-// known at compile time: input row q (r[q], q < (R - 1) * STRIDE + 3) is loaded once for every
-// output row it feeds (ky = q - i * STRIDE), R independent sums per vector of columns.
-template <int R, int STRIDE> void qdwRows(const QDwRowParams& p) {
+// R output rows of the int8 depthwise 3x3 convolution (ukernel.h's QDw3x3Params), the stride known
+// at compile time. rows[q] is input row oy * STRIDE - 1 + q (q < (R - 1) * STRIDE + 3) as a padded
+// uint8 row. Per 16 output columns, each input row is loaded once and rearranged so that lane j
+// holds the row's three taps of output column ox + j (vpermd brings each 128-bit lane the bytes of
+// its four columns, vpshufb spreads them into 4-byte groups); one vpdpbusd per output row the
+// input row feeds (ky = q - i * STRIDE) then adds its three products.
+template <int R, int STRIDE>
+void qdwRows(const uint8_t* const* rows, const QDw3x3Params& p, const __m512i w[3], uint8_t* y) {
   constexpr int Q = (R - 1) * STRIDE + 3;
-  const Requant requant(p.yzp, p.lo, p.hi);
+  // Lane L of the load at byte STRIDE * ox: dwords STRIDE * L .. STRIDE * L + 3 (column ox + 4L
+  // starts at byte STRIDE * 4L); then column 4L + j's taps kx at byte STRIDE * j + kx of the lane.
+  const __m512i lanes = STRIDE == 1
+                            ? _mm512_set_epi32(6, 5, 4, 3, 5, 4, 3, 2, 4, 3, 2, 1, 3, 2, 1, 0)
+                            : _mm512_set_epi32(9, 8, 7, 6, 7, 6, 5, 4, 5, 4, 3, 2, 3, 2, 1, 0);
+  const __m512i taps = _mm512_broadcast_i32x4(
+      STRIDE == 1 ? _mm_set_epi8(-1, 5, 4, 3, -1, 4, 3, 2, -1, 3, 2, 1, -1, 2, 1, 0)
+                  : _mm_set_epi8(-1, 8, 7, 6, -1, 6, 5, 4, -1, 4, 3, 2, -1, 2, 1, 0));
+  const __m512i off = _mm512_set1_epi32(p.offset);
   const __m512 f = _mm512_set1_ps(p.factor);
-  __m512 w[9];
-#pragma GCC unroll 9
-  for (int k = 0; k < 9; ++k) w[k] = _mm512_set1_ps(p.w[k]);
+  const Requant requant(p.yzp, p.lo, p.hi);
   for (int64_t ox = 0; ox < p.OW; ox += 16) {
-    __m512 acc[R];
+    __m512i acc[R];
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) acc[i] = _mm512_set1_ps(p.bias);
+    for (int i = 0; i < R; ++i) acc[i] = off;
 #pragma GCC unroll 9
     for (int q = 0; q < Q; ++q) {
-      const float* r = p.rows[q];
-      if (!r) continue;
-      // Taps kx = 0, 1, 2 at padded index STRIDE * ox + kx.
-      const __m512 t0 = _mm512_loadu_ps(r + ox);
-      const __m512 t1 = _mm512_loadu_ps(STRIDE == 1 ? r + ox + 1 : r + p.half + ox);
-      const __m512 t2 = _mm512_loadu_ps(STRIDE == 1 ? r + ox + 2 : r + ox + 1);
+      const __m512i v = _mm512_shuffle_epi8(
+          _mm512_permutexvar_epi32(lanes, _mm512_loadu_si512(rows[q] + STRIDE * ox)), taps);
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) {
         const int ky = q - i * STRIDE;
-        if (ky < 0 || ky > 2) continue;
-        acc[i] = _mm512_fmadd_ps(t0, w[3 * ky], acc[i]);
-        acc[i] = _mm512_fmadd_ps(t1, w[3 * ky + 1], acc[i]);
-        acc[i] = _mm512_fmadd_ps(t2, w[3 * ky + 2], acc[i]);
+        if (ky >= 0 && ky <= 2) acc[i] = _mm512_dpbusd_epi32(acc[i], v, w[ky]);
       }
     }
     const int64_t n = p.OW - ox;
     const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) {
-      _mm_mask_storeu_epi8(p.y + i * p.OW + ox, m, requant(_mm512_mul_ps(acc[i], f)));
+    for (int i = 0; i < R; ++i)
+      _mm_mask_storeu_epi8(y + i * p.OW + ox, m,
+                           requant(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[i]), f)));
+  }
+}
+
+// u8s8_qdwconv3x3_avx512vnni_4x16 for a stride known at compile time: input row iy is copied once
+// into ring slot iy % kQDwRingRows (int8 input shifted to uint8), and four output rows at a time
+// are computed from the slots (qdwRows).
+template <int STRIDE> void qdwPlane(const QDw3x3Params& p) {
+  int64_t held[kQDwRingRows];
+  for (int64_t i = 0; i < kQDwRingRows; ++i) held[i] = -1;
+  __m512i w[3];
+  for (int k = 0; k < 3; ++k) {
+    int32_t quad;
+    __builtin_memcpy(&quad, p.w + 4 * k, 4);
+    w[k] = _mm512_set1_epi32(quad);
+  }
+  const uint8_t* outside = p.ring + kQDwRingRows * p.pitch;
+  const __m512i flip = _mm512_set1_epi8(p.xSigned ? char(0x80) : 0);
+  const uint8_t* rows[9];
+  for (int64_t oy = 0; oy < p.OH; oy += 4) {
+    const int64_t R = p.OH - oy < 4 ? p.OH - oy : 4;
+    for (int64_t q = 0; q < (R - 1) * STRIDE + 3; ++q) {
+      const int64_t iy = oy * STRIDE - 1 + q;
+      if (iy < 0 || iy >= p.H) {
+        rows[q] = outside;
+        continue;
+      }
+      const int64_t slot = iy & (kQDwRingRows - 1);
+      uint8_t* row = p.ring + slot * p.pitch;
+      if (held[slot] != iy) {
+        held[slot] = iy;
+        const uint8_t* src = p.x + iy * p.W;
+        for (int64_t i = 0; i < p.W; i += 64) {
+          const int64_t n = p.W - i;
+          const __mmask64 m = n >= 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1;
+          _mm512_mask_storeu_epi8(row + 1 + i, m,
+                                  _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, src + i), flip));
+        }
+      }
+      rows[q] = row;
+    }
+    uint8_t* y = p.y + oy * p.OW;
+    switch (R) {
+    case 1:
+      qdwRows<1, STRIDE>(rows, p, w, y);
+      break;
+    case 2:
+      qdwRows<2, STRIDE>(rows, p, w, y);
+      break;
+    case 3:
+      qdwRows<3, STRIDE>(rows, p, w, y);
+      break;
+    default:
+      qdwRows<4, STRIDE>(rows, p, w, y);
+      break;
     }
   }
 }
@@ -134,52 +192,6 @@ inline void toF32Row(const uint8_t* x, int64_t n, bool isSigned, float zp, float
                           _mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(oddv)), z));
   }
   if (n & 1) out[pairs] = (isSigned ? float(int8_t(x[n - 1])) : float(x[n - 1])) - zp;
-}
-
-// qdw3x3_plane_avx512vnni for a stride known at compile time: input row iy is converted once into
-// ring slot iy % kQDwRingRows (a padded row: index ix + 1; stride 2: even and odd halves), and four
-// output rows at a time are computed from the slots (qdwRows).
-template <int STRIDE> void qdwPlane(const QDwPlaneParams& p) {
-  int64_t held[kQDwRingRows];
-  for (int64_t i = 0; i < kQDwRingRows; ++i) held[i] = -1;
-  QDwRowParams r{};
-  r.w = p.w, r.bias = p.bias, r.factor = p.factor, r.yzp = p.yzp, r.lo = p.lo, r.hi = p.hi;
-  r.OW = p.OW, r.stride = STRIDE, r.half = p.half;
-  for (int64_t oy = 0; oy < p.OH; oy += 4) {
-    r.numRows = p.OH - oy < 4 ? p.OH - oy : 4;
-    for (int64_t q = 0; q < (r.numRows - 1) * STRIDE + 3; ++q) {
-      const int64_t iy = oy * STRIDE - 1 + q;
-      if (iy < 0 || iy >= p.H) {
-        r.rows[q] = nullptr;
-        continue;
-      }
-      const int64_t slot = iy & (kQDwRingRows - 1);
-      float* row = p.ring + slot * p.pitch;
-      if (held[slot] != iy) {
-        held[slot] = iy;
-        if (STRIDE == 1) // x[i] at padded index i + 1
-          toF32Row(p.x + iy * p.W, p.W, p.xSigned, p.xzp, row + 1, nullptr);
-        else // x[2m] at odd[m], x[2m + 1] at even[m + 1]
-          toF32Row(p.x + iy * p.W, p.W, p.xSigned, p.xzp, row + p.half, row + 1);
-      }
-      r.rows[q] = row;
-    }
-    r.y = p.y + oy * p.OW;
-    switch (r.numRows) {
-    case 1:
-      qdwRows<1, STRIDE>(r);
-      break;
-    case 2:
-      qdwRows<2, STRIDE>(r);
-      break;
-    case 3:
-      qdwRows<3, STRIDE>(r);
-      break;
-    default:
-      qdwRows<4, STRIDE>(r);
-      break;
-    }
-  }
 }
 
 // A panel of 1 or 2 pixels as matrix-vector products: the 8 rows of the A panel are the lanes
@@ -228,7 +240,7 @@ void q8_to_f32_row_avx512vnni(const uint8_t* x, int64_t n, bool isSigned, float 
   toF32Row(x, n, isSigned, zp, out, odd);
 }
 
-void qdw3x3_plane_avx512vnni(const QDwPlaneParams& p) {
+void u8s8_qdwconv3x3_avx512vnni_4x16(const QDw3x3Params& p) {
   if (p.stride == 1)
     qdwPlane<1>(p);
   else

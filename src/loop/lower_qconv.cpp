@@ -102,17 +102,31 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   std::vector<CallArg> args = {buffer(X)};
   Schedule sched;
   std::string callee;
-  // Depthwise on the f32 plane kernels when they are exact for these weights and bias.
+  // Depthwise 3x3 on an int8 kernel where the target has one and the weights fit it; other
+  // depthwise ones on the f32 plane kernels when they are exact for these weights and bias.
   const Tensor* bias = bv && bv->constant ? &*bv->constant : nullptr;
+  const kernels::KernelDesc* dw8 = nullptr;
+  Tensor w8;
+  if (s.G > 1 && kernels::qdepthwise3x3Shape(qs)) {
+    dw8 = kernels::bestKernel(kernels::KernelOp::QDepthwise3x3, o.kernelIsa);
+    w8 = Tensor(DType::I8, {s.M, 3, 4});
+    if (dw8 && !kernels::packQDepthwise3x3Weights(s.M, w16.data<int16_t>(), w8.data<int8_t>()))
+      dw8 = nullptr;
+  }
   Tensor wf;
-  bool depthwise = s.G > 1 && s.G == s.C && (!bv || bias);
+  bool depthwise = !dw8 && s.G > 1 && s.G == s.C && (!bv || bias);
   if (depthwise) {
     wf = Tensor(DType::F32, {s.M, w16.numel() / s.M});
     for (int64_t i = 0; i < w16.numel(); ++i) wf.data<float>()[i] = float(w16.data<int16_t>()[i]);
     depthwise =
         kernels::qdepthwiseExact(qs, wf.data<float>(), bias ? bias->data<int32_t>() : nullptr);
   }
-  if (depthwise) {
+  if (dw8) {
+    callee = "qdwconv_nchw_" + std::string(dw8->name);
+    args.push_back(buffer(b.constant("w8", std::move(w8), "i8 [M, 3, 4], rows of w - wzp")));
+    sched["layout"] = std::string("nchw; uint8 rows, three taps per vpdpbusd; int32 accumulation");
+    sched["parallel"] = std::vector<std::string>{"channels"};
+  } else if (depthwise) {
     const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     callee = "qdwconv_nchw_" + std::string(kd.name);
     args.push_back(buffer(b.constant("wf", std::move(wf), "f32 [M, KH*KW], w - wzp")));

@@ -33,7 +33,7 @@
 //       padBottom, padRight, dilH, dilW, OH, OW)   2-D MaxPool of one image (kernels/conv.h)
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
-//   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw desc>(...)   ONNX QLinearConv, int8
+//   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw | q dw desc>(...)   ONNX QLinearConv, int8
 //       (rt/callees_quant.cpp)
 //   @check_indices_i64 / _i32(indices, count, dim)   Gather's index check (an error naming the
 //       index and the dimension)
@@ -402,6 +402,8 @@ void callQConv(const kernels::KernelDesc& d, const std::string& k, std::vector<K
                kernels::ThreadPool* pool);
 void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                  kernels::ThreadPool* pool);
+void callQDw3x3(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                kernels::ThreadPool* pool);
 
 std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
@@ -426,6 +428,7 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"conv2d_nchw_packed_", KernelOp::GemmBf16, callConvPacked},
       {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
+      {"qdwconv_nchw_", KernelOp::QDepthwise3x3, callQDw3x3},
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
       {"gemm_packed_", KernelOp::GemmBf16, callGemmPacked},
       {"attention_", KernelOp::Gemm, callAttention},

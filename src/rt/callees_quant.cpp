@@ -6,6 +6,8 @@
 //       wp = w - wzp packed by kernels::packQConvWeights for that kernel, rowSum [M] i32
 //   @qdwconv_nchw_<DepthwiseConvNchw desc>(x, w, bias | 0, factor, y, G, xzp, yzp, flags)
 //       group == C; w [M, KH*KW] f32 (w - wzp)
+//   @qdwconv_nchw_<QDepthwise3x3 desc>(x, w, bias | 0, factor, y, G, xzp, yzp, flags)
+//       group == C, 3x3, pad 1, stride 1 or 2; w [M, 3, 4] i8 by kernels::packQDepthwise3x3Weights
 // Buffer arguments: see rt/callees.h.
 #include "kernels/qconv.h"
 #include "rt/callees.h"
@@ -83,6 +85,23 @@ void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector
   const auto* factor = static_cast<const float*>(bytesAt(k, a, 3, s.M, 4, "factor"));
   void* y = bytesAt(k, a, 4, s.N * s.M * s.OH() * s.OW(), 1, "y");
   kernels::qdepthwiseConv2d(d, s, q, x, w, bias, factor, y, pool);
+}
+
+void callQDw3x3(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 24, "call @{}: expects 24 arguments, got {}", k, a.size());
+  kernels::QConvShape s;
+  kernels::QConvParams q;
+  convArgs(k, a, 5, s, q);
+  AICC_RT_CHECK(kernels::qdepthwise3x3Shape(s) && s.M % s.C == 0,
+                "call @{}: not a 3x3 depthwise convolution with pad 1 and stride 1 or 2", k);
+  const void* x = bytesAt(k, a, 0, s.N * s.C * s.H * s.W, 1, "x");
+  const auto* w = static_cast<const int8_t*>(bytesAt(k, a, 1, s.M * 12, 1, "w"));
+  const int32_t* bias = nullptr;
+  if (a[2].isBuffer) bias = static_cast<const int32_t*>(bytesAt(k, a, 2, s.M, 4, "bias"));
+  const auto* factor = static_cast<const float*>(bytesAt(k, a, 3, s.M, 4, "factor"));
+  void* y = bytesAt(k, a, 4, s.N * s.M * s.OH() * s.OW(), 1, "y");
+  kernels::qdepthwise3x3(d, s, q, x, w, bias, factor, y, pool);
 }
 
 } // namespace aicc::rt

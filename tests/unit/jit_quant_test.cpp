@@ -170,14 +170,15 @@ TEST(JitQuant, QLinearConvMatchesExactly) {
        0.0005,
        "qdwconv_nchw_"},                                                // depthwise, multiplier 2
       {U, I, {2, 3, 17}, {5, 3, 3}, true, true, "pads = [1, 1]", 0.03}, // 1-D
-      // A bias near 2^24 keeps the depthwise convolution on the integer GEMM.
+      // A bias near 2^24 keeps a depthwise convolution the int8 3x3 kernels do not take off the
+      // f32 plane kernels: it runs on the integer GEMM.
       {U,
        I,
        {1, 5, 7, 9},
-       {5, 1, 3, 3},
+       {5, 1, 5, 5},
        false,
        true,
-       "group = 5, pads = [1, 1, 1, 1]",
+       "group = 5, pads = [2, 2, 2, 2]",
        9000,
        "qconv2d_nchw_",
        16700000},

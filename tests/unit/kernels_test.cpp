@@ -102,9 +102,7 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
   int gemms = 0;
   for (const auto& k : allKernels()) {
     const std::string name = k.name;
-    const char* prefix = k.op == KernelOp::QConvGemm  ? "u8"
-                         : k.op == KernelOp::GemmBf16 ? "bf16_"
-                                                      : "f32_";
+    const char* prefix = isQuantOp(k.op) ? "u8" : k.op == KernelOp::GemmBf16 ? "bf16_" : "f32_";
     EXPECT_EQ(name.rfind(prefix, 0), 0u) << name;
     EXPECT_NE(name.find(std::string(isaName(k.isa))), std::string::npos) << name;
     // Kernels this build cannot run (NEON on x86-64) are listed without code: compiling for a
@@ -120,6 +118,9 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
     } else if (k.op == KernelOp::QConvGemm) {
       EXPECT_TRUE(k.qgemm) << name;
       EXPECT_TRUE(k.kg == 2 || k.kg == 4) << name;
+      EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
+    } else if (k.op == KernelOp::QDepthwise3x3) {
+      EXPECT_TRUE(k.qdw3x3) << name;
       EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
     } else if (k.op == KernelOp::DepthwiseConvNchw) {
       EXPECT_EQ(bool(k.dwNchwPlane), code) << name;

@@ -178,5 +178,59 @@ TEST(QConvKernels, DepthwiseMatchesReferenceOnEveryIsa) {
   EXPECT_FALSE(qdepthwiseExact(s, wf.data(), big.data()));
 }
 
+// The int8 depthwise 3x3 kernels: every image width around the 16-column vectors and the 64-byte
+// row copies, strides 1 and 2, heights that leave 1-3 output rows for the last pass, a
+// multiplier, u8 / i8 / mixed activations, weights at the int8 limits, saturating outputs.
+TEST(QConvKernels, Depthwise3x3Int8MatchesReference) {
+  ThreadPool pool(2);
+  const QConvParams u8{false, false, 119, 128}, i8{true, true, 7, -3}, mixed{true, false, -2, 40};
+  std::vector<Case> dw;
+  for (int64_t W : {1, 2, 15, 16, 17, 31, 33, 63, 64, 65, 112})
+    for (int64_t st : {1, 2}) dw.push_back({shape(3, 5 + W % 4, W, 3, 3, 3, st, 1, 1), u8, 127});
+  dw.push_back({shape(16, 14, 14, 16, 16, 3, 1, 1, 1), i8, 128});
+  dw.push_back({shape(8, 9, 10, 16, 8, 3, 2, 1, 1), mixed, 128}); // multiplier 2
+  dw.push_back({shape(4, 1, 1, 4, 4, 3, 2, 1, 1), i8, 128});
+  dw.push_back({shape(24, 28, 28, 24, 24, 3, 1, 1, 1), u8, 128});
+  for (const auto& k : allKernels()) {
+    if (k.op != KernelOp::QDepthwise3x3) continue;
+    if (!cpuSupports(k.isa)) {
+      std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
+                  std::string(isaName(k.isa)).c_str());
+      continue;
+    }
+    std::mt19937 rng(29);
+    for (const Case& c : dw) {
+      const QConvShape& s = c.s;
+      ASSERT_TRUE(qdepthwise3x3Shape(s));
+      std::vector<int16_t> w(size_t(s.M * 9));
+      for (auto& e : w) e = int16_t(int(rng() % 256) - 128);
+      w[0] = -128, w[1] = 127; // the int8 limits
+      std::vector<int8_t> packed(size_t(s.M * 12));
+      ASSERT_TRUE(packQDepthwise3x3Weights(s.M, w.data(), packed.data()));
+      std::vector<uint8_t> x(size_t(s.N * s.C * s.H * s.W));
+      for (auto& e : x) e = uint8_t(rng());
+      std::vector<int32_t> bias(size_t(s.M));
+      std::vector<float> factor(size_t(s.M));
+      for (int64_t m = 0; m < s.M; ++m) {
+        bias[size_t(m)] = int32_t(rng() % 200001) - 100000;
+        factor[size_t(m)] = float(1e-4 * double(1 + rng() % 2000)); // some outputs saturate
+      }
+      const auto want = reference(c, x, w, bias, factor);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<uint8_t> got(want.size(), 0xEE);
+        qdepthwise3x3(k, s, c.q, x.data(), packed.data(), bias.data(), factor.data(), got.data(),
+                      p);
+        EXPECT_EQ(got, want) << k.name << " C=" << s.C << " M=" << s.M << " H=" << s.H
+                             << " W=" << s.W << " stride " << s.strideH << (p ? " 2 threads" : "");
+      }
+    }
+  }
+  // Weights outside int8 are refused (the lowering then takes the f32 plane kernels).
+  const std::vector<int16_t> wide(9, 129);
+  std::vector<int8_t> packed(12, 0x11);
+  EXPECT_FALSE(packQDepthwise3x3Weights(1, wide.data(), packed.data()));
+  EXPECT_EQ(packed[0], 0x11);
+}
+
 } // namespace
 } // namespace aicc::kernels
