@@ -4,6 +4,8 @@
 //   gemm/<kernel>/MxNxK/threads:T     C = A[M,K] * B[K,N] (B pre-packed), bias + ReLU epilogue
 //   dwconv/<kernel>/HxWxC/k<K>s<S>/threads:T, conv2d/<gemm kernel>/...: the NCHW convolutions the
 //   engines call (depthwise over padded rows; GEMM with weights packed as A, im2col panels)
+//   qdwconv/<kernel>/HxWxC/s<S>/threads:T, qconv/<kernel>/...: the int8 QLinearConv kernels
+//   (kernels/qconv.h), in GOP/s (2 per multiply-add)
 // Run: ./build/aicc_bench [--benchmark_filter=gemm/.*14x32] (see bench/README.md).
 #include <benchmark/benchmark.h>
 
@@ -16,6 +18,7 @@
 
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
+#include "kernels/qconv.h"
 #include "kernels/registry.h"
 #include "kernels/thread_pool.h"
 
@@ -139,6 +142,44 @@ void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, ConvRo
   setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K), threads, t0);
 }
 
+// The int8 convolutions (QLinearConv): u8 activations, int8 weights, factors below 0.99.
+QConvShape qshape(int64_t HW, int64_t C, int64_t M, int64_t group, int64_t K, int64_t stride) {
+  QConvShape s;
+  s.C = C, s.H = s.W = HW, s.M = M, s.group = group, s.KH = s.KW = K;
+  s.strideH = s.strideW = stride;
+  s.padTop = s.padLeft = s.padBottom = s.padRight = K / 2;
+  return s;
+}
+void benchQConv(benchmark::State& st, const KernelDesc* kd, QConvShape s, int threads) {
+  std::mt19937 rng(3);
+  std::vector<uint8_t> x(size_t(s.C * s.H * s.W)), y(size_t(s.M * s.OH() * s.OW()));
+  for (auto& v : x) v = uint8_t(rng());
+  std::vector<int16_t> w(size_t(s.M * s.Kc()));
+  for (auto& v : w) v = int16_t(int(rng() % 255) - 127);
+  std::vector<int32_t> bias(size_t(s.M), 100), rowSum(size_t(s.M), 0);
+  std::vector<float> factor(size_t(s.M), 1e-3f);
+  const QConvParams q{false, false, 128, 128};
+  std::vector<int8_t> w8(size_t(s.M * 12));
+  std::vector<uint8_t> packed;
+  if (kd->op == KernelOp::QDepthwise3x3) {
+    packQDepthwise3x3Weights(s.M, w.data(), w8.data());
+  } else {
+    packed.resize(size_t(qconvPackedBytes(*kd, s)));
+    packQConvWeights(*kd, s, w.data(), packed.data());
+  }
+  ThreadPool* pool = poolFor(threads);
+  const auto t0 = Clock::now();
+  for (auto _ : st) {
+    if (kd->op == KernelOp::QDepthwise3x3)
+      qdepthwise3x3(*kd, s, q, x.data(), w8.data(), bias.data(), factor.data(), y.data(), pool);
+    else
+      qconv2d(*kd, s, q, x.data(), packed.data(), rowSum.data(), bias.data(), factor.data(),
+              y.data(), pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.M) * double(s.Kc()), threads, t0);
+}
+
 Conv2dShape convShape(int64_t HW, int64_t Cin, int64_t Cout, int64_t K, int64_t stride) {
   Conv2dShape s;
   s.H = s.W = HW;
@@ -195,6 +236,31 @@ void registerAll() {
           benchDw(st, kd, s.HW, s.C, s.K, s.stride, t);
         })->UseRealTime();
       }
+  // mobilenetv2-12-int8's layers: the stem, pointwise expansions and projections, depthwise ones.
+  const std::pair<const char*, QConvShape> qconvs[] = {
+      {"224x224x3_3x3s2_32", qshape(224, 3, 32, 1, 3, 2)},
+      {"112x112x16_1x1_96", qshape(112, 16, 96, 1, 1, 1)},
+      {"56x56x144_1x1_24", qshape(56, 144, 24, 1, 1, 1)},
+      {"14x14x64_1x1_384", qshape(14, 64, 384, 1, 1, 1)},
+      {"7x7x320_1x1_1280", qshape(7, 320, 1280, 1, 1, 1)},
+      {"112x112x96_dw_s2", qshape(112, 96, 96, 96, 3, 2)},
+      {"56x56x144_dw_s1", qshape(56, 144, 144, 144, 3, 1)},
+      {"14x14x384_dw_s1", qshape(14, 384, 384, 384, 3, 1)},
+      {"7x7x960_dw_s1", qshape(7, 960, 960, 960, 3, 1)}};
+  std::vector<const KernelDesc*> qkernels = availableKernels(KernelOp::QConvGemm);
+  for (const KernelDesc* kd : availableKernels(KernelOp::QDepthwise3x3)) qkernels.push_back(kd);
+  for (const KernelDesc* kd : qkernels)
+    for (const auto& [label, s] : qconvs) {
+      if ((kd->op == KernelOp::QDepthwise3x3) != (s.group > 1)) continue;
+      for (int t : {1, 2}) {
+        const std::string name = std::string(s.group > 1 ? "qdwconv/" : "qconv/") + kd->name + "/" +
+                                 label + "/threads:" + std::to_string(t);
+        const QConvShape shape = s;
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          benchQConv(st, kd, shape, t);
+        })->UseRealTime();
+      }
+    }
   // ResNet-50 and MobileNetV2 convolutions (3x3 and 1x1 at 56x56 to 7x7, strided 1x1, the 7x7/2
   // stem) through the default GEMM kernel and the bf16 one.
   std::vector<const KernelDesc*> convKernels = {&defaultKernel(KernelOp::Gemm)};

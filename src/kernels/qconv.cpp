@@ -64,15 +64,17 @@ void im2colRow(const QConvShape& s, const QGeom& g, const uint8_t* x, uint8_t ra
   auto firstAtLeast = [sw](int64_t v) {                        // the least t with t * sw >= v
     return v >= 0 ? (v + sw - 1) / sw : -(-v / sw);
   };
-  for (int64_t j = 0; j < nr;) {
-    const int64_t p = p0 + j, oy = p / g.OW, ox0 = p % g.OW;
+  // Output columns [first, last) read inside the input row.
+  const int64_t first = firstAtLeast(-off), last = firstAtLeast(s.W - off);
+  int64_t oy = p0 / g.OW, ox0 = p0 % g.OW;
+  for (int64_t j = 0; j < nr; ++oy, ox0 = 0) {
     const int64_t run = std::min(nr - j, g.OW - ox0);
     const int64_t iy = oy * s.strideH - s.padTop + ky * s.dilH;
     if (iy < 0 || iy >= s.H) {
       std::memset(out + j, rawPad, size_t(run));
     } else {
-      const int64_t a = std::clamp<int64_t>(firstAtLeast(-off) - ox0, 0, run);
-      const int64_t b = std::clamp<int64_t>(firstAtLeast(s.W - off) - ox0, a, run);
+      const int64_t a = std::clamp<int64_t>(first - ox0, 0, run);
+      const int64_t b = std::clamp<int64_t>(last - ox0, a, run);
       std::memset(out + j, rawPad, size_t(a));
       const uint8_t* src = plane + iy * s.W + (ox0 + a) * sw + off;
       uint8_t* dst = out + j + a;
@@ -100,17 +102,19 @@ void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x
   // Rows past Kc must be 0 (they are summed into every column); columns past nr need not be (the
   // tiles compute them from whatever is there and do not store them), so a tail panel is not
   // cleared: a 7x7 layer's 1-pixel panel would clear Kc x 48 bytes.
-  if (g.Kc % KG) std::memset(dst, 0, size_t(g.bPanelBytes));
-  int64_t k0 = 0;
-  if constexpr (KG == 4) // whole quads of matrix rows: one interleave
-    if (cols)
-      for (; k0 + 4 <= g.Kc; k0 += 4) {
-        const uint8_t* r[4];
-        for (int c = 0; c < 4; ++c) r[c] = cols + (k0 + c) * g.P + p0;
-        interleave4(r, nr, flip, reinterpret_cast<uint8_t*>(dst + (k0 / 4) * NR * 4));
-      }
   const uint8_t rawPad = pad ^ flip;
   uint8_t rows[4][512];
+  int64_t k0 = 0;
+  if constexpr (KG == 4) // quads of matrix rows: one interleave (rows past Kc read 0 once flipped)
+    if (cols) {
+      if (g.Kc % 4) std::memset(rows[0], flip, size_t(nr));
+      for (; k0 < g.Kc; k0 += 4) {
+        const uint8_t* r[4];
+        for (int c = 0; c < 4; ++c) r[c] = k0 + c < g.Kc ? cols + (k0 + c) * g.P + p0 : rows[0];
+        interleave4(r, nr, flip, reinterpret_cast<uint8_t*>(dst + (k0 / 4) * NR * 4));
+      }
+    }
+  if (KG != 4 && g.Kc % KG) std::memset(dst, 0, size_t(g.bPanelBytes));
   if constexpr (KG == 4) // quads of im2col rows, interleaved (rows past Kc are zero)
     if (!cols)
       for (; k0 < g.Kc; k0 += 4) {
@@ -153,21 +157,33 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
     for (int64_t grp = 0; grp < s.group; ++grp) {
       const uint8_t* xg = x + (n * s.C + grp * g.cg) * s.H * s.W;
       uint8_t* yg = y + (n * s.M + grp * g.mg) * g.P;
-      // A small spatial convolution's whole im2col matrix (the stem's is 27 x 12544 bytes), built
-      // once a row of output pixels at a time instead of per 48-pixel panel.
-      const uint8_t* cols = nullptr;
-      if (!s.isPointwise() && g.Kc * g.P <= kWholeIm2colBytes) {
-        thread_local std::vector<uint8_t> whole;
-        whole.resize(size_t(g.Kc * g.P));
-        for (int64_t k = 0; k < g.Kc; ++k)
-          im2colRow(s, g, xg, uint8_t(pad ^ flip), k, 0, g.P, whole.data() + k * g.P);
-        cols = whole.data();
-      }
       // A last panel of at most 4 pixels (a 7x7 layer's 49 = 48 + 1) goes with the panel before
       // it: each A panel is then used for both while it is in cache, instead of streaming all the
       // weights once more for a few pixels.
       const int64_t tail = g.P - (g.pPanels - 1) * kd.nr;
       const int64_t panels = g.pPanels >= 2 && tail <= 4 ? g.pPanels - 1 : g.pPanels;
+      const int64_t items = panels * mSplit, parts = std::min(T, items);
+      // A small spatial convolution's whole im2col matrix (the stem's is 27 x 12544 bytes), built
+      // a row of output pixels at a time instead of per 48-pixel panel: with one channel share,
+      // each thread builds the columns of its own pixel panels (in its cache, and in parallel).
+      thread_local std::vector<uint8_t> whole; // the caller's (the workers fill it through cols)
+      uint8_t* cols = nullptr;
+      if (!s.isPointwise() && g.Kc * g.P <= kWholeIm2colBytes) {
+        whole.resize(size_t(g.Kc * g.P));
+        cols = whole.data();
+      }
+      auto buildCols = [&](int64_t part) {
+        int64_t p0 = 0, p1 = g.P;
+        if (mSplit == 1 && parts > 1) {
+          const int64_t first = items * part / parts, last = items * (part + 1) / parts;
+          p0 = first * kd.nr, p1 = last == panels ? g.P : last * kd.nr;
+        } else if (part > 0) {
+          return; // the caller's part builds it all, before the others read it
+        }
+        for (int64_t k = 0; k < g.Kc; ++k)
+          im2colRow(s, g, xg, uint8_t(pad ^ flip), k, p0, p1 - p0, cols + k * g.P + p0);
+      };
+      if (cols && !(mSplit == 1 && parts > 1)) buildCols(0);
       auto item = [&](int64_t it) {
         const int64_t pp = it % panels, ms = it / panels;
         thread_local std::vector<E> panel, tailPanel;
@@ -199,8 +215,8 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
       };
       // Each thread takes one contiguous range of items: neighbouring pixel panels write the same
       // cache lines of y (48-byte rows of a panel), which interleaved claiming would share.
-      const int64_t items = panels * mSplit, parts = std::min(T, items);
       auto range = [&](int64_t i) {
+        if (cols && mSplit == 1 && parts > 1) buildCols(i);
         for (int64_t it = items * i / parts; it < items * (i + 1) / parts; ++it) item(it);
       };
       if (parts > 1)

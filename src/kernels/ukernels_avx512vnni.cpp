@@ -30,6 +30,47 @@ struct Requant {
   }
 };
 
+// Requantization of four rows of 16 scaled sums at once, for |factor| < 0.99: then no product of
+// an int32 sum reaches 2^31, the conversion cannot overflow, and saturating packs (int32 -> int16,
+// + yzp, -> 8 bits) clamp exactly as the float bounds of Requant do when [lo, hi] is the whole
+// 8-bit range (which it always is here). 3 vector ops per row plus 6 per four rows, against
+// Requant's 7 per row.
+struct Requant4 {
+  __m512i zp16;
+  bool isSigned;
+  Requant4(int32_t yzp, int32_t lo) : zp16(_mm512_set1_epi16(short(yzp))), isSigned(lo < 0) {}
+  static bool applies(float factor) { return factor < 0.99f && factor > -0.99f; }
+  // Rows r < 4 (columns [0, n), n <= 16) to y[r].
+  void operator()(const __m512 v[4], uint8_t* const y[4], int64_t n) const {
+    const __m512i a = _mm512_adds_epi16(
+        _mm512_packs_epi32(_mm512_cvtps_epi32(v[0]), _mm512_cvtps_epi32(v[1])), zp16);
+    const __m512i b = _mm512_adds_epi16(
+        _mm512_packs_epi32(_mm512_cvtps_epi32(v[2]), _mm512_cvtps_epi32(v[3])), zp16);
+    // Lane L now holds columns 4L..4L+3 of rows 0..3, a dword each; gather every row's dwords.
+    const __m512i c = _mm512_permutexvar_epi32(
+        _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0),
+        isSigned ? _mm512_packs_epi16(a, b) : _mm512_packus_epi16(a, b));
+    const __m128i r[4] = {_mm512_castsi512_si128(c), _mm512_extracti32x4_epi32(c, 1),
+                          _mm512_extracti32x4_epi32(c, 2), _mm512_extracti32x4_epi32(c, 3)};
+    if (n >= 16) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) _mm_storeu_si128(reinterpret_cast<__m128i*>(y[i]), r[i]);
+      return;
+    }
+    const __mmask16 m = __mmask16((1u << n) - 1u);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) _mm_mask_storeu_epi8(y[i], m, r[i]);
+  }
+};
+
+// acc += the products of b's 16 uint8 quads with the int8 quad at w, as an embedded broadcast
+// operand ({1to16}) in inline asm. With the intrinsics (_mm512_set1_epi32 + _mm512_dpbusd_epi32),
+// GCC 12 held the broadcasts in registers and then spilled and copied accumulators of the 8x48
+// tile in every k step (24 accumulators + 3 B vectors + 8 broadcasts > 32 registers).
+inline void dpbusdBroadcast(__m512i& acc, __m512i b, const int32_t* w) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b), "m"(*w));
+}
+
 // ROWS x (16 * NV) outputs; A is [q][8][4] int8, B is [q][48][4] uint8 (kernels/ukernel.h).
 template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
   __m512i acc[ROWS][NV]; // start from the row offsets (bias - xzp * row sum)
@@ -45,9 +86,34 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
     for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_si512(b + 64 * j);
 #pragma GCC unroll 16
     for (int r = 0; r < ROWS; ++r) {
-      const __m512i w = _mm512_set1_epi32(a[r]);
 #pragma GCC unroll 16
-      for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], bv[j], w);
+      for (int j = 0; j < NV; ++j) dpbusdBroadcast(acc[r][j], bv[j], a + r);
+    }
+  }
+  if constexpr (ROWS % 4 == 0) {
+    bool fast = true;
+    for (int r = 0; r < ROWS; ++r) fast = fast && Requant4::applies(p.factor[r]);
+    if (fast) {
+      const Requant4 requant4(p.yzp, p.lo);
+#pragma GCC unroll 2
+      for (int r = 0; r < ROWS; r += 4) {
+        __m512 f[4];
+        uint8_t* y[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i)
+          f[i] = _mm512_set1_ps(p.factor[r + i]), y[i] = p.y + (r + i) * p.ldy;
+#pragma GCC unroll 3
+        for (int j = 0; j < NV; ++j) {
+          const int64_t n = p.nr - 16 * j;
+          if (n <= 0) break;
+          __m512 v[4];
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) v[i] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r + i][j]), f[i]);
+          uint8_t* const yj[4] = {y[0] + 16 * j, y[1] + 16 * j, y[2] + 16 * j, y[3] + 16 * j};
+          requant4(v, yj, n);
+        }
+      }
+      return;
     }
   }
   const Requant requant(p.yzp, p.lo, p.hi);
@@ -86,6 +152,8 @@ void qdwRows(const uint8_t* const* rows, const QDw3x3Params& p, const __m512i w[
   const __m512i off = _mm512_set1_epi32(p.offset);
   const __m512 f = _mm512_set1_ps(p.factor);
   const Requant requant(p.yzp, p.lo, p.hi);
+  const Requant4 requant4(p.yzp, p.lo);
+  const bool fast = Requant4::applies(p.factor);
   for (int64_t ox = 0; ox < p.OW; ox += 16) {
     __m512i acc[R];
 #pragma GCC unroll 4
@@ -101,6 +169,16 @@ void qdwRows(const uint8_t* const* rows, const QDw3x3Params& p, const __m512i w[
       }
     }
     const int64_t n = p.OW - ox;
+    if constexpr (R == 4) {
+      if (fast) {
+        __m512 v[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) v[i] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[i]), f);
+        uint8_t* const yi[4] = {y + ox, y + p.OW + ox, y + 2 * p.OW + ox, y + 3 * p.OW + ox};
+        requant4(v, yi, n);
+        continue;
+      }
+    }
     const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i)

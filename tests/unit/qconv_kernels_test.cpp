@@ -111,6 +111,8 @@ TEST(QConvKernels, GemmTilesMatchReferenceOnEveryIsa) {
       for (int64_t m = 0; m < s.M; ++m) {
         bias[size_t(m)] = int32_t(rng() % 20001) - 10000;
         factor[size_t(m)] = float(1e-4 * double(1 + rng() % 300)); // some saturate
+        // Factors of 0.99 and up take the tiles' clamping requantization (Requant4 needs less).
+        if (m % 11 == 5) factor[size_t(m)] = m % 2 ? 1.5f : 0.99f;
         for (int64_t i = 0; i < s.Kc(); ++i) rowSum[size_t(m)] += w[size_t(m * s.Kc() + i)];
       }
       const auto want = reference(c, x, w, bias, factor);
@@ -214,6 +216,7 @@ TEST(QConvKernels, Depthwise3x3Int8MatchesReference) {
       for (int64_t m = 0; m < s.M; ++m) {
         bias[size_t(m)] = int32_t(rng() % 200001) - 100000;
         factor[size_t(m)] = float(1e-4 * double(1 + rng() % 2000)); // some outputs saturate
+        if (m % 5 == 2) factor[size_t(m)] = 3.0f;                   // the clamping requantization
       }
       const auto want = reference(c, x, w, bias, factor);
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
