@@ -58,16 +58,14 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
       if (md[i] != 1 && md[i] != want[d]) no("an attn_mask that does not broadcast");
       st[d] = md[i] == 1 ? 0 : s[i];
     }
-    mask = CallArg{b.input(m), nullptr, nullptr};
+    mask = bufferArg(b.input(m));
   }
   float scale = n.attr("scale") ? n.attrFloat("scale") : 1.0f / std::sqrt(float(D));
   const auto& gk = kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
-  auto iv = [](int64_t x) { return CallArg{"", nullptr, intImm(x)}; };
-  std::vector<CallArg> args = {CallArg{Q, nullptr, nullptr}, CallArg{K, nullptr, nullptr},
-                               CallArg{V, nullptr, nullptr}, mask, CallArg{Y, nullptr, nullptr}};
+  std::vector<CallArg> args = {bufferArg(Q), bufferArg(K), bufferArg(V), mask, bufferArg(Y)};
   for (int64_t x : {B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, st[0], st[1], st[2], st[3],
                     n.attrInt("is_causal") != 0 ? int64_t(1) : int64_t(0)})
-    args.push_back(iv(x));
+    args.push_back(intArg(x));
   args.push_back(CallArg{"", nullptr, floatImm(scale, DType::F32)});
   Schedule sched;
   markKernel(sched, gk.name);

@@ -61,6 +61,9 @@ private:
 std::vector<int64_t> strides(const Dims& d);
 // sum(idx[k] * stride[k]) (null idx entries skipped).
 ExprPtr linearIndex(const std::vector<ExprPtr>& idx, const std::vector<int64_t>& stride);
+// Arguments of a runtime kernel call: a whole buffer, an integer.
+inline CallArg bufferArg(const std::string& b) { return CallArg{b, nullptr, nullptr}; }
+inline CallArg intArg(int64_t v) { return CallArg{"", nullptr, intImm(v)}; }
 // Wraps body in loops over vars[k] in 0..ext[k] (outermost first). The outermost loop is
 // `parallel` when parallelOuter; the innermost is vectorize(W) when vectorWidth > 1.
 Block nest(const std::vector<std::string>& vars, const Dims& ext, Block body,

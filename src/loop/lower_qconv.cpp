@@ -17,9 +17,6 @@ namespace aicc::loop::detail {
 
 namespace {
 
-CallArg buffer(const std::string& b) { return CallArg{b, nullptr, nullptr}; }
-CallArg value(int64_t v) { return CallArg{"", nullptr, intImm(v)}; }
-
 // (w - wzp[m]) as int16 rows [M, Kc].
 Tensor shiftedWeights(const Node& n, const Tensor& w, int64_t M) {
   std::vector<double> wzp = quantConst(n, 5, M, "w_zero_point");
@@ -99,7 +96,7 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
 
   FuncBuilder b(n, name, "conv");
   std::string Y = b.output(0), X = b.input(xv);
-  std::vector<CallArg> args = {buffer(X)};
+  std::vector<CallArg> args = {bufferArg(X)};
   Schedule sched;
   std::string callee;
   // Depthwise 3x3 on an int8 kernel where the target has one and the weights fit it; other
@@ -123,13 +120,13 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   }
   if (dw8) {
     callee = "qdwconv_nchw_" + std::string(dw8->name);
-    args.push_back(buffer(b.constant("w8", std::move(w8), "i8 [M, 3, 4], rows of w - wzp")));
+    args.push_back(bufferArg(b.constant("w8", std::move(w8), "i8 [M, 3, 4], rows of w - wzp")));
     sched["layout"] = std::string("nchw; uint8 rows, three taps per vpdpbusd; int32 accumulation");
     sched["parallel"] = std::vector<std::string>{"channels"};
   } else if (depthwise) {
     const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     callee = "qdwconv_nchw_" + std::string(kd.name);
-    args.push_back(buffer(b.constant("wf", std::move(wf), "f32 [M, KH*KW], w - wzp")));
+    args.push_back(bufferArg(b.constant("wf", std::move(wf), "f32 [M, KH*KW], w - wzp")));
     sched["layout"] = std::string("nchw; f32 planes of x - xzp (exact: sums below 2^24)");
     sched["parallel"] = std::vector<std::string>{"channels"};
   } else {
@@ -145,20 +142,20 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
       rowSum.data<int32_t>()[m] = static_cast<int32_t>(sum);
     }
     args.push_back(
-        buffer(b.constant("wp", std::move(packed),
-                          fmt::format("{} panels of {}x{}x{} (k-groups x rows x k), w - wzp",
-                                      kd.name, (Kc + kd.kg - 1) / kd.kg, kd.mr, kd.kg))));
-    args.push_back(buffer(b.constant("rowsum", std::move(rowSum), "i32 [M]")));
+        bufferArg(b.constant("wp", std::move(packed),
+                             fmt::format("{} panels of {}x{}x{} (k-groups x rows x k), w - wzp",
+                                         kd.name, (Kc + kd.kg - 1) / kd.kg, kd.mr, kd.kg))));
+    args.push_back(bufferArg(b.constant("rowsum", std::move(rowSum), "i32 [M]")));
     sched["layout"] = std::string("nchw; activations packed per call into ") +
                       std::to_string(kd.nr) + "-pixel panels; int32 accumulation";
     sched["parallel"] = std::vector<std::string>{"pixel panels x output channels"};
   }
-  args.push_back(bv ? buffer(b.input(bv)) : value(0));
-  args.push_back(buffer(b.constant("factor", std::move(factor), "f32 [M]")));
-  args.push_back(buffer(Y));
-  for (int64_t v : geo) args.push_back(value(v));
+  args.push_back(bv ? bufferArg(b.input(bv)) : intArg(0));
+  args.push_back(bufferArg(b.constant("factor", std::move(factor), "f32 [M]")));
+  args.push_back(bufferArg(Y));
+  for (int64_t v : geo) args.push_back(intArg(v));
   for (int64_t v : {xzp, yzp, int64_t(xt == DType::I8) | int64_t(yt == DType::I8) << 1})
-    args.push_back(value(v));
+    args.push_back(intArg(v));
   sched["micro_kernel"] = callee;
   return b.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
 }

@@ -6,8 +6,13 @@
 //   QLinearMatMul  acc = sum (a - az)(b - bz[n]) (int32), y = sat(round(f64(acc) * f + yz)) with
 //                f = f32(f32(as * bs[n]) / ys); a [..., M, K], b [K, N]
 // Scales and zero points are per tensor (b's also per column); all read from their buffers.
+// QLinearMatMul with a constant b (b - bz within int8) and constant scales and zero points calls
+// the runtime kernel @qmatmul_u8s8 (kernels/qmatmul.h: the same arithmetic, b transposed and
+// packed at compile time, columns split over the threads) instead.
+#include "kernels/qmatmul.h"
 #include "loop/lower_quant.h"
 #include "ops/op_def.h"
+#include "ops/quant_util.h"
 
 namespace aicc::loop::detail {
 
@@ -117,6 +122,57 @@ ExprPtr columnIn(FuncBuilder& b, const Node& n, size_t i, int64_t N, const ExprP
   return cast(t, load(b.input(v), col, v->type.dtype));
 }
 
+// The @qmatmul_u8s8 call, or nullopt when b, the scales or the zero points are not constants of
+// the shapes it takes or b - bz leaves int8.
+std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
+                                       const LowerOptions& o, int64_t R, int64_t K, int64_t N) {
+  const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
+  for (size_t i : {1, 2, 3, 4, 5, 6, 7})
+    if (n.hasInput(i) && !n.inputs[i]->constant) return std::nullopt;
+  const DType st = n.inputs[1]->type.dtype;
+  if (st != DType::F32 || n.inputs[4]->type.dtype != st || n.inputs[6]->type.dtype != st)
+    return std::nullopt;
+  std::vector<double> as, az, bs, bz, ys, yz;
+  try {
+    as = quantConst(n, 1, 1, "a_scale"), az = quantConst(n, 2, 1, "a_zero_point");
+    bs = quantConst(n, 4, N, "b_scale"), bz = quantConst(n, 5, N, "b_zero_point");
+    ys = quantConst(n, 6, 1, "y_scale"), yz = quantConst(n, 7, 1, "y_zero_point");
+  } catch (const NotLowerable&) {
+    return std::nullopt; // per-row a scales: the loop nest
+  }
+  const Tensor& b = *bv->constant;
+  Tensor w16(DType::I16, {K, N});
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t c = 0; c < N; ++c)
+      w16.data<int16_t>()[k * N + c] = static_cast<int16_t>(
+          b.getI64(k * N + c) - static_cast<int64_t>(bz[bz.size() == 1 ? 0 : size_t(c)]));
+  Tensor wT(DType::I8, {N, K});
+  if (K >= (int64_t(1) << 16) ||
+      !kernels::packQMatMulWeights(K, N, w16.data<int16_t>(), wT.data<int8_t>()))
+    return std::nullopt;
+  Tensor factor(DType::F64, {N});
+  for (int64_t c = 0; c < N; ++c) {
+    const double f =
+        roundToType(st, roundToType(st, as[0] * bs[bs.size() == 1 ? 0 : size_t(c)]) / ys[0]);
+    if (!std::isfinite(f)) return std::nullopt;
+    factor.data<double>()[c] = f;
+  }
+  FuncBuilder fb(n, name, "matmul");
+  std::string Y = fb.output(0), A = fb.input(av);
+  std::vector<CallArg> args = {
+      bufferArg(A), bufferArg(fb.constant("wT", std::move(wT), "i8 [N, K], b - bzp transposed")),
+      bufferArg(fb.constant("factor", std::move(factor), "f64 [N]")), bufferArg(Y)};
+  for (int64_t v :
+       {R, K, N, int64_t(az[0]), int64_t(yz[0]),
+        int64_t(av->type.dtype == DType::I8) | int64_t(yv->type.dtype == DType::I8) << 1})
+    args.push_back(intArg(v));
+  Schedule sched;
+  sched["accumulation"] = std::string("int32");
+  sched["micro_kernel"] = std::string("qmatmul_u8s8");
+  sched["parallel"] = std::vector<std::string>{"output columns"};
+  return fb.finish({Stmt::callKernel("qmatmul_u8s8", std::move(args))}, std::move(sched), o);
+}
+
 std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& name,
                                               const LowerOptions& o) {
   const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
@@ -126,6 +182,7 @@ std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& 
   if (ad.size() < 2 || bd.size() != 2 || ad.back() != bd[0])
     no(n.describe() + ": QLinearMatMul is lowered for a [..., M, K] x b [K, N] only");
   const int64_t K = bd[0], N = bd[1], R = numel(ad) / K;
+  if (auto call = qmatmulCall(n, name, o, R, K, N)) return call;
   const DType i32 = DType::I32, f = DType::F32;
   FuncBuilder b(n, name, "matmul");
   std::string Y = b.output(0), A = b.input(av), B = b.input(bv);

@@ -34,7 +34,7 @@
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw | q dw desc>(...)   ONNX QLinearConv, int8
-//       (rt/callees_quant.cpp)
+//       (rt/callees_quant.cpp); @qmatmul_u8s8(...)   QLinearMatMul with constant b (the same)
 //   @check_indices_i64 / _i32(indices, count, dim)   Gather's index check (an error naming the
 //       index and the dimension)
 //   @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore)   the losses' target
@@ -404,6 +404,7 @@ void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector
                  kernels::ThreadPool* pool);
 void callQDw3x3(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                 kernels::ThreadPool* pool);
+void callQMatMul(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool);
 
 std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
@@ -411,6 +412,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int64_t>(name, a); });
   if (name == "check_indices_i32")
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int32_t>(name, a); });
+  if (name == "qmatmul_u8s8")
+    return KernelFn([name, pool](std::vector<KernelArg>& a) { callQMatMul(name, a, pool); });
   if (name == "check_targets_i64")
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckTargets<int64_t>(name, a); });
   if (name == "check_targets_i32")

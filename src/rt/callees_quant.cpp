@@ -8,8 +8,12 @@
 //       group == C; w [M, KH*KW] f32 (w - wzp)
 //   @qdwconv_nchw_<QDepthwise3x3 desc>(x, w, bias | 0, factor, y, G, xzp, yzp, flags)
 //       group == C, 3x3, pad 1, stride 1 or 2; w [M, 3, 4] i8 by kernels::packQDepthwise3x3Weights
+//   @qmatmul_u8s8(a, wT, factor, y, R, K, N, azp, yzp, flags)   ONNX QLinearMatMul with constant b
+//       (kernels/qmatmul.h): a [R, K] u8/i8, wT [N, K] i8 (b - bzp transposed), factor [N] f64,
+//       y [R, N] u8/i8
 // Buffer arguments: see rt/callees.h.
 #include "kernels/qconv.h"
+#include "kernels/qmatmul.h"
 #include "rt/callees.h"
 #include "rt/error.h"
 
@@ -102,6 +106,26 @@ void callQDw3x3(const kernels::KernelDesc& d, const std::string& k, std::vector<
   const auto* factor = static_cast<const float*>(bytesAt(k, a, 3, s.M, 4, "factor"));
   void* y = bytesAt(k, a, 4, s.N * s.M * s.OH() * s.OW(), 1, "y");
   kernels::qdepthwise3x3(d, s, q, x, w, bias, factor, y, pool);
+}
+
+void callQMatMul(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 10, "call @{}: expects 10 arguments, got {}", k, a.size());
+  kernels::QMatMulShape s;
+  s.R = intArg(k, a, 4), s.K = intArg(k, a, 5), s.N = intArg(k, a, 6);
+  s.azp = static_cast<int32_t>(intArg(k, a, 7));
+  s.yzp = static_cast<int32_t>(intArg(k, a, 8));
+  const int64_t flags = intArg(k, a, 9);
+  s.aSigned = flags & 1, s.ySigned = flags & 2;
+  AICC_RT_CHECK(s.R > 0 && s.K > 0 && s.K < (int64_t(1) << 16) && s.N > 0,
+                "call @{}: bad matrix shape", k);
+  AICC_RT_CHECK(s.azp >= (s.aSigned ? -128 : 0) && s.azp <= (s.aSigned ? 127 : 255) &&
+                    s.yzp >= (s.ySigned ? -128 : 0) && s.yzp <= (s.ySigned ? 127 : 255),
+                "call @{}: zero point out of range", k);
+  const auto* x = static_cast<const uint8_t*>(bytesAt(k, a, 0, s.R * s.K, 1, "a"));
+  const auto* wT = static_cast<const int8_t*>(bytesAt(k, a, 1, s.N * s.K, 1, "wT"));
+  const auto* factor = static_cast<const double*>(bytesAt(k, a, 2, s.N, 8, "factor"));
+  auto* y = static_cast<uint8_t*>(bytesAt(k, a, 3, s.R * s.N, 1, "y"));
+  kernels::qmatmul(s, x, wT, factor, y, pool);
 }
 
 } // namespace aicc::rt

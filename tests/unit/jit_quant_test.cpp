@@ -208,6 +208,19 @@ TEST(JitQuant, QLinearMatMulAddAndPoolMatchExactly) {
             "  %ys = const f32[] [0.05]\n  %yz = const i8[] [-3]\n"
             "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n",
         "QLinearMatMul i8 per column", "accumulation = \"int32\"");
+  // A classifier: constant int8 weights -> the runtime kernel; the same with b a graph input ->
+  // the loop nest.
+  check("graph @g(%a: u8[1,300]) {\n  %as = const f32[] [0.02]\n  %az = const u8[] [7]\n" +
+            constText("b", DType::I8, {300, 45}, rng) +
+            constText("bs", DType::F32, {45}, rng, 0, {0.001, 0.0005, 0.002}) +
+            "  %bz = const i8[] [0]\n  %ys = const f32[] [0.03]\n  %yz = const u8[] [100]\n"
+            "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n",
+        "QLinearMatMul constant int8 b", "micro_kernel = \"qmatmul_u8s8\"");
+  check("graph @g(%a: u8[3,37], %b: i8[37,21]) {\n  %as = const f32[] [0.02]\n"
+        "  %az = const u8[] [7]\n  %bs = const f32[] [0.004]\n  %bz = const i8[] [2]\n"
+        "  %ys = const f32[] [0.03]\n  %yz = const u8[] [100]\n"
+        "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n",
+        "QLinearMatMul b at run time", "accumulation = \"int32\", kind = \"matmul\", op");
   check("graph @g(%a: u8[2,3,4,5], %b: u8[3,1,5]) {\n  %as = const f32[] [0.05]\n"
         "  %az = const u8[] [120]\n  %bs = const f32[] [0.11]\n  %bz = const u8[] [131]\n"
         "  %cs = const f32[] [0.04]\n  %cz = const u8[] [128]\n"

@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/qconv.h"
+#include "kernels/qmatmul.h"
 #include "kernels/thread_pool.h"
 
 namespace aicc::kernels {
@@ -233,6 +235,50 @@ TEST(QConvKernels, Depthwise3x3Int8MatchesReference) {
   std::vector<int8_t> packed(12, 0x11);
   EXPECT_FALSE(packQDepthwise3x3Weights(1, wide.data(), packed.data()));
   EXPECT_EQ(packed[0], 0x11);
+}
+
+// QLinearMatMul's kernel against the reference arithmetic (f64 requantization): rows, column
+// counts around the 4-column passes and the thread split, u8 / i8, saturating outputs.
+TEST(QMatMulKernel, MatchesReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(31);
+  for (const auto& [R, K, N, aSigned, ySigned] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, bool, bool>>{{1, 1280, 1000, false, false},
+                                                                      {3, 37, 7, true, true},
+                                                                      {2, 64, 130, false, true},
+                                                                      {1, 5, 1, true, false}}) {
+    QMatMulShape s;
+    s.R = R, s.K = K, s.N = N, s.aSigned = aSigned, s.ySigned = ySigned;
+    s.azp = aSigned ? -3 : 119, s.yzp = ySigned ? 5 : 128;
+    std::vector<uint8_t> a(size_t(R * K));
+    for (auto& v : a) v = uint8_t(rng());
+    std::vector<int16_t> b(size_t(K * N));
+    for (auto& v : b) v = int16_t(int(rng() % 256) - 128);
+    std::vector<int8_t> wT(size_t(N * K));
+    ASSERT_TRUE(packQMatMulWeights(K, N, b.data(), wT.data()));
+    std::vector<double> factor(static_cast<size_t>(N));
+    for (auto& f : factor) f = double(float(1e-5 * double(1 + rng() % 3000)));
+    std::vector<uint8_t> want(size_t(R * N));
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t acc = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const int32_t x = aSigned ? int32_t(int8_t(a[size_t(r * K + k)])) : a[size_t(r * K + k)];
+          acc += int64_t(x - s.azp) * b[size_t(k * N + n)];
+        }
+        const double v = std::nearbyint(double(int32_t(acc)) * factor[size_t(n)] + s.yzp);
+        want[size_t(r * N + n)] =
+            uint8_t(int32_t(std::clamp(v, ySigned ? -128.0 : 0.0, ySigned ? 127.0 : 255.0)));
+      }
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      std::vector<uint8_t> got(want.size(), 0xEE);
+      qmatmul(s, a.data(), wT.data(), factor.data(), got.data(), p);
+      EXPECT_EQ(got, want) << "R=" << R << " K=" << K << " N=" << N << (p ? " 2 threads" : "");
+    }
+  }
+  const std::vector<int16_t> wide = {1, -129};
+  std::vector<int8_t> wT(2, 0x11);
+  EXPECT_FALSE(packQMatMulWeights(2, 1, wide.data(), wT.data()));
 }
 
 } // namespace

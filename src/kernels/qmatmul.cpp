@@ -1,0 +1,78 @@
+#include "kernels/qmatmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+
+namespace aicc::kernels {
+
+namespace {
+
+// Columns [n0, n1) of one row: a16 = a - azp (K values, within [-255, 255]), each output a dot
+// product of int16 x int8 in int32 (exact: |sum| < 2^31 for K < 2^16), four columns per pass so
+// every a16 vector is loaded once for four weight rows.
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+void dotColumns(const int16_t* a16, const int8_t* wT, int64_t K, int64_t n0, int64_t n1,
+                int32_t* acc) {
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const int8_t *w0 = wT + n * K, *w1 = w0 + K, *w2 = w1 + K, *w3 = w2 + K;
+    // The weights are streamed once per call (a classifier's do not stay in L2 between runs):
+    // request the next four rows while these are summed.
+    if (n + 8 <= n1)
+      for (int64_t off = 0; off < 4 * K; off += 64) __builtin_prefetch(w0 + 4 * K + off);
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const int32_t x = a16[k];
+      s0 += x * w0[k], s1 += x * w1[k], s2 += x * w2[k], s3 += x * w3[k];
+    }
+    acc[n - n0] = s0, acc[n - n0 + 1] = s1, acc[n - n0 + 2] = s2, acc[n - n0 + 3] = s3;
+  }
+  for (; n < n1; ++n) {
+    const int8_t* w = wT + n * K;
+    int32_t s = 0;
+    for (int64_t k = 0; k < K; ++k) s += int32_t(a16[k]) * w[k];
+    acc[n - n0] = s;
+  }
+}
+
+} // namespace
+
+bool packQMatMulWeights(int64_t K, int64_t N, const int16_t* b, int8_t* wT) {
+  if (!std::all_of(b, b + K * N, [](int16_t v) { return v >= -128 && v <= 127; })) return false;
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) wT[n * K + k] = static_cast<int8_t>(b[k * N + n]);
+  return true;
+}
+
+void qmatmul(const QMatMulShape& s, const uint8_t* a, const int8_t* wT, const double* factor,
+             uint8_t* y, ThreadPool* pool) {
+  const double lo = s.ySigned ? -128 : 0, hi = s.ySigned ? 127 : 255;
+  std::vector<int16_t> a16(size_t(s.R * s.K));
+  for (int64_t i = 0; i < s.R * s.K; ++i)
+    a16[size_t(i)] = int16_t((s.aSigned ? int32_t(int8_t(a[i])) : int32_t(a[i])) - s.azp);
+  // Column ranges of at least 64 outputs (~80 KB of weights for K = 1280) per thread.
+  const int64_t T =
+      pool ? std::min<int64_t>(pool->numThreads(), std::max<int64_t>(s.N / 64, 1)) : 1;
+  auto part = [&](int64_t i) {
+    const int64_t n0 = s.N * i / T, n1 = s.N * (i + 1) / T;
+    std::vector<int32_t> acc(size_t(n1 - n0));
+    for (int64_t r = 0; r < s.R; ++r) {
+      dotColumns(a16.data() + r * s.K, wT, s.K, n0, n1, acc.data());
+      for (int64_t n = n0; n < n1; ++n) {
+        const double v = std::nearbyint(double(acc[size_t(n - n0)]) * factor[n] + s.yzp);
+        y[r * s.N + n] = uint8_t(int32_t(std::clamp(v, lo, hi)));
+      }
+    }
+  };
+  if (T > 1)
+    pool->parallelFor(T, part);
+  else
+    part(0);
+}
+
+} // namespace aicc::kernels
