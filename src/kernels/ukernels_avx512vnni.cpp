@@ -169,15 +169,17 @@ void qdwRows(const uint8_t* const* rows, const QDw3x3Params& p, const __m512i w[
       }
     }
     const int64_t n = p.OW - ox;
-    if constexpr (R == 4) {
-      if (fast) {
-        __m512 v[4];
+    if (fast) { // fewer than four rows: the last one stands in for the missing ones
+      __m512 v[4];
+      uint8_t* yi[4];
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) v[i] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[i]), f);
-        uint8_t* const yi[4] = {y + ox, y + p.OW + ox, y + 2 * p.OW + ox, y + 3 * p.OW + ox};
-        requant4(v, yi, n);
-        continue;
+      for (int i = 0; i < 4; ++i) {
+        const int r = i < R ? i : R - 1;
+        v[i] = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r]), f);
+        yi[i] = y + r * p.OW + ox;
       }
+      requant4(v, yi, n);
+      continue;
     }
     const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
 #pragma GCC unroll 4
