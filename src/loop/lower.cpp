@@ -12,8 +12,10 @@ namespace aicc::loop {
 
 namespace {
 
+// f16 / bf16: 16-bit storage, computed in f32 and rounded per op (codegen/llvm/emit_llvm.cpp).
 bool supportedDType(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::Bool ||
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
+         t == DType::Bool ||
          (isInteger(t) && dtypeSize(t) >= 1 && t != DType::I4 && t != DType::U4 && t != DType::I2 &&
           t != DType::U2);
 }

@@ -11,6 +11,23 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
   const std::string& cand = choice.name;
   try {
     std::optional<LoweredNode> r;
+    // f16 / bf16 tensors (16-bit storage, f32 arithmetic rounded per op): only the lowerings
+    // that move elements take them. The others accumulate in their output's type (a sum rounded
+    // to f16 at every step, where the reference kernels accumulate wider) or call f32 kernels.
+    const bool reduced =
+        std::any_of(n.inputs.begin(), n.inputs.end(),
+                    [](const Value* v) { return v && isReducedFloat(v->type.dtype); }) ||
+        std::any_of(n.outputs.begin(), n.outputs.end(),
+                    [](const Value* v) { return v && isReducedFloat(v->type.dtype); });
+    if (reduced) {
+      if (n.op != "Resize" && (r = lowerDataFamily(n, funcName, opts))) {
+        result = std::move(r);
+        return true;
+      }
+      if (!hasNonElementwiseLowering(n)) return false; // the elementwise path's
+      no(n.describe() + ": f16/bf16 tensors are lowered for element moves and elementwise ops "
+                        "only");
+    }
     if (!(r = lowerMatMulFamily(n, funcName, opts, cand)) &&
         !(r = lowerConvFamily(n, funcName, opts, cand)) &&
         !(r = lowerEpilogueFamily(n, funcName, opts, cand)) &&

@@ -27,6 +27,8 @@ bool supportedDType(DType t) {
   switch (t) {
   case DType::F32:
   case DType::F64:
+  case DType::F16:
+  case DType::BF16:
   case DType::Bool:
   case DType::I8:
   case DType::U8:
@@ -43,6 +45,11 @@ bool supportedDType(DType t) {
 }
 
 namespace {
+
+// f16 and bf16: 16-bit storage, f32 in registers. Every value of such an expression is rounded to
+// the type when it is computed (loads are exact), so each op rounds its result as the reference
+// executor's do, and a store only reinterprets.
+bool isReduced(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 bool isUnsignedInt(DType t) {
   return t == DType::Bool || t == DType::U8 || t == DType::U16 || t == DType::U32 ||
@@ -75,6 +82,8 @@ private:
   llvm::Type* regTy(DType t) {
     switch (t) {
     case DType::F32:
+    case DType::F16:
+    case DType::BF16:
       return b_.getFloatTy();
     case DType::F64:
       return b_.getDoubleTy();
@@ -97,7 +106,33 @@ private:
            dtypeName(t));
     }
   }
-  llvm::Type* memTy(DType t) { return t == DType::Bool ? b_.getInt8Ty() : regTy(t); }
+  llvm::Type* memTy(DType t) {
+    return t == DType::Bool ? b_.getInt8Ty() : isReduced(t) ? b_.getInt16Ty() : regTy(t);
+  }
+
+  // A 16-bit f16 / bf16 pattern as f32 (exact).
+  llvm::Value* widen(DType t, llvm::Value* bits) {
+    if (t == DType::F16)
+      return b_.CreateFPExt(b_.CreateBitCast(bits, b_.getHalfTy()), b_.getFloatTy());
+    return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(bits, b_.getInt32Ty()), 16),
+                            b_.getFloatTy());
+  }
+  // An f32 rounded to f16 / bf16 (to nearest even, as ir/dtype.cpp's floatToHalf / floatToBf16),
+  // as the 16-bit pattern.
+  llvm::Value* narrow(DType t, llvm::Value* f) {
+    if (t == DType::F16)
+      return b_.CreateBitCast(b_.CreateFPTrunc(f, b_.getHalfTy()), b_.getInt16Ty());
+    llvm::Value* x = b_.CreateBitCast(f, b_.getInt32Ty());
+    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(x, 16), b_.getInt32(1));
+    llvm::Value* rounded =
+        b_.CreateLShr(b_.CreateAdd(x, b_.CreateAdd(lsb, b_.getInt32(0x7fff))), 16);
+    llvm::Value* nan = b_.CreateOr(b_.CreateLShr(x, 16), b_.getInt32(0x40)); // quieted
+    return b_.CreateTrunc(b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, rounded), b_.getInt16Ty());
+  }
+  // An f32 value rounded to what type t holds (f16 / bf16), kept as f32.
+  llvm::Value* roundTo(DType t, llvm::Value* f) {
+    return isReduced(t) ? widen(t, narrow(t, f)) : f;
+  }
 
   // Starts emitting into `fn`: entry block with the error flag and the typed buffer pointers.
   void begin(llvm::Function* fn, llvm::Value* buffers) {
@@ -148,6 +183,7 @@ private:
       DType t = bufs_.at(s.name).second;
       llvm::Value* v = emit(s.value);
       if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
+      if (isReduced(t)) v = narrow(t, v); // exact: the value is already rounded to t
       tagAccess(b_.CreateStore(v, elemPtr(s.name, s.index)));
       return;
     }
@@ -406,6 +442,10 @@ private:
   llvm::Value* emitCast(DType to, DType from, llvm::Value* v) {
     llvm::Type* toTy = regTy(to);
     if (to == from) return v;
+    // Through f32 as the reference does (f64 -> f32 -> f16 rounds twice there too); a reduced
+    // value in a register is an exact f32.
+    if (isReduced(to)) return roundTo(to, emitCast(DType::F32, from, v));
+    if (isReduced(from)) return emitCast(to, DType::F32, v);
     if (to == DType::Bool)
       return isFloat(from) ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0))
                            : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
@@ -498,7 +538,16 @@ private:
     fail("@{}: operator {} is not defined on {}", f_.name, opName(op), dtypeName(t));
   }
 
+  // An expression's value; f16 / bf16 results rounded to their type (loads, variables, selects
+  // and negations of rounded values are exact; casts round themselves).
   llvm::Value* emit(const ExprPtr& e) {
+    llvm::Value* v = emitRaw(e);
+    const bool exact = e->op == Op::Load || e->op == Op::Var || e->op == Op::Select ||
+                       e->op == Op::Cast || e->op == Op::Neg;
+    return isReduced(e->type) && !exact ? roundTo(e->type, v) : v;
+  }
+
+  llvm::Value* emitRaw(const ExprPtr& e) {
     switch (e->op) {
     case Op::IntImm:
       return llvm::ConstantInt::get(regTy(e->type), static_cast<uint64_t>(e->i), true);
@@ -513,6 +562,7 @@ private:
       DType t = e->type;
       auto* ld = b_.CreateLoad(memTy(t), elemPtr(e->name, e->args[0]));
       tagAccess(ld);
+      if (isReduced(t)) return widen(t, ld);
       return t == DType::Bool ? b_.CreateICmpNE(ld, b_.getInt8(0)) : ld;
     }
     case Op::Not:

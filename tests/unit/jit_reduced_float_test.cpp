@@ -1,0 +1,101 @@
+// f16 and bf16 tensors through the JIT: 16-bit storage, f32 arithmetic rounded to the type after
+// every op (codegen/llvm/emit_llvm.cpp). Element moves and elementwise ops (Cast, CastLike,
+// arithmetic, Max, Transpose, Concat, ...) compile and match the interpreter bit for bit,
+// including the values conversions get wrong most easily (ties, subnormals, overflow to inf,
+// NaN); ops that accumulate (reductions) fall back with the reason.
+#include "ir/parser.h"
+#include "jit_check.h"
+#include "passes/shape_inference.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace aicc {
+namespace {
+
+// Random f32 values over binades up to 2^maxExp, with the hard cases at the front (`special`).
+Tensor inputs(const Dims& d, uint32_t seed, bool special, int maxExp) {
+  Tensor x(DType::F32, d);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> mant(-2, 2);
+  std::uniform_int_distribution<int> ex(-30, maxExp);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::ldexp(mant(rng), ex(rng));
+  const float hard[] = {0.0f,
+                        -0.0f,
+                        1.0f + 1.0f / 2048, // an f16 tie: rounds to even (1.0)
+                        1.0f + 3.0f / 2048, // the other tie: rounds up
+                        1.0f + 1.0f / 256,  // a bf16 tie
+                        65504.0f,           // f16 max
+                        65520.0f,           // rounds to f16 inf
+                        1e-7f,              // f16 subnormal
+                        3e-8f,              // rounds to f16 zero or the smallest subnormal
+                        std::numeric_limits<float>::infinity(),
+                        -std::numeric_limits<float>::infinity(),
+                        3.4e38f, // overflows f16, not bf16
+                        std::numeric_limits<float>::quiet_NaN()};
+  for (size_t i = 0; special && i < std::size(hard) && int64_t(i) < x.numel(); ++i)
+    x.data<float>()[i] = hard[i];
+  return x;
+}
+
+// The hard cases in the first input only, and only where no Max/Min sees a NaN (the compiled ones
+// return the other operand, maxnum-style, the interpreter NaN) or an integer cast an infinity
+// (undefined); without them, values up to 2^7 (no inf - inf in f16 products).
+void check(const std::string& text, bool special) {
+  SCOPED_TRACE(text);
+  Model m = parseModel(text);
+  inferShapes(*m.graph);
+  std::vector<RValue> in;
+  uint32_t seed = 3;
+  for (const Value* v : m.graph->inputs) {
+    in.push_back(RValue::of(inputs(*toDims(*v->type.shape), seed, special && seed == 3, 7)));
+    ++seed;
+  }
+  expectJitMatches(m, in, {0, 0}, "kind = ");
+}
+
+TEST(JitReducedFloat, CastsArithmeticAndMovesMatchExactly) {
+  // f32 -> f16 -> arithmetic in f16 -> transpose -> bf16 -> f32.
+  check("graph @g(%x: f32[4,37], %y: f32[4,37]) {\n"
+        "  %a = Cast(%x) {to = 10}\n  %b = Cast(%y) {to = 10}\n"
+        "  %p = Mul(%a, %b)\n  %s = Add(%p, %a)\n  %m = Max(%s, %b)\n"
+        "  %t = Transpose(%m) {perm = [1, 0]}\n  %c = Cast(%t) {to = 16}\n"
+        "  %e = Exp(%c)\n  %z = Cast(%e) {to = 1}\n  return %z\n}\n",
+        false);
+  // Casts from f64 (through f32, as the interpreter rounds), NaN and the infinities included;
+  // to and from integers (finite values in range: out-of-range conversions are undefined).
+  check("graph @g(%x: f32[64], %y: f32[64]) {\n  %d = Cast(%x) {to = 11}\n"
+        "  %h = Cast(%d) {to = 10}\n  %w = Cast(%h) {to = 11}\n  %b = Cast(%x) {to = 16}\n"
+        "  %v = Cast(%b) {to = 1}\n  %c = const f32[] [1000]\n  %yc = Min(%y, %c)\n"
+        "  %yh = Cast(%yc) {to = 10}\n  %i = Cast(%yh) {to = 6}\n  %k = Cast(%i) {to = 16}\n"
+        "  %q = Cast(%k) {to = 1}\n  return %w, %v, %q\n}\n",
+        true);
+  // Concat and Slice of bf16.
+  check("graph @g(%x: f32[3,5], %y: f32[3,4]) {\n  %a = Cast(%x) {to = 16}\n"
+        "  %b = Cast(%y) {to = 16}\n  %c = Concat(%a, %b) {axis = 1}\n"
+        "  %st = const i64[1] [1]\n  %en = const i64[1] [8]\n  %ax = const i64[1] [1]\n"
+        "  %s = Slice(%c, %st, %en, %ax)\n  %z = Cast(%s) {to = 1}\n  return %z\n}\n",
+        true);
+}
+
+TEST(JitReducedFloat, AccumulatingOpsFallBackWithTheReason) {
+  Model m = parseModel("graph @g(%x: f32[8,9]) {\n  %h = Cast(%x) {to = 10}\n"
+                       "  %ax = const i64[1] [1]\n  %s = ReduceSum(%h, %ax)\n"
+                       "  %z = Cast(%s) {to = 1}\n  return %z\n}\n");
+  inferShapes(*m.graph);
+  const std::vector<RValue> in = {RValue::of(inputs({8, 9}, 5, false, 7))};
+  runtime::JitExecutable exe(*m.graph);
+  const auto got = exe.run(in);
+  const auto want = interpret(*m.graph, in);
+  EXPECT_FALSE(compareValues(want[0], got[0], {0, 0}));
+  ASSERT_EQ(exe.stats().fallback, 1);
+  EXPECT_NE(exe.stats().fallbackReasons[0].find("f16/bf16 tensors are lowered for element moves"),
+            std::string::npos)
+      << exe.stats().fallbackReasons[0];
+}
+
+} // namespace
+} // namespace aicc
