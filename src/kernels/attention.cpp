@@ -14,33 +14,45 @@ namespace aicc::kernels {
 
 namespace {
 
-// Scores row i of one head -> probabilities, in place (bias from the mask / causal bound).
-void softmaxRow(const AttentionShape& s, int64_t b, int64_t h, int64_t i, float* row) {
+// Scores row i of one head -> probabilities, in place (bias from the mask / causal bound); qk:
+// the row's slot of the scores output, or null.
+void softmaxRow(const AttentionShape& s, int64_t b, int64_t h, int64_t i, float* row, float* qk) {
   const float ninf = -std::numeric_limits<float>::infinity();
   const int64_t mbase = b * s.maskStride[0] + h * s.maskStride[1] + i * s.maskStride[2];
   float mx = ninf;
   bool nan = false;
   for (int64_t j = 0; j < s.Skv; ++j) {
     float v = row[j] * s.scale;
+    if (qk && s.qkMode == 0) qk[j] = v;
+    if (s.softcap > 0.0f) v = s.softcap * std::tanh(v / s.softcap);
+    if (qk && s.qkMode == 1) qk[j] = v;
     if (s.maskF) v += s.maskF[mbase + j * s.maskStride[3]];
     if (s.maskB && !s.maskB[mbase + j * s.maskStride[3]]) v = ninf;
-    if (s.causal && j > i) v = ninf;
+    if (s.causal && j > i + s.causalOffset) v = ninf;
+    if (qk && s.qkMode == 2) qk[j] = v;
     row[j] = v;
     nan |= std::isnan(v);
     mx = std::max(mx, v);
   }
   if (nan) {
     std::fill(row, row + s.Skv, std::numeric_limits<float>::quiet_NaN());
-    return;
-  }
-  if (mx == ninf) { // every position masked: the row contributes nothing
+  } else if (mx == ninf) { // every position masked: the row contributes nothing
     std::fill(row, row + s.Skv, 0.0f);
-    return;
+  } else {
+    static const ExpSumFn expSum = expSumKernel();
+    const float inv = 1.0f / expSum(row, s.Skv, mx);
+    for (int64_t j = 0; j < s.Skv; ++j) row[j] *= inv;
   }
-  static const ExpSumFn expSum = expSumKernel();
-  const float inv = 1.0f / expSum(row, s.Skv, mx);
-  for (int64_t j = 0; j < s.Skv; ++j) row[j] *= inv;
+  if (qk && s.qkMode == 3) std::copy(row, row + s.Skv, qk);
 }
+
+// Element strides of (b, h, s) in a [B, H, S, D] tensor, or a [B, S, H * D] one (seqMajor); d is
+// contiguous.
+struct Strides {
+  int64_t b, h, s;
+  Strides(bool seqMajor, int64_t H, int64_t S, int64_t D)
+      : b(H * S * D), h(seqMajor ? D : S * D), s(seqMajor ? H * D : D) {}
+};
 
 } // namespace
 
@@ -51,24 +63,28 @@ void attentionF32(const KernelDesc& kd, const AttentionShape& s, const float* Q,
                 "attention: bad shape B={} Hq={} Hkv={} Sq={} Skv={} D={} Dv={}", s.B, s.Hq, s.Hkv,
                 s.Sq, s.Skv, s.D, s.Dv);
   const int64_t rep = s.Hq / s.Hkv, pairs = s.B * s.Hq;
+  const Strides qs(s.seqMajor[0], s.Hq, s.Sq, s.D), ks(s.seqMajor[1], s.Hkv, s.Skv, s.D),
+      vs(s.seqMajor[2], s.Hkv, s.Skv, s.Dv), ys(s.seqMajor[3], s.Hq, s.Sq, s.Dv);
   auto head = [&](int64_t pair) {
-    const int64_t b = pair / s.Hq, h = pair % s.Hq, kvh = b * s.Hkv + h / rep;
-    const float* q = Q + pair * s.Sq * s.D;
-    const float* k = K + kvh * s.Skv * s.D;
-    const float* v = V + kvh * s.Skv * s.Dv;
+    const int64_t b = pair / s.Hq, h = pair % s.Hq, kvh = h / rep;
+    const float* q = Q + b * qs.b + h * qs.h;
+    const float* k = K + b * ks.b + kvh * ks.h;
+    const float* v = V + b * vs.b + kvh * vs.h;
     thread_local std::vector<float> scores;
     scores.resize(size_t(s.Sq * s.Skv));
     // scores = Q K^T: B(d, j) = K[j, d] (K packed transposed), then P V; the packed operands
     // live in per-thread buffers (no allocation per head).
     thread_local std::vector<float> kt, vp;
     kt.resize(size_t(packedBFloats(kd, s.D, s.Skv)));
-    packBInto(kd, k, s.D, s.Skv, s.D, /*transposed=*/true, kt.data());
-    gemmPackedB(kd, kt.data(), s.D, s.Skv, s.Sq, q, s.D, scores.data(), s.Skv);
-    for (int64_t i = 0; i < s.Sq; ++i) softmaxRow(s, b, h, i, scores.data() + i * s.Skv);
+    packBInto(kd, k, s.D, s.Skv, ks.s, /*transposed=*/true, kt.data());
+    gemmPackedB(kd, kt.data(), s.D, s.Skv, s.Sq, q, qs.s, scores.data(), s.Skv);
+    for (int64_t i = 0; i < s.Sq; ++i)
+      softmaxRow(s, b, h, i, scores.data() + i * s.Skv,
+                 s.qk ? s.qk + (pair * s.Sq + i) * s.Skv : nullptr);
     vp.resize(size_t(packedBFloats(kd, s.Skv, s.Dv)));
-    packBInto(kd, v, s.Skv, s.Dv, s.Dv, false, vp.data());
-    gemmPackedB(kd, vp.data(), s.Skv, s.Dv, s.Sq, scores.data(), s.Skv, Y + pair * s.Sq * s.Dv,
-                s.Dv);
+    packBInto(kd, v, s.Skv, s.Dv, vs.s, false, vp.data());
+    gemmPackedB(kd, vp.data(), s.Skv, s.Dv, s.Sq, scores.data(), s.Skv, Y + b * ys.b + h * ys.h,
+                ys.s);
   };
   const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), pairs) : 1;
   if (T <= 1) {

@@ -1,10 +1,16 @@
-// Attention (ai.onnx, opset 23; the form the recognize pass produces: 4-D Q/K/V [B, H, S, D])
-// as one call of the runtime's attention micro-kernel (kernels/attention.h):
+// Attention (ai.onnx, opsets 23-25) as one call of the runtime's attention micro-kernel
+// (kernels/attention.h):
 //   @attention_<gemm desc>(Q, K, V, mask | 0, Y, B, Hq, Hkv, Sq, Skv, D, Dv, maskKind,
-//       maskStrideB, maskStrideH, maskStrideI, maskStrideJ, causal, scale)
-// maskKind: 0 none, 1 additive f32, 2 bool. Covered: f32, no past key/value or padding lengths,
-// no softcap / window / extra outputs, a mask whose last dim is the key length. Anything else
-// declines (the node falls back to the reference kernel).
+//       maskStrideB, maskStrideH, maskStrideI, maskStrideJ, causal, scale, softcap,
+//       causalOffset, layout, qk | 0, qkMode)
+// maskKind: 0 none, 1 additive f32, 2 bool; layout bit i: Q, K, V, Y [B, S, H * D] (the 3-D
+// form, read in place) instead of [B, H, S, D]; qk: the qk_matmul_output at its mode's stage. With
+// past_key / past_value, or present_key / present_value wanted, loop nests first write present =
+// Concat(past, new) along the sequence
+// ([B, Hkv, P + S, D], an output or a temporary) and the kernel reads it, masking causally from
+// the past length on. Covered: f32, softcap, a mask whose last dim is the total key length.
+// Declined (the node falls back to the reference kernel): padding lengths (nonpad_kv_seqlen),
+// local windows, a softmax precision other than float.
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
@@ -12,32 +18,106 @@
 
 namespace aicc::loop::detail {
 
+namespace {
+
+// One of Q, K, V: its [B, H, S, D] extents, and whether it is the 3-D form [B, S, H * D].
+struct Operand {
+  int64_t B, H, S, D;
+  bool seqMajor;
+};
+
+Operand operand(const Node& n, const Value* v, const char* what, int64_t heads) {
+  Dims d = staticDims(v, what);
+  if (d.size() == 4) return {d[0], d[1], d[2], d[3], false};
+  if (d.size() != 3) no(std::string("Attention ") + what + " of rank " + std::to_string(d.size()));
+  if (heads <= 0 || d[2] % heads != 0)
+    no(n.describe() + ": a 3-D " + what + " needs q_num_heads / kv_num_heads dividing its width");
+  return {d[0], heads, d[1], d[2] / heads, true};
+}
+
+// Loop nests writing present = Concat(past, cur) along the sequence into P ([B, H, T, D]).
+Block concatPresent(FuncBuilder& b, const std::string& P, const std::string& past,
+                    const Operand& cur, const std::string& curBuf, int64_t pastLen) {
+  const int64_t T = pastLen + cur.S;
+  std::string bv = b.loopVar("b"), hv = b.loopVar("h"), sv = b.loopVar("s"), dv = b.loopVar("d");
+  ExprPtr bb = var(bv), hh = var(hv), ss = var(sv), dd = var(dv);
+  auto at = [&](int64_t H, int64_t S, ExprPtr s) {
+    return linearIndex({bb, hh, std::move(s), dd}, {H * S * cur.D, S * cur.D, cur.D, 1});
+  };
+  Block out;
+  if (pastLen > 0)
+    for (auto& s :
+         nest({bv, hv, sv, dv}, {cur.B, cur.H, pastLen, cur.D},
+              {Stmt::store(P, at(cur.H, T, ss), load(past, at(cur.H, pastLen, ss), DType::F32))}))
+      out.push_back(std::move(s));
+  ExprPtr src =
+      cur.seqMajor ? linearIndex({bb, ss, hh, dd}, {cur.S * cur.H * cur.D, cur.H * cur.D, cur.D, 1})
+                   : at(cur.H, cur.S, ss);
+  for (auto& s : nest(
+           {bv, hv, sv, dv}, {cur.B, cur.H, cur.S, cur.D},
+           {Stmt::store(P, at(cur.H, T, add(ss, intImm(pastLen))), load(curBuf, src, DType::F32))}))
+    out.push_back(std::move(s));
+  return out;
+}
+
+} // namespace
+
 std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string& name,
                                                 const LowerOptions& o) {
   if (!n.domain.empty() || n.op != "Attention") return std::nullopt;
   if (!o.runtimeKernels) no("Attention is lowered only to the runtime's micro-kernel");
-  for (size_t i = 4; i < n.inputs.size(); ++i)
-    if (n.hasInput(i)) no("Attention with past key/value or padding lengths");
-  for (size_t i = 1; i < n.outputs.size(); ++i)
-    if (n.outputs[i]) no("Attention with present key/value or QK outputs");
-  if (n.attrFloat("softcap") != 0.0f) no("Attention with softcap");
+  if (n.hasInput(6)) no("Attention with padding lengths (nonpad_kv_seqlen)");
+  if (n.hasInput(4) != n.hasInput(5)) no("Attention with only one of past_key / past_value");
   if (n.attrInt("left_window_size") != -1 || n.attrInt("right_window_size") != -1)
     no("Attention with a local window");
   if (n.attr("softmax_precision") && n.attrInt("softmax_precision") != 1)
     no("Attention with a softmax precision other than float");
   const Value *q = n.inputs.at(0), *k = n.inputs.at(1), *v = n.inputs.at(2);
-  for (const Value* x : {q, k, v})
+  const bool past = n.hasInput(4);
+  std::vector<const Value*> fl = {q, k, v, n.outputs[0]};
+  if (past) fl.insert(fl.end(), {n.inputs[4], n.inputs[5]});
+  for (size_t i = 1; i < n.outputs.size() && i < 3; ++i)
+    if (n.outputs[i]) fl.push_back(n.outputs[i]);
+  for (const Value* x : fl)
     if (x->type.dtype != DType::F32) no("Attention is lowered for f32 only");
-  Dims qd = staticDims(q, "Q"), kd = staticDims(k, "K"), vd = staticDims(v, "V");
-  if (qd.size() != 4 || kd.size() != 4 || vd.size() != 4) no("Attention with 3-D inputs");
-  const int64_t B = qd[0], Hq = qd[1], Sq = qd[2], D = qd[3], Hkv = kd[1], Skv = kd[2];
-  const int64_t Dv = vd[3];
-  if (kd[0] != B || vd[0] != B || kd[3] != D || vd[1] != Hkv || vd[2] != Skv || Hkv <= 0 ||
-      Hq % Hkv != 0)
+  const int64_t qHeads = n.attr("q_num_heads") ? n.attrInt("q_num_heads") : 0,
+                kvHeads = n.attr("kv_num_heads") ? n.attrInt("kv_num_heads") : 0;
+  const Operand Q = operand(n, q, "Q", qHeads), K = operand(n, k, "K", kvHeads),
+                V = operand(n, v, "V", kvHeads);
+  const int64_t B = Q.B, Hq = Q.H, Sq = Q.S, D = Q.D, Hkv = K.H, Dv = V.D;
+  if (K.B != B || V.B != B || K.D != D || V.H != Hkv || V.S != K.S || Hkv <= 0 || Hq % Hkv != 0)
     no("Attention operands do not match");
+  int64_t pastLen = 0;
+  if (past) {
+    const Dims pk = staticDims(n.inputs[4], "past_key"), pv = staticDims(n.inputs[5], "past_value");
+    if (pk.size() != 4 || pv.size() != 4 || pk != Dims{B, Hkv, pk[2], D} ||
+        pv != Dims{B, Hkv, pk[2], Dv})
+      no("past_key / past_value do not match K / V");
+    pastLen = pk[2];
+  }
+  const int64_t Skv = pastLen + K.S; // the total key length
   FuncBuilder b(n, name, "attention");
   std::string Y = b.output(0);
-  std::string Q = b.input(q), K = b.input(k), V = b.input(v);
+  std::string Qb = b.input(q), Kb = b.input(k), Vb = b.input(v);
+  // present_key / present_value: outputs when wanted, else (with a past) temporaries.
+  Block body;
+  bool kSeqMajor = K.seqMajor, vSeqMajor = V.seqMajor;
+  const bool present =
+      past || (n.outputs.size() > 1 && n.outputs[1]) || (n.outputs.size() > 2 && n.outputs[2]);
+  if (present) {
+    auto presentBuf = [&](size_t out, const char* tmp, const Operand& cur, const std::string& curB,
+                          size_t pastIn) {
+      const std::string P = n.outputs.size() > out && n.outputs[out]
+                                ? b.output(out)
+                                : b.temp(tmp, DType::F32, {B, Hkv, Skv, cur.D});
+      for (auto& s : concatPresent(b, P, past ? b.input(n.inputs[pastIn]) : "", cur, curB, pastLen))
+        body.push_back(std::move(s));
+      return P;
+    };
+    Kb = presentBuf(1, "present_key", K, Kb, 4);
+    Vb = presentBuf(2, "present_value", V, Vb, 5);
+    kSeqMajor = vSeqMajor = false;
+  }
   int64_t maskKind = 0;
   std::vector<int64_t> st(4, 0);
   CallArg mask{"", nullptr, intImm(0)};
@@ -60,18 +140,31 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
     }
     mask = bufferArg(b.input(m));
   }
-  float scale = n.attr("scale") ? n.attrFloat("scale") : 1.0f / std::sqrt(float(D));
+  const float scale = n.attr("scale") ? n.attrFloat("scale") : 1.0f / std::sqrt(float(D));
+  const float softcap = n.attrFloat("softcap");
   const auto& gk = kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
-  std::vector<CallArg> args = {bufferArg(Q), bufferArg(K), bufferArg(V), mask, bufferArg(Y)};
+  std::vector<CallArg> args = {bufferArg(Qb), bufferArg(Kb), bufferArg(Vb), mask, bufferArg(Y)};
   for (int64_t x : {B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, st[0], st[1], st[2], st[3],
                     n.attrInt("is_causal") != 0 ? int64_t(1) : int64_t(0)})
     args.push_back(intArg(x));
   args.push_back(CallArg{"", nullptr, floatImm(scale, DType::F32)});
+  args.push_back(CallArg{"", nullptr, floatImm(softcap > 0 ? softcap : 0.0f, DType::F32)});
+  const int64_t layout = int64_t(Q.seqMajor) | int64_t(kSeqMajor) << 1 | int64_t(vSeqMajor) << 2 |
+                         int64_t(Q.seqMajor) << 3;
+  args.push_back(intArg(pastLen));
+  args.push_back(intArg(layout));
+  const bool qk = n.outputs.size() > 3 && n.outputs[3];
+  if (qk && n.outputs[3]->type.dtype != DType::F32) no("Attention is lowered for f32 only");
+  const int64_t qkMode = n.attr("qk_matmul_output_mode") ? n.attrInt("qk_matmul_output_mode") : 0;
+  if (qk && (qkMode < 0 || qkMode > 3)) no("Attention with an unknown qk_matmul_output_mode");
+  args.push_back(qk ? bufferArg(b.output(3)) : intArg(0));
+  args.push_back(intArg(qkMode));
+  body.push_back(Stmt::callKernel(std::string("attention_") + gk.name, args));
   Schedule sched;
   markKernel(sched, gk.name);
   sched["parallel"] = std::vector<std::string>{"batch*heads"};
-  return b.finish({Stmt::callKernel(std::string("attention_") + gk.name, args)}, std::move(sched),
-                  o);
+  if (present) sched["present"] = std::string("concat(past, new) by loop nests");
+  return b.finish(std::move(body), std::move(sched), o);
 }
 
 } // namespace aicc::loop::detail

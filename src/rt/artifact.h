@@ -27,9 +27,11 @@
 
 namespace aicc::rt {
 
-// The first line of model.plan: the format and the meaning of its packed weights. 4: a
-// convolution's packed weights follow kernels::convRowsFor (B panels for pixel rows).
-inline constexpr const char* kPlanHeader = "aicc-artifact 4";
+// The first line of model.plan: the format, the meaning of its packed weights and the runtime
+// call contracts model.so relies on. 4: a convolution's packed weights follow
+// kernels::convRowsFor (B panels for pixel rows). 5: @attention_ takes softcap, the causal
+// offset, the operand layouts and the scores output (rt/callees.cpp).
+inline constexpr const char* kPlanHeader = "aicc-artifact 5";
 
 enum class Region { Arena, Weights, Input, Scratch };
 

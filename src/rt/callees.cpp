@@ -16,7 +16,9 @@
 //       C = act(clamp(A * B + bias[N] + res)), Bp = B packed by kernels::packBInto, res laid out
 //       as C (ldc)
 //   @attention_<gemm desc>(Q, K, V, mask | 0, Y, B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, maskStrideB,
-//       maskStrideH, maskStrideI, maskStrideJ, causal, scale)   (loop/lower_attention.cpp)
+//       maskStrideH, maskStrideI, maskStrideJ, causal, scale, softcap, causalOffset, layout,
+//       qk | 0, qkMode)   (loop/lower_attention.cpp; layout bit i: operand i of Q, K, V, Y is
+//       [B, S, H * D]; qk [B, Hq, Sq, Skv] the scores at stage qkMode, kernels/attention.h)
 //   @gru_<gemm desc>(X, W, R, B | 0, lens | 0, h0 | 0, Y | 0, Yh | 0, T, batch, I, H, dirs, flags,
 //       clip, acts)   ONNX GRU, layout 0 (kernels/rnn.h): X [T,batch,I], W [dirs,3H,I],
 //       R [dirs,3H,H], B [dirs,6H], lens [batch] (integer lengths stored as f32), h0/Yh
@@ -210,8 +212,8 @@ kernels::Epilogue clampOf(const std::string& k, const std::vector<KernelArg>& a,
 
 void callAttention(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                    kernels::ThreadPool* pool) {
-  AICC_RT_CHECK(a.size() == 19 && a[18].isFloat, "call @{}: expects 19 arguments, got {}", k,
-                a.size());
+  AICC_RT_CHECK(a.size() == 24 && a[18].isFloat && a[19].isFloat,
+                "call @{}: expects 24 arguments, got {}", k, a.size());
   kernels::AttentionShape s;
   s.B = ival(k, a, 5), s.Hq = ival(k, a, 6), s.Hkv = ival(k, a, 7), s.Sq = ival(k, a, 8);
   s.Skv = ival(k, a, 9), s.D = ival(k, a, 10), s.Dv = ival(k, a, 11);
@@ -219,6 +221,14 @@ void callAttention(const kernels::KernelDesc& d, const std::string& k, std::vect
   for (int i = 0; i < 4; ++i) s.maskStride[i] = ival(k, a, size_t(13 + i));
   s.causal = ival(k, a, 17) != 0;
   s.scale = float(a[18].f);
+  s.softcap = float(a[19].f);
+  s.causalOffset = ival(k, a, 20);
+  const int64_t layout = ival(k, a, 21);
+  for (int i = 0; i < 4; ++i) s.seqMajor[i] = (layout >> i) & 1;
+  s.qkMode = int(ival(k, a, 23));
+  AICC_RT_CHECK(s.causalOffset >= 0 && layout >= 0 && layout < 16 && s.qkMode >= 0 && s.qkMode <= 3,
+                "call @{}: bad causal offset, layout or scores mode", k);
+  if (a[22].isBuffer) s.qk = span(k, a, 22, s.B * s.Hq * s.Sq * s.Skv, "qk");
   AICC_RT_CHECK(s.B > 0 && s.Hq > 0 && s.Hkv > 0 && s.Hq % s.Hkv == 0 && s.Sq > 0 && s.Skv > 0 &&
                     s.D > 0 && s.Dv > 0 && maskKind >= 0 && maskKind <= 2,
                 "call @{}: bad attention shape", k);

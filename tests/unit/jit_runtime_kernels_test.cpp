@@ -1,7 +1,8 @@
 // The JIT's runtime micro-kernel lowerings (LowerOptions::runtimeKernels): NCHW convolutions with
 // weights packed at compile time (grouped, depthwise with multipliers, 1-D, strided, dilated,
 // padded, fused Relu/Clip), packed MatMul/Gemm (batched, transB, bias rows, fused clamp) and
-// Attention (masks of both kinds and broadcast shapes, causal, grouped-query, Sq != Skv). Each
+// Attention (masks of both kinds and broadcast shapes, causal, grouped-query, Sq != Skv, 3-D
+// operands, past / present key and value, softcap, the scores output). Each
 // graph runs through runtime::runJit and the interpreter; the node must be compiled (no fallback)
 // and match at rtol 1e-4 / atol 1e-5.
 #include "ir/parser.h"
@@ -172,6 +173,33 @@ TEST(JitRuntimeKernels, AttentionMatchesTheInterpreter) {
     check(g.str(), true, "Attention q" + dimsText(c.q) + " mask" + dimsText(c.mask) + " " + c.attrs,
           "kind = \"attention\"");
   }
+}
+
+// The forms of opset 23's Attention beyond the plain 4-D one: 3-D operands read in place (with
+// softcap), past_key / past_value concatenated into present outputs with a causal mask offset by
+// the past length (GQA, a bool mask over the total length), and the qk_matmul_output at each of
+// its four stages.
+TEST(JitRuntimeKernels, AttentionPastPresentSoftcapAndScores) {
+  check("graph @g(%q: f32[2,5,32], %k: f32[2,7,16], %v: f32[2,7,12]) {\n"
+        "  %y = Attention(%q, %k, %v) {q_num_heads = 4, kv_num_heads = 2, softcap = 2.0}\n"
+        "  return %y\n}\n",
+        true, "3-D, GQA, softcap", "kind = \"attention\"");
+  check("graph @g(%q: f32[1,4,3,8], %k: f32[1,2,3,8], %v: f32[1,2,3,6], %pk: f32[1,2,5,8], "
+        "%pv: f32[1,2,5,6], %m: bool[3,8]) {\n"
+        "  %y, %ok, %ov = Attention(%q, %k, %v, %m, %pk, %pv) {is_causal = 1}\n"
+        "  return %y, %ok, %ov\n}\n",
+        true, "past and present, causal, bool mask", "present = ");
+  check("graph @g(%q: f32[2,3,16], %k: f32[2,4,8], %v: f32[2,4,8], %pk: f32[2,1,2,8], "
+        "%pv: f32[2,1,2,8]) {\n"
+        "  %y, %ok, %ov = Attention(%q, %k, %v, _, %pk, %pv) {q_num_heads = 2, kv_num_heads = 1}\n"
+        "  return %y, %ok, %ov\n}\n",
+        true, "3-D with past", "present = ");
+  for (const char* mode : {"0", "1", "2", "3"})
+    check(std::string("graph @g(%q: f32[1,2,4,8], %k: f32[1,2,6,8], %v: f32[1,2,6,8], "
+                      "%m: f32[4,6]) {\n  %y, _, _, %s = Attention(%q, %k, %v, %m) "
+                      "{softcap = 1.5, qk_matmul_output_mode = ") +
+              mode + "}\n  return %y, %s\n}\n",
+          true, std::string("qk_matmul_output mode ") + mode, "kind = \"attention\"");
 }
 
 } // namespace
