@@ -64,6 +64,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "ReduceSumSquare",
                                             "ReduceL1",
                                             "ReduceL2",
+                                            "ReduceLogSum",
+                                            "ReduceLogSumExp",
                                             "ArgMax",
                                             "ArgMin",
                                             "Softmax",

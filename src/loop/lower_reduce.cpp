@@ -21,10 +21,62 @@ Split3 split3(const Dims& d, size_t a0, size_t a1) {
   return s;
 }
 
+// Axes given at run time: the dims to reduce from the input and the declared output shape. Every
+// set of axes giving that shape is tried; they must agree on the dims of size > 1 (reducing a
+// size-1 dim changes nothing), else the shapes do not determine the reduction and it declines.
+// With none of them reduced, noop_with_empty_axes makes it ambiguous for the ops that are not the
+// identity on one element (L1, L2, SumSquare, LogSum, LogSumExp).
+std::vector<bool> axesFromShapes(const Node& n, const Dims& in, const Dims& out) {
+  const size_t r = in.size();
+  if (r > 16) no("non-constant axes over more than 16 dims");
+  const bool keep = n.attrInt("keepdims") != 0;
+  std::optional<uint32_t> found;
+  for (uint32_t s = 0; s < (1u << r); ++s) {
+    Dims shape;
+    for (size_t d = 0; d < r; ++d)
+      if (!(s >> d & 1))
+        shape.push_back(in[d]);
+      else if (keep)
+        shape.push_back(1);
+    if (shape != out) continue;
+    uint32_t big = 0;
+    for (size_t d = 0; d < r; ++d)
+      if ((s >> d & 1) && in[d] != 1) big |= 1u << d;
+    if (found && *found != big) no("non-constant axes the output shape does not determine");
+    found = big;
+  }
+  if (!found) no("non-constant axes: no reduction gives the declared output shape");
+  const bool identityOnOne = n.op == "ReduceSum" || n.op == "ReduceMean" || n.op == "ReduceMax" ||
+                             n.op == "ReduceMin" || n.op == "ReduceProd";
+  if (*found == 0 && !identityOnOne && n.attrInt("noop_with_empty_axes") != 0)
+    no("non-constant axes with noop_with_empty_axes");
+  std::vector<bool> red(r);
+  for (size_t d = 0; d < r; ++d) red[d] = *found >> d & 1;
+  return red;
+}
+
+// The run-time check that the axes given are the ones the shapes implied (@check_reduce_axes).
+// The C bundle has no error path and declines.
+Block checkRuntimeAxes(const Node& n, FuncBuilder& b, const Dims& in, const std::vector<bool>& red,
+                       const LowerOptions& o) {
+  if (!o.runtimeKernels) no("non-constant axes (checked at run time by the runtime only)");
+  const Value* ax = n.inputs[1];
+  if (ax->type.dtype != DType::I64) no("axes of a type other than int64");
+  const Dims ad = staticDims(ax, "axes");
+  int64_t reduced = 0, ones = 0;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (red[d]) reduced |= int64_t(1) << d;
+    if (in[d] == 1) ones |= int64_t(1) << d;
+  }
+  const int64_t removed = int64_t(in.size()) - int64_t(staticDims(n.outputs[0], "output").size());
+  const int64_t flags = int64_t(n.attrInt("noop_with_empty_axes") != 0) |
+                        int64_t(n.attrInt("keepdims") == 0) << 1 | removed << 2;
+  return {Stmt::callKernel("check_reduce_axes",
+                           {bufferArg(b.input(ax)), intArg(numel(ad)), intArg(int64_t(in.size())),
+                            intArg(reduced), intArg(ones), intArg(flags)})};
+}
+
 std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const LowerOptions& o) {
-  static const std::set<std::string> kinds = {"ReduceSum", "ReduceMean", "ReduceMax",
-                                              "ReduceMin", "ReduceProd", "ReduceSumSquare",
-                                              "ReduceL1",  "ReduceL2"};
   b.setKind("reduce");
   std::string out = b.output(0);
   Dims id = staticDims(n.inputs.at(0), "input");
@@ -32,16 +84,18 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
   if (!isComputeFloat(t)) no("a float input is needed");
   std::vector<bool> red(id.size(), false);
   std::vector<int64_t> axes;
-  if (n.hasInput(1)) {
-    auto a = constInts(n, 1);
-    if (!a) no("non-constant axes");
-    axes = *a;
+  Block check;
+  if (n.hasInput(1) && !constInts(n, 1)) {
+    red = axesFromShapes(n, id, staticDims(n.outputs[0], "output"));
+    check = checkRuntimeAxes(n, b, id, red, o);
+  } else {
+    if (n.hasInput(1)) axes = *constInts(n, 1);
+    if (axes.empty()) {
+      if (n.attrInt("noop_with_empty_axes") != 0) no("noop_with_empty_axes");
+      red.assign(id.size(), true);
+    }
+    for (int64_t a : axes) red[normAxis(a, id.size(), n)] = true;
   }
-  if (axes.empty()) {
-    if (n.attrInt("noop_with_empty_axes") != 0) no("noop_with_empty_axes");
-    red.assign(id.size(), true);
-  }
-  for (int64_t a : axes) red[normAxis(a, id.size(), n)] = true;
   std::string in = b.input(n.inputs[0]);
   std::vector<std::string> kept, rv;
   std::vector<ExprPtr> idx;
@@ -67,12 +121,35 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
                  : op == "ReduceL2"        ? add(acc, mul(x, x))
                  : op == "ReduceL1"        ? add(acc, call("abs", {x}))
                                            : add(acc, x);
-  Block body = {Stmt::store(out, y, constant(t, init))};
+  Block body;
+  if (op == "ReduceLogSumExp") {
+    // As the reference: m = the max (NaN wins), then m + log(sum exp(x - m)) when m is finite,
+    // else m.
+    const std::string mx = b.temp("max", t, {numel(keptExt)});
+    ExprPtr m = load(mx, y, t), inf = constant(t, std::numeric_limits<double>::infinity());
+    ExprPtr finite = cmp(Op::Lt, call("abs", {m}), inf);
+    body.push_back(Stmt::store(mx, y, neg(inf)));
+    for (auto& s :
+         nest(rv, redExt,
+              {Stmt::store(mx, y,
+                           select(binary(Op::Or, cmp(Op::Gt, x, m), cmp(Op::Ne, x, x)), x, m))},
+              false))
+      body.push_back(std::move(s));
+    step = add(acc, select(finite, call("exp", {sub(x, m)}), constant(t, 0)));
+    body.push_back(Stmt::store(out, y, constant(t, 0)));
+    for (auto& s : nest(rv, redExt, {Stmt::store(out, y, step)}, false))
+      body.push_back(std::move(s));
+    body.push_back(Stmt::store(out, y, select(finite, add(m, call("log", {acc})), m)));
+    for (auto& s : nest(kept, keptExt, std::move(body), true)) check.push_back(std::move(s));
+    return b.finish(std::move(check), {}, o);
+  }
+  body.push_back(Stmt::store(out, y, constant(t, init)));
   for (auto& s : nest(rv, redExt, {Stmt::store(out, y, step)}, false)) body.push_back(std::move(s));
   if (op == "ReduceMean") body.push_back(Stmt::store(out, y, div(acc, constant(t, double(count)))));
   if (op == "ReduceL2") body.push_back(Stmt::store(out, y, call("sqrt", {acc})));
-  (void)kinds;
-  return b.finish(nest(kept, keptExt, std::move(body), true), {}, o);
+  if (op == "ReduceLogSum") body.push_back(Stmt::store(out, y, call("log", {acc})));
+  for (auto& s : nest(kept, keptExt, std::move(body), true)) check.push_back(std::move(s));
+  return b.finish(std::move(check), {}, o);
 }
 
 // ArgMax / ArgMin over one axis: a running best value (a temp row) and its index (the output), as
@@ -272,7 +349,8 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
   if (!n.domain.empty()) return std::nullopt;
   const std::string& op = n.op;
   if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" ||
-      op == "ReduceProd" || op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2")
+      op == "ReduceProd" || op == "ReduceSumSquare" || op == "ReduceL1" || op == "ReduceL2" ||
+      op == "ReduceLogSum" || op == "ReduceLogSumExp")
     return lowerReduce(n, b, o);
   if (op == "ArgMax" || op == "ArgMin") return lowerArg(n, b, o);
   if (op == "Softmax") return lowerSoftmax(n, b, o, false);

@@ -39,6 +39,8 @@
 //       (rt/callees_quant.cpp); @qmatmul_u8s8(...)   QLinearMatMul with constant b (the same)
 //   @check_indices_i64 / _i32(indices, count, dim)   Gather's index check (an error naming the
 //       index and the dimension)
+//   @check_reduce_axes(axes, count, rank, reduced, ones, flags)   a reduction's run-time axes
+//       against the dims it was compiled for (loop/lower_reduce.cpp)
 //   @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore)   the losses' target
 //       check
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
@@ -111,6 +113,31 @@ template <class T> void callCheckIndices(const std::string& k, std::vector<Kerne
   for (int64_t i = 0; i < count; ++i)
     AICC_RT_CHECK(x[i] >= -dim && x[i] < dim, "index {} is out of range for a dimension of size {}",
                   int64_t(x[i]), dim);
+}
+
+// @check_reduce_axes(axes, count, rank, reduced, ones, flags): a reduction whose axes come at run
+// time was compiled for the dims of `reduced` (a bit mask; `ones` marks the input's size-1 dims,
+// whose reduction changes nothing); the axes given must name exactly those dims (plus any size-1
+// ones), each once and within [-rank, rank). An empty list means every dim, or none with flags
+// bit 0 (noop_with_empty_axes). flags bit 1 (keepdims 0): also exactly `removed` (flags >> 2)
+// dims, which the declared output shape dropped.
+void callCheckReduceAxes(const std::string& k, std::vector<KernelArg>& a) {
+  const auto [x, count] = integers<int64_t>(k, a, 6, "(axes, count, rank, reduced, ones, flags)");
+  const int64_t rank = ival(k, a, 2), reduced = ival(k, a, 3), ones = ival(k, a, 4),
+                flags = ival(k, a, 5);
+  int64_t mask = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    AICC_RT_CHECK(x[i] >= -rank && x[i] < rank, "axis {} is out of range for rank {}", x[i], rank);
+    const int64_t bit = int64_t(1) << (x[i] < 0 ? x[i] + rank : x[i]);
+    AICC_RT_CHECK(!(mask & bit), "axis {} is given twice", x[i]);
+    mask |= bit;
+  }
+  if (count == 0) mask = flags & 1 ? 0 : (int64_t(1) << rank) - 1;
+  AICC_RT_CHECK((mask & ~ones) == reduced &&
+                    (!(flags & 2) || __builtin_popcountll(uint64_t(mask)) == (flags >> 2)),
+                "the axes given at run time do not give the output shape this model declares "
+                "(compiled for the dims of mask {:#x})",
+                reduced);
 }
 
 void callGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
@@ -422,6 +449,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int64_t>(name, a); });
   if (name == "check_indices_i32")
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int32_t>(name, a); });
+  if (name == "check_reduce_axes")
+    return KernelFn([name](std::vector<KernelArg>& a) { callCheckReduceAxes(name, a); });
   if (name == "qmatmul_u8s8")
     return KernelFn([name, pool](std::vector<KernelArg>& a) { callQMatMul(name, a, pool); });
   if (name == "check_targets_i64")
