@@ -68,7 +68,6 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
     Op o = it->second;
     bool logical = op == "And" || op == "Or" || op == "Xor";
     if (logical != (t == DType::Bool)) return no("unsupported element type");
-    if (o == Op::Div && !fl) return no("integer Div is not lowered yet");
     if (!logical && !num) return no("unsupported element type");
     return binary(o, x, in[1]);
   }
