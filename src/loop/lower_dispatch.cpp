@@ -66,6 +66,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "ReduceL2",
                                             "ReduceLogSum",
                                             "ReduceLogSumExp",
+                                            "Hardmax",
+                                            "LpNormalization",
                                             "ArgMax",
                                             "ArgMin",
                                             "Softmax",

@@ -235,6 +235,68 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), std::move(sch), o);
 }
 
+// Hardmax (1 at the first maximum along `axis`, as the reference picks it: the first element,
+// then any strictly greater one) and LpNormalization (x / (sum |x| or sqrt(sum x^2)), 0 where the
+// norm is 0): a pass over the axis into a per-row temp, then a pass writing the output.
+std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b,
+                                              const LowerOptions& o) {
+  b.setKind("softmax");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  const DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t) || id.empty()) no("a float input of rank >= 1 is needed");
+  const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
+  const Split3 s = split3(id, axis, axis + 1);
+  if (s.len == 0) no("an empty axis");
+  const bool hard = n.op == "Hardmax";
+  const int64_t p = hard ? 0 : n.attrInt("p");
+  if (!hard && p != 1 && p != 2) no("LpNormalization with p other than 1 or 2");
+  std::string in = b.input(n.inputs[0]);
+  std::string acc = b.temp(hard ? "best" : "norm", t, {s.outer * s.inner});
+  std::string arg = hard ? b.temp("arg", DType::I64, {s.outer * s.inner}) : "";
+  std::string ov = b.fresh("o"), iv = b.fresh("i"), a1 = b.fresh("a"), a2 = b.fresh("a");
+  ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
+  auto at = [&](ExprPtr j) {
+    return add(add(mul(var(ov), intImm(s.len * s.inner)), mul(j, intImm(s.inner))), var(iv));
+  };
+  ExprPtr x = load(in, at(var(a1)), t), m = load(acc, row, t);
+  Block body;
+  if (hard) {
+    body = {Stmt::store(acc, row, load(in, at(intImm(0)), t)),
+            Stmt::store(arg, row, intImm(0, DType::I64))};
+    ExprPtr better = cmp(Op::Gt, x, m);
+    for (auto& st :
+         nest({a1}, {s.len},
+              {Stmt::store(arg, row,
+                           select(better, cast(DType::I64, var(a1)), load(arg, row, DType::I64))),
+               Stmt::store(acc, row, select(better, x, m))},
+              false))
+      body.push_back(std::move(st));
+    ExprPtr one = cmp(Op::Eq, load(arg, row, DType::I64), cast(DType::I64, var(a2)));
+    for (auto& st :
+         nest({a2}, {s.len},
+              {Stmt::store(out, at(var(a2)), select(one, constant(t, 1), constant(t, 0)))}, false))
+      body.push_back(std::move(st));
+  } else {
+    body = {Stmt::store(acc, row, constant(t, 0))};
+    for (auto& st :
+         nest({a1}, {s.len}, {Stmt::store(acc, row, add(m, p == 1 ? call("abs", {x}) : mul(x, x)))},
+              false))
+      body.push_back(std::move(st));
+    if (p == 2) body.push_back(Stmt::store(acc, row, call("sqrt", {m})));
+    ExprPtr x2 = load(in, at(var(a2)), t);
+    for (auto& st :
+         nest({a2}, {s.len},
+              {Stmt::store(out, at(var(a2)),
+                           select(cmp(Op::Eq, m, constant(t, 0)), constant(t, 0), div(x2, m)))},
+              false))
+      body.push_back(std::move(st));
+  }
+  Schedule sch;
+  sch["axis"] = static_cast<int64_t>(axis);
+  return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), std::move(sch), o);
+}
+
 // LayerNormalization (with its optional Mean and InvStdDev outputs) and RMSNormalization (no
 // mean, no bias: y = x / sqrt(mean(x^2) + eps) * scale), as the reference kernel.
 std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const LowerOptions& o) {
@@ -354,6 +416,7 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
     return lowerReduce(n, b, o);
   if (op == "ArgMax" || op == "ArgMin") return lowerArg(n, b, o);
   if (op == "Softmax") return lowerSoftmax(n, b, o, false);
+  if (op == "Hardmax" || op == "LpNormalization") return lowerAxisNormalize(n, b, o);
   if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);
   if (op == "LayerNormalization" || op == "RMSNormalization") return lowerLayerNorm(n, b, o);
   return std::nullopt;
