@@ -67,6 +67,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "ReduceLogSum",
                                             "ReduceLogSumExp",
                                             "Hardmax",
+                                            "CumSum",
+                                            "CumProd",
                                             "LpNormalization",
                                             "ArgMax",
                                             "ArgMin",

@@ -297,6 +297,61 @@ std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b,
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), std::move(sch), o);
 }
 
+// CumSum / CumProd: a running sum or product per row along the axis (reverse: from the end;
+// exclusive: each output before its own element), kept in a per-row temp of the element type
+// (integers wrap as the reference's do; floats accumulate in their own type, where the reference
+// uses double). The axis is a 0-D input: a constant gives one loop nest; one given at run time
+// gives a nest per possible axis, each under `if axis == k`, after the runtime's range check
+// (@check_indices_*).
+std::optional<LoweredNode> lowerScan(const Node& n, FuncBuilder& b, const LowerOptions& o) {
+  b.setKind("scan");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  const DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t) && !(isInteger(t) && dtypeSize(t) >= 4))
+    no("a float or 32/64-bit integer input is needed");
+  if (id.empty()) no("a scalar input");
+  const Value* av = n.inputs.at(1);
+  const DType at = av->type.dtype;
+  if ((at != DType::I32 && at != DType::I64) || numel(staticDims(av, "axis")) != 1)
+    no("an axis that is not one int32/int64 value");
+  const bool excl = n.attrInt("exclusive") != 0, rev = n.attrInt("reverse") != 0;
+  const bool prod = n.op == "CumProd";
+  const int64_t r = int64_t(id.size());
+  std::string in = b.input(n.inputs[0]);
+  std::string run = b.temp("running", t, {numel(id)});
+  auto scanAlong = [&](int64_t axis) {
+    const Split3 s = split3(id, size_t(axis), size_t(axis) + 1);
+    std::string ov = b.fresh("o"), iv = b.fresh("i"), jv = b.fresh("j");
+    ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
+    ExprPtr j = rev ? sub(intImm(s.len - 1), var(jv)) : var(jv);
+    ExprPtr at = add(add(mul(var(ov), intImm(s.len * s.inner)), mul(j, intImm(s.inner))), var(iv));
+    ExprPtr acc = load(run, row, t), x = load(in, at, t);
+    Block step;
+    if (excl) step.push_back(Stmt::store(out, at, acc));
+    step.push_back(Stmt::store(run, row, prod ? mul(acc, x) : add(acc, x)));
+    if (!excl) step.push_back(Stmt::store(out, at, acc));
+    Block body = {Stmt::store(run, row, constant(t, prod ? 1 : 0))};
+    for (auto& st : nest({jv}, {s.len}, std::move(step), false)) body.push_back(std::move(st));
+    return nest({ov, iv}, {s.outer, s.inner}, std::move(body), true);
+  };
+  Schedule sch;
+  if (auto c = constInts(n, 1)) {
+    sch["axis"] = normAxis((*c)[0], id.size(), n);
+    return b.finish(scanAlong(normAxis((*c)[0], id.size(), n)), std::move(sch), o);
+  }
+  if (!o.runtimeKernels) no("an axis given at run time (checked by the runtime only)");
+  const std::string A = b.input(av);
+  Block body = {Stmt::callKernel(at == DType::I64 ? "check_indices_i64" : "check_indices_i32",
+                                 {bufferArg(A), intArg(1), intArg(r)})};
+  ExprPtr a = cast(DType::I64, load(A, intImm(0), at));
+  ExprPtr axis = select(cmp(Op::Lt, a, intImm(0)), add(a, intImm(r)), a);
+  for (int64_t k = 0; k < r; ++k)
+    body.push_back(Stmt::ifThen(cmp(Op::Eq, axis, intImm(k)), scanAlong(k)));
+  sch["axis"] = std::string("at run time");
+  return b.finish(std::move(body), std::move(sch), o);
+}
+
 // LayerNormalization (with its optional Mean and InvStdDev outputs) and RMSNormalization (no
 // mean, no bias: y = x / sqrt(mean(x^2) + eps) * scale), as the reference kernel.
 std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const LowerOptions& o) {
@@ -417,6 +472,7 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
   if (op == "ArgMax" || op == "ArgMin") return lowerArg(n, b, o);
   if (op == "Softmax") return lowerSoftmax(n, b, o, false);
   if (op == "Hardmax" || op == "LpNormalization") return lowerAxisNormalize(n, b, o);
+  if (op == "CumSum" || op == "CumProd") return lowerScan(n, b, o);
   if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);
   if (op == "LayerNormalization" || op == "RMSNormalization") return lowerLayerNorm(n, b, o);
   return std::nullopt;

@@ -1,6 +1,8 @@
-// Ops normalizing along one axis through the JIT: Hardmax (ties keep the first maximum, a NaN in
-// front wins as in the reference) and LpNormalization (p = 1 and 2, rows of zeros give zeros),
-// over every axis of a 3-D input, against the interpreter.
+// Ops along one axis through the JIT, against the interpreter: Hardmax (ties keep the first
+// maximum, a NaN in front wins as in the reference) and LpNormalization (p = 1 and 2, rows of
+// zeros give zeros) over every axis of a 3-D input; CumSum / CumProd with the axis given at run
+// time (every axis, negative ones, exclusive, reverse; f32 and wrapping i64), and an axis out of
+// range as an error.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -39,6 +41,38 @@ TEST(JitAxisOps, HardmaxAndLpNormalizationMatchTheInterpreter) {
         const auto want = interpret(*m.graph, in);
         auto diff = compareValues(want[0], got[0], {1e-6, 1e-7});
         EXPECT_FALSE(diff) << *diff;
+      }
+}
+
+TEST(JitAxisOps, CumSumAndCumProdWithTheAxisAtRunTime) {
+  for (const char* op : {"CumSum", "CumProd"})
+    for (const char* type : {"f32", "i64"})
+      for (const char* attrs :
+           {"", " {exclusive = 1}", " {reverse = 1}", " {exclusive = 1, reverse = 1}"}) {
+        SCOPED_TRACE(std::string(op) + " " + type + attrs);
+        Model m =
+            parseModel(std::string("graph @g(%x: ") + type + "[3,4,5], %a: i32[]) {\n  %y = " + op +
+                       "(%x, %a)" + attrs + "\n  return %y\n}\n");
+        inferShapes(*m.graph);
+        runtime::JitExecutable exe(*m.graph);
+        Tensor x(std::string(type) == "f32" ? DType::F32 : DType::I64, {3, 4, 5});
+        std::mt19937 rng(4);
+        for (int64_t i = 0; i < x.numel(); ++i)
+          x.setF64(i, std::string(type) == "f32" ? double(int(rng() % 9) - 4) * 0.5
+                                                 : double(int64_t(rng()) - (int64_t(1) << 31)));
+        for (int32_t axis : {0, 1, 2, -1, -3}) {
+          Tensor a(DType::I32, {});
+          a.data<int32_t>()[0] = axis;
+          const std::vector<RValue> in = {RValue::of(x), RValue::of(a)};
+          const auto got = exe.run(in);
+          EXPECT_EQ(exe.stats().fallback, 0);
+          const auto want = interpret(*m.graph, in);
+          auto diff = compareValues(want[0], got[0], {1e-5, 1e-6});
+          EXPECT_FALSE(diff) << "axis " << axis << ": " << *diff;
+        }
+        Tensor bad(DType::I32, {});
+        bad.data<int32_t>()[0] = 3;
+        EXPECT_THROW(exe.run({RValue::of(x), RValue::of(bad)}), Error);
       }
 }
 
