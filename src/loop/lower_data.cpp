@@ -498,7 +498,7 @@ ExprPtr scatterCombine(const std::string& red, ExprPtr a, ExprPtr u) {
   if (red == "mul") return mul(a, u);
   if (red == "max") return select(cmp(Op::Lt, a, u), u, a);
   if (red == "min") return select(cmp(Op::Lt, u, a), u, a);
-  no("ScatterND reduction '" + red + "'");
+  no("scatter reduction '" + red + "'");
 }
 
 // The body of one index tuple `tv` of ScatterND: lets for its k coordinates (negative ones
@@ -530,22 +530,36 @@ Block scatterTuple(FuncBuilder& b, const std::string& tv, const std::string& out
   return body;
 }
 
+// The checks ScatterND and ScatterElements share: shapes static, int32/int64 indices, data,
+// updates and output of one type, a known reduction (none on bool).
+struct ScatterOperands {
+  Dims dd, xd, ud; // data, indices, updates
+  DType t, it;     // element and index types
+  std::string red;
+};
+ScatterOperands scatterOperands(const Node& n) {
+  ScatterOperands s{staticDims(n.inputs.at(0), "data"),
+                    staticDims(n.inputs.at(1), "indices"),
+                    staticDims(n.inputs.at(2), "updates"),
+                    n.outputs[0]->type.dtype,
+                    n.inputs[1]->type.dtype,
+                    n.attrString("reduction")};
+  scatterCombine(s.red, intImm(0), intImm(0)); // declines unknown reductions
+  if (s.it != DType::I64 && s.it != DType::I32) no("indices must be int32/int64");
+  if (s.t == DType::Bool && s.red != "none") no(n.op + " reduction '" + s.red + "' on bool");
+  if (s.dd != staticDims(n.outputs[0], "output") || n.inputs[0]->type.dtype != s.t ||
+      n.inputs[2]->type.dtype != s.t)
+    no("data, updates and output differ in type or shape");
+  return s;
+}
+
 // ScatterND: out = data, then for each index tuple (in order: with duplicate indices the last
 // update wins, or all combine) the update slice at the tuple's offset.
 std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name,
                                           const LowerOptions& o) {
   FuncBuilder b(n, name, "data");
   std::string out = b.output(0);
-  Dims dd = staticDims(n.inputs.at(0), "data"), xd = staticDims(n.inputs.at(1), "indices");
-  Dims ud = staticDims(n.inputs.at(2), "updates");
-  DType t = n.outputs[0]->type.dtype, it = n.inputs[1]->type.dtype;
-  std::string red = n.attrString("reduction");
-  scatterCombine(red, intImm(0), intImm(0)); // declines unknown reductions
-  if (it != DType::I64 && it != DType::I32) no("indices must be int32/int64");
-  if (t == DType::Bool && red != "none") no("ScatterND reduction '" + red + "' on bool");
-  if (dd != staticDims(n.outputs[0], "output") || n.inputs[0]->type.dtype != t ||
-      n.inputs[2]->type.dtype != t)
-    no("data, updates and output differ in type or shape");
+  const auto [dd, xd, ud, t, it, red] = scatterOperands(n);
   if (xd.empty() || xd.back() < 1 || xd.back() > static_cast<int64_t>(dd.size()))
     no("indices' last dim is out of range for the data rank");
   const int64_t k = xd.back();
@@ -575,6 +589,43 @@ std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name
   return b.finish(std::move(body), std::move(s), o);
 }
 
+// ScatterElements: out = data, then for each element of `indices` (in order: later duplicates
+// win, or combine by `reduction`) out at the element's own coordinates with the one along `axis`
+// replaced by the index = the update. Indices computed at run time are checked by the runtime
+// (@check_indices_*) and clamped, so the stores stay inside `out`.
+std::optional<LoweredNode> lowerScatterElements(const Node& n, const std::string& name,
+                                                const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  const auto [dd, xd, ud, t, it, red] = scatterOperands(n);
+  if (ud != xd || xd.size() != dd.size() || dd.empty()) no("indices and updates do not match");
+  const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), dd.size(), n));
+  for (size_t d = 0; d < dd.size(); ++d)
+    if (d != axis && xd[d] > dd[d]) no("indices larger than the data off the axis");
+  std::string data = b.input(n.inputs[0]), ind = b.input(n.inputs[1]), upd = b.input(n.inputs[2]);
+  const int64_t total = numel(dd);
+  std::string i = b.fresh("i");
+  Block body = checkIndices(ind, it, numel(xd), dd[axis], o);
+  for (auto& s : nest({i}, {total}, {Stmt::store(out, var(i), load(data, var(i), t))}, true,
+                      vectorWidthFor(o, t, total)))
+    body.push_back(std::move(s));
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < xd.size(); ++d) vs.push_back(b.fresh("e" + std::to_string(d)));
+  std::vector<ExprPtr> at = vars(vs), to = vars(vs);
+  const ExprPtr src = linearIndex(at, strides(xd));
+  to[axis] = clampedIndex(load(ind, src, it), it, dd[axis]);
+  const ExprPtr dst = linearIndex(to, strides(dd));
+  // Serial: later elements see (and may overwrite) earlier ones.
+  for (auto& s :
+       nest(vs, xd,
+            {Stmt::store(out, dst, scatterCombine(red, load(out, dst, t), load(upd, src, t)))},
+            false))
+    body.push_back(std::move(s));
+  Schedule s;
+  s["reduction"] = red;
+  return b.finish(std::move(body), std::move(s), o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& name,
@@ -591,6 +642,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "GatherElements") return lowerGatherElements(n, name, o);
   if (op == "Trilu") return lowerTrilu(n, name, o);
   if (op == "ScatterND") return lowerScatterND(n, name, o);
+  if (op == "ScatterElements") return lowerScatterElements(n, name, o);
   if (op == "Pad") return lowerPad(n, name, o);
   if (op == "Resize") return lowerResize(n, name, o);
   return std::nullopt;

@@ -93,6 +93,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Pad",
                                             "Resize",
                                             "ScatterND",
+                                            "ScatterElements",
                                             "GRU",
                                             "LSTM",
                                             "HardSwish",

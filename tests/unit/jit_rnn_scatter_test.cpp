@@ -1,4 +1,5 @@
-// GRU and LSTM (micro-kernel calls, kernels/rnn.h) and ScatterND (loop nest) through the JIT
+// GRU and LSTM (micro-kernel calls, kernels/rnn.h), ScatterND and ScatterElements (loop nests)
+// through the JIT
 // (runtime::runJit): small graphs over every direction, linear_before_reset / input_forget,
 // peepholes, optional input and output, clip, activation and reduction, compared with the
 // interpreter. Every node must lower (no fallback).
@@ -257,6 +258,37 @@ TEST(JitScatterND, EveryReductionAndNegativeIndicesMatchTheInterpreter) {
       "graph @g(%d: f32[4,3,5], %u: f32[2]) {\n  %i = const i64[2,3] [3, 2, -1, 0, -3, 4]\n"
       "  %y = ScatterND(%d, %i, %u) : f32[4,3,5]\n  return %y\n}\n",
       31);
+}
+
+// ScatterElements: every reduction over each axis, duplicate and negative indices given at run
+// time (the runtime checks them), against the interpreter; an index out of range is an error.
+TEST(JitScatterElements, EveryReductionAndAxisMatchTheInterpreter) {
+  uint32_t seed = 40;
+  for (const char* red : {"none", "add", "mul", "max", "min"})
+    for (int axis : {0, 1, -1}) {
+      SCOPED_TRACE(std::string(red) + " axis " + std::to_string(axis));
+      Model m = parseModel(std::string("graph @g(%d: f32[4,3,5], %i: i64[2,3,4], %u: f32[2,3,4]) "
+                                       "{\n  %y = ScatterElements(%d, %i, %u) {axis = ") +
+                           std::to_string(axis) + ", reduction = \"" + red +
+                           "\"} : f32[4,3,5]\n  return %y\n}\n");
+      const int64_t dim = axis == 0 ? 4 : axis == 1 ? 3 : 5;
+      std::mt19937 rng(seed++);
+      Tensor ind(DType::I64, {2, 3, 4});
+      for (int64_t e = 0; e < ind.numel(); ++e)
+        ind.data<int64_t>()[e] =
+            int64_t(rng() % uint32_t(2 * dim)) - dim; // negative and duplicates
+      const std::vector<RValue> in = {RValue::of(randomTensor(DType::F32, {4, 3, 5}, rng)),
+                                      RValue::of(ind),
+                                      RValue::of(randomTensor(DType::F32, {2, 3, 4}, rng))};
+      runtime::JitStats st;
+      std::vector<RValue> got;
+      ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
+      EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
+      auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6});
+      EXPECT_FALSE(diff) << *diff;
+      ind.data<int64_t>()[5] = dim; // out of range
+      EXPECT_THROW(runtime::runJit(*m.graph, {in[0], RValue::of(ind), in[2]}, {}, &st), Error);
+    }
 }
 
 } // namespace
