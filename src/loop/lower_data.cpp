@@ -643,6 +643,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Trilu") return lowerTrilu(n, name, o);
   if (op == "ScatterND") return lowerScatterND(n, name, o);
   if (op == "ScatterElements") return lowerScatterElements(n, name, o);
+  if (op == "GridSample") return lowerGridSample(n, name, o);
   if (op == "Pad") return lowerPad(n, name, o);
   if (op == "Resize") return lowerResize(n, name, o);
   return std::nullopt;

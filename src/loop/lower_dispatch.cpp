@@ -94,6 +94,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Resize",
                                             "ScatterND",
                                             "ScatterElements",
+                                            "GridSample",
                                             "GRU",
                                             "LSTM",
                                             "HardSwish",

@@ -108,6 +108,8 @@ std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& nam
                                            const LowerOptions& o);
 std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& name,
                                              const LowerOptions& o);
+std::optional<LoweredNode> lowerGridSample(const Node& n, const std::string& name,
+                                           const LowerOptions& o); // lower_grid.cpp
 std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o);
 // Attention (4-D, f32) as one call of the runtime's attention kernel (LowerOptions::
