@@ -13,11 +13,14 @@ namespace aicc::loop {
 namespace {
 
 // f16 / bf16: 16-bit storage, computed in f32 and rounded per op (codegen/llvm/emit_llvm.cpp).
+// 4/2-bit integers: one value per byte, for Cast / CastLike / Identity only (see below).
 bool supportedDType(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
-         t == DType::Bool ||
-         (isInteger(t) && dtypeSize(t) >= 1 && t != DType::I4 && t != DType::U4 && t != DType::I2 &&
-          t != DType::U2);
+         t == DType::Bool || isInteger(t);
+}
+
+bool isSubByteInt(DType t) {
+  return t == DType::I4 || t == DType::U4 || t == DType::I2 || t == DType::U2;
 }
 
 std::string sanitize(const std::string& s) {
@@ -93,6 +96,12 @@ private:
     for (const Node* x : nodes_) {
       if (!x->domain.empty() || (!hasComputeDefinition(x->op) && !detail::isChainActivation(x->op)))
         no("no compute definition for " + (x->domain.empty() ? x->op : x->domain + "." + x->op));
+      // 4/2-bit integers saturate on every store in the reference; only conversions take them.
+      if (x->op != "Cast" && x->op != "CastLike" && x->op != "Identity")
+        for (const auto* vs : {&x->inputs, &x->outputs})
+          for (const Value* v : *vs)
+            if (v && isSubByteInt(v->type.dtype))
+              no("4/2-bit integers are lowered for Cast, CastLike and Identity only");
       for (const Value* o : x->outputs)
         if (o) producer_[o] = x;
       for (const Value* i : x->inputs)

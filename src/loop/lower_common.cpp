@@ -28,8 +28,7 @@ bool isComputeFloat(DType t) { return t == DType::F32 || t == DType::F64; }
 
 static bool movableDType(DType t) {
   return isComputeFloat(t) || t == DType::F16 || t == DType::BF16 || t == DType::Bool ||
-         (isInteger(t) && dtypeSize(t) >= 1 && t != DType::I4 && t != DType::U4 && t != DType::I2 &&
-          t != DType::U2);
+         isInteger(t);
 }
 
 Dims staticDims(const Value* v, const char* what) {

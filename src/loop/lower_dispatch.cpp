@@ -11,22 +11,28 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
   const std::string& cand = choice.name;
   try {
     std::optional<LoweredNode> r;
-    // f16 / bf16 tensors (16-bit storage, f32 arithmetic rounded per op): only the lowerings
-    // that move elements take them. The others accumulate in their output's type (a sum rounded
-    // to f16 at every step, where the reference kernels accumulate wider) or call f32 kernels.
-    const bool reduced =
-        std::any_of(n.inputs.begin(), n.inputs.end(),
-                    [](const Value* v) { return v && isReducedFloat(v->type.dtype); }) ||
-        std::any_of(n.outputs.begin(), n.outputs.end(),
-                    [](const Value* v) { return v && isReducedFloat(v->type.dtype); });
+    // f16 / bf16 tensors (16-bit storage, f32 arithmetic rounded per op) and 4/2-bit integers
+    // (a byte each): only the lowerings that move elements take them. The others accumulate in
+    // their output's type (a sum rounded to f16 at every step, where the reference kernels
+    // accumulate wider) or call f32 kernels; scatter reductions would wrap 4-bit sums the
+    // reference saturates.
+    auto narrow = [](const Value* v) {
+      const DType t = v ? v->type.dtype : DType::F32;
+      return isReducedFloat(t) || t == DType::I4 || t == DType::U4 || t == DType::I2 ||
+             t == DType::U2;
+    };
+    const bool reduced = std::any_of(n.inputs.begin(), n.inputs.end(), narrow) ||
+                         std::any_of(n.outputs.begin(), n.outputs.end(), narrow);
     if (reduced) {
-      if (n.op != "Resize" && (r = lowerDataFamily(n, funcName, opts))) {
+      const bool moves = n.op != "Resize" && n.op != "GridSample" && n.op != "ScatterND" &&
+                         n.op != "ScatterElements";
+      if (moves && (r = lowerDataFamily(n, funcName, opts))) {
         result = std::move(r);
         return true;
       }
       if (!hasNonElementwiseLowering(n)) return false; // the elementwise path's
-      no(n.describe() + ": f16/bf16 tensors are lowered for element moves and elementwise ops "
-                        "only");
+      no(n.describe() + ": f16/bf16 and 4/2-bit tensors are lowered for element moves and "
+                        "elementwise ops only");
     }
     if (!(r = lowerMatMulFamily(n, funcName, opts, cand)) &&
         !(r = lowerConvFamily(n, funcName, opts, cand)) &&

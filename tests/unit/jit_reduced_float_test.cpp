@@ -2,7 +2,8 @@
 // every op (codegen/llvm/emit_llvm.cpp). Element moves and elementwise ops (Cast, CastLike,
 // arithmetic, Max, Transpose, Concat, ...) compile and match the interpreter bit for bit,
 // including the values conversions get wrong most easily (ties, subnormals, overflow to inf,
-// NaN); ops that accumulate (reductions) fall back with the reason.
+// NaN); ops that accumulate (reductions) fall back with the reason. 4/2-bit integers (a byte
+// each) compile in casts (and Identity), which wrap to the width as the reference's do.
 #include "ir/parser.h"
 #include "jit_check.h"
 #include "passes/shape_inference.h"
@@ -92,9 +93,22 @@ TEST(JitReducedFloat, AccumulatingOpsFallBackWithTheReason) {
   const auto want = interpret(*m.graph, in);
   EXPECT_FALSE(compareValues(want[0], got[0], {0, 0}));
   ASSERT_EQ(exe.stats().fallback, 1);
-  EXPECT_NE(exe.stats().fallbackReasons[0].find("f16/bf16 tensors are lowered for element moves"),
+  EXPECT_NE(exe.stats().fallbackReasons[0].find(
+                "f16/bf16 and 4/2-bit tensors are lowered for element moves"),
             std::string::npos)
       << exe.stats().fallbackReasons[0];
+}
+
+TEST(JitReducedFloat, FourAndTwoBitIntegerCastsMatchExactly) {
+  // f32 (over many binades, the hard cases first) and i32 into each 4/2-bit type and back.
+  for (const char* to : {"22", "21", "26", "25"}) { // INT4, UINT4, INT2, UINT2
+    SCOPED_TRACE(std::string("to = ") + to);
+    check(std::string("graph @g(%x: f32[64], %y: f32[64]) {\n  %a = Cast(%x) {to = ") + to +
+              "}\n  %b = Cast(%a) {to = 1}\n  %i = Cast(%y) {to = 6}\n  %c = Cast(%i) {to = " + to +
+              "}\n  %d = Cast(%c) {to = 7}\n  %e = Identity(%c)\n  %f = Cast(%e) {to = 10}"
+              "\n  %g2 = Cast(%f) {to = 1}\n  return %b, %d, %g2\n}\n",
+          true);
+  }
 }
 
 } // namespace

@@ -29,6 +29,10 @@ bool supportedDType(DType t) {
   case DType::F64:
   case DType::F16:
   case DType::BF16:
+  case DType::I4:
+  case DType::U4:
+  case DType::I2:
+  case DType::U2:
   case DType::Bool:
   case DType::I8:
   case DType::U8:
@@ -53,7 +57,13 @@ bool isReduced(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 bool isUnsignedInt(DType t) {
   return t == DType::Bool || t == DType::U8 || t == DType::U16 || t == DType::U32 ||
-         t == DType::U64;
+         t == DType::U64 || t == DType::U4 || t == DType::U2;
+}
+
+// 4- and 2-bit integers: one value per byte (as ir/tensor.h stores them); casts into them wrap to
+// their width as the reference's Cast does (elementwise_cast.cpp's storeInt).
+bool isSubByte(DType t) {
+  return t == DType::I4 || t == DType::U4 || t == DType::I2 || t == DType::U2;
 }
 
 class FuncEmitter {
@@ -91,6 +101,10 @@ private:
       return b_.getInt1Ty();
     case DType::I8:
     case DType::U8:
+    case DType::I4:
+    case DType::U4:
+    case DType::I2:
+    case DType::U2:
       return b_.getInt8Ty();
     case DType::I16:
     case DType::U16:
@@ -446,6 +460,16 @@ private:
     // value in a register is an exact f32.
     if (isReduced(to)) return roundTo(to, emitCast(DType::F32, from, v));
     if (isReduced(from)) return emitCast(to, DType::F32, v);
+    if (isSubByte(from)) return emitCast(to, isUnsignedInt(from) ? DType::U8 : DType::I8, v);
+    if (isSubByte(to)) { // through i64 (floats truncate, NaN -> 0), then wrapped to the width
+      const int64_t bits = to == DType::I4 || to == DType::U4 ? 4 : 2, mask = (1 << bits) - 1;
+      llvm::Value* w = b_.CreateAnd(emitCast(DType::I64, from, v), b_.getInt64(mask));
+      if (!isUnsignedInt(to)) { // sign-extend the low bits: ((w ^ sign) - sign)
+        const int64_t sign = int64_t(1) << (bits - 1);
+        w = b_.CreateSub(b_.CreateXor(w, b_.getInt64(sign)), b_.getInt64(sign));
+      }
+      return b_.CreateTrunc(w, toTy);
+    }
     if (to == DType::Bool)
       return isFloat(from) ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0))
                            : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
