@@ -13,14 +13,20 @@ namespace aicc::loop {
 namespace {
 
 // f16 / bf16: 16-bit storage, computed in f32 and rounded per op (codegen/llvm/emit_llvm.cpp).
-// 4/2-bit integers: one value per byte, for Cast / CastLike / Identity only (see below).
-bool supportedDType(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
-         t == DType::Bool || isInteger(t);
+// float8 / float4 (a byte each) and 4/2-bit integers: for Cast / CastLike / Identity only (see
+// below); float8e8m0 (its own rounding modes) is not lowered.
+bool isByteFloat(DType t) {
+  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 ||
+         t == DType::F8E5M2FNUZ || t == DType::F4E2M1;
 }
 
-bool isSubByteInt(DType t) {
-  return t == DType::I4 || t == DType::U4 || t == DType::I2 || t == DType::U2;
+bool supportedDType(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
+         isByteFloat(t) || t == DType::Bool || isInteger(t);
+}
+
+bool castOnly(DType t) {
+  return t == DType::I4 || t == DType::U4 || t == DType::I2 || t == DType::U2 || isByteFloat(t);
 }
 
 std::string sanitize(const std::string& s) {
@@ -96,12 +102,17 @@ private:
     for (const Node* x : nodes_) {
       if (!x->domain.empty() || (!hasComputeDefinition(x->op) && !detail::isChainActivation(x->op)))
         no("no compute definition for " + (x->domain.empty() ? x->op : x->domain + "." + x->op));
-      // 4/2-bit integers saturate on every store in the reference; only conversions take them.
-      if (x->op != "Cast" && x->op != "CastLike" && x->op != "Identity")
-        for (const auto* vs : {&x->inputs, &x->outputs})
-          for (const Value* v : *vs)
-            if (v && isSubByteInt(v->type.dtype))
-              no("4/2-bit integers are lowered for Cast, CastLike and Identity only");
+      // 4/2-bit integers and float8/float4: only conversions take them (the compiled casts
+      // into float8 saturate, Cast's default).
+      const bool conversion = x->op == "Cast" || x->op == "CastLike" || x->op == "Identity";
+      for (const auto* vs : {&x->inputs, &x->outputs})
+        for (const Value* v : *vs)
+          if (v && castOnly(v->type.dtype)) {
+            if (!conversion)
+              no("4/2-bit integers and float8 are lowered for Cast and CastLike only");
+            if (x->op != "Identity" && x->attrInt("saturate") == 0 && isByteFloat(v->type.dtype))
+              no("Cast to float8 with saturate = 0");
+          }
       for (const Value* o : x->outputs)
         if (o) producer_[o] = x;
       for (const Value* i : x->inputs)

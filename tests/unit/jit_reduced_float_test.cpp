@@ -3,7 +3,8 @@
 // arithmetic, Max, Transpose, Concat, ...) compile and match the interpreter bit for bit,
 // including the values conversions get wrong most easily (ties, subnormals, overflow to inf,
 // NaN); ops that accumulate (reductions) fall back with the reason. 4/2-bit integers (a byte
-// each) compile in casts (and Identity), which wrap to the width as the reference's do.
+// each) compile in casts (and Identity), which wrap to the width as the reference's do; so do
+// float8 / float4 (saturating casts: Cast's default).
 #include "ir/parser.h"
 #include "jit_check.h"
 #include "passes/shape_inference.h"
@@ -109,6 +110,27 @@ TEST(JitReducedFloat, FourAndTwoBitIntegerCastsMatchExactly) {
               "\n  %g2 = Cast(%f) {to = 1}\n  return %b, %d, %g2\n}\n",
           true);
   }
+}
+
+TEST(JitReducedFloat, Float8AndFloat4CastsMatchExactly) {
+  // f32 over many binades with the hard cases (ties, max, past max, inf, NaN, -0), f16 and f64
+  // sources, into each type and back.
+  for (const char* to : {"17", "18", "19", "20", "23"}) { // E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ, E2M1
+    SCOPED_TRACE(std::string("to = ") + to);
+    check(std::string("graph @g(%x: f32[300]) {\n  %a = Cast(%x) {to = ") + to +
+              "}\n  %b = Cast(%a) {to = 1}\n  %h = Cast(%x) {to = 10}\n  %c = CastLike(%h, %a)\n"
+              "  %d = Cast(%c) {to = 11}\n  %e = Cast(%d) {to = " +
+              to + "}\n  %f = Cast(%e) {to = 10}\n  return %b, %d, %f\n}\n",
+          true);
+  }
+  Model m = parseModel("graph @g(%x: f32[8]) {\n  %a = Cast(%x) {to = 17, saturate = 0}\n"
+                       "  %b = Cast(%a) {to = 1}\n  return %b\n}\n");
+  inferShapes(*m.graph);
+  runtime::JitExecutable exe(*m.graph);
+  const std::vector<RValue> in = {RValue::of(inputs({8}, 8, true, 10))};
+  EXPECT_FALSE(compareValues(interpret(*m.graph, in)[0], exe.run(in)[0], {0, 0}));
+  ASSERT_EQ(exe.stats().fallback, 1); // saturate = 0 stays on the reference kernel
+  EXPECT_NE(exe.stats().fallbackReasons[0].find("saturate = 0"), std::string::npos);
 }
 
 } // namespace
