@@ -26,7 +26,9 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
     if (reduced) {
       const bool moves = n.op != "Resize" && n.op != "GridSample" && n.op != "ScatterND" &&
                          n.op != "ScatterElements";
-      if (moves && (r = lowerDataFamily(n, funcName, opts))) {
+      const bool quant = n.op == "QuantizeLinear" || n.op == "DequantizeLinear"; // 4/2-bit
+      if ((moves && (r = lowerDataFamily(n, funcName, opts))) ||
+          (quant && (r = lowerQuantFamily(n, funcName, opts)))) {
         result = std::move(r);
         return true;
       }

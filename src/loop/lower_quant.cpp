@@ -9,6 +9,7 @@
 // roundSat). Anything else declines with a reason.
 #include "loop/lower_quant.h"
 #include "ops/op_def.h"
+#include "ops/quant_util.h"
 
 namespace aicc::loop::detail {
 
@@ -75,28 +76,38 @@ ExprPtr zeroPointAt(FuncBuilder& b, const Node& n, size_t i, const ExprPtr& sIdx
   return cast(t, load(b.input(n.inputs[i]), sIdx, n.inputs[i]->type.dtype));
 }
 
+// The integer types QuantizeLinear / DequantizeLinear are lowered for, and their ranges.
+bool quantInt(DType t) {
+  return isQ8(t) || t == DType::I16 || t == DType::U16 || t == DType::I4 || t == DType::U4 ||
+         t == DType::I2 || t == DType::U2;
+}
+
 std::optional<LoweredNode> lowerQuantize(const Node& n, const std::string& name,
                                          const LowerOptions& o) {
   const DType out = n.outputs.at(0)->type.dtype;
   if (n.inputs.at(0)->type.dtype != DType::F32 || n.inputs.at(1)->type.dtype != DType::F32)
     no(n.describe() + ": QuantizeLinear is lowered for f32 x and scale only");
-  if (!isQ8(out) || (n.hasInput(2) && n.inputs[2]->type.dtype != out))
-    no(n.describe() + ": QuantizeLinear is lowered to u8/i8 only");
+  if (!quantInt(out) || (n.hasInput(2) && n.inputs[2]->type.dtype != out))
+    no(n.describe() + ": QuantizeLinear is lowered to 16/8/4/2-bit integers only");
+  const auto [lo, hi] = quantRange(out);
   if (n.attrInt("precision") != 0 && n.attrInt("precision") != 1)
     no(n.describe() + ": QuantizeLinear with a precision other than float");
   return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {
     ExprPtr q = div(load(b.input(n.inputs[0]), i, DType::F32),
                     load(b.input(n.inputs[1]), s, DType::F32));
-    return cast(out, add(call("round", {q}), zeroPointAt(b, n, 2, s, DType::F32)));
+    // Saturated to the type's range first: casts into 4/2-bit types wrap.
+    ExprPtr v = add(call("round", {q}), zeroPointAt(b, n, 2, s, DType::F32));
+    return cast(out,
+                min(max(v, constant(DType::F32, double(lo))), constant(DType::F32, double(hi))));
   });
 }
 
 std::optional<LoweredNode> lowerDequantize(const Node& n, const std::string& name,
                                            const LowerOptions& o) {
   const DType xt = n.inputs.at(0)->type.dtype;
-  if (!isQ8(xt) || n.inputs.at(1)->type.dtype != DType::F32 ||
+  if (!quantInt(xt) || n.inputs.at(1)->type.dtype != DType::F32 ||
       n.outputs.at(0)->type.dtype != DType::F32)
-    no(n.describe() + ": DequantizeLinear is lowered for u8/i8 -> f32 only");
+    no(n.describe() + ": DequantizeLinear is lowered for 16/8/4/2-bit integers -> f32 only");
   if (n.hasInput(2) && n.inputs[2]->type.dtype != xt)
     no(n.describe() + ": the zero point's type differs from x's");
   return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {

@@ -244,5 +244,33 @@ TEST(JitQuant, QLinearMatMulAddAndPoolMatchExactly) {
           std::string(last) == "1" ? "nhwc" : "nchw");
 }
 
+// QuantizeLinear / DequantizeLinear on 16-, 4- and 2-bit integers: values far past the range
+// saturate (4/2-bit casts wrap, so the lowering clamps first), per tensor and per axis.
+TEST(JitQuant, SixteenFourAndTwoBitQuantizeSaturates) {
+  std::mt19937 rng(23);
+  for (const char* t : {"i16", "u16", "i4", "u4", "i2", "u2"}) {
+    const std::string zp = std::string(t) == "i16"    ? "-300"
+                           : std::string(t) == "u16"  ? "1000"
+                           : std::string(t)[0] == 'i' ? "-1"
+                                                      : "1";
+    check(std::string("graph @g(%x: f32[3,40]) {\n  %s = const f32[] [0.05]\n  %z = const ") + t +
+              "[] [" + zp +
+              "]\n  %q = QuantizeLinear(%x, %s, %z)\n  %y = DequantizeLinear(%q, %s, %z)\n"
+              "  return %q, %y\n}\n",
+          std::string("QuantizeLinear to ") + t, "quant_axis = -1", 2000);
+    check(std::string("graph @g(%x: f32[3,40]) {\n") +
+              constText("s", DType::F32, {3}, rng, 0, {0.5, 0.02, 0.1}) +
+              "  %q = QuantizeLinear(%x, %s) {axis = 0, output_dtype = " +
+              (std::string(t) == "i16"   ? "5"
+               : std::string(t) == "u16" ? "4"
+               : std::string(t) == "i4"  ? "22"
+               : std::string(t) == "u4"  ? "21"
+               : std::string(t) == "i2"  ? "26"
+                                         : "25") +
+              "}\n  %y = DequantizeLinear(%q, %s) {axis = 0}\n  return %q, %y\n}\n",
+          std::string("QuantizeLinear per axis to ") + t, "quant_axis = 0", 2000);
+  }
+}
+
 } // namespace
 } // namespace aicc
