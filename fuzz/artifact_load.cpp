@@ -29,11 +29,10 @@ namespace fs = std::filesystem;
 const char* kModel = R"(graph @g(%x: f32[3,4], %p: bool[]) {
   %w = const f32[4,4] [1, 2, 3, 4, -1, -2, -3, -4, 0.5, 0.25, 0, 1, 2, 2, 2, 2]
   %b = const f32[4] [0.1, 0.2, 0.3, 0.4]
-  %ax = const i64[] [1]
   %m = MatMul(%x, %w) : f32[3,4]
   %a = Add(%m, %b) : f32[3,4]
   %r = Relu(%a) : f32[3,4]
-  %c = CumSum(%r, %ax) : f32[3,4]
+  %c = Einsum(%r) {equation = "ij->ij"} : f32[3,4]
   %y = If(%p) {then_branch = graph @then() { %t = Sigmoid(%r) : f32[3,4]  return %t },
                 else_branch = graph @else() { return %a }} : f32[3,4]
   return %c, %y
