@@ -60,10 +60,83 @@ Block concatPresent(FuncBuilder& b, const std::string& P, const std::string& pas
   return out;
 }
 
+// RotaryEmbedding (opset 23, f32): a loop nest over (b, s, h, k < rd / 2) rotating the pair
+// (x1, x2) of each head (the halves of the rotary span, or adjacent features when interleaved)
+// by the cache row of the token's position, x1' = c x1 - s x2, x2' = s x1 + c x2, each product
+// and sum rounded to f32 as the reference does; features past the span are copied. position_ids
+// come at run time: the runtime checks them against the cache length (@check_targets_i64: within
+// [0, rows)), and the loads clamp.
+std::optional<LoweredNode> lowerRotary(const Node& n, const std::string& name,
+                                       const LowerOptions& o) {
+  FuncBuilder b(n, name, "attention");
+  const Value *x = n.inputs.at(0), *cv = n.inputs.at(1), *sv = n.inputs.at(2);
+  for (const Value* v : std::initializer_list<const Value*>{x, cv, sv, n.outputs.at(0)})
+    if (v->type.dtype != DType::F32) no("RotaryEmbedding is lowered for f32 only");
+  const Dims xd = staticDims(x, "input"), cd = staticDims(cv, "cos_cache");
+  if (staticDims(sv, "sin_cache") != cd) no("cos_cache and sin_cache differ");
+  int64_t B = xd.at(0), S = 0, H = 0, hd = 0, sB = 0, sS = 0, sH = 0;
+  if (xd.size() == 4) {
+    H = xd[1], S = xd[2], hd = xd[3], sB = H * S * hd, sH = S * hd, sS = hd;
+  } else if (xd.size() == 3) {
+    H = n.attr("num_heads") ? n.attrInt("num_heads") : 0;
+    if (H <= 0 || xd[2] % H != 0) no("a 3-D input needs num_heads dividing its width");
+    S = xd[1], hd = xd[2] / H, sB = S * H * hd, sS = H * hd, sH = hd;
+  } else {
+    no("RotaryEmbedding input of rank " + std::to_string(xd.size()));
+  }
+  const int64_t rd = n.attrInt("rotary_embedding_dim") ? n.attrInt("rotary_embedding_dim") : hd;
+  if (rd <= 0 || rd > hd || rd % 2)
+    no("rotary_embedding_dim is not even and at most the head size");
+  const int64_t half = rd / 2;
+  const bool inter = n.attrInt("interleaved") != 0, pos = n.hasInput(3);
+  if (pos ? (cd.size() != 2 || cd[1] != half ||
+             staticDims(n.inputs[3], "position_ids") != Dims{B, S} ||
+             n.inputs[3]->type.dtype != DType::I64)
+          : cd != Dims{B, S, half})
+    no("cache or position_ids shapes do not match the input");
+  if (pos && !o.runtimeKernels) no("position_ids (checked at run time by the runtime only)");
+  std::string Y = b.output(0), X = b.input(x), C = b.input(cv), Sn = b.input(sv);
+  Block body;
+  std::string P;
+  if (pos) {
+    P = b.input(n.inputs[3]);
+    body.push_back(Stmt::callKernel(
+        "check_targets_i64", {bufferArg(P), intArg(B * S), intArg(cd[0]), intArg(0), intArg(0)}));
+  }
+  std::string bv = b.loopVar("b"), s = b.loopVar("s"), h = b.loopVar("h"), k = b.loopVar("k");
+  ExprPtr base =
+      add(add(mul(var(bv), intImm(sB)), mul(var(s), intImm(sS))), mul(var(h), intImm(sH)));
+  ExprPtr row = pos ? clampIndex(load(P, add(mul(var(bv), intImm(S)), var(s)), DType::I64), cd[0])
+                    : add(mul(var(bv), intImm(S)), var(s));
+  ExprPtr at = add(mul(row, intImm(half)), var(k));
+  ExprPtr i1 = add(base, inter ? mul(var(k), intImm(2)) : var(k));
+  ExprPtr i2 =
+      add(base, inter ? add(mul(var(k), intImm(2)), intImm(1)) : add(var(k), intImm(half)));
+  const DType f = DType::F32;
+  ExprPtr x1 = load(X, i1, f), x2 = load(X, i2, f), c = load(C, at, f), sn = load(Sn, at, f);
+  Block rot = {Stmt::store(Y, i1, sub(mul(c, x1), mul(sn, x2))),
+               Stmt::store(Y, i2, add(mul(sn, x1), mul(c, x2)))};
+  Block inner = nest({k}, {half}, std::move(rot), false);
+  if (rd < hd) { // the features past the rotary span
+    std::string d = b.loopVar("d");
+    for (auto& st : nest({d}, {hd - rd},
+                         {Stmt::store(Y, add(base, add(var(d), intImm(rd))),
+                                      load(X, add(base, add(var(d), intImm(rd))), f))},
+                         false))
+      inner.push_back(std::move(st));
+  }
+  for (auto& st : nest({bv, s, h}, {B, S, H}, std::move(inner), true))
+    body.push_back(std::move(st));
+  Schedule sched;
+  sched["interleaved"] = int64_t(inter);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string& name,
                                                 const LowerOptions& o) {
+  if (n.domain.empty() && n.op == "RotaryEmbedding") return lowerRotary(n, name, o);
   if (!n.domain.empty() || n.op != "Attention") return std::nullopt;
   if (!o.runtimeKernels) no("Attention is lowered only to the runtime's micro-kernel");
   if (n.hasInput(6)) no("Attention with padding lengths (nonpad_kv_seqlen)");

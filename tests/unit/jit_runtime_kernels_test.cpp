@@ -202,6 +202,48 @@ TEST(JitRuntimeKernels, AttentionPastPresentSoftcapAndScores) {
           true, std::string("qk_matmul_output mode ") + mode, "kind = \"attention\"");
 }
 
+// RotaryEmbedding (a loop nest, bit-exact: the reference rounds each product and sum to f32):
+// 4-D and 3-D inputs, interleaved or halves, a rotary span shorter than the head, caches by
+// position_ids or per token; a position past the cache is an error.
+TEST(JitRuntimeKernels, RotaryEmbeddingMatchesTheInterpreter) {
+  const char* graphs[] = {
+      "graph @g(%x: f32[2,3,5,8], %c: f32[2,5,4], %s: f32[2,5,4]) {\n"
+      "  %y = RotaryEmbedding(%x, %c, %s)\n  return %y\n}\n",
+      "graph @g(%x: f32[2,3,5,8], %c: f32[2,5,4], %s: f32[2,5,4]) {\n"
+      "  %y = RotaryEmbedding(%x, %c, %s) {interleaved = 1}\n  return %y\n}\n",
+      "graph @g(%x: f32[2,3,5,8], %c: f32[2,5,2], %s: f32[2,5,2]) {\n"
+      "  %y = RotaryEmbedding(%x, %c, %s) {rotary_embedding_dim = 4}\n  return %y\n}\n",
+      "graph @g(%x: f32[2,5,24], %c: f32[9,4], %s: f32[9,4], %p: i64[2,5]) {\n"
+      "  %y = RotaryEmbedding(%x, %c, %s, %p) {num_heads = 3}\n  return %y\n}\n",
+      "graph @g(%x: f32[2,5,24], %c: f32[9,2], %s: f32[9,2], %p: i64[2,5]) {\n  %y = "
+      "RotaryEmbedding(%x, %c, %s, %p) {num_heads = 3, interleaved = 1, rotary_embedding_dim = 4}"
+      "\n  return %y\n}\n"};
+  for (const char* g : graphs) {
+    SCOPED_TRACE(g);
+    Model m = parseModel(g);
+    inferShapes(*m.graph);
+    std::mt19937 rng(12);
+    std::uniform_real_distribution<double> u(-2, 2);
+    std::vector<RValue> in;
+    for (const Value* v : m.graph->inputs) {
+      Tensor t(v->type.dtype, *toDims(*v->type.shape));
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.setF64(i, v->type.dtype == DType::I64 ? double(rng() % 9) : u(rng));
+      in.push_back(RValue::of(t));
+    }
+    runtime::JitExecutable exe(*m.graph);
+    const auto got = exe.run(in);
+    EXPECT_EQ(exe.stats().fallback, 0)
+        << (exe.stats().fallbackReasons.empty() ? "" : exe.stats().fallbackReasons[0]);
+    auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {0, 0});
+    EXPECT_FALSE(diff) << *diff;
+    if (in.size() == 4) {
+      in[3].tensor.setI64(3, 9); // past the 9 cache rows
+      EXPECT_THROW(exe.run(in), Error);
+    }
+  }
+}
+
 } // namespace
 } // namespace aicc
 
