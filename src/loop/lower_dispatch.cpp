@@ -63,6 +63,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "ConvTranspose",
                                             "MaxPool",
                                             "AveragePool",
+                                            "LpPool",
                                             "GlobalAveragePool",
                                             "GlobalMaxPool",
                                             "ReduceSum",

@@ -1,5 +1,5 @@
-// MaxPool, AveragePool (NCHW, any spatial rank; pads, strides, dilations, ceil_mode through the
-// static output shape), GlobalAveragePool and GlobalMaxPool as loop nests: for every output
+// MaxPool, AveragePool, LpPool (NCHW, any spatial rank; pads, strides, dilations, ceil_mode through
+// the static output shape), GlobalAveragePool and GlobalMaxPool as loop nests: for every output
 // element, an accumulation over the window with bounds guards.
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
@@ -73,7 +73,10 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   } else if (ap != "VALID") {
     no("auto_pad " + ap);
   }
-  bool countPad = !isMax && n.attrInt("count_include_pad") != 0;
+  // LpPool: the sum of |x|^p over the window's inside positions, then its p-th root.
+  const int64_t lp = n.op == "LpPool" ? n.attrInt("p") : 0;
+  if (n.op == "LpPool" && lp < 1) no("LpPool with p < 1");
+  bool countPad = !isMax && !lp && n.attrInt("count_include_pad") != 0;
   std::string in = b.input(n.inputs[0]);
   // 2-D f32 MaxPool with runtime kernels: the depthwise machinery's max mode, one call per image.
   if (isMax && o.runtimeKernels && t == DType::F32 && r == 2) {
@@ -120,17 +123,22 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   Block pix = {Stmt::store(
       out, yIdx, isMax ? constant(t, -std::numeric_limits<double>::infinity()) : constant(t, 0))};
   std::string cnt;
-  if (!isMax) {
+  if (!isMax && !lp) {
     cnt = b.temp("count", t, od);
     pix.push_back(Stmt::store(cnt, yIdx, constant(t, 0)));
   }
-  Block win = {Stmt::ifThen(
-      inside, {Stmt::store(out, yIdx, isMax ? select(cmp(Op::Gt, x, acc), x, acc) : add(acc, x))})};
-  if (!isMax)
+  ExprPtr step = isMax ? select(cmp(Op::Gt, x, acc), x, acc)
+                 : lp  ? add(acc, call("pow", {call("abs", {x}), constant(t, double(lp))}))
+                       : add(acc, x);
+  Block win = {Stmt::ifThen(inside, {Stmt::store(out, yIdx, step)})};
+  if (!isMax && !lp)
     win.push_back(Stmt::ifThen(countPad ? counted : inside,
                                {Stmt::store(cnt, yIdx, add(load(cnt, yIdx, t), constant(t, 1)))}));
   for (auto& s : nest(kv, k, std::move(win), false)) pix.push_back(std::move(s));
-  if (!isMax) pix.push_back(Stmt::store(out, yIdx, div(acc, load(cnt, yIdx, t))));
+  if (lp)
+    pix.push_back(Stmt::store(out, yIdx, call("pow", {acc, constant(t, 1.0 / double(lp))})));
+  else if (!isMax)
+    pix.push_back(Stmt::store(out, yIdx, div(acc, load(cnt, yIdx, t))));
   Schedule sch;
   sch["parallel"] = std::vector<std::string>{ov[0]};
   return b.finish(nest(ov, ext, std::move(pix), true), std::move(sch), o);
@@ -144,7 +152,7 @@ std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& nam
   if (n.op == "GlobalAveragePool") return lowerGlobal(n, name, o, false);
   if (n.op == "GlobalMaxPool") return lowerGlobal(n, name, o, true);
   if (n.op == "MaxPool") return lowerWindow(n, name, o, true);
-  if (n.op == "AveragePool") return lowerWindow(n, name, o, false);
+  if (n.op == "AveragePool" || n.op == "LpPool") return lowerWindow(n, name, o, false);
   return std::nullopt;
 }
 

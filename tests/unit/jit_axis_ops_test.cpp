@@ -2,7 +2,7 @@
 // maximum, a NaN in front wins as in the reference) and LpNormalization (p = 1 and 2, rows of
 // zeros give zeros) over every axis of a 3-D input; CumSum / CumProd with the axis given at run
 // time (every axis, negative ones, exclusive, reverse; f32 and wrapping i64), and an axis out of
-// range as an error.
+// range as an error; LpPool windows (p 1-3, pads, strides, dilations, 1-D and 2-D).
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -74,6 +74,31 @@ TEST(JitAxisOps, CumSumAndCumProdWithTheAxisAtRunTime) {
         bad.data<int32_t>()[0] = 3;
         EXPECT_THROW(exe.run({RValue::of(x), RValue::of(bad)}), Error);
       }
+}
+
+TEST(JitAxisOps, LpPoolMatchesTheInterpreter) {
+  const char* graphs[] = {
+      "graph @g(%x: f32[2,3,9,8]) {\n  %y = LpPool(%x) {kernel_shape = [3, 2], p = 2} : "
+      "f32[2,3,7,7]\n  return %y\n}\n",
+      "graph @g(%x: f32[2,3,9,8]) {\n  %y = LpPool(%x) {kernel_shape = [3, 3], p = 1, "
+      "pads = [1, 1, 1, 1], strides = [2, 2]} : f32[2,3,5,4]\n  return %y\n}\n",
+      "graph @g(%x: f32[1,2,11]) {\n  %y = LpPool(%x) {kernel_shape = [3], p = 3, "
+      "dilations = [2]} : f32[1,2,7]\n  return %y\n}\n"};
+  for (const char* g : graphs) {
+    SCOPED_TRACE(g);
+    Model m = parseModel(g);
+    inferShapes(*m.graph);
+    Tensor x(DType::F32, *toDims(*m.graph->inputs[0]->type.shape));
+    std::mt19937 rng(3);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = std::uniform_real_distribution<float>(-2, 2)(rng);
+    runtime::JitExecutable exe(*m.graph);
+    const std::vector<RValue> in = {RValue::of(x)};
+    const auto got = exe.run(in);
+    EXPECT_EQ(exe.stats().fallback, 0);
+    auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6});
+    EXPECT_FALSE(diff) << *diff;
+  }
 }
 
 } // namespace
