@@ -626,6 +626,53 @@ std::optional<LoweredNode> lowerScatterElements(const Node& n, const std::string
   return b.finish(std::move(body), std::move(s), o);
 }
 
+// CenterCropPad: the declared output shape is the target; along each dim the output reads the
+// input shifted by (in - out) / 2 when cropping, -((out - in) / 2) when padding (0 outside). The
+// target shape comes at run time: the runtime checks it is the declared one (@check_values_i64).
+std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
+                                              const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  const Dims xd = staticDims(n.inputs.at(0), "input"), od = staticDims(n.outputs[0], "output");
+  const Dims sd = staticDims(n.inputs.at(1), "shape");
+  const DType t = n.outputs[0]->type.dtype;
+  if (xd.size() != od.size() || sd.size() != 1 || n.inputs[1]->type.dtype != DType::I64)
+    no("CenterCropPad shapes do not match");
+  std::vector<int64_t> axes = n.attrInts("axes", {});
+  if (axes.empty())
+    for (size_t d = 0; d < xd.size(); ++d) axes.push_back(int64_t(d));
+  if (int64_t(axes.size()) != sd[0]) no("shape has a value per axis");
+  std::vector<CallArg> check = {bufferArg(b.input(n.inputs[1])), intArg(sd[0])};
+  std::vector<bool> named(xd.size(), false);
+  for (int64_t a : axes) {
+    const size_t d = size_t(normAxis(a, xd.size(), n));
+    named[d] = true;
+    check.push_back(intArg(od[d]));
+  }
+  for (size_t d = 0; d < xd.size(); ++d)
+    if (!named[d] && od[d] != xd[d]) no("CenterCropPad changes a dim it does not name");
+  if (!o.runtimeKernels && !n.inputs[1]->constant)
+    no("a target shape given at run time (checked by the runtime only)");
+  std::string in = b.input(n.inputs[0]);
+  std::vector<std::string> vs;
+  std::vector<ExprPtr> src;
+  ExprPtr inside;
+  for (size_t d = 0; d < xd.size(); ++d) {
+    vs.push_back(b.loopVar("i" + std::to_string(d)));
+    const int64_t off = od[d] <= xd[d] ? (xd[d] - od[d]) / 2 : -((od[d] - xd[d]) / 2);
+    ExprPtr s = add(var(vs.back()), intImm(off));
+    ExprPtr ok = binary(Op::And, cmp(Op::Ge, s, intImm(0)), cmp(Op::Lt, s, intImm(xd[d])));
+    inside = inside ? binary(Op::And, inside, ok) : ok;
+    src.push_back(clampIndex(s, xd[d]));
+  }
+  Block body;
+  if (o.runtimeKernels) body.push_back(Stmt::callKernel("check_values_i64", std::move(check)));
+  ExprPtr v = select(inside, load(in, linearIndex(src, strides(xd)), t), constant(t, 0));
+  for (auto& s : nest(vs, od, {Stmt::store(out, linearIndex(vars(vs), strides(od)), v)}, true))
+    body.push_back(std::move(s));
+  return b.finish(std::move(body), {}, o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& name,
@@ -644,6 +691,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "ScatterND") return lowerScatterND(n, name, o);
   if (op == "ScatterElements") return lowerScatterElements(n, name, o);
   if (op == "GridSample") return lowerGridSample(n, name, o);
+  if (op == "CenterCropPad") return lowerCenterCropPad(n, name, o);
   if (op == "Pad") return lowerPad(n, name, o);
   if (op == "Resize") return lowerResize(n, name, o);
   return std::nullopt;

@@ -105,6 +105,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "ScatterND",
                                             "ScatterElements",
                                             "GridSample",
+                                            "CenterCropPad",
                                             "GRU",
                                             "LSTM",
                                             "HardSwish",

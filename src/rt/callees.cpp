@@ -41,6 +41,7 @@
 //       index and the dimension)
 //   @check_reduce_axes(axes, count, rank, reduced, ones, flags)   a reduction's run-time axes
 //       against the dims it was compiled for (loop/lower_reduce.cpp)
+//   @check_values_i64(values, count, v0, ...)   a run-time shape input equals the compiled one
 //   @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore)   the losses' target
 //       check
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
@@ -138,6 +139,20 @@ void callCheckReduceAxes(const std::string& k, std::vector<KernelArg>& a) {
                 "the axes given at run time do not give the output shape this model declares "
                 "(compiled for the dims of mask {:#x})",
                 reduced);
+}
+
+// @check_values_i64(values, count, v0, ..., v{count-1}): a shape-like input given at run time is
+// the one the model's declared shapes were compiled for (CenterCropPad's target shape).
+void callCheckValues(const std::string& k, std::vector<KernelArg>& a) {
+  AICC_RT_CHECK(a.size() >= 2, "call @{}: expects (values, count, expected...)", k);
+  const auto [x, count] = integers<int64_t>(k, a, 2 + size_t(std::max<int64_t>(ival(k, a, 1), 0)),
+                                            "(values, count, expected...)");
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t want = ival(k, a, size_t(2 + i));
+    AICC_RT_CHECK(x[i] == want,
+                  "value {} at index {} differs from the {} this model's declared shapes need",
+                  x[i], i, want);
+  }
 }
 
 void callGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
@@ -449,6 +464,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int64_t>(name, a); });
   if (name == "check_indices_i32")
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckIndices<int32_t>(name, a); });
+  if (name == "check_values_i64")
+    return KernelFn([name](std::vector<KernelArg>& a) { callCheckValues(name, a); });
   if (name == "check_reduce_axes")
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckReduceAxes(name, a); });
   if (name == "qmatmul_u8s8")

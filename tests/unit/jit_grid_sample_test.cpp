@@ -1,7 +1,8 @@
 // GridSample through the JIT (loop/lower_grid.cpp) against the interpreter: every mode (nearest,
 // linear, cubic), padding mode (zeros, border, reflection) and align_corners, on 2-D and 3-D
 // inputs, with grid points far outside [-1, 1] (reflections bouncing several times), exactly on
-// borders and NaN.
+// borders and NaN. CenterCropPad (crop and pad mixed, named axes) with the target shape given at
+// run time, and a target other than the declared one as an error.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -51,6 +52,35 @@ TEST(JitGridSample, EveryModePaddingAndAlignmentMatchesTheInterpreter) {
           auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6});
           EXPECT_FALSE(diff) << *diff;
         }
+  }
+}
+
+TEST(JitGridSample, CenterCropPadMatchesTheInterpreter) {
+  struct Case {
+    std::string graph;
+    std::vector<int64_t> shape;
+  };
+  const Case cases[] = {
+      {"graph @g(%x: f32[9,6,3], %s: i64[3]) {\n  %y = CenterCropPad(%x, %s) : f32[4,9,3]\n"
+       "  return %y\n}\n",
+       {4, 9, 3}},
+      {"graph @g(%x: f32[9,6,3], %s: i64[2]) {\n  %y = CenterCropPad(%x, %s) {axes = [-3, 1]} : "
+       "f32[10,3,3]\n  return %y\n}\n",
+       {10, 3}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.graph);
+    Model m = parseModel(c.graph);
+    inferShapes(*m.graph);
+    Tensor x(DType::F32, {9, 6, 3}), s(DType::I64, {int64_t(c.shape.size())});
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float(i);
+    for (size_t i = 0; i < c.shape.size(); ++i) s.data<int64_t>()[i] = c.shape[i];
+    runtime::JitExecutable exe(*m.graph);
+    const std::vector<RValue> in = {RValue::of(x), RValue::of(s)};
+    const auto got = exe.run(in);
+    EXPECT_EQ(exe.stats().fallback, 0);
+    EXPECT_FALSE(compareValues(interpret(*m.graph, in)[0], got[0], {0, 0}));
+    s.data<int64_t>()[0] += 1;
+    EXPECT_THROW(exe.run({RValue::of(x), RValue::of(s)}), Error);
   }
 }
 
