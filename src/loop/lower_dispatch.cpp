@@ -79,6 +79,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Hardmax",
                                             "CumSum",
                                             "CumProd",
+                                            "TopK",
                                             "LpNormalization",
                                             "ArgMax",
                                             "ArgMin",

@@ -195,6 +195,74 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), {}, o);
 }
 
+// TopK: k selection passes per row along the axis, each taking the best element not taken yet
+// (NaN above every number; a strictly better one replaces the best so far, so ties keep the
+// smaller index first, as the reference orders them); values and indices in that order. k is an
+// input: the declared output shape gives it, and the runtime checks the value given
+// (@check_values_i64).
+std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerOptions& o) {
+  b.setKind("reduce");
+  if (n.outputs.size() != 2 || !n.outputs[0] || !n.outputs[1]) no("TopK without both outputs");
+  const Dims id = staticDims(n.inputs.at(0), "input"), od = staticDims(n.outputs[0], "values");
+  const DType t = n.inputs[0]->type.dtype;
+  if ((!isComputeFloat(t) && !isInteger(t)) || n.outputs[1]->type.dtype != DType::I64 ||
+      id.size() != od.size() || id.empty())
+    no("TopK on a float or integer input");
+  const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
+  const Split3 s = split3(id, axis, axis + 1);
+  const int64_t k = od[axis];
+  if (k < 1) no("TopK with k = 0");
+  if (n.inputs.at(1)->type.dtype != DType::I64 || numel(staticDims(n.inputs[1], "K")) != 1)
+    no("K not one int64");
+  if (n.inputs[1]->constant && n.inputs[1]->constant->getI64(0) != k)
+    no("K differs from the declared output shape");
+  if (!o.runtimeKernels && !n.inputs[1]->constant)
+    no("K given at run time (checked by the runtime only)");
+  const bool largest = n.attrInt("largest") != 0;
+  std::string vals = b.output(0), idxs = b.output(1), in = b.input(n.inputs[0]);
+  std::string taken = b.temp("taken", DType::U8, {numel(id)}),
+              best = b.temp("best", DType::I64, {s.outer * s.inner});
+  std::string ov = b.fresh("o"), iv = b.fresh("i"), qv = b.fresh("q"), jv = b.fresh("j"),
+              zv = b.fresh("z");
+  ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
+  auto at = [&](ExprPtr j, int64_t len) {
+    return add(add(mul(var(ov), intImm(len * s.inner)), mul(j, intImm(s.inner))), var(iv));
+  };
+  // a > b with NaN above every number.
+  auto greater = [&](ExprPtr a, ExprPtr c) {
+    if (!isFloat(t)) return cmp(Op::Gt, a, c);
+    ExprPtr aNan = cmp(Op::Ne, a, a), cNan = cmp(Op::Ne, c, c);
+    return select(aNan, logicalNot(cNan), binary(Op::And, logicalNot(cNan), cmp(Op::Gt, a, c)));
+  };
+  ExprPtr bi = load(best, row, DType::I64);
+  ExprPtr xj = load(in, at(var(jv), s.len), t), xb = load(in, at(clampIndex(bi, s.len), s.len), t);
+  ExprPtr free = cmp(Op::Eq, load(taken, at(var(jv), s.len), DType::U8), intImm(0, DType::U8));
+  ExprPtr better =
+      binary(Op::Or, cmp(Op::Lt, bi, intImm(0)), largest ? greater(xj, xb) : greater(xb, xj));
+  Block pass = {Stmt::store(best, row, intImm(-1))};
+  for (auto& st : nest({jv}, {s.len},
+                       {Stmt::ifThen(binary(Op::And, free, better),
+                                     {Stmt::store(best, row, cast(DType::I64, var(jv)))})},
+                       false))
+    pass.push_back(std::move(st));
+  ExprPtr chosen = clampIndex(bi, s.len);
+  pass.push_back(Stmt::store(taken, at(chosen, s.len), intImm(1, DType::U8)));
+  pass.push_back(Stmt::store(vals, at(var(qv), k), load(in, at(chosen, s.len), t)));
+  pass.push_back(Stmt::store(idxs, at(var(qv), k), chosen));
+  Block body =
+      nest({zv}, {s.len}, {Stmt::store(taken, at(var(zv), s.len), intImm(0, DType::U8))}, false);
+  for (auto& st : nest({qv}, {k}, std::move(pass), false)) body.push_back(std::move(st));
+  Block all;
+  if (o.runtimeKernels)
+    all.push_back(Stmt::callKernel("check_values_i64",
+                                   {bufferArg(b.input(n.inputs[1])), intArg(1), intArg(k)}));
+  for (auto& st : nest({ov, iv}, {s.outer, s.inner}, std::move(body), true))
+    all.push_back(std::move(st));
+  Schedule sch;
+  sch["k"] = k;
+  return b.finish(std::move(all), std::move(sch), o);
+}
+
 std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const LowerOptions& o,
                                         bool logSoftmax) {
   b.setKind("softmax");
@@ -473,6 +541,7 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
   if (op == "Softmax") return lowerSoftmax(n, b, o, false);
   if (op == "Hardmax" || op == "LpNormalization") return lowerAxisNormalize(n, b, o);
   if (op == "CumSum" || op == "CumProd") return lowerScan(n, b, o);
+  if (op == "TopK") return lowerTopK(n, b, o);
   if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);
   if (op == "LayerNormalization" || op == "RMSNormalization") return lowerLayerNorm(n, b, o);
   return std::nullopt;

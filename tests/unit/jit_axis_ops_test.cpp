@@ -2,7 +2,8 @@
 // maximum, a NaN in front wins as in the reference) and LpNormalization (p = 1 and 2, rows of
 // zeros give zeros) over every axis of a 3-D input; CumSum / CumProd with the axis given at run
 // time (every axis, negative ones, exclusive, reverse; f32 and wrapping i64), and an axis out of
-// range as an error; LpPool windows (p 1-3, pads, strides, dilations, 1-D and 2-D).
+// range as an error; LpPool windows (p 1-3, pads, strides, dilations, 1-D and 2-D); TopK (largest
+// and smallest, ties, NaN, every axis) with K at run time, another K an error.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -95,6 +96,32 @@ TEST(JitAxisOps, LpPoolMatchesTheInterpreter) {
       x.data<float>()[i] = std::uniform_real_distribution<float>(-2, 2)(rng);
     expectJitMatches(m, {RValue::of(x)}, {1e-5, 1e-6}, "kind = \"pool\"");
   }
+}
+
+TEST(JitAxisOps, TopKMatchesTheInterpreter) {
+  Tensor x(DType::F32, {3, 4, 5});
+  std::mt19937 rng(5);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float(int(rng() % 5)); // ties
+  x.data<float>()[7] = std::nanf("");
+  for (int axis : {0, 1, 2})
+    for (int largest : {0, 1}) {
+      Dims out = {3, 4, 5};
+      out[size_t(axis)] = axis == 0 ? 2 : 3;
+      const std::string o = "[" + std::to_string(out[0]) + "," + std::to_string(out[1]) + "," +
+                            std::to_string(out[2]) + "]";
+      SCOPED_TRACE("axis " + std::to_string(axis) + " largest " + std::to_string(largest));
+      Model m =
+          parseModel("graph @g(%x: f32[3,4,5], %k: i64[1]) {\n  %v, %i = TopK(%x, %k) {axis = " +
+                     std::to_string(axis) + ", largest = " + std::to_string(largest) + "} : f32" +
+                     o + ", i64" + o + "\n  return %v, %i\n}\n");
+      inferShapes(*m.graph);
+      Tensor k(DType::I64, {1});
+      k.data<int64_t>()[0] = out[size_t(axis)];
+      expectJitMatches(m, {RValue::of(x), RValue::of(k)}, {0, 0}, "kind = \"reduce\"");
+      runtime::JitExecutable exe(*m.graph);
+      k.data<int64_t>()[0] = 1;
+      EXPECT_THROW(exe.run({RValue::of(x), RValue::of(k)}), Error);
+    }
 }
 
 } // namespace
