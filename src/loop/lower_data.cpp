@@ -359,9 +359,9 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
 std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
                                        const LowerOptions& o) {
   const std::string mode = n.attrString("mode");
-  if (mode != "nearest" && mode != "linear") no("Resize mode " + mode);
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") no("Resize mode " + mode);
   if (n.attrInt("antialias", 0) != 0 || n.attr("axes")) no("Resize antialias/axes");
-  if (mode == "linear" && n.attrInt("exclude_outside", 0) != 0) no("Resize exclude_outside");
+  const bool exclude = n.attrInt("exclude_outside", 0) != 0;
   std::string ctm = n.attrString("coordinate_transformation_mode");
   std::string nm = n.attrString("nearest_mode");
   if (ctm == "tf_crop_and_resize") no("tf_crop_and_resize");
@@ -423,35 +423,60 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   auto resized = [&](size_t d) {
     return !runScales.empty() || !(od[d] == id[d] && scale[d] == 1.0);
   };
-  if (mode == "linear") {
-    // As the reference: taps base and base + 1 with weights 1 - r and r, where base = floor(x)
-    // (x - 1 for an integral x) and r = x - base, clamped to the edge; the N-linear sum over the
-    // corners in f64.
-    if (!isComputeFloat(t)) no("linear Resize of a non-float type");
+  if (mode == "linear" || mode == "cubic") {
+    // As the reference: taps base + i with distance i - r, where base = floor(x) (x - 1 for an
+    // integral x) and r = x - base; i in {0, 1} with weights 1 - r and r (linear) or
+    // i in {-1, .., 2} with the cubic kernel of cubic_coeff_a (cubic); indices clamped to the
+    // edge, or with exclude_outside the outside taps weighted 0 and the rest renormalized; the
+    // sum over every combination of one tap per resized dim in f64.
+    if (!isComputeFloat(t)) no(mode + " Resize of a non-float type");
     sch["mode"] = mode;
+    const bool cubic = mode == "cubic";
+    const double A = n.attrFloat("cubic_coeff_a");
+    auto cubicWeight = [&](ExprPtr dist) { // dist = |i - r|
+      ExprPtr near = add(mul(mul(sub(mul(c(A + 2), dist), c(A + 3)), dist), dist), c(1));
+      ExprPtr far =
+          sub(mul(add(mul(sub(mul(c(A), dist), c(5 * A)), dist), c(8 * A)), dist), c(4 * A));
+      return select(cmp(Op::Le, dist, c(1)), near, select(cmp(Op::Lt, dist, c(2)), far, c(0)));
+    };
     return gatherNest(
         b, out, od,
         [&](const std::vector<ExprPtr>& v) {
           std::vector<size_t> dims;
-          std::vector<ExprPtr> i0(v), i1(v), w0(v.size()), w1(v.size());
+          std::vector<std::vector<std::pair<ExprPtr, ExprPtr>>> taps(v.size()); // (index, weight)
           for (size_t d = 0; d < v.size(); ++d) {
             if (!resized(d)) continue;
             ExprPtr x = source(d, v[d]), fl = call("floor", {x});
             ExprPtr base = select(cmp(Op::Eq, fl, x), sub(x, c(1)), fl), r = sub(x, base);
-            ExprPtr bi = cast(DType::I64, base);
-            i0[d] = clampIndex(bi, id[d]), i1[d] = clampIndex(add(bi, intImm(1)), id[d]);
-            w0[d] = sub(c(1), r), w1[d] = r;
+            ExprPtr bi = cast(DType::I64, base), sum;
+            for (int64_t i = cubic ? -1 : 0; i <= (cubic ? 2 : 1); ++i) {
+              ExprPtr w = cubic ? cubicWeight(call("abs", {sub(c(double(i)), r)}))
+                                : (i == 0 ? sub(c(1), r) : r);
+              ExprPtr idx = add(bi, intImm(i));
+              if (exclude)
+                w = select(
+                    binary(Op::And, cmp(Op::Ge, idx, intImm(0)), cmp(Op::Lt, idx, intImm(id[d]))),
+                    w, c(0));
+              sum = sum ? add(sum, w) : w;
+              taps[d].push_back({clampIndex(idx, id[d]), w});
+            }
+            if (exclude)
+              for (auto& tp : taps[d])
+                tp.second = select(cmp(Op::Eq, sum, c(0)), tp.second, div(tp.second, sum));
             dims.push_back(d);
           }
+          size_t combos = 1;
+          for (size_t d : dims) combos *= taps[d].size();
           ExprPtr sum;
-          for (size_t corner = 0; corner < (size_t(1) << dims.size()); ++corner) {
+          for (size_t corner = 0; corner < combos; ++corner) {
             std::vector<ExprPtr> idx(v);
             ExprPtr w;
-            for (size_t q = 0; q < dims.size(); ++q) {
-              const bool hi = corner >> q & 1;
-              idx[dims[q]] = hi ? i1[dims[q]] : i0[dims[q]];
-              ExprPtr wq = hi ? w1[dims[q]] : w0[dims[q]];
-              w = w ? mul(w, wq) : wq;
+            size_t rest = corner;
+            for (size_t d : dims) {
+              const auto& tp = taps[d][rest % taps[d].size()];
+              rest /= taps[d].size();
+              idx[d] = tp.first;
+              w = w ? mul(w, tp.second) : tp.second;
             }
             ExprPtr term = cast(DType::F64, load(in, linearIndex(idx, is), t));
             // A zero weight skips its tap, as the reference (0 * inf would be NaN).

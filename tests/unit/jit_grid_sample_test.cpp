@@ -2,7 +2,8 @@
 // linear, cubic), padding mode (zeros, border, reflection) and align_corners, on 2-D and 3-D
 // inputs, with grid points far outside [-1, 1] (reflections bouncing several times), exactly on
 // borders and NaN. CenterCropPad (crop and pad mixed, named axes) with the target shape given at
-// run time, and a target other than the declared one as an error.
+// run time, and a target other than the declared one as an error. Resize linear and cubic
+// (cubic_coeff_a, exclude_outside, three coordinate transformations, up and down).
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -82,6 +83,33 @@ TEST(JitGridSample, CenterCropPadMatchesTheInterpreter) {
     s.data<int64_t>()[0] += 1;
     EXPECT_THROW(exe.run({RValue::of(x), RValue::of(s)}), Error);
   }
+}
+
+TEST(JitGridSample, ResizeLinearAndCubicMatchTheInterpreter) {
+  for (const char* mode : {"linear", "cubic"})
+    for (const char* ctm : {"half_pixel", "asymmetric", "align_corners"})
+      for (const char* extra : {"", ", exclude_outside = 1, cubic_coeff_a = -0.5"})
+        for (const char* scales : {"[1.0, 1.0, 1.7, 0.6]", "[1.0, 1.0, 0.5, 2.25]"}) {
+          const bool up = std::string(scales).find("1.7") != std::string::npos;
+          const std::string g = std::string("graph @g(%x: f32[1,2,6,8]) {\n  %s = const f32[4] ") +
+                                scales + "\n  %y = Resize(%x, _, %s) {mode = \"" + mode +
+                                "\", coordinate_transformation_mode = \"" + ctm + "\"" + extra +
+                                "} : f32[1,2," + (up ? "10,4" : "3,18") + "]\n  return %y\n}\n";
+          SCOPED_TRACE(g);
+          Model m = parseModel(g);
+          inferShapes(*m.graph);
+          Tensor x(DType::F32, {1, 2, 6, 8});
+          std::mt19937 rng(8);
+          for (int64_t i = 0; i < x.numel(); ++i)
+            x.data<float>()[i] = std::uniform_real_distribution<float>(-3, 3)(rng);
+          runtime::JitExecutable exe(*m.graph);
+          const std::vector<RValue> in = {RValue::of(x)};
+          const auto got = exe.run(in);
+          EXPECT_EQ(exe.stats().fallback, 0)
+              << (exe.stats().fallbackReasons.empty() ? "" : exe.stats().fallbackReasons[0]);
+          auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6});
+          EXPECT_FALSE(diff) << *diff;
+        }
 }
 
 } // namespace
