@@ -360,7 +360,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
                                        const LowerOptions& o) {
   const std::string mode = n.attrString("mode");
   if (mode != "nearest" && mode != "linear" && mode != "cubic") no("Resize mode " + mode);
-  if (n.attrInt("antialias", 0) != 0 || n.attr("axes")) no("Resize antialias/axes");
+  if (n.attrInt("antialias", 0) != 0) no("Resize antialias");
   const bool exclude = n.attrInt("exclude_outside", 0) != 0;
   std::string ctm = n.attrString("coordinate_transformation_mode");
   std::string nm = n.attrString("nearest_mode");
@@ -369,17 +369,23 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   std::string out = b.output(0);
   Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
   if (od.size() != id.size()) no("rank mismatch");
-  std::vector<double> scale(id.size());
+  std::vector<double> scale(id.size(), 1.0);
+  // `axes`: the scales (or sizes) name these dims only; the others keep their size.
+  std::vector<size_t> axes;
+  if (n.attr("axes"))
+    for (int64_t a : n.attrInts("axes")) axes.push_back(size_t(normAxis(a, id.size(), n)));
+  else
+    for (size_t d = 0; d < id.size(); ++d) axes.push_back(d);
   std::string runScales; // scales given at run time: read from their buffer
   if (n.hasInput(2) && n.inputs[2]->constant && n.inputs[2]->constant->numel() > 0) {
     const Tensor& s = *n.inputs[2]->constant;
-    if (s.numel() != static_cast<int64_t>(id.size())) no("scales of the wrong length");
-    for (size_t d = 0; d < id.size(); ++d) scale[d] = s.getF64(static_cast<int64_t>(d));
+    if (s.numel() != static_cast<int64_t>(axes.size())) no("scales of the wrong length");
+    for (size_t i = 0; i < axes.size(); ++i) scale[axes[i]] = s.getF64(static_cast<int64_t>(i));
   } else if (n.hasInput(2) && n.inputs[2]->type.shape &&
              numel(staticDims(n.inputs[2], "scales")) > 0) {
     // They map coordinates by their own values, which the output size (floor(in * scale)) does
     // not give back: every dim takes the general formula with the scale loaded.
-    if (numel(staticDims(n.inputs[2], "scales")) != static_cast<int64_t>(id.size()) ||
+    if (numel(staticDims(n.inputs[2], "scales")) != static_cast<int64_t>(axes.size()) ||
         n.inputs[2]->type.dtype != DType::F32)
       no("scales that are not one f32 per dim");
     runScales = b.input(n.inputs[2]);
@@ -395,10 +401,12 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   sch["nearest_mode"] = nm;
   auto c = [](double x) { return floatImm(x, DType::F64); };
   // The source coordinate (f64) of output position x along dim d.
+  std::vector<int64_t> axisPos(id.size(), -1); // where dim d's scale is in the scales input
+  for (size_t i = 0; i < axes.size(); ++i) axisPos[axes[i]] = int64_t(i);
   auto source = [&](size_t d, ExprPtr x) -> ExprPtr {
     ExprPtr s = runScales.empty()
                     ? c(scale[d])
-                    : cast(DType::F64, load(runScales, intImm(int64_t(d)), DType::F32));
+                    : cast(DType::F64, load(runScales, intImm(axisPos[d]), DType::F32));
     x = cast(DType::F64, x);
     if (ctm == "asymmetric") return div(x, s);
     if (ctm == "half_pixel") return sub(div(add(x, c(0.5)), s), c(0.5));
@@ -421,7 +429,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
     no("coordinate_transformation_mode " + ctm);
   };
   auto resized = [&](size_t d) {
-    return !runScales.empty() || !(od[d] == id[d] && scale[d] == 1.0);
+    return runScales.empty() ? !(od[d] == id[d] && scale[d] == 1.0) : axisPos[d] >= 0;
   };
   if (mode == "linear" || mode == "cubic") {
     // As the reference: taps base + i with distance i - r, where base = floor(x) (x - 1 for an

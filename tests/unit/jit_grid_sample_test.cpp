@@ -3,7 +3,8 @@
 // inputs, with grid points far outside [-1, 1] (reflections bouncing several times), exactly on
 // borders and NaN. CenterCropPad (crop and pad mixed, named axes) with the target shape given at
 // run time, and a target other than the declared one as an error. Resize linear and cubic
-// (cubic_coeff_a, exclude_outside, three coordinate transformations, up and down).
+// (cubic_coeff_a, exclude_outside, three coordinate transformations, up and down), and scales
+// given at run time for named axes.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -110,6 +111,18 @@ TEST(JitGridSample, ResizeLinearAndCubicMatchTheInterpreter) {
           auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6});
           EXPECT_FALSE(diff) << *diff;
         }
+  // Scales at run time for the axes the attribute names (in its order: W before H).
+  Model m = parseModel("graph @g(%x: f32[1,2,6,8], %s: f32[2]) {\n  %y = Resize(%x, _, %s) "
+                       "{mode = \"cubic\", axes = [3, 2]} : f32[1,2,3,12]\n  return %y\n}\n");
+  inferShapes(*m.graph);
+  Tensor x(DType::F32, {1, 2, 6, 8}), sc(DType::F32, {2});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float((i * 7) % 11) - 5.0f;
+  sc.data<float>()[0] = 1.5f, sc.data<float>()[1] = 0.5f;
+  runtime::JitExecutable exe(*m.graph);
+  const std::vector<RValue> in = {RValue::of(x), RValue::of(sc)};
+  const auto got = exe.run(in);
+  EXPECT_EQ(exe.stats().fallback, 0);
+  EXPECT_FALSE(compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6}));
 }
 
 } // namespace
