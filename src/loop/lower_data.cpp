@@ -360,7 +360,8 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
                                        const LowerOptions& o) {
   const std::string mode = n.attrString("mode");
   if (mode != "nearest" && mode != "linear" && mode != "cubic") no("Resize mode " + mode);
-  if (n.attrInt("antialias", 0) != 0) no("Resize antialias");
+  const bool antialias = n.attrInt("antialias", 0) != 0;
+  if (antialias && mode == "nearest") no("Resize antialias in nearest mode");
   const bool exclude = n.attrInt("exclude_outside", 0) != 0;
   std::string ctm = n.attrString("coordinate_transformation_mode");
   std::string nm = n.attrString("nearest_mode");
@@ -457,9 +458,14 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
             ExprPtr x = source(d, v[d]), fl = call("floor", {x});
             ExprPtr base = select(cmp(Op::Eq, fl, x), sub(x, c(1)), fl), r = sub(x, base);
             ExprPtr bi = cast(DType::I64, base), sum;
-            for (int64_t i = cubic ? -1 : 0; i <= (cubic ? 2 : 1); ++i) {
-              ExprPtr w = cubic ? cubicWeight(call("abs", {sub(c(double(i)), r)}))
-                                : (i == 0 ? sub(c(1), r) : r);
+            // antialias (downscaling): the kernel stretched by 1 / scale, over a wider footprint
+            // [lo, 2 - lo) of taps, normalized; the scale is a constant then.
+            const double st = antialias ? std::min(scale[d], 1.0) : 1.0;
+            if (antialias && !runScales.empty()) no("antialias with scales given at run time");
+            const int64_t lo = int64_t(std::floor((cubic ? -2.0 : -1.0) / st)) + 1;
+            for (int64_t i = lo; i < 2 - lo; ++i) {
+              ExprPtr dist = call("abs", {mul(sub(c(double(i)), r), c(st))});
+              ExprPtr w = cubic ? cubicWeight(dist) : max(c(0), sub(c(1), dist));
               ExprPtr idx = add(bi, intImm(i));
               if (exclude)
                 w = select(
@@ -468,7 +474,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
               sum = sum ? add(sum, w) : w;
               taps[d].push_back({clampIndex(idx, id[d]), w});
             }
-            if (exclude)
+            if (exclude || antialias)
               for (auto& tp : taps[d])
                 tp.second = select(cmp(Op::Eq, sum, c(0)), tp.second, div(tp.second, sum));
             dims.push_back(d);

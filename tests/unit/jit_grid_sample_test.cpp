@@ -3,8 +3,8 @@
 // inputs, with grid points far outside [-1, 1] (reflections bouncing several times), exactly on
 // borders and NaN. CenterCropPad (crop and pad mixed, named axes) with the target shape given at
 // run time, and a target other than the declared one as an error. Resize linear and cubic
-// (cubic_coeff_a, exclude_outside, three coordinate transformations, up and down), and scales
-// given at run time for named axes.
+// (cubic_coeff_a, exclude_outside, antialias, three coordinate transformations in turn, up and
+// down), and scales given at run time for named axes.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -87,30 +87,32 @@ TEST(JitGridSample, CenterCropPadMatchesTheInterpreter) {
 }
 
 TEST(JitGridSample, ResizeLinearAndCubicMatchTheInterpreter) {
+  const char* ctms[] = {"half_pixel", "asymmetric", "align_corners"};
+  int turn = 0;
   for (const char* mode : {"linear", "cubic"})
-    for (const char* ctm : {"half_pixel", "asymmetric", "align_corners"})
-      for (const char* extra : {"", ", exclude_outside = 1, cubic_coeff_a = -0.5"})
-        for (const char* scales : {"[1.0, 1.0, 1.7, 0.6]", "[1.0, 1.0, 0.5, 2.25]"}) {
-          const bool up = std::string(scales).find("1.7") != std::string::npos;
-          const std::string g = std::string("graph @g(%x: f32[1,2,6,8]) {\n  %s = const f32[4] ") +
-                                scales + "\n  %y = Resize(%x, _, %s) {mode = \"" + mode +
-                                "\", coordinate_transformation_mode = \"" + ctm + "\"" + extra +
-                                "} : f32[1,2," + (up ? "10,4" : "3,18") + "]\n  return %y\n}\n";
-          SCOPED_TRACE(g);
-          Model m = parseModel(g);
-          inferShapes(*m.graph);
-          Tensor x(DType::F32, {1, 2, 6, 8});
-          std::mt19937 rng(8);
-          for (int64_t i = 0; i < x.numel(); ++i)
-            x.data<float>()[i] = std::uniform_real_distribution<float>(-3, 3)(rng);
-          runtime::JitExecutable exe(*m.graph);
-          const std::vector<RValue> in = {RValue::of(x)};
-          const auto got = exe.run(in);
-          EXPECT_EQ(exe.stats().fallback, 0)
-              << (exe.stats().fallbackReasons.empty() ? "" : exe.stats().fallbackReasons[0]);
-          auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6});
-          EXPECT_FALSE(diff) << *diff;
-        }
+    for (const char* extra : {"", ", exclude_outside = 1, cubic_coeff_a = -0.5", ", antialias = 1"})
+      for (const char* scales : {"[1.0, 1.0, 1.7, 0.6]", "[1.0, 1.0, 0.5, 2.25]"}) {
+        const char* ctm = ctms[turn++ % 3];
+        const bool up = std::string(scales).find("1.7") != std::string::npos;
+        const std::string g = std::string("graph @g(%x: f32[1,2,6,8]) {\n  %s = const f32[4] ") +
+                              scales + "\n  %y = Resize(%x, _, %s) {mode = \"" + mode +
+                              "\", coordinate_transformation_mode = \"" + ctm + "\"" + extra +
+                              "} : f32[1,2," + (up ? "10,4" : "3,18") + "]\n  return %y\n}\n";
+        SCOPED_TRACE(g);
+        Model m = parseModel(g);
+        inferShapes(*m.graph);
+        Tensor x(DType::F32, {1, 2, 6, 8});
+        std::mt19937 rng(8);
+        for (int64_t i = 0; i < x.numel(); ++i)
+          x.data<float>()[i] = std::uniform_real_distribution<float>(-3, 3)(rng);
+        runtime::JitExecutable exe(*m.graph);
+        const std::vector<RValue> in = {RValue::of(x)};
+        const auto got = exe.run(in);
+        EXPECT_EQ(exe.stats().fallback, 0)
+            << (exe.stats().fallbackReasons.empty() ? "" : exe.stats().fallbackReasons[0]);
+        auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6});
+        EXPECT_FALSE(diff) << *diff;
+      }
   // Scales at run time for the axes the attribute names (in its order: W before H).
   Model m = parseModel("graph @g(%x: f32[1,2,6,8], %s: f32[2]) {\n  %y = Resize(%x, _, %s) "
                        "{mode = \"cubic\", axes = [3, 2]} : f32[1,2,3,12]\n  return %y\n}\n");
