@@ -272,5 +272,17 @@ TEST(JitQuant, SixteenFourAndTwoBitQuantizeSaturates) {
   }
 }
 
+// QuantizeLinear / DequantizeLinear on float8 and float4: x / scale cast to the type (to nearest
+// even, saturating), no rounding step; zero points 0 (float4's added), exact against the
+// interpreter over values far past each type's range.
+TEST(JitQuant, Float8QuantizeRoundsBySaturatingCast) {
+  for (const char* t : {"f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f4e2m1"}) {
+    check(std::string("graph @g(%x: f32[3,40]) {\n  %s = const f32[] [0.05]\n  %z = const ") + t +
+              "[] [0]\n  %q = QuantizeLinear(%x, %s, %z)\n  %y = DequantizeLinear(%q, %s, %z)\n"
+              "  return %q, %y\n}\n",
+          std::string("QuantizeLinear to ") + t, "quant_axis = -1", 30);
+  }
+}
+
 } // namespace
 } // namespace aicc
