@@ -319,4 +319,40 @@ FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t 
   return fs;
 }
 
+// A copy of every element of the output from an input index expression (after `prefix`).
+LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
+                       const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value,
+                       const LowerOptions& o, Schedule sched, Block prefix) {
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < od.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
+  auto vv = vars(vs);
+  DType t = b.node.outputs[0]->type.dtype;
+  int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
+  Block body = std::move(prefix);
+  for (auto& s : nest(vs, od, {Stmt::store(out, linearIndex(vv, strides(od)), value(vv))}, true, w))
+    body.push_back(std::move(s));
+  sched["vector_width"] = w;
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
+Split3 split3(const Dims& d, size_t a0, size_t a1) {
+  Split3 s;
+  for (size_t k = 0; k < d.size(); ++k) (k < a0 ? s.outer : k < a1 ? s.len : s.inner) *= d[k];
+  return s;
+}
+
+Block checkIndices(const std::string& ind, DType it, int64_t count, int64_t dim,
+                   const LowerOptions& o) {
+  if (dim == 0 && count > 0) no("indices into an empty dimension");
+  if (!o.runtimeKernels) return {};
+  return {Stmt::callKernel(it == DType::I64 ? "check_indices_i64" : "check_indices_i32",
+                           {CallArg{ind, nullptr, nullptr}, CallArg{"", nullptr, intImm(count)},
+                            CallArg{"", nullptr, intImm(dim)}})};
+}
+
+ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim) {
+  if (it != DType::I64) k = cast(DType::I64, k);
+  return clampIndex(select(cmp(Op::Lt, k, intImm(0)), add(k, intImm(dim)), k), dim);
+}
+
 } // namespace aicc::loop::detail

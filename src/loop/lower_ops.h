@@ -108,6 +108,39 @@ std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& nam
                                            const LowerOptions& o);
 std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& name,
                                              const LowerOptions& o);
+// A copy of every element of the output from an input index expression (after `prefix`):
+// value(output indices) stored at each output element, the nest's innermost loop vectorized.
+LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
+                       const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value,
+                       const LowerOptions& o, Schedule sched = {}, Block prefix = {});
+// [outer, len, inner] around dims [a0, a1) (len = their product).
+struct Split3 {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+Split3 split3(const Dims& d, size_t a0, size_t a1);
+
+// Lowerings shared out of their family's dispatcher: resampling and cropping (lower_resize.cpp)
+// and ops along one axis (lower_axis.cpp).
+std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
+                                       const LowerOptions& o);
+std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
+                                              const LowerOptions& o);
+std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);
+std::optional<LoweredNode> lowerScan(const Node& n, FuncBuilder& b, const LowerOptions& o);
+std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerOptions& o);
+
+// Out-of-range indices: the runtime's check before a gather or scatter reports them (as the
+// interpreter does: @check_indices_*), and the access clamps, so it never leaves the data. The C
+// bundle has no error path (as for integer division by zero) and takes the nearest element.
+Block checkIndices(const std::string& ind, DType it, int64_t count, int64_t dim,
+                   const LowerOptions& o);
+// Index k (int32/int64, negative from the end) into [0, dim).
+ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim);
+std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name,
+                                          const LowerOptions& o); // lower_scatter.cpp
+std::optional<LoweredNode> lowerScatterElements(const Node& n, const std::string& name,
+                                                const LowerOptions& o);
+
 std::optional<LoweredNode> lowerGridSample(const Node& n, const std::string& name,
                                            const LowerOptions& o); // lower_grid.cpp
 std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& name,

@@ -1,0 +1,230 @@
+// Resize (nearest, linear, cubic; antialias, exclude_outside, axes; scales constant or given at
+// run time) and CenterCropPad as loop nests over the output, with the reference kernels'
+// arithmetic (src/ops/shape_resize.cpp, shape_misc.cpp).
+#include "loop/lower_ops.h"
+
+#include <cmath>
+
+namespace aicc::loop::detail {
+
+std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
+                                       const LowerOptions& o) {
+  const std::string mode = n.attrString("mode");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") no("Resize mode " + mode);
+  const bool antialias = n.attrInt("antialias", 0) != 0;
+  if (antialias && mode == "nearest") no("Resize antialias in nearest mode");
+  const bool exclude = n.attrInt("exclude_outside", 0) != 0;
+  std::string ctm = n.attrString("coordinate_transformation_mode");
+  std::string nm = n.attrString("nearest_mode");
+  if (ctm == "tf_crop_and_resize") no("tf_crop_and_resize");
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
+  if (od.size() != id.size()) no("rank mismatch");
+  std::vector<double> scale(id.size(), 1.0);
+  // `axes`: the scales (or sizes) name these dims only; the others keep their size.
+  std::vector<size_t> axes;
+  if (n.attr("axes"))
+    for (int64_t a : n.attrInts("axes")) axes.push_back(size_t(normAxis(a, id.size(), n)));
+  else
+    for (size_t d = 0; d < id.size(); ++d) axes.push_back(d);
+  std::string runScales; // scales given at run time: read from their buffer
+  if (n.hasInput(2) && n.inputs[2]->constant && n.inputs[2]->constant->numel() > 0) {
+    const Tensor& s = *n.inputs[2]->constant;
+    if (s.numel() != static_cast<int64_t>(axes.size())) no("scales of the wrong length");
+    for (size_t i = 0; i < axes.size(); ++i) scale[axes[i]] = s.getF64(static_cast<int64_t>(i));
+  } else if (n.hasInput(2) && n.inputs[2]->type.shape &&
+             numel(staticDims(n.inputs[2], "scales")) > 0) {
+    // They map coordinates by their own values, which the output size (floor(in * scale)) does
+    // not give back: every dim takes the general formula with the scale loaded.
+    if (numel(staticDims(n.inputs[2], "scales")) != static_cast<int64_t>(axes.size()) ||
+        n.inputs[2]->type.dtype != DType::F32)
+      no("scales that are not one f32 per dim");
+    runScales = b.input(n.inputs[2]);
+  } else {
+    for (size_t d = 0; d < id.size(); ++d)
+      scale[d] = static_cast<double>(od[d]) / static_cast<double>(id[d]);
+  }
+  std::string in = b.input(n.inputs[0]);
+  auto is = strides(id);
+  DType t = n.outputs[0]->type.dtype;
+  Schedule sch;
+  sch["coordinate_transformation_mode"] = ctm;
+  sch["nearest_mode"] = nm;
+  auto c = [](double x) { return floatImm(x, DType::F64); };
+  // The source coordinate (f64) of output position x along dim d.
+  std::vector<int64_t> axisPos(id.size(), -1); // where dim d's scale is in the scales input
+  for (size_t i = 0; i < axes.size(); ++i) axisPos[axes[i]] = int64_t(i);
+  auto source = [&](size_t d, ExprPtr x) -> ExprPtr {
+    ExprPtr s = runScales.empty()
+                    ? c(scale[d])
+                    : cast(DType::F64, load(runScales, intImm(axisPos[d]), DType::F32));
+    x = cast(DType::F64, x);
+    if (ctm == "asymmetric") return div(x, s);
+    if (ctm == "half_pixel") return sub(div(add(x, c(0.5)), s), c(0.5));
+    if (ctm == "pytorch_half_pixel") return od[d] > 1 ? sub(div(add(x, c(0.5)), s), c(0.5)) : c(0);
+    if (ctm == "align_corners") { // the unrounded output length scale * in, as the reference
+      if (runScales.empty()) {
+        const double len = scale[d] * double(id[d]);
+        return len == 1 ? c(0) : mul(x, c(double(id[d] - 1) / (len - 1)));
+      }
+      ExprPtr len = mul(s, c(double(id[d])));
+      return select(cmp(Op::Eq, len, c(1)), c(0),
+                    div(mul(x, c(double(id[d] - 1))), sub(len, c(1))));
+    }
+    if (ctm == "tf_half_pixel_for_nearest") return div(add(x, c(0.5)), s);
+    if (ctm == "half_pixel_symmetric") { // off = center * (1 - od / (scale * id))
+      ExprPtr adj = div(c(double(od[d])), mul(s, c(double(id[d]))));
+      ExprPtr off = mul(c(id[d] / 2.0), sub(c(1), adj));
+      return sub(add(off, div(add(x, c(0.5)), s)), c(0.5));
+    }
+    no("coordinate_transformation_mode " + ctm);
+  };
+  auto resized = [&](size_t d) {
+    return runScales.empty() ? !(od[d] == id[d] && scale[d] == 1.0) : axisPos[d] >= 0;
+  };
+  if (mode == "linear" || mode == "cubic") {
+    // As the reference: taps base + i with distance i - r, where base = floor(x) (x - 1 for an
+    // integral x) and r = x - base; i in {0, 1} with weights 1 - r and r (linear) or
+    // i in {-1, .., 2} with the cubic kernel of cubic_coeff_a (cubic); indices clamped to the
+    // edge, or with exclude_outside the outside taps weighted 0 and the rest renormalized; the
+    // sum over every combination of one tap per resized dim in f64.
+    if (!isComputeFloat(t)) no(mode + " Resize of a non-float type");
+    sch["mode"] = mode;
+    const bool cubic = mode == "cubic";
+    const double A = n.attrFloat("cubic_coeff_a");
+    auto cubicWeight = [&](ExprPtr dist) { // dist = |i - r|
+      ExprPtr near = add(mul(mul(sub(mul(c(A + 2), dist), c(A + 3)), dist), dist), c(1));
+      ExprPtr far =
+          sub(mul(add(mul(sub(mul(c(A), dist), c(5 * A)), dist), c(8 * A)), dist), c(4 * A));
+      return select(cmp(Op::Le, dist, c(1)), near, select(cmp(Op::Lt, dist, c(2)), far, c(0)));
+    };
+    return gatherNest(
+        b, out, od,
+        [&](const std::vector<ExprPtr>& v) {
+          std::vector<size_t> dims;
+          std::vector<std::vector<std::pair<ExprPtr, ExprPtr>>> taps(v.size()); // (index, weight)
+          for (size_t d = 0; d < v.size(); ++d) {
+            if (!resized(d)) continue;
+            ExprPtr x = source(d, v[d]), fl = call("floor", {x});
+            ExprPtr base = select(cmp(Op::Eq, fl, x), sub(x, c(1)), fl), r = sub(x, base);
+            ExprPtr bi = cast(DType::I64, base), sum;
+            // antialias (downscaling): the kernel stretched by 1 / scale, over a wider footprint
+            // [lo, 2 - lo) of taps, normalized; the scale is a constant then.
+            const double st = antialias ? std::min(scale[d], 1.0) : 1.0;
+            if (antialias && !runScales.empty()) no("antialias with scales given at run time");
+            const int64_t lo = int64_t(std::floor((cubic ? -2.0 : -1.0) / st)) + 1;
+            for (int64_t i = lo; i < 2 - lo; ++i) {
+              ExprPtr dist = call("abs", {mul(sub(c(double(i)), r), c(st))});
+              ExprPtr w = cubic ? cubicWeight(dist) : max(c(0), sub(c(1), dist));
+              ExprPtr idx = add(bi, intImm(i));
+              if (exclude)
+                w = select(
+                    binary(Op::And, cmp(Op::Ge, idx, intImm(0)), cmp(Op::Lt, idx, intImm(id[d]))),
+                    w, c(0));
+              sum = sum ? add(sum, w) : w;
+              taps[d].push_back({clampIndex(idx, id[d]), w});
+            }
+            if (exclude || antialias)
+              for (auto& tp : taps[d])
+                tp.second = select(cmp(Op::Eq, sum, c(0)), tp.second, div(tp.second, sum));
+            dims.push_back(d);
+          }
+          size_t combos = 1;
+          for (size_t d : dims) combos *= taps[d].size();
+          ExprPtr sum;
+          for (size_t corner = 0; corner < combos; ++corner) {
+            std::vector<ExprPtr> idx(v);
+            ExprPtr w;
+            size_t rest = corner;
+            for (size_t d : dims) {
+              const auto& tp = taps[d][rest % taps[d].size()];
+              rest /= taps[d].size();
+              idx[d] = tp.first;
+              w = w ? mul(w, tp.second) : tp.second;
+            }
+            ExprPtr term = cast(DType::F64, load(in, linearIndex(idx, is), t));
+            // A zero weight skips its tap, as the reference (0 * inf would be NaN).
+            if (w) term = select(cmp(Op::Eq, w, c(0)), c(0), mul(w, term));
+            sum = sum ? add(sum, term) : term;
+          }
+          return cast(t, sum);
+        },
+        o, sch);
+  }
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> idx;
+        for (size_t d = 0; d < v.size(); ++d) {
+          if (!resized(d)) {
+            idx.push_back(v[d]);
+            continue;
+          }
+          ExprPtr xo = source(d, v[d]);
+          ExprPtr r;
+          if (nm == "round_prefer_floor")
+            r = call("ceil", {sub(xo, c(0.5))});
+          else if (nm == "round_prefer_ceil")
+            r = call("floor", {add(xo, c(0.5))});
+          else if (nm == "floor")
+            r = call("floor", {xo});
+          else if (nm == "ceil")
+            r = call("ceil", {xo});
+          else
+            no("nearest_mode " + nm);
+          idx.push_back(clampIndex(cast(DType::I64, r), id[d]));
+        }
+        return load(in, linearIndex(idx, is), t);
+      },
+      o, sch);
+}
+
+// CenterCropPad: the declared output shape is the target; along each dim the output reads the
+// input shifted by (in - out) / 2 when cropping, -((out - in) / 2) when padding (0 outside). The
+// target shape comes at run time: the runtime checks it is the declared one (@check_values_i64).
+std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
+                                              const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  const Dims xd = staticDims(n.inputs.at(0), "input"), od = staticDims(n.outputs[0], "output");
+  const Dims sd = staticDims(n.inputs.at(1), "shape");
+  const DType t = n.outputs[0]->type.dtype;
+  if (xd.size() != od.size() || sd.size() != 1 || n.inputs[1]->type.dtype != DType::I64)
+    no("CenterCropPad shapes do not match");
+  std::vector<int64_t> axes = n.attrInts("axes", {});
+  if (axes.empty())
+    for (size_t d = 0; d < xd.size(); ++d) axes.push_back(int64_t(d));
+  if (int64_t(axes.size()) != sd[0]) no("shape has a value per axis");
+  std::vector<CallArg> check = {bufferArg(b.input(n.inputs[1])), intArg(sd[0])};
+  std::vector<bool> named(xd.size(), false);
+  for (int64_t a : axes) {
+    const size_t d = size_t(normAxis(a, xd.size(), n));
+    named[d] = true;
+    check.push_back(intArg(od[d]));
+  }
+  for (size_t d = 0; d < xd.size(); ++d)
+    if (!named[d] && od[d] != xd[d]) no("CenterCropPad changes a dim it does not name");
+  if (!o.runtimeKernels && !n.inputs[1]->constant)
+    no("a target shape given at run time (checked by the runtime only)");
+  std::string in = b.input(n.inputs[0]);
+  std::vector<std::string> vs;
+  std::vector<ExprPtr> src;
+  ExprPtr inside;
+  for (size_t d = 0; d < xd.size(); ++d) {
+    vs.push_back(b.loopVar("i" + std::to_string(d)));
+    const int64_t off = od[d] <= xd[d] ? (xd[d] - od[d]) / 2 : -((od[d] - xd[d]) / 2);
+    ExprPtr s = add(var(vs.back()), intImm(off));
+    ExprPtr ok = binary(Op::And, cmp(Op::Ge, s, intImm(0)), cmp(Op::Lt, s, intImm(xd[d])));
+    inside = inside ? binary(Op::And, inside, ok) : ok;
+    src.push_back(clampIndex(s, xd[d]));
+  }
+  Block body;
+  if (o.runtimeKernels) body.push_back(Stmt::callKernel("check_values_i64", std::move(check)));
+  ExprPtr v = select(inside, load(in, linearIndex(src, strides(xd)), t), constant(t, 0));
+  for (auto& s : nest(vs, od, {Stmt::store(out, linearIndex(vars(vs), strides(od)), v)}, true))
+    body.push_back(std::move(s));
+  return b.finish(std::move(body), {}, o);
+}
+
+} // namespace aicc::loop::detail

@@ -1,0 +1,148 @@
+// ScatterND and ScatterElements as loop nests: out = data, then serially over the indices
+// (later duplicates win, or combine by `reduction`) the updates, with the reference kernels'
+// semantics; indices given at run time are checked by the runtime and clamped.
+#include "loop/lower_ops.h"
+
+namespace aicc::loop::detail {
+
+namespace {
+
+// ScatterND's combination of the current value `a` with the update `u`, as the reference kernel
+// computes it (max/min keep `a` unless `u` is strictly larger/smaller, like std::max/std::min).
+ExprPtr scatterCombine(const std::string& red, ExprPtr a, ExprPtr u) {
+  if (red == "none") return u;
+  if (red == "add") return add(a, u);
+  if (red == "mul") return mul(a, u);
+  if (red == "max") return select(cmp(Op::Lt, a, u), u, a);
+  if (red == "min") return select(cmp(Op::Lt, u, a), u, a);
+  no("scatter reduction '" + red + "'");
+}
+
+// The body of one index tuple `tv` of ScatterND: lets for its k coordinates (negative ones
+// wrapped), then the update slice stored/combined into `out`. Only constant indices, all checked
+// in range at compile time, are lowered (an out-of-range index is an error the reference kernel
+// reports).
+Block scatterTuple(FuncBuilder& b, const std::string& tv, const std::string& out,
+                   const std::string& ind, const std::string& upd, const Dims& dd, int64_t k,
+                   int64_t slice, const LowerOptions& o) {
+  const DType t = b.node.outputs[0]->type.dtype, it = b.node.inputs[1]->type.dtype;
+  auto ds = strides(dd);
+  Block body;
+  ExprPtr off = intImm(0), inRange;
+  for (int64_t j = 0; j < k; ++j) {
+    ExprPtr raw = load(ind, add(mul(var(tv), intImm(k)), intImm(j)), it);
+    if (it != DType::I64) raw = cast(DType::I64, raw);
+    std::string c = b.fresh("c" + std::to_string(j));
+    body.push_back(Stmt::let(c, select(cmp(Op::Lt, raw, intImm(0)), add(raw, intImm(dd[j])), raw)));
+    ExprPtr ok =
+        binary(Op::And, cmp(Op::Ge, var(c), intImm(0)), cmp(Op::Lt, var(c), intImm(dd[j])));
+    inRange = inRange ? binary(Op::And, inRange, ok) : ok;
+    off = add(off, mul(var(c), intImm(ds[j])));
+  }
+  std::string sv = b.fresh("s");
+  ExprPtr dst = add(off, var(sv)), src = add(mul(var(tv), intImm(slice)), var(sv));
+  ExprPtr v = scatterCombine(b.node.attrString("reduction"), load(out, dst, t), load(upd, src, t));
+  body.push_back(Stmt::ifThen(inRange, nest({sv}, {slice}, {Stmt::store(out, dst, v)}, false,
+                                            vectorWidthFor(o, t, slice))));
+  return body;
+}
+
+// The checks ScatterND and ScatterElements share: shapes static, int32/int64 indices, data,
+// updates and output of one type, a known reduction (none on bool).
+struct ScatterOperands {
+  Dims dd, xd, ud; // data, indices, updates
+  DType t, it;     // element and index types
+  std::string red;
+};
+ScatterOperands scatterOperands(const Node& n) {
+  ScatterOperands s{staticDims(n.inputs.at(0), "data"),
+                    staticDims(n.inputs.at(1), "indices"),
+                    staticDims(n.inputs.at(2), "updates"),
+                    n.outputs[0]->type.dtype,
+                    n.inputs[1]->type.dtype,
+                    n.attrString("reduction")};
+  scatterCombine(s.red, intImm(0), intImm(0)); // declines unknown reductions
+  if (s.it != DType::I64 && s.it != DType::I32) no("indices must be int32/int64");
+  if (s.t == DType::Bool && s.red != "none") no(n.op + " reduction '" + s.red + "' on bool");
+  if (s.dd != staticDims(n.outputs[0], "output") || n.inputs[0]->type.dtype != s.t ||
+      n.inputs[2]->type.dtype != s.t)
+    no("data, updates and output differ in type or shape");
+  return s;
+}
+
+} // namespace
+
+// ScatterND: out = data, then for each index tuple (in order: with duplicate indices the last
+// update wins, or all combine) the update slice at the tuple's offset.
+std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name,
+                                          const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  const auto [dd, xd, ud, t, it, red] = scatterOperands(n);
+  if (xd.empty() || xd.back() < 1 || xd.back() > static_cast<int64_t>(dd.size()))
+    no("indices' last dim is out of range for the data rank");
+  const int64_t k = xd.back();
+  Dims want(xd.begin(), xd.end() - 1), sliceDims(dd.begin() + k, dd.end());
+  want.insert(want.end(), sliceDims.begin(), sliceDims.end());
+  if (ud != want) no("updates shape " + formatDims(ud) + ", expected " + formatDims(want));
+  // An out-of-range index is an error (the reference kernel reports it); compiled code has no
+  // way to report it, so only constant indices, checked here, are lowered.
+  const Tensor* ic = n.inputs[1]->constant ? &*n.inputs[1]->constant : nullptr;
+  if (!ic)
+    no("ScatterND indices computed at run time (out-of-range checks need the reference kernel)");
+  for (int64_t e = 0; e < ic->numel(); ++e) {
+    int64_t v = ic->getI64(e), dim = dd[size_t(e % k)];
+    if (v < -dim || v >= dim) no("ScatterND index " + std::to_string(v) + " is out of range");
+  }
+  std::string data = b.input(n.inputs[0]), ind = b.input(n.inputs[1]), upd = b.input(n.inputs[2]);
+  const int64_t total = numel(dd);
+  std::string i = b.fresh("i"), tv = b.fresh("t");
+  Block body = nest({i}, {total}, {Stmt::store(out, var(i), load(data, var(i), t))}, true,
+                    vectorWidthFor(o, t, total));
+  // Serial over tuples: later tuples see (and may overwrite) earlier ones.
+  for (auto& s : nest({tv}, {numel(xd) / k},
+                      scatterTuple(b, tv, out, ind, upd, dd, k, numel(sliceDims), o), false))
+    body.push_back(std::move(s));
+  Schedule s;
+  s["reduction"] = red;
+  return b.finish(std::move(body), std::move(s), o);
+}
+
+// ScatterElements: out = data, then for each element of `indices` (in order: later duplicates
+// win, or combine by `reduction`) out at the element's own coordinates with the one along `axis`
+// replaced by the index = the update. Indices computed at run time are checked by the runtime
+// (@check_indices_*) and clamped, so the stores stay inside `out`.
+std::optional<LoweredNode> lowerScatterElements(const Node& n, const std::string& name,
+                                                const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  const auto [dd, xd, ud, t, it, red] = scatterOperands(n);
+  if (ud != xd || xd.size() != dd.size() || dd.empty()) no("indices and updates do not match");
+  const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), dd.size(), n));
+  for (size_t d = 0; d < dd.size(); ++d)
+    if (d != axis && xd[d] > dd[d]) no("indices larger than the data off the axis");
+  std::string data = b.input(n.inputs[0]), ind = b.input(n.inputs[1]), upd = b.input(n.inputs[2]);
+  const int64_t total = numel(dd);
+  std::string i = b.fresh("i");
+  Block body = checkIndices(ind, it, numel(xd), dd[axis], o);
+  for (auto& s : nest({i}, {total}, {Stmt::store(out, var(i), load(data, var(i), t))}, true,
+                      vectorWidthFor(o, t, total)))
+    body.push_back(std::move(s));
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < xd.size(); ++d) vs.push_back(b.fresh("e" + std::to_string(d)));
+  std::vector<ExprPtr> at = vars(vs), to = vars(vs);
+  const ExprPtr src = linearIndex(at, strides(xd));
+  to[axis] = clampedIndex(load(ind, src, it), it, dd[axis]);
+  const ExprPtr dst = linearIndex(to, strides(dd));
+  // Serial: later elements see (and may overwrite) earlier ones.
+  for (auto& s :
+       nest(vs, xd,
+            {Stmt::store(out, dst, scatterCombine(red, load(out, dst, t), load(upd, src, t)))},
+            false))
+    body.push_back(std::move(s));
+  Schedule s;
+  s["reduction"] = red;
+  return b.finish(std::move(body), std::move(s), o);
+}
+
+} // namespace aicc::loop::detail
