@@ -1,5 +1,6 @@
 #include "codegen/llvm/emit_llvm.h"
 
+#include "codegen/llvm/emit_narrow.h"
 #include "codegen/llvm/vector_math.h"
 #include <cmath>
 
@@ -56,15 +57,6 @@ bool supportedDType(DType t) {
 }
 
 namespace {
-
-// f16 and bf16: 16-bit storage, f32 in registers. Every value of such an expression is rounded to
-// the type when it is computed (loads are exact), so each op rounds its result as the reference
-// executor's do, and a store only reinterprets.
-bool isReduced(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ ||
-         t == DType::F8E5M2 || t == DType::F8E5M2FNUZ || t == DType::F4E2M1;
-}
-bool isF8(DType t) { return isReduced(t) && t != DType::F16 && t != DType::BF16; }
 
 bool isUnsignedInt(DType t) {
   return t == DType::Bool || t == DType::U8 || t == DType::U16 || t == DType::U32 ||
@@ -141,96 +133,8 @@ private:
     return t == DType::Bool ? b_.getInt8Ty() : isReduced(t) ? b_.getInt16Ty() : regTy(t);
   }
 
-  // A constant table in the module (created once per name).
-  llvm::GlobalVariable* table(const std::string& name, llvm::Constant* init) {
-    if (auto* g = mod_.getNamedGlobal(name)) return g;
-    return new llvm::GlobalVariable(mod_, init->getType(), true, llvm::GlobalValue::PrivateLinkage,
-                                    init, name);
-  }
-  llvm::Value* at(llvm::GlobalVariable* g, llvm::Type* elem, llvm::Value* i) {
-    return b_.CreateLoad(elem, b_.CreateInBoundsGEP(g->getValueType(), g, {b_.getInt64(0), i}));
-  }
-  // float8 / float4 codes as f32: a table of every code's value (ir/dtype.cpp's decoding).
-  llvm::Value* f8Decode(DType t, llvm::Value* code) {
-    const uint32_t n = t == DType::F4E2M1 ? 16 : 256;
-    std::vector<float> v(n);
-    for (uint32_t c = 0; c < n; ++c) v[c] = reducedToFloat(t, c);
-    auto* g = table("aicc.dec." + std::string(dtypeName(t)),
-                    llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<float>(v)));
-    llvm::Value* i = b_.CreateZExt(code, b_.getInt64Ty());
-    if (n == 16) i = b_.CreateAnd(i, b_.getInt64(15));
-    return at(g, b_.getFloatTy(), i);
-  }
-  // f32 -> code as ir/dtype.cpp's miniEncode with saturation (ONNX Cast's default): NaN to the
-  // type's NaN code (float4: 0), |v| at or past max + half its ulp (inf too) to +-max, else the
-  // nearest positive finite value (a branchless binary search over them, in increasing order),
-  // a tie going to the upper one when its code is even; the sign kept except on fnuz zero.
-  llvm::Value* f8Encode(DType t, llvm::Value* f) {
-    const uint32_t n = t == DType::F4E2M1 ? 16 : 256, signBit = n / 2;
-    std::vector<float> vals;
-    std::vector<uint8_t> codes;
-    for (uint32_t c = 0; c < signBit; ++c)
-      if (const float d = reducedToFloat(t, c); std::isfinite(d)) {
-        vals.push_back(d); // increasing with the code over the positive range
-        codes.push_back(uint8_t(c));
-      }
-    const std::string nm(dtypeName(t));
-    auto* gv =
-        table("aicc.encv." + nm, llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<float>(vals)));
-    auto* gc = table("aicc.encc." + nm,
-                     llvm::ConstantDataArray::get(ctx_, llvm::ArrayRef<uint8_t>(codes)));
-    const int64_t K = int64_t(vals.size());
-    auto val = [&](llvm::Value* i) { return at(gv, b_.getFloatTy(), i); };
-    auto code = [&](llvm::Value* i) { return at(gc, b_.getInt8Ty(), i); };
-    llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, {b_.getFloatTy()}, {f});
-    llvm::Value* idx = b_.getInt64(0); // the last value <= a
-    for (int64_t step = 128; step >= 1; step >>= 1) {
-      if (step >= K) continue;
-      llvm::Value* cand = b_.CreateAdd(idx, b_.getInt64(step));
-      llvm::Value* in = b_.CreateICmpSLT(cand, b_.getInt64(K));
-      llvm::Value* safe = b_.CreateSelect(in, cand, b_.getInt64(K - 1));
-      idx = b_.CreateSelect(b_.CreateAnd(in, b_.CreateFCmpOLE(val(safe), a)), cand, idx);
-    }
-    llvm::Value* up = b_.CreateSelect(b_.CreateICmpSLT(idx, b_.getInt64(K - 1)),
-                                      b_.CreateAdd(idx, b_.getInt64(1)), idx);
-    llvm::Value *dl = b_.CreateFSub(a, val(idx)), *du = b_.CreateFSub(val(up), a);
-    llvm::Value* upEven = b_.CreateICmpEQ(b_.CreateAnd(code(up), b_.getInt8(1)), b_.getInt8(0));
-    llvm::Value* takeUp =
-        b_.CreateOr(b_.CreateFCmpOLT(du, dl), b_.CreateAnd(b_.CreateFCmpOEQ(du, dl), upEven));
-    llvm::Value* c = b_.CreateSelect(takeUp, code(up), code(idx));
-    const float maxv = vals.back(), ulpTop = maxv - vals[vals.size() - 2];
-    llvm::Value* over =
-        b_.CreateFCmpOGE(a, llvm::ConstantFP::get(b_.getFloatTy(), double(maxv + ulpTop / 2)));
-    c = b_.CreateSelect(over, b_.getInt8(codes.back()), c);
-    llvm::Value* neg = b_.CreateICmpSLT(b_.CreateBitCast(f, b_.getInt32Ty()), b_.getInt32(0));
-    if (t == DType::F8E4M3FNUZ || t == DType::F8E5M2FNUZ) // no negative zero
-      neg = b_.CreateAnd(neg, b_.CreateICmpNE(c, b_.getInt8(0)));
-    c = b_.CreateSelect(neg, b_.CreateOr(c, b_.getInt8(uint8_t(signBit))), c);
-    const uint32_t nan = floatToReduced(t, std::numeric_limits<float>::quiet_NaN(), true);
-    return b_.CreateSelect(b_.CreateFCmpUNO(f, f), b_.getInt8(uint8_t(nan)), c);
-  }
-
-  // A 16-bit f16 / bf16 pattern as f32 (exact).
-  llvm::Value* widen(DType t, llvm::Value* bits) {
-    if (isF8(t)) return f8Decode(t, bits);
-    if (t == DType::F16)
-      return b_.CreateFPExt(b_.CreateBitCast(bits, b_.getHalfTy()), b_.getFloatTy());
-    return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(bits, b_.getInt32Ty()), 16),
-                            b_.getFloatTy());
-  }
-  // An f32 rounded to f16 / bf16 (to nearest even, as ir/dtype.cpp's floatToHalf / floatToBf16),
-  // as the 16-bit pattern.
-  llvm::Value* narrow(DType t, llvm::Value* f) {
-    if (isF8(t)) return f8Encode(t, f);
-    if (t == DType::F16)
-      return b_.CreateBitCast(b_.CreateFPTrunc(f, b_.getHalfTy()), b_.getInt16Ty());
-    llvm::Value* x = b_.CreateBitCast(f, b_.getInt32Ty());
-    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(x, 16), b_.getInt32(1));
-    llvm::Value* rounded =
-        b_.CreateLShr(b_.CreateAdd(x, b_.CreateAdd(lsb, b_.getInt32(0x7fff))), 16);
-    llvm::Value* nan = b_.CreateOr(b_.CreateLShr(x, 16), b_.getInt32(0x40)); // quieted
-    return b_.CreateTrunc(b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, rounded), b_.getInt16Ty());
-  }
+  llvm::Value* widen(DType t, llvm::Value* bits) { return widenNarrow(b_, mod_, t, bits); }
+  llvm::Value* narrow(DType t, llvm::Value* f) { return narrowFloat(b_, mod_, t, f); }
   // An f32 value rounded to what type t holds (f16 / bf16), kept as f32.
   llvm::Value* roundTo(DType t, llvm::Value* f) {
     return isReduced(t) ? widen(t, narrow(t, f)) : f;
