@@ -33,13 +33,21 @@ std::optional<LoweredNode> lowerQuantMs(const Node& n, const std::string& name,
 
 namespace {
 
-// How x's flat elements map to their scale / zero point: per tensor (axis -1) or along `axis`.
+// How x's flat elements map to their scale / zero point: per tensor (axis -1), along `axis` (a
+// scale per index), or in blocks of block_size along it (a scale of x's rank, the axis dim
+// ceil(x[axis] / block_size)).
 int64_t quantAxis(const Node& n, const Dims& x) {
   const Dims s = staticDims(n.inputs.at(1), "scale");
   if (numel(s) == 1 && s.size() <= 1) return -1;
-  const int64_t axis = normAxis(n.attrInt("axis"), x.size(), n);
-  if (n.attrInt("block_size") > 0 || s.size() != 1 || s[0] != x[size_t(axis)])
-    no(n.describe() + ": blocked quantization (scale " + formatDims(s) + ")");
+  const int64_t axis = normAxis(n.attrInt("axis"), x.size(), n), bs = n.attrInt("block_size");
+  if (bs > 0) {
+    Dims want = x;
+    want[size_t(axis)] = (x[size_t(axis)] + bs - 1) / bs;
+    if (s != want) no(n.describe() + ": a block scale of shape " + formatDims(s));
+  } else if (s.size() != 1 || s[0] != x[size_t(axis)]) {
+    no(n.describe() + ": a scale of shape " + formatDims(s) + " along axis " +
+       std::to_string(axis));
+  }
   if (n.hasInput(2) && staticDims(n.inputs[2], "zero point") != s)
     no(n.describe() + ": the zero point's shape differs from the scale's");
   return axis;
@@ -61,6 +69,13 @@ std::optional<LoweredNode> quantNest(const Node& n, const std::string& name,
   for (size_t d = 0; d < ext.size(); ++d) vs.push_back(b.loopVar("i" + std::to_string(d)));
   ExprPtr idx = ext.empty() ? intImm(0) : linearIndex(vars(vs), strides(ext));
   ExprPtr sIdx = axis < 0 ? intImm(0) : var(vs[size_t(axis)]);
+  if (const int64_t bs = n.attrInt("block_size"); axis >= 0 && bs > 0) { // blocks along the axis
+    std::vector<ExprPtr> at = vars(vs);
+    at[size_t(axis)] = div(at[size_t(axis)], intImm(bs));
+    Dims sd = x;
+    sd[size_t(axis)] = (x[size_t(axis)] + bs - 1) / bs;
+    sIdx = linearIndex(at, strides(sd));
+  }
   Block body = {Stmt::store(Y, idx, f(b, idx, sIdx))};
   Schedule sched;
   sched["quant_axis"] = axis;

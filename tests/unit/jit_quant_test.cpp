@@ -284,5 +284,18 @@ TEST(JitQuant, Float8QuantizeRoundsBySaturatingCast) {
   }
 }
 
+// Blocked quantization: a scale (and zero point) per block of block_size along the axis, the
+// last block partial (40 = 3 x 12 + 4), exact against the interpreter.
+TEST(JitQuant, BlockedQuantizeAndDequantize) {
+  std::mt19937 rng(31);
+  check("graph @g(%x: f32[3,40]) {\n" +
+            constText("s", DType::F32, {3, 4}, rng, 0, {0.05, 0.1, 0.02, 0.5}) +
+            constText("z", DType::I8, {3, 4}, rng, 0, {0, 3, -5, 1}) +
+            "  %q = QuantizeLinear(%x, %s, %z) {axis = 1, block_size = 12}\n"
+            "  %y = DequantizeLinear(%q, %s, %z) {axis = 1, block_size = 12}\n"
+            "  return %q, %y\n}\n",
+        "blocked along axis 1", "quant_axis = 1", 30);
+}
+
 } // namespace
 } // namespace aicc
