@@ -239,6 +239,15 @@ bool isSigned(DType t) {
 
 bool isQ8(DType t) { return t == DType::U8 || t == DType::I8; }
 
+bool isByteFloat(DType t) {
+  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 ||
+         t == DType::F8E5M2FNUZ || t == DType::F4E2M1;
+}
+
+bool isSubByteInt(DType t) {
+  return t == DType::I4 || t == DType::U4 || t == DType::I2 || t == DType::U2;
+}
+
 bool isComplex(DType t) { return t == DType::C64 || t == DType::C128; }
 
 float reducedToFloat(DType t, uint32_t bits) {

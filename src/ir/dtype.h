@@ -62,6 +62,11 @@ bool isComplex(DType t);
 bool isQ8(DType t); // u8 or i8 (the quantized ops' types)
 // Types stored as bit patterns that kernels compute through float: f16, bf16, f8*, f4e2m1.
 bool isReducedFloat(DType t);
+// float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz) and float4 (e2m1): one code per byte, decoded through
+// ir/dtype.cpp's MiniFloat formats (not float8e8m0, with its own rounding modes).
+bool isByteFloat(DType t);
+// 4- and 2-bit integers (i4, u4, i2, u2), one value per byte in memory.
+bool isSubByteInt(DType t);
 
 // Bit-pattern conversions for the reduced float types (round to nearest even).
 // `saturate` follows ONNX Cast: out-of-range finite values clamp to the largest finite value

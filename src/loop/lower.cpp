@@ -15,19 +15,12 @@ namespace {
 // f16 / bf16: 16-bit storage, computed in f32 and rounded per op (codegen/llvm/emit_llvm.cpp).
 // float8 / float4 (a byte each) and 4/2-bit integers: for Cast / CastLike / Identity only (see
 // below); float8e8m0 (its own rounding modes) is not lowered.
-bool isByteFloat(DType t) {
-  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 ||
-         t == DType::F8E5M2FNUZ || t == DType::F4E2M1;
-}
-
 bool supportedDType(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
          isByteFloat(t) || t == DType::Bool || isInteger(t);
 }
 
-bool castOnly(DType t) {
-  return t == DType::I4 || t == DType::U4 || t == DType::I2 || t == DType::U2 || isByteFloat(t);
-}
+bool castOnly(DType t) { return isSubByteInt(t) || isByteFloat(t); }
 
 std::string sanitize(const std::string& s) {
   std::string out;

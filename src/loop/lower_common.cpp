@@ -27,9 +27,8 @@ int64_t numel(const Dims& d) {
 bool isComputeFloat(DType t) { return t == DType::F32 || t == DType::F64; }
 
 static bool movableDType(DType t) {
-  return isComputeFloat(t) || t == DType::F16 || t == DType::BF16 || t == DType::Bool ||
-         isInteger(t) || t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 ||
-         t == DType::F8E5M2FNUZ || t == DType::F4E2M1;
+  return isComputeFloat(t) || t == DType::F16 || t == DType::BF16 || isByteFloat(t) ||
+         t == DType::Bool || isInteger(t);
 }
 
 Dims staticDims(const Value* v, const char* what) {

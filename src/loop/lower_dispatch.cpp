@@ -17,9 +17,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
     // accumulate wider) or call f32 kernels; scatter reductions would wrap 4-bit sums the
     // reference saturates.
     auto narrow = [](const Value* v) {
-      const DType t = v ? v->type.dtype : DType::F32;
-      return isReducedFloat(t) || t == DType::I4 || t == DType::U4 || t == DType::I2 ||
-             t == DType::U2;
+      return v && (isReducedFloat(v->type.dtype) || isSubByteInt(v->type.dtype));
     };
     const bool reduced = std::any_of(n.inputs.begin(), n.inputs.end(), narrow) ||
                          std::any_of(n.outputs.begin(), n.outputs.end(), narrow);

@@ -91,25 +91,18 @@ ExprPtr zeroPointAt(FuncBuilder& b, const Node& n, size_t i, const ExprPtr& sIdx
   return cast(t, load(b.input(n.inputs[i]), sIdx, n.inputs[i]->type.dtype));
 }
 
-// The integer types QuantizeLinear / DequantizeLinear are lowered for, and their ranges.
-bool quantInt(DType t) {
-  return isQ8(t) || t == DType::I16 || t == DType::U16 || t == DType::I4 || t == DType::U4 ||
-         t == DType::I2 || t == DType::U2;
-}
-// float8 / float4: no rounding step (the cast rounds), zero points 0 (float4's is added).
-bool quantFloat(DType t) {
-  return t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ || t == DType::F8E5M2 ||
-         t == DType::F8E5M2FNUZ || t == DType::F4E2M1;
-}
+// The integer types QuantizeLinear / DequantizeLinear are lowered for; float8 / float4
+// (isByteFloat) take no rounding step (the cast rounds) and zero points of 0 (float4's is added).
+bool quantInt(DType t) { return isQ8(t) || t == DType::I16 || t == DType::U16 || isSubByteInt(t); }
 
 std::optional<LoweredNode> lowerQuantize(const Node& n, const std::string& name,
                                          const LowerOptions& o) {
   const DType out = n.outputs.at(0)->type.dtype;
   if (n.inputs.at(0)->type.dtype != DType::F32 || n.inputs.at(1)->type.dtype != DType::F32)
     no(n.describe() + ": QuantizeLinear is lowered for f32 x and scale only");
-  if (!(quantInt(out) || quantFloat(out)) || (n.hasInput(2) && n.inputs[2]->type.dtype != out))
+  if (!(quantInt(out) || isByteFloat(out)) || (n.hasInput(2) && n.inputs[2]->type.dtype != out))
     no(n.describe() + ": QuantizeLinear is lowered to 16/8/4/2-bit integers and float8/4 only");
-  if (quantFloat(out)) { // x / scale cast (saturating, to nearest even): float8 needs saturate
+  if (isByteFloat(out)) { // x / scale cast (saturating, to nearest even): float8 needs saturate
     if (out != DType::F4E2M1 && n.attrInt("saturate") == 0)
       no(n.describe() + ": QuantizeLinear to float8 with saturate = 0");
     return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {
@@ -134,7 +127,7 @@ std::optional<LoweredNode> lowerQuantize(const Node& n, const std::string& name,
 std::optional<LoweredNode> lowerDequantize(const Node& n, const std::string& name,
                                            const LowerOptions& o) {
   const DType xt = n.inputs.at(0)->type.dtype;
-  if (!(quantInt(xt) || quantFloat(xt)) || n.inputs.at(1)->type.dtype != DType::F32 ||
+  if (!(quantInt(xt) || isByteFloat(xt)) || n.inputs.at(1)->type.dtype != DType::F32 ||
       n.outputs.at(0)->type.dtype != DType::F32)
     no(n.describe() + ": DequantizeLinear is lowered for 16/8/4/2-bit integers and float8/4 -> "
                       "f32 only");
@@ -143,7 +136,7 @@ std::optional<LoweredNode> lowerDequantize(const Node& n, const std::string& nam
   return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {
     ExprPtr x = cast(DType::F32, load(b.input(n.inputs[0]), i, xt));
     // float8 / float4 zero points are 0 (the reference ignores them).
-    ExprPtr dx = quantFloat(xt) ? x : sub(x, zeroPointAt(b, n, 2, s, DType::F32));
+    ExprPtr dx = isByteFloat(xt) ? x : sub(x, zeroPointAt(b, n, 2, s, DType::F32));
     return mul(dx, load(b.input(n.inputs[1]), s, DType::F32));
   });
 }

@@ -18,7 +18,6 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
-#include <limits>
 #include <map>
 #include <vector>
 
@@ -61,12 +60,6 @@ namespace {
 bool isUnsignedInt(DType t) {
   return t == DType::Bool || t == DType::U8 || t == DType::U16 || t == DType::U32 ||
          t == DType::U64 || t == DType::U4 || t == DType::U2;
-}
-
-// 4- and 2-bit integers: one value per byte (as ir/tensor.h stores them); casts into them wrap to
-// their width as the reference's Cast does (elementwise_cast.cpp's storeInt).
-bool isSubByte(DType t) {
-  return t == DType::I4 || t == DType::U4 || t == DType::I2 || t == DType::U2;
 }
 
 class FuncEmitter {
@@ -129,7 +122,7 @@ private:
     }
   }
   llvm::Type* memTy(DType t) {
-    if (isF8(t)) return b_.getInt8Ty();
+    if (isByteFloat(t)) return b_.getInt8Ty();
     return t == DType::Bool ? b_.getInt8Ty() : isReduced(t) ? b_.getInt16Ty() : regTy(t);
   }
 
@@ -452,8 +445,10 @@ private:
     // value in a register is an exact f32.
     if (isReduced(to)) return roundTo(to, emitCast(DType::F32, from, v));
     if (isReduced(from)) return emitCast(to, DType::F32, v);
-    if (isSubByte(from)) return emitCast(to, isUnsignedInt(from) ? DType::U8 : DType::I8, v);
-    if (isSubByte(to)) { // through i64 (floats truncate, NaN -> 0), then wrapped to the width
+    // 4/2-bit integers: one value per byte (as ir/tensor.h stores them); casts into them wrap to
+    // their width as the reference's Cast does (elementwise_cast.cpp's storeInt).
+    if (isSubByteInt(from)) return emitCast(to, isUnsignedInt(from) ? DType::U8 : DType::I8, v);
+    if (isSubByteInt(to)) { // through i64 (floats truncate, NaN -> 0), then wrapped to the width
       const int64_t bits = to == DType::I4 || to == DType::U4 ? 4 : 2, mask = (1 << bits) - 1;
       llvm::Value* w = b_.CreateAnd(emitCast(DType::I64, from, v), b_.getInt64(mask));
       if (!isUnsignedInt(to)) { // sign-extend the low bits: ((w ^ sign) - sign)

@@ -7,12 +7,7 @@
 
 namespace aicc::codegen {
 
-bool isReduced(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3FN || t == DType::F8E4M3FNUZ ||
-         t == DType::F8E5M2 || t == DType::F8E5M2FNUZ || t == DType::F4E2M1;
-}
-
-bool isF8(DType t) { return isReduced(t) && t != DType::F16 && t != DType::BF16; }
+bool isReduced(DType t) { return t == DType::F16 || t == DType::BF16 || isByteFloat(t); }
 
 namespace {
 
@@ -85,18 +80,18 @@ llvm::Value* f8Encode(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Valu
   return b.CreateSelect(b.CreateFCmpUNO(f, f), b.getInt8(uint8_t(nan)), c);
 }
 
-// A 16-bit f16 / bf16 pattern as f32 (exact).
 } // namespace
 
+// A stored pattern as its exact f32: float8 / float4 through the table, f16 / bf16 directly.
 llvm::Value* widenNarrow(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* bits) {
-  if (isF8(t)) return f8Decode(b, m, t, bits);
+  if (isByteFloat(t)) return f8Decode(b, m, t, bits);
   if (t == DType::F16) return b.CreateFPExt(b.CreateBitCast(bits, b.getHalfTy()), b.getFloatTy());
   return b.CreateBitCast(b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), 16), b.getFloatTy());
 }
-// An f32 rounded to f16 / bf16 (to nearest even, as ir/dtype.cpp's floatToHalf / floatToBf16),
-// as the 16-bit pattern.
+// An f32 rounded to the type's pattern: f16 / bf16 to nearest even (as ir/dtype.cpp's floatToHalf
+// / floatToBf16), float8 / float4 by f8Encode.
 llvm::Value* narrowFloat(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f) {
-  if (isF8(t)) return f8Encode(b, m, t, f);
+  if (isByteFloat(t)) return f8Encode(b, m, t, f);
   if (t == DType::F16) return b.CreateBitCast(b.CreateFPTrunc(f, b.getHalfTy()), b.getInt16Ty());
   llvm::Value* x = b.CreateBitCast(f, b.getInt32Ty());
   llvm::Value* lsb = b.CreateAnd(b.CreateLShr(x, 16), b.getInt32(1));

@@ -13,10 +13,8 @@
 
 namespace aicc::codegen {
 
-// f16, bf16, float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz) and float4 (e2m1); not float8e8m0.
+// f16, bf16, and the byte-sized float8 / float4 (ir/dtype.h's isByteFloat); not float8e8m0.
 bool isReduced(DType t);
-// The byte-sized ones (float8 / float4).
-bool isF8(DType t);
 llvm::Value* widenNarrow(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* bits);
 llvm::Value* narrowFloat(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f);
 
