@@ -172,9 +172,11 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
         whole.resize(size_t(g.Kc * g.P));
         cols = whole.data();
       }
+      // With one M part, each thread builds the columns of its own pixel panels.
+      const bool splitCols = cols && mSplit == 1 && parts > 1;
       auto buildCols = [&](int64_t part) {
         int64_t p0 = 0, p1 = g.P;
-        if (mSplit == 1 && parts > 1) {
+        if (splitCols) {
           const int64_t first = items * part / parts, last = items * (part + 1) / parts;
           p0 = first * kd.nr, p1 = last == panels ? g.P : last * kd.nr;
         } else if (part > 0) {
@@ -183,7 +185,7 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
         for (int64_t k = 0; k < g.Kc; ++k)
           im2colRow(s, g, xg, uint8_t(pad ^ flip), k, p0, p1 - p0, cols + k * g.P + p0);
       };
-      if (cols && !(mSplit == 1 && parts > 1)) buildCols(0);
+      if (cols && !splitCols) buildCols(0);
       auto item = [&](int64_t it) {
         const int64_t pp = it % panels, ms = it / panels;
         thread_local std::vector<E> panel, tailPanel;
@@ -216,7 +218,7 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
       // Each thread takes one contiguous range of items: neighbouring pixel panels write the same
       // cache lines of y (48-byte rows of a panel), which interleaved claiming would share.
       auto range = [&](int64_t i) {
-        if (cols && mSplit == 1 && parts > 1) buildCols(i);
+        if (splitCols) buildCols(i);
         for (int64_t it = items * i / parts; it < items * (i + 1) / parts; ++it) item(it);
       };
       if (parts > 1)

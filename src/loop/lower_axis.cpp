@@ -155,12 +155,7 @@ std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerO
   auto at = [&](ExprPtr j, int64_t len) {
     return add(add(mul(var(ov), intImm(len * s.inner)), mul(j, intImm(s.inner))), var(iv));
   };
-  // a > b with NaN above every number.
-  auto greater = [&](ExprPtr a, ExprPtr c) {
-    if (!isFloat(t)) return cmp(Op::Gt, a, c);
-    ExprPtr aNan = cmp(Op::Ne, a, a), cNan = cmp(Op::Ne, c, c);
-    return select(aNan, logicalNot(cNan), binary(Op::And, logicalNot(cNan), cmp(Op::Gt, a, c)));
-  };
+  auto greater = [&](ExprPtr a, ExprPtr c) { return greaterNanFirst(t, a, c); };
   ExprPtr bi = load(best, row, DType::I64);
   ExprPtr xj = load(in, at(var(jv), s.len), t), xb = load(in, at(clampIndex(bi, s.len), s.len), t);
   ExprPtr free = cmp(Op::Eq, load(taken, at(var(jv), s.len), DType::U8), intImm(0, DType::U8));

@@ -193,6 +193,12 @@ int64_t normAxis(int64_t a, size_t rank, const Node& n) {
 
 ExprPtr clampIndex(ExprPtr i, int64_t dim) { return max(intImm(0), min(i, intImm(dim - 1))); }
 
+ExprPtr greaterNanFirst(DType t, ExprPtr a, ExprPtr c) {
+  if (!isFloat(t)) return cmp(Op::Gt, a, c);
+  ExprPtr aNan = cmp(Op::Ne, a, a), cNan = cmp(Op::Ne, c, c);
+  return select(aNan, logicalNot(cNan), binary(Op::And, logicalNot(cNan), cmp(Op::Gt, a, c)));
+}
+
 std::optional<std::vector<int64_t>> constInts(const Node& n, size_t input) {
   if (!n.hasInput(input) || !n.inputs[input]->constant) return std::nullopt;
   const Tensor& t = *n.inputs[input]->constant;

@@ -96,6 +96,8 @@ int64_t vectorWidthFor(const LowerOptions& o, DType t, int64_t extent);
 int64_t normAxis(int64_t a, size_t rank, const Node& n);
 // An i64 index expression clamped into [0, dim) (dim >= 1): a load at it stays inside the dim.
 ExprPtr clampIndex(ExprPtr i, int64_t dim);
+// a > c for values of type t, with NaN above every number and not above NaN (ArgMax, TopK).
+ExprPtr greaterNanFirst(DType t, ExprPtr a, ExprPtr c);
 // The contents of a constant integer input (nullopt when absent or not constant).
 std::optional<std::vector<int64_t>> constInts(const Node& n, size_t input);
 

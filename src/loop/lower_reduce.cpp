@@ -75,11 +75,12 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
   std::vector<bool> red(id.size(), false);
   std::vector<int64_t> axes;
   Block check;
-  if (n.hasInput(1) && !constInts(n, 1)) {
+  const std::optional<std::vector<int64_t>> given = constInts(n, 1);
+  if (n.hasInput(1) && !given) {
     red = axesFromShapes(n, id, staticDims(n.outputs[0], "output"));
     check = checkRuntimeAxes(n, b, id, red, o);
   } else {
-    if (n.hasInput(1)) axes = *constInts(n, 1);
+    if (given) axes = *given;
     if (axes.empty()) {
       if (n.attrInt("noop_with_empty_axes") != 0) no("noop_with_empty_axes");
       red.assign(id.size(), true);
@@ -112,6 +113,7 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
                  : op == "ReduceL1"        ? add(acc, call("abs", {x}))
                                            : add(acc, x);
   Block body;
+  ExprPtr result; // what the accumulator becomes after the reduction, if not itself
   if (op == "ReduceLogSumExp") {
     // As the reference: m = the max (NaN wins), then m + log(sum exp(x - m)) when m is finite,
     // else m.
@@ -126,18 +128,14 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
               false))
       body.push_back(std::move(s));
     step = add(acc, select(finite, call("exp", {sub(x, m)}), constant(t, 0)));
-    body.push_back(Stmt::store(out, y, constant(t, 0)));
-    for (auto& s : nest(rv, redExt, {Stmt::store(out, y, step)}, false))
-      body.push_back(std::move(s));
-    body.push_back(Stmt::store(out, y, select(finite, add(m, call("log", {acc})), m)));
-    for (auto& s : nest(kept, keptExt, std::move(body), true)) check.push_back(std::move(s));
-    return b.finish(std::move(check), {}, o);
+    result = select(finite, add(m, call("log", {acc})), m);
   }
   body.push_back(Stmt::store(out, y, constant(t, init)));
   for (auto& s : nest(rv, redExt, {Stmt::store(out, y, step)}, false)) body.push_back(std::move(s));
-  if (op == "ReduceMean") body.push_back(Stmt::store(out, y, div(acc, constant(t, double(count)))));
-  if (op == "ReduceL2") body.push_back(Stmt::store(out, y, call("sqrt", {acc})));
-  if (op == "ReduceLogSum") body.push_back(Stmt::store(out, y, call("log", {acc})));
+  if (op == "ReduceMean") result = div(acc, constant(t, double(count)));
+  if (op == "ReduceL2") result = call("sqrt", {acc});
+  if (op == "ReduceLogSum") result = call("log", {acc});
+  if (result) body.push_back(Stmt::store(out, y, result));
   for (auto& s : nest(kept, keptExt, std::move(body), true)) check.push_back(std::move(s));
   return b.finish(std::move(check), {}, o);
 }
@@ -163,12 +161,7 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
   auto at = [&](ExprPtr j) {
     return add(add(mul(var(ov), intImm(s.len * s.inner)), mul(j, intImm(s.inner))), var(iv));
   };
-  // a > b with NaN above every number (and not above NaN).
-  auto greater = [&](ExprPtr a, ExprPtr c) {
-    if (!isFloat(t)) return cmp(Op::Gt, a, c);
-    ExprPtr aNan = cmp(Op::Ne, a, a), cNan = cmp(Op::Ne, c, c);
-    return select(aNan, logicalNot(cNan), binary(Op::And, logicalNot(cNan), cmp(Op::Gt, a, c)));
-  };
+  auto greater = [&](ExprPtr a, ExprPtr c) { return greaterNanFirst(t, a, c); };
   ExprPtr x = load(in, at(var(jv)), t), bv = load(best, row, t);
   ExprPtr better = isMax ? greater(x, bv) : greater(bv, x);
   if (last) // or equal: neither is greater
