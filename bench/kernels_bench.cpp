@@ -222,9 +222,10 @@ void registerAll() {
   struct DwCase {
     int64_t HW, C, K, stride;
   };
-  // MobileNetV2 (3x3) and EfficientNet-B0 (5x5) depthwise layers.
-  const DwCase dws[] = {{112, 32, 3, 1}, {112, 96, 3, 2}, {56, 144, 3, 1}, {28, 192, 3, 1},
-                        {14, 576, 3, 1}, {14, 672, 5, 1}, {28, 240, 5, 2}};
+  // MobileNetV2 (3x3) and EfficientNet-B0 (5x5) depthwise layers (7x7 maps: channel blocks).
+  const DwCase dws[] = {{112, 32, 3, 1}, {112, 96, 3, 2}, {56, 144, 3, 1},
+                        {28, 192, 3, 1}, {14, 576, 3, 1}, {14, 672, 5, 1},
+                        {28, 240, 5, 2}, {7, 960, 3, 1},  {7, 1152, 5, 1}};
   for (const KernelDesc* kd : availableKernels(KernelOp::DepthwiseConvNchw))
     for (const DwCase& s : dws)
       for (int t : {1, 2}) {

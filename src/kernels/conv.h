@@ -118,9 +118,13 @@ struct DwShape {
 // input, as ceil_mode makes them, see only what lies inside): in [C, H, W] -> out [C, OH, OW].
 void maxPoolNchw(const KernelDesc& dwKernel, const DwShape& s, const float* in, float* out,
                  ThreadPool* pool = nullptr);
+// Small maps run channel-blocked (depthwiseChannelBlocks: a block of vector-width channels
+// interleaved into a padded tile, every tap one FMA over the block); `channelBlocks` 1 or 0
+// forces the form (tests, benchmarks), -1 picks it.
+bool depthwiseChannelBlocks(const KernelDesc& dwKernel, const DwShape& s);
 void depthwiseConvNchw(const KernelDesc& dwKernel, const DwShape& s, const float* w,
                        const float* in, float* out, const Epilogue& ep = {},
-                       ThreadPool* pool = nullptr);
+                       ThreadPool* pool = nullptr, int channelBlocks = -1);
 
 // The same machinery with the input planes written by `rows(c, top, pitch, first, second)`:
 // input row y of channel c as floats at top + y * pitch + first, or, when second >= 0 (stride-2

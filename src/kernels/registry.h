@@ -59,6 +59,7 @@ struct KernelDesc {
   GemmPackBFn packB = nullptr; // bf16 GEMM: packs a B panel per call (convolution inputs)
   DwRowFn dwRow = nullptr;
   DwNchwPlaneFn dwNchwPlane = nullptr;
+  DwCBlockFn dwCBlock = nullptr; // the same op on channel blocks (small maps: conv.cpp)
   QGemmUkernelFn qgemm = nullptr;
   QDw3x3Fn qdw3x3 = nullptr;
 };

@@ -44,6 +44,36 @@ struct V512 {
   static vec min(vec a, vec b) { return _mm512_maskz_min_ps(mask(0xFFFF), a, b); }
   static vec mul(vec a, vec b) { return _mm512_maskz_mul_ps(mask(0xFFFF), a, b); }
   static vec div(vec a, vec b) { return _mm512_maskz_div_ps(mask(0xFFFF), a, b); }
+  // r[i] lane j <-> r[j] lane i: pairs of rows interleaved (ps, then pd), then 128-bit lanes
+  // (maskz forms, as above).
+  static void transpose(vec* r) {
+    vec a[16], b[16];
+    for (int i = 0; i < 8; ++i) {
+      a[2 * i] = _mm512_maskz_unpacklo_ps(mask(0xFFFF), r[2 * i], r[2 * i + 1]);
+      a[2 * i + 1] = _mm512_maskz_unpackhi_ps(mask(0xFFFF), r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) { // b[4i + k] lane L: rows 4i..4i+3 of column 4L + k
+      const __m512d x0 = _mm512_castps_pd(a[4 * i]), x1 = _mm512_castps_pd(a[4 * i + 1]);
+      const __m512d x2 = _mm512_castps_pd(a[4 * i + 2]), x3 = _mm512_castps_pd(a[4 * i + 3]);
+      b[4 * i] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(__mmask8(0xFF), x0, x2));
+      b[4 * i + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(__mmask8(0xFF), x0, x2));
+      b[4 * i + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(__mmask8(0xFF), x1, x3));
+      b[4 * i + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(__mmask8(0xFF), x1, x3));
+    }
+    for (int k = 0; k < 4; ++k) {
+      const vec c0 = _mm512_maskz_shuffle_f32x4(mask(0xFFFF), b[k], b[4 + k], 0x88);
+      const vec c1 = _mm512_maskz_shuffle_f32x4(mask(0xFFFF), b[k], b[4 + k], 0xDD);
+      const vec d0 = _mm512_maskz_shuffle_f32x4(mask(0xFFFF), b[8 + k], b[12 + k], 0x88);
+      const vec d1 = _mm512_maskz_shuffle_f32x4(mask(0xFFFF), b[8 + k], b[12 + k], 0xDD);
+      r[k] = _mm512_maskz_shuffle_f32x4(mask(0xFFFF), c0, d0, 0x88);
+      r[8 + k] = _mm512_maskz_shuffle_f32x4(mask(0xFFFF), c0, d0, 0xDD);
+      r[4 + k] = _mm512_maskz_shuffle_f32x4(mask(0xFFFF), c1, d1, 0x88);
+      r[12 + k] = _mm512_maskz_shuffle_f32x4(mask(0xFFFF), c1, d1, 0xDD);
+    }
+  }
+  static vec rcpApprox(vec a) { return _mm512_maskz_rcp14_ps(mask(0xFFFF), a); }
+  static vec fnmadd(vec a, vec b, vec c) { return _mm512_fnmadd_ps(a, b, c); } // c - a * b
+  static vec scale2(vec a, vec n) { return _mm512_maskz_scalef_ps(mask(0xFFFF), a, n); } // a 2^n
   static vec round(vec a) {
     return _mm512_maskz_roundscale_ps(mask(0xFFFF), a,
                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -15,23 +15,43 @@
 
 namespace aicc::kernels::detail {
 
-// exp(x) for f32: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-6 Taylor polynomial
-// (relative error < 3e-7 there), times 2^n. Inputs are clamped to [-87.3, 88.3], so overflow gives
-// FLT_MAX-ish values rather than inf and tiny results flush to ~1e-38 (sigmoid's tails saturate).
-template <class V> typename V::vec expApprox(typename V::vec x) {
+// exp(x) (NEG: exp(-x), without a negation) for f32: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by
+// its degree-6 Taylor polynomial (relative error < 3e-7 there), times 2^n (one vscalefps where V
+// has scale2). Inputs are clamped to [-87.3, 88.3], so overflow gives FLT_MAX-ish values rather
+// than inf and tiny results flush to ~1e-38 (sigmoid's tails saturate). Every operation counts:
+// on Zen 4 a zmm operation issues about once per cycle and swish ran ~25 cycles per vector.
+template <class V, bool NEG = false> typename V::vec expApprox(typename V::vec x) {
   using vec = typename V::vec;
-  x = V::min(V::set1(88.3f), V::max(V::set1(-87.3f), x)); // 2^n stays finite and normal
-  const vec n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
-  vec r = V::fmadd(n, V::set1(-0.693359375f), x); // ln2 in two parts (Cody-Waite)
-  r = V::fmadd(n, V::set1(2.12194440e-4f), r);
+  constexpr float s = NEG ? -1.0f : 1.0f;
+  x = V::min(V::set1(s > 0 ? 88.3f : 87.3f), V::max(V::set1(s > 0 ? -87.3f : -88.3f), x));
+  const vec n = V::round(V::mul(x, V::set1(s * 1.44269504088896341f)));
+  // s r = s x - n ln2 with ln2 in two parts (Cody-Waite); for NEG the polynomial takes -r.
+  vec r = V::fmadd(n, V::set1(-s * 0.693359375f), x);
+  r = V::fmadd(n, V::set1(s * 2.12194440e-4f), r);
   vec p = V::set1(1.0f / 720);
-  p = V::fmadd(p, r, V::set1(1.0f / 120));
+  p = V::fmadd(p, r, V::set1(s / 120));
   p = V::fmadd(p, r, V::set1(1.0f / 24));
-  p = V::fmadd(p, r, V::set1(1.0f / 6));
+  p = V::fmadd(p, r, V::set1(s / 6));
   p = V::fmadd(p, r, V::set1(0.5f));
+  p = V::fmadd(p, r, V::set1(s));
   p = V::fmadd(p, r, V::set1(1.0f));
-  p = V::fmadd(p, r, V::set1(1.0f));
-  return V::mul(p, V::pow2(n));
+  if constexpr (requires { V::scale2(p, n); })
+    return V::scale2(p, n);
+  else
+    return V::mul(p, V::pow2(n));
+}
+
+// 1 / x: where V has a reciprocal estimate (rcpApprox: AVX-512's 14 bits, AVX2's 12), one
+// Newton step r + r (1 - x r) makes it good to ~1 ulp at a fraction of a divide's cost (a zmm
+// divide issues once per ~5 cycles on Zen 4, and sigmoid, swish and GELU epilogues have one per
+// vector). Huge x (sigmoid of very negative inputs) flushes to 0, the limit.
+template <class V> typename V::vec reciprocal(typename V::vec x) {
+  if constexpr (requires { V::rcpApprox(x); }) {
+    const typename V::vec r = V::rcpApprox(x);
+    return V::fmadd(r, V::fnmadd(x, r, V::set1(1.0f)), r);
+  } else {
+    return V::div(V::set1(1.0f), x);
+  }
 }
 
 // The fused activation (ukernel.h kAct*) of one vector.
@@ -45,16 +65,15 @@ __attribute__((always_inline)) inline typename V::vec activate(typename V::vec x
   }
   case kActSwish:
   case kActSigmoid: {
-    const vec e = expApprox<V>(V::mul(x, V::set1(-1.0f)));
-    const vec s = V::div(V::set1(1.0f), V::add(V::set1(1.0f), e));
+    const vec e = expApprox<V, true>(x);
+    const vec s = reciprocal<V>(V::add(V::set1(1.0f), e));
     return act == kActSwish ? V::mul(x, s) : s;
   }
   case kActGelu: {
     // max(x, 0) - |x| q(|x|) with q = 1 - Phi(|x|) = 0.5 * poly(t) * exp(-x^2 / 2): one form for
     // both signs (for x < 0, x Phi(x) = -|x| q).
     const vec ax = V::max(x, V::mul(x, V::set1(-1.0f)));
-    const vec t =
-        V::div(V::set1(1.0f), V::fmadd(ax, V::set1(0.3275911f * 0.70710678f), V::set1(1.0f)));
+    const vec t = reciprocal<V>(V::fmadd(ax, V::set1(0.3275911f * 0.70710678f), V::set1(1.0f)));
     vec poly = V::set1(1.061405429f);
     poly = V::fmadd(poly, t, V::set1(-1.453152027f));
     poly = V::fmadd(poly, t, V::set1(1.421413741f));
@@ -67,6 +86,60 @@ __attribute__((always_inline)) inline typename V::vec activate(typename V::vec x
   }
   default:
     return x;
+  }
+}
+
+// act(x) over the stored rows [0, rows) x columns [0, nr) of a C tile (in L1), four vectors per
+// step: one vector's activation is a dependency chain of ~20 operations (exp's polynomial, the
+// reciprocal), so one vector at a time left the FP pipes mostly idle (swish doubled the time of
+// EfficientNet's 16 -> 96 1x1 convolutions). One copy per activation and ISA, not per tile shape.
+template <class V, unsigned ACT>
+__attribute__((noinline)) void activateTile(float* c, int64_t ldc, int64_t rows, int64_t nr) {
+  using vec = typename V::vec;
+  constexpr int W = V::width, U = 4;
+  float* ptr[U];
+  int n = 0;
+  // Full vectors with plain loads and stores (masked ones are slower on Zen 4), the columns past
+  // the last full vector masked.
+  const int64_t fullCols = nr / W * W;
+  auto flush = [&] {
+    vec x[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) x[u] = V::load(ptr[u]);
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) x[u] = activate<V>(x[u], ACT);
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) V::store(ptr[u], x[u]);
+  };
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < fullCols; j += W) {
+      ptr[n] = c + i * ldc + j;
+      if (++n == U) flush(), n = 0;
+    }
+  for (int u = n; u < U && n; ++u) ptr[u] = ptr[n - 1]; // a partial group repeats its last vector
+  if (n) flush();
+  if (fullCols < nr) {
+    const typename V::mask m = V::maskFor(nr - fullCols);
+    for (int64_t i = 0; i < rows; ++i) {
+      float* q = c + i * ldc + fullCols;
+      V::storeMasked(q, m, activate<V>(V::loadMasked(q, m), ACT));
+    }
+  }
+}
+
+template <class V>
+void activateTile(float* c, int64_t ldc, int64_t rows, int64_t nr, unsigned act) {
+  switch (act) {
+  case kActHardSwish:
+    return activateTile<V, kActHardSwish>(c, ldc, rows, nr);
+  case kActSwish:
+    return activateTile<V, kActSwish>(c, ldc, rows, nr);
+  case kActSigmoid:
+    return activateTile<V, kActSigmoid>(c, ldc, rows, nr);
+  case kActGelu:
+    return activateTile<V, kActGelu>(c, ldc, rows, nr);
+  default:
+    return;
   }
 }
 
@@ -233,17 +306,10 @@ void gemmTile(const GemmTileParams& p) {
       else
         V::storeMasked(dst, m[v], acc[i][v]);
     }
-  // The activation runs over the stored tile (in L1) in a loop that is not unrolled: inlined per
-  // accumulator it multiplied the kernels' code size (every tile shape of every ISA) for a
-  // fraction of a percent of the time.
+  // The activation runs over the stored tile (in L1) out of line: inlined per accumulator it
+  // multiplied the kernels' code size (every tile shape of every ISA).
   if ((p.flags & kGemmLast) && p.act != kActNone)
-#pragma GCC unroll 1
-    for (int i = 0; i < ROWS; ++i)
-#pragma GCC unroll 1
-      for (int v = 0; v < NV; ++v) {
-        float* dst = p.c + i * p.ldc + v * W;
-        V::storeMasked(dst, m[v], activate<V>(V::loadMasked(dst, m[v]), p.act));
-      }
+    activateTile<V>(p.c, p.ldc, ROWS, p.nr < NR ? p.nr : NR, p.act);
 }
 
 // Runs tile.template operator()<ROWS>() for ROWS = min(rows, MAXROWS), at least 1: the int8 GEMM
@@ -331,6 +397,156 @@ template <class V> float expSum(float* x, int64_t n, float shift) {
     acc = V::fmadd(e, V::load(ones), acc);
   }
   return laneSum<V>(acc);
+}
+
+// The channel-blocked depthwise convolution's inner form: in[(y * Wp + x) * W + c] a padded tile,
+// w[t * W + c], out[(oy * OW + ox) * W + c].
+struct DwTile {
+  const float* in;
+  const float* w;
+  const float* bias;
+  float* out;
+  int64_t KH, KW, OH, OW, Wp, strideH, strideW, dilH, dilW;
+  float lo, hi;
+  unsigned act;
+};
+
+// A KxK kernel with stride S, no dilation: four outputs of one row at a time; each input vector of
+// the row is loaded once and feeds every output whose window covers it (a 5x5 stride-1 row reads
+// 8 vectors for 20 FMAs instead of 20). A row's last group reads past the row (into the next one
+// or the tile's slack) for outputs that are not stored.
+template <class V, int K, int S> void dwTileRows(const DwTile& p) {
+  using vec = typename V::vec;
+  constexpr int W = V::width, U = 4, NI = (U - 1) * S + K;
+  const vec lo = V::set1(p.lo), hi = V::set1(p.hi);
+  const vec bias = p.bias ? V::load(p.bias) : V::zero();
+  for (int64_t oy = 0; oy < p.OH; ++oy)
+    for (int64_t ox0 = 0; ox0 < p.OW; ox0 += U) {
+      vec acc[U] = {bias, bias, bias, bias};
+#pragma GCC unroll 7
+      for (int ky = 0; ky < K; ++ky) {
+        const float* in = p.in + ((oy * S + ky) * p.Wp + ox0 * S) * W;
+        vec wv[K];
+#pragma GCC unroll 7
+        for (int kx = 0; kx < K; ++kx) wv[kx] = V::load(p.w + (ky * K + kx) * W);
+#pragma GCC unroll 16
+        for (int j = 0; j < NI; ++j) {
+          const vec x = V::load(in + j * W);
+#pragma GCC unroll 4
+          for (int u = 0; u < U; ++u) {
+            const int kx = j - u * S;
+            if (kx >= 0 && kx < K) acc[u] = V::fmadd(wv[kx], x, acc[u]);
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) acc[u] = activate<V>(V::min(hi, V::max(lo, acc[u])), p.act);
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u)
+        if (ox0 + u < p.OW) V::store(p.out + (oy * p.OW + ox0 + u) * W, acc[u]);
+    }
+}
+
+// Any kernel, stride and dilation: four output pixels at a time, each tap's weight vector feeding
+// four independent FMA chains.
+template <class V> void dwTileAny(const DwTile& p) {
+  using vec = typename V::vec;
+  constexpr int W = V::width, U = 4;
+  const vec lo = V::set1(p.lo), hi = V::set1(p.hi);
+  const vec bias = p.bias ? V::load(p.bias) : V::zero();
+  const int64_t P = p.OH * p.OW;
+  for (int64_t q0 = 0; q0 < P; q0 += U) {
+    const float* base[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+      const int64_t q = q0 + u < P ? q0 + u : P - 1; // past the end: repeat the last pixel
+      base[u] = p.in + ((q / p.OW) * p.strideH * p.Wp + (q % p.OW) * p.strideW) * W;
+    }
+    vec acc[U] = {bias, bias, bias, bias};
+    const float* wt = p.w;
+    for (int64_t ky = 0; ky < p.KH; ++ky)
+      for (int64_t kx = 0; kx < p.KW; ++kx, wt += W) {
+        const int64_t off = (ky * p.dilH * p.Wp + kx * p.dilW) * W;
+        const vec wv = V::load(wt);
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) acc[u] = V::fmadd(wv, V::load(base[u] + off), acc[u]);
+      }
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) acc[u] = activate<V>(V::min(hi, V::max(lo, acc[u])), p.act);
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u)
+      if (q0 + u < P) V::store(p.out + (q0 + u) * W, acc[u]);
+  }
+}
+
+// r[i] lane j -> r[j] lane i: V's register transpose where it has one, else through memory.
+template <class V> void transposeSquare(typename V::vec* r) {
+  if constexpr (requires { V::transpose(r); }) {
+    V::transpose(r);
+  } else {
+    constexpr int W = V::width;
+    float a[W * W], b[W * W];
+    for (int i = 0; i < W; ++i) V::store(a + i * W, r[i]);
+    for (int i = 0; i < W; ++i)
+      for (int j = 0; j < W; ++j) b[j * W + i] = a[i * W + j];
+    for (int i = 0; i < W; ++i) r[i] = V::load(b + i * W);
+  }
+}
+
+// DwCBlockParams (ukernel.h).
+template <class V> void dwCBlock(const DwCBlockParams& p) {
+  using vec = typename V::vec;
+  constexpr int W = V::width;
+  const int64_t Hp = p.H + p.padTop + p.padBottom, Wp = p.W + p.padLeft + p.padRight;
+  const int64_t taps = p.KH * p.KW, nc = p.channels, HW = p.H * p.W, P = p.OH * p.OW;
+  float* tile = p.scratch;
+  float* otile = tile + (Hp * Wp + 3 * p.strideW + p.KW) * W;
+  float* wb = otile + (P + W) * W;
+  float* bias = wb + taps * W;
+  // Taps and bias, lanes past the block's channels zero (their outputs are never stored).
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t c = 0; c < W; ++c) wb[t * W + c] = c < nc ? p.w[c * taps + t] : 0.0f;
+  for (int64_t c = 0; c < W; ++c) bias[c] = c < nc && p.bias ? p.bias[c] : 0.0f;
+  // The padding (and the slack) zero, then the input pixels W at a time: one vector per channel
+  // (W consecutive pixels of its plane), transposed into one vector per pixel.
+  for (int64_t i = 0, n = (Hp * Wp + 3 * p.strideW + p.KW) * W; i < n; i += W)
+    V::store(tile + i, V::zero());
+  vec r[W];
+  for (int64_t q0 = 0; q0 < HW; q0 += W) {
+    const typename V::mask m = V::maskFor(HW - q0);
+    for (int64_t c = 0; c < W; ++c)
+      r[c] = c < nc ? V::loadMasked(p.in + c * HW + q0, m) : V::zero();
+    transposeSquare<V>(r);
+    int64_t y = q0 / p.W, x = q0 % p.W;
+    for (int64_t j = 0; j < W && q0 + j < HW; ++j) {
+      V::store(tile + ((y + p.padTop) * Wp + x + p.padLeft) * W, r[j]);
+      if (++x == p.W) x = 0, ++y;
+    }
+  }
+  DwTile t{tile,      wb,        p.bias ? bias : nullptr,
+           otile,     p.KH,      p.KW,
+           p.OH,      p.OW,      Wp,
+           p.strideH, p.strideW, p.dilH,
+           p.dilW,    p.lo,      p.hi,
+           p.act};
+  const bool rows = p.dilH == 1 && p.dilW == 1 && p.KH == p.KW && p.strideH == p.strideW;
+  if (rows && p.KH == 3 && p.strideH == 1)
+    dwTileRows<V, 3, 1>(t);
+  else if (rows && p.KH == 3 && p.strideH == 2)
+    dwTileRows<V, 3, 2>(t);
+  else if (rows && p.KH == 5 && p.strideH == 1)
+    dwTileRows<V, 5, 1>(t);
+  else if (rows && p.KH == 5 && p.strideH == 2)
+    dwTileRows<V, 5, 2>(t);
+  else
+    dwTileAny<V>(t);
+  // Back into planes: W pixels' vectors transposed into one vector per channel.
+  for (int64_t q0 = 0; q0 < P; q0 += W) {
+    for (int64_t j = 0; j < W; ++j) r[j] = V::load(otile + (q0 + j) * W); // past P: slack
+    transposeSquare<V>(r);
+    const typename V::mask m = V::maskFor(P - q0);
+    for (int64_t c = 0; c < nc; ++c) V::storeMasked(p.out + c * P + q0, m, r[c]);
+  }
 }
 
 // Depthwise 3x3 (pad 1) over one output row, NHWC: channel blocks of V::width outside, output
@@ -552,6 +768,7 @@ template <class V> void dwNchwPlane(const DwNchwPlaneParams& p) {
 #define AICC_SIMD_ENTRY_POINTS(V, isa)                                                             \
   void f32_dwconv3x3_##isa(const DwRowParams& p) { detail::dwRow<V>(p); }                          \
   void f32_dwconv_nchw_##isa(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V>(p); }            \
+  void f32_dwconv_cblock_##isa(const DwCBlockParams& p) { detail::dwCBlock<V>(p); }                \
   float f32_expsum_##isa(float* x, int64_t n, float shift) {                                       \
     return detail::expSum<V>(x, n, shift);                                                         \
   }                                                                                                \

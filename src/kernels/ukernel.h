@@ -177,6 +177,35 @@ void f32_dwconv_nchw_avx2(const DwNchwPlaneParams& p);
 void f32_dwconv_nchw_avx512(const DwNchwPlaneParams& p);
 void f32_dwconv_nchw_neon(const DwNchwPlaneParams& p);
 
+// Depthwise convolution of one block of up to V channels (V = the kernel's vector width), NCHW in
+// and out: the kernel interleaves the block's input planes into a zero-padded [Hp, Wp, V] tile (in
+// `scratch`, dwCBlockScratch floats) by V x V register transposes, runs every tap as one vector FMA
+// over the V channels, and transposes the [OH, OW, V] result back into planes. Small maps (7x7)
+// fill whole vectors this way, where a plane's rows fill 7 of 16 lanes.
+struct DwCBlockParams {
+  const float* in;   // the block's first input plane; planes H * W floats apart
+  const float* w;    // the block's first channel's KH * KW taps; channels KH * KW floats apart
+  const float* bias; // the block's first channel's bias, or null
+  float* out;        // the block's first output plane; planes OH * OW floats apart
+  float* scratch;
+  int64_t channels; // 1..V
+  int64_t H, W, KH, KW, OH, OW, strideH, strideW, dilH, dilW, padTop, padLeft, padBottom, padRight;
+  float lo, hi; // clamp (fused activation)
+  unsigned act; // kAct*, after the clamp
+};
+using DwCBlockFn = void (*)(const DwCBlockParams&);
+// The scratch floats of one call: the padded tile (Hp x Wp pixels) with slack for the reads
+// past its end, the output tile with slack for the last transposed chunk, the taps and the bias.
+inline int64_t dwCBlockScratch(int64_t V, int64_t Hp, int64_t Wp, int64_t KH, int64_t KW,
+                               int64_t OH, int64_t OW, int64_t strideW) {
+  return (Hp * Wp + 3 * strideW + KW + OH * OW + V + KH * KW + 1) * V;
+}
+
+void f32_dwconv_cblock_generic(const DwCBlockParams& p);
+void f32_dwconv_cblock_avx2(const DwCBlockParams& p);
+void f32_dwconv_cblock_avx512(const DwCBlockParams& p);
+void f32_dwconv_cblock_neon(const DwCBlockParams& p);
+
 // The sum of x[0..n) (GlobalAveragePool rows), in vector lanes (4 accumulators), then the lanes.
 using SumFn = float (*)(const float* x, int64_t n);
 float f32_sum_generic(const float* x, int64_t n);

@@ -38,6 +38,28 @@ struct V256 {
   static vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
   static vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
   static vec div(vec a, vec b) { return _mm256_div_ps(a, b); }
+  // r[i] lane j <-> r[j] lane i: pairs of rows interleaved (ps, then pd), then 128-bit halves.
+  static void transpose(vec* r) {
+    vec a[8], b[8];
+    for (int i = 0; i < 4; ++i) {
+      a[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+      a[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; ++i) { // b[4i + k] half L: rows 4i..4i+3 of column 4L + k
+      const __m256d x0 = _mm256_castps_pd(a[4 * i]), x1 = _mm256_castps_pd(a[4 * i + 1]);
+      const __m256d x2 = _mm256_castps_pd(a[4 * i + 2]), x3 = _mm256_castps_pd(a[4 * i + 3]);
+      b[4 * i] = _mm256_castpd_ps(_mm256_unpacklo_pd(x0, x2));
+      b[4 * i + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(x0, x2));
+      b[4 * i + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(x1, x3));
+      b[4 * i + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(x1, x3));
+    }
+    for (int k = 0; k < 4; ++k) {
+      r[k] = _mm256_permute2f128_ps(b[k], b[4 + k], 0x20);
+      r[4 + k] = _mm256_permute2f128_ps(b[k], b[4 + k], 0x31);
+    }
+  }
+  static vec rcpApprox(vec a) { return _mm256_rcp_ps(a); }
+  static vec fnmadd(vec a, vec b, vec c) { return _mm256_fnmadd_ps(a, b, c); } // c - a * b
   static vec round(vec a) {
     return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   }

@@ -546,37 +546,54 @@ TEST(Kernels, DepthwiseNchwMatchesReference) {
   struct Case {
     int64_t C, mult, H, W, K, stride, pad, dil;
   };
-  const Case cases[] = {{8, 1, 9, 11, 3, 1, 1, 1},   {5, 1, 10, 21, 3, 2, 1, 1},
-                        {3, 2, 12, 13, 5, 2, 2, 1},  {16, 1, 7, 40, 5, 1, 2, 1},
-                        {4, 1, 9, 9, 3, 1, 2, 2},    {2, 3, 6, 5, 1, 1, 0, 1},
-                        {7, 1, 1, 1, 3, 1, 1, 1},    {6, 1, 17, 33, 7, 3, 3, 1},
+  const Case cases[] = {{8, 1, 9, 11, 3, 1, 1, 1},
+                        {5, 1, 10, 21, 3, 2, 1, 1},
+                        {3, 2, 12, 13, 5, 2, 2, 1},
+                        {16, 1, 7, 40, 5, 1, 2, 1},
+                        {4, 1, 9, 9, 3, 1, 2, 2},
+                        {2, 3, 6, 5, 1, 1, 0, 1},
+                        {7, 1, 1, 1, 3, 1, 1, 1},
+                        {6, 1, 17, 33, 7, 3, 3, 1},
                         // wide rows: full vectors, the overlapping tail, stride-2 deinterleaving
-                        {3, 1, 5, 75, 3, 2, 1, 1},   {2, 1, 4, 77, 5, 2, 2, 1},
-                        {2, 2, 3, 53, 3, 1, 1, 1}};
+                        {3, 1, 5, 75, 3, 2, 1, 1},
+                        {2, 1, 4, 77, 5, 2, 2, 1},
+                        {2, 2, 3, 53, 3, 1, 1, 1},
+                        // channel blocks: partial last blocks, the row kernels (3x3, 5x5,
+                        // strides 1 and 2) and the any-kernel loop (dilation, 7x7, stride 3)
+                        {37, 1, 7, 7, 5, 1, 2, 1},
+                        {33, 1, 7, 7, 3, 1, 1, 1},
+                        {20, 1, 14, 14, 3, 2, 1, 1},
+                        {16, 1, 8, 6, 5, 2, 2, 1},
+                        {17, 1, 9, 9, 3, 1, 2, 2},
+                        {9, 1, 11, 10, 7, 3, 3, 1}};
+  // Each case through the plane kernels and, with one channel per group, the channel blocks.
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
     for (const Case& c : cases)
-      for (int variant = 0; variant < 7; ++variant) {
-        DwShape d;
-        d.C = c.C, d.mult = c.mult, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K;
-        d.strideH = d.strideW = c.stride, d.dilH = d.dilW = c.dil;
-        d.padTop = d.padLeft = d.padBottom = d.padRight = c.pad;
-        Conv2dShape s;
-        s.H = c.H, s.W = c.W, s.Cin = c.C, s.Cout = c.C * c.mult, s.KH = s.KW = c.K;
-        s.strideH = s.strideW = c.stride, s.dilH = s.dilW = c.dil;
-        s.padTop = s.padLeft = s.padBottom = s.padRight = c.pad;
-        const auto x = randomVec(size_t(c.C * c.H * c.W), 31);
-        const auto w = randomVec(size_t(s.Cout * c.K * c.K), 32);
-        const auto bias = randomVec(size_t(s.Cout), 33);
-        const float* b = variant ? bias.data() : nullptr;
-        const Epilogue ep = makeEpilogue(variant + 1, b);
-        std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
-        ASSERT_EQ(d.OH(), s.OH());
-        depthwiseConvNchw(*kd, d, w.data(), x.data(), got.data(), ep,
-                          variant % 3 == 2 ? &pool : nullptr);
-        expectClose(got, convNchwReference(s, c.C, x, w, b, ep), c.K * c.K,
-                    std::string(kd->name) + " dw " + std::to_string(c.K) + " stride " +
-                        std::to_string(c.stride) + " mult " + std::to_string(c.mult));
-      }
+      for (int form = 0; form < 2; ++form)
+        for (int variant = 0; variant < 7; ++variant) {
+          if (form == 1 && (c.mult != 1 || !kd->dwCBlock)) continue;
+          DwShape d;
+          d.C = c.C, d.mult = c.mult, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K;
+          d.strideH = d.strideW = c.stride, d.dilH = d.dilW = c.dil;
+          d.padTop = d.padLeft = d.padBottom = d.padRight = c.pad;
+          Conv2dShape s;
+          s.H = c.H, s.W = c.W, s.Cin = c.C, s.Cout = c.C * c.mult, s.KH = s.KW = c.K;
+          s.strideH = s.strideW = c.stride, s.dilH = s.dilW = c.dil;
+          s.padTop = s.padLeft = s.padBottom = s.padRight = c.pad;
+          const auto x = randomVec(size_t(c.C * c.H * c.W), 31);
+          const auto w = randomVec(size_t(s.Cout * c.K * c.K), 32);
+          const auto bias = randomVec(size_t(s.Cout), 33);
+          const float* b = variant ? bias.data() : nullptr;
+          const Epilogue ep = makeEpilogue(variant + 1, b);
+          std::vector<float> got(size_t(s.Cout * s.OH() * s.OW()), 55.0f);
+          ASSERT_EQ(d.OH(), s.OH());
+          depthwiseConvNchw(*kd, d, w.data(), x.data(), got.data(), ep,
+                            variant % 3 == 2 ? &pool : nullptr, form);
+          expectClose(got, convNchwReference(s, c.C, x, w, b, ep), c.K * c.K,
+                      std::string(kd->name) + (form ? " channel blocks" : " planes") + " dw " +
+                          std::to_string(c.K) + " stride " + std::to_string(c.stride) + " mult " +
+                          std::to_string(c.mult) + " C " + std::to_string(c.C));
+        }
 }
 
 TEST(Kernels, ThreadPoolRunsEveryTaskOnceAndPropagatesErrors) {
