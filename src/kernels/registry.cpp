@@ -23,9 +23,11 @@ namespace aicc::kernels {
 namespace {
 
 // Best first within each op (the dispatcher takes the first one the CPU supports).
-// kc = 128 for every GEMM: each K block is summed from zero and then added to C (simd_impl.h), so
-// f32 rounding grows with about sqrt(K * kc). 128 instead of 256 halves the error of the long
-// reductions (resnet50's K = 4608 convs, its K = 2048 classifier) for about 3% of resnet50's time.
+// kc: each K block is summed from zero and then added to C (simd_impl.h), so f32 rounding grows
+// with about sqrt(K * kc). The x86 f32 tiles take 256: every K block costs a pass over the C tile
+// (load, add, store) and the tile's setup, and on Zen 4 (1 thread) 128 -> 256 gave the GEMMs
+// +10-28% (AVX2 6x16 196x256x2304: 77 -> 99 GFLOP/s) and resnet50 ~5%, for sqrt(2) x the
+// rounding of the long reductions (resnet50 still within 5e-7 of its largest logit).
 const KernelDesc kKernels[] = {
 #if AICC_X86_KERNELS
     {.name = "f32_gemm_avx512_14x32",
@@ -33,7 +35,7 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Avx512,
      .mr = 14,
      .nr = 32,
-     .kc = 128,
+     .kc = 256,
      .mc = 126,
      .nc = 512,
      .vectorWidth = 16,
@@ -45,7 +47,7 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Avx512,
      .mr = 8,
      .nr = 32,
-     .kc = 128,
+     .kc = 256,
      .mc = 128,
      .nc = 512,
      .vectorWidth = 16,
@@ -73,7 +75,7 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Avx2,
      .mr = 6,
      .nr = 16,
-     .kc = 128,
+     .kc = 256,
      .mc = 120,
      .nc = 512,
      .vectorWidth = 8,

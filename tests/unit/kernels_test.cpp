@@ -486,6 +486,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(16, 17, 40, 13, 3, 1, 1, 1); // K = 360 > kc
   add(6, 15, 3, 8, 5, 1, 0, 1);    // no padding
   add(15, 16, 4, 6, 1, 2, 0, 1);   // 1x1 stride 2 (two column phases, one read)
+  add(64, 66, 40, 12, 1, 2, 0, 1); // 1x1 stride 2, subsampled copy split over threads
   add(20, 23, 3, 5, 3, 3, 1, 2);   // stride 3, dilated: three phases
   add(30, 30, 3, 8, 7, 2, 3, 1);   // a ResNet-like stem
   add(20, 50, 3, 5, 3, 3, 1, 2);   // stride 3, dilated, rows of 16
