@@ -209,11 +209,12 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
     sub.H = s.OH(), sub.W = s.OW(), sub.strideH = sub.strideW = 1, sub.dilH = sub.dilW = 1;
     thread_local std::vector<float> pixels;
     pixels.resize(size_t(s.Cin * sub.H * sub.W));
+    float* buf = pixels.data(); // this thread's buffer (the workers' thread_local is another)
     auto copy = [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c)
         for (int64_t y = 0; y < sub.H; ++y) {
           const float* src = in + (c * s.H + y * s.strideH) * s.W;
-          float* dst = pixels.data() + (c * sub.H + y) * sub.W;
+          float* dst = buf + (c * sub.H + y) * sub.W;
           for (int64_t x = 0; x < sub.W; ++x) dst[x] = src[x * s.strideW];
         }
     };
@@ -222,7 +223,7 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
       copy(0, s.Cin);
     else
       pool->parallelFor(T, [&](int64_t i) { copy(s.Cin * i / T, s.Cin * (i + 1) / T); });
-    return conv2dChannelRows(kd, sub, packedW, pixels.data(), out, ep, pool);
+    return conv2dChannelRows(kd, sub, packedW, buf, out, ep, pool);
   }
   auto units = [&](int64_t k) { return packedKUnits(kd, k); };
   const int64_t M = s.Cout, K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
