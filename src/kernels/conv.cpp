@@ -635,7 +635,7 @@ void depthwiseCBlocks(const KernelDesc& kd, const DwShape& s, const float* w, co
   const int64_t taps = s.KH * s.KW, blocks = (C + V - 1) / V;
   auto run = [&](int64_t b0, int64_t b1) {
     thread_local std::vector<float> scratch;
-    scratch.resize(size_t(dwCBlockScratch(V, Hp, Wp, s.KH, s.KW, OH, OW, s.strideW)));
+    scratch.assign(size_t(dwCBlockScratch(V, Hp, Wp, s.KH, s.KW, OH, OW, s.strideW)), 0.0f);
     DwCBlockParams p{};
     p.scratch = scratch.data();
     p.H = s.H, p.W = s.W, p.KH = s.KH, p.KW = s.KW, p.OH = OH, p.OW = OW;

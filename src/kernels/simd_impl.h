@@ -503,19 +503,27 @@ template <class V> void dwCBlock(const DwCBlockParams& p) {
   float* otile = tile + (Hp * Wp + 3 * p.strideW + p.KW) * W;
   float* wb = otile + (P + W) * W;
   float* bias = wb + taps * W;
-  // Taps and bias, lanes past the block's channels zero (their outputs are never stored).
-  for (int64_t t = 0; t < taps; ++t)
-    for (int64_t c = 0; c < W; ++c) wb[t * W + c] = c < nc ? p.w[c * taps + t] : 0.0f;
-  for (int64_t c = 0; c < W; ++c) bias[c] = c < nc && p.bias ? p.bias[c] : 0.0f;
-  // The padding (and the slack) zero, then the input pixels W at a time: one vector per channel
-  // (W consecutive pixels of its plane), transposed into one vector per pixel.
-  for (int64_t i = 0, n = (Hp * Wp + 3 * p.strideW + p.KW) * W; i < n; i += W)
-    V::store(tile + i, V::zero());
+  // Taps and bias, lanes past the block's channels zero (their outputs are never stored); the
+  // taps W at a time by the same transposes as the pixels below.
   vec r[W];
+  for (int64_t t0 = 0; t0 < taps; t0 += W) {
+    const typename V::mask m = V::maskFor(taps - t0);
+    for (int64_t c = 0; c < W; ++c)
+      r[c] = c < nc ? V::loadMasked(p.w + c * taps + t0, m) : V::zero();
+    transposeSquare<V>(r);
+    for (int64_t j = 0; j < W && t0 + j < taps; ++j) V::store(wb + (t0 + j) * W, r[j]);
+  }
+  for (int64_t c = 0; c < W; ++c) bias[c] = c < nc && p.bias ? p.bias[c] : 0.0f;
+  // The input pixels W at a time: one vector per channel (W consecutive pixels of its plane),
+  // transposed into one vector per pixel. Only interior pixels are written: the padding and the
+  // slack keep the zeros the caller put there.
   for (int64_t q0 = 0; q0 < HW; q0 += W) {
     const typename V::mask m = V::maskFor(HW - q0);
+    const bool whole = q0 + W <= HW; // plain loads (masked ones are slower on Zen 4)
     for (int64_t c = 0; c < W; ++c)
-      r[c] = c < nc ? V::loadMasked(p.in + c * HW + q0, m) : V::zero();
+      r[c] = c >= nc ? V::zero()
+             : whole ? V::load(p.in + c * HW + q0)
+                     : V::loadMasked(p.in + c * HW + q0, m);
     transposeSquare<V>(r);
     int64_t y = q0 / p.W, x = q0 % p.W;
     for (int64_t j = 0; j < W && q0 + j < HW; ++j) {
@@ -545,7 +553,11 @@ template <class V> void dwCBlock(const DwCBlockParams& p) {
     for (int64_t j = 0; j < W; ++j) r[j] = V::load(otile + (q0 + j) * W); // past P: slack
     transposeSquare<V>(r);
     const typename V::mask m = V::maskFor(P - q0);
-    for (int64_t c = 0; c < nc; ++c) V::storeMasked(p.out + c * P + q0, m, r[c]);
+    for (int64_t c = 0; c < nc; ++c)
+      if (q0 + W <= P)
+        V::store(p.out + c * P + q0, r[c]);
+      else
+        V::storeMasked(p.out + c * P + q0, m, r[c]);
   }
 }
 

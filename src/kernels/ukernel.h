@@ -187,7 +187,8 @@ struct DwCBlockParams {
   const float* w;    // the block's first channel's KH * KW taps; channels KH * KW floats apart
   const float* bias; // the block's first channel's bias, or null
   float* out;        // the block's first output plane; planes OH * OW floats apart
-  float* scratch;
+  float* scratch;    // dwCBlockScratch floats, zero on the first call (the kernel keeps its
+                     // tile's padding zero: calls with one shape can share it)
   int64_t channels; // 1..V
   int64_t H, W, KH, KW, OH, OW, strideH, strideW, dilH, dilW, padTop, padLeft, padBottom, padRight;
   float lo, hi; // clamp (fused activation)
