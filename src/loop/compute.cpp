@@ -10,9 +10,11 @@ namespace {
 
 const std::map<std::string, std::string>& floatMath() {
   static const std::map<std::string, std::string> k = {
-      {"Exp", "exp"}, {"Log", "log"},     {"Sqrt", "sqrt"},       {"Tanh", "tanh"},
-      {"Erf", "erf"}, {"Floor", "floor"}, {"Ceil", "ceil"},       {"Round", "round"},
-      {"Sin", "sin"}, {"Cos", "cos"},     {"Sigmoid", "sigmoid"}, {"Atan", "atan"},
+      {"Exp", "exp"},     {"Log", "log"},     {"Sqrt", "sqrt"},       {"Tanh", "tanh"},
+      {"Erf", "erf"},     {"Floor", "floor"}, {"Ceil", "ceil"},       {"Round", "round"},
+      {"Sin", "sin"},     {"Cos", "cos"},     {"Sigmoid", "sigmoid"}, {"Atan", "atan"},
+      {"Acos", "acos"},   {"Asin", "asin"},   {"Acosh", "acosh"},     {"Asinh", "asinh"},
+      {"Atanh", "atanh"}, {"Cosh", "cosh"},
   };
   return k;
 }
@@ -31,9 +33,10 @@ const std::map<std::string, Op>& binaryOps() {
 const std::vector<std::string>& elementwiseComputeOps() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v = {
-        "Neg", "Abs",         "Relu",  "Reciprocal", "Clip",   "Where",    "Max",      "Min",
-        "Sum", "LeakyRelu",   "Pow",   "Not",        "Cast",   "CastLike", "Identity", "Sign",
-        "Elu", "HardSigmoid", "PRelu", "Softsign",   "Expand", "Mod",      "Dropout"};
+        "Neg",      "Abs",     "Relu",      "Reciprocal",  "Clip",  "Where",    "Max",
+        "Min",      "Sum",     "LeakyRelu", "Pow",         "Not",   "Cast",     "CastLike",
+        "Identity", "Sign",    "Elu",       "HardSigmoid", "PRelu", "Softsign", "Expand",
+        "Mod",      "Dropout", "IsNaN",     "IsInf",       "Mean",  "Shrink"};
     for (const auto& [k, _] : floatMath()) v.push_back(k);
     for (const auto& [k, _] : binaryOps()) v.push_back(k);
     std::sort(v.begin(), v.end());
@@ -96,7 +99,7 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
   if (!num) return no("unsupported element type");
   if (op == "Mod") { // integers: the remainder with the divisor's sign (fmod = 0) or C's
     if (in.size() != 2 || !in[1]) return no("needs two inputs");
-    if (fl) return no("float Mod is not lowered yet");
+    if (fl) return call("fmod", {x, in[1]}); // ONNX requires fmod = 1 for floats; exact
     ExprPtr r = binary(Op::Mod, x, in[1]); // truncated; by zero: the run's error
     if (n.attrInt("fmod") != 0 || !isSigned(t)) return r;
     ExprPtr flip = binary(Op::And, cmp(Op::Ne, r, c(0)),
@@ -108,6 +111,36 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
   if (op == "Relu") return max(x, c(0));
   if (op == "Sign")
     return select(cmp(Op::Gt, x, c(0)), c(1), select(cmp(Op::Lt, x, c(0)), c(-1), c(0)));
+  if (op == "Shrink") { // x < -lambd: x + bias; x > lambd: x - bias; else 0
+    if (!fl) return no("needs a float input");
+    const double lambd = n.attrFloat("lambd"), bias = n.attrFloat("bias");
+    return select(cmp(Op::Lt, x, c(-lambd)), add(x, c(bias)),
+                  select(cmp(Op::Gt, x, c(lambd)), sub(x, c(bias)), c(0)));
+  }
+  const bool ieee = t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
+  if (op == "IsNaN") return ieee ? cmp(Op::Ne, x, x) : no("needs an f16/bf16/f32/f64 input");
+  if (op == "IsInf") { // beyond the largest finite value of the type
+    if (!ieee) return no("needs an f16/bf16/f32/f64 input");
+    const double big = t == DType::F64    ? 1.7976931348623157e308
+                       : t == DType::F16  ? 65504.0
+                       : t == DType::BF16 ? 3.3895313892515355e38
+                                          : 3.4028234663852886e38; // f32
+    const bool pos = n.attrInt("detect_positive") != 0,
+               negative = n.attrInt("detect_negative") != 0;
+    ExprPtr p = cmp(Op::Gt, x, c(big)), q = cmp(Op::Lt, x, c(-big));
+    if (pos && negative) return binary(Op::Or, p, q);
+    if (pos || negative) return pos ? p : q;
+    return constant(DType::Bool, 0);
+  }
+  if (op == "Mean") { // summed in f64, then divided: one rounding, as the reference
+    if (!fl) return no("needs a float input");
+    ExprPtr acc = cast(DType::F64, x);
+    for (size_t k = 1; k < in.size(); ++k) {
+      if (!in[k]) return no("an omitted input");
+      acc = add(acc, cast(DType::F64, in[k]));
+    }
+    return cast(t, div(acc, constant(DType::F64, double(in.size()))));
+  }
   if (op == "Max" || op == "Min" || op == "Sum") {
     ExprPtr acc = x;
     for (size_t k = 1; k < in.size(); ++k) {

@@ -180,11 +180,36 @@ std::string_view opName(Op op) {
   return "?";
 }
 
-const std::map<std::string, int>& mathFunctions() {
-  static const std::map<std::string, int> kFns = {
-      {"exp", 1}, {"log", 1},   {"sqrt", 1},  {"tanh", 1},  {"erf", 1},
-      {"abs", 1}, {"floor", 1}, {"ceil", 1},  {"round", 1}, {"sin", 1},
-      {"cos", 1}, {"pow", 2},   {"log1p", 1}, {"atan", 1},  {"sigmoid", 1},
+namespace {
+double sigmoidHost(double a) {
+  return a >= 0 ? 1 / (1 + std::exp(-a)) : std::exp(a) / (1 + std::exp(a));
+}
+} // namespace
+
+const std::map<std::string, MathFunction>& mathFunctions() {
+  static const std::map<std::string, MathFunction> kFns = {
+      {"exp", {1, "exp", ::exp, nullptr}},
+      {"log", {1, "log", ::log, nullptr}},
+      {"sqrt", {1, "sqrt", ::sqrt, nullptr}},
+      {"tanh", {1, "tanh", ::tanh, nullptr}},
+      {"erf", {1, "erf", ::erf, nullptr}},
+      {"abs", {1, "fabs", ::fabs, nullptr}},
+      {"floor", {1, "floor", ::floor, nullptr}},
+      {"ceil", {1, "ceil", ::ceil, nullptr}},
+      {"round", {1, "nearbyint", ::nearbyint, nullptr}}, // half to even (default rounding)
+      {"sin", {1, "sin", ::sin, nullptr}},
+      {"cos", {1, "cos", ::cos, nullptr}},
+      {"log1p", {1, "log1p", ::log1p, nullptr}},
+      {"atan", {1, "atan", ::atan, nullptr}},
+      {"acos", {1, "acos", ::acos, nullptr}},
+      {"asin", {1, "asin", ::asin, nullptr}},
+      {"acosh", {1, "acosh", ::acosh, nullptr}},
+      {"asinh", {1, "asinh", ::asinh, nullptr}},
+      {"atanh", {1, "atanh", ::atanh, nullptr}},
+      {"cosh", {1, "cosh", ::cosh, nullptr}},
+      {"pow", {2, "pow", nullptr, ::pow}},
+      {"fmod", {2, "fmod", nullptr, ::fmod}},
+      {"sigmoid", {1, nullptr, sigmoidHost, nullptr}},
   };
   return kFns;
 }

@@ -100,9 +100,17 @@ bool isImm(const ExprPtr& e);
 std::optional<int64_t> asInt(const ExprPtr& e); // IntImm value
 std::string_view opName(Op op);                 // "add", "lt", ... (messages)
 
-// Math functions callable in expressions: name -> number of arguments. All take and return
-// one float type.
-const std::map<std::string, int>& mathFunctions();
+// Math functions callable in expressions, all taking and returning one float type: the one
+// table the parser, verifier, interpreters and emitters read. `libm` names the C library function
+// computing it in double (the emitters' general path and the portable C; null for sigmoid, which
+// they build from exp); `unary` / `binary` compute it on the host (simplifier, scalar executor).
+struct MathFunction {
+  int arity;
+  const char* libm;
+  double (*unary)(double);
+  double (*binary)(double, double);
+};
+const std::map<std::string, MathFunction>& mathFunctions();
 
 // Structural equality (float immediates compared by bits).
 bool equal(const ExprPtr& a, const ExprPtr& b);

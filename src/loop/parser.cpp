@@ -529,7 +529,7 @@ private:
     }
     auto it = mathFunctions().find(fn);
     if (it == mathFunctions().end()) fail("unknown function '{}'", fn);
-    want(static_cast<size_t>(it->second));
+    want(static_cast<size_t>(it->second.arity));
     return call(fn, args);
   }
 

@@ -239,22 +239,9 @@ Scalar applyCall(const std::string& fn, DType t, const std::vector<Scalar>& args
 }
 
 double applyMath(const std::string& fn, double a, double b) {
-  if (fn == "exp") return std::exp(a);
-  if (fn == "log") return std::log(a);
-  if (fn == "sqrt") return std::sqrt(a);
-  if (fn == "tanh") return std::tanh(a);
-  if (fn == "erf") return std::erf(a);
-  if (fn == "abs") return std::fabs(a);
-  if (fn == "floor") return std::floor(a);
-  if (fn == "ceil") return std::ceil(a);
-  if (fn == "round") return std::nearbyint(a); // half to even (default rounding mode)
-  if (fn == "sin") return std::sin(a);
-  if (fn == "cos") return std::cos(a);
-  if (fn == "pow") return std::pow(a, b);
-  if (fn == "log1p") return std::log1p(a);
-  if (fn == "atan") return std::atan(a);
-  if (fn == "sigmoid") return a >= 0 ? 1 / (1 + std::exp(-a)) : std::exp(a) / (1 + std::exp(a));
-  fail("unknown math function '{}'", fn);
+  const auto it = mathFunctions().find(fn);
+  if (it == mathFunctions().end()) fail("unknown math function '{}'", fn);
+  return it->second.unary ? it->second.unary(a) : it->second.binary(a, b);
 }
 
 } // namespace aicc::loop

@@ -140,8 +140,8 @@ private:
         bad("calls an unknown math function");
         return;
       }
-      if (static_cast<int>(a.size()) != it->second)
-        bad(fmt::format("needs {} arguments", it->second));
+      if (static_cast<int>(a.size()) != it->second.arity)
+        bad(fmt::format("needs {} arguments", it->second.arity));
       for (const auto& x : a)
         if (!isFloat(x->type) || x->type != e->type) bad("needs float arguments of its type");
       return;

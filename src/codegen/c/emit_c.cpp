@@ -341,18 +341,14 @@ private:
     std::vector<std::string> args;
     for (const auto& a : e.args)
       args.push_back(t == DType::F32 ? "(double)" + operand(a, kPrimary) : expr(a));
-    static const std::map<std::string, std::string> libm = {
-        {"exp", "exp"},         {"log", "log"},  {"sqrt", "sqrt"},   {"tanh", "tanh"},
-        {"erf", "erf"},         {"abs", "fabs"}, {"floor", "floor"}, {"ceil", "ceil"},
-        {"round", "nearbyint"}, {"sin", "sin"},  {"cos", "cos"},     {"pow", "pow"},
-        {"log1p", "log1p"},     {"atan", "atan"}};
     std::string call;
     if (e.name == "sigmoid") {
       call = helper("sigmoid", args);
     } else {
-      auto it = libm.find(e.name);
-      AICC_CHECK(it != libm.end(), "C codegen: unknown math function '{}'", e.name);
-      call = it->second + "(";
+      auto it = loop::mathFunctions().find(e.name);
+      AICC_CHECK(it != loop::mathFunctions().end() && it->second.libm,
+                 "C codegen: unknown math function '{}'", e.name);
+      call = std::string(it->second.libm) + "(";
       for (size_t k = 0; k < args.size(); ++k) call += (k ? ", " : "") + args[k];
       call += ")";
     }

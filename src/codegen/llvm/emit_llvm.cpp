@@ -426,14 +426,10 @@ private:
       llvm::Value* negv = b_.CreateFDiv(e, b_.CreateFAdd(one, e));
       r = b_.CreateSelect(b_.CreateFCmpOGE(x, llvm::ConstantFP::get(x->getType(), 0)), pos, negv);
     } else {
-      static const std::map<std::string, const char*> names = {
-          {"exp", "exp"},     {"log", "log"}, {"tanh", "tanh"}, {"erf", "erf"},
-          {"sin", "sin"},     {"cos", "cos"}, {"pow", "pow"},   {"log1p", "log1p"},
-          {"atan", "atan"}};
-      auto it = names.find(fn);
-      AICC_CHECK(it != names.end(), "@{}: math function '{}' is not supported by the LLVM "
-                 "emitter", f_.name, fn);
-      r = libm(it->second, args);
+      auto it = loop::mathFunctions().find(fn);
+      AICC_CHECK(it != loop::mathFunctions().end() && it->second.libm,
+                 "@{}: math function '{}' is not supported by the LLVM emitter", f_.name, fn);
+      r = libm(it->second.libm, args);
     }
     return b_.CreateFPCast(r, ty);
   }

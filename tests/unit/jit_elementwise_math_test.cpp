@@ -1,0 +1,87 @@
+// Elementwise ops lowered through the loop IR's math table (loop/ir.h mathFunctions): the inverse
+// and hyperbolic functions, IsNaN / IsInf, Mean, Shrink and float Mod, each through the JIT
+// against the interpreter on values that reach their edges (domain ends, NaN, infinities, the
+// largest finite value, mixed signs).
+#include "ir/parser.h"
+#include "jit_check.h"
+#include "passes/shape_inference.h"
+
+#include <cmath>
+#include <limits>
+
+namespace aicc {
+namespace {
+
+Tensor values(DType t, const std::vector<double>& v) {
+  Tensor x(t, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) x.setF64(int64_t(i), v[i]);
+  return x;
+}
+
+Model parsed(const std::string& text) {
+  Model m = parseModel(text);
+  inferShapes(*m.graph);
+  return m;
+}
+
+TEST(JitElementwiseMath, InverseAndHyperbolicFunctions) {
+  // Each function on its domain, the ends included (acos(1) = 0, atanh(-1) = -inf).
+  const std::vector<std::pair<std::string, std::vector<double>>> cases = {
+      {"Acos", {-1, -0.5, 0, 0.3, 0.99, 1}},      {"Asin", {-1, -0.25, 0, 0.5, 0.75, 1}},
+      {"Acosh", {1, 1.5, 2, 10, 100, 1e6}},       {"Asinh", {-1e6, -2, -0.1, 0, 0.5, 30}},
+      {"Atanh", {-1, -0.9, -0.1, 0, 0.5, 0.999}}, {"Cosh", {-20, -1, 0, 0.5, 3, 40}}};
+  for (const auto& [op, v] : cases)
+    for (const std::string type : {"f32", "f64"}) {
+      SCOPED_TRACE(op + " " + type);
+      const Model m =
+          parsed("graph @g(%x: " + type + "[6]) {\n  %y = " + op + "(%x)\n  return %y\n}\n");
+      const DType t = type == "f32" ? DType::F32 : DType::F64;
+      expectJitMatches(m, {RValue::of(values(t, v))}, {1e-6, 0}, "");
+    }
+}
+
+TEST(JitElementwiseMath, IsNaNAndIsInf) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const std::vector<double> v = {0, -1.5, nan, inf, -inf, 3.4028234663852886e38, -2e38, 7};
+  for (const std::string type : {"f32", "f64", "f16"}) {
+    const DType t = type == "f32" ? DType::F32 : type == "f64" ? DType::F64 : DType::F16;
+    for (const std::string attrs : {"", " {detect_negative = 0}", " {detect_positive = 0}",
+                                    " {detect_negative = 0, detect_positive = 0}"}) {
+      SCOPED_TRACE(type + attrs);
+      const Model m = parsed("graph @g(%x: " + type + "[8]) {\n  %a = IsInf(%x)" + attrs +
+                             "\n  %b = IsNaN(%x)\n  return %a, %b\n}\n");
+      expectJitMatches(m, {RValue::of(values(t, v))}, {0, 0}, "");
+    }
+  }
+}
+
+TEST(JitElementwiseMath, MeanShrinkAndFloatMod) {
+  // Mean of three inputs with broadcasting: summed in f64, one rounding, as the interpreter.
+  Model mean = parsed("graph @g(%a: f32[2,3], %b: f32[3], %c: f32[2,1]) {\n"
+                      "  %y = Mean(%a, %b, %c)\n  return %y\n}\n");
+  Tensor a = values(DType::F32, {1e8, 1, -3, 0.1, 0.2, 0.3});
+  a = a.reshaped({2, 3});
+  Tensor c = values(DType::F32, {1e-8, -7}).reshaped({2, 1});
+  expectJitMatches(mean,
+                   {RValue::of(a), RValue::of(values(DType::F32, {1, 3e-8, 2})), RValue::of(c)},
+                   {0, 0}, "");
+  // Shrink: below -lambd add bias, above lambd subtract it, zero between.
+  Model shrink = parsed("graph @g(%x: f32[7]) {\n  %y = Shrink(%x) {bias = 1.5, lambd = 2.0}\n"
+                        "  return %y\n}\n");
+  expectJitMatches(shrink, {RValue::of(values(DType::F32, {-5, -2, -1.9, 0, 1.9, 2, 7.25}))},
+                   {0, 0}, "");
+  // Float Mod (fmod = 1): C's fmod, the sign of the dividend, exact.
+  for (const std::string type : {"f32", "f64"}) {
+    SCOPED_TRACE(type);
+    const DType t = type == "f32" ? DType::F32 : DType::F64;
+    Model mod = parsed("graph @g(%a: " + type + "[6], %b: " + type +
+                       "[6]) {\n  %y = Mod(%a, %b) {fmod = 1}\n  return %y\n}\n");
+    expectJitMatches(mod,
+                     {RValue::of(values(t, {5.5, -5.5, 5.5, -5.5, 1e10, 0.3})),
+                      RValue::of(values(t, {2, 2, -2, -2, 3.25, 0.1}))},
+                     {0, 0}, "");
+  }
+}
+
+} // namespace
+} // namespace aicc
