@@ -5,7 +5,9 @@
 
 #include "interp/compare.h"
 #include "interp/interpreter.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
+#include "passes/shape_inference.h"
 #include "runtime/jit_executor.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +19,13 @@ inline std::string dimsText(const Dims& d) {
   std::string s = "[";
   for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
   return s + "]";
+}
+
+// A graph from IR text with its shapes inferred.
+inline Model parseWithShapes(const std::string& text) {
+  Model m = parseModel(text);
+  inferShapes(*m.graph);
+  return m;
 }
 
 inline void expectJitMatches(const Model& m, const std::vector<RValue>& in, Tolerance tol,

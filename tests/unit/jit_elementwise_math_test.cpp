@@ -2,9 +2,7 @@
 // and hyperbolic functions, IsNaN / IsInf, Mean, Shrink and float Mod, each through the JIT
 // against the interpreter on values that reach their edges (domain ends, NaN, infinities, the
 // largest finite value, mixed signs).
-#include "ir/parser.h"
 #include "jit_check.h"
-#include "passes/shape_inference.h"
 
 #include <cmath>
 #include <limits>
@@ -18,12 +16,6 @@ Tensor values(DType t, const std::vector<double>& v) {
   return x;
 }
 
-Model parsed(const std::string& text) {
-  Model m = parseModel(text);
-  inferShapes(*m.graph);
-  return m;
-}
-
 TEST(JitElementwiseMath, InverseAndHyperbolicFunctions) {
   // Each function on its domain, the ends included (acos(1) = 0, atanh(-1) = -inf).
   const std::vector<std::pair<std::string, std::vector<double>>> cases = {
@@ -33,8 +25,8 @@ TEST(JitElementwiseMath, InverseAndHyperbolicFunctions) {
   for (const auto& [op, v] : cases)
     for (const std::string type : {"f32", "f64"}) {
       SCOPED_TRACE(op + " " + type);
-      const Model m =
-          parsed("graph @g(%x: " + type + "[6]) {\n  %y = " + op + "(%x)\n  return %y\n}\n");
+      const Model m = parseWithShapes("graph @g(%x: " + type + "[6]) {\n  %y = " + op +
+                                      "(%x)\n  return %y\n}\n");
       const DType t = type == "f32" ? DType::F32 : DType::F64;
       expectJitMatches(m, {RValue::of(values(t, v))}, {1e-6, 0}, "");
     }
@@ -48,8 +40,8 @@ TEST(JitElementwiseMath, IsNaNAndIsInf) {
     for (const std::string attrs : {"", " {detect_negative = 0}", " {detect_positive = 0}",
                                     " {detect_negative = 0, detect_positive = 0}"}) {
       SCOPED_TRACE(type + attrs);
-      const Model m = parsed("graph @g(%x: " + type + "[8]) {\n  %a = IsInf(%x)" + attrs +
-                             "\n  %b = IsNaN(%x)\n  return %a, %b\n}\n");
+      const Model m = parseWithShapes("graph @g(%x: " + type + "[8]) {\n  %a = IsInf(%x)" + attrs +
+                                      "\n  %b = IsNaN(%x)\n  return %a, %b\n}\n");
       expectJitMatches(m, {RValue::of(values(t, v))}, {0, 0}, "");
     }
   }
@@ -57,8 +49,8 @@ TEST(JitElementwiseMath, IsNaNAndIsInf) {
 
 TEST(JitElementwiseMath, MeanShrinkAndFloatMod) {
   // Mean of three inputs with broadcasting: summed in f64, one rounding, as the interpreter.
-  Model mean = parsed("graph @g(%a: f32[2,3], %b: f32[3], %c: f32[2,1]) {\n"
-                      "  %y = Mean(%a, %b, %c)\n  return %y\n}\n");
+  Model mean = parseWithShapes("graph @g(%a: f32[2,3], %b: f32[3], %c: f32[2,1]) {\n"
+                               "  %y = Mean(%a, %b, %c)\n  return %y\n}\n");
   Tensor a = values(DType::F32, {1e8, 1, -3, 0.1, 0.2, 0.3});
   a = a.reshaped({2, 3});
   Tensor c = values(DType::F32, {1e-8, -7}).reshaped({2, 1});
@@ -66,16 +58,17 @@ TEST(JitElementwiseMath, MeanShrinkAndFloatMod) {
                    {RValue::of(a), RValue::of(values(DType::F32, {1, 3e-8, 2})), RValue::of(c)},
                    {0, 0}, "");
   // Shrink: below -lambd add bias, above lambd subtract it, zero between.
-  Model shrink = parsed("graph @g(%x: f32[7]) {\n  %y = Shrink(%x) {bias = 1.5, lambd = 2.0}\n"
-                        "  return %y\n}\n");
+  Model shrink =
+      parseWithShapes("graph @g(%x: f32[7]) {\n  %y = Shrink(%x) {bias = 1.5, lambd = 2.0}\n"
+                      "  return %y\n}\n");
   expectJitMatches(shrink, {RValue::of(values(DType::F32, {-5, -2, -1.9, 0, 1.9, 2, 7.25}))},
                    {0, 0}, "");
   // Float Mod (fmod = 1): C's fmod, the sign of the dividend, exact.
   for (const std::string type : {"f32", "f64"}) {
     SCOPED_TRACE(type);
     const DType t = type == "f32" ? DType::F32 : DType::F64;
-    Model mod = parsed("graph @g(%a: " + type + "[6], %b: " + type +
-                       "[6]) {\n  %y = Mod(%a, %b) {fmod = 1}\n  return %y\n}\n");
+    Model mod = parseWithShapes("graph @g(%a: " + type + "[6], %b: " + type +
+                                "[6]) {\n  %y = Mod(%a, %b) {fmod = 1}\n  return %y\n}\n");
     expectJitMatches(mod,
                      {RValue::of(values(t, {5.5, -5.5, 5.5, -5.5, 1e10, 0.3})),
                       RValue::of(values(t, {2, 2, -2, -2, 3.25, 0.1}))},

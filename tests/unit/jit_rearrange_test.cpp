@@ -1,0 +1,55 @@
+// Tile, DepthToSpace (DCR and CRD), SpaceToDepth and EyeLike through the JIT against the
+// interpreter (loop/lower_rearrange.cpp), and Tile's repeats given at run time: checked against
+// the compiled shape, a different value is the run's error.
+#include "jit_check.h"
+
+namespace aicc {
+namespace {
+
+Tensor iota(DType t, const Dims& d) {
+  Tensor x(t, d);
+  for (int64_t i = 0; i < x.numel(); ++i) x.setF64(i, double(i) * 0.5 - 3);
+  return x;
+}
+
+Tensor int64s(const std::vector<int64_t>& v) {
+  Tensor x(DType::I64, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) x.setI64(int64_t(i), v[i]);
+  return x;
+}
+
+TEST(JitRearrange, TileWithRepeatsAtRunTime) {
+  Model m = parseWithShapes("graph @g(%x: f32[2,3,1], %r: i64[3]) {\n  %y = Tile(%x, %r)\n"
+                            "  return %y\n}\n");
+  // The output shape comes from the run's repeats, as the JIT specializes; set it here.
+  m.graph->outputs[0]->type.shape = Shape{Dim::known(4), Dim::known(3), Dim::known(5)};
+  const std::vector<RValue> in = {RValue::of(iota(DType::F32, {2, 3, 1})),
+                                  RValue::of(int64s({2, 1, 5}))};
+  expectJitMatches(m, in, {0, 0}, "repeats");
+  runtime::JitExecutable exe(*m.graph);
+  EXPECT_THROW(exe.run({in[0], RValue::of(int64s({2, 1, 4}))}), Error);
+}
+
+TEST(JitRearrange, DepthToSpaceSpaceToDepthAndEyeLike) {
+  for (const std::string mode : {"DCR", "CRD"}) {
+    SCOPED_TRACE(mode);
+    Model m =
+        parseWithShapes("graph @g(%x: f32[2,12,2,3]) {\n  %y = DepthToSpace(%x) {blocksize = 2, "
+                        "mode = \"" +
+                        mode + "\"}\n  return %y\n}\n");
+    expectJitMatches(m, {RValue::of(iota(DType::F32, {2, 12, 2, 3}))}, {0, 0}, "blocksize");
+  }
+  Model s2d =
+      parseWithShapes("graph @g(%x: i32[1,3,6,4]) {\n  %y = SpaceToDepth(%x) {blocksize = 2}\n"
+                      "  return %y\n}\n");
+  expectJitMatches(s2d, {RValue::of(iota(DType::I32, {1, 3, 6, 4}))}, {0, 0}, "blocksize");
+  for (int64_t k : {-2, 0, 3}) {
+    SCOPED_TRACE(k);
+    Model eye = parseWithShapes("graph @g(%x: f32[4,5]) {\n  %y = EyeLike(%x) {dtype = 7, k = " +
+                                std::to_string(k) + "}\n  return %y\n}\n"); // dtype 7: int64
+    expectJitMatches(eye, {RValue::of(iota(DType::F32, {4, 5}))}, {0, 0}, "");
+  }
+}
+
+} // namespace
+} // namespace aicc
