@@ -33,10 +33,11 @@ const std::map<std::string, Op>& binaryOps() {
 const std::vector<std::string>& elementwiseComputeOps() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v = {
-        "Neg",      "Abs",     "Relu",      "Reciprocal",  "Clip",  "Where",    "Max",
-        "Min",      "Sum",     "LeakyRelu", "Pow",         "Not",   "Cast",     "CastLike",
-        "Identity", "Sign",    "Elu",       "HardSigmoid", "PRelu", "Softsign", "Expand",
-        "Mod",      "Dropout", "IsNaN",     "IsInf",       "Mean",  "Shrink"};
+        "Neg",       "Abs",        "Relu",       "Reciprocal",  "Clip",  "Where",    "Max",
+        "Min",       "Sum",        "LeakyRelu",  "Pow",         "Not",   "Cast",     "CastLike",
+        "Identity",  "Sign",       "Elu",        "HardSigmoid", "PRelu", "Softsign", "Expand",
+        "Mod",       "Dropout",    "IsNaN",      "IsInf",       "Mean",  "Shrink",   "BitwiseAnd",
+        "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift"};
     for (const auto& [k, _] : floatMath()) v.push_back(k);
     for (const auto& [k, _] : binaryOps()) v.push_back(k);
     std::sort(v.begin(), v.end());
@@ -106,6 +107,20 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
                           cmp(Op::Ne, cmp(Op::Lt, r, c(0)), cmp(Op::Lt, in[1], c(0))));
     return select(flip, add(r, in[1]), r);
   }
+  if (op == "BitwiseAnd" || op == "BitwiseOr" || op == "BitwiseXor" || op == "BitShift") {
+    if (fl) return no("needs integer inputs");
+    if (in.size() != 2 || !in[1]) return no("needs two inputs");
+    Op o = op == "BitwiseAnd" ? Op::BitAnd : op == "BitwiseOr" ? Op::BitOr : Op::BitXor;
+    if (op == "BitShift") {
+      const std::string dir = n.attrString("direction");
+      if (dir != "LEFT" && dir != "RIGHT") return no("direction must be LEFT or RIGHT");
+      if (isSigned(t)) return no("BitShift takes unsigned integers");
+      o = dir == "LEFT" ? Op::Shl : Op::Shr;
+    }
+    return binary(o, x, in[1]);
+  }
+  if (op == "BitwiseNot") // x ^ all ones
+    return fl ? no("needs an integer input") : binary(Op::BitXor, x, intImm(-1, t));
   if (op == "Neg") return neg(x);
   if (op == "Abs") return fl ? call("abs", {x}) : select(cmp(Op::Lt, x, c(0)), neg(x), x);
   if (op == "Relu") return max(x, c(0));

@@ -53,7 +53,7 @@ ExprPtr load(std::string buffer, ExprPtr index, DType t) {
   return make(std::move(e));
 }
 
-bool isBinary(Op op) { return op >= Op::Add && op <= Op::Or; }
+bool isBinary(Op op) { return op >= Op::Add && op <= Op::Shr; }
 bool isCompare(Op op) { return op >= Op::Lt && op <= Op::Ne; }
 
 ExprPtr binary(Op op, ExprPtr a, ExprPtr b) {
@@ -166,6 +166,16 @@ std::string_view opName(Op op) {
     return "&&";
   case Op::Or:
     return "||";
+  case Op::BitAnd:
+    return "bitand";
+  case Op::BitOr:
+    return "bitor";
+  case Op::BitXor:
+    return "bitxor";
+  case Op::Shl:
+    return "shl";
+  case Op::Shr:
+    return "shr";
   case Op::Not:
     return "!";
   case Op::Neg:

@@ -52,6 +52,11 @@ enum class Op : uint8_t {
   Ne, // args = {a, b}, same type; bool
   And,
   Or,     // bool x bool -> bool
+  BitAnd, // integers of one type, bitwise
+  BitOr,
+  BitXor,
+  Shl,    // integers; a shift by the type's width or more gives 0 (ONNX BitShift), or for Shr of
+  Shr,    // a signed value its sign; Shr is logical on unsigned types, arithmetic on signed ones
   Not,    // bool -> bool
   Neg,    // -a
   Select, // args = {cond, a, b}; both arms are evaluated

@@ -523,6 +523,16 @@ private:
       want(2);
       return binary(fn == "min" ? Op::Min : Op::Max, args[0], args[1]);
     }
+    static const std::pair<const char*, Op> kBitOps[] = {{"bitand", Op::BitAnd},
+                                                         {"bitor", Op::BitOr},
+                                                         {"bitxor", Op::BitXor},
+                                                         {"shl", Op::Shl},
+                                                         {"shr", Op::Shr}};
+    for (const auto& [name, op] : kBitOps)
+      if (fn == name) {
+        want(2);
+        return binary(op, args[0], args[1]);
+      }
     if (fn == "select") {
       want(3);
       return select(args[0], args[1], args[2]);

@@ -115,6 +115,13 @@ void print(const ExprPtr& e, std::string& out) {
   case Op::Select:
     printCallLike("select", e->args, out);
     return;
+  case Op::BitAnd:
+  case Op::BitOr:
+  case Op::BitXor:
+  case Op::Shl:
+  case Op::Shr:
+    printCallLike(std::string(opName(e->op)), e->args, out);
+    return;
   case Op::Call:
     printCallLike(e->name, e->args, out);
     return;

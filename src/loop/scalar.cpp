@@ -132,6 +132,26 @@ std::optional<Scalar> applyBinary(Op op, DType t, Scalar a, Scalar b) {
     else
       r.i = op == Op::Div ? a.i / b.i : a.i % b.i;
     break;
+  case Op::BitAnd:
+    r.i = static_cast<int64_t>(x & y);
+    break;
+  case Op::BitOr:
+    r.i = static_cast<int64_t>(x | y);
+    break;
+  case Op::BitXor:
+    r.i = static_cast<int64_t>(x ^ y);
+    break;
+  case Op::Shl:
+  case Op::Shr: { // amounts of the width or more: 0, or a signed value's sign for Shr
+    const uint64_t w = dtypeSize(t) * 8;
+    if (op == Op::Shr && isSigned(t))
+      r.i = a.i >> (y >= 63 ? 63 : y);
+    else if (y >= w)
+      r.i = 0;
+    else
+      r.i = static_cast<int64_t>(op == Op::Shl ? x << y : x >> y);
+    break;
+  }
   case Op::Min:
     r.i = c <= 0 ? a.i : b.i;
     break;

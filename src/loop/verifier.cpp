@@ -123,6 +123,14 @@ private:
     case Op::Or:
       if (a[0]->type != DType::Bool || a[1]->type != DType::Bool) bad("needs bool operands");
       return;
+    case Op::BitAnd:
+    case Op::BitOr:
+    case Op::BitXor:
+    case Op::Shl:
+    case Op::Shr:
+      if (!isInteger(e->type) || a[0]->type != e->type || a[1]->type != e->type)
+        bad("needs integer operands of its type");
+      return;
     case Op::Not:
       if (a[0]->type != DType::Bool) bad("needs a bool operand");
       return;

@@ -192,9 +192,10 @@ size_t checkGraph(const std::string& text, const std::vector<Tensor>& ins, int o
 
 TEST(CodegenC, ScalarSemanticsMatchTheLoopExecutorBitForBit) {
   // Integer wrapping, truncating division with non-constant divisors, INT_MIN / -1, saturating
-  // and NaN float->int casts, fmin/fmax with NaN, round half to even, math in double.
+  // and NaN float->int casts, fmin/fmax with NaN, round half to even, math in double, bitwise
+  // ops and shifts by the type's width and more (0, or a signed value's sign).
   const char* text = R"(
-func @sem(%a: i32[8] in, %b: i32[8] in, %x: f32[8] in, %y: f32[8] in, %oi: i32[8] out, %od: i32[8] out, %om: i32[8] out, %oc: i8[8] out, %ou: u8[8] out, %of: f32[8] out, %og: f32[8] out, %ol: i64[8] out, %ob: bool[8] out, %w8: i8[8] out, %w16: u16[8] out, %n16: i16[8] out, %q64: u64[8] out, %r64: i64[8] out) {
+func @sem(%a: i32[8] in, %b: i32[8] in, %x: f32[8] in, %y: f32[8] in, %oi: i32[8] out, %od: i32[8] out, %om: i32[8] out, %oc: i8[8] out, %ou: u8[8] out, %of: f32[8] out, %og: f32[8] out, %ol: i64[8] out, %ob: bool[8] out, %w8: i8[8] out, %w16: u16[8] out, %n16: i16[8] out, %q64: u64[8] out, %r64: i64[8] out, %bw: i32[8] out, %s8: u8[8] out, %s32: u32[8] out, %sr: i32[8] out) {
   for %i in 0..8 vectorize(8) {
     store %oi[%i], %a[%i] * %b[%i] + %a[%i]
     store %od[%i], %a[%i] / select(%b[%i] == 0:i32, 1:i32, %b[%i])
@@ -210,6 +211,10 @@ func @sem(%a: i32[8] in, %b: i32[8] in, %x: f32[8] in, %y: f32[8] in, %oi: i32[8
     store %n16[%i], -(cast<i16>(%a[%i])) - cast<i16>(%b[%i])
     store %q64[%i], cast<u64>(%a[%i]) / cast<u64>(select(%b[%i] == 0:i32, 7:i32, %b[%i]))
     store %r64[%i], cast<i64>(%a[%i]) % cast<i64>(select(%b[%i] == 0:i32, 7:i32, %b[%i]))
+    store %bw[%i], bitxor(bitand(%a[%i], %b[%i]), bitor(%a[%i], 255:i32))
+    store %s8[%i], shl(cast<u8>(%a[%i]), cast<u8>(%i * 2)) + shr(cast<u8>(%b[%i]), cast<u8>(%i))
+    store %s32[%i], shl(cast<u32>(%a[%i]), cast<u32>(%i * 9)) + shr(cast<u32>(%b[%i]), cast<u32>(%i * 7))
+    store %sr[%i], shr(%a[%i], cast<i32>(%i * 9))
   }
 }
 )";
@@ -254,10 +259,11 @@ func @sem(%a: i32[8] in, %b: i32[8] in, %x: f32[8] in, %y: f32[8] in, %oi: i32[8
   arr("float", "x", floats(x));
   arr("float", "y", floats(y));
   std::vector<std::pair<std::string, std::string>> outs = {
-      {"oi", "int32_t"},   {"od", "int32_t"}, {"om", "int32_t"},   {"oc", "int8_t"},
-      {"ou", "uint8_t"},   {"of", "float"},   {"og", "float"},     {"ol", "int64_t"},
-      {"ob", "uint8_t"},   {"w8", "int8_t"},  {"w16", "uint16_t"}, {"n16", "int16_t"},
-      {"q64", "uint64_t"}, {"r64", "int64_t"}};
+      {"oi", "int32_t"},   {"od", "int32_t"},  {"om", "int32_t"},   {"oc", "int8_t"},
+      {"ou", "uint8_t"},   {"of", "float"},    {"og", "float"},     {"ol", "int64_t"},
+      {"ob", "uint8_t"},   {"w8", "int8_t"},   {"w16", "uint16_t"}, {"n16", "int16_t"},
+      {"q64", "uint64_t"}, {"r64", "int64_t"}, {"bw", "int32_t"},   {"s8", "uint8_t"},
+      {"s32", "uint32_t"}, {"sr", "int32_t"}};
   for (const auto& [n, ct] : outs) arr(ct.c_str(), n.c_str(), "0");
   // The kernel's parameters are in declaration order.
   std::string call;

@@ -1,7 +1,8 @@
 // Elementwise ops lowered through the loop IR's math table (loop/ir.h mathFunctions): the inverse
-// and hyperbolic functions, IsNaN / IsInf, Mean, Shrink and float Mod, each through the JIT
-// against the interpreter on values that reach their edges (domain ends, NaN, infinities, the
-// largest finite value, mixed signs).
+// and hyperbolic functions, IsNaN / IsInf, Mean, Shrink and float Mod; and the integer bitwise
+// ops (BitwiseAnd/Or/Xor/Not, BitShift). Each through the JIT against the interpreter on values
+// that reach their edges (domain ends, NaN, infinities, the largest finite value, mixed signs,
+// shifts by the type's width and more).
 #include "jit_check.h"
 
 #include <cmath>
@@ -27,7 +28,7 @@ TEST(JitElementwiseMath, InverseAndHyperbolicFunctions) {
       SCOPED_TRACE(op + " " + type);
       const Model m = parseWithShapes("graph @g(%x: " + type + "[6]) {\n  %y = " + op +
                                       "(%x)\n  return %y\n}\n");
-      const DType t = type == "f32" ? DType::F32 : DType::F64;
+      const DType t = *dtypeFromName(type);
       expectJitMatches(m, {RValue::of(values(t, v))}, {1e-6, 0}, "");
     }
 }
@@ -36,7 +37,7 @@ TEST(JitElementwiseMath, IsNaNAndIsInf) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
   const std::vector<double> v = {0, -1.5, nan, inf, -inf, 3.4028234663852886e38, -2e38, 7};
   for (const std::string type : {"f32", "f64", "f16"}) {
-    const DType t = type == "f32" ? DType::F32 : type == "f64" ? DType::F64 : DType::F16;
+    const DType t = *dtypeFromName(type);
     for (const std::string attrs : {"", " {detect_negative = 0}", " {detect_positive = 0}",
                                     " {detect_negative = 0, detect_positive = 0}"}) {
       SCOPED_TRACE(type + attrs);
@@ -66,12 +67,47 @@ TEST(JitElementwiseMath, MeanShrinkAndFloatMod) {
   // Float Mod (fmod = 1): C's fmod, the sign of the dividend, exact.
   for (const std::string type : {"f32", "f64"}) {
     SCOPED_TRACE(type);
-    const DType t = type == "f32" ? DType::F32 : DType::F64;
+    const DType t = *dtypeFromName(type);
     Model mod = parseWithShapes("graph @g(%a: " + type + "[6], %b: " + type +
                                 "[6]) {\n  %y = Mod(%a, %b) {fmod = 1}\n  return %y\n}\n");
     expectJitMatches(mod,
                      {RValue::of(values(t, {5.5, -5.5, 5.5, -5.5, 1e10, 0.3})),
                       RValue::of(values(t, {2, 2, -2, -2, 3.25, 0.1}))},
+                     {0, 0}, "");
+  }
+}
+
+Tensor integers(DType t, const std::vector<int64_t>& v) {
+  Tensor x(t, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) x.setI64(int64_t(i), v[i]);
+  return x;
+}
+
+TEST(JitElementwiseMath, BitwiseOpsAndShifts) {
+  for (const std::string type : {"u8", "i16", "i32", "u64"}) {
+    SCOPED_TRACE(type);
+    const DType t = *dtypeFromName(type);
+    const bool u = type[0] == 'u';
+    Model m = parseWithShapes("graph @g(%a: " + type + "[6], %b: " + type +
+                              "[6]) {\n  %x = BitwiseAnd(%a, %b)\n  %y = BitwiseOr(%a, %b)\n"
+                              "  %z = BitwiseXor(%a, %b)\n  %w = BitwiseNot(%a)\n"
+                              "  return %x, %y, %z, %w\n}\n");
+    const std::vector<int64_t> a = {0, 1, 0x5a, u ? 200 : -1, u ? 255 : -128, 77};
+    const std::vector<int64_t> b = {0, 3, 0x0f, u ? 13 : -77, 1, u ? 255 : -1};
+    expectJitMatches(m, {RValue::of(integers(t, a)), RValue::of(integers(t, b))}, {0, 0}, "");
+  }
+  // Shifts of unsigned types (ONNX BitShift), amounts up to and past the width: 0 there.
+  for (const std::string type : {"u8", "u16", "u32", "u64"}) {
+    SCOPED_TRACE(type);
+    const DType t = *dtypeFromName(type);
+    const int64_t w = int64_t(dtypeSize(t) * 8);
+    Model m =
+        parseWithShapes("graph @g(%a: " + type + "[7], %b: " + type +
+                        "[7]) {\n  %l = BitShift(%a, %b) {direction = \"LEFT\"}\n"
+                        "  %r = BitShift(%a, %b) {direction = \"RIGHT\"}\n  return %l, %r\n}\n");
+    expectJitMatches(m,
+                     {RValue::of(integers(t, {1, 255, 6, 1, 3, 200, 7})),
+                      RValue::of(integers(t, {0, 1, 3, w - 1, w, w + 5, 200 % w}))},
                      {0, 0}, "");
   }
 }

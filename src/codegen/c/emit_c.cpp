@@ -300,6 +300,22 @@ private:
       return infix(e, "&&");
     case Op::Or:
       return infix(e, "||");
+    case Op::BitAnd:
+    case Op::BitOr:
+    case Op::BitXor: {
+      const char* op = e->op == Op::BitAnd ? "&" : e->op == Op::BitOr ? "|" : "^";
+      return wrapBinary(op, t, expr(e->args[0]), expr(e->args[1]));
+    }
+    case Op::Shl:
+    case Op::Shr: { // C leaves shifts by the operand's width or more undefined: guarded
+      std::string a = expr(e->args[0]), b = expr(e->args[1]);
+      const char* u = wideUnsigned(t);
+      if (e->op == Op::Shr && isSigned(t))
+        return fmt::format("(({})((int64_t)({}) >> (({}){} >= 63 ? 63 : ({}){})))", cTypeName(t), a,
+                           u, b, u, b);
+      return fmt::format("((({}){} >= {}) ? ({})0 : {})", u, b, dtypeSize(t) == 8 ? 64 : 32,
+                         cTypeName(t), wrapBinary(e->op == Op::Shl ? "<<" : ">>", t, a, b));
+    }
     case Op::Not:
       return "!" + operand(e->args[0], kUnary + 1);
     case Op::Neg: {

@@ -538,8 +538,23 @@ private:
     case Op::Ge: return u ? b_.CreateICmpUGE(a, c) : b_.CreateICmpSGE(a, c);
     case Op::Eq: return b_.CreateICmpEQ(a, c);
     case Op::Ne: return b_.CreateICmpNE(a, c);
-    case Op::And: return b_.CreateAnd(a, c);
-    case Op::Or: return b_.CreateOr(a, c);
+    case Op::And:
+    case Op::BitAnd:
+      return b_.CreateAnd(a, c);
+    case Op::Or:
+    case Op::BitOr:
+      return b_.CreateOr(a, c);
+    case Op::BitXor:
+      return b_.CreateXor(a, c);
+    case Op::Shl:
+    case Op::Shr: { // LLVM's shifts by the width or more are poison: guarded
+      const unsigned w = a->getType()->getIntegerBitWidth();
+      auto k = [&](uint64_t v) { return llvm::ConstantInt::get(a->getType(), v); };
+      llvm::Value* big = b_.CreateICmpUGE(c, k(w));
+      if (op == Op::Shr && !u) return b_.CreateAShr(a, b_.CreateSelect(big, k(w - 1), c));
+      llvm::Value* s = b_.CreateSelect(big, k(0), c);
+      return b_.CreateSelect(big, k(0), op == Op::Shl ? b_.CreateShl(a, s) : b_.CreateLShr(a, s));
+    }
     default: break;
     }
     fail("@{}: operator {} is not defined on {}", f_.name, opName(op), dtypeName(t));
