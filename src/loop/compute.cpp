@@ -173,6 +173,14 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
     if (in.size() > 2 && in[2]) v = select(cmp(Op::Gt, v, in[2]), in[2], v);
     return v;
   }
+  if (op == "Pow") {
+    if (in.size() != 2 || !in[1]) return no("needs two inputs");
+    const DType et = in[1]->type;
+    if (fl && et == t) return call("pow", {x, in[1]});
+    if (!fl && !isFloat(et)) return no("integer Pow (exact wrapping powers) is not lowered yet");
+    // Mixed types: in f64, as the reference's pow, cast to the base's type.
+    return cast(t, call("pow", {cast(DType::F64, x), cast(DType::F64, in[1])}));
+  }
   if (!fl) return no("needs a float input");
   if (op == "Reciprocal") return div(c(1), x);
   if (op == "Softsign") return div(x, add(c(1), call("abs", {x})));
@@ -186,11 +194,6 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
                   x);
   if (op == "HardSigmoid")
     return max(c(0), min(c(1), add(mul(c(n.attrFloat("alpha")), x), c(n.attrFloat("beta")))));
-  if (op == "Pow") {
-    if (in.size() != 2 || !in[1] || in[1]->type != t)
-      return no("needs a float exponent of the base's type");
-    return call("pow", {x, in[1]});
-  }
   return no("no compute definition for " + op);
 }
 

@@ -1,6 +1,6 @@
 // Ops along one axis as loop nests (the reference kernels' semantics): Hardmax and
 // LpNormalization, CumSum / CumProd (the axis constant or given at run time), TopK (K checked at
-// run time against the declared output shape).
+// run time against the declared output shape), LRN (a window along the channels).
 #include "loop/lower_ops.h"
 
 namespace aicc::loop::detail {
@@ -183,6 +183,43 @@ std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerO
   Schedule sch;
   sch["k"] = k;
   return b.finish(std::move(all), std::move(sch), o);
+}
+
+// LRN: x / (bias + alpha / size * the sum of x^2 over the channel window)^beta, in f64 as the
+// reference; the window (size <= 16, unrolled) clipped at the first and last channel, summed in
+// the reference's order (the clipped terms add 0).
+std::optional<LoweredNode> lowerLrn(const Node& n, FuncBuilder& b, const LowerOptions& o) {
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  const DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t) || id.size() < 2) no("a float input of rank >= 2 is needed");
+  const int64_t size = n.attrInt("size");
+  if (size < 1 || size > 16) no("LRN size outside 1..16");
+  const double alpha = n.attrFloat("alpha"), beta = n.attrFloat("beta");
+  const double bias = n.attrFloat("bias");
+  const int64_t C = id[1], lo = (size - 1) / 2, hi = size - 1 - lo;
+  std::string in = b.input(n.inputs[0]);
+  auto f64 = [](double v) { return constant(DType::F64, v); };
+  Schedule s;
+  s["size"] = size;
+  return gatherNest(
+      b, out, id,
+      [&](const std::vector<ExprPtr>& v) {
+        auto at = [&](ExprPtr c) {
+          std::vector<ExprPtr> w = v;
+          w[1] = std::move(c);
+          return cast(DType::F64, load(in, linearIndex(w, strides(id)), t));
+        };
+        ExprPtr sq = f64(0);
+        for (int64_t d = -lo; d <= hi; ++d) {
+          ExprPtr c = add(v[1], intImm(d)), x = at(clampIndex(c, C));
+          ExprPtr inside = binary(Op::And, cmp(Op::Ge, c, intImm(0)), cmp(Op::Lt, c, intImm(C)));
+          sq = add(sq, select(inside, mul(x, x), f64(0)));
+        }
+        ExprPtr den = call("pow", {add(f64(bias), mul(f64(alpha / double(size)), sq)), f64(beta)});
+        return cast(t, div(at(v[1]), den));
+      },
+      o, std::move(s));
 }
 
 } // namespace aicc::loop::detail

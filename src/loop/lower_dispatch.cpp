@@ -109,6 +109,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "DepthToSpace",
                                             "SpaceToDepth",
                                             "EyeLike",
+                                            "LRN",
                                             "GRU",
                                             "LSTM",
                                             "HardSwish",

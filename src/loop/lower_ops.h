@@ -130,6 +130,7 @@ std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& 
 std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);
 std::optional<LoweredNode> lowerScan(const Node& n, FuncBuilder& b, const LowerOptions& o);
 std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerOptions& o);
+std::optional<LoweredNode> lowerLrn(const Node& n, FuncBuilder& b, const LowerOptions& o);
 
 // Out-of-range indices: the runtime's check before a gather or scatter reports them (as the
 // interpreter does: @check_indices_*), and the access clamps, so it never leaves the data. The C

@@ -340,6 +340,7 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
   if (op == "Hardmax" || op == "LpNormalization") return lowerAxisNormalize(n, b, o);
   if (op == "CumSum" || op == "CumProd") return lowerScan(n, b, o);
   if (op == "TopK") return lowerTopK(n, b, o);
+  if (op == "LRN") return lowerLrn(n, b, o);
   if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);
   if (op == "LayerNormalization" || op == "RMSNormalization") return lowerLayerNorm(n, b, o);
   return std::nullopt;

@@ -3,7 +3,8 @@
 // zeros give zeros) over every axis of a 3-D input; CumSum / CumProd with the axis given at run
 // time (every axis, negative ones, exclusive, reverse; f32 and wrapping i64), and an axis out of
 // range as an error; LpPool windows (p 1-3, pads, strides, dilations, 1-D and 2-D); TopK (largest
-// and smallest, ties, NaN, every axis) with K at run time, another K an error.
+// and smallest, ties, NaN, every axis) with K at run time, another K an error; LRN (odd and even
+// windows clipped at the first and last channel, f32 and f64).
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -121,6 +122,21 @@ TEST(JitAxisOps, TopKMatchesTheInterpreter) {
       runtime::JitExecutable exe(*m.graph);
       k.data<int64_t>()[0] = 1;
       EXPECT_THROW(exe.run({RValue::of(x), RValue::of(k)}), Error);
+    }
+}
+
+TEST(JitAxisOps, LrnMatchesTheInterpreter) {
+  for (const std::string type : {"f32", "f64"})
+    for (int size : {1, 3, 4, 7}) {
+      SCOPED_TRACE(type + " size " + std::to_string(size));
+      const DType t = *dtypeFromName(type);
+      Tensor x(t, {2, 5, 3, 2});
+      std::mt19937 rng(size);
+      for (int64_t i = 0; i < x.numel(); ++i) x.setF64(i, double(int(rng() % 200) - 100) / 17);
+      Model m = parseWithShapes("graph @g(%x: " + type + "[2,5,3,2]) {\n  %y = LRN(%x) {alpha = " +
+                                "0.002, beta = 0.6, bias = 1.5, size = " + std::to_string(size) +
+                                "}\n  return %y\n}\n");
+      expectJitMatches(m, {RValue::of(x)}, {1e-6, 0}, "size");
     }
 }
 

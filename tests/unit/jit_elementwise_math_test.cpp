@@ -1,5 +1,6 @@
 // Elementwise ops lowered through the loop IR's math table (loop/ir.h mathFunctions): the inverse
-// and hyperbolic functions, IsNaN / IsInf, Mean, Shrink and float Mod; and the integer bitwise
+// and hyperbolic functions, IsNaN / IsInf, Mean, Shrink, float Mod and Pow of mixed types (in
+// f64, cast to the base's type, truncating for integers); and the integer bitwise
 // ops (BitwiseAnd/Or/Xor/Not, BitShift). Each through the JIT against the interpreter on values
 // that reach their edges (domain ends, NaN, infinities, the largest finite value, mixed signs,
 // shifts by the type's width and more).
@@ -109,6 +110,22 @@ TEST(JitElementwiseMath, BitwiseOpsAndShifts) {
                      {RValue::of(integers(t, {1, 255, 6, 1, 3, 200, 7})),
                       RValue::of(integers(t, {0, 1, 3, w - 1, w, w + 5, 200 % w}))},
                      {0, 0}, "");
+  }
+}
+
+TEST(JitElementwiseMath, PowOfMixedTypes) {
+  const std::vector<std::pair<std::string, std::string>> cases = {{"f32", "i32"}, {"f32", "u64"},
+                                                                  {"f64", "i64"}, {"i32", "f32"},
+                                                                  {"i64", "f32"}, {"u8", "f64"}};
+  for (const auto& [base, exponent] : cases) {
+    SCOPED_TRACE(base + " ** " + exponent);
+    const DType bt = *dtypeFromName(base), et = *dtypeFromName(exponent);
+    Model m = parseWithShapes("graph @g(%a: " + base + "[6], %b: " + exponent +
+                              "[6]) {\n  %y = Pow(%a, %b)\n  return %y\n}\n");
+    const bool su = bt == DType::U8, eu = et == DType::U64;
+    Tensor a = values(bt, {2, su ? 3.0 : -3.0, 0, 1.5 * !isInteger(bt) + 7, 10, su ? 200.0 : -1.0});
+    Tensor b = values(et, {10, 3, 0, 2, eu ? 5.0 : -2.0, isFloat(et) ? 0.5 : 2.0});
+    expectJitMatches(m, {RValue::of(a), RValue::of(b)}, {1e-7, 0}, "");
   }
 }
 
