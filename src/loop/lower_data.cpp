@@ -1,4 +1,4 @@
-// Data movement as loop nests: Transpose, Concat, Slice, Gather, GatherElements (indices checked
+// Data movement as loop nests: Transpose, Concat, Gather, GatherElements (indices checked
 // at run time), Trilu, ScatterND (every reduction), Pad (constant/edge/reflect), Resize (nearest
 // and linear), and the view ops Reshape/Flatten/Squeeze/Unsqueeze as copies marked `kind = "alias"`
 // (the memory planner makes them views; codegen can drop the copy).
@@ -140,49 +140,6 @@ std::optional<LoweredNode> lowerSplit(const Node& n, const std::string& name,
   Schedule sched;
   sched["axis"] = axis;
   return b.finish(std::move(body), std::move(sched), o);
-}
-
-std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
-                                      const LowerOptions& o) {
-  FuncBuilder b(n, name, "data");
-  std::string out = b.output(0);
-  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
-  auto starts = constInts(n, 1), ends = constInts(n, 2);
-  if (!starts || !ends) no("non-constant starts/ends");
-  std::vector<int64_t> axes(starts->size()), steps(starts->size(), 1);
-  for (size_t k = 0; k < axes.size(); ++k) axes[k] = static_cast<int64_t>(k);
-  if (n.hasInput(3)) {
-    auto a = constInts(n, 3);
-    if (!a) no("non-constant axes");
-    axes = *a;
-  }
-  if (n.hasInput(4)) {
-    auto s = constInts(n, 4);
-    if (!s) no("non-constant steps");
-    steps = *s;
-  }
-  if (axes.size() != starts->size() || steps.size() != starts->size()) no("inconsistent inputs");
-  std::vector<int64_t> begin(id.size(), 0), step(id.size(), 1);
-  for (size_t k = 0; k < axes.size(); ++k) {
-    int64_t a = normAxis(axes[k], id.size(), n), dim = id[a], st = steps[k];
-    if (st == 0) no("a zero step");
-    int64_t s = (*starts)[k];
-    if (s < 0) s += dim;
-    s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
-    begin[a] = s, step[a] = st;
-  }
-  auto is = strides(id);
-  DType t = n.outputs[0]->type.dtype;
-  std::string in = b.input(n.inputs[0]);
-  return gatherNest(
-      b, out, od,
-      [&](const std::vector<ExprPtr>& v) {
-        std::vector<ExprPtr> idx;
-        for (size_t d = 0; d < v.size(); ++d)
-          idx.push_back(add(intImm(begin[d]), mul(v[d], intImm(step[d]))));
-        return load(in, linearIndex(idx, is), t);
-      },
-      o);
 }
 
 std::optional<LoweredNode> lowerGather(const Node& n, const std::string& name,
@@ -332,7 +289,6 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
     return lowerAlias(n, name, o);
   if (op == "Transpose") return lowerTranspose(n, name, o);
   if (op == "Concat") return lowerConcat(n, name, o);
-  if (op == "Slice") return lowerSlice(n, name, o);
   if (op == "Split") return lowerSplit(n, name, o);
   if (op == "Gather") return lowerGather(n, name, o);
   if (op == "GatherElements") return lowerGatherElements(n, name, o);

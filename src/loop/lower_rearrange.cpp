@@ -1,6 +1,7 @@
 // Ops whose every output element is one input element (or a constant) found by index arithmetic:
-// Tile, DepthToSpace, SpaceToDepth and EyeLike, each one gather nest. A shape input given at run
-// time (Tile's repeats) is checked against the compiled shape by the runtime (@check_values_i64).
+// Slice, Tile, DepthToSpace, SpaceToDepth and EyeLike, each one gather nest. Shape-like inputs
+// given at run time (Slice's starts/ends/axes/steps, Tile's repeats) are checked against the
+// compiled shape by the runtime (@check_values_i64).
 #include "loop/lower_ops.h"
 
 namespace aicc::loop::detail {
@@ -21,6 +22,108 @@ Block checkShapeInput(FuncBuilder& b, const Node& n, size_t input, const std::ve
   std::vector<CallArg> args = {bufferArg(b.input(v)), intArg(int64_t(want.size()))};
   for (int64_t w : want) args.push_back(intArg(w));
   return {Stmt::callKernel("check_values_i64", std::move(args))};
+}
+
+// Slice with starts, ends, axes or steps given at run time: each dim's first element and step
+// are computed by the runtime (ONNX's normalization and clamping) into small temps, and the
+// element counts they imply are checked against the compiled output shape (@check_values_i64),
+// so other values are the run's error, not a wrong answer.
+std::optional<LoweredNode> lowerSliceAtRunTime(const Node& n, FuncBuilder& b, const Dims& od,
+                                               const Dims& id, const LowerOptions& o) {
+  if (!o.runtimeKernels) no("non-constant starts/ends (checked by the runtime only)");
+  const int64_t K = numel(staticDims(n.inputs.at(1), "starts")), rank = int64_t(id.size());
+  for (size_t i = 2; i < 5; ++i)
+    if (n.hasInput(i) && numel(staticDims(n.inputs[i], "slice input")) != K)
+      no("inconsistent inputs");
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (n.hasInput(i) && n.inputs[i]->type.dtype != DType::I64 &&
+        n.inputs[i]->type.dtype != DType::I32)
+      no("int32/int64 starts, ends, axes and steps are needed");
+  auto input = [&](size_t i, int64_t k) -> ExprPtr {
+    return cast(DType::I64, load(b.input(n.inputs[i]), intImm(k), n.inputs[i]->type.dtype));
+  };
+  std::string begin = b.temp("begin", DType::I64, {rank}),
+              step = b.temp("step", DType::I64, {rank});
+  std::string count = b.temp("count", DType::I64, {rank});
+  auto i64 = [](int64_t v) { return intImm(v); };
+  auto clamp = [&](ExprPtr v, int64_t lo, ExprPtr hi) { return max(i64(lo), min(v, hi)); };
+  Block pre;
+  for (int64_t d = 0; d < rank; ++d) {
+    ExprPtr first = i64(0), st = i64(1), cnt = i64(id[size_t(d)]);
+    for (int64_t k = 0; k < K; ++k) { // the last k naming dim d wins
+      ExprPtr a = n.hasInput(3) ? input(3, k) : i64(k);
+      a = select(cmp(Op::Lt, a, i64(0)), add(a, i64(rank)), a);
+      const ExprPtr dim = i64(id[size_t(d)]);
+      ExprPtr s = n.hasInput(4) ? input(4, k) : i64(1), sv = input(1, k), ev = input(2, k);
+      sv = select(cmp(Op::Lt, sv, i64(0)), add(sv, dim), sv);
+      ev = select(cmp(Op::Lt, ev, i64(0)), add(ev, dim), ev);
+      const ExprPtr up = cmp(Op::Gt, s, i64(0));
+      ExprPtr f = select(up, clamp(sv, 0, dim), clamp(sv, 0, sub(dim, i64(1))));
+      ExprPtr e = select(up, clamp(ev, 0, dim), clamp(ev, -1, sub(dim, i64(1))));
+      // ceil(span / |step|) for a positive span, else 0 (a zero step never passes the check)
+      ExprPtr span = select(up, sub(e, f), sub(f, e)), mag = max(select(up, s, neg(s)), i64(1));
+      ExprPtr c = select(cmp(Op::Gt, span, i64(0)), div(add(span, sub(mag, i64(1))), mag), i64(0));
+      c = select(cmp(Op::Eq, s, i64(0)), i64(-1), c);
+      const ExprPtr here = cmp(Op::Eq, a, i64(d));
+      first = select(here, f, first), st = select(here, s, st), cnt = select(here, c, cnt);
+    }
+    pre.push_back(Stmt::store(begin, i64(d), first));
+    pre.push_back(Stmt::store(step, i64(d), st));
+    pre.push_back(Stmt::store(count, i64(d), cnt));
+  }
+  std::vector<CallArg> args = {bufferArg(count), intArg(rank)};
+  for (int64_t v : od) args.push_back(intArg(v));
+  pre.push_back(Stmt::callKernel("check_values_i64", std::move(args)));
+  std::string in = b.input(n.inputs[0]);
+  const std::string out = b.output(0);
+  DType t = n.outputs[0]->type.dtype;
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> idx;
+        for (size_t d = 0; d < v.size(); ++d)
+          idx.push_back(add(load(begin, i64(int64_t(d)), DType::I64),
+                            mul(v[d], load(step, i64(int64_t(d)), DType::I64))));
+        return load(in, linearIndex(idx, strides(id)), t);
+      },
+      o, {}, std::move(pre));
+}
+
+std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
+                                      const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
+  auto starts = constInts(n, 1), ends = constInts(n, 2);
+  if (!starts || !ends || (n.hasInput(3) && !constInts(n, 3)) ||
+      (n.hasInput(4) && !constInts(n, 4)))
+    return lowerSliceAtRunTime(n, b, od, id, o);
+  std::string out = b.output(0);
+  std::vector<int64_t> axes(starts->size()), steps(starts->size(), 1);
+  for (size_t k = 0; k < axes.size(); ++k) axes[k] = static_cast<int64_t>(k);
+  if (n.hasInput(3)) axes = *constInts(n, 3);
+  if (n.hasInput(4)) steps = *constInts(n, 4);
+  if (axes.size() != starts->size() || steps.size() != starts->size()) no("inconsistent inputs");
+  std::vector<int64_t> begin(id.size(), 0), step(id.size(), 1);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t a = normAxis(axes[k], id.size(), n), dim = id[a], st = steps[k];
+    if (st == 0) no("a zero step");
+    int64_t s = (*starts)[k];
+    if (s < 0) s += dim;
+    s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
+    begin[a] = s, step[a] = st;
+  }
+  auto is = strides(id);
+  DType t = n.outputs[0]->type.dtype;
+  std::string in = b.input(n.inputs[0]);
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> idx;
+        for (size_t d = 0; d < v.size(); ++d)
+          idx.push_back(add(intImm(begin[d]), mul(v[d], intImm(step[d]))));
+        return load(in, linearIndex(idx, is), t);
+      },
+      o);
 }
 
 // Tile: out[v] = in[v mod input dims]; repeats = output dims / input dims.
@@ -112,6 +215,7 @@ std::optional<LoweredNode> lowerEyeLike(const Node& n, const std::string& name,
 
 std::optional<LoweredNode> lowerRearrange(const Node& n, const std::string& name,
                                           const LowerOptions& o) {
+  if (n.op == "Slice") return lowerSlice(n, name, o);
   if (n.op == "Tile") return lowerTile(n, name, o);
   if (n.op == "DepthToSpace") return lowerBlocks(n, name, o, true);
   if (n.op == "SpaceToDepth") return lowerBlocks(n, name, o, false);

@@ -1,7 +1,10 @@
 // Tile, DepthToSpace (DCR and CRD), SpaceToDepth and EyeLike through the JIT against the
 // interpreter (loop/lower_rearrange.cpp), and Tile's repeats given at run time: checked against
-// the compiled shape, a different value is the run's error.
+// the compiled shape, a different value is the run's error. Slice with starts, ends, axes and
+// steps all given at run time (loop/lower_data.cpp), likewise.
 #include "jit_check.h"
+
+#include <limits>
 
 namespace aicc {
 namespace {
@@ -49,6 +52,37 @@ TEST(JitRearrange, DepthToSpaceSpaceToDepthAndEyeLike) {
                                 std::to_string(k) + "}\n  return %y\n}\n"); // dtype 7: int64
     expectJitMatches(eye, {RValue::of(iota(DType::F32, {4, 5}))}, {0, 0}, "");
   }
+}
+
+TEST(JitRearrange, SliceWithEverythingAtRunTime) {
+  Model m = parseWithShapes("graph @g(%x: f32[6,5,4], %s: i64[2], %e: i64[2], %a: i64[2], "
+                            "%t: i64[2]) {\n  %y = Slice(%x, %s, %e, %a, %t)\n  return %y\n}\n");
+  m.graph->outputs[0]->type.shape = Shape{Dim::known(3), Dim::known(5), Dim::known(2)};
+  runtime::JitExecutable exe(*m.graph);
+  const RValue x = RValue::of(iota(DType::F32, {6, 5, 4}));
+  // Value sets giving the compiled shape [3, 5, 2]: negative axes, starts and steps, ends past
+  // the dim, INT64 extremes.
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const std::vector<std::vector<std::vector<int64_t>>> ok = {
+      {{0, 1}, {3, 3}, {0, 2}, {1, 1}},
+      {{-1, 5}, {-3, -big}, {-1, 0}, {-1, -2}},
+      {{3, 0}, {big, 100}, {0, 2}, {1, 2}},
+      {{1, 0}, {7, 6}, {2, -3}, {2, 2}}};
+  for (const auto& v : ok) {
+    std::vector<RValue> in = {x};
+    for (const auto& part : v) in.push_back(RValue::of(int64s(part)));
+    const auto want = interpret(*m.graph, in);
+    ASSERT_EQ(want[0].tensor.shape(), (Dims{3, 5, 2}));
+    std::vector<RValue> got;
+    ASSERT_NO_THROW(got = exe.run(in));
+    EXPECT_EQ(exe.stats().fallback, 0);
+    auto diff = compareValues(want[0], got[0], {0, 0});
+    EXPECT_FALSE(diff) << *diff;
+  }
+  // A value set implying another shape: an error, not a wrong answer.
+  EXPECT_THROW(exe.run({x, RValue::of(int64s({0, 0})), RValue::of(int64s({4, 2})),
+                        RValue::of(int64s({0, 2})), RValue::of(int64s({1, 1}))}),
+               Error);
 }
 
 } // namespace
