@@ -175,9 +175,7 @@ std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerO
       nest({zv}, {s.len}, {Stmt::store(taken, at(var(zv), s.len), intImm(0, DType::U8))}, false);
   for (auto& st : nest({qv}, {k}, std::move(pass), false)) body.push_back(std::move(st));
   Block all;
-  if (o.runtimeKernels)
-    all.push_back(Stmt::callKernel("check_values_i64",
-                                   {bufferArg(b.input(n.inputs[1])), intArg(1), intArg(k)}));
+  if (o.runtimeKernels) all.push_back(checkValuesI64(b.input(n.inputs[1]), {k}));
   for (auto& st : nest({ov, iv}, {s.outer, s.inner}, std::move(body), true))
     all.push_back(std::move(st));
   Schedule sch;

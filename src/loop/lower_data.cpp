@@ -1,7 +1,8 @@
-// Data movement as loop nests: Transpose, Concat, Gather, GatherElements (indices checked
-// at run time), Trilu, ScatterND (every reduction), Pad (constant/edge/reflect), Resize (nearest
-// and linear), and the view ops Reshape/Flatten/Squeeze/Unsqueeze as copies marked `kind = "alias"`
-// (the memory planner makes them views; codegen can drop the copy).
+// Data movement as loop nests: Transpose, Concat, Gather, GatherElements (indices checked at run
+// time), Trilu, ScatterND (every reduction), Pad (constant/edge/reflect/wrap; pads given at run
+// time checked against the compiled shape), Resize (nearest and linear), and the view ops
+// Reshape/Flatten/Squeeze/Unsqueeze as copies marked `kind = "alias"` (the memory planner makes
+// them views; codegen can drop the copy).
 #include "loop/lower_ops.h"
 
 namespace aicc::loop::detail {
@@ -225,26 +226,52 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
   std::string out = b.output(0);
   Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
   std::string mode = n.attrString("mode");
-  if (mode != "constant" && mode != "edge" && mode != "reflect") no("Pad mode " + mode);
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    no("Pad mode " + mode);
+  const int64_t rank = int64_t(id.size());
+  const int64_t A = n.hasInput(3) ? numel(staticDims(n.inputs[3], "axes")) : rank;
+  if (numel(staticDims(n.inputs.at(1), "pads")) != 2 * A) no("pads of the wrong length");
+  std::vector<ExprPtr> before(id.size(), intImm(0)); // pads before each dim
+  Block pre;
   auto pads = constInts(n, 1);
-  if (!pads) no("non-constant pads");
-  std::vector<int64_t> axes;
-  if (n.hasInput(3)) {
-    auto a = constInts(n, 3);
-    if (!a) no("non-constant axes");
-    for (int64_t x : *a) axes.push_back(normAxis(x, id.size(), n));
+  auto axesC = n.hasInput(3) ? constInts(n, 3) : std::optional<std::vector<int64_t>>();
+  if (pads && (axesC || !n.hasInput(3))) {
+    for (int64_t k = 0; k < A; ++k)
+      before[size_t(axesC ? normAxis((*axesC)[size_t(k)], id.size(), n) : k)] =
+          intImm((*pads)[size_t(k)]);
   } else {
-    for (size_t k = 0; k < id.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+    // Pads (or axes) given at run time: each dim's leading pad into a temp and the output dims
+    // they imply checked against the compiled shape (@check_values_i64), as Slice does.
+    if (!o.runtimeKernels) no("non-constant pads (checked by the runtime only)");
+    auto input = [&](size_t i, int64_t k) -> ExprPtr {
+      return cast(DType::I64, load(b.input(n.inputs[i]), intImm(k), n.inputs[i]->type.dtype));
+    };
+    std::string beg = b.temp("before", DType::I64, {rank}),
+                cnt = b.temp("dims", DType::I64, {rank});
+    for (int64_t d = 0; d < rank; ++d) {
+      ExprPtr first = intImm(0), total = intImm(id[size_t(d)]);
+      for (int64_t k = 0; k < A; ++k) {
+        ExprPtr a = n.hasInput(3) ? input(3, k) : intImm(k);
+        a = select(cmp(Op::Lt, a, intImm(0)), add(a, intImm(rank)), a);
+        const ExprPtr here = cmp(Op::Eq, a, intImm(d)), lead = input(1, k);
+        first = select(here, lead, first);
+        total = select(here, add(intImm(id[size_t(d)]), add(lead, input(1, A + k))), total);
+      }
+      pre.push_back(Stmt::store(beg, intImm(d), first));
+      pre.push_back(Stmt::store(cnt, intImm(d), total));
+      before[size_t(d)] = load(beg, intImm(d), DType::I64);
+    }
+    pre.push_back(checkValuesI64(cnt, od));
   }
-  if (pads->size() != 2 * axes.size()) no("pads of the wrong length");
-  std::vector<int64_t> before(id.size(), 0);
-  for (size_t k = 0; k < axes.size(); ++k) before[axes[k]] = (*pads)[k];
   DType t = n.outputs[0]->type.dtype;
   ExprPtr cval = constant(t, 0);
   if (n.hasInput(2) && mode == "constant") {
     const Value* cv = n.inputs[2];
-    if (!cv->constant || cv->constant->numel() != 1) no("non-constant constant_value");
-    cval = isFloat(t) ? constant(t, cv->constant->getF64(0)) : intImm(cv->constant->getI64(0), t);
+    if (numel(staticDims(cv, "constant_value")) != 1 || cv->type.dtype != t)
+      no("a constant_value of one element of the output's type is needed");
+    cval = !cv->constant ? load(b.input(cv), intImm(0), t)
+           : isFloat(t)  ? constant(t, cv->constant->getF64(0))
+                         : intImm(cv->constant->getI64(0), t);
   }
   for (int64_t x : id)
     if (x == 0) no("an empty input");
@@ -258,10 +285,13 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
         std::vector<ExprPtr> idx;
         ExprPtr inside;
         for (size_t d = 0; d < v.size(); ++d) {
-          ExprPtr p = sub(v[d], intImm(before[d]));
+          ExprPtr p = sub(v[d], before[d]);
           ExprPtr last = intImm(id[d] - 1);
           if (mode == "edge") {
             p = clampIndex(p, id[d]);
+          } else if (mode == "wrap") { // ((p % n) + n) % n, as the reference
+            const ExprPtr dim = intImm(id[d]);
+            p = binary(Op::Mod, add(binary(Op::Mod, p, dim), dim), dim);
           } else if (mode == "reflect") {
             p = select(cmp(Op::Lt, p, intImm(0)), neg(p), p);
             p = select(cmp(Op::Gt, p, last), sub(intImm(2 * (id[d] - 1)), p), p);
@@ -276,7 +306,7 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
         ExprPtr x = load(in, linearIndex(idx, is), t);
         return inside ? select(inside, x, cval) : x;
       },
-      o, s);
+      o, s, std::move(pre));
 }
 
 } // namespace

@@ -64,6 +64,13 @@ ExprPtr linearIndex(const std::vector<ExprPtr>& idx, const std::vector<int64_t>&
 // Arguments of a runtime kernel call: a whole buffer, an integer.
 inline CallArg bufferArg(const std::string& b) { return CallArg{b, nullptr, nullptr}; }
 inline CallArg intArg(int64_t v) { return CallArg{"", nullptr, intImm(v)}; }
+// The runtime's check that int64 buffer `buf` holds `want` (a shape-like value given at run time
+// equals the compiled one; else the run's error): @check_values_i64.
+inline Stmt checkValuesI64(const std::string& buf, const std::vector<int64_t>& want) {
+  std::vector<CallArg> args = {bufferArg(buf), intArg(int64_t(want.size()))};
+  for (int64_t w : want) args.push_back(intArg(w));
+  return Stmt::callKernel("check_values_i64", std::move(args));
+}
 // Wraps body in loops over vars[k] in 0..ext[k] (outermost first). The outermost loop is
 // `parallel` when parallelOuter; the innermost is vectorize(W) when vectorWidth > 1.
 Block nest(const std::vector<std::string>& vars, const Dims& ext, Block body,

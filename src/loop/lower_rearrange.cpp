@@ -19,9 +19,7 @@ Block checkShapeInput(FuncBuilder& b, const Node& n, size_t input, const std::ve
   }
   if (v->type.dtype != DType::I64) no("a run-time shape input that is not int64");
   if (!o.runtimeKernels) no("a shape input given at run time (checked by the runtime only)");
-  std::vector<CallArg> args = {bufferArg(b.input(v)), intArg(int64_t(want.size()))};
-  for (int64_t w : want) args.push_back(intArg(w));
-  return {Stmt::callKernel("check_values_i64", std::move(args))};
+  return {checkValuesI64(b.input(v), want)};
 }
 
 // Slice with starts, ends, axes or steps given at run time: each dim's first element and step
@@ -71,9 +69,7 @@ std::optional<LoweredNode> lowerSliceAtRunTime(const Node& n, FuncBuilder& b, co
     pre.push_back(Stmt::store(step, i64(d), st));
     pre.push_back(Stmt::store(count, i64(d), cnt));
   }
-  std::vector<CallArg> args = {bufferArg(count), intArg(rank)};
-  for (int64_t v : od) args.push_back(intArg(v));
-  pre.push_back(Stmt::callKernel("check_values_i64", std::move(args)));
+  pre.push_back(checkValuesI64(count, od));
   std::string in = b.input(n.inputs[0]);
   const std::string out = b.output(0);
   DType t = n.outputs[0]->type.dtype;

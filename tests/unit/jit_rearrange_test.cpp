@@ -1,7 +1,8 @@
 // Tile, DepthToSpace (DCR and CRD), SpaceToDepth and EyeLike through the JIT against the
 // interpreter (loop/lower_rearrange.cpp), and Tile's repeats given at run time: checked against
 // the compiled shape, a different value is the run's error. Slice with starts, ends, axes and
-// steps all given at run time (loop/lower_data.cpp), likewise.
+// steps all given at run time, and Pad with pads, axes and the constant value given at run time
+// (every mode, wrap included, negative pads cropping), likewise.
 #include "jit_check.h"
 
 #include <limits>
@@ -83,6 +84,34 @@ TEST(JitRearrange, SliceWithEverythingAtRunTime) {
   EXPECT_THROW(exe.run({x, RValue::of(int64s({0, 0})), RValue::of(int64s({4, 2})),
                         RValue::of(int64s({0, 2})), RValue::of(int64s({1, 1}))}),
                Error);
+}
+
+TEST(JitRearrange, PadWithPadsAtRunTime) {
+  for (const std::string mode : {"constant", "edge", "reflect", "wrap"}) {
+    SCOPED_TRACE(mode);
+    Model m = parseWithShapes("graph @g(%x: f32[3,4,5], %p: i64[4], %c: f32[], %a: i64[2]) {\n"
+                              "  %y = Pad(%x, %p, %c, %a) {mode = \"" +
+                              mode + "\"}\n  return %y\n}\n");
+    m.graph->outputs[0]->type.shape = Shape{Dim::known(3), Dim::known(6), Dim::known(6)};
+    runtime::JitExecutable exe(*m.graph);
+    Tensor c(DType::F32, {});
+    c.setF64(0, 7.5);
+    const RValue x = RValue::of(iota(DType::F32, {3, 4, 5})), cv = RValue::of(c);
+    // [3, 4 + 2, 5 + 1] three ways: axes (1, 2) and (-1, -2), and a negative pad that crops.
+    const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> ok = {
+        {{1, 1, 1, 0}, {1, 2}}, {{0, 2, 1, 0}, {-1, -2}}, {{3, 2, -1, -1}, {1, 2}}};
+    for (const auto& [pads, axes] : ok) {
+      const std::vector<RValue> in = {x, RValue::of(int64s(pads)), cv, RValue::of(int64s(axes))};
+      const auto want = interpret(*m.graph, in);
+      std::vector<RValue> got;
+      ASSERT_NO_THROW(got = exe.run(in));
+      EXPECT_EQ(exe.stats().fallback, 0);
+      auto diff = compareValues(want[0], got[0], {0, 0});
+      EXPECT_FALSE(diff) << *diff;
+    }
+    EXPECT_THROW(exe.run({x, RValue::of(int64s({1, 1, 1, 1})), cv, RValue::of(int64s({1, 2}))}),
+                 Error);
+  }
 }
 
 } // namespace
