@@ -109,6 +109,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "DepthToSpace",
                                             "SpaceToDepth",
                                             "EyeLike",
+                                            "OneHot",
                                             "LRN",
                                             "GRU",
                                             "LSTM",

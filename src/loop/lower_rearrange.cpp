@@ -1,7 +1,7 @@
 // Ops whose every output element is one input element (or a constant) found by index arithmetic:
-// Slice, Tile, DepthToSpace, SpaceToDepth and EyeLike, each one gather nest. Shape-like inputs
-// given at run time (Slice's starts/ends/axes/steps, Tile's repeats) are checked against the
-// compiled shape by the runtime (@check_values_i64).
+// Slice, Tile, DepthToSpace, SpaceToDepth, EyeLike and OneHot, each one gather nest. Shape-like
+// inputs given at run time (Slice's starts/ends/axes/steps, Tile's repeats, OneHot's depth) are
+// checked against the compiled shape by the runtime (@check_values_i64).
 #include "loop/lower_ops.h"
 
 namespace aicc::loop::detail {
@@ -190,6 +190,51 @@ std::optional<LoweredNode> lowerBlocks(const Node& n, const std::string& name,
       o, std::move(s));
 }
 
+// OneHot: values[1] where the index (negative ones from the end) equals the position along
+// `axis`, else values[0]. The depth given at run time (any numeric type) is checked against the
+// compiled output dim; non-finite float indices match nothing, as in the reference.
+std::optional<LoweredNode> lowerOneHot(const Node& n, const std::string& name,
+                                       const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output"), xd = staticDims(n.inputs.at(0), "indices");
+  if (od.size() != xd.size() + 1) no("output rank is not the indices' + 1");
+  if (numel(staticDims(n.inputs.at(1), "depth")) != 1 ||
+      numel(staticDims(n.inputs.at(2), "values")) != 2)
+    no("depth of one element and two values are needed");
+  const size_t axis = size_t(normAxis(n.attrInt("axis"), od.size(), n));
+  const int64_t depth = od[axis];
+  const DType it = n.inputs[0]->type.dtype, dt = n.inputs[1]->type.dtype,
+              t = n.outputs[0]->type.dtype;
+  if (!isFloat(it) && !isInteger(it)) no("numeric indices are needed");
+  Block pre;
+  if (auto c = constInts(n, 1)) {
+    if ((*c)[0] != depth) no("depth disagrees with the output shape");
+  } else {
+    if (!o.runtimeKernels) no("a depth given at run time (checked by the runtime only)");
+    const std::string d = b.temp("depth", DType::I64, {1});
+    pre.push_back(
+        Stmt::store(d, intImm(0), cast(DType::I64, load(b.input(n.inputs[1]), intImm(0), dt))));
+    pre.push_back(checkValuesI64(d, {depth}));
+  }
+  std::string ind = b.input(n.inputs[0]), vals = b.input(n.inputs[2]);
+  Schedule s;
+  s["depth"] = depth;
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> xi(v.begin(), v.end());
+        const ExprPtr pos = xi[axis];
+        xi.erase(xi.begin() + std::ptrdiff_t(axis));
+        ExprPtr x = load(ind, linearIndex(xi, strides(xd)), it), k = cast(DType::I64, x);
+        if (isFloat(it)) // NaN and +-inf: never a position (the cast would give 0 or a bound)
+          k = select(cmp(Op::Lt, call("abs", {x}), constant(it, 1e15)), k, intImm(-depth - 1));
+        k = select(cmp(Op::Lt, k, intImm(0)), add(k, intImm(depth)), k);
+        return select(cmp(Op::Eq, k, pos), load(vals, intImm(1), t), load(vals, intImm(0), t));
+      },
+      o, std::move(s), std::move(pre));
+}
+
 // EyeLike: ones where column - row == k, zeros elsewhere, in the output's type.
 std::optional<LoweredNode> lowerEyeLike(const Node& n, const std::string& name,
                                         const LowerOptions& o) {
@@ -216,6 +261,7 @@ std::optional<LoweredNode> lowerRearrange(const Node& n, const std::string& name
   if (n.op == "DepthToSpace") return lowerBlocks(n, name, o, true);
   if (n.op == "SpaceToDepth") return lowerBlocks(n, name, o, false);
   if (n.op == "EyeLike") return lowerEyeLike(n, name, o);
+  if (n.op == "OneHot") return lowerOneHot(n, name, o);
   return std::nullopt;
 }
 

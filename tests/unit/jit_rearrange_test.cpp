@@ -2,7 +2,7 @@
 // interpreter (loop/lower_rearrange.cpp), and Tile's repeats given at run time: checked against
 // the compiled shape, a different value is the run's error. Slice with starts, ends, axes and
 // steps all given at run time, and Pad with pads, axes and the constant value given at run time
-// (every mode, wrap included, negative pads cropping), likewise.
+// (every mode, wrap included, negative pads cropping), and OneHot's depth (a float), likewise.
 #include "jit_check.h"
 
 #include <limits>
@@ -112,6 +112,41 @@ TEST(JitRearrange, PadWithPadsAtRunTime) {
     EXPECT_THROW(exe.run({x, RValue::of(int64s({1, 1, 1, 1})), cv, RValue::of(int64s({1, 2}))}),
                  Error);
   }
+}
+
+TEST(JitRearrange, OneHotWithTheDepthAtRunTime) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const std::string type : {"f32", "i64"})
+    for (int axis : {-1, 0, 1}) {
+      SCOPED_TRACE(type + " axis " + std::to_string(axis));
+      Dims od = {2, 3};
+      od.insert(od.begin() + (axis < 0 ? 2 : axis), 4);
+      Model m =
+          parseWithShapes("graph @g(%i: " + type +
+                          "[2,3], %d: f32[], %v: i32[2]) {\n  %y = OneHot(%i, %d, %v) {axis = " +
+                          std::to_string(axis) + "}\n  return %y\n}\n");
+      Shape os;
+      for (int64_t x : od) os.push_back(Dim::known(x));
+      m.graph->outputs[0]->type.shape = os;
+      runtime::JitExecutable exe(*m.graph);
+      const DType it = *dtypeFromName(type);
+      Tensor ind(it, {2, 3});
+      const std::vector<double> iv = {0, 3, -1, -4, 7, type == "f32" ? inf : 2};
+      for (int64_t k = 0; k < 6; ++k) ind.setF64(k, iv[size_t(k)]);
+      if (type == "f32") ind.data<float>()[4] = std::nanf("");
+      Tensor depth(DType::F32, {}), vals(DType::I32, {2});
+      depth.setF64(0, 4.0);
+      vals.setI64(0, -5), vals.setI64(1, 9);
+      const std::vector<RValue> in = {RValue::of(ind), RValue::of(depth), RValue::of(vals)};
+      const auto want = interpret(*m.graph, in);
+      std::vector<RValue> got;
+      ASSERT_NO_THROW(got = exe.run(in));
+      EXPECT_EQ(exe.stats().fallback, 0);
+      auto diff = compareValues(want[0], got[0], {0, 0});
+      EXPECT_FALSE(diff) << *diff;
+      depth.setF64(0, 5.0);
+      EXPECT_THROW(exe.run({in[0], RValue::of(depth), in[2]}), Error);
+    }
 }
 
 } // namespace
