@@ -22,6 +22,16 @@ Tensor int64s(const std::vector<int64_t>& v) {
   return x;
 }
 
+// One run of a compiled graph against the interpreter, exact, without fallbacks.
+void expectRunMatches(runtime::JitExecutable& exe, const Graph& g, const std::vector<RValue>& in) {
+  const auto want = interpret(g, in);
+  std::vector<RValue> got;
+  ASSERT_NO_THROW(got = exe.run(in));
+  EXPECT_EQ(exe.stats().fallback, 0);
+  auto diff = compareValues(want[0], got[0], {0, 0});
+  EXPECT_FALSE(diff) << *diff;
+}
+
 TEST(JitRearrange, TileWithRepeatsAtRunTime) {
   Model m = parseWithShapes("graph @g(%x: f32[2,3,1], %r: i64[3]) {\n  %y = Tile(%x, %r)\n"
                             "  return %y\n}\n");
@@ -72,13 +82,8 @@ TEST(JitRearrange, SliceWithEverythingAtRunTime) {
   for (const auto& v : ok) {
     std::vector<RValue> in = {x};
     for (const auto& part : v) in.push_back(RValue::of(int64s(part)));
-    const auto want = interpret(*m.graph, in);
-    ASSERT_EQ(want[0].tensor.shape(), (Dims{3, 5, 2}));
-    std::vector<RValue> got;
-    ASSERT_NO_THROW(got = exe.run(in));
-    EXPECT_EQ(exe.stats().fallback, 0);
-    auto diff = compareValues(want[0], got[0], {0, 0});
-    EXPECT_FALSE(diff) << *diff;
+    ASSERT_EQ(interpret(*m.graph, in)[0].tensor.shape(), (Dims{3, 5, 2}));
+    expectRunMatches(exe, *m.graph, in);
   }
   // A value set implying another shape: an error, not a wrong answer.
   EXPECT_THROW(exe.run({x, RValue::of(int64s({0, 0})), RValue::of(int64s({4, 2})),
@@ -102,12 +107,7 @@ TEST(JitRearrange, PadWithPadsAtRunTime) {
         {{1, 1, 1, 0}, {1, 2}}, {{0, 2, 1, 0}, {-1, -2}}, {{3, 2, -1, -1}, {1, 2}}};
     for (const auto& [pads, axes] : ok) {
       const std::vector<RValue> in = {x, RValue::of(int64s(pads)), cv, RValue::of(int64s(axes))};
-      const auto want = interpret(*m.graph, in);
-      std::vector<RValue> got;
-      ASSERT_NO_THROW(got = exe.run(in));
-      EXPECT_EQ(exe.stats().fallback, 0);
-      auto diff = compareValues(want[0], got[0], {0, 0});
-      EXPECT_FALSE(diff) << *diff;
+      expectRunMatches(exe, *m.graph, in);
     }
     EXPECT_THROW(exe.run({x, RValue::of(int64s({1, 1, 1, 1})), cv, RValue::of(int64s({1, 2}))}),
                  Error);
@@ -138,12 +138,7 @@ TEST(JitRearrange, OneHotWithTheDepthAtRunTime) {
       depth.setF64(0, 4.0);
       vals.setI64(0, -5), vals.setI64(1, 9);
       const std::vector<RValue> in = {RValue::of(ind), RValue::of(depth), RValue::of(vals)};
-      const auto want = interpret(*m.graph, in);
-      std::vector<RValue> got;
-      ASSERT_NO_THROW(got = exe.run(in));
-      EXPECT_EQ(exe.stats().fallback, 0);
-      auto diff = compareValues(want[0], got[0], {0, 0});
-      EXPECT_FALSE(diff) << *diff;
+      expectRunMatches(exe, *m.graph, in);
       depth.setF64(0, 5.0);
       EXPECT_THROW(exe.run({in[0], RValue::of(depth), in[2]}), Error);
     }
