@@ -90,7 +90,8 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
     return out == DType::Bool ? constant(DType::Bool, 1) : x;
   }
   if (op == "Not") return t == DType::Bool ? logicalNot(x) : no("needs a bool input");
-  if (op == "Cast" || op == "CastLike") return cast(out, x); // CastLike: `out` is like's type
+  if (op == "Cast" || op == "CastLike") // CastLike: `out` is like's type
+    return cast(out, x, !isByteFloat(out) || n.attrInt("saturate") != 0);
   if (op == "Where") {
     if (in.size() != 3 || !in[1] || !in[2]) return no("needs three inputs");
     if (t != DType::Bool || in[1]->type != in[2]->type)

@@ -95,7 +95,7 @@ private:
       return c.i ? a : b;
     }
     case Op::Cast:
-      return applyCast(e->type, e->args[0]->type, eval(e->args[0]));
+      return applyCast(e->type, e->args[0]->type, eval(e->args[0]), e->i == 0);
     case Op::Call: {
       std::vector<Scalar> args;
       for (const auto& a : e->args) args.push_back(eval(a));

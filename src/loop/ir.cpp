@@ -97,10 +97,11 @@ ExprPtr select(ExprPtr c, ExprPtr a, ExprPtr b) {
   return make(std::move(e));
 }
 
-ExprPtr cast(DType t, ExprPtr a) {
+ExprPtr cast(DType t, ExprPtr a, bool saturate) {
   Expr e;
   e.op = Op::Cast;
   e.type = t;
+  e.i = saturate ? 0 : 1;
   e.args = {std::move(a)};
   return make(std::move(e));
 }

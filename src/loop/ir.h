@@ -60,7 +60,7 @@ enum class Op : uint8_t {
   Not,    // bool -> bool
   Neg,    // -a
   Select, // args = {cond, a, b}; both arms are evaluated
-  Cast,   // args = {a}; to `type`
+  Cast,   // args = {a}; to `type` (i = 1: into float8 without saturation)
   Call,   // name = math function (see mathFunctions()), args
 };
 
@@ -94,7 +94,9 @@ ExprPtr cmp(Op op, ExprPtr a, ExprPtr b);
 ExprPtr logicalNot(ExprPtr a);
 ExprPtr neg(ExprPtr a);
 ExprPtr select(ExprPtr c, ExprPtr a, ExprPtr b);
-ExprPtr cast(DType t, ExprPtr a);
+// saturate = false (float8 targets only): out-of-range values become inf or NaN (ONNX Cast's
+// saturate = 0), printed `cast<T, nosat>`; Expr::i holds 1 for it.
+ExprPtr cast(DType t, ExprPtr a, bool saturate = true);
 ExprPtr call(std::string fn, std::vector<ExprPtr> args); // type: the first argument's
 // A constant of type t with value v (IntImm for integers/bool, FloatImm for floats).
 ExprPtr constant(DType t, double v);

@@ -95,16 +95,14 @@ private:
     for (const Node* x : nodes_) {
       if (!x->domain.empty() || (!hasComputeDefinition(x->op) && !detail::isChainActivation(x->op)))
         no("no compute definition for " + (x->domain.empty() ? x->op : x->domain + "." + x->op));
-      // 4/2-bit integers and float8/float4: only conversions take them (the compiled casts
-      // into float8 saturate, Cast's default).
+      // 4/2-bit integers and float8/float4: only conversions take them (into float8 saturating
+      // or not, as Cast's saturate says).
       const bool conversion = x->op == "Cast" || x->op == "CastLike" || x->op == "Identity";
       for (const auto* vs : {&x->inputs, &x->outputs})
         for (const Value* v : *vs)
           if (v && castOnly(v->type.dtype)) {
             if (!conversion)
               no("4/2-bit integers and float8 are lowered for Cast and CastLike only");
-            if (x->op != "Identity" && x->attrInt("saturate") == 0 && isByteFloat(v->type.dtype))
-              no("Cast to float8 with saturate = 0");
           }
       for (const Value* o : x->outputs)
         if (o) producer_[o] = x;

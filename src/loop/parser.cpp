@@ -503,11 +503,17 @@ private:
     if (fn == "cast") {
       expect("<");
       DType t = dtype();
+      bool saturate = true;
+      if (accept(",")) {
+        if (tok_.kind != Tok::Word || tok_.text != "nosat") error("expected nosat");
+        advance();
+        saturate = false;
+      }
       expect(">");
       expect("(");
       ExprPtr a = expr();
       expect(")");
-      return cast(t, a);
+      return cast(t, a, saturate);
     }
     std::vector<ExprPtr> args;
     expect("(");

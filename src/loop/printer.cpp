@@ -126,7 +126,8 @@ void print(const ExprPtr& e, std::string& out) {
     printCallLike(e->name, e->args, out);
     return;
   case Op::Cast:
-    printCallLike(fmt::format("cast<{}>", dtypeName(e->type)), e->args, out);
+    printCallLike(fmt::format("cast<{}{}>", dtypeName(e->type), e->i ? ", nosat" : ""), e->args,
+                  out);
     return;
   case Op::Neg:
   case Op::Not:

@@ -209,7 +209,7 @@ double toDouble(DType t, Scalar v) {
 
 bool truthy(DType t, Scalar v) { return isFloat(t) ? v.f != 0 : v.i != 0; }
 
-Scalar applyCast(DType to, DType from, Scalar a) {
+Scalar applyCast(DType to, DType from, Scalar a, bool saturate) {
   Scalar r;
   if (to == DType::Bool) {
     r.i = truthy(from, a);
@@ -217,6 +217,10 @@ Scalar applyCast(DType to, DType from, Scalar a) {
   }
   if (isFloat(to)) {
     r.f = toDouble(from, a);
+    if (!saturate && isByteFloat(to) && !std::isnan(r.f)) { // past the range: inf or NaN
+      r.f = reducedToFloat(to, floatToReduced(to, static_cast<float>(r.f), false));
+      return r;
+    }
     return normalize(to, r);
   }
   if (!isFloat(from)) {

@@ -141,6 +141,8 @@ private:
     case Op::Cast:
       if (!numericOrBool(e->type) || !numericOrBool(a[0]->type))
         bad("casts between unsupported types");
+      if (e->i != 0 && !isByteFloat(e->type))
+        bad("is a non-saturating cast into a non-float8 type");
       return;
     case Op::Call: {
       auto it = mathFunctions().find(e->name);

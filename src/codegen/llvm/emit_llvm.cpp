@@ -182,7 +182,9 @@ private:
       DType t = bufs_.at(s.name).second;
       llvm::Value* v = emit(s.value);
       if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
-      if (isReduced(t)) v = narrow(t, v); // exact: the value is already rounded to t
+      // Exact: the value is already rounded to t (not saturating, so an inf a saturate = 0
+      // cast made stays inf).
+      if (isReduced(t)) v = narrowFloat(b_, mod_, t, v, false);
       tagAccess(b_.CreateStore(v, elemPtr(s.name, s.index)));
       return;
     }
@@ -434,11 +436,13 @@ private:
     return b_.CreateFPCast(r, ty);
   }
 
-  llvm::Value* emitCast(DType to, DType from, llvm::Value* v) {
+  llvm::Value* emitCast(DType to, DType from, llvm::Value* v, bool saturate = true) {
     llvm::Type* toTy = regTy(to);
     if (to == from) return v;
     // Through f32 as the reference does (f64 -> f32 -> f16 rounds twice there too); a reduced
     // value in a register is an exact f32.
+    if (isReduced(to) && !saturate && isByteFloat(to))
+      return widen(to, narrowFloat(b_, mod_, to, emitCast(DType::F32, from, v), false));
     if (isReduced(to)) return roundTo(to, emitCast(DType::F32, from, v));
     if (isReduced(from)) return emitCast(to, DType::F32, v);
     // 4/2-bit integers: one value per byte (as ir/tensor.h stores them); casts into them wrap to
@@ -596,7 +600,7 @@ private:
     case Op::Select:
       return b_.CreateSelect(emit(e->args[0]), emit(e->args[1]), emit(e->args[2]));
     case Op::Cast:
-      return emitCast(e->type, e->args[0]->type, emit(e->args[0]));
+      return emitCast(e->type, e->args[0]->type, emit(e->args[0]), e->i == 0);
     case Op::Call: {
       std::vector<llvm::Value*> args;
       for (const auto& a : e->args) args.push_back(emit(a));

@@ -35,7 +35,8 @@ llvm::Value* f8Decode(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Valu
 // type's NaN code (float4: 0), |v| at or past max + half its ulp (inf too) to +-max, else the
 // nearest positive finite value (a branchless binary search over them, in increasing order),
 // a tie going to the upper one when its code is even; the sign kept except on fnuz zero.
-llvm::Value* f8Encode(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f) {
+llvm::Value* f8Encode(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f,
+                      bool saturate) {
   const uint32_t n = t == DType::F4E2M1 ? 16 : 256, signBit = n / 2;
   std::vector<float> vals;
   std::vector<uint8_t> codes;
@@ -71,7 +72,11 @@ llvm::Value* f8Encode(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Valu
   const float maxv = vals.back(), ulpTop = maxv - vals[vals.size() - 2];
   llvm::Value* over =
       b.CreateFCmpOGE(a, llvm::ConstantFP::get(b.getFloatTy(), double(maxv + ulpTop / 2)));
-  c = b.CreateSelect(over, b.getInt8(codes.back()), c);
+  // Past the range: the largest finite code, or (saturate = 0) the type's inf, else its NaN.
+  const uint8_t overflow =
+      saturate ? codes.back()
+               : uint8_t(floatToReduced(t, std::numeric_limits<float>::infinity(), false));
+  c = b.CreateSelect(over, b.getInt8(overflow), c);
   llvm::Value* neg = b.CreateICmpSLT(b.CreateBitCast(f, b.getInt32Ty()), b.getInt32(0));
   if (t == DType::F8E4M3FNUZ || t == DType::F8E5M2FNUZ) // no negative zero
     neg = b.CreateAnd(neg, b.CreateICmpNE(c, b.getInt8(0)));
@@ -90,8 +95,9 @@ llvm::Value* widenNarrow(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::V
 }
 // An f32 rounded to the type's pattern: f16 / bf16 to nearest even (as ir/dtype.cpp's floatToHalf
 // / floatToBf16), float8 / float4 by f8Encode.
-llvm::Value* narrowFloat(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f) {
-  if (isByteFloat(t)) return f8Encode(b, m, t, f);
+llvm::Value* narrowFloat(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f,
+                         bool saturate) {
+  if (isByteFloat(t)) return f8Encode(b, m, t, f, saturate);
   if (t == DType::F16) return b.CreateBitCast(b.CreateFPTrunc(f, b.getHalfTy()), b.getInt16Ty());
   llvm::Value* x = b.CreateBitCast(f, b.getInt32Ty());
   llvm::Value* lsb = b.CreateAnd(b.CreateLShr(x, 16), b.getInt32(1));

@@ -16,6 +16,9 @@ namespace aicc::codegen {
 // f16, bf16, and the byte-sized float8 / float4 (ir/dtype.h's isByteFloat); not float8e8m0.
 bool isReduced(DType t);
 llvm::Value* widenNarrow(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* bits);
-llvm::Value* narrowFloat(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f);
+// saturate = false (float8): values past the largest finite one become inf, or NaN for the types
+// without inf (ONNX Cast's saturate = 0).
+llvm::Value* narrowFloat(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f,
+                         bool saturate = true);
 
 } // namespace aicc::codegen
