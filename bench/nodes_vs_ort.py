@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Per-node time of aicc's JIT against ONNX Runtime's profile on one model, largest gap first.
+
+    .venv/bin/python bench/nodes_vs_ort.py /tmp/zoo/efficientnet_b0.onnx [--aicc build/aicc]
+        [--threads 1] [--iters 20] [--top 30]
+
+aicc: `aicc bench MODEL --profile --json` (time per task). ONNX Runtime: its own profiler
+(enable_profiling, ORT_ENABLE_ALL, median kernel time per node over the runs). The two name nodes
+differently (ORT names a fused Conv after the BatchNormalization or Relu it absorbed), so both are
+matched by their path without the last numbered component (`.../block.0/block.0.0/Conv` and
+`.../block.0/block.0.1/BatchNormalization_output_0_nchwc` both become `.../block.0/block.0`): a
+row is such a block, its aicc and ORT milliseconds and the difference. Inputs are random (shapes
+from the model, symbolic dims 1). Where the time goes is what this is for; the end-to-end
+comparison is bench/compare.py.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def block(name):
+    name = re.sub(r"^node '|' \(.*$", "", name)
+    return re.sub(r"\.\d+/[^/]*$", "", name) if "/" in name else name
+
+
+def aicc_times(aicc, model, threads, iters):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "bench.json")
+        subprocess.run([aicc, "bench", model, "--profile", "--threads", str(threads), "--iters",
+                        str(iters), "--json", out], check=True, capture_output=True)
+        tasks = json.load(open(out))["tasks"]
+    t = collections.defaultdict(float)
+    for x in tasks:
+        t[block(x["node"])] += x["ms_per_run"]
+    return t
+
+
+def ort_times(model, threads, iters):
+    import numpy as np
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(tempfile.gettempdir(), "nodes_vs_ort")
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for i in s.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in i.shape]
+        kind = np.float32 if "float" in i.type else np.int64
+        feeds[i.name] = np.random.rand(*shape).astype(kind)
+    for _ in range(iters + 3):
+        s.run(None, feeds)
+    path = s.end_profiling()
+    runs = collections.defaultdict(list)
+    for e in json.load(open(path)):
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            runs[e["name"][: -len("_kernel_time")]].append(e["dur"] / 1000.0)
+    os.remove(path)
+    t = collections.defaultdict(float)
+    for n, d in runs.items():
+        t[block(n)] += statistics.median(d)
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("--aicc", default=os.path.join(os.path.dirname(__file__), "..", "build", "aicc"))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--top", type=int, default=30)
+    a = ap.parse_args()
+    mine = aicc_times(a.aicc, a.model, a.threads, a.iters)
+    theirs = ort_times(a.model, a.threads, a.iters)
+    print(f"# {os.path.basename(a.model)}, {a.threads} thread(s): aicc {sum(mine.values()):.2f} ms "
+          f"in tasks, ONNX Runtime {sum(theirs.values()):.2f} ms in kernels")
+    print(f"{'aicc ms':>8} {'ORT ms':>8} {'diff':>8}  block")
+    keys = sorted(set(mine) | set(theirs), key=lambda k: -(mine.get(k, 0) - theirs.get(k, 0)))
+    for k in keys[: a.top]:
+        print(f"{mine.get(k, 0):8.3f} {theirs.get(k, 0):8.3f} {mine.get(k, 0) - theirs.get(k, 0):+8.3f}  {k}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
