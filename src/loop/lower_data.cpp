@@ -243,19 +243,17 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
     // Pads (or axes) given at run time: each dim's leading pad into a temp and the output dims
     // they imply checked against the compiled shape (@check_values_i64), as Slice does.
     if (!o.runtimeKernels) no("non-constant pads (checked by the runtime only)");
-    auto input = [&](size_t i, int64_t k) -> ExprPtr {
-      return cast(DType::I64, load(b.input(n.inputs[i]), intImm(k), n.inputs[i]->type.dtype));
-    };
     std::string beg = b.temp("before", DType::I64, {rank}),
                 cnt = b.temp("dims", DType::I64, {rank});
     for (int64_t d = 0; d < rank; ++d) {
       ExprPtr first = intImm(0), total = intImm(id[size_t(d)]);
       for (int64_t k = 0; k < A; ++k) {
-        ExprPtr a = n.hasInput(3) ? input(3, k) : intImm(k);
+        ExprPtr a = n.hasInput(3) ? loadI64(b, n.inputs[3], k) : intImm(k);
         a = select(cmp(Op::Lt, a, intImm(0)), add(a, intImm(rank)), a);
-        const ExprPtr here = cmp(Op::Eq, a, intImm(d)), lead = input(1, k);
+        const ExprPtr here = cmp(Op::Eq, a, intImm(d)), lead = loadI64(b, n.inputs[1], k);
         first = select(here, lead, first);
-        total = select(here, add(intImm(id[size_t(d)]), add(lead, input(1, A + k))), total);
+        total = select(here, add(intImm(id[size_t(d)]), add(lead, loadI64(b, n.inputs[1], A + k))),
+                       total);
       }
       pre.push_back(Stmt::store(beg, intImm(d), first));
       pre.push_back(Stmt::store(cnt, intImm(d), total));

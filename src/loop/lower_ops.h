@@ -71,6 +71,10 @@ inline Stmt checkValuesI64(const std::string& buf, const std::vector<int64_t>& w
   for (int64_t w : want) args.push_back(intArg(w));
   return Stmt::callKernel("check_values_i64", std::move(args));
 }
+// Element k of a run-time integer input as i64 (Slice's starts, Pad's pads, ...).
+inline ExprPtr loadI64(FuncBuilder& b, const Value* v, int64_t k) {
+  return cast(DType::I64, load(b.input(v), intImm(k), v->type.dtype));
+}
 // Wraps body in loops over vars[k] in 0..ext[k] (outermost first). The outermost loop is
 // `parallel` when parallelOuter; the innermost is vectorize(W) when vectorWidth > 1.
 Block nest(const std::vector<std::string>& vars, const Dims& ext, Block body,

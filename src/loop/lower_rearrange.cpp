@@ -37,9 +37,6 @@ std::optional<LoweredNode> lowerSliceAtRunTime(const Node& n, FuncBuilder& b, co
     if (n.hasInput(i) && n.inputs[i]->type.dtype != DType::I64 &&
         n.inputs[i]->type.dtype != DType::I32)
       no("int32/int64 starts, ends, axes and steps are needed");
-  auto input = [&](size_t i, int64_t k) -> ExprPtr {
-    return cast(DType::I64, load(b.input(n.inputs[i]), intImm(k), n.inputs[i]->type.dtype));
-  };
   std::string begin = b.temp("begin", DType::I64, {rank}),
               step = b.temp("step", DType::I64, {rank});
   std::string count = b.temp("count", DType::I64, {rank});
@@ -49,10 +46,11 @@ std::optional<LoweredNode> lowerSliceAtRunTime(const Node& n, FuncBuilder& b, co
   for (int64_t d = 0; d < rank; ++d) {
     ExprPtr first = i64(0), st = i64(1), cnt = i64(id[size_t(d)]);
     for (int64_t k = 0; k < K; ++k) { // the last k naming dim d wins
-      ExprPtr a = n.hasInput(3) ? input(3, k) : i64(k);
+      ExprPtr a = n.hasInput(3) ? loadI64(b, n.inputs[3], k) : i64(k);
       a = select(cmp(Op::Lt, a, i64(0)), add(a, i64(rank)), a);
       const ExprPtr dim = i64(id[size_t(d)]);
-      ExprPtr s = n.hasInput(4) ? input(4, k) : i64(1), sv = input(1, k), ev = input(2, k);
+      ExprPtr s = n.hasInput(4) ? loadI64(b, n.inputs[4], k) : i64(1),
+              sv = loadI64(b, n.inputs[1], k), ev = loadI64(b, n.inputs[2], k);
       sv = select(cmp(Op::Lt, sv, i64(0)), add(sv, dim), sv);
       ev = select(cmp(Op::Lt, ev, i64(0)), add(ev, dim), ev);
       const ExprPtr up = cmp(Op::Gt, s, i64(0));
@@ -204,8 +202,7 @@ std::optional<LoweredNode> lowerOneHot(const Node& n, const std::string& name,
     no("depth of one element and two values are needed");
   const size_t axis = size_t(normAxis(n.attrInt("axis"), od.size(), n));
   const int64_t depth = od[axis];
-  const DType it = n.inputs[0]->type.dtype, dt = n.inputs[1]->type.dtype,
-              t = n.outputs[0]->type.dtype;
+  const DType it = n.inputs[0]->type.dtype, t = n.outputs[0]->type.dtype;
   if (!isFloat(it) && !isInteger(it)) no("numeric indices are needed");
   Block pre;
   if (auto c = constInts(n, 1)) {
@@ -213,8 +210,7 @@ std::optional<LoweredNode> lowerOneHot(const Node& n, const std::string& name,
   } else {
     if (!o.runtimeKernels) no("a depth given at run time (checked by the runtime only)");
     const std::string d = b.temp("depth", DType::I64, {1});
-    pre.push_back(
-        Stmt::store(d, intImm(0), cast(DType::I64, load(b.input(n.inputs[1]), intImm(0), dt))));
+    pre.push_back(Stmt::store(d, intImm(0), loadI64(b, n.inputs[1], 0)));
     pre.push_back(checkValuesI64(d, {depth}));
   }
   std::string ind = b.input(n.inputs[0]), vals = b.input(n.inputs[2]);

@@ -47,12 +47,12 @@ template <typename T> int compare3(T a, T b) { return a < b ? -1 : (a > b ? 1 : 
 
 } // namespace
 
-Scalar normalize(DType t, Scalar v) {
+Scalar normalize(DType t, Scalar v, bool saturate) {
   if (isFloat(t)) {
     if (t == DType::F32)
       v.f = static_cast<float>(v.f);
     else if (t != DType::F64 && !std::isnan(v.f))
-      v.f = reducedToFloat(t, floatToReduced(t, static_cast<float>(v.f)));
+      v.f = reducedToFloat(t, floatToReduced(t, static_cast<float>(v.f), saturate));
     return v;
   }
   v.i = wrapInt(t, v.i);
@@ -217,11 +217,7 @@ Scalar applyCast(DType to, DType from, Scalar a, bool saturate) {
   }
   if (isFloat(to)) {
     r.f = toDouble(from, a);
-    if (!saturate && isByteFloat(to) && !std::isnan(r.f)) { // past the range: inf or NaN
-      r.f = reducedToFloat(to, floatToReduced(to, static_cast<float>(r.f), false));
-      return r;
-    }
-    return normalize(to, r);
+    return normalize(to, r, saturate);
   }
   if (!isFloat(from)) {
     r.i = a.i;

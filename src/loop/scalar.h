@@ -16,7 +16,7 @@ struct Scalar {
 };
 
 // Wraps an integer to t's width (bool: 0/1) or rounds a float to t.
-Scalar normalize(DType t, Scalar v);
+Scalar normalize(DType t, Scalar v, bool saturate = true); // saturate: float8 (Cast's)
 // a op b for operands of type t (the result has type t, or bool for comparisons/logic).
 // nullopt: integer division or remainder by zero.
 std::optional<Scalar> applyBinary(Op op, DType t, Scalar a, Scalar b);

@@ -21,6 +21,18 @@ inline std::string dimsText(const Dims& d) {
   return s + "]";
 }
 
+// 1-D tensors of type t holding v (set through setF64 / setI64).
+inline Tensor tensorOf(DType t, const std::vector<double>& v) {
+  Tensor x(t, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) x.setF64(int64_t(i), v[i]);
+  return x;
+}
+inline Tensor tensorOfInts(DType t, const std::vector<int64_t>& v) {
+  Tensor x(t, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) x.setI64(int64_t(i), v[i]);
+  return x;
+}
+
 // A graph from IR text with its shapes inferred.
 inline Model parseWithShapes(const std::string& text) {
   Model m = parseModel(text);

@@ -12,12 +12,6 @@
 namespace aicc {
 namespace {
 
-Tensor values(DType t, const std::vector<double>& v) {
-  Tensor x(t, {int64_t(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) x.setF64(int64_t(i), v[i]);
-  return x;
-}
-
 TEST(JitElementwiseMath, InverseAndHyperbolicFunctions) {
   // Each function on its domain, the ends included (acos(1) = 0, atanh(-1) = -inf).
   const std::vector<std::pair<std::string, std::vector<double>>> cases = {
@@ -30,7 +24,7 @@ TEST(JitElementwiseMath, InverseAndHyperbolicFunctions) {
       const Model m = parseWithShapes("graph @g(%x: " + type + "[6]) {\n  %y = " + op +
                                       "(%x)\n  return %y\n}\n");
       const DType t = *dtypeFromName(type);
-      expectJitMatches(m, {RValue::of(values(t, v))}, {1e-6, 0}, "");
+      expectJitMatches(m, {RValue::of(tensorOf(t, v))}, {1e-6, 0}, "");
     }
 }
 
@@ -44,7 +38,7 @@ TEST(JitElementwiseMath, IsNaNAndIsInf) {
       SCOPED_TRACE(type + attrs);
       const Model m = parseWithShapes("graph @g(%x: " + type + "[8]) {\n  %a = IsInf(%x)" + attrs +
                                       "\n  %b = IsNaN(%x)\n  return %a, %b\n}\n");
-      expectJitMatches(m, {RValue::of(values(t, v))}, {0, 0}, "");
+      expectJitMatches(m, {RValue::of(tensorOf(t, v))}, {0, 0}, "");
     }
   }
 }
@@ -53,17 +47,17 @@ TEST(JitElementwiseMath, MeanShrinkAndFloatMod) {
   // Mean of three inputs with broadcasting: summed in f64, one rounding, as the interpreter.
   Model mean = parseWithShapes("graph @g(%a: f32[2,3], %b: f32[3], %c: f32[2,1]) {\n"
                                "  %y = Mean(%a, %b, %c)\n  return %y\n}\n");
-  Tensor a = values(DType::F32, {1e8, 1, -3, 0.1, 0.2, 0.3});
+  Tensor a = tensorOf(DType::F32, {1e8, 1, -3, 0.1, 0.2, 0.3});
   a = a.reshaped({2, 3});
-  Tensor c = values(DType::F32, {1e-8, -7}).reshaped({2, 1});
+  Tensor c = tensorOf(DType::F32, {1e-8, -7}).reshaped({2, 1});
   expectJitMatches(mean,
-                   {RValue::of(a), RValue::of(values(DType::F32, {1, 3e-8, 2})), RValue::of(c)},
+                   {RValue::of(a), RValue::of(tensorOf(DType::F32, {1, 3e-8, 2})), RValue::of(c)},
                    {0, 0}, "");
   // Shrink: below -lambd add bias, above lambd subtract it, zero between.
   Model shrink =
       parseWithShapes("graph @g(%x: f32[7]) {\n  %y = Shrink(%x) {bias = 1.5, lambd = 2.0}\n"
                       "  return %y\n}\n");
-  expectJitMatches(shrink, {RValue::of(values(DType::F32, {-5, -2, -1.9, 0, 1.9, 2, 7.25}))},
+  expectJitMatches(shrink, {RValue::of(tensorOf(DType::F32, {-5, -2, -1.9, 0, 1.9, 2, 7.25}))},
                    {0, 0}, "");
   // Float Mod (fmod = 1): C's fmod, the sign of the dividend, exact.
   for (const std::string type : {"f32", "f64"}) {
@@ -72,16 +66,10 @@ TEST(JitElementwiseMath, MeanShrinkAndFloatMod) {
     Model mod = parseWithShapes("graph @g(%a: " + type + "[6], %b: " + type +
                                 "[6]) {\n  %y = Mod(%a, %b) {fmod = 1}\n  return %y\n}\n");
     expectJitMatches(mod,
-                     {RValue::of(values(t, {5.5, -5.5, 5.5, -5.5, 1e10, 0.3})),
-                      RValue::of(values(t, {2, 2, -2, -2, 3.25, 0.1}))},
+                     {RValue::of(tensorOf(t, {5.5, -5.5, 5.5, -5.5, 1e10, 0.3})),
+                      RValue::of(tensorOf(t, {2, 2, -2, -2, 3.25, 0.1}))},
                      {0, 0}, "");
   }
-}
-
-Tensor integers(DType t, const std::vector<int64_t>& v) {
-  Tensor x(t, {int64_t(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) x.setI64(int64_t(i), v[i]);
-  return x;
 }
 
 TEST(JitElementwiseMath, BitwiseOpsAndShifts) {
@@ -95,7 +83,8 @@ TEST(JitElementwiseMath, BitwiseOpsAndShifts) {
                               "  return %x, %y, %z, %w\n}\n");
     const std::vector<int64_t> a = {0, 1, 0x5a, u ? 200 : -1, u ? 255 : -128, 77};
     const std::vector<int64_t> b = {0, 3, 0x0f, u ? 13 : -77, 1, u ? 255 : -1};
-    expectJitMatches(m, {RValue::of(integers(t, a)), RValue::of(integers(t, b))}, {0, 0}, "");
+    expectJitMatches(m, {RValue::of(tensorOfInts(t, a)), RValue::of(tensorOfInts(t, b))}, {0, 0},
+                     "");
   }
   // Shifts of unsigned types (ONNX BitShift), amounts up to and past the width: 0 there.
   for (const std::string type : {"u8", "u16", "u32", "u64"}) {
@@ -107,8 +96,8 @@ TEST(JitElementwiseMath, BitwiseOpsAndShifts) {
                         "[7]) {\n  %l = BitShift(%a, %b) {direction = \"LEFT\"}\n"
                         "  %r = BitShift(%a, %b) {direction = \"RIGHT\"}\n  return %l, %r\n}\n");
     expectJitMatches(m,
-                     {RValue::of(integers(t, {1, 255, 6, 1, 3, 200, 7})),
-                      RValue::of(integers(t, {0, 1, 3, w - 1, w, w + 5, 200 % w}))},
+                     {RValue::of(tensorOfInts(t, {1, 255, 6, 1, 3, 200, 7})),
+                      RValue::of(tensorOfInts(t, {0, 1, 3, w - 1, w, w + 5, 200 % w}))},
                      {0, 0}, "");
   }
 }
@@ -123,8 +112,9 @@ TEST(JitElementwiseMath, PowOfMixedTypes) {
     Model m = parseWithShapes("graph @g(%a: " + base + "[6], %b: " + exponent +
                               "[6]) {\n  %y = Pow(%a, %b)\n  return %y\n}\n");
     const bool su = bt == DType::U8, eu = et == DType::U64;
-    Tensor a = values(bt, {2, su ? 3.0 : -3.0, 0, 1.5 * !isInteger(bt) + 7, 10, su ? 200.0 : -1.0});
-    Tensor b = values(et, {10, 3, 0, 2, eu ? 5.0 : -2.0, isFloat(et) ? 0.5 : 2.0});
+    Tensor a =
+        tensorOf(bt, {2, su ? 3.0 : -3.0, 0, 1.5 * !isInteger(bt) + 7, 10, su ? 200.0 : -1.0});
+    Tensor b = tensorOf(et, {10, 3, 0, 2, eu ? 5.0 : -2.0, isFloat(et) ? 0.5 : 2.0});
     expectJitMatches(m, {RValue::of(a), RValue::of(b)}, {1e-7, 0}, "");
   }
 }

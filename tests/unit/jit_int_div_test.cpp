@@ -3,6 +3,7 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "jit_check.h"
 #include "passes/shape_inference.h"
 #include "runtime/jit_executor.h"
 
@@ -12,12 +13,6 @@
 
 namespace aicc {
 namespace {
-
-Tensor ints(DType t, const std::vector<int64_t>& v) {
-  Tensor x(t, {int64_t(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) x.setI64(int64_t(i), v[i]);
-  return x;
-}
 
 TEST(JitIntDiv, MatchesTheInterpreterAndReportsZero) {
   const int64_t m32 = std::numeric_limits<int32_t>::min();
@@ -33,7 +28,7 @@ TEST(JitIntDiv, MatchesTheInterpreterAndReportsZero) {
     const std::vector<int64_t> a = {
         7, s ? -7 : 9, 7, s ? -7 : 100, 0, t == DType::I32 ? m32 : 5, s ? -128 : 255, 1};
     const std::vector<int64_t> b = {2, 2, s ? -2 : 3, s ? -2 : 7, 5, s ? -1 : 1, s ? -1 : 16, 3};
-    const std::vector<RValue> in = {RValue::of(ints(t, a)), RValue::of(ints(t, b))};
+    const std::vector<RValue> in = {RValue::of(tensorOfInts(t, a)), RValue::of(tensorOfInts(t, b))};
     const auto got = exe.run(in);
     EXPECT_EQ(exe.stats().fallback, 0);
     const auto want = interpret(*m.graph, in);
@@ -41,7 +36,7 @@ TEST(JitIntDiv, MatchesTheInterpreterAndReportsZero) {
     EXPECT_FALSE(diff) << *diff;
     std::vector<int64_t> z = b;
     z[3] = 0;
-    EXPECT_THROW(exe.run({RValue::of(ints(t, a)), RValue::of(ints(t, z))}), Error);
+    EXPECT_THROW(exe.run({RValue::of(tensorOfInts(t, a)), RValue::of(tensorOfInts(t, z))}), Error);
   }
 }
 

@@ -16,12 +16,6 @@ Tensor iota(DType t, const Dims& d) {
   return x;
 }
 
-Tensor int64s(const std::vector<int64_t>& v) {
-  Tensor x(DType::I64, {int64_t(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) x.setI64(int64_t(i), v[i]);
-  return x;
-}
-
 // One run of a compiled graph against the interpreter, exact, without fallbacks.
 void expectRunMatches(runtime::JitExecutable& exe, const Graph& g, const std::vector<RValue>& in) {
   const auto want = interpret(g, in);
@@ -38,10 +32,10 @@ TEST(JitRearrange, TileWithRepeatsAtRunTime) {
   // The output shape comes from the run's repeats, as the JIT specializes; set it here.
   m.graph->outputs[0]->type.shape = Shape{Dim::known(4), Dim::known(3), Dim::known(5)};
   const std::vector<RValue> in = {RValue::of(iota(DType::F32, {2, 3, 1})),
-                                  RValue::of(int64s({2, 1, 5}))};
+                                  RValue::of(tensorOfInts(DType::I64, {2, 1, 5}))};
   expectJitMatches(m, in, {0, 0}, "repeats");
   runtime::JitExecutable exe(*m.graph);
-  EXPECT_THROW(exe.run({in[0], RValue::of(int64s({2, 1, 4}))}), Error);
+  EXPECT_THROW(exe.run({in[0], RValue::of(tensorOfInts(DType::I64, {2, 1, 4}))}), Error);
 }
 
 TEST(JitRearrange, DepthToSpaceSpaceToDepthAndEyeLike) {
@@ -81,13 +75,15 @@ TEST(JitRearrange, SliceWithEverythingAtRunTime) {
       {{1, 0}, {7, 6}, {2, -3}, {2, 2}}};
   for (const auto& v : ok) {
     std::vector<RValue> in = {x};
-    for (const auto& part : v) in.push_back(RValue::of(int64s(part)));
+    for (const auto& part : v) in.push_back(RValue::of(tensorOfInts(DType::I64, part)));
     ASSERT_EQ(interpret(*m.graph, in)[0].tensor.shape(), (Dims{3, 5, 2}));
     expectRunMatches(exe, *m.graph, in);
   }
   // A value set implying another shape: an error, not a wrong answer.
-  EXPECT_THROW(exe.run({x, RValue::of(int64s({0, 0})), RValue::of(int64s({4, 2})),
-                        RValue::of(int64s({0, 2})), RValue::of(int64s({1, 1}))}),
+  EXPECT_THROW(exe.run({x, RValue::of(tensorOfInts(DType::I64, {0, 0})),
+                        RValue::of(tensorOfInts(DType::I64, {4, 2})),
+                        RValue::of(tensorOfInts(DType::I64, {0, 2})),
+                        RValue::of(tensorOfInts(DType::I64, {1, 1}))}),
                Error);
 }
 
@@ -106,10 +102,12 @@ TEST(JitRearrange, PadWithPadsAtRunTime) {
     const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> ok = {
         {{1, 1, 1, 0}, {1, 2}}, {{0, 2, 1, 0}, {-1, -2}}, {{3, 2, -1, -1}, {1, 2}}};
     for (const auto& [pads, axes] : ok) {
-      const std::vector<RValue> in = {x, RValue::of(int64s(pads)), cv, RValue::of(int64s(axes))};
+      const std::vector<RValue> in = {x, RValue::of(tensorOfInts(DType::I64, pads)), cv,
+                                      RValue::of(tensorOfInts(DType::I64, axes))};
       expectRunMatches(exe, *m.graph, in);
     }
-    EXPECT_THROW(exe.run({x, RValue::of(int64s({1, 1, 1, 1})), cv, RValue::of(int64s({1, 2}))}),
+    EXPECT_THROW(exe.run({x, RValue::of(tensorOfInts(DType::I64, {1, 1, 1, 1})), cv,
+                          RValue::of(tensorOfInts(DType::I64, {1, 2}))}),
                  Error);
   }
 }

@@ -127,10 +127,13 @@ private:
   }
 
   llvm::Value* widen(DType t, llvm::Value* bits) { return widenNarrow(b_, mod_, t, bits); }
-  llvm::Value* narrow(DType t, llvm::Value* f) { return narrowFloat(b_, mod_, t, f); }
-  // An f32 value rounded to what type t holds (f16 / bf16), kept as f32.
-  llvm::Value* roundTo(DType t, llvm::Value* f) {
-    return isReduced(t) ? widen(t, narrow(t, f)) : f;
+  llvm::Value* narrow(DType t, llvm::Value* f, bool saturate = true) {
+    return narrowFloat(b_, mod_, t, f, saturate);
+  }
+  // An f32 value rounded to what type t holds (f16 / bf16 / float8 / float4), kept as f32;
+  // saturate = false: float8 past its range to inf or NaN (narrowFloat).
+  llvm::Value* roundTo(DType t, llvm::Value* f, bool saturate = true) {
+    return isReduced(t) ? widen(t, narrow(t, f, saturate)) : f;
   }
 
   // Starts emitting into `fn`: entry block with the error flag and the typed buffer pointers.
@@ -184,7 +187,7 @@ private:
       if (t == DType::Bool) v = b_.CreateZExt(v, b_.getInt8Ty());
       // Exact: the value is already rounded to t (not saturating, so an inf a saturate = 0
       // cast made stays inf).
-      if (isReduced(t)) v = narrowFloat(b_, mod_, t, v, false);
+      if (isReduced(t)) v = narrow(t, v, false);
       tagAccess(b_.CreateStore(v, elemPtr(s.name, s.index)));
       return;
     }
@@ -441,9 +444,7 @@ private:
     if (to == from) return v;
     // Through f32 as the reference does (f64 -> f32 -> f16 rounds twice there too); a reduced
     // value in a register is an exact f32.
-    if (isReduced(to) && !saturate && isByteFloat(to))
-      return widen(to, narrowFloat(b_, mod_, to, emitCast(DType::F32, from, v), false));
-    if (isReduced(to)) return roundTo(to, emitCast(DType::F32, from, v));
+    if (isReduced(to)) return roundTo(to, emitCast(DType::F32, from, v), saturate);
     if (isReduced(from)) return emitCast(to, DType::F32, v);
     // 4/2-bit integers: one value per byte (as ir/tensor.h stores them); casts into them wrap to
     // their width as the reference's Cast does (elementwise_cast.cpp's storeInt).
