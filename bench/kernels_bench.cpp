@@ -107,7 +107,7 @@ void benchGemm(benchmark::State& st, const KernelDesc* kd, int64_t M, int64_t N,
 
 // The engines' depthwise path: NCHW, any kernel, padded rows (kernels/conv.h depthwiseConvNchw).
 void benchDw(benchmark::State& st, const KernelDesc* kd, int64_t HW, int64_t C, int64_t K,
-             int64_t stride, int threads) {
+             int64_t stride, int threads, int channelBlocks) {
   DwShape s;
   s.C = C, s.H = s.W = HW, s.KH = s.KW = K, s.strideH = s.strideW = stride;
   s.padTop = s.padLeft = s.padBottom = s.padRight = K / 2;
@@ -117,7 +117,8 @@ void benchDw(benchmark::State& st, const KernelDesc* kd, int64_t HW, int64_t C, 
   ThreadPool* pool = poolFor(threads);
   const auto t0 = Clock::now();
   for (auto _ : st) {
-    depthwiseConvNchw(*kd, s, w.data(), in.data(), out.data(), Epilogue::relu6(b.data()), pool);
+    depthwiseConvNchw(*kd, s, w.data(), in.data(), out.data(), Epilogue::relu6(b.data()), pool,
+                      channelBlocks);
     benchmark::ClobberMemory();
   }
   setFlops(st, 2.0 * double(K * K) * double(s.OH() * s.OW() * C), threads, t0);
@@ -223,19 +224,30 @@ void registerAll() {
     int64_t HW, C, K, stride;
   };
   // MobileNetV2 (3x3) and EfficientNet-B0 (5x5) depthwise layers (7x7 maps: channel blocks).
-  const DwCase dws[] = {{112, 32, 3, 1}, {112, 96, 3, 2}, {56, 144, 3, 1},
-                        {28, 192, 3, 1}, {14, 576, 3, 1}, {14, 672, 5, 1},
-                        {28, 240, 5, 2}, {7, 960, 3, 1},  {7, 1152, 5, 1}};
+  const DwCase dws[] = {{112, 32, 3, 1}, {112, 96, 3, 2}, {56, 144, 3, 1}, {28, 192, 3, 1},
+                        {14, 576, 3, 1}, {14, 672, 5, 1}, {28, 240, 5, 2}, {7, 960, 3, 1},
+                        {7, 1152, 5, 1}, {56, 144, 3, 2}, {28, 192, 3, 2}};
+  // Each case in both forms (planes, channel blocks where the kernel has them; "auto" marks
+  // depthwiseChannelBlocks' choice).
   for (const KernelDesc* kd : availableKernels(KernelOp::DepthwiseConvNchw))
     for (const DwCase& s : dws)
-      for (int t : {1, 2}) {
-        const std::string name = "dwconv/" + std::string(kd->name) + "/" + std::to_string(s.HW) +
-                                 "x" + std::to_string(s.HW) + "x" + std::to_string(s.C) + "/k" +
-                                 std::to_string(s.K) + "s" + std::to_string(s.stride) +
-                                 "/threads:" + std::to_string(t);
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-          benchDw(st, kd, s.HW, s.C, s.K, s.stride, t);
-        })->UseRealTime();
+      for (int blocks : {0, 1}) {
+        if (blocks && !kd->dwCBlock) continue;
+        DwShape shape;
+        shape.C = s.C, shape.H = shape.W = s.HW, shape.KH = shape.KW = s.K;
+        shape.strideH = shape.strideW = s.stride;
+        shape.padTop = shape.padLeft = shape.padBottom = shape.padRight = s.K / 2;
+        const bool chosen = depthwiseChannelBlocks(*kd, shape) == bool(blocks);
+        for (int t : {1, 2}) {
+          const std::string name = "dwconv/" + std::string(kd->name) + "/" + std::to_string(s.HW) +
+                                   "x" + std::to_string(s.HW) + "x" + std::to_string(s.C) + "/k" +
+                                   std::to_string(s.K) + "s" + std::to_string(s.stride) +
+                                   (blocks ? "/channel-blocks" : "/planes") +
+                                   (chosen ? "(auto)" : "") + "/threads:" + std::to_string(t);
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+            benchDw(st, kd, s.HW, s.C, s.K, s.stride, t, blocks);
+          })->UseRealTime();
+        }
       }
   // mobilenetv2-12-int8's layers: the stem, pointwise expansions and projections, depthwise ones.
   const std::pair<const char*, QConvShape> qconvs[] = {
@@ -279,7 +291,14 @@ void registerAll() {
       {"7x7x512_1x1_2048", convShape(7, 512, 2048, 1, 1)},
       {"7x7x320_1x1_1280", convShape(7, 320, 1280, 1, 1)},
       {"7x7x960_1x1_320", convShape(7, 960, 320, 1, 1)},
-      {"224x224x3_7x7s2_64", convShape(224, 3, 64, 7, 2)}};
+      {"224x224x3_7x7s2_64", convShape(224, 3, 64, 7, 2)},
+      // MobileNetV2 / EfficientNet-B0 at 112x112 (few channels: memory-bound), squeeze-excite
+      // 1x1 maps (pixel rows: a one-row tile per B panel)
+      {"112x112x32_1x1_16", convShape(112, 32, 16, 1, 1)},
+      {"112x112x16_1x1_96", convShape(112, 16, 96, 1, 1)},
+      {"1x1x1152_1x1_48", convShape(1, 1152, 48, 1, 1)},
+      {"1x1x48_1x1_1152", convShape(1, 48, 1152, 1, 1)},
+      {"56x56x144_1x1_24", convShape(56, 144, 24, 1, 1)}};
   // Each f32 case in both GEMM layouts (conv.h ConvRows; "auto" marks convRowsFor's choice).
   for (const KernelDesc* gk : convKernels)
     for (const auto& [label, s] : convs)

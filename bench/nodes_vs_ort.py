@@ -26,6 +26,8 @@ import tempfile
 
 def block(name):
     name = re.sub(r"^node '|' \(.*$", "", name)
+    # ORT's fusions append their own component (".../block.0.2/Mul/QuickGeluFusion/")
+    name = re.sub(r"/\w*Fusion/?$", "", name)
     return re.sub(r"\.\d+/[^/]*$", "", name) if "/" in name else name
 
 

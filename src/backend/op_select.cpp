@@ -79,11 +79,19 @@ std::pair<double, double> gemmDims(const Node& h) {
 
 // The fraction of a kernel's mr x nr register tile that holds real outputs (edge tiles are
 // partly empty: a batch-1 classifier uses one row of six, a depthwise conv one of each).
+// Fewer rows than the tile's run a tile of just those rows at the FMA rate (simd_impl.h gemmTile);
+// columns are vector lanes, computed whether used or not. An ungrouped convolution runs whichever
+// of its two GEMM forms uses more of the tile (kernels::convRowsFor: output channels or pixels as
+// the rows); a grouped one runs a GEMM per group, each paying a whole tile's overheads.
 double tileUse(const Node& h, int64_t mr, int64_t nr) {
   auto [m, n] = gemmDims(h);
   if (m <= 0 || n <= 0) return 1;
   auto use = [](double x, double t) { return x / (std::ceil(x / t) * t); };
-  return use(m, static_cast<double>(mr)) * use(n, static_cast<double>(nr));
+  const bool conv = h.op == "Conv", grouped = conv && h.attrInt("group", 1) > 1;
+  auto rows = [&](double x) { return x < double(mr) && !grouped ? 1.0 : use(x, double(mr)); };
+  const double channelRows = rows(m) * use(n, double(nr));
+  if (!conv || grouped) return channelRows;
+  return std::max(channelRows, rows(n) * use(m, double(nr)));
 }
 
 double bytesOf(const Node& n) {

@@ -311,8 +311,8 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
         t.kc = kc;
         t.flags = (k0 == 0 ? kGemmFirst | kGemmRowBias : 0u) | (k0 + kc == K ? kGemmLast : 0u);
         t.koff = direct ? koff.data() + k0 : nullptr;
-        // BLIS order: one B micro-panel (kc x nr, L1) meets every weight micro-panel (L2).
-        for (int64_t q = pc; q < pcEnd; ++q) {
+        // Points B panel q's tile parameters at its pixels; returns its first output pixel.
+        auto panel = [&](int64_t q, GemmTileParams& t) {
           int64_t n0 = q * nr;
           if (flat) {
             t.w = pad;
@@ -340,22 +340,27 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
             t.ldw = pointwise ? P : 0;
             t.nr = std::min(nr, P - n0);
           }
+          return n0;
+        };
+        auto tile = [&](GemmTileParams& tt, int64_t mp, int64_t n0) {
+          const int64_t i0 = mp * mr;
+          tt.a = packedW + units(k0) * Mpad + i0 * units(kc);
+          tt.mr = std::min(mr, M - i0);
+          tt.bias = ep.bias ? ep.bias + i0 : nullptr;
+          tt.c = out + i0 * P + n0;
+          tt.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
+          kd.gemm(tt);
+        };
+        // BLIS order: one B micro-panel (kc x nr, L1) meets every weight micro-panel (L2).
+        for (int64_t q = pc; q < pcEnd; ++q) {
+          const int64_t n0 = panel(q, t);
           GemmTileParams pt; // bf16: the tile over this B panel rounded into pairs
           if (bf) {
             kd.packB(t, pairPanel.data());
             pt = t;
             pt.w = pairPanel.data(), pt.kc = units(kc), pt.ldw = 0, pt.koff = nullptr;
           }
-          GemmTileParams& tt = bf ? pt : t;
-          for (int64_t mp = ma; mp < mb; ++mp) {
-            const int64_t i0 = mp * mr;
-            tt.a = packedW + units(k0) * Mpad + i0 * units(kc);
-            tt.mr = std::min(mr, M - i0);
-            tt.bias = ep.bias ? ep.bias + i0 : nullptr;
-            tt.c = out + i0 * P + n0;
-            tt.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
-            kd.gemm(tt);
-          }
+          for (int64_t mp = ma; mp < mb; ++mp) tile(bf ? pt : t, mp, n0);
         }
       }
     }
@@ -410,10 +415,10 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
     src = padBuf.data();
   }
   std::vector<int64_t> koff(static_cast<size_t>(K)), pixOff(static_cast<size_t>(P));
-  for (int64_t c = 0, k = 0; c < s.Cin; ++c)
-    for (int64_t kh = 0; kh < s.KH; ++kh)
-      for (int64_t kw = 0; kw < s.KW; ++kw)
-        koff[size_t(k++)] = (c * Hp + kh * s.dilH) * Wp + kw * s.dilW;
+  const int64_t taps = s.KH * s.KW;
+  for (int64_t j = 0; j < taps; ++j)
+    koff[size_t(j)] = (j / s.KW) * s.dilH * Wp + (j % s.KW) * s.dilW;
+  for (int64_t k = taps; k < K; ++k) koff[size_t(k)] = koff[size_t(k - taps)] + Hp * Wp;
   for (int64_t p = 0; p < P; ++p)
     pixOff[size_t(p)] = (p / OW) * s.strideH * Wp + (p % OW) * s.strideW;
   // y^T rows ldy floats apart: N itself is often a multiple of 512 bytes, which puts a tile's
@@ -442,10 +447,16 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
         const int64_t rows = std::min(mc, P - ic);
         for (int64_t i0 = 0; i0 < rows; i0 += mr) { // A micro-panels: a[k * mr + i]
           const int64_t r = std::min(mr, rows - i0);
-          const int64_t* po = pixOff.data() + ic + i0;
           float* dst = aBuf.data() + i0 * kc;
+          const int64_t* po = pixOff.data() + ic + i0;
+          const int64_t* ko = koff.data() + k0;
+          if (r <= 2) { // a pixel's k run at a time (squeeze-excite's 1x1 maps: one long run)
+            for (int64_t i = 0; i < r; ++i)
+              for (int64_t k = 0; k < kc; ++k) dst[k * mr + i] = src[ko[k] + po[i]];
+            continue;
+          }
           for (int64_t k = 0; k < kc; ++k) {
-            const float* base = src + koff[size_t(k0 + k)];
+            const float* base = src + ko[k];
             for (int64_t i = 0; i < r; ++i) dst[k * mr + i] = base[po[i]];
           }
         }
@@ -483,7 +494,9 @@ ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
   const bool segments = implicitIm2col(kd, s) && OW < W; // panels of one output row each
   const double channels = double(P) / double(segments ? (P / OW) * lanes(OW) : lanes(P)) *
                           double(M) / double(up(M, mr));
-  const double pixels = double(P) / double(up(P, mr)) * double(M) / double(lanes(M));
+  // A map of fewer pixels than a tile's rows (squeeze-excite's 1x1 maps) runs a tile of just
+  // those rows, which keeps the FMA rate (one row sums k mod 4 apart, simd_impl.h gemmTile).
+  const double pixels = double(P) / double(P < mr ? P : up(P, mr)) * double(M) / double(lanes(M));
   // What Pixels adds: gathering A (per k and micro-panel, against ceil(M / nr) tiles of FMAs) and
   // transposing the output (per output, against K FMAs), fitted to aicc_bench's conv2d cases on
   // Zen 4 (bench/kernels_bench.cpp runs every case both ways).
@@ -533,13 +546,29 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
 
 namespace {
 
-// Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams, which
-// the compiler vectorizes (-O3, cloned for the vector ISAs).
-AICC_KERNEL_CLONES void deinterleave(const float* src, int64_t n, float* first, float* second) {
+// Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams. In
+// fixed blocks of 16 pairs, which the compiler turns into a few permutes (cloned for the vector
+// ISAs); a last partial block is redone as the block ending at the last pair (the same values
+// stored twice), where a vectorized loop's scalar tail took most of a 28-column row.
+AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
+                                     float* __restrict__ first, float* __restrict__ second) {
+  constexpr int64_t B = 16;
   const int64_t pairs = n / 2;
-  for (int64_t m = 0; m < pairs; ++m) {
-    first[m] = src[2 * m];
-    second[m] = src[2 * m + 1];
+  auto block = [&](int64_t m0) {
+    for (int64_t j = 0; j < B; ++j) {
+      first[m0 + j] = src[2 * (m0 + j)];
+      second[m0 + j] = src[2 * (m0 + j) + 1];
+    }
+  };
+  if (pairs >= B) {
+    int64_t m = 0;
+    for (; m + B <= pairs; m += B) block(m);
+    if (m < pairs) block(pairs - B);
+  } else {
+    for (int64_t m = 0; m < pairs; ++m) {
+      first[m] = src[2 * m];
+      second[m] = src[2 * m + 1];
+    }
   }
   if (n & 1) first[pairs] = src[2 * pairs];
 }

@@ -216,7 +216,32 @@ void gemmTile(const GemmTileParams& p) {
   };
   auto kLoop = [&](auto loadRow) {
     const float* a = p.a;
-    if constexpr (ROWS == MRS && V::width > 1) {
+    if constexpr (ROWS == 1 && !kPairs && V::width > 1) {
+      // One row (a GEMV: a 1x1 convolution of a 1x1 map, a batch-1 matrix product): four partial
+      // sums over k mod 4, so the FMA chains are four deep instead of NV (latency-bound at 2).
+      vec part[3][NV];
+#pragma GCC unroll 3
+      for (int j = 0; j < 3; ++j)
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) part[j][v] = V::zero();
+      int64_t k = 0;
+      for (; k + 4 <= p.kc; k += 4, a += 4 * MRS) {
+        vec wv[4][NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) loadRow(k + j, wv[j]);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) {
+          acc[0][v] = V::fmadd(V::set1(a[0]), wv[0][v], acc[0][v]);
+#pragma GCC unroll 3
+          for (int j = 0; j < 3; ++j)
+            part[j][v] = V::fmadd(V::set1(a[(j + 1) * MRS]), wv[j + 1][v], part[j][v]);
+        }
+      }
+      for (; k < p.kc; ++k, a += MRS) step(loadRow, k, a);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v)
+        acc[0][v] = V::add(acc[0][v], V::add(V::add(part[0][v], part[1][v]), part[2][v]));
+    } else if constexpr (ROWS == MRS && V::width > 1) {
 #pragma GCC unroll 8
       for (int64_t k = 0; k < p.kc; ++k, a += MRS) step(loadRow, k, a);
     } else {

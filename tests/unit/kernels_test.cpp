@@ -92,9 +92,10 @@ Epilogue makeEpilogue(int act, const float* bias) {
 struct Shape {
   int64_t M, N, K;
 };
-const Shape kShapes[] = {{1, 1, 1},     {1, 7, 1},    {5, 1, 3},    {3, 5, 7},    {14, 32, 16},
-                         {15, 33, 17},  {13, 31, 1},  {29, 47, 63}, {6, 16, 300}, {37, 65, 257},
-                         {9, 100, 530}, {100, 9, 20}, {2, 129, 5},  {49, 70, 513}};
+const Shape kShapes[] = {
+    {1, 1, 1},   {1, 7, 1},     {5, 1, 3},    {3, 5, 7},     {14, 32, 16},  {15, 33, 17},
+    {13, 31, 1}, {29, 47, 63},  {6, 16, 300}, {37, 65, 257}, {9, 100, 530}, {100, 9, 20},
+    {2, 129, 5}, {49, 70, 513}, {1, 40, 301}}; // one row: four partial sums over k (GEMV)
 
 } // namespace
 
@@ -503,6 +504,8 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(7, 7, 40, 70, 3, 1, 1, 1);  // 49 pixels, K = 360 > kc
   add(7, 7, 64, 45, 1, 1, 0, 1);  // pointwise 7x7
   add(14, 14, 9, 33, 3, 2, 1, 1); // strided to 7x7
+  add(1, 1, 301, 50, 1, 1, 0, 1); // squeeze-excite: a 1x1 map, K > kc (pixel rows: one row)
+  add(2, 2, 21, 40, 1, 1, 0, 1);  // a 2x2 map: fewer pixels than a tile's rows
   {
     Conv2dShape s; // asymmetric kernel and padding
     s.H = 6, s.W = 8, s.Cin = 3, s.Cout = 5, s.KH = 2, s.KW = 3, s.padTop = 1, s.padRight = 2;
