@@ -205,8 +205,8 @@ void registerAll() {
   // MobileNetV2's classifier (batch 1: a GEMV streaming 5 MB of weights).
   // bf16 kernels count their FLOP as f32 ones; peak% stays relative to the f32 FMA peak (their
   // own peak is twice it on CPUs with AVX512-BF16).
-  const Shape shapes[] = {{1024, 1024, 1024}, {3136, 64, 576}, {196, 256, 2304}, {128, 768, 768},
-                          {128, 3072, 768},   {49, 512, 4608}, {1, 1000, 1280}};
+  const Shape shapes[] = {{1024, 1024, 1024}, {1024, 1056, 1024}, {3136, 64, 576}, {196, 256, 2304},
+                          {128, 768, 768},    {128, 3072, 768},   {49, 512, 4608}, {1, 1000, 1280}};
   std::vector<const KernelDesc*> gemms = availableKernels(KernelOp::Gemm);
   for (const KernelDesc* kd : availableKernels(KernelOp::GemmBf16)) gemms.push_back(kd);
   for (const KernelDesc* kd : gemms)

@@ -63,6 +63,7 @@ using GemmPackAFn = void (*)(const float* a, int64_t lda, int64_t rows, int64_t 
 
 void f32_gemm_generic_4x8(const GemmTileParams& p);
 void f32_gemm_avx2_6x16(const GemmTileParams& p);
+void f32_gemm_avx2_packa6(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
 void f32_gemm_avx512_14x32(const GemmTileParams& p);
 void f32_gemm_avx512_8x32(const GemmTileParams& p);
 void f32_gemm_avx512_packa14(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);

@@ -145,6 +145,10 @@ void f32_gemm_avx2_6x16(const GemmTileParams& p) {
   detail::byEvenRows<6>(p, []<int ROWS>(const GemmTileParams& q) { tile16<ROWS>(q); });
 }
 
+void f32_gemm_avx2_packa6(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  detail::packATransposed<V256, 6>(a, lda, rows, kc, dst);
+}
+
 AICC_SIMD_ENTRY_POINTS(V256, avx2)
 
 } // namespace aicc::kernels
