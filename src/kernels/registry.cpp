@@ -163,8 +163,7 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Generic,
      .vectorWidth = 1,
      .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding; portable C++",
-     .dwNchwPlane = f32_dwconv_nchw_generic,
-     .dwCBlock = f32_dwconv_cblock_generic},
+     .dwNchwPlane = f32_dwconv_nchw_generic}, // no channel blocks: a block of one lane is a plane
 // int8 convolution GEMM tiles (kernels/qconv.h), best first.
 #if AICC_X86_KERNELS
     {.name = "u8s8_qgemm_avx512vnni_8x48",

@@ -143,6 +143,9 @@ void activateTile(float* c, int64_t ldc, int64_t rows, int64_t nr, unsigned act)
   }
 }
 
+// Whether a tile's k loop may take the one-row (GEMV) form (gemmTile).
+template <bool B> struct Gemv { static constexpr bool value = B; };
+
 // ROWS rows of an MRS-row tile with NV vectors per row, B panels PNR columns wide (a half-width
 // tile, NV * width < PNR, serves a last panel of few columns at part of the cost).
 template <class V, int MRS, int ROWS, int NV, int PNR = NV* V::width>
@@ -214,11 +217,12 @@ void gemmTile(const GemmTileParams& p) {
       }
     }
   };
-  auto kLoop = [&](auto loadRow) {
+  auto kLoop = [&](auto loadRow, auto gemv) {
     const float* a = p.a;
-    if constexpr (ROWS == 1 && !kPairs && V::width > 1) {
-      // One row (a GEMV: a 1x1 convolution of a 1x1 map, a batch-1 matrix product): four partial
-      // sums over k mod 4, so the FMA chains are four deep instead of NV (latency-bound at 2).
+    if constexpr (ROWS == 1 && !kPairs && V::width > 1 && decltype(gemv)::value) {
+      // One row over packed B panels (a GEMV: a 1x1 convolution of a 1x1 map, a batch-1 matrix
+      // product): four partial sums over k mod 4, so the FMA chains are four deep instead of NV
+      // (latency-bound at 2). Only this loadRow form: the runtime library's size budget.
       vec part[3][NV];
 #pragma GCC unroll 3
       for (int j = 0; j < 3; ++j)
@@ -252,11 +256,13 @@ void gemmTile(const GemmTileParams& p) {
   const int64_t ws = p.ldw ? p.ldw : PNR;
   auto strided = [&](int64_t k) { return p.w + k * ws; };
   if constexpr (kPairs) {
-    kLoop([&](int64_t k, vec* wv) {
-      const float* w = p.w + k * PNR;
+    kLoop(
+        [&](int64_t k, vec* wv) {
+          const float* w = p.w + k * PNR;
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
-    });
+          for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
+        },
+        Gemv<false>{});
   } else if (p.koff) {
     // Implicit im2col: each vector at its own offset from the row's start; a vector whose pixels
     // continue on the next output row blends two loads.
@@ -268,11 +274,13 @@ void gemmTile(const GemmTileParams& p) {
       split = split || p.vsplit[v] < W;
     }
     if (!split) {
-      kLoop([&](int64_t k, vec* wv) {
-        const float* w = p.w + p.koff[k];
+      kLoop(
+          [&](int64_t k, vec* wv) {
+            const float* w = p.w + p.koff[k];
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) wv[v] = V::load(w + off[v]);
-      });
+            for (int v = 0; v < NV; ++v) wv[v] = V::load(w + off[v]);
+          },
+          Gemv<false>{});
     } else {
       typename V::mask lo[NV];
       int64_t off2[NV];
@@ -281,25 +289,31 @@ void gemmTile(const GemmTileParams& p) {
         lo[v] = V::maskFor(p.vsplit[v]);
         off2[v] = off[v] + (p.vsplit[v] < W ? p.vgap[v] : 0);
       }
-      kLoop([&](int64_t k, vec* wv) {
-        const float* w = p.w + p.koff[k];
+      kLoop(
+          [&](int64_t k, vec* wv) {
+            const float* w = p.w + p.koff[k];
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v)
-          wv[v] = V::select(lo[v], V::load(w + off[v]), V::load(w + off2[v]));
-      });
+            for (int v = 0; v < NV; ++v)
+              wv[v] = V::select(lo[v], V::load(w + off[v]), V::load(w + off2[v]));
+          },
+          Gemv<false>{});
     }
   } else if (p.ldw && !full) {
-    kLoop([&](int64_t k, vec* wv) {
-      const float* w = strided(k);
+    kLoop(
+        [&](int64_t k, vec* wv) {
+          const float* w = strided(k);
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) wv[v] = V::loadMasked(w + v * W, m[v]);
-    });
+          for (int v = 0; v < NV; ++v) wv[v] = V::loadMasked(w + v * W, m[v]);
+        },
+        Gemv<false>{});
   } else {
-    kLoop([&](int64_t k, vec* wv) {
-      const float* w = strided(k);
+    kLoop(
+        [&](int64_t k, vec* wv) {
+          const float* w = strided(k);
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
-    });
+          for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * W);
+        },
+        Gemv<true>{});
   }
 
   // C (later K blocks) and the residual (last block) are tiles laid out like C.
@@ -837,8 +851,11 @@ template <class V> void dwNchwPlane(const DwNchwPlaneParams& p) {
 #define AICC_SIMD_ENTRY_POINTS(V, isa)                                                             \
   void f32_dwconv3x3_##isa(const DwRowParams& p) { detail::dwRow<V>(p); }                          \
   void f32_dwconv_nchw_##isa(const DwNchwPlaneParams& p) { detail::dwNchwPlane<V>(p); }            \
-  void f32_dwconv_cblock_##isa(const DwCBlockParams& p) { detail::dwCBlock<V>(p); }                \
   float f32_expsum_##isa(float* x, int64_t n, float shift) {                                       \
     return detail::expSum<V>(x, n, shift);                                                         \
   }                                                                                                \
   float f32_sum_##isa(const float* x, int64_t n) { return detail::sumRow<V>(x, n); }
+
+// The channel-blocked depthwise form, for the vector ISAs (a block of one lane would be a plane).
+#define AICC_SIMD_CBLOCK_ENTRY_POINT(V, isa)                                                       \
+  void f32_dwconv_cblock_##isa(const DwCBlockParams& p) { detail::dwCBlock<V>(p); }

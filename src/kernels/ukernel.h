@@ -203,7 +203,6 @@ inline int64_t dwCBlockScratch(int64_t V, int64_t Hp, int64_t Wp, int64_t KH, in
   return (Hp * Wp + 3 * strideW + KW + OH * OW + V + KH * KW + 1) * V;
 }
 
-void f32_dwconv_cblock_generic(const DwCBlockParams& p);
 void f32_dwconv_cblock_avx2(const DwCBlockParams& p);
 void f32_dwconv_cblock_avx512(const DwCBlockParams& p);
 void f32_dwconv_cblock_neon(const DwCBlockParams& p);

@@ -150,5 +150,6 @@ void f32_gemm_avx2_packa6(const float* a, int64_t lda, int64_t rows, int64_t kc,
 }
 
 AICC_SIMD_ENTRY_POINTS(V256, avx2)
+AICC_SIMD_CBLOCK_ENTRY_POINT(V256, avx2)
 
 } // namespace aicc::kernels

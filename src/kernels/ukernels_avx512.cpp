@@ -34,5 +34,6 @@ void f32_gemm_avx512_8x32(const GemmTileParams& p) {
 }
 
 AICC_SIMD_ENTRY_POINTS(V512, avx512)
+AICC_SIMD_CBLOCK_ENTRY_POINT(V512, avx512)
 
 } // namespace aicc::kernels

@@ -71,5 +71,6 @@ void f32_gemm_neon_8x8(const GemmTileParams& p) {
 }
 
 AICC_SIMD_ENTRY_POINTS(V128, neon)
+AICC_SIMD_CBLOCK_ENTRY_POINT(V128, neon)
 
 } // namespace aicc::kernels
