@@ -110,6 +110,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "SpaceToDepth",
                                             "EyeLike",
                                             "OneHot",
+                                            "ConstantOfShape",
+                                            "Range",
                                             "LRN",
                                             "GRU",
                                             "LSTM",

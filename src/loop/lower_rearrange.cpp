@@ -1,7 +1,9 @@
-// Ops whose every output element is one input element (or a constant) found by index arithmetic:
-// Slice, Tile, DepthToSpace, SpaceToDepth, EyeLike and OneHot, each one gather nest. Shape-like
-// inputs given at run time (Slice's starts/ends/axes/steps, Tile's repeats, OneHot's depth) are
-// checked against the compiled shape by the runtime (@check_values_i64).
+// Ops whose every output element is one input element (or a constant, or an index expression)
+// found by index arithmetic: Slice, Tile, DepthToSpace, SpaceToDepth, EyeLike, OneHot,
+// ConstantOfShape and Range, each one gather nest. Shape-like inputs given at run time (Slice's
+// starts/ends/axes/steps, Tile's repeats, OneHot's depth, ConstantOfShape's shape, the count
+// Range's start/limit/delta give) are checked against the compiled shape by the runtime
+// (@check_values_i64).
 #include "loop/lower_ops.h"
 
 namespace aicc::loop::detail {
@@ -248,6 +250,64 @@ std::optional<LoweredNode> lowerEyeLike(const Node& n, const std::string& name,
       o);
 }
 
+// ConstantOfShape: the `value` attribute (default float 0) at every element; the shape input,
+// when given at run time, must equal the compiled output shape (@check_values_i64).
+std::optional<LoweredNode> lowerConstantOfShape(const Node& n, const std::string& name,
+                                                const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output");
+  const DType t = n.outputs[0]->type.dtype;
+  double v = 0;
+  if (const Attribute* a = n.attr("value")) {
+    const Tensor& tv = std::get<Tensor>(a->v);
+    if (tv.numel() != 1 || tv.dtype() != t) no("a value of one element in the output's type");
+    v = tv.getF64(0);
+    if (isInteger(t) && int64_t(v) != tv.getI64(0)) no("an integer value beyond 2^53");
+  }
+  if (numel(od) == 0) no("an empty output");
+  Block check = od.empty() ? Block{} : checkShapeInput(b, n, 0, od, o);
+  return gatherNest(
+      b, out, od, [&](const std::vector<ExprPtr>&) { return constant(t, v); }, o, {},
+      std::move(check));
+}
+
+// Range: start + i * delta (in f64 for floats, i64 for integers, as the reference), i below the
+// compiled length, which the runtime checks against the count the inputs give (max(0,
+// ceil((limit - start) / delta)); a zero delta or a non-finite count checks as -1, an error).
+std::optional<LoweredNode> lowerRange(const Node& n, const std::string& name,
+                                      const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  std::string out = b.output(0);
+  Dims od = staticDims(n.outputs[0], "output");
+  if (od.size() != 1) no("a 1-D output");
+  for (size_t i = 0; i < 3; ++i)
+    if (numel(staticDims(n.inputs.at(i), "range input")) != 1) no("scalar start, limit, delta");
+  if (!o.runtimeKernels) no("a length given by run-time values (checked by the runtime only)");
+  const DType t = n.outputs[0]->type.dtype, w = isFloat(t) ? DType::F64 : DType::I64;
+  if (!isFloat(t) && !isInteger(t)) no("a numeric type");
+  auto in = [&](size_t i) { return cast(w, load(b.input(n.inputs[i]), intImm(0), t)); };
+  const ExprPtr start = in(0), limit = in(1), delta = in(2);
+  const ExprPtr zero = constant(w, 0), one = constant(w, 1), bad = intImm(-1);
+  const ExprPtr zeroDelta = cmp(Op::Eq, delta, zero), safe = select(zeroDelta, one, delta);
+  ExprPtr count;
+  if (w == DType::F64) {
+    const ExprPtr q = call("ceil", {div(sub(limit, start), safe)});
+    count = select(cmp(Op::Lt, call("abs", {q}), constant(w, 1e15)),
+                   max(intImm(0), cast(DType::I64, q)), bad);
+  } else { // truncating division, rounded away from zero as the reference's
+    const ExprPtr up = select(cmp(Op::Gt, delta, zero), sub(delta, one), add(delta, one));
+    count = max(intImm(0), div(add(sub(limit, start), up), safe));
+  }
+  const std::string c = b.temp("count", DType::I64, {1});
+  Block pre = {Stmt::store(c, intImm(0), select(zeroDelta, bad, count)),
+               checkValuesI64(c, {od[0]})};
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& i) { return cast(t, add(start, mul(cast(w, i[0]), delta))); },
+      o, {}, std::move(pre));
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerRearrange(const Node& n, const std::string& name,
@@ -258,6 +318,8 @@ std::optional<LoweredNode> lowerRearrange(const Node& n, const std::string& name
   if (n.op == "SpaceToDepth") return lowerBlocks(n, name, o, false);
   if (n.op == "EyeLike") return lowerEyeLike(n, name, o);
   if (n.op == "OneHot") return lowerOneHot(n, name, o);
+  if (n.op == "ConstantOfShape") return lowerConstantOfShape(n, name, o);
+  if (n.op == "Range") return lowerRange(n, name, o);
   return std::nullopt;
 }
 

@@ -3,6 +3,8 @@
 // the compiled shape, a different value is the run's error. Slice with starts, ends, axes and
 // steps all given at run time, and Pad with pads, axes and the constant value given at run time
 // (every mode, wrap included, negative pads cropping), and OneHot's depth (a float), likewise.
+// ConstantOfShape with its shape at run time and Range (floats, integers, negative steps): the
+// shape and the count the inputs give are checked against the compiled output, a zero delta too.
 #include "jit_check.h"
 
 #include <limits>
@@ -140,6 +142,48 @@ TEST(JitRearrange, OneHotWithTheDepthAtRunTime) {
       depth.setF64(0, 5.0);
       EXPECT_THROW(exe.run({in[0], RValue::of(depth), in[2]}), Error);
     }
+}
+
+TEST(JitRearrange, ConstantOfShapeWithTheShapeAtRunTime) {
+  for (const std::string value :
+       {"", " {value = tensor i32[1] [-7]}", " {value = tensor f16[1] [2.5]}"}) {
+    SCOPED_TRACE(value);
+    Model m = parseWithShapes("graph @g(%s: i64[3]) {\n  %y = ConstantOfShape(%s)" + value +
+                              "\n  return %y\n}\n");
+    m.graph->outputs[0]->type.shape = Shape{Dim::known(2), Dim::known(3), Dim::known(5)};
+    runtime::JitExecutable exe(*m.graph);
+    const std::vector<RValue> in = {RValue::of(tensorOfInts(DType::I64, {2, 3, 5}))};
+    expectRunMatches(exe, *m.graph, in);
+    EXPECT_THROW(exe.run({RValue::of(tensorOfInts(DType::I64, {2, 3, 4}))}), Error);
+  }
+}
+
+TEST(JitRearrange, RangeChecksItsCount) {
+  struct Case {
+    std::string type;
+    double start, limit, delta;
+    int64_t n;
+  };
+  const Case cases[] = {{"f32", 1.5, 4.0, 0.5, 5}, {"f64", 10, 2, -3, 3}, {"f16", -1, 1, 0.25, 8},
+                        {"i32", 10, -3, -4, 4},    {"i64", -5, 7, 3, 4},  {"i16", 3, 4, 5, 1}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.type + " " + std::to_string(c.start) + ".." + std::to_string(c.limit));
+    const std::string t = c.type + "[]";
+    Model m = parseWithShapes("graph @g(%a: " + t + ", %b: " + t + ", %d: " + t +
+                              ") {\n  %y = Range(%a, %b, %d)\n  return %y\n}\n");
+    m.graph->outputs[0]->type.shape = Shape{Dim::known(c.n)};
+    runtime::JitExecutable exe(*m.graph);
+    const DType dt = *dtypeFromName(c.type);
+    auto scalar = [&](double v) {
+      Tensor x(dt, {});
+      x.setF64(0, v);
+      return RValue::of(x);
+    };
+    expectRunMatches(exe, *m.graph, {scalar(c.start), scalar(c.limit), scalar(c.delta)});
+    // Another count, and a zero delta, are the run's errors.
+    EXPECT_THROW(exe.run({scalar(c.start), scalar(c.limit + 3 * c.delta), scalar(c.delta)}), Error);
+    EXPECT_THROW(exe.run({scalar(c.start), scalar(c.limit), scalar(0)}), Error);
+  }
 }
 
 } // namespace
