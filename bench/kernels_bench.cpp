@@ -292,6 +292,7 @@ void registerAll() {
       {"7x7x320_1x1_1280", convShape(7, 320, 1280, 1, 1)},
       {"7x7x960_1x1_320", convShape(7, 960, 320, 1, 1)},
       {"224x224x3_7x7s2_64", convShape(224, 3, 64, 7, 2)},
+      {"224x224x3_3x3s2_64", convShape(224, 3, 64, 3, 2)},
       // MobileNetV2 / EfficientNet-B0 at 112x112 (few channels: memory-bound), squeeze-excite
       // 1x1 maps (pixel rows: a one-row tile per B panel)
       {"112x112x32_1x1_16", convShape(112, 32, 16, 1, 1)},

@@ -9,6 +9,7 @@
 // the same trade.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -64,5 +65,15 @@ private:
   std::exception_ptr error_;
   std::atomic<bool> stop_{false};
 };
+
+// fn(begin, end) over [0, n) in contiguous ranges, one per thread (at most n of them), or once
+// inline when there is no pool, one thread, or `split` is false (too little work for a fork-join:
+// each caller says where its threshold is).
+inline void parallelRanges(ThreadPool* pool, int64_t n, bool split,
+                           const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t T = pool && split ? std::min<int64_t>(pool->numThreads(), n) : 1;
+  if (T <= 1) return fn(0, n);
+  pool->parallelFor(T, [&](int64_t i) { fn(n * i / T, n * (i + 1) / T); });
+}
 
 } // namespace aicc::kernels
