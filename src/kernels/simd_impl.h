@@ -220,9 +220,10 @@ void gemmTile(const GemmTileParams& p) {
   auto kLoop = [&](auto loadRow, auto gemv) {
     const float* a = p.a;
     if constexpr (ROWS == 1 && !kPairs && V::width > 1 && decltype(gemv)::value) {
-      // One row over packed B panels (a GEMV: a 1x1 convolution of a 1x1 map, a batch-1 matrix
-      // product): four partial sums over k mod 4, so the FMA chains are four deep instead of NV
-      // (latency-bound at 2). Only this loadRow form: the runtime library's size budget.
+      // One row over whole-vector B rows (a GEMV: a 1x1 convolution of a 1x1 map, a batch-1
+      // matrix product, both on packed panels): four partial sums over k mod 4, so the FMA chains
+      // are four deep instead of NV (latency-bound at 2). Only this loadRow form: the runtime
+      // library's size budget.
       vec part[3][NV];
 #pragma GCC unroll 3
       for (int j = 0; j < 3; ++j)
