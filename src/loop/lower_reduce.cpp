@@ -5,6 +5,7 @@
 // Accumulations store into the output (or a temp) buffer.
 #include "loop/lower_ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace aicc::loop::detail {
@@ -12,15 +13,16 @@ namespace aicc::loop::detail {
 namespace {
 
 // Axes given at run time: the dims to reduce from the input and the declared output shape. Every
-// set of axes giving that shape is tried; they must agree on the dims of size > 1 (reducing a
-// size-1 dim changes nothing), else the shapes do not determine the reduction and it declines.
-// With none of them reduced, noop_with_empty_axes makes it ambiguous for the ops that are not the
-// identity on one element (L1, L2, SumSquare, LogSum, LogSumExp).
-std::vector<bool> axesFromShapes(const Node& n, const Dims& in, const Dims& out) {
+// set of axes giving that shape is tried and the distinct sets of dims of size > 1 they reduce are
+// returned (reducing a size-1 dim changes nothing): one when the shapes determine the reduction,
+// up to four when they leave it open (lowerReduce then picks at run time). With none of them
+// reduced, noop_with_empty_axes makes it ambiguous for the ops that are not the identity on one
+// element (L1, L2, SumSquare, LogSum, LogSumExp).
+std::vector<std::vector<bool>> axesFromShapes(const Node& n, const Dims& in, const Dims& out) {
   const size_t r = in.size();
   if (r > 16) no("non-constant axes over more than 16 dims");
   const bool keep = n.attrInt("keepdims") != 0;
-  std::optional<uint32_t> found;
+  std::vector<uint32_t> found; // the distinct sets of dims of size > 1 reduced
   for (uint32_t s = 0; s < (1u << r); ++s) {
     Dims shape;
     for (size_t d = 0; d < r; ++d)
@@ -32,17 +34,45 @@ std::vector<bool> axesFromShapes(const Node& n, const Dims& in, const Dims& out)
     uint32_t big = 0;
     for (size_t d = 0; d < r; ++d)
       if ((s >> d & 1) && in[d] != 1) big |= 1u << d;
-    if (found && *found != big) no("non-constant axes the output shape does not determine");
-    found = big;
+    if (std::find(found.begin(), found.end(), big) == found.end()) found.push_back(big);
   }
-  if (!found) no("non-constant axes: no reduction gives the declared output shape");
+  if (found.empty()) no("non-constant axes: no reduction gives the declared output shape");
+  if (found.size() > 4) no("non-constant axes: more than 4 reductions give the output shape");
   const bool identityOnOne = n.op == "ReduceSum" || n.op == "ReduceMean" || n.op == "ReduceMax" ||
                              n.op == "ReduceMin" || n.op == "ReduceProd";
-  if (*found == 0 && !identityOnOne && n.attrInt("noop_with_empty_axes") != 0)
-    no("non-constant axes with noop_with_empty_axes");
-  std::vector<bool> red(r);
-  for (size_t d = 0; d < r; ++d) red[d] = *found >> d & 1;
-  return red;
+  for (uint32_t f : found)
+    if (f == 0 && !identityOnOne && n.attrInt("noop_with_empty_axes") != 0)
+      no("non-constant axes with noop_with_empty_axes");
+  std::vector<std::vector<bool>> sets;
+  for (uint32_t f : found) {
+    std::vector<bool> red(r);
+    for (size_t d = 0; d < r; ++d) red[d] = f >> d & 1;
+    sets.push_back(std::move(red));
+  }
+  return sets;
+}
+
+// The dims of size > 1 that the run-time axes name, as a bit mask in an i64 temp (axes out of
+// range or repeated are the check's to report; here they only must not shift out of range).
+Block runtimeAxesMask(const Node& n, FuncBuilder& b, const Dims& in, const std::string& mask) {
+  const Value* ax = n.inputs[1];
+  const int64_t count = numel(staticDims(ax, "axes")), rank = int64_t(in.size());
+  int64_t ones = 0;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] == 1) ones |= int64_t(1) << d;
+  const std::string i = b.fresh("k");
+  ExprPtr a = load(b.input(ax), var(i), DType::I64);
+  a = select(cmp(Op::Lt, a, intImm(0)), add(a, intImm(rank)), a);
+  a = select(binary(Op::And, cmp(Op::Ge, a, intImm(0)), cmp(Op::Lt, a, intImm(rank))), a,
+             intImm(63));
+  const ExprPtr m = load(mask, intImm(0), DType::I64);
+  Block out = {Stmt::store(mask, intImm(0), intImm(0))};
+  for (auto& s : nest({i}, {count},
+                      {Stmt::store(mask, intImm(0), binary(Op::BitOr, m, binary(Op::Shl, intImm(1), a)))},
+                      false))
+    out.push_back(std::move(s));
+  out.push_back(Stmt::store(mask, intImm(0), binary(Op::BitAnd, m, intImm(~ones))));
+  return out;
 }
 
 // The run-time check that the axes given are the ones the shapes implied (@check_reduce_axes).
@@ -66,27 +96,9 @@ Block checkRuntimeAxes(const Node& n, FuncBuilder& b, const Dims& in, const std:
                             intArg(reduced), intArg(ones), intArg(flags)})};
 }
 
-std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const LowerOptions& o) {
-  b.setKind("reduce");
-  std::string out = b.output(0);
-  Dims id = staticDims(n.inputs.at(0), "input");
-  DType t = n.outputs[0]->type.dtype;
-  if (!isComputeFloat(t)) no("a float input is needed");
-  std::vector<bool> red(id.size(), false);
-  std::vector<int64_t> axes;
-  Block check;
-  const std::optional<std::vector<int64_t>> given = constInts(n, 1);
-  if (n.hasInput(1) && !given) {
-    red = axesFromShapes(n, id, staticDims(n.outputs[0], "output"));
-    check = checkRuntimeAxes(n, b, id, red, o);
-  } else {
-    if (given) axes = *given;
-    if (axes.empty()) {
-      if (n.attrInt("noop_with_empty_axes") != 0) no("noop_with_empty_axes");
-      red.assign(id.size(), true);
-    }
-    for (int64_t a : axes) red[normAxis(a, id.size(), n)] = true;
-  }
+// The reduction of `in` over the dims of `red` into `out` (dense over the kept dims).
+Block reduceNest(const Node& n, FuncBuilder& b, const Dims& id, const std::vector<bool>& red,
+                 const std::string& out, DType t) {
   std::string in = b.input(n.inputs[0]);
   std::vector<std::string> kept, rv;
   std::vector<ExprPtr> idx;
@@ -136,7 +148,51 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
   if (op == "ReduceL2") result = call("sqrt", {acc});
   if (op == "ReduceLogSum") result = call("log", {acc});
   if (result) body.push_back(Stmt::store(out, y, result));
-  for (auto& s : nest(kept, keptExt, std::move(body), true)) check.push_back(std::move(s));
+  return nest(kept, keptExt, std::move(body), true);
+}
+
+std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const LowerOptions& o) {
+  b.setKind("reduce");
+  std::string out = b.output(0);
+  Dims id = staticDims(n.inputs.at(0), "input");
+  DType t = n.outputs[0]->type.dtype;
+  if (!isComputeFloat(t)) no("a float input is needed");
+  std::vector<bool> red(id.size(), false);
+  std::vector<int64_t> axes;
+  Block check;
+  const std::optional<std::vector<int64_t>> given = constInts(n, 1);
+  if (n.hasInput(1) && !given) {
+    const auto sets = axesFromShapes(n, id, staticDims(n.outputs[0], "output"));
+    if (sets.size() > 1) {
+      // The shapes leave the reduced dims open ([3,2,2] -> [3,2] is axis 1 or 2): one nest per
+      // candidate, chosen by the run's axes; other axes reach the check of the first, which
+      // reports them.
+      const std::string mask = b.temp("axes_mask", DType::I64, {1});
+      Block body = runtimeAxesMask(n, b, id, mask);
+      Block chain = checkRuntimeAxes(n, b, id, sets[0], o);
+      for (size_t c = sets.size(); c-- > 0;) {
+        int64_t bits = 0;
+        for (size_t d = 0; d < id.size(); ++d)
+          if (sets[c][d] && id[d] != 1) bits |= int64_t(1) << d;
+        Block then = checkRuntimeAxes(n, b, id, sets[c], o);
+        for (auto& st : reduceNest(n, b, id, sets[c], out, t)) then.push_back(std::move(st));
+        chain = {Stmt::ifThen(cmp(Op::Eq, load(mask, intImm(0), DType::I64), intImm(bits)),
+                              std::move(then), std::move(chain))};
+      }
+      for (auto& st : chain) body.push_back(std::move(st));
+      return b.finish(std::move(body), {}, o);
+    }
+    red = sets[0];
+    check = checkRuntimeAxes(n, b, id, red, o);
+  } else {
+    if (given) axes = *given;
+    if (axes.empty()) {
+      if (n.attrInt("noop_with_empty_axes") != 0) no("noop_with_empty_axes");
+      red.assign(id.size(), true);
+    }
+    for (int64_t a : axes) red[normAxis(a, id.size(), n)] = true;
+  }
+  for (auto& st : reduceNest(n, b, id, red, out, t)) check.push_back(std::move(st));
   return b.finish(std::move(check), {}, o);
 }
 
