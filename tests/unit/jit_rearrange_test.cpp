@@ -156,6 +156,12 @@ TEST(JitRearrange, ConstantOfShapeWithTheShapeAtRunTime) {
     expectRunMatches(exe, *m.graph, in);
     EXPECT_THROW(exe.run({RValue::of(tensorOfInts(DType::I64, {2, 3, 4}))}), Error);
   }
+  // An empty output: nothing stored, the shape still checked.
+  Model e = parseWithShapes("graph @g(%s: i64[2]) {\n  %y = ConstantOfShape(%s)\n  return %y\n}\n");
+  e.graph->outputs[0]->type.shape = Shape{Dim::known(3), Dim::known(0)};
+  runtime::JitExecutable exe(*e.graph);
+  expectRunMatches(exe, *e.graph, {RValue::of(tensorOfInts(DType::I64, {3, 0}))});
+  EXPECT_THROW(exe.run({RValue::of(tensorOfInts(DType::I64, {3, 1}))}), Error);
 }
 
 TEST(JitRearrange, RangeChecksItsCount) {
