@@ -301,8 +301,8 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
         t.kc = kc;
         t.flags = (k0 == 0 ? kGemmFirst | kGemmRowBias : 0u) | (k0 + kc == K ? kGemmLast : 0u);
         t.koff = direct ? koff.data() + k0 : nullptr;
-        // Points B panel q's tile parameters at its pixels; returns its first output pixel.
-        auto panel = [&](int64_t q, GemmTileParams& t) {
+        // BLIS order: one B micro-panel (kc x nr, L1) meets every weight micro-panel (L2).
+        for (int64_t q = pc; q < pcEnd; ++q) {
           int64_t n0 = q * nr;
           if (flat) {
             t.w = pad;
@@ -330,27 +330,22 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
             t.ldw = pointwise ? P : 0;
             t.nr = std::min(nr, P - n0);
           }
-          return n0;
-        };
-        auto tile = [&](GemmTileParams& tt, int64_t mp, int64_t n0) {
-          const int64_t i0 = mp * mr;
-          tt.a = packedW + units(k0) * Mpad + i0 * units(kc);
-          tt.mr = std::min(mr, M - i0);
-          tt.bias = ep.bias ? ep.bias + i0 : nullptr;
-          tt.c = out + i0 * P + n0;
-          tt.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
-          kd.gemm(tt);
-        };
-        // BLIS order: one B micro-panel (kc x nr, L1) meets every weight micro-panel (L2).
-        for (int64_t q = pc; q < pcEnd; ++q) {
-          const int64_t n0 = panel(q, t);
           GemmTileParams pt; // bf16: the tile over this B panel rounded into pairs
           if (bf) {
             kd.packB(t, pairPanel.data());
             pt = t;
             pt.w = pairPanel.data(), pt.kc = units(kc), pt.ldw = 0, pt.koff = nullptr;
           }
-          for (int64_t mp = ma; mp < mb; ++mp) tile(bf ? pt : t, mp, n0);
+          GemmTileParams& tt = bf ? pt : t;
+          for (int64_t mp = ma; mp < mb; ++mp) {
+            const int64_t i0 = mp * mr;
+            tt.a = packedW + units(k0) * Mpad + i0 * units(kc);
+            tt.mr = std::min(mr, M - i0);
+            tt.bias = ep.bias ? ep.bias + i0 : nullptr;
+            tt.c = out + i0 * P + n0;
+            tt.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
+            kd.gemm(tt);
+          }
         }
       }
     }
@@ -444,9 +439,8 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
   if (shared) {
     aAll.resize(size_t(Ppad * kBlocks * kcMax));
     float* dst = aAll.data(); // (a worker naming aAll gets its own)
-    const int64_t jobs = kBlocks * (Ppad / mr);
-    pool->parallelFor(T, [&](int64_t i) {
-      for (int64_t j = jobs * i / T; j < jobs * (i + 1) / T; ++j) {
+    parallelRanges(pool, kBlocks * (Ppad / mr), true, [&](int64_t j0, int64_t j1) {
+      for (int64_t j = j0; j < j1; ++j) {
         const int64_t b = j / (Ppad / mr), p0 = j % (Ppad / mr) * mr;
         const int64_t k0 = b * kcMax, kc = std::min(kcMax, K - k0);
         gatherA(p0, std::min(mr, P - p0), k0, kc, dst + b * kcMax * Ppad + p0 * kc);

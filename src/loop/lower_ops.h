@@ -159,7 +159,8 @@ std::optional<LoweredNode> lowerGridSample(const Node& n, const std::string& nam
                                            const LowerOptions& o); // lower_grid.cpp
 std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o);
-// Slice, Tile, DepthToSpace, SpaceToDepth, EyeLike, OneHot (lower_rearrange.cpp).
+// Slice, Tile, DepthToSpace, SpaceToDepth, EyeLike, OneHot, ConstantOfShape, Range
+// (lower_rearrange.cpp).
 std::optional<LoweredNode> lowerRearrange(const Node& n, const std::string& name,
                                           const LowerOptions& o);
 // Attention (4-D, f32) as one call of the runtime's attention kernel (LowerOptions::

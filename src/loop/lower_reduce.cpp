@@ -67,9 +67,10 @@ Block runtimeAxesMask(const Node& n, FuncBuilder& b, const Dims& in, const std::
              intImm(63));
   const ExprPtr m = load(mask, intImm(0), DType::I64);
   Block out = {Stmt::store(mask, intImm(0), intImm(0))};
-  for (auto& s : nest({i}, {count},
-                      {Stmt::store(mask, intImm(0), binary(Op::BitOr, m, binary(Op::Shl, intImm(1), a)))},
-                      false))
+  for (auto& s :
+       nest({i}, {count},
+            {Stmt::store(mask, intImm(0), binary(Op::BitOr, m, binary(Op::Shl, intImm(1), a)))},
+            false))
     out.push_back(std::move(s));
   out.push_back(Stmt::store(mask, intImm(0), binary(Op::BitAnd, m, intImm(~ones))));
   return out;
@@ -171,9 +172,9 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
       Block body = runtimeAxesMask(n, b, id, mask);
       Block chain = checkRuntimeAxes(n, b, id, sets[0], o);
       for (size_t c = sets.size(); c-- > 0;) {
-        int64_t bits = 0;
+        int64_t bits = 0; // the candidate's dims (all of size > 1: axesFromShapes)
         for (size_t d = 0; d < id.size(); ++d)
-          if (sets[c][d] && id[d] != 1) bits |= int64_t(1) << d;
+          if (sets[c][d]) bits |= int64_t(1) << d;
         Block then = checkRuntimeAxes(n, b, id, sets[c], o);
         for (auto& st : reduceNest(n, b, id, sets[c], out, t)) then.push_back(std::move(st));
         chain = {Stmt::ifThen(cmp(Op::Eq, load(mask, intImm(0), DType::I64), intImm(bits)),
