@@ -114,6 +114,8 @@ double constBytes(const Node& n) {
 // Peak f32 flops per cycle of an ISA (two FMA ports).
 double peakPerCycle(kernels::Isa isa) {
   switch (isa) {
+  case kernels::Isa::Amx: // tdpbf16ps: 16 x 16 x 32 products in 16 cycles
+    return 1024;
   case kernels::Isa::Avx512Bf16: // the bf16 GEMM: two products per f32 lane per instruction
     return 128;
   case kernels::Isa::Avx512Vnni:
@@ -130,6 +132,9 @@ double peakPerCycle(kernels::Isa isa) {
 
 bool targetRuns(const Target& t, kernels::Isa isa) {
   switch (isa) {
+  case kernels::Isa::Amx:
+    return targetRuns(t, kernels::Isa::Avx512Bf16) && t.has(CpuFeature::AMXBF16) &&
+           t.has(CpuFeature::AMXINT8);
   case kernels::Isa::Avx512Bf16:
     return targetRuns(t, kernels::Isa::Avx512Vnni) && t.has(CpuFeature::AVX512BF16);
   case kernels::Isa::Avx512Vnni:
@@ -240,8 +245,10 @@ std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& en
     bool copies = h.op == "Conv" &&
                   (!engine.runtimeKernels || d.op == kernels::KernelOp::DepthwiseConv3x3);
     c.cost = [desc, dw, copies](const Node& node, const Target&) {
-      double eff = dw ? 0.3 : (0.8 * desc->mr * desc->nr / (14.0 * 32.0) + 0.1) *
-                                  tileUse(headOf(node), desc->mr, desc->nr);
+      // A tile's share of the peak grows with its size, up to 0.9 (the AMX tiles).
+      double eff = dw ? 0.3
+                      : std::min(0.9, 0.8 * desc->mr * desc->nr / (14.0 * 32.0) + 0.1) *
+                            tileUse(headOf(node), desc->mr, desc->nr);
       double bytes = bytesOf(node) * (copies ? (dw ? 3 : 4) : 1);
       if (desc->op == kernels::KernelOp::GemmBf16) bytes -= constBytes(node) / 2;
       return estimate(flopsOf(headOf(node)), bytes, eff * peakPerCycle(desc->isa) * kHz, 0.8);
@@ -383,8 +390,8 @@ loop::LowerOptions lowerOptionsFor(const Target& t, bool bf16) {
     o.kernelIsa = kernels::Isa::Neon; // compiled for it (the descriptors exist on every host)
     return o;
   }
-  for (kernels::Isa isa : {kernels::Isa::Avx512Bf16, kernels::Isa::Avx512Vnni, kernels::Isa::Avx512,
-                           kernels::Isa::Avx2})
+  for (kernels::Isa isa : {kernels::Isa::Amx, kernels::Isa::Avx512Bf16, kernels::Isa::Avx512Vnni,
+                           kernels::Isa::Avx512, kernels::Isa::Avx2})
     if (t.triple.empty() && targetRuns(t, isa) && kernels::cpuSupports(isa) &&
         kernels::isaWithin(isa, kernels::bestIsa())) {
       o.kernelIsa = isa;

@@ -51,14 +51,17 @@ float bf16Round(float x) {
 }
 
 int64_t packedKUnits(const KernelDesc& kernel, int64_t k) {
-  return kernel.op == KernelOp::GemmBf16 ? (k + 1) / 2 : k;
+  const int64_t units = kernel.op == KernelOp::GemmBf16 ? (k + 1) / 2 : k;
+  const int64_t align = std::max(1, kernel.kuAlign);
+  return (units + align - 1) / align * align;
 }
 
 namespace {
 // Packing needs the tile only: the kernel may lack code on this host (a cross target's).
 void checkGemmKernel(const KernelDesc& kernel) {
   AICC_RT_CHECK(isGemmOp(kernel.op) && kernel.mr > 0 && kernel.nr > 0 && kernel.kc > 0 &&
-                    (kernel.op != KernelOp::GemmBf16 || (kernel.kg == 2 && kernel.kc % 2 == 0)),
+                    (kernel.op != KernelOp::GemmBf16 || (kernel.kg == 2 && kernel.kc % 2 == 0)) &&
+                    kernel.kc % (2 * std::max(1, kernel.kuAlign)) == 0,
                 "'{}' is not a GEMM kernel", kernel.name);
 }
 
@@ -89,7 +92,7 @@ void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, i
   };
   for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
     const int64_t kc = std::min(kcMax, K - k0);
-    if (pairs(kernel)) {
+    if (pairs(kernel)) { // (K block boundaries are even: the units past kc pair zeros)
       for (int64_t n0 = 0; n0 < N; n0 += nr) {
         float* panel = dst + k0 / 2 * Npad + n0 * packedKUnits(kernel, kc);
         for (int64_t q = 0; q < packedKUnits(kernel, kc); ++q)
@@ -138,12 +141,14 @@ void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, i
   auto at = [&](int64_t i, int64_t k) { return i < M && k < K ? A[i * lda + k] : 0.0f; };
   for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
     const int64_t kc = std::min(kcMax, K - k0);
-    if (pairs(kernel)) {
+    if (pairs(kernel)) { // k-major units, or row-major ones (aRows)
+      const int64_t ku = packedKUnits(kernel, kc);
       for (int64_t i0 = 0; i0 < M; i0 += mr) {
-        float* panel = dst + k0 / 2 * Mpad + i0 * packedKUnits(kernel, kc);
-        for (int64_t q = 0; q < packedKUnits(kernel, kc); ++q)
+        float* panel = dst + k0 / 2 * Mpad + i0 * ku;
+        for (int64_t q = 0; q < ku; ++q)
           for (int64_t i = 0; i < mr; ++i)
-            panel[q * mr + i] = pairUnit(at(i0 + i, k0 + 2 * q), at(i0 + i, k0 + 2 * q + 1));
+            panel[kernel.aRows ? i * ku + q : q * mr + i] =
+                pairUnit(at(i0 + i, k0 + 2 * q), at(i0 + i, k0 + 2 * q + 1));
       }
       continue;
     }

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "rt/cpu.h"
+
 // The AVX2/AVX-512 kernels are compiled on x86-64 only (CMakeLists.txt); other hosts, and the
 // cross-built runtimes (scripts/build-runtime.sh), have the portable ones.
 #if defined(__x86_64__) || defined(__i386__)
@@ -59,12 +61,29 @@ const KernelDesc kKernels[] = {
      .gemm = f32_gemm_avx512_8x32,
      .packA = f32_gemm_avx512_packa8},
     // kc counts k values: 256 is 128 pairs, the f32 tile's 128 loop steps and bytes per block.
+    {.name = "bf16_gemm_amx_32x32",
+     .op = KernelOp::GemmBf16,
+     .isa = Isa::Amx,
+     .mr = 32,
+     .nr = 32,
+     .kc = 992,
+     .mc = 128,
+     .nc = 4096,
+     .vectorWidth = 16,
+     .kg = 2,
+     .kuAlign = 16,
+     .aRows = true,
+     .constraints = "--precision bf16: operands rounded to bf16 (weights at compile time), f32 "
+                    "accumulation; 2 x 2 AMX tiles of 16 x 16 f32, tdpbf16ps",
+     .gemm = bf16_gemm_amx_32x32,
+     .packA = bf16_gemm_amx_packa32,
+     .packB = bf16_packb32_amx},
     {.name = "bf16_gemm_avx512bf16_14x32",
      .op = KernelOp::GemmBf16,
      .isa = Isa::Avx512Bf16,
      .mr = 14,
      .nr = 32,
-     .kc = 256,
+     .kc = 992,
      .mc = 126,
      .nc = 512,
      .vectorWidth = 16,
@@ -79,7 +98,7 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Avx2,
      .mr = 6,
      .nr = 16,
-     .kc = 256,
+     .kc = 992,
      .mc = 120,
      .nc = 4096,
      .vectorWidth = 8,
@@ -92,7 +111,7 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Neon,
      .mr = 8,
      .nr = 8,
-     .kc = 128,
+     .kc = 992,
      .mc = 128,
      .nc = 512,
      .vectorWidth = 4,
@@ -103,7 +122,7 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Generic,
      .mr = 4,
      .nr = 8,
-     .kc = 128,
+     .kc = 992,
      .mc = 128,
      .nc = 512,
      .vectorWidth = 1,
@@ -211,7 +230,8 @@ const KernelDesc kKernels[] = {
 };
 
 int isaRank(Isa isa) {
-  return isa == Isa::Avx512Bf16                 ? 4
+  return isa == Isa::Amx                        ? 5
+         : isa == Isa::Avx512Bf16               ? 4
          : isa == Isa::Avx512Vnni               ? 3
          : isa == Isa::Avx512                   ? 2
          : isa == Isa::Avx2 || isa == Isa::Neon ? 1
@@ -219,7 +239,8 @@ int isaRank(Isa isa) {
 }
 
 bool isX86(Isa isa) {
-  return isa == Isa::Avx2 || isa == Isa::Avx512 || isa == Isa::Avx512Vnni || isa == Isa::Avx512Bf16;
+  return isa == Isa::Avx2 || isa == Isa::Avx512 || isa == Isa::Avx512Vnni ||
+         isa == Isa::Avx512Bf16 || isa == Isa::Amx;
 }
 
 } // namespace
@@ -238,6 +259,8 @@ std::string_view isaName(Isa isa) {
     return "avx512vnni";
   case Isa::Avx512Bf16:
     return "avx512bf16";
+  case Isa::Amx:
+    return "amx";
   }
   return "?";
 }
@@ -257,6 +280,11 @@ bool cpuSupports(Isa isa) {
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
   case Isa::Avx512Bf16:
     return cpuSupports(Isa::Avx512Vnni) && __builtin_cpu_supports("avx512bf16");
+  case Isa::Amx: { // cpuid and the OS's grant of the tile state (rt/cpu.cpp)
+    const uint64_t f = hostCpuFeatures();
+    return cpuSupports(Isa::Avx512Bf16) && (f >> uint32_t(CpuFeature::AMXBF16) & 1) &&
+           (f >> uint32_t(CpuFeature::AMXINT8) & 1);
+  }
   case Isa::Neon:
     return false;
   }
@@ -275,7 +303,7 @@ bool isaWithin(Isa isa, Isa best) {
 
 Isa bestIsa() {
   static const Isa best = [] {
-    Isa cap = Isa::Avx512Bf16;
+    Isa cap = Isa::Amx;
     if (const char* env = std::getenv("AICC_KERNEL_ISA")) {
       const std::string s = env;
       if (s == "generic")
@@ -286,8 +314,10 @@ Isa bestIsa() {
         cap = Isa::Avx512;
       else if (s == "avx512vnni")
         cap = Isa::Avx512Vnni;
+      else if (s == "avx512bf16")
+        cap = Isa::Avx512Bf16;
     }
-    for (Isa isa : {Isa::Avx512Bf16, Isa::Avx512Vnni, Isa::Avx512, Isa::Avx2, Isa::Neon})
+    for (Isa isa : {Isa::Amx, Isa::Avx512Bf16, Isa::Avx512Vnni, Isa::Avx512, Isa::Avx2, Isa::Neon})
       if (isaRank(isa) <= isaRank(cap) && cpuSupports(isa)) return isa;
     return Isa::Generic;
   }();
@@ -318,7 +348,7 @@ const KernelDesc* bestKernel(KernelOp op, Isa best) {
 }
 
 SumFn sumKernel(Isa isa) {
-  if (isa == Isa::Avx512Vnni || isa == Isa::Avx512Bf16)
+  if (isa == Isa::Avx512Vnni || isa == Isa::Avx512Bf16 || isa == Isa::Amx)
     isa = Isa::Avx512; // the f32 kernels of the level below
   switch (isa) {
 #if AICC_X86_KERNELS

@@ -13,9 +13,10 @@
 namespace aicc::kernels {
 
 // x86 levels form a chain: each runs the kernels of the ones before it (generic < avx2 < avx512 <
-// avx512vnni < avx512bf16, avx512vnni adding AVX512-BW/VL/VNNI for the int8 kernels and
-// avx512bf16 AVX512-BF16 for the bf16 GEMM; every CPU with BF16 so far also has VNNI).
-enum class Isa { Generic, Avx2, Avx512, Neon, Avx512Vnni, Avx512Bf16 };
+// avx512vnni < avx512bf16 < amx, avx512vnni adding AVX512-BW/VL/VNNI for the int8 kernels,
+// avx512bf16 AVX512-BF16 for the bf16 GEMM, amx the AMX tiles (AMX-TILE/BF16/INT8, granted by the
+// OS); every CPU with BF16 so far also has VNNI, and every one with AMX AVX512-BF16).
+enum class Isa { Generic, Avx2, Avx512, Neon, Avx512Vnni, Avx512Bf16, Amx };
 std::string_view isaName(Isa isa);
 // True when this CPU (and OS) can run code for `isa` (cpuid via __builtin_cpu_supports; NEON is
 // part of every AArch64 Linux machine).
@@ -24,7 +25,7 @@ bool cpuSupports(Isa isa);
 // ones everywhere, and the lower levels of the x86 chain.
 bool isaWithin(Isa isa, Isa best);
 // The best ISA of this CPU, optionally capped by the AICC_KERNEL_ISA environment variable
-// ("generic", "avx2", "avx512", "avx512vnni", "avx512bf16") for testing other paths.
+// ("generic", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx") for testing other paths.
 Isa bestIsa();
 
 // GemmBf16: the GEMM contract on bf16 pairs (ukernel.h), chosen only under --precision bf16.
@@ -53,6 +54,8 @@ struct KernelDesc {
   int nc = 0;          // columns of B per block (L2/L3), a multiple of nr
   int vectorWidth = 1; // f32 lanes per vector register
   int kg = 0; // k values per 32-bit lane: int8 GEMM (ukernel.h's QGemmTileParams), bf16 GEMM (2)
+  int kuAlign = 1;    // packed units of k per K block padded to a multiple (zeros; AMX tiles: 16)
+  bool aRows = false; // A micro-panels row-major, a[i * units + q] (AMX), not k-major a[q * MR + i]
   const char* constraints; // human-readable applicability notes
   GemmUkernelFn gemm = nullptr;
   GemmPackAFn packA = nullptr; // ISA-specific A packing (GEMM), or null for the portable one

@@ -83,6 +83,13 @@ void bf16_gemm_avx512bf16_14x32(const GemmTileParams& p);
 void bf16_gemm_avx512bf16_packa14(const float* a, int64_t lda, int64_t rows, int64_t kc,
                                   float* dst);
 void bf16_packb32_avx512bf16(const GemmTileParams& src, float* dst);
+// The bf16 contract on AMX tiles (KernelDesc::aRows, kuAlign 16): A micro-panels row-major,
+// a[i * kc + q] (kc counts units, a multiple of 16), B panels as above with kc a multiple of 16.
+void bf16_gemm_amx_32x32(const GemmTileParams& p);
+void bf16_gemm_amx_packa32(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
+void bf16_packb32_amx(const GemmTileParams& src, float* dst);
+// act(x) (kAct*) over rows [0, rows) x columns [0, nr) of a stored C tile, on AVX-512.
+void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, unsigned act);
 
 // One register tile of the int8 convolution GEMM (kernels/qconv.h): y[mr, nr] =
 // requant(A_packed x B_panel + rowOffset), exact in int32. The kernel's tile is MR x NR with KG

@@ -33,6 +33,10 @@ void f32_gemm_avx512_8x32(const GemmTileParams& p) {
   detail::byEvenRows<8>(p, []<int ROWS>(const GemmTileParams& q) { tile32<8, ROWS>(q); });
 }
 
+void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, unsigned act) {
+  detail::activateTile<V512>(c, ldc, rows, nr, act);
+}
+
 AICC_SIMD_ENTRY_POINTS(V512, avx512)
 AICC_SIMD_CBLOCK_ENTRY_POINT(V512, avx512)
 

@@ -7,6 +7,11 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <asm/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace aicc {
 
@@ -36,10 +41,25 @@ constexpr FeatureInfo kFeatures[] = {
     {F::AVX512BF16, "avx512bf16", {F::AVX512BW}, 1},
     {F::AVX512FP16, "avx512fp16", {F::AVX512BW, F::AVX512DQ, F::AVX512VL}, 3},
     {F::AVXVNNI, "avxvnni", {F::AVX2}, 1},
+    {F::AMXTILE, "amx-tile", {}, 0},
+    {F::AMXBF16, "amx-bf16", {F::AMXTILE}, 1},
+    {F::AMXINT8, "amx-int8", {F::AMXTILE}, 1},
 };
 static_assert(std::size(kFeatures) == size_t(F::Count));
 
 const FeatureInfo& info(CpuFeature f) { return kFeatures[static_cast<size_t>(f)]; }
+
+// Whether this process may use the AMX tile registers: Linux hands out the 8 KB tile state only to
+// a process that asks for it (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18; every
+// thread, later ones too), and an AMX instruction without it is SIGILL. Asked once.
+bool amxPermitted() {
+#if defined(__x86_64__) && defined(__linux__) && defined(ARCH_REQ_XCOMP_PERM)
+  static const bool ok = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, 18) == 0;
+  return ok;
+#else
+  return false;
+#endif
+}
 
 } // namespace
 
@@ -58,6 +78,7 @@ bool parseCpuFeature(std::string_view name, CpuFeature& out) {
   if (n == "avx512_bf16") n = "avx512bf16";
   if (n == "avx512_fp16") n = "avx512fp16";
   if (n == "avx_vnni") n = "avxvnni";
+  if (n.rfind("amx_", 0) == 0) n[3] = '-'; // amx_tile, amx_bf16, amx_int8
   for (const FeatureInfo& i : kFeatures)
     if (n == i.name) {
       out = i.f;
@@ -107,6 +128,20 @@ uint64_t hostCpuFeatures() {
   set(F::AVX512FP16, __builtin_cpu_supports("avx512fp16"));
   set(F::AVXVNNI, __builtin_cpu_supports("avxvnni"));
 #endif
+  {
+    // cpuid leaf 7: EDX bits 22 (AMX-BF16), 24 (AMX-TILE), 25 (AMX-INT8); the tile state must be
+    // enabled in XCR0 (bits 17, 18) and granted by the OS (amxPermitted).
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1u)) {
+      unsigned lo = 0, hi = 0;
+      __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      if ((lo & 0x60000u) == 0x60000u && amxPermitted()) {
+        set(F::AMXTILE, true);
+        set(F::AMXBF16, d >> 22 & 1u);
+        set(F::AMXINT8, d >> 25 & 1u);
+      }
+    }
+  }
   // Closed under the requirements: drop a feature whose prerequisite is missing, to a fixed point.
   for (bool changed = true; changed;) {
     changed = false;

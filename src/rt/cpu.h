@@ -26,10 +26,13 @@ enum class CpuFeature : uint32_t {
   AVX512BF16,
   AVX512FP16,
   AVXVNNI,
+  AMXTILE, // AMX tiles: on only when the OS also grants this process the tile state (Linux
+  AMXBF16, // arch_prctl ARCH_REQ_XCOMP_PERM, asked for by hostCpuFeatures)
+  AMXINT8,
   Count
 };
 
-// "sse4.2", "avx2", "avx512vnni", ...
+// "sse4.2", "avx2", "avx512vnni", "amx-bf16", ... (LLVM's spelling of the target feature)
 std::string_view cpuFeatureName(CpuFeature f);
 // Inverse of cpuFeatureName (also accepts "sse4_2" as /proc/cpuinfo spells it).
 bool parseCpuFeature(std::string_view name, CpuFeature& out);

@@ -1,0 +1,138 @@
+// AMX micro-kernels: the bf16 GEMM tile on the AMX tile registers (tdpbf16ps: a 16 x 32 bf16 tile
+// times a 32 x 16 one, accumulated into a 16 x 16 f32 tile). Compiled with -mamx-tile -mamx-bf16
+// -mamx-int8 and the AVX-512 set (CMakeLists.txt); only called after the dispatcher checked the
+// CPU and that the OS granted the tile state (registry.cpp, rt/cpu.cpp). Includes no
+// standard-library headers on purpose.
+#include <immintrin.h>
+
+// GCC 12's AVX-512 intrinsics start their unmasked forms from _mm512_undefined_*, which it then
+// reports as uninitialized.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include "kernels/ukernel.h"
+
+namespace aicc::kernels {
+namespace {
+
+// Every kernel here uses one configuration: palette 1, tiles 0-7 of 16 rows x 64 bytes (an f32 or
+// int32 accumulator of 16 x 16, a bf16 operand of 16 x 32 or int8 of 16 x 64). Loaded once per
+// thread: the configuration is thread state and nothing else in aicc touches it.
+struct alignas(64) TileConfig {
+  uint8_t palette, startRow, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+thread_local bool configured = false;
+
+inline void configure() {
+  if (__builtin_expect(configured, 1)) return;
+  TileConfig c{};
+  c.palette = 1;
+  for (int i = 0; i < 8; ++i) c.colsb[i] = 64, c.rows[i] = 16;
+  _tile_loadconfig(&c);
+  configured = true;
+}
+
+inline __mmask16 maskFor(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+}
+
+// The 32 x 32 block of products (M2: rows 16-31 too, N2: columns 16-31 too) into acc (row-major,
+// 32 floats a row): tiles 0-3 accumulate C (0: rows 0-15 x columns 0-15, 1: columns 16-31, 2-3:
+// rows 16-31), 4-5 hold A's two row halves, 6-7 B's two column halves, 16 units of k per step.
+template <bool M2, bool N2> void products(const GemmTileParams& p, float* acc) {
+  const char* a = static_cast<const char*>(static_cast<const void*>(p.a));
+  const char* w = static_cast<const char*>(static_cast<const void*>(p.w));
+  const long as = long(p.kc) * 4; // A's row stride: kc units of 4 bytes
+  _tile_zero(0);
+  if constexpr (N2) _tile_zero(1);
+  if constexpr (M2) _tile_zero(2);
+  if constexpr (M2 && N2) _tile_zero(3);
+  for (int64_t q = 0; q < p.kc; q += 16, a += 64, w += 16 * 128) {
+    _tile_loadd(4, a, as);
+    _tile_loadd(6, w, 128);
+    if constexpr (N2) _tile_loadd(7, w + 64, 128);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (N2) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (M2) {
+      _tile_loadd(5, a + 16 * as, as);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (N2) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, acc, 128);
+  if constexpr (N2) _tile_stored(1, acc + 16, 128);
+  if constexpr (M2) _tile_stored(2, acc + 16 * 32, 128);
+  if constexpr (M2 && N2) _tile_stored(3, acc + 16 * 32 + 16, 128);
+}
+
+} // namespace
+
+// The GemmUkernelFn contract (ukernel.h) for the AMX layout: A row-major a[i * kc + q], B panels
+// w[q * 32 + j], kc a multiple of 16 units (KernelDesc::kuAlign: the packers pad with zeros).
+// The epilogue runs on AVX-512 from the stored accumulators, as the vector tiles' does: bias (or C
+// of an earlier K block), then on the last block the residual, the clamp and the activation.
+void bf16_gemm_amx_32x32(const GemmTileParams& p) {
+  configure();
+  alignas(64) float acc[32 * 32];
+  const bool m2 = p.mr > 16, n2 = p.nr > 16;
+  if (m2 && n2)
+    products<true, true>(p, acc);
+  else if (m2)
+    products<true, false>(p, acc);
+  else if (n2)
+    products<false, true>(p, acc);
+  else
+    products<false, false>(p, acc);
+  const __mmask16 m[2] = {maskFor(p.nr), maskFor(p.nr - 16)};
+  const bool first = p.flags & kGemmFirst, last = p.flags & kGemmLast;
+  const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
+  for (int64_t i = 0; i < p.mr; ++i) {
+    float* c = p.c + i * p.ldc;
+    for (int v = 0; v < (n2 ? 2 : 1); ++v) {
+      __m512 x = _mm512_load_ps(acc + i * 32 + v * 16);
+      if (!first)
+        x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m[v], c + v * 16));
+      else if (p.bias && (p.flags & kGemmRowBias))
+        x = _mm512_add_ps(x, _mm512_set1_ps(p.bias[i]));
+      else if (p.bias)
+        x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m[v], p.bias + v * 16));
+      if (last) {
+        if (p.res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m[v], p.res + i * p.ldc + v * 16));
+        x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
+      }
+      _mm512_mask_storeu_ps(c + v * 16, m[v], x);
+    }
+  }
+  if (last && p.act != kActNone) f32_activate_tile_avx512(p.c, p.ldc, p.mr, p.nr, p.act);
+}
+
+// A micro-panel, row-major: row i < rows holds ceil(kc / 2) units of k pairs rounded to bf16 (the
+// last one paired with zero for an odd kc), zero up to the next multiple of 16 units. Each 32
+// values of k are two f32 vectors converted in one vcvtne2ps2bf16, already in memory order.
+void bf16_gemm_amx_packa32(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst) {
+  const int64_t ku = ((kc + 1) / 2 + 15) / 16 * 16;
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* src = a + i * lda;
+    char* d = static_cast<char*>(static_cast<void*>(dst + i * ku));
+    for (int64_t k = 0; k < 2 * ku; k += 32) {
+      const __m512 x0 = _mm512_maskz_loadu_ps(maskFor(kc - k), src + k);
+      const __m512 x1 = _mm512_maskz_loadu_ps(maskFor(kc - k - 16), src + k + 16);
+      _mm512_storeu_si512(d + 2 * k, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
+    }
+  }
+}
+
+// The 32-column B panel of the AVX512-BF16 packer, then zero rows up to the next multiple of 16.
+void bf16_packb32_amx(const GemmTileParams& src, float* dst) {
+  bf16_packb32_avx512bf16(src, dst);
+  const int64_t units = (src.kc + 1) / 2, padded = (units + 15) / 16 * 16;
+  for (int64_t q = units; q < padded; ++q) {
+    _mm512_storeu_ps(dst + q * 32, _mm512_setzero_ps());
+    _mm512_storeu_ps(dst + q * 32 + 16, _mm512_setzero_ps());
+  }
+}
+
+} // namespace aicc::kernels
