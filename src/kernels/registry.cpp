@@ -185,6 +185,18 @@ const KernelDesc kKernels[] = {
      .dwNchwPlane = f32_dwconv_nchw_generic}, // no channel blocks: a block of one lane is a plane
 // int8 convolution GEMM tiles (kernels/qconv.h), best first.
 #if AICC_X86_KERNELS
+    {.name = "u8s8_qgemm_amx_32x32",
+     .op = KernelOp::QConvGemm,
+     .isa = Isa::Amx,
+     .mr = 32,
+     .nr = 32,
+     .vectorWidth = 16,
+     .kg = 4,
+     .kuAlign = 16,
+     .aRows = true,
+     .constraints = "weights minus zero point within int8; 2 x 2 AMX tiles of 16 x 16 int32, "
+                    "tdpbsud, exact int32",
+     .qgemm = u8s8_qgemm_amx_32x32},
     {.name = "u8s8_qgemm_avx512vnni_8x48",
      .op = KernelOp::QConvGemm,
      .isa = Isa::Avx512Vnni,

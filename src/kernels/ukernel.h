@@ -113,6 +113,9 @@ struct QGemmTileParams {
 };
 using QGemmUkernelFn = void (*)(const QGemmTileParams&);
 void u8s8_qgemm_avx512vnni_8x48(const QGemmTileParams& p);
+// The same on AMX tiles (KernelDesc::aRows, kuAlign 16): A row-major a[r][kgroups * 4] (int8),
+// B b[q][32][4] (uint8), kgroups a multiple of 16.
+void u8s8_qgemm_amx_32x32(const QGemmTileParams& p);
 // One int8 row as floats, float(x - zp) (x int8 when isSigned), into out[0, n), or with `odd` its
 // columns 2m into out[m] and 2m + 1 into odd[m] (the int8 depthwise convolution's padded rows).
 using Q8RowFn = void (*)(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out,

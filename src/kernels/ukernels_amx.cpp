@@ -68,7 +68,68 @@ template <bool M2, bool N2> void products(const GemmTileParams& p, float* acc) {
   if constexpr (M2 && N2) _tile_stored(3, acc + 16 * 32 + 16, 128);
 }
 
+// The int32 32 x 32 block of the int8 GEMM into acc (row-major, 32 per row), as products():
+// tdpbsud multiplies groups of four signed bytes of A (the weights) with four unsigned bytes of B
+// (the activations), 64 values of k per step.
+template <bool M2, bool N2> void qproducts(const QGemmTileParams& p, int32_t* acc) {
+  const char* a = static_cast<const char*>(p.a);
+  const char* b = static_cast<const char*>(p.b);
+  const long as = long(p.kgroups) * 4; // A's row stride: kgroups groups of 4 bytes
+  _tile_zero(0);
+  if constexpr (N2) _tile_zero(1);
+  if constexpr (M2) _tile_zero(2);
+  if constexpr (M2 && N2) _tile_zero(3);
+  for (int64_t q = 0; q < p.kgroups; q += 16, a += 64, b += 16 * 128) {
+    _tile_loadd(4, a, as);
+    _tile_loadd(6, b, 128);
+    if constexpr (N2) _tile_loadd(7, b + 64, 128);
+    _tile_dpbsud(0, 4, 6);
+    if constexpr (N2) _tile_dpbsud(1, 4, 7);
+    if constexpr (M2) {
+      _tile_loadd(5, a + 16 * as, as);
+      _tile_dpbsud(2, 5, 6);
+      if constexpr (N2) _tile_dpbsud(3, 5, 7);
+    }
+  }
+  _tile_stored(0, acc, 128);
+  if constexpr (N2) _tile_stored(1, acc + 16, 128);
+  if constexpr (M2) _tile_stored(2, acc + 16 * 32, 128);
+  if constexpr (M2 && N2) _tile_stored(3, acc + 16 * 32 + 16, 128);
+}
+
 } // namespace
+
+// The QGemmUkernelFn contract (ukernel.h) on AMX tiles: A (the weights) row-major, a[r][kgroups *
+// 4] int8, B (the activations) b[q][32][4] uint8, kgroups a multiple of 16 (KernelDesc::kuAlign,
+// zero weights past Kc). Requantized per row as the VNNI tile does: v = float(acc + rowOffset) *
+// factor, clamped to [lo - yzp, hi - yzp], rounded half to even, + yzp.
+void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
+  configure();
+  alignas(64) int32_t acc[32 * 32];
+  const bool m2 = p.mr > 16, n2 = p.nr > 16;
+  if (m2 && n2)
+    qproducts<true, true>(p, acc);
+  else if (m2)
+    qproducts<true, false>(p, acc);
+  else if (n2)
+    qproducts<false, true>(p, acc);
+  else
+    qproducts<false, false>(p, acc);
+  const __m512 flo = _mm512_set1_ps(float(p.lo - p.yzp)), fhi = _mm512_set1_ps(float(p.hi - p.yzp));
+  const __m512i zp = _mm512_set1_epi32(p.yzp);
+  const __mmask16 m[2] = {maskFor(p.nr), maskFor(p.nr - 16)};
+  for (int64_t r = 0; r < p.mr; ++r) {
+    const __m512i off = _mm512_set1_epi32(p.rowOffset[r]);
+    const __m512 f = _mm512_set1_ps(p.factor[r]);
+    for (int v = 0; v < (n2 ? 2 : 1); ++v) {
+      const __m512i x = _mm512_add_epi32(_mm512_load_si512(acc + r * 32 + v * 16), off);
+      __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(x), f);
+      y = _mm512_min_ps(_mm512_max_ps(y, flo), fhi);
+      const __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(y), zp));
+      _mm_mask_storeu_epi8(p.y + r * p.ldy + v * 16, m[v], q);
+    }
+  }
+}
 
 // The GemmUkernelFn contract (ukernel.h) for the AMX layout: A row-major a[i * kc + q], B panels
 // w[q * 32 + j], kc a multiple of 16 units (KernelDesc::kuAlign: the packers pad with zeros).
