@@ -39,62 +39,61 @@ inline __mmask16 maskFor(int64_t n) {
   return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
 }
 
-// The 32 x 32 block of products (M2: rows 16-31 too, N2: columns 16-31 too) into acc (row-major,
-// 32 floats a row): tiles 0-3 accumulate C (0: rows 0-15 x columns 0-15, 1: columns 16-31, 2-3:
-// rows 16-31), 4-5 hold A's two row halves, 6-7 B's two column halves, 16 units of k per step.
-template <bool M2, bool N2> void products(const GemmTileParams& p, float* acc) {
-  const char* a = static_cast<const char*>(static_cast<const void*>(p.a));
-  const char* w = static_cast<const char*>(static_cast<const void*>(p.w));
-  const long as = long(p.kc) * 4; // A's row stride: kc units of 4 bytes
-  _tile_zero(0);
-  if constexpr (N2) _tile_zero(1);
-  if constexpr (M2) _tile_zero(2);
-  if constexpr (M2 && N2) _tile_zero(3);
-  for (int64_t q = 0; q < p.kc; q += 16, a += 64, w += 16 * 128) {
-    _tile_loadd(4, a, as);
-    _tile_loadd(6, w, 128);
-    if constexpr (N2) _tile_loadd(7, w + 64, 128);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (N2) _tile_dpbf16ps(1, 4, 7);
-    if constexpr (M2) {
-      _tile_loadd(5, a + 16 * as, as);
-      _tile_dpbf16ps(2, 5, 6);
-      if constexpr (N2) _tile_dpbf16ps(3, 5, 7);
-    }
-  }
-  _tile_stored(0, acc, 128);
-  if constexpr (N2) _tile_stored(1, acc + 16, 128);
-  if constexpr (M2) _tile_stored(2, acc + 16 * 32, 128);
-  if constexpr (M2 && N2) _tile_stored(3, acc + 16 * 32 + 16, 128);
-}
+// One tile instruction's dot products (tile numbers are immediates: the intrinsics are macros):
+// bf16 pairs into f32 (BF16), or groups of four signed x unsigned bytes into int32.
+#define AICC_TILE_DOT(C, A, B)                                                                     \
+  do {                                                                                             \
+    if constexpr (BF16)                                                                            \
+      _tile_dpbf16ps(C, A, B);                                                                     \
+    else                                                                                           \
+      _tile_dpbsud(C, A, B);                                                                       \
+  } while (0)
 
-// The int32 32 x 32 block of the int8 GEMM into acc (row-major, 32 per row), as products():
-// tdpbsud multiplies groups of four signed bytes of A (the weights) with four unsigned bytes of B
-// (the activations), 64 values of k per step.
-template <bool M2, bool N2> void qproducts(const QGemmTileParams& p, int32_t* acc) {
-  const char* a = static_cast<const char*>(p.a);
-  const char* b = static_cast<const char*>(p.b);
-  const long as = long(p.kgroups) * 4; // A's row stride: kgroups groups of 4 bytes
+// The 32 x 32 block of products (M2: rows 16-31 too, N2: columns 16-31 too) into acc (row-major,
+// 32 values a row). A is row-major with `units` 4-byte units a row (bf16 pairs, or groups of four
+// int8), B has 32 units a row (16 per half), units a multiple of 16. Tiles 0-3 accumulate (0:
+// rows 0-15 x columns 0-15, 1: columns 16-31, 2-3: rows 16-31), 4-5 hold A's two row halves, 6-7
+// B's two column halves; each step takes 16 units of k.
+template <bool BF16, bool M2, bool N2>
+void products(const void* a0, const void* b0, int64_t units, void* acc) {
+  const char* a = static_cast<const char*>(a0);
+  const char* b = static_cast<const char*>(b0);
+  const long as = long(units) * 4; // A's row stride
   _tile_zero(0);
   if constexpr (N2) _tile_zero(1);
   if constexpr (M2) _tile_zero(2);
   if constexpr (M2 && N2) _tile_zero(3);
-  for (int64_t q = 0; q < p.kgroups; q += 16, a += 64, b += 16 * 128) {
+  for (int64_t q = 0; q < units; q += 16, a += 64, b += 16 * 128) {
     _tile_loadd(4, a, as);
     _tile_loadd(6, b, 128);
     if constexpr (N2) _tile_loadd(7, b + 64, 128);
-    _tile_dpbsud(0, 4, 6);
-    if constexpr (N2) _tile_dpbsud(1, 4, 7);
+    AICC_TILE_DOT(0, 4, 6);
+    if constexpr (N2) AICC_TILE_DOT(1, 4, 7);
     if constexpr (M2) {
       _tile_loadd(5, a + 16 * as, as);
-      _tile_dpbsud(2, 5, 6);
-      if constexpr (N2) _tile_dpbsud(3, 5, 7);
+      AICC_TILE_DOT(2, 5, 6);
+      if constexpr (N2) AICC_TILE_DOT(3, 5, 7);
     }
   }
-  _tile_stored(0, acc, 128);
-  if constexpr (N2) _tile_stored(1, acc + 16, 128);
-  if constexpr (M2) _tile_stored(2, acc + 16 * 32, 128);
-  if constexpr (M2 && N2) _tile_stored(3, acc + 16 * 32 + 16, 128);
+  char* c = static_cast<char*>(acc);
+  _tile_stored(0, c, 128);
+  if constexpr (N2) _tile_stored(1, c + 64, 128);
+  if constexpr (M2) _tile_stored(2, c + 16 * 128, 128);
+  if constexpr (M2 && N2) _tile_stored(3, c + 16 * 128 + 64, 128);
+}
+
+// products() for mr rows and nr columns (the halves past them skipped).
+template <bool BF16>
+void products(int64_t mr, int64_t nr, const void* a, const void* b, int64_t units, void* acc) {
+  configure();
+  if (mr > 16 && nr > 16)
+    products<BF16, true, true>(a, b, units, acc);
+  else if (mr > 16)
+    products<BF16, true, false>(a, b, units, acc);
+  else if (nr > 16)
+    products<BF16, false, true>(a, b, units, acc);
+  else
+    products<BF16, false, false>(a, b, units, acc);
 }
 
 } // namespace
@@ -104,17 +103,9 @@ template <bool M2, bool N2> void qproducts(const QGemmTileParams& p, int32_t* ac
 // zero weights past Kc). Requantized per row as the VNNI tile does: v = float(acc + rowOffset) *
 // factor, clamped to [lo - yzp, hi - yzp], rounded half to even, + yzp.
 void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
-  configure();
   alignas(64) int32_t acc[32 * 32];
-  const bool m2 = p.mr > 16, n2 = p.nr > 16;
-  if (m2 && n2)
-    qproducts<true, true>(p, acc);
-  else if (m2)
-    qproducts<true, false>(p, acc);
-  else if (n2)
-    qproducts<false, true>(p, acc);
-  else
-    qproducts<false, false>(p, acc);
+  products<false>(p.mr, p.nr, p.a, p.b, p.kgroups, acc);
+  const bool n2 = p.nr > 16;
   const __m512 flo = _mm512_set1_ps(float(p.lo - p.yzp)), fhi = _mm512_set1_ps(float(p.hi - p.yzp));
   const __m512i zp = _mm512_set1_epi32(p.yzp);
   const __mmask16 m[2] = {maskFor(p.nr), maskFor(p.nr - 16)};
@@ -136,17 +127,9 @@ void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
 // The epilogue runs on AVX-512 from the stored accumulators, as the vector tiles' does: bias (or C
 // of an earlier K block), then on the last block the residual, the clamp and the activation.
 void bf16_gemm_amx_32x32(const GemmTileParams& p) {
-  configure();
   alignas(64) float acc[32 * 32];
-  const bool m2 = p.mr > 16, n2 = p.nr > 16;
-  if (m2 && n2)
-    products<true, true>(p, acc);
-  else if (m2)
-    products<true, false>(p, acc);
-  else if (n2)
-    products<false, true>(p, acc);
-  else
-    products<false, false>(p, acc);
+  products<true>(p.mr, p.nr, p.a, p.w, p.kc, acc);
+  const bool n2 = p.nr > 16;
   const __mmask16 m[2] = {maskFor(p.nr), maskFor(p.nr - 16)};
   const bool first = p.flags & kGemmFirst, last = p.flags & kGemmLast;
   const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
