@@ -82,16 +82,22 @@ std::pair<double, double> gemmDims(const Node& h) {
 // Fewer rows than the tile's run a tile of just those rows at the FMA rate (simd_impl.h gemmTile);
 // columns are vector lanes, computed whether used or not. An ungrouped convolution runs whichever
 // of its two GEMM forms uses more of the tile (kernels::convRowsFor: output channels or pixels as
-// the rows); a grouped one runs a GEMM per group, each paying a whole tile's overheads.
-double tileUse(const Node& h, int64_t mr, int64_t nr) {
+// the rows); a grouped one runs a GEMM per group, each paying a whole tile's overheads. The bf16
+// kernels run channel rows only. A kernel whose K steps are whole tiles (kuAlign: AMX's 16 units,
+// 32 bf16 values) also computes the padding of a short K (a depthwise 3x3: 9 of 32).
+double tileUse(const Node& h, const kernels::KernelDesc& d) {
   auto [m, n] = gemmDims(h);
   if (m <= 0 || n <= 0) return 1;
   auto use = [](double x, double t) { return x / (std::ceil(x / t) * t); };
   const bool conv = h.op == "Conv", grouped = conv && h.attrInt("group", 1) > 1;
-  auto rows = [&](double x) { return x < double(mr) && !grouped ? 1.0 : use(x, double(mr)); };
-  const double channelRows = rows(m) * use(n, double(nr));
-  if (!conv || grouped) return channelRows;
-  return std::max(channelRows, rows(n) * use(m, double(nr)));
+  const double mr = d.mr, nr = d.nr;
+  auto rows = [&](double x) { return x < mr && !grouped ? 1.0 : use(x, mr); };
+  const double out = h.outputs.empty() ? 0 : elems(h.outputs[0]);
+  const double k = out > 0 ? flopsOf(h) / (2 * out) : 0;
+  const double kUse = d.kuAlign > 1 && k >= 1 ? use(k, 2.0 * d.kuAlign) : 1.0;
+  const double channelRows = rows(m) * use(n, nr) * kUse;
+  if (!conv || grouped || d.op != kernels::KernelOp::Gemm) return channelRows;
+  return std::max(channelRows, rows(n) * use(m, nr));
 }
 
 double bytesOf(const Node& n) {
@@ -114,8 +120,8 @@ double constBytes(const Node& n) {
 // Peak f32 flops per cycle of an ISA (two FMA ports).
 double peakPerCycle(kernels::Isa isa) {
   switch (isa) {
-  case kernels::Isa::Amx: // tdpbf16ps: 16 x 16 x 32 products in 16 cycles
-    return 1024;
+  case kernels::Isa::Amx: // tdpbf16ps peaks at 1024 (16 x 16 x 32 products in 16 cycles); the
+    return 256;           // tile reaches ~210 per cycle on large GEMMs (tile loads, epilogue)
   case kernels::Isa::Avx512Bf16: // the bf16 GEMM: two products per f32 lane per instruction
     return 128;
   case kernels::Isa::Avx512Vnni:
@@ -248,7 +254,7 @@ std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& en
       // A tile's share of the peak grows with its size, up to 0.9 (the AMX tiles).
       double eff = dw ? 0.3
                       : std::min(0.9, 0.8 * desc->mr * desc->nr / (14.0 * 32.0) + 0.1) *
-                            tileUse(headOf(node), desc->mr, desc->nr);
+                            tileUse(headOf(node), *desc);
       double bytes = bytesOf(node) * (copies ? (dw ? 3 : 4) : 1);
       if (desc->op == kernels::KernelOp::GemmBf16) bytes -= constBytes(node) / 2;
       return estimate(flopsOf(headOf(node)), bytes, eff * peakPerCycle(desc->isa) * kHz, 0.8);
