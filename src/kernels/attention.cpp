@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/conv.h" // AICC_KERNEL_CLONES
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "kernels/thread_pool.h"
@@ -14,36 +15,52 @@ namespace aicc::kernels {
 
 namespace {
 
+// x[j] *= scale over a row; its maximum (NaN when a value is NaN). Simple loops the vectorizer
+// takes (the file is built at -O3, cloned per ISA).
+AICC_KERNEL_CLONES void scaleRow(float* x, int64_t n, float scale) {
+  for (int64_t j = 0; j < n; ++j) x[j] *= scale;
+}
+AICC_KERNEL_CLONES float rowMax(const float* x, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  bool nan = false;
+  for (int64_t j = 0; j < n; ++j) {
+    mx = x[j] > mx ? x[j] : mx;
+    nan |= x[j] != x[j];
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : mx;
+}
+
 // Scores row i of one head -> probabilities, in place (bias from the mask / causal bound); qk:
-// the row's slot of the scores output, or null.
+// the row's slot of the scores output, or null. Stage by stage over the row (each a pass over
+// Skv floats in L1): the plain case (no softcap, mask or causal bound) is two vector loops and
+// the exponentials.
 void softmaxRow(const AttentionShape& s, int64_t b, int64_t h, int64_t i, float* row, float* qk) {
   const float ninf = -std::numeric_limits<float>::infinity();
   const int64_t mbase = b * s.maskStride[0] + h * s.maskStride[1] + i * s.maskStride[2];
-  float mx = ninf;
-  bool nan = false;
-  for (int64_t j = 0; j < s.Skv; ++j) {
-    float v = row[j] * s.scale;
-    if (qk && s.qkMode == 0) qk[j] = v;
-    if (s.softcap > 0.0f) v = s.softcap * std::tanh(v / s.softcap);
-    if (qk && s.qkMode == 1) qk[j] = v;
-    if (s.maskF) v += s.maskF[mbase + j * s.maskStride[3]];
-    if (s.maskB && !s.maskB[mbase + j * s.maskStride[3]]) v = ninf;
-    if (s.causal && j > i + s.causalOffset) v = ninf;
-    if (qk && s.qkMode == 2) qk[j] = v;
-    row[j] = v;
-    nan |= std::isnan(v);
-    mx = std::max(mx, v);
-  }
-  if (nan) {
-    std::fill(row, row + s.Skv, std::numeric_limits<float>::quiet_NaN());
+  const int64_t n = s.Skv, ms = s.maskStride[3];
+  scaleRow(row, n, s.scale);
+  if (qk && s.qkMode == 0) std::copy(row, row + n, qk);
+  if (s.softcap > 0.0f)
+    for (int64_t j = 0; j < n; ++j) row[j] = s.softcap * std::tanh(row[j] / s.softcap);
+  if (qk && s.qkMode == 1) std::copy(row, row + n, qk);
+  if (s.maskF)
+    for (int64_t j = 0; j < n; ++j) row[j] += s.maskF[mbase + j * ms];
+  if (s.maskB)
+    for (int64_t j = 0; j < n; ++j)
+      if (!s.maskB[mbase + j * ms]) row[j] = ninf;
+  if (s.causal)
+    for (int64_t j = std::max<int64_t>(0, i + s.causalOffset + 1); j < n; ++j) row[j] = ninf;
+  if (qk && s.qkMode == 2) std::copy(row, row + n, qk);
+  const float mx = rowMax(row, n);
+  if (std::isnan(mx)) {
+    std::fill(row, row + n, std::numeric_limits<float>::quiet_NaN());
   } else if (mx == ninf) { // every position masked: the row contributes nothing
-    std::fill(row, row + s.Skv, 0.0f);
+    std::fill(row, row + n, 0.0f);
   } else {
     static const ExpSumFn expSum = expSumKernel();
-    const float inv = 1.0f / expSum(row, s.Skv, mx);
-    for (int64_t j = 0; j < s.Skv; ++j) row[j] *= inv;
+    scaleRow(row, n, 1.0f / expSum(row, n, mx));
   }
-  if (qk && s.qkMode == 3) std::copy(row, row + s.Skv, qk);
+  if (qk && s.qkMode == 3) std::copy(row, row + n, qk);
 }
 
 // Element strides of (b, h, s) in a [B, H, S, D] tensor, or a [B, S, H * D] one (seqMajor); d is
@@ -74,9 +91,19 @@ void attentionF32(const KernelDesc& kd, const AttentionShape& s, const float* Q,
     scores.resize(size_t(s.Sq * s.Skv));
     // scores = Q K^T: B(d, j) = K[j, d] (K packed transposed), then P V; the packed operands
     // live in per-thread buffers (no allocation per head).
-    thread_local std::vector<float> kt, vp;
+    thread_local std::vector<float> kt, vp, kT;
     kt.resize(size_t(packedBFloats(kd, s.D, s.Skv)));
-    packBInto(kd, k, s.D, s.Skv, ks.s, /*transposed=*/true, kt.data());
+    if (kd.op == KernelOp::GemmBf16) { // K^T as rows first: the bf16 packer's vector path
+      kT.resize(size_t(s.D * s.Skv));
+      for (int64_t j0 = 0; j0 < s.Skv; j0 += 16) // 16 x 16 blocks, each row and column in L1
+        for (int64_t d0 = 0; d0 < s.D; d0 += 16)
+          for (int64_t d = d0; d < std::min(s.D, d0 + 16); ++d)
+            for (int64_t j = j0; j < std::min(s.Skv, j0 + 16); ++j)
+              kT[size_t(d * s.Skv + j)] = k[j * ks.s + d];
+      packBInto(kd, kT.data(), s.D, s.Skv, s.Skv, false, kt.data());
+    } else {
+      packBInto(kd, k, s.D, s.Skv, ks.s, /*transposed=*/true, kt.data());
+    }
     gemmPackedB(kd, kt.data(), s.D, s.Skv, s.Sq, q, qs.s, scores.data(), s.Skv);
     for (int64_t i = 0; i < s.Sq; ++i)
       softmaxRow(s, b, h, i, scores.data() + i * s.Skv,

@@ -6,7 +6,9 @@
 // softcap > 0. The bias is the optional mask (additive f32, or bool: false = -inf), read through
 // element strides (0 = broadcast dim), plus -inf where `causal` and j > i + causalOffset (the
 // past length). A row whose scores are all -inf gives zeros, a row holding NaN gives NaN (as
-// ONNX Attention's reference). The (b, h) pairs are split over the pool's threads.
+// ONNX Attention's reference). The (b, h) pairs are split over the pool's threads. With a bf16
+// GEMM kernel (--precision bf16) both products take bf16 operands (Q, K, V and the probabilities
+// rounded to nearest even) with f32 accumulation; the softmax stays f32.
 #pragma once
 
 #include <cstdint>

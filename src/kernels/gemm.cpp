@@ -90,8 +90,21 @@ void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, i
   auto at = [&](int64_t k, int64_t n) {
     return k >= K ? 0.0f : transposed ? B[n * ldb + k] : B[k * ldb + n];
   };
+  // bf16 rows read in place by the kernel's own vector packer, when this CPU runs it (weights
+  // packed for another target's kernel take the scalar path below).
+  const bool vectorPacker = pairs(kernel) && kernel.packB && !transposed && nr == 32 &&
+                            cpuSupports(kernel.isa) && isaWithin(kernel.isa, bestIsa());
   for (int64_t k0 = 0; k0 < K; k0 += kcMax) {
     const int64_t kc = std::min(kcMax, K - k0);
+    if (vectorPacker) {
+      for (int64_t n0 = 0; n0 < N; n0 += nr) {
+        GemmTileParams src{};
+        src.w = B + k0 * ldb + n0, src.ldw = ldb, src.kc = kc, src.nr = std::min(nr, N - n0);
+        src.vsplit[0] = src.vsplit[1] = 16;
+        kernel.packB(src, dst + k0 / 2 * Npad + n0 * packedKUnits(kernel, kc));
+      }
+      continue;
+    }
     if (pairs(kernel)) { // (K block boundaries are even: the units past kc pair zeros)
       for (int64_t n0 = 0; n0 < N; n0 += nr) {
         float* panel = dst + k0 / 2 * Npad + n0 * packedKUnits(kernel, kc);

@@ -215,7 +215,12 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
   }
   const float scale = n.attr("scale") ? n.attrFloat("scale") : 1.0f / std::sqrt(float(D));
   const float softcap = n.attrFloat("softcap");
-  const auto& gk = kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
+  // --precision bf16: both products on the bf16 kernel (not with the scores as an output, which
+  // stay the f32 products).
+  const bool qk = n.outputs.size() > 3 && n.outputs[3];
+  const auto* bk =
+      o.bf16 && !qk ? kernels::bestKernel(kernels::KernelOp::GemmBf16, o.kernelIsa) : nullptr;
+  const auto& gk = bk ? *bk : kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
   std::vector<CallArg> args = {bufferArg(Qb), bufferArg(Kb), bufferArg(Vb), mask, bufferArg(Y)};
   for (int64_t x : {B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, st[0], st[1], st[2], st[3],
                     n.attrInt("is_causal") != 0 ? int64_t(1) : int64_t(0)})
@@ -226,7 +231,6 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
                          int64_t(Q.seqMajor) << 3;
   args.push_back(intArg(pastLen));
   args.push_back(intArg(layout));
-  const bool qk = n.outputs.size() > 3 && n.outputs[3];
   if (qk && n.outputs[3]->type.dtype != DType::F32) no("Attention is lowered for f32 only");
   const int64_t qkMode = n.attr("qk_matmul_output_mode") ? n.attrInt("qk_matmul_output_mode") : 0;
   if (qk && (qkMode < 0 || qkMode > 3)) no("Attention with an unknown qk_matmul_output_mode");

@@ -491,6 +491,7 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
       {"gemm_packed_", KernelOp::GemmBf16, callGemmPacked},
       {"attention_", KernelOp::Gemm, callAttention},
+      {"attention_", KernelOp::GemmBf16, callAttention},
       {"gru_", KernelOp::Gemm, callGru},
       {"lstm_", KernelOp::Gemm, callLstm},
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},

@@ -101,7 +101,8 @@ const char* hostArch() {
 #endif
 }
 
-uint64_t hostCpuFeatures() {
+namespace {
+uint64_t readCpuFeatures() {
   uint64_t bits = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
@@ -159,6 +160,14 @@ uint64_t hostCpuFeatures() {
     }
   }
 #endif
+  return bits;
+}
+} // namespace
+
+// Read once: cpuid traps to the hypervisor under KVM (microseconds a call), and the kernel
+// dispatch asks per call (cpuSupports(Isa::Amx) from the bf16 packers).
+uint64_t hostCpuFeatures() {
+  static const uint64_t bits = readCpuFeatures();
   return bits;
 }
 

@@ -140,6 +140,43 @@ TEST(JitBf16, CandidateAppliesOnlyUnderBf16Precision) {
   EXPECT_EQ(b->candidate, bf);
 }
 
+// Attention under --precision bf16: QK^T and PV on the bf16 kernel (Q, K, V and the
+// probabilities rounded to bf16, f32 accumulation, f32 softmax), against the interpreter in f32
+// within bf16's error (outputs are averages of V's rows in [-1, 1]; a transposed or misplaced K
+// or V panel is off by far more).
+TEST(JitBf16, AttentionRunsBothProductsOnTheBf16Kernel) {
+  if (!haveBf16()) GTEST_SKIP() << "this CPU lacks avx512bf16 (the bf16 GEMM kernels' ISA)";
+  struct Case {
+    Dims q, k, v;
+    std::string attrs;
+  };
+  const Case cases[] = {
+      {{1, 4, 40, 32}, {1, 4, 50, 32}, {1, 4, 50, 24}, ""},
+      {{2, 4, 33, 64}, {2, 2, 33, 64}, {2, 2, 33, 40}, "is_causal = 1"}, // GQA, causal
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(dimsText(c.q) + " " + c.attrs);
+    std::ostringstream g;
+    g << "graph @g(%q: f32" << dimsText(c.q) << ", %k: f32" << dimsText(c.k) << ", %v: f32"
+      << dimsText(c.v) << ") {\n  %y = Attention(%q, %k, %v)"
+      << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n  return %y\n}\n";
+    Model m = parseModel(g.str());
+    inferShapes(*m.graph);
+    std::mt19937 rng(9);
+    std::vector<RValue> in;
+    for (const Dims& d : {c.q, c.k, c.v}) in.push_back(RValue::of(randomTensor(d, rng, false)));
+    const auto want = interpret(*m.graph, in);
+    runtime::JitExecutable exe(*m.graph, bf16Options());
+    const auto got = exe.run(in);
+    std::string schedules;
+    for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
+    EXPECT_NE(schedules.find("precision = \"bf16"), std::string::npos) << schedules;
+    EXPECT_EQ(exe.stats().fallback, 0);
+    auto diff = compareValues(want[0], got[0], Tolerance{2e-2, 2e-2});
+    EXPECT_FALSE(diff) << *diff;
+  }
+}
+
 // A depthwise convolution is a GEMM of one row and 9 values of k per group: under bf16 the cost
 // model keeps it on the depthwise kernel (the AMX tile computes 32 x 32 of which 1 x 9 count;
 // taking it made mobilenet_v2 2.5x slower than f32 on an AMX machine).
