@@ -43,6 +43,17 @@ Tensor randomTensor(const Dims& d, std::mt19937& rng, bool round) {
   return x;
 }
 
+// g through the bf16 JIT on `in`: some task must run a bf16 kernel, none may fall back.
+std::vector<RValue> runBf16(const Graph& g, const std::vector<RValue>& in) {
+  runtime::JitExecutable exe(g, bf16Options());
+  auto got = exe.run(in);
+  std::string schedules;
+  for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
+  EXPECT_NE(schedules.find("precision = \"bf16"), std::string::npos) << schedules;
+  EXPECT_EQ(exe.stats().fallback, 0);
+  return got;
+}
+
 // "%name = const f32[dims] [values]"
 std::string constText(const std::string& name, const Dims& d, std::mt19937& rng, bool round) {
   const Tensor t = randomTensor(d, rng, round);
@@ -75,12 +86,7 @@ void check(const std::string& what, const Dims& x,
     for (int64_t i = 0; i < in[0].tensor.numel(); ++i)
       rounded[0].tensor.data<float>()[i] = kernels::bf16Round(in[0].tensor.data<float>()[i]);
     const auto want = interpret(*m.graph, round ? rounded : in);
-    runtime::JitExecutable exe(*m.graph, bf16Options());
-    const auto got = exe.run(in);
-    std::string schedules;
-    for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
-    EXPECT_NE(schedules.find("precision = \"bf16"), std::string::npos) << schedules;
-    EXPECT_EQ(exe.stats().fallback, 0);
+    const auto got = runBf16(*m.graph, in);
     ASSERT_EQ(got.size(), want.size());
     // Exact operands: f32 accumulation error only. f32 operands: each product carries up to
     // 2^-8 relative rounding (two bf16 roundings), sums of K such terms in [-1, 1], so the error
@@ -166,12 +172,7 @@ TEST(JitBf16, AttentionRunsBothProductsOnTheBf16Kernel) {
     std::vector<RValue> in;
     for (const Dims& d : {c.q, c.k, c.v}) in.push_back(RValue::of(randomTensor(d, rng, false)));
     const auto want = interpret(*m.graph, in);
-    runtime::JitExecutable exe(*m.graph, bf16Options());
-    const auto got = exe.run(in);
-    std::string schedules;
-    for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
-    EXPECT_NE(schedules.find("precision = \"bf16"), std::string::npos) << schedules;
-    EXPECT_EQ(exe.stats().fallback, 0);
+    const auto got = runBf16(*m.graph, in);
     auto diff = compareValues(want[0], got[0], Tolerance{2e-2, 2e-2});
     EXPECT_FALSE(diff) << *diff;
   }
