@@ -89,21 +89,15 @@ void attentionF32(const KernelDesc& kd, const AttentionShape& s, const float* Q,
     const float* v = V + b * vs.b + kvh * vs.h;
     thread_local std::vector<float> scores;
     scores.resize(size_t(s.Sq * s.Skv));
-    // scores = Q K^T: B(d, j) = K[j, d] (K packed transposed), then P V; the packed operands
+    // scores = Q K^T: B(d, j) = K[j, d], then P V; the packed operands
     // live in per-thread buffers (no allocation per head).
     thread_local std::vector<float> kt, vp, kT;
     kt.resize(size_t(packedBFloats(kd, s.D, s.Skv)));
-    if (kd.op == KernelOp::GemmBf16) { // K^T as rows first: the bf16 packer's vector path
-      kT.resize(size_t(s.D * s.Skv));
-      for (int64_t j0 = 0; j0 < s.Skv; j0 += 16) // 16 x 16 blocks, each row and column in L1
-        for (int64_t d0 = 0; d0 < s.D; d0 += 16)
-          for (int64_t d = d0; d < std::min(s.D, d0 + 16); ++d)
-            for (int64_t j = j0; j < std::min(s.Skv, j0 + 16); ++j)
-              kT[size_t(d * s.Skv + j)] = k[j * ks.s + d];
-      packBInto(kd, kT.data(), s.D, s.Skv, s.Skv, false, kt.data());
-    } else {
-      packBInto(kd, k, s.D, s.Skv, ks.s, /*transposed=*/true, kt.data());
-    }
+    // K^T as rows first, then packed as rows (copies, or the bf16 packer's vector path), where
+    // packing K transposed read one strided element at a time.
+    kT.resize(size_t(s.D * s.Skv));
+    transposeBlocked(k, s.Skv, s.D, ks.s, kT.data(), s.Skv);
+    packBInto(kd, kT.data(), s.D, s.Skv, s.Skv, false, kt.data());
     gemmPackedB(kd, kt.data(), s.D, s.Skv, s.Sq, q, qs.s, scores.data(), s.Skv);
     for (int64_t i = 0; i < s.Sq; ++i)
       softmaxRow(s, b, h, i, scores.data() + i * s.Skv,

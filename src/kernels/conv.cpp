@@ -9,6 +9,17 @@
 
 namespace aicc::kernels {
 
+// conv.h.
+AICC_KERNEL_CLONES void transposeBlocked(const float* src, int64_t rows, int64_t cols, int64_t lds,
+                                         float* dst, int64_t ldd) {
+  for (int64_t i0 = 0; i0 < rows; i0 += 16)
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const int64_t i1 = std::min(rows, i0 + 16), j1 = std::min(cols, j0 + 16);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i) dst[j * ldd + i] = src[i * lds + j];
+    }
+}
+
 DwConvWeights packDepthwise3x3(const KernelDesc& kernel, const float* weightC133, const float* bias,
                                int64_t C) {
   AICC_RT_CHECK(kernel.op == KernelOp::DepthwiseConv3x3 && kernel.dwRow,
@@ -378,18 +389,6 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
     pool->parallelFor(
         parts, [&](int64_t i) { run(0, panels, mPanels * i / parts, mPanels * (i + 1) / parts); });
   }
-}
-
-// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols, in 16 x 16 blocks (each block's
-// rows and columns stay in L1; a plain column walk missed on every element).
-AICC_KERNEL_CLONES void transposeBlocked(const float* src, int64_t rows, int64_t cols, int64_t lds,
-                                         float* dst, int64_t ldd) {
-  for (int64_t i0 = 0; i0 < rows; i0 += 16)
-    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
-      const int64_t i1 = std::min(rows, i0 + 16), j1 = std::min(cols, j0 + 16);
-      for (int64_t j = j0; j < j1; ++j)
-        for (int64_t i = i0; i < i1; ++i) dst[j * ldd + i] = src[i * lds + j];
-    }
 }
 
 // ConvRows::Pixels (conv.h): the output pixels as the GEMM rows over the weights' B panels.

@@ -119,10 +119,11 @@ void packBInto(const KernelDesc& kernel, const float* B, int64_t K, int64_t N, i
       float* panel = dst + k0 * Npad + n0 * kc;
       const int64_t cols = std::min(nr, N - n0);
       for (int64_t k = 0; k < kc; ++k) {
-        for (int64_t j = 0; j < cols; ++j)
-          panel[k * nr + j] =
-              transposed ? B[(n0 + j) * ldb + (k0 + k)] : B[(k0 + k) * ldb + (n0 + j)];
-        for (int64_t j = cols; j < nr; ++j) panel[k * nr + j] = 0.0f;
+        if (transposed)
+          for (int64_t j = 0; j < cols; ++j) panel[k * nr + j] = B[(n0 + j) * ldb + (k0 + k)];
+        else // a row segment: one copy
+          std::copy_n(B + (k0 + k) * ldb + n0, cols, panel + k * nr);
+        std::fill(panel + k * nr + cols, panel + (k + 1) * nr, 0.0f);
       }
     }
   }
