@@ -33,11 +33,11 @@ const std::map<std::string, Op>& binaryOps() {
 const std::vector<std::string>& elementwiseComputeOps() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v = {
-        "Neg",       "Abs",        "Relu",       "Reciprocal",  "Clip",  "Where",    "Max",
-        "Min",       "Sum",        "LeakyRelu",  "Pow",         "Not",   "Cast",     "CastLike",
-        "Identity",  "Sign",       "Elu",        "HardSigmoid", "PRelu", "Softsign", "Expand",
-        "Mod",       "Dropout",    "IsNaN",      "IsInf",       "Mean",  "Shrink",   "BitwiseAnd",
-        "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift"};
+        "Neg",       "Abs",        "Relu",       "Reciprocal",  "Clip",   "Where",    "Max",
+        "Min",       "Sum",        "LeakyRelu",  "Pow",         "Not",    "Cast",     "CastLike",
+        "Identity",  "Sign",       "Elu",        "HardSigmoid", "PRelu",  "Softsign", "Expand",
+        "Mod",       "Dropout",    "IsNaN",      "IsInf",       "Mean",   "Shrink",   "BitwiseAnd",
+        "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",    "BitCast"};
     for (const auto& [k, _] : floatMath()) v.push_back(k);
     for (const auto& [k, _] : binaryOps()) v.push_back(k);
     std::sort(v.begin(), v.end());
@@ -92,6 +92,12 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
   if (op == "Not") return t == DType::Bool ? logicalNot(x) : no("needs a bool input");
   if (op == "Cast" || op == "CastLike") // CastLike: `out` is like's type
     return cast(out, x, !isByteFloat(out) || n.attrInt("saturate") != 0);
+  if (op == "BitCast") {
+    if (!bitcastable(t) || !bitcastable(out) || dtypeBits(t) != dtypeBits(out))
+      return no("a BitCast between types the loop IR does not reinterpret (f16, bf16, float8, "
+                "4-bit)");
+    return bitcast(out, x);
+  }
   if (op == "Where") {
     if (in.size() != 3 || !in[1] || !in[2]) return no("needs three inputs");
     if (t != DType::Bool || in[1]->type != in[2]->type)

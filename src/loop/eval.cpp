@@ -96,6 +96,8 @@ private:
     }
     case Op::Cast:
       return applyCast(e->type, e->args[0]->type, eval(e->args[0]), e->i == 0);
+    case Op::Bitcast:
+      return applyBitcast(e->type, e->args[0]->type, eval(e->args[0]));
     case Op::Call: {
       std::vector<Scalar> args;
       for (const auto& a : e->args) args.push_back(eval(a));

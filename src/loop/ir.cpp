@@ -106,6 +106,19 @@ ExprPtr cast(DType t, ExprPtr a, bool saturate) {
   return make(std::move(e));
 }
 
+ExprPtr bitcast(DType t, ExprPtr a) {
+  Expr e;
+  e.op = Op::Bitcast;
+  e.type = t;
+  e.args = {std::move(a)};
+  return make(std::move(e));
+}
+
+bool bitcastable(DType t) {
+  return t == DType::Bool || t == DType::F32 || t == DType::F64 ||
+         (isInteger(t) && dtypeBits(t) >= 8);
+}
+
 ExprPtr call(std::string fn, std::vector<ExprPtr> args) {
   Expr e;
   e.op = Op::Call;
@@ -185,6 +198,8 @@ std::string_view opName(Op op) {
     return "select";
   case Op::Cast:
     return "cast";
+  case Op::Bitcast:
+    return "bitcast";
   case Op::Call:
     return "call";
   }

@@ -55,13 +55,14 @@ enum class Op : uint8_t {
   BitAnd, // integers of one type, bitwise
   BitOr,
   BitXor,
-  Shl,    // integers; a shift by the type's width or more gives 0 (ONNX BitShift), or for Shr of
-  Shr,    // a signed value its sign; Shr is logical on unsigned types, arithmetic on signed ones
-  Not,    // bool -> bool
-  Neg,    // -a
-  Select, // args = {cond, a, b}; both arms are evaluated
-  Cast,   // args = {a}; to `type` (i = 1: into float8 without saturation)
-  Call,   // name = math function (see mathFunctions()), args
+  Shl,     // integers; a shift by the type's width or more gives 0 (ONNX BitShift), or for Shr of
+  Shr,     // a signed value its sign; Shr is logical on unsigned types, arithmetic on signed ones
+  Not,     // bool -> bool
+  Neg,     // -a
+  Select,  // args = {cond, a, b}; both arms are evaluated
+  Cast,    // args = {a}; to `type` (i = 1: into float8 without saturation)
+  Bitcast, // args = {a}; a's bits as `type`, of the same width (bitcastable(); bool as its byte)
+  Call,    // name = math function (see mathFunctions()), args
 };
 
 struct Expr;
@@ -97,6 +98,10 @@ ExprPtr select(ExprPtr c, ExprPtr a, ExprPtr b);
 // saturate = false (float8 targets only): out-of-range values become inf or NaN (ONNX Cast's
 // saturate = 0), printed `cast<T, nosat>`; Expr::i holds 1 for it.
 ExprPtr cast(DType t, ExprPtr a, bool saturate = true);
+// a's bits as t (ONNX BitCast); both types bitcastable() and of one width.
+ExprPtr bitcast(DType t, ExprPtr a);
+// The types Op::Bitcast takes: bool and the 8/16/32/64-bit integers, f32 and f64.
+bool bitcastable(DType t);
 ExprPtr call(std::string fn, std::vector<ExprPtr> args); // type: the first argument's
 // A constant of type t with value v (IntImm for integers/bool, FloatImm for floats).
 ExprPtr constant(DType t, double v);

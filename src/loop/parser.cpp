@@ -515,6 +515,15 @@ private:
       expect(")");
       return cast(t, a, saturate);
     }
+    if (fn == "bitcast") {
+      expect("<");
+      DType t = dtype();
+      expect(">");
+      expect("(");
+      ExprPtr a = expr();
+      expect(")");
+      return bitcast(t, a);
+    }
     std::vector<ExprPtr> args;
     expect("(");
     if (!is(")")) {

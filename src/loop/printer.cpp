@@ -129,6 +129,9 @@ void print(const ExprPtr& e, std::string& out) {
     printCallLike(fmt::format("cast<{}{}>", dtypeName(e->type), e->i ? ", nosat" : ""), e->args,
                   out);
     return;
+  case Op::Bitcast:
+    printCallLike(fmt::format("bitcast<{}>", dtypeName(e->type)), e->args, out);
+    return;
   case Op::Neg:
   case Op::Not:
     out += e->op == Op::Neg ? '-' : '!';

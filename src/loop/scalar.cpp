@@ -4,6 +4,7 @@
 #include "support/error.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace aicc::loop {
@@ -250,6 +251,34 @@ Scalar applyCast(DType to, DType from, Scalar a, bool saturate) {
   if (v > hi) v = hi;
   r.i = static_cast<int64_t>(v);
   return r;
+}
+
+Scalar applyBitcast(DType to, DType from, Scalar a) {
+  uint64_t bits = 0; // the low bitsOf(from) bits of a's representation
+  if (from == DType::F32) {
+    const float f = static_cast<float>(a.f);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    bits = u;
+  } else if (from == DType::F64) {
+    std::memcpy(&bits, &a.f, 8);
+  } else {
+    bits = static_cast<uint64_t>(a.i);
+  }
+  Scalar r;
+  if (to == DType::F32) {
+    const uint32_t u = static_cast<uint32_t>(bits);
+    float f;
+    std::memcpy(&f, &u, 4);
+    r.f = f;
+    return r;
+  }
+  if (to == DType::F64) {
+    std::memcpy(&r.f, &bits, 8);
+    return r;
+  }
+  r.i = static_cast<int64_t>(bits);
+  return normalize(to, r); // wraps to the width (a bool's byte: its truth value)
 }
 
 Scalar applyCall(const std::string& fn, DType t, const std::vector<Scalar>& args) {

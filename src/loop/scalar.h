@@ -24,6 +24,8 @@ std::optional<Scalar> applyBinary(Op op, DType t, Scalar a, Scalar b);
 Scalar applyUnary(Op op, DType t, Scalar a);
 // Conversion; float -> integer saturates and maps NaN to 0 (like llvm.fptosi.sat).
 Scalar applyCast(DType to, DType from, Scalar a, bool saturate = true);
+// a's bits as `to` (Op::Bitcast: bitcastable types of one width).
+Scalar applyBitcast(DType to, DType from, Scalar a);
 // A math function on float arguments of type t.
 Scalar applyCall(const std::string& fn, DType t, const std::vector<Scalar>& args);
 // The value as a double / as a truth value.

@@ -144,6 +144,12 @@ private:
       if (e->i != 0 && !isByteFloat(e->type))
         bad("is a non-saturating cast into a non-float8 type");
       return;
+    case Op::Bitcast:
+      if (!bitcastable(e->type) || !bitcastable(a[0]->type))
+        bad("bitcasts between unsupported types");
+      else if (dtypeBits(e->type) != dtypeBits(a[0]->type))
+        bad("bitcasts between types of different widths");
+      return;
     case Op::Call: {
       auto it = mathFunctions().find(e->name);
       if (it == mathFunctions().end()) {

@@ -324,6 +324,13 @@ TEST(CodegenC, ElementwiseChainsMatchTheInterpreter) {
        "graph @main(%x: f64[10]) {\n  %s = Abs(%x) : f64[10]\n  %a = Sqrt(%s) : f64[10]\n"
        "  %b = Neg(%a) : f64[10]\n  %c = Max(%b, %x) : f64[10]\n  return %c\n}\n",
        {{DType::F64, {10}}}},
+      {"bitcast", // bits reinterpreted (a union member in C), negated as integers (a finite float
+                  // again: no NaN payloads to compare), reinterpreted back
+       "graph @main(%x: f32[3,5], %y: f64[4], %z: bool[6]) {\n"
+       "  %a = BitCast(%x) {to = 6} : i32[3,5]\n  %b = Neg(%a) : i32[3,5]\n"
+       "  %c = BitCast(%b) {to = 1} : f32[3,5]\n  %d = BitCast(%y) {to = 7} : i64[4]\n"
+       "  %e = BitCast(%z) {to = 2} : u8[6]\n  return %c, %d, %e\n}\n",
+       {{DType::F32, {3, 5}}, {DType::F64, {4}}, {DType::Bool, {6}}}},
   };
   for (int level : {0, 2}) {
     for (const auto& c : cases) {

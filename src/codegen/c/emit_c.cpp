@@ -329,6 +329,11 @@ private:
       return fmt::format("({} ? {} : {})", expr(e->args[0]), expr(e->args[1]), expr(e->args[2]));
     case Op::Cast:
       return castExpr(t, e->args[0]->type, operand(e->args[0], kPrimary));
+    case Op::Bitcast: // a union's other member (C99 TC3); a bool is its byte, 0 or 1
+      if (t == DType::Bool || e->args[0]->type == DType::Bool)
+        return castExpr(t, e->args[0]->type, operand(e->args[0], kPrimary));
+      return fmt::format("((union {{ {} a; {} b; }}){{.a = {}}}).b", cTypeName(e->args[0]->type),
+                         cTypeName(t), expr(e->args[0]));
     case Op::Call:
       return mathCall(*e);
     }

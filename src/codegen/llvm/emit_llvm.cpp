@@ -602,6 +602,13 @@ private:
       return b_.CreateSelect(emit(e->args[0]), emit(e->args[1]), emit(e->args[2]));
     case Op::Cast:
       return emitCast(e->type, e->args[0]->type, emit(e->args[0]), e->i == 0);
+    case Op::Bitcast: { // a bool is its byte in memory: 0 or 1 either way
+      llvm::Value* a = emit(e->args[0]);
+      if (e->args[0]->type == DType::Bool) return b_.CreateZExt(a, regTy(e->type));
+      if (e->type == DType::Bool)
+        return b_.CreateICmpNE(a, llvm::ConstantInt::get(a->getType(), 0));
+      return b_.CreateBitCast(a, regTy(e->type));
+    }
     case Op::Call: {
       std::vector<llvm::Value*> args;
       for (const auto& a : e->args) args.push_back(emit(a));
