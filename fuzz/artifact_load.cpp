@@ -32,7 +32,9 @@ const char* kModel = R"(graph @g(%x: f32[3,4], %p: bool[]) {
   %m = MatMul(%x, %w) : f32[3,4]
   %a = Add(%m, %b) : f32[3,4]
   %r = Relu(%a) : f32[3,4]
-  %c = Einsum(%r) {equation = "ij->ij"} : f32[3,4]
+  %s = const i64[3] [3, 2, 2]
+  %q = Reshape(%r, %s) : f32[3,2,2]
+  %c = Det(%q) : f32[3]
   %y = If(%p) {then_branch = graph @then() { %t = Sigmoid(%r) : f32[3,4]  return %t },
                 else_branch = graph @else() { return %a }} : f32[3,4]
   return %c, %y

@@ -77,6 +77,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Hardmax",
                                             "CumSum",
                                             "CumProd",
+                                            "Einsum",
                                             "TopK",
                                             "LpNormalization",
                                             "ArgMax",

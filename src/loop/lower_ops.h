@@ -140,6 +140,7 @@ std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& 
                                               const LowerOptions& o);
 std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);
 std::optional<LoweredNode> lowerScan(const Node& n, FuncBuilder& b, const LowerOptions& o);
+std::optional<LoweredNode> lowerEinsum(const Node& n, FuncBuilder& b, const LowerOptions& o);
 std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerOptions& o);
 std::optional<LoweredNode> lowerLrn(const Node& n, FuncBuilder& b, const LowerOptions& o);
 

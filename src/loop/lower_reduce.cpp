@@ -396,6 +396,7 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
   if (op == "Softmax") return lowerSoftmax(n, b, o, false);
   if (op == "Hardmax" || op == "LpNormalization") return lowerAxisNormalize(n, b, o);
   if (op == "CumSum" || op == "CumProd") return lowerScan(n, b, o);
+  if (op == "Einsum") return lowerEinsum(n, b, o);
   if (op == "TopK") return lowerTopK(n, b, o);
   if (op == "LRN") return lowerLrn(n, b, o);
   if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);

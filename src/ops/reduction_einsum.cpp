@@ -6,6 +6,7 @@
 // Dims of size 1 broadcast against the other operands' dims of the same label.
 #include "ops/reduction.h"
 
+#include "ops/einsum.h"
 #include "ops/helpers.h"
 
 #include <algorithm>
@@ -15,12 +16,7 @@ namespace aicc {
 
 namespace {
 
-constexpr int kEllipsisBase = 52; // label ids: 0..51 letters (A-Z, a-z), 52+ ellipsis dims
-
-struct EinsumSpec {
-  std::vector<std::vector<int>> in; // label ids of each operand dim
-  std::vector<int> out;             // label ids of the output dims
-};
+constexpr int kEllipsisBase = kEinsumEllipsis;
 
 // Splits a term into label ids, with -1 standing for "...".
 std::vector<int> parseTerm(const std::string& term, const std::string& eq) {
@@ -58,6 +54,8 @@ std::vector<int> expand(const std::vector<int>& t, int64_t count, int64_t maxEll
   }
   return v;
 }
+
+} // namespace
 
 EinsumSpec parseEinsum(std::string eq, const std::vector<int64_t>& ranks) {
   std::string orig = eq;
@@ -113,6 +111,8 @@ EinsumSpec parseEinsum(std::string eq, const std::vector<int64_t>& ranks) {
   }
   return spec;
 }
+
+namespace {
 
 template <typename T> Tensor einsumTyped(const EinsumSpec& spec, const std::vector<Tensor>& xs) {
   // Label sizes (size-1 dims broadcast).

@@ -4,7 +4,8 @@
 // time (every axis, negative ones, exclusive, reverse; f32 and wrapping i64), and an axis out of
 // range as an error; LpPool windows (p 1-3, pads, strides, dilations, 1-D and 2-D); TopK (largest
 // and smallest, ties, NaN, every axis) with K at run time, another K an error; LRN (odd and even
-// windows clipped at the first and last channel, f32 and f64).
+// windows clipped at the first and last channel, f32 and f64); Einsum (explicit, implicit,
+// diagonal, ellipsis, broadcast, full sum, three operands).
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -138,6 +139,46 @@ TEST(JitAxisOps, LrnMatchesTheInterpreter) {
                                 "}\n  return %y\n}\n");
       expectJitMatches(m, {RValue::of(x)}, {1e-6, 0}, "size");
     }
+}
+
+// Einsum as one nest: explicit and implicit outputs, a repeated label (a diagonal), ellipsis dims
+// right-aligned across operands of different ranks, a size-1 dim broadcast against its label, a
+// full sum to a scalar, three operands, f64.
+TEST(JitAxisOps, EinsumMatchesTheInterpreter) {
+  struct Case {
+    std::string eq;
+    std::vector<Dims> ins;
+    DType t = DType::F32;
+  };
+  const Case cases[] = {
+      {"ij,jk->ik", {{5, 7}, {7, 3}}},
+      {"ij,jk", {{4, 6}, {6, 5}}},                 // implicit: "ik"
+      {"...ii->...i", {{2, 3, 4, 4}}},             // batch diagonal
+      {"b...k,...kn->b...n", {{2, 3, 4}, {4, 5}}}, // ellipsis of ranks 1 and 0
+      {"ij,ij->i", {{6, 1}, {6, 4}}},              // j broadcast from size 1
+      {"ijk->", {{3, 4, 5}}},                      // everything summed
+      {"ij,jk,kl->il", {{3, 4}, {4, 5}, {5, 2}}, DType::F64},
+      {"ji", {{3, 5}}}, // implicit transpose: the output is "ij"
+  };
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.eq);
+    const std::string tn = c.t == DType::F32 ? "f32" : "f64";
+    std::string sig, args;
+    std::vector<RValue> in;
+    for (size_t i = 0; i < c.ins.size(); ++i) {
+      sig +=
+          (i ? ", " : "") + std::string("%x") + std::to_string(i) + ": " + tn + dimsText(c.ins[i]);
+      args += (i ? ", " : "") + std::string("%x") + std::to_string(i);
+      Tensor x(c.t, c.ins[i]);
+      for (int64_t k = 0; k < x.numel(); ++k) x.setF64(k, u(rng));
+      in.push_back(RValue::of(x));
+    }
+    const Model m = parseWithShapes("graph @g(" + sig + ") {\n  %y = Einsum(" + args +
+                                    ") {equation = \"" + c.eq + "\"}\n  return %y\n}\n");
+    expectJitMatches(m, in, {1e-5, 1e-6}, "kind = \"reduce\"");
+  }
 }
 
 } // namespace
