@@ -60,7 +60,10 @@ const KernelDesc kKernels[] = {
      .constraints = "any M,N,K; B pre-packed in 32-column panels; 16 zmm accumulators",
      .gemm = f32_gemm_avx512_8x32,
      .packA = f32_gemm_avx512_packa8},
-    // kc counts k values: 256 is 128 pairs, the f32 tile's 128 loop steps and bytes per block.
+    // The bf16 kernels' kc counts k values. AMX: 992 is 496 units (a multiple of its 16-unit tile
+    // rows), so A's rows, 1984 bytes apart, fall in different L1 sets; at 480/512/1024 the GEMMs
+    // of aicc_bench ran within noise or below (Intel Xeon). AVX512-BF16: 256 is 128 pairs, the
+    // f32 tile's 128 loop steps and bytes per block.
     {.name = "bf16_gemm_amx_32x32",
      .op = KernelOp::GemmBf16,
      .isa = Isa::Amx,
