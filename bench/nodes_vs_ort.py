@@ -6,8 +6,9 @@
 
 aicc: `aicc bench MODEL --profile --json` (time per task). ONNX Runtime: its own profiler
 (enable_profiling, ORT_ENABLE_ALL, median kernel time per node over the runs). The two name nodes
-differently (ORT names a fused Conv after the BatchNormalization or Relu it absorbed), so both are
-matched by their path without the last numbered component (`.../block.0/block.0.0/Conv` and
+differently (ORT names a fused Conv after the BatchNormalization or Relu it absorbed, and a node its
+NCHWc transformer made after its output tensor: those are traced back to the Conv in the original
+graph), so both are matched by their path without the last numbered component (`.../block.0/block.0.0/Conv` and
 `.../block.0/block.0.1/BatchNormalization_output_0_nchwc` both become `.../block.0/block.0`): a
 row is such a block, its aicc and ORT milliseconds and the difference. Inputs are random (shapes
 from the model, symbolic dims 1). Where the time goes is what this is for; the end-to-end
@@ -29,6 +30,30 @@ def block(name):
     # ORT's fusions append their own component (".../block.0.2/Mul/QuickGeluFusion/")
     name = re.sub(r"/\w*Fusion/?$", "", name)
     return re.sub(r"\.\d+/[^/]*$", "", name) if "/" in name else name
+
+
+def nchwc_heads(model):
+    """ORT's NCHWc transformer names a fused node after its output tensor ("/layer1/layer1.0/relu/
+    Relu_output_0_nchwc": Conv + BatchNormalization + Add + Relu). Maps such a name to the head op
+    that produced the chain in the original graph (the Conv), as aicc names its fused task: back
+    through the chain's elementwise ops, into the most recently computed input (a residual Add's
+    other input comes from an earlier block)."""
+    import onnx
+    g = onnx.load(model, load_external_data=False).graph
+    producer = {o: (i, n) for i, n in enumerate(g.node) for o in n.output}
+    chain = {"Relu", "Clip", "Add", "Sum", "BatchNormalization", "HardSwish", "LeakyRelu"}
+
+    def head(name):
+        if not name.endswith("_nchwc") or name[: -len("_nchwc")] not in producer:
+            return name
+        n = producer[name[: -len("_nchwc")]][1]
+        while n.op_type in chain:
+            ins = [x for x in n.input if x in producer]
+            if not ins:
+                break
+            n = producer[max(ins, key=lambda x: producer[x][0])][1]
+        return n.name or name
+    return head
 
 
 def aicc_times(aicc, model, threads, iters):
@@ -65,9 +90,10 @@ def ort_times(model, threads, iters):
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
             runs[e["name"][: -len("_kernel_time")]].append(e["dur"] / 1000.0)
     os.remove(path)
+    head = nchwc_heads(model)
     t = collections.defaultdict(float)
     for n, d in runs.items():
-        t[block(n)] += statistics.median(d)
+        t[block(head(n))] += statistics.median(d)
     return t
 
 
