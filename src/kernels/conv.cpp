@@ -465,8 +465,8 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
     if (ep.residual) // the residual [Cout, P] as the tile reads it: [P, Cout]
       transposeBlocked(ep.residual + c0 * P, c1 - c0, P, P, rtp + c0, ldy);
     thread_local std::vector<float> aBuf;
-    const int64_t mcMax = mc + mc / 4 + mr; // a short last block joins the one before (gemm.cpp)
-    if (aBuf.size() < size_t(mcMax * kcMax)) aBuf.resize(size_t(mcMax * kcMax));
+    const int64_t capacity = rowBlockCapacity(mc, mr); // (gemm.h)
+    if (aBuf.size() < size_t(capacity * kcMax)) aBuf.resize(size_t(capacity * kcMax));
     GemmTileParams t{};
     t.ldc = ldy;
     t.lo = ep.lo();
@@ -477,8 +477,7 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
       t.kc = kc;
       t.flags = (k0 == 0 ? kGemmFirst : 0u) | (k0 + kc == K ? kGemmLast : 0u);
       for (int64_t ic = 0, rows = 0; ic < P; ic += rows) {
-        rows = std::min(mc, P - ic);
-        if (P - ic - rows <= mc / 4) rows = P - ic;
+        rows = rowBlock(mc, P - ic);
         // This chunk's A micro-panels: the shared ones, or gathered here.
         const float* a = shared ? aShared + (k0 / kcMax) * kcMax * Ppad + ic * kc : aBuf.data();
         for (int64_t i0 = 0; i0 < rows && !shared; i0 += mr)

@@ -229,15 +229,8 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
   const KernelDesc& kd = *b.kernel;
   const int64_t K = b.K, N = b.N, nr = kd.nr, mr = kd.mr;
   const int64_t kcMax = kd.kc, mc = kd.mc, ncPanels = std::max<int64_t>(1, kd.nc / kd.nr);
-  // Row blocks of mc rows; a short last one (up to mc / 4 rows) joins the block before it, so the
-  // B panels are not streamed once more for a few rows (M = 128 on the 14-row tile's mc 126 was
-  // 126 + 2: 128x3072x768 +7%, 128x768x768 +3% on an Intel Xeon).
-  auto blockRows = [&](int64_t ic) {
-    const int64_t rows = std::min(mc, m1 - ic);
-    return m1 - ic - rows <= mc / 4 ? m1 - ic : rows;
-  };
   thread_local std::vector<float> aBuf;
-  const size_t need = size_t(std::min(mc + mc / 4 + mr, (m1 - m0 + mr - 1) / mr * mr) *
+  const size_t need = size_t(std::min(rowBlockCapacity(mc, mr), (m1 - m0 + mr - 1) / mr * mr) *
                              packedKUnits(kd, std::min(kcMax, K)));
   if (aBuf.size() < need) aBuf.resize(need);
   GemmTileParams t{};
@@ -252,7 +245,7 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
       t.kc = ku;
       t.flags = (k0 == 0 ? kGemmFirst : 0u) | (k0 + kc == K ? kGemmLast : 0u);
       for (int64_t ic = m0, rows = 0; ic < m1; ic += rows) {
-        rows = blockRows(ic);
+        rows = rowBlock(mc, m1 - ic); // (gemm.h)
         if (kd.packA)
           for (int64_t i = 0; i < rows; i += mr)
             kd.packA(A + (ic + i) * lda + k0, lda, std::min(mr, rows - i), kc,

@@ -2,6 +2,7 @@
 // B pre-packed once (at compile time for weights) into the chosen kernel's panel layout.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -87,6 +88,17 @@ void gemmPackedB(const KernelDesc& kernel, const float* packedB, int64_t K, int6
 int64_t packedAFloats(const KernelDesc& kernel, int64_t M, int64_t K);
 void packAInto(const KernelDesc& kernel, const float* A, int64_t M, int64_t K, int64_t lda,
                float* dst);
+
+// Row blocks of a GEMM's packed operand (gemm.cpp, and conv.cpp's pixel rows): mc rows, but a
+// short last one (up to mc / 4 rows) joins the block before it, so the B panels are not streamed
+// once more for a few rows (M = 128 on the 14-row tile's mc 126 was 126 + 2: 128x3072x768 +7%,
+// 128x768x768 +3% on an Intel Xeon). rowBlock: the rows of the block with `left` rows to go;
+// rowBlockCapacity: the packed rows the largest block takes (whole micro-panels of mr).
+inline int64_t rowBlock(int64_t mc, int64_t left) {
+  const int64_t rows = std::min(mc, left);
+  return left - rows <= mc / 4 ? left : rows;
+}
+inline int64_t rowBlockCapacity(int64_t mc, int64_t mr) { return (mc + mc / 4 + mr - 1) / mr * mr; }
 
 // The packed units of k values of K: k floats, or (k + 1) / 2 bf16 pairs for a bf16 kernel.
 int64_t packedKUnits(const KernelDesc& kernel, int64_t k);

@@ -1,6 +1,7 @@
-// The AVX-512F vector traits of simd_impl.h, shared by the AVX-512 ISA files (ukernels_avx512.cpp
-// and ukernels_avx512bf16.cpp). In an anonymous namespace: each file's copy is compiled with its
-// own ISA flags and keeps internal linkage.
+// The AVX-512F vector traits of simd_impl.h and the int8 tiles' requantization, shared by the
+// AVX-512 ISA files (ukernels_avx512.cpp, _avx512bf16.cpp, _avx512vnni.cpp, _amx.cpp). In an
+// anonymous namespace: each file's copy is compiled with its own ISA flags and keeps internal
+// linkage.
 #pragma once
 
 #include <immintrin.h>
@@ -84,6 +85,22 @@ struct V512 {
     const __m512i e =
         _mm512_maskz_add_epi32(m, _mm512_maskz_cvtps_epi32(m, n), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(m, e, 23));
+  }
+};
+
+// Requantization of 16 scaled sums v = acc * factor to bytes: clamp to [lo - yzp, hi - yzp] in
+// float (so the conversion cannot overflow, and after rounding to an integer of that range plus
+// yzp no saturation is left to do), round half to even (the default MXCSR mode, as nearbyint),
+// add the zero point, narrow.
+struct Requant {
+  __m512 flo, fhi;
+  __m512i zp;
+  Requant(int32_t yzp, int32_t lo, int32_t hi)
+      : flo(_mm512_set1_ps(float(lo - yzp))), fhi(_mm512_set1_ps(float(hi - yzp))),
+        zp(_mm512_set1_epi32(yzp)) {}
+  __m128i operator()(__m512 v) const {
+    v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
+    return _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), zp));
   }
 };
 

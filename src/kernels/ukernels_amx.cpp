@@ -10,6 +10,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "kernels/simd_avx512.h"
 #include "kernels/ukernel.h"
 
 namespace aicc::kernels {
@@ -33,10 +34,6 @@ inline void configure() {
   for (int i = 0; i < 8; ++i) c.colsb[i] = 64, c.rows[i] = 16;
   _tile_loadconfig(&c);
   configured = true;
-}
-
-inline __mmask16 maskFor(int64_t n) {
-  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
 }
 
 // One tile instruction's dot products (tile numbers are immediates: the intrinsics are macros):
@@ -100,24 +97,22 @@ void products(int64_t mr, int64_t nr, const void* a, const void* b, int64_t unit
 
 // The QGemmUkernelFn contract (ukernel.h) on AMX tiles: A (the weights) row-major, a[r][kgroups *
 // 4] int8, B (the activations) b[q][32][4] uint8, kgroups a multiple of 16 (KernelDesc::kuAlign,
-// zero weights past Kc). Requantized per row as the VNNI tile does: v = float(acc + rowOffset) *
-// factor, clamped to [lo - yzp, hi - yzp], rounded half to even, + yzp.
+// zero weights past Kc). Requantized per row with the VNNI tile's Requant (simd_avx512.h):
+// v = float(acc + rowOffset) * factor, clamped to [lo - yzp, hi - yzp], rounded half to even, +
+// yzp.
 void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
   alignas(64) int32_t acc[32 * 32];
   products<false>(p.mr, p.nr, p.a, p.b, p.kgroups, acc);
   const bool n2 = p.nr > 16;
-  const __m512 flo = _mm512_set1_ps(float(p.lo - p.yzp)), fhi = _mm512_set1_ps(float(p.hi - p.yzp));
-  const __m512i zp = _mm512_set1_epi32(p.yzp);
-  const __mmask16 m[2] = {maskFor(p.nr), maskFor(p.nr - 16)};
+  const Requant requant(p.yzp, p.lo, p.hi);
+  const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
   for (int64_t r = 0; r < p.mr; ++r) {
     const __m512i off = _mm512_set1_epi32(p.rowOffset[r]);
     const __m512 f = _mm512_set1_ps(p.factor[r]);
     for (int v = 0; v < (n2 ? 2 : 1); ++v) {
       const __m512i x = _mm512_add_epi32(_mm512_load_si512(acc + r * 32 + v * 16), off);
-      __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(x), f);
-      y = _mm512_min_ps(_mm512_max_ps(y, flo), fhi);
-      const __m128i q = _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(y), zp));
-      _mm_mask_storeu_epi8(p.y + r * p.ldy + v * 16, m[v], q);
+      _mm_mask_storeu_epi8(p.y + r * p.ldy + v * 16, m[v],
+                           requant(_mm512_mul_ps(_mm512_cvtepi32_ps(x), f)));
     }
   }
 }
@@ -130,7 +125,7 @@ void bf16_gemm_amx_32x32(const GemmTileParams& p) {
   alignas(64) float acc[32 * 32];
   products<true>(p.mr, p.nr, p.a, p.w, p.kc, acc);
   const bool n2 = p.nr > 16;
-  const __mmask16 m[2] = {maskFor(p.nr), maskFor(p.nr - 16)};
+  const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
   const bool first = p.flags & kGemmFirst, last = p.flags & kGemmLast;
   const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
   for (int64_t i = 0; i < p.mr; ++i) {
@@ -162,8 +157,8 @@ void bf16_gemm_amx_packa32(const float* a, int64_t lda, int64_t rows, int64_t kc
     const float* src = a + i * lda;
     char* d = static_cast<char*>(static_cast<void*>(dst + i * ku));
     for (int64_t k = 0; k < 2 * ku; k += 32) {
-      const __m512 x0 = _mm512_maskz_loadu_ps(maskFor(kc - k), src + k);
-      const __m512 x1 = _mm512_maskz_loadu_ps(maskFor(kc - k - 16), src + k + 16);
+      const __m512 x0 = _mm512_maskz_loadu_ps(V512::maskFor(kc - k), src + k);
+      const __m512 x1 = _mm512_maskz_loadu_ps(V512::maskFor(kc - k - 16), src + k + 16);
       _mm512_storeu_si512(d + 2 * k, (__m512i)_mm512_cvtne2ps_pbh(x1, x0));
     }
   }

@@ -9,26 +9,11 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "kernels/simd_avx512.h"
 #include "kernels/simd_impl.h"
 
 namespace aicc::kernels {
 namespace {
-
-// Requantization of 16 scaled sums v = acc * factor to bytes: clamp to [lo - yzp, hi - yzp] in
-// float (so the conversion cannot overflow, and after rounding to an integer of that range plus
-// yzp no saturation is left to do), round half to even (the default MXCSR mode, as nearbyint),
-// add the zero point, narrow.
-struct Requant {
-  __m512 flo, fhi;
-  __m512i zp;
-  Requant(int32_t yzp, int32_t lo, int32_t hi)
-      : flo(_mm512_set1_ps(float(lo - yzp))), fhi(_mm512_set1_ps(float(hi - yzp))),
-        zp(_mm512_set1_epi32(yzp)) {}
-  __m128i operator()(__m512 v) const {
-    v = _mm512_min_ps(_mm512_max_ps(v, flo), fhi);
-    return _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(v), zp));
-  }
-};
 
 // Requantization of four rows of 16 scaled sums at once, for |factor| < 0.99: then no product of
 // an int32 sum reaches 2^31, the conversion cannot overflow, and saturating packs (int32 -> int16,

@@ -51,12 +51,12 @@ const FeatureInfo& info(CpuFeature f) { return kFeatures[static_cast<size_t>(f)]
 
 // Whether this process may use the AMX tile registers: Linux hands out the 8 KB tile state only to
 // a process that asks for it (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18; every
-// thread, later ones too), and an AMX instruction without it is SIGILL. Asked once.
+// thread, later ones too), and an AMX instruction without it is SIGILL. Asked once, by the
+// one reading of the features (hostCpuFeatures).
 #if defined(__x86_64__)
 bool amxPermitted() {
 #if defined(__linux__) && defined(ARCH_REQ_XCOMP_PERM)
-  static const bool ok = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, 18) == 0;
-  return ok;
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, 18) == 0;
 #else
   return false;
 #endif
