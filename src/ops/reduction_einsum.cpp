@@ -16,8 +16,6 @@ namespace aicc {
 
 namespace {
 
-constexpr int kEllipsisBase = kEinsumEllipsis;
-
 // Splits a term into label ids, with -1 standing for "...".
 std::vector<int> parseTerm(const std::string& term, const std::string& eq) {
   std::vector<int> v;
@@ -50,7 +48,7 @@ std::vector<int> expand(const std::vector<int>& t, int64_t count, int64_t maxEll
       continue;
     }
     for (int64_t k = 0; k < count; ++k)
-      v.push_back(kEllipsisBase + static_cast<int>(maxEll - count + k));
+      v.push_back(kEinsumEllipsis + static_cast<int>(maxEll - count + k));
   }
   return v;
 }
@@ -90,7 +88,7 @@ EinsumSpec parseEinsum(std::string eq, const std::vector<int64_t>& ranks) {
     maxEll = std::max(maxEll, ell[i]);
   }
   for (size_t i = 0; i < terms.size(); ++i) spec.in.push_back(expand(terms[i], ell[i], maxEll));
-  std::vector<int> uses(kEllipsisBase, 0);
+  std::vector<int> uses(kEinsumEllipsis, 0);
   for (const auto& t : terms)
     for (int l : t)
       if (l >= 0) ++uses[static_cast<size_t>(l)];
@@ -106,7 +104,7 @@ EinsumSpec parseEinsum(std::string eq, const std::vector<int64_t>& ranks) {
     }
   } else {
     if (anyEllipsis) spec.out = expand({-1}, maxEll, maxEll);
-    for (int l = 0; l < kEllipsisBase; ++l)
+    for (int l = 0; l < kEinsumEllipsis; ++l)
       if (uses[static_cast<size_t>(l)] == 1) spec.out.push_back(l);
   }
   return spec;
@@ -116,7 +114,7 @@ namespace {
 
 template <typename T> Tensor einsumTyped(const EinsumSpec& spec, const std::vector<Tensor>& xs) {
   // Label sizes (size-1 dims broadcast).
-  std::vector<int64_t> size(kEllipsisBase + 64, -1);
+  std::vector<int64_t> size(kEinsumEllipsis + 64, -1);
   for (size_t i = 0; i < xs.size(); ++i)
     for (size_t d = 0; d < spec.in[i].size(); ++d) {
       int64_t& s = size[static_cast<size_t>(spec.in[i][d])];
@@ -232,7 +230,7 @@ void inferEinsum(InferCtx& c) {
     ranks.push_back(static_cast<int64_t>(s->size()));
   }
   EinsumSpec spec = parseEinsum(c.node.attrString("equation"), ranks);
-  std::vector<std::optional<Dim>> size(kEllipsisBase + 64);
+  std::vector<std::optional<Dim>> size(kEinsumEllipsis + 64);
   for (size_t i = 0; i < ranks.size(); ++i)
     for (size_t d = 0; d < spec.in[i].size(); ++d) {
       auto& s = size[static_cast<size_t>(spec.in[i][d])];
