@@ -108,8 +108,8 @@ TEST(JitBf16, ConvolutionsAndGemmsMatchTheInterpreterOnBf16Operands) {
         "  %c = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}\n  %y = Relu(%c)\n");
   check("3x3 conv, 14-pixel rows (row segments), K > kc", {1, 40, 14, 14}, {{"w", {30, 40, 3, 3}}},
         "  %y = Conv(%x, %w) {pads = [1, 1, 1, 1]}\n");
-  check("3x3 conv, K = 576 > 512 (two K blocks of the AMX tile)", {1, 64, 10, 20},
-        {{"w", {40, 64, 3, 3}}, {"b", {40}}}, "  %y = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}\n");
+  check("3x3 conv, K = 1080 > 992 (two K blocks of the AMX tile)", {1, 120, 10, 20},
+        {{"w", {40, 120, 3, 3}}, {"b", {40}}}, "  %y = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]}\n");
   check("pointwise conv, odd K, partial rows", {1, 37, 9, 9}, {{"w", {19, 37, 1, 1}}, {"b", {19}}},
         "  %y = Conv(%x, %w, %b)\n");
   check("7x7 stride-2 stem (im2col panels)", {1, 3, 30, 30}, {{"w", {13, 3, 7, 7}}},

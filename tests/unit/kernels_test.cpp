@@ -93,10 +93,11 @@ struct Shape {
   int64_t M, N, K;
 };
 const Shape kShapes[] = {
-    {1, 1, 1},     {1, 7, 1},     {5, 1, 3},    {3, 5, 7},     {14, 32, 16},  {15, 33, 17},
-    {13, 31, 1},   {29, 47, 63},  {6, 16, 300}, {37, 65, 257}, {9, 100, 530}, {100, 9, 20},
-    {2, 129, 5},   {49, 70, 513}, {1, 40, 301}, // one row: four partial sums over k (GEMV)
-    {131, 40, 300}}; // a short last row block (126 + 5) joins the one before it
+    {1, 1, 1},      {1, 7, 1},     {5, 1, 3},    {3, 5, 7},     {14, 32, 16},  {15, 33, 17},
+    {13, 31, 1},    {29, 47, 63},  {6, 16, 300}, {37, 65, 257}, {9, 100, 530}, {100, 9, 20},
+    {2, 129, 5},    {49, 70, 513}, {1, 40, 301}, // one row: four partial sums over k (GEMV)
+    {131, 40, 300},  // a short last row block (126 + 5) joins the one before it
+    {40, 33, 1100}}; // K > 992: two K blocks of the AMX tile (C added on the second)
 
 } // namespace
 
