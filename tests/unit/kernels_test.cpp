@@ -479,6 +479,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(9, 11, 5, 7, 3, 1, 1, 1);    // 3x3 same
   add(10, 10, 3, 17, 3, 2, 1, 1);  // strided
   add(7, 7, 33, 40, 1, 1, 0, 1);   // pointwise
+  add(21, 25, 270, 60, 1, 1, 0, 1); // pointwise, P >= 512 and >= 4 weight panels: copied B block
   add(9, 9, 4, 6, 1, 2, 0, 1);     // 1x1 strided
   add(12, 13, 3, 9, 5, 2, 2, 1);   // 5x5
   add(9, 9, 4, 5, 3, 1, 2, 2);     // dilated
