@@ -286,9 +286,9 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   const float* pad = padded.data();
   const int64_t panels = direct && !flat ? s.OH() * segs : (P + nr - 1) / nr, mPanels = Mpad / mr;
   // Pixel panels per B block: the block (kc x nb*nr floats, 256 KB at kc 128 and 32-pixel
-  // panels) stays in L2 while every weight micro-panel streams over it. bf16: the block's panels
-  // are rounded into pairs first (512 KB of them), then each weight micro-panel meets all of them
-  // while it is in L1: per panel, the AMX tile streamed its 63 KB weight micro-panel from L3 for
+  // panels) stays in L2 while each weight micro-panel, in L1, meets all of its panels. bf16: the
+  // block's panels are rounded into pairs first (512 KB of them); in BLIS order the AMX tile
+  // streamed its 63 KB weight micro-panel from L3 for
   // 32 pixels (resnet50 bf16, Intel Xeon with AMX, 1 thread, alternating: 27.0-28.9 -> 23.4-26.1
   // ms; 2 threads within noise).
   const int64_t nb =
@@ -296,19 +296,16 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
                                                         : 16 * 128 / kcMax));
   auto run = [&](int64_t pa, int64_t pb, int64_t ma, int64_t mb) { // panels [pa,pb) x rows
     thread_local std::vector<float> bBuf, pairBlock;
-    thread_local std::vector<std::pair<GemmTileParams, int64_t>> pairTiles; // tile, its n0
+    thread_local std::vector<std::pair<GemmTileParams, int64_t>> blockTiles; // tile, its n0
     // A pointwise convolution reads its input in place (B row k = input channel k) unless the
     // rows are far apart (P >= 512 floats) and many weight micro-panels meet each B panel: a B
     // panel then touches kc pages, one 128-byte run each, which neither the prefetchers nor the
     // TLB follow (resnet50's 56x56x256 -> 64 ran at 45% of ORT's speed). Those copy the block's
-    // panels first, one contiguous run of the block's pixels per input channel, and then run
-    // weight micro-panels outer, as bf16 does: a tile's C and residual rows continue where the
-    // previous tile's ended (Intel Xeon, 1 thread, in resnet50: 56x56x64 -> 256 + residual +
-    // Relu 1.34-1.40 -> 1.00-1.05 ms, 256 -> 64 1.42 -> 1.05 ms). With 1-3 weight micro-panels
-    // the copy costs more than it saves (112x112x32 -> 16: 100 -> 61 GFLOP/s).
+    // panels first, one contiguous run of the block's pixels per input channel (Intel Xeon, 1
+    // thread, in resnet50: 256 -> 64 1.42 -> 1.05 ms). With 1-3 weight micro-panels the copy
+    // costs more than it saves (112x112x32 -> 16: 100 -> 61 GFLOP/s).
     const bool packPointwise = pointwise && !bf && P >= 512 && mPanels >= 4;
-    const bool inPlace = pointwise && !packPointwise;
-    const bool weightsOuter = bf || packPointwise;
+    const bool inPlace = pointwise && !packPointwise, blis = inPlace && !bf;
     if (!direct && !inPlace && bBuf.size() < size_t(kcMax * nb * nr))
       bBuf.resize(size_t(kcMax * nb * nr));
     if (bf && pairBlock.size() < size_t(nb * units(kcMax) * nr))
@@ -350,7 +347,12 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
         t.kc = kc;
         t.flags = (k0 == 0 ? kGemmFirst | kGemmRowBias : 0u) | (k0 + kc == K ? kGemmLast : 0u);
         t.koff = direct ? koff.data() + k0 : nullptr;
-        // BLIS order: one B micro-panel (kc x nr, L1) meets every weight micro-panel (L2).
+        // Weight micro-panels outer: one (L1) meets every B panel of the block (L2), so
+        // consecutive tiles write C (and read the residual) where the previous one stopped. BLIS
+        // order (one B panel in L1 meets every weight micro-panel from L2) wrote each tile's rows
+        // a map apart: Intel Xeon, 1 thread, resnet50's 56x56x64 -> 256 + residual + Relu 1.34-1.40
+        // -> 1.00-1.05 ms, the 224x224 stems -15-20%, tasks of resnet50 72.0 -> 70.8 ms. f32 B
+        // panels read in place keep BLIS order: they are strided, read once into L1 there.
         for (int64_t q = pc; q < pcEnd; ++q) {
           int64_t n0 = q * nr;
           if (flat) {
@@ -379,7 +381,7 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
             t.ldw = inPlace ? P : 0;
             t.nr = std::min(nr, P - n0);
           }
-          if (!weightsOuter) {
+          if (blis) {
             for (int64_t mp = ma; mp < mb; ++mp) tile(t, n0, mp, k0, kc);
             continue;
           }
@@ -389,11 +391,11 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
             kd.packB(t, pairs);
             pt.w = pairs, pt.kc = units(kc), pt.ldw = 0, pt.koff = nullptr;
           }
-          pairTiles.emplace_back(pt, n0);
+          blockTiles.emplace_back(pt, n0);
         }
-        for (int64_t mp = ma; mp < mb && weightsOuter; ++mp)
-          for (auto& [pt, n0] : pairTiles) tile(pt, n0, mp, k0, kc);
-        pairTiles.clear();
+        for (int64_t mp = ma; mp < mb && !blis; ++mp)
+          for (auto& [pt, n0] : blockTiles) tile(pt, n0, mp, k0, kc);
+        blockTiles.clear();
       }
     }
   };
