@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <set>
 
 namespace aicc {
 
@@ -36,6 +37,33 @@ bool isElementwiseNode(const Node& n) {
   for (const auto& bn : (*g)->nodes)
     if (!bn->def || !(bn->def->props & kElementwise)) return false;
   return true;
+}
+
+std::vector<int64_t> concatOffsets(const Node& n) {
+  if (n.op != "Concat" || !n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0] ||
+      n.inputs.empty())
+    return {};
+  const Value* o = n.outputs[0];
+  const std::optional<Dims> od =
+      o->type.isTensor() && o->type.shape ? toDims(*o->type.shape) : std::nullopt;
+  const std::optional<int64_t> total = staticBytes(o->type);
+  if (!od || !total) return {};
+  const int64_t rank = int64_t(od->size());
+  int64_t axis = n.attrInt("axis", 0);
+  axis += axis < 0 ? rank : 0;
+  if (axis < 0 || axis >= rank) return {};
+  for (int64_t d = 0; d < axis; ++d)
+    if ((*od)[size_t(d)] != 1) return {};
+  std::vector<int64_t> offsets;
+  int64_t at = 0;
+  for (const Value* x : n.inputs) {
+    const std::optional<int64_t> b = x ? staticBytes(x->type) : std::nullopt;
+    if (!b || x->type.dtype != o->type.dtype) return {};
+    offsets.push_back(at);
+    at += *b;
+  }
+  if (at != *total) return {};
+  return offsets;
 }
 
 std::optional<int64_t> staticBytes(const Type& t) {
@@ -127,9 +155,72 @@ std::optional<std::string> unresolvedShape(const Graph& g) {
   return std::nullopt;
 }
 
+bool producesInPlace(const MemoryPlan& plan, const Node& n) {
+  if (isViewNode(n)) {
+    const PlannedValue* pv = plan.find(n.outputs[0]);
+    return pv && pv->how == MemHow::View;
+  }
+  const std::vector<int64_t> offsets = concatOffsets(n);
+  const PlannedValue* out = offsets.empty() ? nullptr : plan.find(n.outputs[0]);
+  if (!out || out->storage != MemStorage::Arena) return false;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const PlannedValue* x = plan.find(n.inputs[i]);
+    if (!x || x->how != MemHow::Slice || x->buffer != out->buffer ||
+        x->offset != out->offset + offsets[i])
+      return false;
+  }
+  return true;
+}
+
 namespace {
 
 using Fit = MemoryPlanOptions::Fit;
+
+// Concat in place (memory_plan.h): the values that lie inside a Concat's result, with that result
+// and their byte offset in it.
+struct SliceOf {
+  const Value* in;
+  int64_t within;
+};
+std::map<const Value*, SliceOf> concatSlices(const Graph& g, int64_t alignment) {
+  struct Candidate {
+    const Node* n;
+    std::vector<int64_t> offsets;
+  };
+  std::vector<Candidate> candidates;
+  for (const auto& np : g.nodes) {
+    std::vector<int64_t> offsets = concatOffsets(*np);
+    bool ok = !offsets.empty() && !isGraphOutput(g, np->outputs[0]);
+    std::set<const Value*> seen;
+    for (size_t i = 0; ok && i < np->inputs.size(); ++i) {
+      const Value* x = np->inputs[i];
+      const Node* producer = x->producer;
+      ok = offsets[i] % alignment == 0 && producer && x->owner == &g && !x->constant &&
+           !isGraphOutput(g, x) && seen.insert(x).second && !isViewNode(*producer) &&
+           !(producer->op == "Concat" && producer->domain.empty());
+    }
+    if (ok) candidates.push_back({np.get(), std::move(offsets)});
+  }
+  auto prefixOf = [](const Node& a, const Node& b) {
+    return a.inputs.size() < b.inputs.size() &&
+           std::equal(a.inputs.begin(), a.inputs.end(), b.inputs.begin());
+  };
+  // Roots: candidates that are no other's prefix, in node order; each takes its inputs unless an
+  // earlier root took one, and its prefixes become slices at 0.
+  std::map<const Value*, SliceOf> slices;
+  for (const Candidate& r : candidates) {
+    auto longer = [&](const Candidate& c) { return prefixOf(*r.n, *c.n); };
+    auto taken = [&](const Value* x) { return slices.count(x) > 0; };
+    if (std::any_of(candidates.begin(), candidates.end(), longer) ||
+        std::any_of(r.n->inputs.begin(), r.n->inputs.end(), taken))
+      continue;
+    const Value* result = r.n->outputs[0];
+    for (size_t i = 0; i < r.n->inputs.size(); ++i) slices[r.n->inputs[i]] = {result, r.offsets[i]};
+    for (const Candidate& c : candidates)
+      if (prefixOf(*c.n, *r.n) && !taken(c.n->outputs[0])) slices[c.n->outputs[0]] = {result, 0};
+  }
+  return slices;
+}
 
 // The order in which a placement considers the buffers (those with a size).
 std::vector<size_t> placementOrder(const std::vector<PlannedBuffer>& bufs, size_t numNodes,
@@ -279,6 +370,11 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
     v.buffer = static_cast<int>(p.buffers.size());
     p.buffers.push_back(std::move(b));
   };
+  // Concat in place: the buffer of each root Concat's result, made when its first member is.
+  std::map<const Value*, SliceOf> slices;
+  if (opts.concatInPlace) slices = concatSlices(g, opts.alignment);
+  std::map<const Value*, int> sliceBuffer;
+  std::set<int> sliced;
   auto join = [&](PlannedValue& v, int buf, bool isOut) {
     PlannedBuffer& b = p.buffers[buf];
     v.buffer = buf;
@@ -301,7 +397,28 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
       bool isOut = isGraphOutput(g, o);
       bool done = false;
 
-      if (opts.views && isViewNode(n)) {
+      if (auto sl = slices.find(o); sl != slices.end()) {
+        v.how = MemHow::Slice;
+        v.aliasOf = sl->second.in;
+        v.within = sl->second.within;
+        auto [b, fresh] = sliceBuffer.emplace(sl->second.in, -1);
+        if (fresh) { // the whole result's buffer, from this first member on
+          PlannedBuffer whole;
+          whole.bytes = *staticBytes(sl->second.in->type);
+          whole.alignedBytes = alignUp(whole.bytes, opts.alignment);
+          whole.start = whole.end = v.def;
+          b->second = int(p.buffers.size());
+          p.buffers.push_back(std::move(whole));
+          sliced.insert(b->second);
+        }
+        join(v, b->second, isOut);
+        done = true;
+      } else if (auto root = sliceBuffer.find(o); root != sliceBuffer.end()) {
+        join(v, root->second, isOut); // the result whose inputs already lie in it
+        done = true;
+      }
+
+      if (!done && opts.views && isViewNode(n)) {
         const Value* src = n.inputs[0];
         if (auto w = weightOffset.find(src); w != weightOffset.end() && w->second >= 0) {
           v.storage = MemStorage::Weight;
@@ -311,6 +428,7 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
                    s && (s->bytes == v.bytes || s->storage == MemStorage::Input)) {
           v.storage = s->storage;
           v.offset = s->offset;
+          v.within = s->within;
           if (s->storage == MemStorage::Arena) join(v, s->buffer, isOut);
           done = true;
         }
@@ -328,7 +446,9 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
               x->type.dtype != o->type.dtype)
             continue;
           const PlannedBuffer& b = p.buffers[s->buffer];
-          if (b.holdsOutput || b.end != i) continue; // read later, or handed out
+          if (b.holdsOutput || b.end != i || sliced.count(s->buffer))
+            continue; // read later,
+                      // handed out
           v.how = MemHow::InPlace;
           v.aliasOf = x;
           join(v, s->buffer, isOut);
@@ -360,7 +480,8 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
   }
   for (size_t b = 0; b < p.buffers.size(); ++b) p.buffers[b].offset = best[b];
   for (PlannedValue& v : p.values)
-    if (v.storage == MemStorage::Arena) v.offset = p.buffers[v.buffer].offset;
+    if (v.storage == MemStorage::Arena) v.offset = p.buffers[v.buffer].offset + v.within;
+  for (const auto& n : g.nodes) p.concatsInPlace += n->op == "Concat" && producesInPlace(p, *n);
 
   // Lower bound: the largest sum of aligned buffer sizes live at one node.
   std::vector<int64_t> diff(p.numNodes + 1, 0);

@@ -17,9 +17,16 @@
 //     with one output writes it over an input whose storage (all views of it included) dies at
 //     that node, has the output's dtype and byte size, lives in the arena and holds no graph
 //     output. The input and the output then share one buffer.
-//   - A buffer (a root tensor with its views and in-place successors) is live from its root's
-//     producer to the last reader of any member; two buffers live at the same node never
-//     overlap. The lower bound is the largest sum of (aligned) buffer sizes live at one node.
+//   - Concat in place: a Concat along an axis whose outer dims are all 1 (its inputs are
+//     contiguous byte ranges of its result) places its inputs inside its result (slices at their
+//     aligned byte offsets), and a Concat whose inputs are a prefix of such a Concat's inputs
+//     (DenseNet's growing concatenations) is a prefix of it; those Concat nodes then copy
+//     nothing (`producesInPlace`). Only inputs that are arena node results (not views, not other
+//     Concats' results, no graph outputs), each in one such Concat.
+//   - A buffer (a root tensor with its views, in-place successors and slices) is live from its
+//     first member's producer to the last reader of any member; two buffers live at the same
+//     node never overlap. The lower bound is the largest sum of (aligned) buffer sizes live at
+//     one node.
 //   - Subgraph intermediates are not planned: nodes with bodies run them through the
 //     interpreter until the backend lowers them (aicc.Fused groups become one loop nest).
 // Every planned value needs a static size: planMemory fails naming the first value without one.
@@ -38,15 +45,17 @@ namespace aicc {
 constexpr int64_t kArenaAlignment = 64;
 
 enum class MemStorage { Arena, Input, Weight };
-// How a value got its storage: its own buffer, a view of its data input, or written in place over
-// an input.
-enum class MemHow { Own, View, InPlace };
+// How a value got its storage: its own buffer, a view of its data input, written in place over
+// an input, or a slice of a Concat's result (`within` bytes into it).
+enum class MemHow { Own, View, InPlace, Slice };
 
 struct PlannedValue {
   const Value* value = nullptr;
   MemStorage storage = MemStorage::Arena;
   MemHow how = MemHow::Own;
-  const Value* aliasOf = nullptr; // View / InPlace: the input whose storage it takes
+  const Value* aliasOf = nullptr; // View / InPlace: the input whose storage it takes; Slice: the
+                                  // Concat result it lies in
+  int64_t within = 0;             // Slice: byte offset inside aliasOf
   int64_t bytes = 0;              // numel * element size (unaligned)
   int64_t offset = 0;             // in the arena or the weight blob; 0 for graph inputs
   int buffer = -1;                // index into MemoryPlan::buffers (arena values)
@@ -56,11 +65,11 @@ struct PlannedValue {
 // One arena region: the root tensor plus its views and in-place successors.
 struct PlannedBuffer {
   int64_t offset = 0;
-  int64_t bytes = 0;         // size of the members (all equal)
+  int64_t bytes = 0;         // the root's size (views and in-place members: the same)
   int64_t alignedBytes = 0;  // rounded up to the alignment
   size_t start = 0, end = 0; // live during nodes [start, end]
   bool holdsOutput = false;
-  std::vector<const Value*> members; // definition order; members[0] is the root
+  std::vector<const Value*> members; // definition order
 };
 
 struct WeightSlot {
@@ -76,6 +85,7 @@ struct MemoryPlanOptions {
   Fit fit = Fit::Auto;
   bool views = true;
   bool inPlace = true;
+  bool concatInPlace = true;
 };
 
 struct MemoryPlan {
@@ -91,7 +101,7 @@ struct MemoryPlan {
   size_t lowerBoundNode = 0;   // where it is reached
   int64_t unsharedBytes = 0;   // sum of all aligned buffers (an arena with no reuse)
   std::string fit;             // the placement that was kept
-  int64_t views = 0, inPlace = 0;
+  int64_t views = 0, inPlace = 0, concatsInPlace = 0;
 
   double ratio() const {
     return lowerBoundBytes > 0 ? double(arenaBytes) / double(lowerBoundBytes) : 1.0;
@@ -99,6 +109,10 @@ struct MemoryPlan {
   // nullptr when v is not planned (e.g. an omitted value or a subgraph intermediate).
   const PlannedValue* find(const Value* v) const;
 };
+
+// Whether node n's results already hold their values once its inputs are computed (a view, or a
+// Concat whose inputs all lie at their places in its result): the node needs no code.
+bool producesInPlace(const MemoryPlan& plan, const Node& n);
 
 // Plans g (a main graph) in its current node order. Throws aicc::Error naming the value when a
 // node result has no static size (symbolic or unknown dims, sequences, strings).

@@ -118,7 +118,27 @@ std::vector<std::string> checkMemoryPlan(const Graph& g, const MemoryPlan& plan)
                                    formatType(o->type)));
       if (pv->how == MemHow::Own && pv->storage != MemStorage::Arena)
         errs.push_back(fmt::format("value '{}' owns storage outside the arena", o->name));
-      if (pv->how != MemHow::Own) {
+      if (pv->how == MemHow::Slice) {
+        // Inside a Concat's result: as its input at that input's offset, or as the result of a
+        // Concat whose inputs are a prefix of its inputs.
+        const Value* a = pv->aliasOf;
+        const PlannedValue* r = a ? plan.find(a) : nullptr;
+        const Node* cat = a ? a->producer : nullptr;
+        const std::vector<int64_t> offsets = cat ? concatOffsets(*cat) : std::vector<int64_t>{};
+        bool ok = r && r->storage == MemStorage::Arena && pv->storage == MemStorage::Arena &&
+                  r->how == MemHow::Own && !offsets.empty() && pv->within >= 0 &&
+                  pv->within + pv->bytes <= r->bytes && pv->offset == r->offset + pv->within;
+        bool placed = false;
+        for (size_t i = 0; ok && i < cat->inputs.size(); ++i)
+          placed |= cat->inputs[i] == o && offsets[i] == pv->within;
+        const Node* own = o->producer;
+        placed |= pv->within == 0 && own && !concatOffsets(*own).empty() &&
+                  own->inputs.size() < cat->inputs.size() &&
+                  std::equal(own->inputs.begin(), own->inputs.end(), cat->inputs.begin());
+        if (!ok || !placed)
+          errs.push_back(fmt::format("value '{}': illegal slice of '{}' at {}", o->name,
+                                     a ? a->name : "?", pv->within));
+      } else if (pv->how != MemHow::Own) {
         MemStorage s{};
         int64_t off = 0;
         const Value* a = pv->aliasOf;
@@ -202,10 +222,11 @@ void verifyMemoryPlan(const Graph& g, const MemoryPlan& plan) {
 
 std::string formatMemorySummary(const MemoryPlan& p) {
   return fmt::format("arena {} ({} B), lower bound {} ({} B) at node {}, ratio {:.3f}; no reuse "
-                     "would need {}; weights {} in {} slots; {} views, {} in place; placement: {}",
+                     "would need {}; weights {} in {} slots; {} views, {} in place, {} concats "
+                     "in place; placement: {}",
                      human(p.arenaBytes), p.arenaBytes, human(p.lowerBoundBytes), p.lowerBoundBytes,
                      p.lowerBoundNode, p.ratio(), human(p.unsharedBytes), human(p.weightBytes),
-                     p.weights.size(), p.views, p.inPlace, p.fit);
+                     p.weights.size(), p.views, p.inPlace, p.concatsInPlace, p.fit);
 }
 
 std::string formatMemoryPlan(const MemoryPlan& p) {
@@ -224,7 +245,9 @@ std::string formatMemoryPlan(const MemoryPlan& p) {
                                                           : std::string("input");
     std::string how = v.how == MemHow::Own    ? std::string("own")
                       : v.how == MemHow::View ? "view of %" + v.aliasOf->name
-                                              : "in place over %" + v.aliasOf->name;
+                      : v.how == MemHow::Slice
+                          ? fmt::format("slice +{} of %{}", v.within, v.aliasOf->name)
+                          : "in place over %" + v.aliasOf->name;
     std::string lifeStr = v.value->producer ? fmt::format("[{}, {}]", v.def, v.lastUse) : "all";
     std::string buf = v.buffer >= 0 ? fmt::format("b{}", v.buffer) : "-";
     s += fmt::format("  %{}  {}  {} B  {}  {}  {}  {}\n", v.value->name, formatType(v.value->type),

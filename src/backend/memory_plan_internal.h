@@ -14,6 +14,9 @@ namespace aicc::memplan {
 bool isViewNode(const Node& n);
 // One output, and a kElementwise op or an aicc.Fused whose body holds only kElementwise ops.
 bool isElementwiseNode(const Node& n);
+// The byte offsets of a Concat's inputs in its result when they are contiguous ranges of it (the
+// dims before the axis all 1, static sizes); empty otherwise.
+std::vector<int64_t> concatOffsets(const Node& n);
 // numel * element size from a static tensor type; nullopt otherwise (strings, sequences, ...).
 std::optional<int64_t> staticBytes(const Type& t);
 // Constants of g and of its subgraphs (depth first).

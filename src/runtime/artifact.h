@@ -63,6 +63,7 @@ struct ArtifactSpec {
   std::vector<std::pair<TensorDesc, Binding>> outputs;
   std::vector<ArtifactTask> tasks;
   int64_t arenaBytes = 0, scratchBytes = 0, packedBytes = 0, lowerBoundBytes = 0;
+  int64_t nodesInPlace = 0; // views and Concats of slices: no task (memory_plan.h)
   std::vector<std::byte> weights;
   loop::Module code;
   // Per task, for the compile report: op label and schedule.

@@ -71,6 +71,8 @@ public:
     for (const auto& np : s.g->nodes) {
       if (np->op == "If" && np->domain.empty())
         branchesEnd = std::max(branchesEnd, emitIf(s, *np, end));
+      else if (producesInPlace(s.plan, *np)) // views and Concats in place need no code
+        ++spec_.nodesInPlace;
       else
         emitCall(s, *np);
     }

@@ -167,6 +167,103 @@ TEST(MemoryPlan, ViewsAliasTheirInput) {
   EXPECT_NE(dump.find("%wi  f32[3,4]  48 B  weights@64"), std::string::npos) << dump;
 }
 
+// SqueezeNet's fire module: two results concatenated along channels (batch 1) are computed into
+// their places in the Concat's result, which then copies nothing.
+TEST(MemoryPlan, ConcatPlacesItsInputsInItsResult) {
+  Model m = parseModel(R"(graph @g(%x: f32[1,16,4,4]) {
+    %a = Softmax(%x) : f32[1,16,4,4]
+    %b = Softmax(%a) : f32[1,16,4,4]
+    %c = Neg(%a) : f32[1,16,4,4]
+    %y = Concat(%b, %c) {axis = 1} : f32[1,32,4,4]
+    %z = Softmax(%y) : f32[1,32,4,4]
+    return %z
+  })");
+  MemoryPlan p = planChecked(m);
+  const PlannedValue &b = pv(p, m, "b"), &c = pv(p, m, "c"), &y = pv(p, m, "y");
+  EXPECT_EQ(b.how, MemHow::Slice);
+  EXPECT_EQ(c.how, MemHow::Slice); // not in place over a: its place is in y
+  EXPECT_EQ(y.how, MemHow::Own);
+  EXPECT_EQ(b.offset, y.offset);
+  EXPECT_EQ(c.offset, y.offset + 1024);
+  EXPECT_EQ(c.within, 1024);
+  EXPECT_EQ(b.buffer, y.buffer);
+  EXPECT_EQ(p.buffers[size_t(y.buffer)].start, b.def); // live from its first member on
+  EXPECT_EQ(p.concatsInPlace, 1);
+  EXPECT_TRUE(producesInPlace(p, *m.graph->nodes[3]));
+  EXPECT_FALSE(producesInPlace(p, *m.graph->nodes[4]));
+  std::string dump = formatMemoryPlan(p);
+  EXPECT_NE(dump.find("slice +1024 of %y"), std::string::npos) << dump;
+  // A slice moved off its place is caught.
+  MemoryPlan bad = p;
+  bad.values[p.index.at(val(m, "c"))].within = 512;
+  bad.values[p.index.at(val(m, "c"))].offset = y.offset + 512;
+  std::vector<std::string> errs = checkMemoryPlan(*m.graph, bad);
+  ASSERT_FALSE(errs.empty());
+  EXPECT_NE(errs[0].find("illegal slice of 'y'"), std::string::npos) << errs[0];
+  // Without the option every value owns its buffer and the Concat copies.
+  MemoryPlanOptions o;
+  o.concatInPlace = false;
+  MemoryPlan q = planChecked(m, o);
+  EXPECT_EQ(q.concatsInPlace, 0);
+  EXPECT_FALSE(producesInPlace(q, *m.graph->nodes[3]));
+}
+
+// DenseNet: each layer concatenates every earlier result; each Concat is a prefix of the last
+// one, whose buffer holds all of them.
+TEST(MemoryPlan, GrowingConcatsArePrefixesOfTheLast) {
+  Model m = parseModel(R"(graph @g(%x: f32[1,4,4,4]) {
+    %w1 = const f32[4,4,1,1] <elided>
+    %w2 = const f32[4,8,1,1] <elided>
+    %x0 = Softmax(%x) : f32[1,4,4,4]
+    %c1 = Concat(%x0) {axis = 1} : f32[1,4,4,4]
+    %x1 = Conv(%c1, %w1) : f32[1,4,4,4]
+    %c2 = Concat(%x0, %x1) {axis = 1} : f32[1,8,4,4]
+    %x2 = Conv(%c2, %w2) : f32[1,4,4,4]
+    %c3 = Concat(%x0, %x1, %x2) {axis = 1} : f32[1,12,4,4]
+    %y = Softmax(%c3) : f32[1,12,4,4]
+    return %y
+  })");
+  MemoryPlan p = planChecked(m);
+  const int64_t base = pv(p, m, "c3").offset;
+  EXPECT_EQ(pv(p, m, "x0").offset, base);
+  EXPECT_EQ(pv(p, m, "x1").offset, base + 256);
+  EXPECT_EQ(pv(p, m, "x2").offset, base + 512);
+  for (const char* c : {"c1", "c2"}) {
+    EXPECT_EQ(pv(p, m, c).how, MemHow::Slice) << c;
+    EXPECT_EQ(pv(p, m, c).offset, base) << c;
+  }
+  EXPECT_EQ(p.concatsInPlace, 3);
+  EXPECT_EQ(p.buffers[size_t(pv(p, m, "c3").buffer)].members.size(), 6u);
+}
+
+// Concats that must copy: outer dims not 1 (the inputs interleave in the result), a graph input,
+// the same input twice, a graph output, an offset off the alignment.
+TEST(MemoryPlan, ConcatCopiesWhereItsInputsCannotLieInIt) {
+  auto plan = [](const std::string& tu, const std::string& cat) {
+    Model m = parseModel(R"(graph @g(%x: f32[2,16]) {
+      %a = Softmax(%x) : f32[2,16]
+      %b = Softmax(%a) : f32[2,16]
+      %o = Softmax(%a) : f32[2,16]
+      %t = Softmax(%x) : f32[2,)" +
+                         tu + R"(]
+      %u = Softmax(%x) : f32[2,)" +
+                         tu + R"(]
+      %y = )" + cat + R"(
+      %z = Softmax(%y) : f32[4,16]
+      return %z, %o
+    })");
+    return planChecked(m).concatsInPlace;
+  };
+  EXPECT_EQ(plan("16", "Concat(%a, %b) {axis = 1} : f32[2,32]"), 0); // outer dim 2
+  EXPECT_EQ(plan("16", "Concat(%x, %b) {axis = 0} : f32[4,16]"), 0); // a graph input
+  EXPECT_EQ(plan("16", "Concat(%a, %a) {axis = 0} : f32[4,16]"), 0); // twice
+  EXPECT_EQ(plan("16", "Concat(%b, %o) {axis = 0} : f32[4,16]"), 0); // a graph output
+  EXPECT_EQ(plan("4", "Concat(%t, %u) {axis = 0} : f32[4,4]"), 0);   // u at byte 32
+  // The same graphs with nothing in the way: in place (the cases above fail for their reason).
+  EXPECT_EQ(plan("16", "Concat(%a, %b) {axis = 0} : f32[4,16]"), 1);
+  EXPECT_EQ(plan("8", "Concat(%t, %u) {axis = 0} : f32[4,8]"), 1);
+}
+
 TEST(MemoryPlan, OuterScopeUsesExtendLiveness) {
   Model m = parseModel(R"(graph @g(%x: f32[1024], %c: bool[]) {
     %a = Softmax(%x) : f32[1024]

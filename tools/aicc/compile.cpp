@@ -183,6 +183,7 @@ int compileCommand(const CompileArgs& a) {
   rep.numbers.push_back({"fallback_nodes", fallbacks + "]"});
   rep.numbers.push_back({"arena_bytes", std::to_string(spec.arenaBytes)});
   rep.numbers.push_back({"lower_bound_bytes", std::to_string(spec.lowerBoundBytes)});
+  rep.numbers.push_back({"nodes_in_place", std::to_string(spec.nodesInPlace)});
   rep.numbers.push_back({"scratch_bytes", std::to_string(spec.scratchBytes)});
   rep.numbers.push_back({"weights_bytes", std::to_string(w.weightBytes)});
   rep.numbers.push_back({"packed_weight_bytes", std::to_string(spec.packedBytes)});

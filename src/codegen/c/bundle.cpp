@@ -47,9 +47,10 @@ public:
     for (const auto& np : g_.nodes) {
       const Node& n = *np;
       size_t nodeIndex = static_cast<size_t>(index++);
-      if (isNoOpView(n)) {
-        tasks +=
-            fmt::format("  /* node {}: {} '{}': a view, no code */\n", nodeIndex, n.op, n.name);
+      if (producesInPlace(plan_, n)) {
+        tasks += fmt::format("  /* node {}: {} '{}': in place (a view or a Concat of slices), no "
+                             "code */\n",
+                             nodeIndex, n.op, n.name);
         ++b.noOps;
         continue;
       }
@@ -116,17 +117,6 @@ private:
   CEmitter em_;
   int64_t scratchBytes_ = 0;
   int64_t kernels_ = 0;
-
-  bool isNoOpView(const Node& n) const {
-    bool any = false;
-    for (const Value* o : n.outputs) {
-      if (!o) continue;
-      const PlannedValue* pv = plan_.find(o);
-      if (!pv || pv->how != MemHow::View) return false;
-      any = true;
-    }
-    return any;
-  }
 
   static bool isCopyView(const Node& n) {
     static const char* kViews[] = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
