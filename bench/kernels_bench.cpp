@@ -299,7 +299,17 @@ void registerAll() {
       {"112x112x16_1x1_96", convShape(112, 16, 96, 1, 1)},
       {"1x1x1152_1x1_48", convShape(1, 1152, 48, 1, 1)},
       {"1x1x48_1x1_1152", convShape(1, 48, 1152, 1, 1)},
-      {"56x56x144_1x1_24", convShape(56, 144, 24, 1, 1)}};
+      {"56x56x144_1x1_24", convShape(56, 144, 24, 1, 1)},
+      // DenseNet-121's 3x3 layers (32 output channels: 2.3 tiles of 14 rows)
+      {"56x56x128_3x3_32", convShape(56, 128, 32, 3, 1)},
+      {"28x28x128_3x3_32", convShape(28, 128, 32, 3, 1)},
+      {"14x14x128_3x3_32", convShape(14, 128, 32, 3, 1)},
+      {"7x7x128_3x3_32", convShape(7, 128, 32, 3, 1)},
+      {"14x14x640_1x1_128", convShape(14, 640, 128, 1, 1)},
+      {"7x7x800_1x1_128", convShape(7, 800, 128, 1, 1)},
+      // SqueezeNet 1.1's last fire modules (13-pixel rows: no implicit im2col under AVX-512)
+      {"13x13x64_3x3_256", convShape(13, 64, 256, 3, 1)},
+      {"13x13x48_3x3_192", convShape(13, 48, 192, 3, 1)}};
   // Each f32 case in both GEMM layouts (conv.h ConvRows; "auto" marks convRowsFor's choice).
   for (const KernelDesc* gk : convKernels)
     for (const auto& [label, s] : convs)

@@ -468,10 +468,15 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
   // few MB it is gathered once instead, its micro-panels split over the threads (K block b at
   // b * kc * Ppad, micro-panel j of it at j * mr * kc), and read by all (Zen 4, 2 threads:
   // 7x7x2048 1x1 -> 512 0.67 -> 0.59 ms, 14x14x1024 1x1 -> 256 0.75 -> 0.63 ms).
-  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), nPanels) : 1;
-  const bool threaded = T > 1 && 2 * N * K * P >= (int64_t(1) << 18);
+  // Threads split the output channels, or the pixels (whole micro-panels) when there are fewer
+  // channel panels than threads (DenseNet's 3x3 -> 32 layers: one panel; 7x7x128 -> 32 at 2
+  // threads 56 -> 96 GFLOP/s on Intel Xeon).
   const int64_t Ppad = (P + mr - 1) / mr * mr, kBlocks = (K + kcMax - 1) / kcMax;
-  const bool shared = threaded && Ppad * K <= (int64_t(1) << 20) && mc % mr == 0;
+  const int64_t threads = pool ? pool->numThreads() : 1;
+  const bool byPixels = nPanels < threads;
+  const int64_t T = std::min(threads, byPixels ? Ppad / mr : nPanels);
+  const bool threaded = T > 1 && 2 * N * K * P >= (int64_t(1) << 18);
+  const bool shared = threaded && !byPixels && Ppad * K <= (int64_t(1) << 20) && mc % mr == 0;
   thread_local std::vector<float> aAll; // the calling thread's: read by the workers
   if (shared) {
     aAll.resize(size_t(Ppad * kBlocks * kcMax));
@@ -485,10 +490,11 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
     });
   }
   const float* aShared = aAll.data();
-  auto run = [&](int64_t pa, int64_t pb) { // the output channels of panels [pa, pb)
+  // The output channels of panels [pa, pb) at pixels [r0, r1) (r0 a multiple of mr).
+  auto run = [&](int64_t pa, int64_t pb, int64_t r0, int64_t r1) {
     const int64_t c0 = pa * nr, c1 = std::min(N, pb * nr);
     if (ep.residual) // the residual [Cout, P] as the tile reads it: [P, Cout]
-      transposeBlocked(ep.residual + c0 * P, c1 - c0, P, P, rtp + c0, ldy);
+      transposeBlocked(ep.residual + c0 * P + r0, c1 - c0, r1 - r0, P, rtp + r0 * ldy + c0, ldy);
     thread_local std::vector<float> aBuf;
     const int64_t capacity = rowBlockCapacity(mc, mr); // (gemm.h)
     if (aBuf.size() < size_t(capacity * kcMax)) aBuf.resize(size_t(capacity * kcMax));
@@ -501,8 +507,8 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
       const int64_t kc = std::min(kcMax, K - k0);
       t.kc = kc;
       t.flags = (k0 == 0 ? kGemmFirst : 0u) | (k0 + kc == K ? kGemmLast : 0u);
-      for (int64_t ic = 0, rows = 0; ic < P; ic += rows) {
-        rows = rowBlock(mc, P - ic);
+      for (int64_t ic = r0, rows = 0; ic < r1; ic += rows) {
+        rows = rowBlock(mc, r1 - ic);
         // This chunk's A micro-panels: the shared ones, or gathered here.
         const float* a = shared ? aShared + (k0 / kcMax) * kcMax * Ppad + ic * kc : aBuf.data();
         for (int64_t i0 = 0; i0 < rows && !shared; i0 += mr)
@@ -522,10 +528,15 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
         }
       }
     }
-    transposeBlocked(ytp + c0, P, c1 - c0, ldy, out + c0 * P, P); // its channels into NCHW
+    // its share into NCHW
+    transposeBlocked(ytp + r0 * ldy + c0, r1 - r0, c1 - c0, ldy, out + c0 * P + r0, P);
   };
-  if (!threaded) return run(0, nPanels);
-  pool->parallelFor(T, [&](int64_t i) { run(nPanels * i / T, nPanels * (i + 1) / T); });
+  if (!threaded) return run(0, nPanels, 0, P);
+  const int64_t panelsA = Ppad / mr;
+  pool->parallelFor(T, [&](int64_t i) {
+    if (!byPixels) return run(nPanels * i / T, nPanels * (i + 1) / T, 0, P);
+    run(0, nPanels, panelsA * i / T * mr, std::min(P, panelsA * (i + 1) / T * mr));
+  });
 }
 
 } // namespace
@@ -547,7 +558,16 @@ ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
   // transposing the output (per output, against K FMAs), fitted to aicc_bench's conv2d cases on
   // Zen 4 (bench/kernels_bench.cpp runs every case both ways).
   const double cost = 30.0 / double(M) + 16.0 / double(s.Cin * s.KH * s.KW);
-  return pixels > channels * (1.0 + cost) ? ConvRows::Pixels : ConvRows::Channels;
+  // What Channels adds where it packs im2col panels per call (no implicit im2col: rows shorter
+  // than a vector and 14 pixels, e.g. 7x7 maps under AVX-512): a bounds-checked copy per element
+  // of B against M FMAs. Fitted on Intel Xeon (AVX-512), 1 thread: DenseNet's 7x7x128 3x3 -> 32
+  // ran channel rows at 29 GFLOP/s against 66 as pixel rows; 7x7x512 3x3 -> 512 99 against 126.
+  const bool packsIm2col =
+      !s.isPointwise() && !implicitIm2col(kd, s) &&
+      !(s.KH == 1 && s.KW == 1 && !s.padTop && !s.padLeft && !s.padBottom && !s.padRight);
+  const double channelCost = packsIm2col ? 60.0 / double(M) : 0.0;
+  return pixels * (1.0 + channelCost) > channels * (1.0 + cost) ? ConvRows::Pixels
+                                                                : ConvRows::Channels;
 }
 
 int64_t convPackedWeightFloats(const KernelDesc& kd, const Conv2dShape& s, ConvRows rows) {

@@ -506,6 +506,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   // Small maps with many channels: what ConvRows::Pixels is for (7x7 and 14x14 stages)
   add(7, 7, 40, 70, 3, 1, 1, 1);  // 49 pixels, K = 360 > kc
   add(7, 7, 64, 45, 1, 1, 0, 1);  // pointwise 7x7
+  add(9, 9, 40, 20, 3, 1, 1, 1);  // one channel panel: pixel rows split the pixels over threads
   add(14, 14, 9, 33, 3, 2, 1, 1); // strided to 7x7
   add(1, 1, 301, 50, 1, 1, 0, 1); // squeeze-excite: a 1x1 map, K > kc (pixel rows: one row)
   add(2, 2, 21, 40, 1, 1, 0, 1);  // a 2x2 map: fewer pixels than a tile's rows
