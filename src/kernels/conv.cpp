@@ -774,6 +774,41 @@ void maxPoolNchw(const KernelDesc& kd, const DwShape& s, const float* in, float*
           pool, true);
 }
 
+void avgPoolNchw(const KernelDesc& kd, const DwShape& s, bool countIncludePad, const float* in,
+                 float* out, ThreadPool* pool) {
+  AICC_RT_CHECK(s.mult == 1, "average pool: a channel multiplier of {}", s.mult);
+  // The window sums are a depthwise convolution with weights 1 over zero padding; each sum is
+  // then divided by its window's count, a product of the rows and columns it covers (inside
+  // the input, or inside the padded extent with count_include_pad: ceil_mode's overhang past
+  // the padding never counts).
+  const int64_t OH = s.OH(), OW = s.OW();
+  auto inverseCounts = [&](int64_t n, int64_t size, int64_t k, int64_t stride, int64_t dil,
+                           int64_t pad0, int64_t pad1) {
+    std::vector<float> inv(static_cast<size_t>(n), 0.0f);
+    for (int64_t o = 0; o < n; ++o) {
+      int64_t count = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t p = o * stride - pad0 + j * dil;
+        count += countIncludePad ? p < size + pad1 : p >= 0 && p < size;
+      }
+      inv[size_t(o)] = count ? 1.0f / float(count) : 0.0f;
+    }
+    return inv;
+  };
+  const std::vector<float> invRow =
+      inverseCounts(OH, s.H, s.KH, s.strideH, s.dilH, s.padTop, s.padBottom);
+  const std::vector<float> invCol =
+      inverseCounts(OW, s.W, s.KW, s.strideW, s.dilW, s.padLeft, s.padRight);
+  const std::vector<float> ones(size_t(s.C * s.KH * s.KW), 1.0f);
+  auto divide = [&](int64_t, const float* plane) {
+    float* y = const_cast<float*>(plane); // (InPlace: the output plane itself)
+    for (int64_t r = 0; r < OH; ++r)
+      for (int64_t c = 0; c < OW; ++c) y[r * OW + c] *= invRow[size_t(r)] * invCol[size_t(c)];
+  };
+  planeOp(kd, s, ones.data(), F32Rows{in, s.H, s.W}, InPlace{out, OH * OW}, divide, Epilogue{},
+          pool, false);
+}
+
 void depthwiseConvNchwRows(const KernelDesc& kd, const DwShape& s, const float* w,
                            const float* bias, const PlaneRows& rows,
                            const std::function<void(int64_t, const float*)>& sink,

@@ -125,6 +125,10 @@ struct DwShape {
 // input, as ceil_mode makes them, see only what lies inside): in [C, H, W] -> out [C, OH, OW].
 void maxPoolNchw(const KernelDesc& dwKernel, const DwShape& s, const float* in, float* out,
                  ThreadPool* pool = nullptr);
+// Average pooling the same way (window sums over zero padding, then divided by the window's
+// count: the positions inside the input, or inside the padded extent with countIncludePad).
+void avgPoolNchw(const KernelDesc& dwKernel, const DwShape& s, bool countIncludePad,
+                 const float* in, float* out, ThreadPool* pool = nullptr);
 // Small maps run channel-blocked (depthwiseChannelBlocks: a block of vector-width channels
 // interleaved into a padded tile, every tap one FMA over the block); `channelBlocks` 1 or 0
 // forces the form (tests, benchmarks), -1 picks it.

@@ -78,8 +78,9 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   if (n.op == "LpPool" && lp < 1) no("LpPool with p < 1");
   bool countPad = !isMax && !lp && n.attrInt("count_include_pad") != 0;
   std::string in = b.input(n.inputs[0]);
-  // 2-D f32 MaxPool with runtime kernels: the depthwise machinery's max mode, one call per image.
-  if (isMax && o.runtimeKernels && t == DType::F32 && r == 2) {
+  // 2-D f32 MaxPool and AveragePool with runtime kernels: the depthwise machinery (its max mode,
+  // or sums then divided by the window counts), one call per image.
+  if ((isMax || !lp) && o.runtimeKernels && t == DType::F32 && r == 2) {
     const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     std::string nv = b.fresh("n");
     ExprPtr nn = var(nv);
@@ -90,13 +91,16 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
     for (int64_t v : {C, int64_t(0), int64_t(0), int64_t(0), id[2], id[3], k[0], k[1], st[0], st[1],
                       pb[0], pb[1], pe[0], pe[1], dl[0], dl[1], od[2], od[3]})
       a.push_back(CallArg{"", nullptr, intImm(v)});
+    if (!isMax) a.push_back(CallArg{"", nullptr, intImm(countPad ? 1 : 0)});
     Schedule sch;
     markKernel(sch, kd.name);
     sch["layout"] = std::string("nchw; padded planes");
     sch["parallel"] = std::vector<std::string>{"channels"};
-    return b.finish(
-        nest({nv}, {id[0]}, {Stmt::callKernel(std::string("maxpool_nchw_") + kd.name, a)}, false),
-        std::move(sch), o);
+    return b.finish(nest({nv}, {id[0]},
+                         {Stmt::callKernel(
+                             std::string(isMax ? "maxpool_nchw_" : "avgpool_nchw_") + kd.name, a)},
+                         false),
+                    std::move(sch), o);
   }
   // One loop over batch x channels (the parallel one: batch is usually 1), then the window.
   std::vector<std::string> ov = {b.fresh("nc")}, kv;

@@ -33,6 +33,7 @@
 //       g: cell candidate, h: output; per direction)
 //   @maxpool_nchw_<nchw dw desc>(x, y, C, 0, 0, 0, H, W, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW, OH, OW)   2-D MaxPool of one image (kernels/conv.h)
+//   @avgpool_nchw_<nchw dw desc>(the same, countIncludePad)   2-D AveragePool of one image
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw | q dw desc>(...)   ONNX QLinearConv, int8
@@ -335,6 +336,17 @@ void callMaxPool(const kernels::KernelDesc& d, const std::string& k, std::vector
   kernels::maxPoolNchw(d, s, x, y, pool);
 }
 
+void callAvgPool(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                 kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
+  auto s = geometryAt<kernels::DwShape>(k, a);
+  s.C = ival(k, a, 2), s.outH = ival(k, a, 18), s.outW = ival(k, a, 19);
+  AICC_RT_CHECK(s.C > 0 && s.outH > 0 && s.outW > 0, "call @{}: bad pooling shape", k);
+  const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
+  float* y = span(k, a, 1, s.C * s.outH * s.outW, "y");
+  kernels::avgPoolNchw(d, s, ival(k, a, 20) != 0, x, y, pool);
+}
+
 void callGlobalAvgPool(const kernels::KernelDesc& d, const std::string& k,
                        std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
   AICC_RT_CHECK(a.size() == 4, "call @{}: expects 4 arguments, got {}", k, a.size());
@@ -496,6 +508,7 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"lstm_", KernelOp::Gemm, callLstm},
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
       {"maxpool_nchw_", KernelOp::DepthwiseConvNchw, callMaxPool},
+      {"avgpool_nchw_", KernelOp::DepthwiseConvNchw, callAvgPool},
       {"global_avgpool_", KernelOp::DepthwiseConvNchw, callGlobalAvgPool},
       {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
       {"conv2d_nchw_", KernelOp::Gemm, callConv},

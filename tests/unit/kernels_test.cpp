@@ -435,6 +435,51 @@ TEST(Kernels, MaxPoolNchwMatchesReference) {
     }
 }
 
+// AveragePool on the same machinery: window sums divided by the window's count (inside the
+// input, or inside the padded extent with count_include_pad; ceil_mode's overhang never counts),
+// against a direct double sum. Channel-blocked 7x7 maps (64 channels at 7x7) included.
+TEST(Kernels, AvgPoolNchwMatchesReference) {
+  struct Case {
+    int64_t C, H, W, K, stride, pad, dil, extra;
+  };
+  const Case cases[] = {{3, 9, 11, 3, 2, 1, 1, 0},   {2, 17, 40, 2, 2, 0, 1, 1},
+                        {4, 13, 13, 3, 1, 1, 1, 0},  {2, 12, 20, 3, 3, 1, 2, 1},
+                        {64, 28, 28, 2, 2, 0, 1, 0}, {64, 14, 14, 2, 2, 0, 1, 0},
+                        {5, 10, 10, 3, 2, 1, 1, 1}};
+  ThreadPool pool(2);
+  for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
+    for (const Case& c : cases)
+      for (bool countPad : {false, true}) {
+        DwShape d;
+        d.C = c.C, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K, d.strideH = d.strideW = c.stride;
+        d.padTop = d.padLeft = d.padBottom = d.padRight = c.pad, d.dilH = d.dilW = c.dil;
+        d.outH = d.OH() + c.extra, d.outW = d.OW() + c.extra;
+        const auto x = randomVec(size_t(c.C * c.H * c.W), 51);
+        std::vector<float> got(size_t(c.C * d.outH * d.outW), 7.0f), want(got.size());
+        for (int64_t ch = 0; ch < c.C; ++ch)
+          for (int64_t oy = 0; oy < d.outH; ++oy)
+            for (int64_t ox = 0; ox < d.outW; ++ox) {
+              double sum = 0;
+              int64_t count = 0;
+              for (int64_t ky = 0; ky < c.K; ++ky)
+                for (int64_t kx = 0; kx < c.K; ++kx) {
+                  const int64_t iy = oy * c.stride - c.pad + ky * c.dil;
+                  const int64_t ix = ox * c.stride - c.pad + kx * c.dil;
+                  const bool inside = iy >= 0 && iy < c.H && ix >= 0 && ix < c.W;
+                  if (inside) sum += x[size_t((ch * c.H + iy) * c.W + ix)];
+                  count += countPad ? iy < c.H + c.pad && ix < c.W + c.pad : inside;
+                }
+              // (a window wholly past the input, which ceil_mode never makes: 0)
+              want[size_t((ch * d.outH + oy) * d.outW + ox)] =
+                  count ? float(sum / double(count)) : 0.0f;
+            }
+        avgPoolNchw(*kd, d, countPad, x.data(), got.data(), c.C > 8 ? &pool : nullptr);
+        expectClose(got, want, c.K * c.K,
+                    std::string(kd->name) + " avgpool C=" + std::to_string(c.C) +
+                        " K=" + std::to_string(c.K) + " countPad=" + std::to_string(countPad));
+      }
+}
+
 // GlobalAveragePool's row means for every ISA this CPU runs, against double sums (row lengths
 // with and without a tail, threads split rows).
 TEST(Kernels, GlobalAveragePoolMatchesMeans) {
