@@ -325,26 +325,21 @@ void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<
   kernels::depthwiseConvNchw(d, s, w, x, y, clampOf(k, a, 18, bias), pool);
 }
 
-void callMaxPool(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
-                 kernels::ThreadPool* pool) {
-  AICC_RT_CHECK(a.size() == 20, "call @{}: expects 20 arguments, got {}", k, a.size());
+// @maxpool_nchw_ (20 arguments) and @avgpool_nchw_ (21: countIncludePad last).
+template <bool kMax>
+void callPool(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+              kernels::ThreadPool* pool) {
+  const size_t args = kMax ? 20 : 21;
+  AICC_RT_CHECK(a.size() == args, "call @{}: expects {} arguments, got {}", k, args, a.size());
   auto s = geometryAt<kernels::DwShape>(k, a);
   s.C = ival(k, a, 2), s.outH = ival(k, a, 18), s.outW = ival(k, a, 19);
   AICC_RT_CHECK(s.C > 0 && s.outH > 0 && s.outW > 0, "call @{}: bad pooling shape", k);
   const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
   float* y = span(k, a, 1, s.C * s.outH * s.outW, "y");
-  kernels::maxPoolNchw(d, s, x, y, pool);
-}
-
-void callAvgPool(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
-                 kernels::ThreadPool* pool) {
-  AICC_RT_CHECK(a.size() == 21, "call @{}: expects 21 arguments, got {}", k, a.size());
-  auto s = geometryAt<kernels::DwShape>(k, a);
-  s.C = ival(k, a, 2), s.outH = ival(k, a, 18), s.outW = ival(k, a, 19);
-  AICC_RT_CHECK(s.C > 0 && s.outH > 0 && s.outW > 0, "call @{}: bad pooling shape", k);
-  const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
-  float* y = span(k, a, 1, s.C * s.outH * s.outW, "y");
-  kernels::avgPoolNchw(d, s, ival(k, a, 20) != 0, x, y, pool);
+  if (kMax)
+    kernels::maxPoolNchw(d, s, x, y, pool);
+  else
+    kernels::avgPoolNchw(d, s, ival(k, a, 20) != 0, x, y, pool);
 }
 
 void callGlobalAvgPool(const kernels::KernelDesc& d, const std::string& k,
@@ -507,8 +502,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"gru_", KernelOp::Gemm, callGru},
       {"lstm_", KernelOp::Gemm, callLstm},
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
-      {"maxpool_nchw_", KernelOp::DepthwiseConvNchw, callMaxPool},
-      {"avgpool_nchw_", KernelOp::DepthwiseConvNchw, callAvgPool},
+      {"maxpool_nchw_", KernelOp::DepthwiseConvNchw, callPool<true>},
+      {"avgpool_nchw_", KernelOp::DepthwiseConvNchw, callPool<false>},
       {"global_avgpool_", KernelOp::DepthwiseConvNchw, callGlobalAvgPool},
       {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
       {"conv2d_nchw_", KernelOp::Gemm, callConv},
