@@ -50,12 +50,6 @@ float bf16Round(float x) {
   return f;
 }
 
-int64_t packedKUnits(const KernelDesc& kernel, int64_t k) {
-  const int64_t units = kernel.op == KernelOp::GemmBf16 ? (k + 1) / 2 : k;
-  const int64_t align = std::max(1, kernel.kuAlign);
-  return (units + align - 1) / align * align;
-}
-
 namespace {
 // Packing needs the tile only: the kernel may lack code on this host (a cross target's).
 void checkGemmKernel(const KernelDesc& kernel) {
