@@ -10,15 +10,6 @@
 namespace aicc::kernels {
 
 // conv.h.
-namespace {
-// Prefetches bytes [b0, b1) after p into L2 (whole lines; nothing for a null p).
-void prefetchL2(const float* p, int64_t b0, int64_t b1) {
-  if (!p) return;
-  const char* c = reinterpret_cast<const char*>(p);
-  for (int64_t b = b0 / 64 * 64; b < b1; b += 64) __builtin_prefetch(c + b, 0, 2);
-}
-} // namespace
-
 AICC_KERNEL_CLONES void transposeBlocked(const float* src, int64_t rows, int64_t cols, int64_t lds,
                                          float* dst, int64_t ldd) {
   for (int64_t i0 = 0; i0 < rows; i0 += 16)

@@ -100,6 +100,14 @@ inline int64_t rowBlock(int64_t mc, int64_t left) {
 }
 inline int64_t rowBlockCapacity(int64_t mc, int64_t mr) { return (mc + mc / 4 + mr - 1) / mr * mr; }
 
+// Prefetches bytes [b0, b1) after p into L2 (whole lines; nothing for a null p): the drivers
+// fetch the next weight panel a share per tile while the tiles over the current one run.
+inline void prefetchL2(const float* p, int64_t b0, int64_t b1) {
+  if (!p) return;
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t b = b0 / 64 * 64; b < b1; b += 64) __builtin_prefetch(c + b, 0, 2);
+}
+
 // The packed units of k values of K: k floats, or (k + 1) / 2 bf16 pairs for a bf16 kernel
 // (inline: the convolution drivers ask per tile, where a call was ~1% of squeezenet's time).
 inline int64_t packedKUnits(const KernelDesc& kernel, int64_t k) {
