@@ -35,7 +35,7 @@ int inspectCommand(const InspectArgs& a);
 struct TestOnnxArgs {
   std::vector<std::string> dirs;
   std::string json;
-  std::string expectFailures; // exit non-zero unless exactly the listed tests fail
+  std::vector<std::string> expectFailures; // exit non-zero unless exactly the listed tests fail
   std::string tolerances;     // per-test tolerance overrides: "name rtol=X atol=Y # reason"
   int jobs = 1;
   int optLevel = 0; // graph passes before interpreting (the suite checks -O3 == -O0)

@@ -71,16 +71,25 @@ int main(int argc, char** argv) {
   auto* testCmd = app.add_subcommand("test-onnx", "Run ONNX backend-test folders (model.onnx + test_data_set_*)");
   testCmd->add_option("dirs", test.dirs, "Test folders, or folders of test folders")->required();
   testCmd->add_option("--json", test.json, "Write a JSON report here");
-  testCmd->add_option("--expect-failures", test.expectFailures,
-                      "File listing the tests known not to pass (name # reason); other failures, "
-                      "and listed tests that pass, make the exit status non-zero");
+  testCmd
+      ->add_option("--expect-failures", test.expectFailures,
+                   "File listing the tests known not to pass (name # reason); other failures, "
+                   "and listed tests that pass, make the exit status non-zero (repeatable: "
+                   "the lists add up)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   testCmd->add_option("--tolerances", test.tolerances,
                       "File of per-test tolerance overrides (name rtol=X atol=Y # reason)");
   testCmd->add_option("-j,--jobs", test.jobs, "Tests run in parallel (each in its own process)")->check(CLI::Range(1, 1024));
   testCmd->add_option("--timeout", test.timeoutSec, "Seconds before a test counts as hung")->check(CLI::PositiveNumber);
   testCmd->add_option("-O", test.optLevel, "Graph optimization level before interpreting (default 0)")
       ->check(CLI::Range(0, 3));
-  testCmd->add_option("--engine", test.engine, "interp (default) or jit (each test compiled with the LLVM JIT)")->check(CLI::IsMember({"interp", "jit"}));
+  testCmd
+      ->add_option("--engine", test.engine,
+                   "interp (default), jit (each test compiled with the LLVM JIT) or artifact (each "
+                   "test compiled ahead of time as `aicc compile` does, then loaded and run as "
+                   "`aicc run FOLDER`)")
+      ->check(CLI::IsMember({"interp", "jit", "artifact"}));
   testCmd->add_flag("-v,--verbose", test.verbose, "Print the failure reason of each test");
 
   IrArgs ir;

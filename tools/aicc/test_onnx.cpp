@@ -2,9 +2,12 @@
 // crash or a hang is reported as that test's failure and never stops the run.
 #include "commands.h"
 
+#include "backend/op_select.h"
+#include "backend/target.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
+#include "runtime/artifact.h"
 #include "runtime/jit_executor.h"
 #include "support/parse.h"
 
@@ -34,8 +37,9 @@ struct Result {
   std::string status; // pass | fail | unsupported
   std::string reason;
   double seconds = 0;
-  // --engine jit: "compiled" when every node ran compiled code, else "N fallbacks (first: why)"
-  // (nodes on the reference interpreter's kernels, If branches interpreted); "" otherwise.
+  // --engine jit / artifact: "compiled" when every node ran compiled code, else "N fallbacks
+  // (first: why)" (nodes on the reference interpreter's kernels, If branches interpreted); ""
+  // otherwise.
   std::string compiled;
 };
 
@@ -121,6 +125,24 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::strin
   int64_t fallbacks = 0;
   std::string firstFallback;
   auto execute = [&](const Graph& g, const std::vector<RValue>& in) {
+    if (engine == "artifact") { // as `aicc compile` (native target) + `aicc run FOLDER`
+      const Target target = nativeTarget();
+      loop::LowerOptions lo = backend::lowerOptionsFor(target);
+      lo.chooseCandidate = backend::candidateChooser(target, {}, true);
+      runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
+      fallbacks += int64_t(spec.fallbacks.size() + spec.failBranches.size());
+      if (firstFallback.empty() && !spec.fallbacks.empty()) firstFallback = spec.fallbacks[0];
+      if (firstFallback.empty() && !spec.failBranches.empty()) firstFallback = spec.failBranches[0];
+      const fs::path dir =
+          fs::temp_directory_path() / fmt::format("aicc-test-onnx-{}-{}", getpid(), fallbacks);
+      struct Remove { // the folder goes whatever happens
+        fs::path d;
+        ~Remove() { fs::remove_all(d); }
+      } remove{dir};
+      runtime::writeArtifact(spec, dir.string(), target, {});
+      runtime::LoadedArtifact art(dir.string());
+      return art.run(in);
+    }
     if (engine != "jit") return interpret(g, in, ro);
     runtime::JitStats st;
     auto out = runtime::runJit(g, in, {}, &st);
@@ -131,7 +153,7 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::strin
     return out;
   };
   auto compiled = [&] {
-    if (engine != "jit") return std::string();
+    if (engine != "jit" && engine != "artifact") return std::string();
     return fallbacks == 0 ? std::string("compiled")
                           : fmt::format("{} fallback{} (first: {})", fallbacks,
                                         fallbacks == 1 ? "" : "s", firstFallback);
@@ -159,7 +181,7 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::strin
       spec.inputsDir = ds;
       spec.generate = false;
       auto inputs = bindInputs(mi, spec);
-      if (engine == "jit") specializeToInputs(mi, inputs); // compiled for these shapes
+      if (engine != "interp") specializeToInputs(mi, inputs); // compiled for these shapes
       optimize(mi.model, opt);
       auto outs = execute(*mi.model.graph, inputs);
       std::vector<RValue> expected;
@@ -190,33 +212,41 @@ std::string oneLine(std::string s) {
 // true. A reason starting "random:" marks a test whose expected output is one draw of a random
 // generator (Bernoulli): it fails almost always, and a pass (the draws happened to agree) is no
 // news.
-int checkExpectations(const std::string& path, const std::vector<TestCase>& tests, const std::vector<Result>& results) {
-  std::ifstream f(path);
-  AICC_CHECK(f.good(), "cannot read '{}'", path);
-  std::map<std::string, std::string> expected;
-  for (std::string line; std::getline(f, line);) {
-    auto hash = line.find('#');
-    std::string name = line.substr(0, hash);
-    name.erase(name.find_last_not_of(" \t") + 1);
-    name.erase(0, name.find_first_not_of(" \t"));
-    if (name.empty()) continue;
-    std::string reason = hash == std::string::npos ? "" : line.substr(hash + 1);
-    AICC_CHECK(reason.find_first_not_of(' ') != std::string::npos, "{}: '{}' has no reason", path, name);
-    expected[name] = reason;
+int checkExpectations(const std::vector<std::string>& paths, const std::vector<TestCase>& tests,
+                      const std::vector<Result>& results) {
+  std::map<std::string, std::pair<std::string, std::string>> expected; // name -> reason, file
+  for (const std::string& path : paths) {
+    std::ifstream f(path);
+    AICC_CHECK(f.good(), "cannot read '{}'", path);
+    for (std::string line; std::getline(f, line);) {
+      auto hash = line.find('#');
+      std::string name = line.substr(0, hash);
+      name.erase(name.find_last_not_of(" \t") + 1);
+      name.erase(0, name.find_first_not_of(" \t"));
+      if (name.empty()) continue;
+      std::string reason = hash == std::string::npos ? "" : line.substr(hash + 1);
+      AICC_CHECK(reason.find_first_not_of(' ') != std::string::npos, "{}: '{}' has no reason", path,
+                 name);
+      expected[name] = {reason, path};
+    }
   }
   int bad = 0;
   for (size_t i = 0; i < tests.size(); ++i) {
-    bool listed = expected.count(tests[i].name) > 0;
+    auto it = expected.find(tests[i].name);
     bool passed = results[i].status == "pass";
-    if (!passed && !listed) {
+    if (!passed && it == expected.end()) {
       std::cout << fmt::format("UNEXPECTED {}: {}  -- {}\n", results[i].status, tests[i].name, oneLine(results[i].reason));
       ++bad;
-    } else if (passed && listed && expected[tests[i].name].find("random:") == std::string::npos) {
-      std::cout << fmt::format("UNEXPECTED pass: {} (remove it from {})\n", tests[i].name, path);
+    } else if (passed && it != expected.end() &&
+               it->second.first.find("random:") == std::string::npos) {
+      std::cout << fmt::format("UNEXPECTED pass: {} (remove it from {})\n", tests[i].name,
+                               it->second.second);
       ++bad;
     }
   }
-  std::cout << fmt::format("expectations: {} unexpected result(s) against {}\n", bad, path);
+  std::string files;
+  for (const std::string& path : paths) files += (files.empty() ? "" : ", ") + path;
+  std::cout << fmt::format("expectations: {} unexpected result(s) against {}\n", bad, files);
   return bad ? 1 : 0;
 }
 
@@ -329,12 +359,12 @@ int testOnnxCommand(const TestOnnxArgs& a) {
   size_t pass = 0, fail = 0, unsup = 0;
   for (const auto& r : results) (r.status == "pass" ? pass : r.status == "fail" ? fail : unsup)++;
   std::cout << fmt::format("total: {}  pass: {}  fail: {}  unsupported: {}\n", tests.size(), pass, fail, unsup);
-  if (a.engine == "jit") { // the honest count: passes that ran compiled code only
+  if (a.engine != "interp") { // the honest count: passes that ran compiled code only
     size_t full = 0;
     for (const auto& r : results) full += r.status == "pass" && r.compiled == "compiled";
-    std::cout << fmt::format("jit: {} of {} passing tests fully compiled ({:.1f}%), {} with "
+    std::cout << fmt::format("{}: {} of {} passing tests fully compiled ({:.1f}%), {} with "
                              "fallbacks to the reference kernels\n",
-                             full, pass, pass ? 100.0 * double(full) / double(pass) : 0.0,
+                             a.engine, full, pass, pass ? 100.0 * double(full) / double(pass) : 0.0,
                              pass - full);
   }
   if (!a.json.empty()) {
