@@ -286,6 +286,10 @@ void registerAll() {
       {"7x7x512_3x3_512", convShape(7, 512, 512, 3, 1)},
       {"7x7x2048_1x1_512", convShape(7, 2048, 512, 1, 1)},
       {"28x28x256_1x1s2_512", convShape(28, 256, 512, 1, 2)},
+      // ResNet's strided 3x3 (the first of layers 2-4)
+      {"56x56x64_3x3s2_128", convShape(56, 64, 128, 3, 2)},
+      {"28x28x128_3x3s2_256", convShape(28, 128, 256, 3, 2)},
+      {"14x14x256_3x3s2_512", convShape(14, 256, 512, 3, 2)},
       {"14x14x1024_1x1_256", convShape(14, 1024, 256, 1, 1)},
       {"14x14x256_1x1_1024", convShape(14, 256, 1024, 1, 1)},
       {"7x7x512_1x1_2048", convShape(7, 512, 2048, 1, 1)},
