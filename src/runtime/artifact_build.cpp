@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace aicc::runtime {
 
@@ -160,12 +161,52 @@ private:
     spec_.code.funcs.push_back(std::move(ln->func));
   }
 
-  // A node the reference kernel can run on planned buffers: static tensors in and out, no
-  // subgraph (whose outer reads would need the whole enclosing scope).
+  // The values a graph and the graphs nested in it define (inputs, results, constants).
+  static void ownValues(const Graph& g, std::set<const Value*>& own) {
+    own.insert(g.inputs.begin(), g.inputs.end());
+    own.insert(g.constants.begin(), g.constants.end());
+    for (const auto& n : g.nodes) {
+      own.insert(n->outputs.begin(), n->outputs.end());
+      for (const auto& [_, a] : n->attrs) {
+        if (auto* sg = std::get_if<GraphPtr>(&a.v)) ownValues(**sg, own);
+        if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+          for (const auto& x : *sgs) ownValues(*x, own);
+      }
+    }
+  }
+  // Whether graph g (with those nested in it) reads only what `own` holds (an outer constant
+  // would be missing from the node printed alone).
+  static bool readsOnly(const Graph& g, const std::set<const Value*>& own) {
+    auto ok = [&](const Value* v) { return !v || own.count(v); };
+    if (!std::all_of(g.outputs.begin(), g.outputs.end(), ok)) return false;
+    for (const auto& n : g.nodes) {
+      if (!std::all_of(n->inputs.begin(), n->inputs.end(), ok)) return false;
+      for (const auto& [_, a] : n->attrs) {
+        if (auto* sg = std::get_if<GraphPtr>(&a.v); sg && !readsOnly(**sg, own)) return false;
+        if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+          for (const auto& x : *sgs)
+            if (!readsOnly(*x, own)) return false;
+      }
+    }
+    return true;
+  }
+
+  // A node the reference kernel can run on planned buffers: static tensors in and out; its
+  // subgraphs (Scan, Loop bodies) only when they read nothing of the enclosing scope (the node,
+  // printed alone as a model, then holds all it reads).
   static bool canFallBack(const Node& n) {
     if (!n.def || !n.def->kernel) return false;
-    for (const auto& [_, a] : n.attrs)
-      if (a.kind() == Attribute::Kind::Graph || a.kind() == Attribute::Kind::Graphs) return false;
+    for (const auto& [_, a] : n.attrs) {
+      std::vector<const Graph*> bodies;
+      if (auto* sg = std::get_if<GraphPtr>(&a.v)) bodies.push_back(sg->get());
+      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+        for (const auto& x : *sgs) bodies.push_back(x.get());
+      for (const Graph* b : bodies) {
+        std::set<const Value*> own;
+        ownValues(*b, own);
+        if (!readsOnly(*b, own)) return false;
+      }
+    }
     auto planned = [](const Value* v) {
       return !v || (v->type.isTensor() && v->type.shape && toDims(*v->type.shape) &&
                     v->type.dtype != DType::String && v->type.dtype != DType::Undefined);

@@ -336,6 +336,48 @@ TEST(Artifact, NodesWithoutLoweringRunAsFallbackTasks) {
   test::expectOutputsClose(want, got, {1e-6, 1e-6});
 }
 
+// A node with a body (Scan, Loop) runs as a fallback task when its body reads nothing of the
+// enclosing graph (the node printed alone is then a whole model); one that reads an outer value
+// (here %w) is refused by name.
+TEST(Artifact, SelfContainedBodiesRunAsFallbackTasks) {
+  auto scan = [](const std::string& addend) {
+    return parseModel(R"(model opsets={"": 9} {
+graph @g(%init: f32[2], %x: f32[3,2], %w: f32[2]) {
+  %x2 = Mul(%x, %x) : f32[3,2]
+  %y, %z = Scan(%init, %x2) {
+    body = graph @body(%sum_in: f32[2], %next: f32[2]) {
+      %sum_out = Add(%sum_in, )" +
+                      addend + R"() : f32[2]
+      %scan_out = Identity(%sum_out) : f32[2]
+      return %sum_out, %scan_out
+    },
+    num_scan_inputs = 1
+  } : f32[2], f32[3,2]
+  %r = Relu(%z) : f32[3,2]
+  return %y, %r
+}
+})");
+  };
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  Model m = scan("%next");
+  runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
+  ASSERT_EQ(spec.fallbacks.size(), 1u);
+  EXPECT_NE(spec.fallbacks[0].find("Scan"), std::string::npos) << spec.fallbacks[0];
+  std::vector<RValue> in = {RValue::of(Tensor::fromF32({1, -2}, {2})),
+                            RValue::of(Tensor::fromF32({1, 2, -3, 0.5f, 2, -1}, {3, 2})),
+                            RValue::of(Tensor::fromF32({0.5f, 4}, {2}))};
+  test::expectOutputsClose(interpret(*m.graph, in), compileAndRun(*m.graph, freshDir("scan"), in),
+                           {0, 0});
+  Model outer = scan("%w");
+  try {
+    runtime::buildArtifact(*outer.graph, lo);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(Scan)"), std::string::npos) << e.what();
+  }
+}
+
 // The recurrent micro-kernel calls resolve in the artifact too (aicc_rt_call_kernel).
 TEST(Artifact, LstmCompilesAheadOfTimeAndMatchesTheInterpreter) {
   Model m = parseModel(
