@@ -161,62 +161,70 @@ private:
     spec_.code.funcs.push_back(std::move(ln->func));
   }
 
+  // The bodies (graph attributes) of a node.
+  static std::vector<const Graph*> bodiesOf(const Node& n) {
+    std::vector<const Graph*> bodies;
+    for (const auto& [_, a] : n.attrs) {
+      if (auto* sg = std::get_if<GraphPtr>(&a.v)) bodies.push_back(sg->get());
+      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+        for (const auto& x : *sgs) bodies.push_back(x.get());
+    }
+    return bodies;
+  }
   // The values a graph and the graphs nested in it define (inputs, results, constants).
   static void ownValues(const Graph& g, std::set<const Value*>& own) {
     own.insert(g.inputs.begin(), g.inputs.end());
     own.insert(g.constants.begin(), g.constants.end());
     for (const auto& n : g.nodes) {
       own.insert(n->outputs.begin(), n->outputs.end());
-      for (const auto& [_, a] : n->attrs) {
-        if (auto* sg = std::get_if<GraphPtr>(&a.v)) ownValues(**sg, own);
-        if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-          for (const auto& x : *sgs) ownValues(*x, own);
-      }
+      for (const Graph* b : bodiesOf(*n)) ownValues(*b, own);
     }
   }
-  // Whether graph g (with those nested in it) reads only what `own` holds (an outer constant
-  // would be missing from the node printed alone).
-  static bool readsOnly(const Graph& g, const std::set<const Value*>& own) {
-    auto ok = [&](const Value* v) { return !v || own.count(v); };
-    if (!std::all_of(g.outputs.begin(), g.outputs.end(), ok)) return false;
+  // What graph g (with those nested in it) reads that `own` does not hold, in first-read order.
+  static void readsOutside(const Graph& g, const std::set<const Value*>& own,
+                           std::vector<const Value*>& out) {
+    auto note = [&](const Value* v) {
+      if (v && !own.count(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    };
     for (const auto& n : g.nodes) {
-      if (!std::all_of(n->inputs.begin(), n->inputs.end(), ok)) return false;
-      for (const auto& [_, a] : n->attrs) {
-        if (auto* sg = std::get_if<GraphPtr>(&a.v); sg && !readsOnly(**sg, own)) return false;
-        if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-          for (const auto& x : *sgs)
-            if (!readsOnly(*x, own)) return false;
-      }
+      for (const Value* v : n->inputs) note(v);
+      for (const Graph* b : bodiesOf(*n)) readsOutside(*b, own, out);
     }
-    return true;
+    for (const Value* v : g.outputs) note(v);
   }
+  // The enclosing graph's values a node's bodies read: the node printed alone declares them (as
+  // inputs after its own, or as constants) under their names, so the bodies' references resolve.
+  static std::vector<const Value*> outerReads(const Node& n) {
+    std::set<const Value*> own;
+    std::vector<const Value*> out;
+    for (const Graph* b : bodiesOf(n)) ownValues(*b, own);
+    for (const Graph* b : bodiesOf(n)) readsOutside(*b, own, out);
+    return out;
+  }
+  static std::string inputName(size_t i) { return "in" + std::to_string(i); }
+  static std::string outputName(size_t k) { return "out" + std::to_string(k); }
 
-  // A node the reference kernel can run on planned buffers: static tensors in and out; its
-  // subgraphs (Scan, Loop bodies) only when they read nothing of the enclosing scope (the node,
-  // printed alone as a model, then holds all it reads).
+  // A node the reference kernel can run on planned buffers: static tensors in and out, and
+  // what its bodies (Scan, Loop) read of the enclosing graph static tensors too, under names
+  // that do not clash with the printed node's own.
   static bool canFallBack(const Node& n) {
     if (!n.def || !n.def->kernel) return false;
-    for (const auto& [_, a] : n.attrs) {
-      std::vector<const Graph*> bodies;
-      if (auto* sg = std::get_if<GraphPtr>(&a.v)) bodies.push_back(sg->get());
-      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-        for (const auto& x : *sgs) bodies.push_back(x.get());
-      for (const Graph* b : bodies) {
-        std::set<const Value*> own;
-        ownValues(*b, own);
-        if (!readsOnly(*b, own)) return false;
-      }
-    }
     auto planned = [](const Value* v) {
       return !v || (v->type.isTensor() && v->type.shape && toDims(*v->type.shape) &&
                     v->type.dtype != DType::String && v->type.dtype != DType::Undefined);
     };
+    for (const Value* v : outerReads(n)) {
+      if (!planned(v)) return false;
+      for (size_t i = 0; i < std::max(n.inputs.size(), n.outputs.size()); ++i)
+        if (v->name == inputName(i) || v->name == outputName(i)) return false;
+    }
     return std::all_of(n.inputs.begin(), n.inputs.end(), planned) &&
            std::all_of(n.outputs.begin(), n.outputs.end(), planned);
   }
 
-  // The node alone as a model in the IR text form: inputs in0.., results out0.. (omitted ones
-  // stay omitted), with its attributes.
+  // The node alone as a model in the IR text form: inputs in0.., then the enclosing values its
+  // bodies read (constants stay constants), results out0.. (omitted ones stay omitted), with its
+  // attributes.
   static std::string nodeAsModel(const Node& n) {
     Model m;
     m.graph = std::make_shared<Graph>();
@@ -224,10 +232,15 @@ private:
     g.name = "fallback";
     std::vector<Value*> ins;
     for (size_t i = 0; i < n.inputs.size(); ++i)
-      ins.push_back(n.inputs[i] ? g.addInput("in" + std::to_string(i), n.inputs[i]->type) : nullptr);
+      ins.push_back(n.inputs[i] ? g.addInput(inputName(i), n.inputs[i]->type) : nullptr);
+    for (const Value* v : outerReads(n)) {
+      if (v->constant)
+        g.addConstant(v->name, *v->constant);
+      else
+        g.addInput(v->name, v->type);
+    }
     std::vector<std::string> outs;
-    for (size_t k = 0; k < n.outputs.size(); ++k)
-      outs.push_back(n.outputs[k] ? "out" + std::to_string(k) : "");
+    for (size_t k = 0; k < n.outputs.size(); ++k) outs.push_back(n.outputs[k] ? outputName(k) : "");
     Node* c = g.addNode(n.op, ins, outs, n.domain);
     c->name = n.name;
     c->attrs = n.attrs;
@@ -246,6 +259,8 @@ private:
     ArtifactTask t{ArtifactTask::Kind::Fallback, nodeAsModel(n), n.describe(), {}, 0, &n, {}};
     for (const Value* v : n.inputs)
       if (v) t.params.push_back(bind(s, v));
+    for (const Value* v : outerReads(n)) // (in nodeAsModel's order; constants are printed)
+      if (!v->constant) t.params.push_back(bind(s, v));
     for (const Value* v : n.outputs)
       if (v) t.params.push_back(bind(s, v));
     for (const Value* v : n.outputs)

@@ -336,18 +336,22 @@ TEST(Artifact, NodesWithoutLoweringRunAsFallbackTasks) {
   test::expectOutputsClose(want, got, {1e-6, 1e-6});
 }
 
-// A node with a body (Scan, Loop) runs as a fallback task when its body reads nothing of the
-// enclosing graph (the node printed alone is then a whole model); one that reads an outer value
-// (here %w) is refused by name.
-TEST(Artifact, SelfContainedBodiesRunAsFallbackTasks) {
-  auto scan = [](const std::string& addend) {
+// A node with a body (Scan, Loop) runs as a fallback task: the node printed alone as a model,
+// declaring what its body reads of the enclosing graph (an input or result of it: one more
+// binding; a constant: printed). A name that would clash with the printed node's own (in0..,
+// out0..) keeps it out.
+TEST(Artifact, NodesWithBodiesRunAsFallbackTasks) {
+  auto scan = [](const std::string& w, const std::string& addend) {
     return parseModel(R"(model opsets={"": 9} {
-graph @g(%init: f32[2], %x: f32[3,2], %w: f32[2]) {
+graph @g(%init: f32[2], %x: f32[3,2], %)" +
+                      w + R"(: f32[2]) {
+  %k = const f32[2] [0.25, -4]
   %x2 = Mul(%x, %x) : f32[3,2]
   %y, %z = Scan(%init, %x2) {
     body = graph @body(%sum_in: f32[2], %next: f32[2]) {
-      %sum_out = Add(%sum_in, )" +
+      %t = Add(%next, )" +
                       addend + R"() : f32[2]
+      %sum_out = Add(%sum_in, %t) : f32[2]
       %scan_out = Identity(%sum_out) : f32[2]
       return %sum_out, %scan_out
     },
@@ -360,18 +364,24 @@ graph @g(%init: f32[2], %x: f32[3,2], %w: f32[2]) {
   };
   loop::LowerOptions lo;
   lo.runtimeKernels = true;
-  Model m = scan("%next");
-  runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
-  ASSERT_EQ(spec.fallbacks.size(), 1u);
-  EXPECT_NE(spec.fallbacks[0].find("Scan"), std::string::npos) << spec.fallbacks[0];
   std::vector<RValue> in = {RValue::of(Tensor::fromF32({1, -2}, {2})),
                             RValue::of(Tensor::fromF32({1, 2, -3, 0.5f, 2, -1}, {3, 2})),
                             RValue::of(Tensor::fromF32({0.5f, 4}, {2}))};
-  test::expectOutputsClose(interpret(*m.graph, in), compileAndRun(*m.graph, freshDir("scan"), in),
-                           {0, 0});
-  Model outer = scan("%w");
+  // Its own values only; the enclosing graph's input %w (%init: the Scan's own input too); a
+  // constant of the enclosing graph.
+  int variant = 0;
+  for (const char* addend : {"%next", "%w", "%init", "%k"}) {
+    Model m = scan("w", addend);
+    runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
+    ASSERT_EQ(spec.fallbacks.size(), 1u) << addend;
+    EXPECT_NE(spec.fallbacks[0].find("Scan"), std::string::npos) << spec.fallbacks[0];
+    test::expectOutputsClose(
+        interpret(*m.graph, in),
+        compileAndRun(*m.graph, freshDir("scan" + std::to_string(variant++)), in), {0, 0});
+  }
+  Model clash = scan("in0", "%in0");
   try {
-    runtime::buildArtifact(*outer.graph, lo);
+    runtime::buildArtifact(*clash.graph, lo);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("(Scan)"), std::string::npos) << e.what();
