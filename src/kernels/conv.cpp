@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/thread_pool.h"
@@ -652,11 +653,42 @@ AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
   if (n & 1) first[pairs] = src[2 * pairs];
 }
 
+// deinterleave over `rows` rows of n >= 32 floats (src rows n apart, dst rows `pitch` apart,
+// even columns to dst + first, odd ones to dst + second), in one call: a call per row through
+// the clones' dispatch cost 112x112 stride-2 depthwise layers ~15% (Intel Xeon: 112x112x96
+// 0.47 -> 0.40 ms at 1 thread, 0.27 -> 0.21 at 2; MobileNetV2's features.2 0.56 -> 0.46 ms in
+// the model). Each block goes through local arrays, so the compiler tells the three streams apart
+// without restrict parameters (lost where the row loop is inlined: 56-column rows ran scalar, 3x
+// slower). Rows under 64 columns keep the per-row calls (no gain measured there).
+AICC_KERNEL_CLONES void deinterleaveRows(const float* src, int64_t rows, int64_t n, float* dst,
+                                         int64_t pitch, int64_t first, int64_t second) {
+  constexpr int64_t B = 16;
+  const int64_t pairs = n / 2;
+  for (int64_t r = 0; r < rows; ++r, src += n, dst += pitch) {
+    auto block = [&](int64_t m0) {
+      float t[2 * B], even[B], odd[B];
+      std::memcpy(t, src + 2 * m0, sizeof t);
+      for (int64_t j = 0; j < B; ++j) {
+        even[j] = t[2 * j];
+        odd[j] = t[2 * j + 1];
+      }
+      std::memcpy(dst + first + m0, even, sizeof even);
+      std::memcpy(dst + second + m0, odd, sizeof odd);
+    };
+    int64_t m = 0;
+    for (; m + B <= pairs; m += B) block(m);
+    if (m < pairs) block(pairs - B);
+    if (n & 1) dst[first + pairs] = src[2 * pairs];
+  }
+}
+
 // Input plane c into the padded plane (see PlaneRows in conv.h).
 struct F32Rows {
   const float* in;
   int64_t H, W;
   void operator()(int64_t c, float* top, int64_t pitch, int64_t first, int64_t second) const {
+    if (second >= 0 && W >= 64)
+      return deinterleaveRows(in + c * H * W, H, W, top, pitch, first, second);
     for (int64_t y = 0; y < H; ++y) {
       const float* src = in + (c * H + y) * W;
       float* row = top + y * pitch;

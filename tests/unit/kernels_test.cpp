@@ -405,9 +405,10 @@ TEST(Kernels, MaxPoolNchwMatchesReference) {
   struct Case {
     int64_t C, H, W, K, stride, pad, dil, extra;
   };
-  const Case cases[] = {{3, 9, 11, 3, 2, 1, 1, 0}, {2, 17, 40, 2, 2, 0, 1, 1},
-                        {4, 13, 13, 3, 1, 1, 1, 0}, {2, 12, 20, 3, 3, 1, 2, 1},
-                        {64, 28, 28, 3, 2, 0, 1, 1}};
+  // (67 columns: one deinterleave call per plane, and an odd last column)
+  const Case cases[] = {{3, 9, 11, 3, 2, 1, 1, 0},   {2, 17, 40, 2, 2, 0, 1, 1},
+                        {4, 13, 13, 3, 1, 1, 1, 0},  {2, 12, 20, 3, 3, 1, 2, 1},
+                        {64, 28, 28, 3, 2, 0, 1, 1}, {3, 9, 67, 3, 2, 1, 1, 0}};
   ThreadPool pool(2);
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
     for (const Case& c : cases) {
@@ -601,6 +602,7 @@ TEST(Kernels, DepthwiseNchwMatchesReference) {
   };
   const Case cases[] = {{8, 1, 9, 11, 3, 1, 1, 1},
                         {5, 1, 10, 21, 3, 2, 1, 1},
+                        {4, 1, 9, 70, 3, 2, 1, 1}, // rows of >= 64: one deinterleave call per plane
                         {3, 2, 12, 13, 5, 2, 2, 1},
                         {16, 1, 7, 40, 5, 1, 2, 1},
                         {4, 1, 9, 9, 3, 1, 2, 2},
