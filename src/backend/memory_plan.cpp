@@ -446,9 +446,8 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
               x->type.dtype != o->type.dtype)
             continue;
           const PlannedBuffer& b = p.buffers[s->buffer];
-          if (b.holdsOutput || b.end != i || sliced.count(s->buffer))
-            continue; // read later,
-                      // handed out
+          // (read later, handed out, or holding a Concat's slices)
+          if (b.holdsOutput || b.end != i || sliced.count(s->buffer)) continue;
           v.how = MemHow::InPlace;
           v.aliasOf = x;
           join(v, s->buffer, isOut);

@@ -132,7 +132,7 @@ std::vector<std::string> checkMemoryPlan(const Graph& g, const MemoryPlan& plan)
         for (size_t i = 0; ok && i < cat->inputs.size(); ++i)
           placed |= cat->inputs[i] == o && offsets[i] == pv->within;
         const Node* own = o->producer;
-        placed |= pv->within == 0 && own && !concatOffsets(*own).empty() &&
+        placed |= ok && pv->within == 0 && own && !concatOffsets(*own).empty() &&
                   own->inputs.size() < cat->inputs.size() &&
                   std::equal(own->inputs.begin(), own->inputs.end(), cat->inputs.begin());
         if (!ok || !placed)

@@ -519,9 +519,9 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
           t.w = packedB + k0 * Npad + n0 * kc;
           // The next B panel (this K block's next, or the next block's first: with a second row
           // block the same panels come again, from L2), prefetched into L2 a share per row
-          // tile: the weights stream from L3 or memory, and
-          // the first tile over a panel waited for its lines (Intel Xeon, resnet50's layer4 at 1
-          // thread: -5-12% per convolution, all tasks 73.3 -> 71.2 ms).
+          // tile: the weights stream from L3 or memory, and the first tile over a panel waited
+          // for its lines (Intel Xeon, resnet50's layer4 at 1 thread: -5-12% per convolution, all
+          // tasks 73.3 -> 71.2 ms).
           const int64_t nextKc = q + 1 < pb ? kc : std::min(kcMax, K - k0 - kc);
           const float* next = q + 1 < pb   ? t.w + kc * nr
                               : nextKc > 0 ? packedB + (k0 + kc) * Npad + pa * nr * nextKc
@@ -626,24 +626,34 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
 
 namespace {
 
-// Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams. In
-// fixed blocks of 16 pairs, which the compiler turns into a few permutes (cloned for the vector
-// ISAs); a last partial block is redone as the block ending at the last pair (the same values
-// stored twice), where a vectorized loop's scalar tail took most of a 28-column row.
+// Columns 2m of src[0, 32) to even[m], columns 2m + 1 to odd[m]: a block of 16 pairs, which the
+// compiler turns into a few permutes (cloned for the vector ISAs). Through local arrays, so it
+// tells the three streams apart without restrict parameters (lost where a row loop inlines it:
+// 56-column rows ran scalar, 3x slower).
+__attribute__((always_inline)) inline void deinterleaveBlock(const float* src, float* even,
+                                                             float* odd) {
+  constexpr int B = 16;
+  float t[2 * B], e[B], o[B];
+  std::memcpy(t, src, sizeof t);
+  for (int j = 0; j < B; ++j) {
+    e[j] = t[2 * j];
+    o[j] = t[2 * j + 1];
+  }
+  std::memcpy(even, e, sizeof e);
+  std::memcpy(odd, o, sizeof o);
+}
+
+// Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams, in
+// blocks of 16 pairs; a last partial block is redone as the block ending at the last pair (the
+// same values stored twice), where a vectorized loop's scalar tail took most of a 28-column row.
 AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
                                      float* __restrict__ first, float* __restrict__ second) {
   constexpr int64_t B = 16;
   const int64_t pairs = n / 2;
-  auto block = [&](int64_t m0) {
-    for (int64_t j = 0; j < B; ++j) {
-      first[m0 + j] = src[2 * (m0 + j)];
-      second[m0 + j] = src[2 * (m0 + j) + 1];
-    }
-  };
   if (pairs >= B) {
     int64_t m = 0;
-    for (; m + B <= pairs; m += B) block(m);
-    if (m < pairs) block(pairs - B);
+    for (; m + B <= pairs; m += B) deinterleaveBlock(src + 2 * m, first + m, second + m);
+    if (m < pairs) deinterleaveBlock(src + 2 * (pairs - B), first + pairs - B, second + pairs - B);
   } else {
     for (int64_t m = 0; m < pairs; ++m) {
       first[m] = src[2 * m];
@@ -657,27 +667,17 @@ AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
 // even columns to dst + first, odd ones to dst + second), in one call: a call per row through
 // the clones' dispatch cost 112x112 stride-2 depthwise layers ~15% (Intel Xeon: 112x112x96
 // 0.47 -> 0.40 ms at 1 thread, 0.27 -> 0.21 at 2; MobileNetV2's features.2 0.56 -> 0.46 ms in
-// the model). Each block goes through local arrays, so the compiler tells the three streams apart
-// without restrict parameters (lost where the row loop is inlined: 56-column rows ran scalar, 3x
-// slower). Rows under 64 columns keep the per-row calls (no gain measured there).
+// the model). Rows under 64 columns keep the per-row calls (no gain measured there).
 AICC_KERNEL_CLONES void deinterleaveRows(const float* src, int64_t rows, int64_t n, float* dst,
                                          int64_t pitch, int64_t first, int64_t second) {
   constexpr int64_t B = 16;
   const int64_t pairs = n / 2;
   for (int64_t r = 0; r < rows; ++r, src += n, dst += pitch) {
-    auto block = [&](int64_t m0) {
-      float t[2 * B], even[B], odd[B];
-      std::memcpy(t, src + 2 * m0, sizeof t);
-      for (int64_t j = 0; j < B; ++j) {
-        even[j] = t[2 * j];
-        odd[j] = t[2 * j + 1];
-      }
-      std::memcpy(dst + first + m0, even, sizeof even);
-      std::memcpy(dst + second + m0, odd, sizeof odd);
-    };
     int64_t m = 0;
-    for (; m + B <= pairs; m += B) block(m);
-    if (m < pairs) block(pairs - B);
+    for (; m + B <= pairs; m += B)
+      deinterleaveBlock(src + 2 * m, dst + first + m, dst + second + m);
+    if (m < pairs)
+      deinterleaveBlock(src + 2 * (pairs - B), dst + first + pairs - B, dst + second + pairs - B);
     if (n & 1) dst[first + pairs] = src[2 * pairs];
   }
 }

@@ -127,8 +127,8 @@ private:
       why = e.what();
     }
     if (!ln) {
-      if (canFallBack(n))
-        emitFallback(s, n, why);
+      if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
+        emitFallback(s, n, outer, why);
       else
         missing.push_back(n.describe() + ": " + why);
       return;
@@ -207,13 +207,13 @@ private:
   // A node the reference kernel can run on planned buffers: static tensors in and out, and
   // what its bodies (Scan, Loop) read of the enclosing graph static tensors too, under names
   // that do not clash with the printed node's own.
-  static bool canFallBack(const Node& n) {
+  static bool canFallBack(const Node& n, const std::vector<const Value*>& outer) {
     if (!n.def || !n.def->kernel) return false;
     auto planned = [](const Value* v) {
       return !v || (v->type.isTensor() && v->type.shape && toDims(*v->type.shape) &&
                     v->type.dtype != DType::String && v->type.dtype != DType::Undefined);
     };
-    for (const Value* v : outerReads(n)) {
+    for (const Value* v : outer) {
       if (!planned(v)) return false;
       for (size_t i = 0; i < std::max(n.inputs.size(), n.outputs.size()); ++i)
         if (v->name == inputName(i) || v->name == outputName(i)) return false;
@@ -225,7 +225,7 @@ private:
   // The node alone as a model in the IR text form: inputs in0.., then the enclosing values its
   // bodies read (constants stay constants), results out0.. (omitted ones stay omitted), with its
   // attributes.
-  static std::string nodeAsModel(const Node& n) {
+  static std::string nodeAsModel(const Node& n, const std::vector<const Value*>& outer) {
     Model m;
     m.graph = std::make_shared<Graph>();
     Graph& g = *m.graph;
@@ -233,7 +233,7 @@ private:
     std::vector<Value*> ins;
     for (size_t i = 0; i < n.inputs.size(); ++i)
       ins.push_back(n.inputs[i] ? g.addInput(inputName(i), n.inputs[i]->type) : nullptr);
-    for (const Value* v : outerReads(n)) {
+    for (const Value* v : outer) {
       if (v->constant)
         g.addConstant(v->name, *v->constant);
       else
@@ -255,11 +255,14 @@ private:
     return printModel(m, po);
   }
 
-  void emitFallback(const Scope& s, const Node& n, const std::string& why) {
-    ArtifactTask t{ArtifactTask::Kind::Fallback, nodeAsModel(n), n.describe(), {}, 0, &n, {}};
+  // `outer`: outerReads(n).
+  void emitFallback(const Scope& s, const Node& n, const std::vector<const Value*>& outer,
+                    const std::string& why) {
+    ArtifactTask t{
+        ArtifactTask::Kind::Fallback, nodeAsModel(n, outer), n.describe(), {}, 0, &n, {}};
     for (const Value* v : n.inputs)
       if (v) t.params.push_back(bind(s, v));
-    for (const Value* v : outerReads(n)) // (in nodeAsModel's order; constants are printed)
+    for (const Value* v : outer) // (in nodeAsModel's order; constants are printed)
       if (!v->constant) t.params.push_back(bind(s, v));
     for (const Value* v : n.outputs)
       if (v) t.params.push_back(bind(s, v));

@@ -401,10 +401,21 @@ TEST(Kernels, ExpSumMatchesExp) {
 
 // Max pooling on the depthwise machinery, every ISA path, against a direct loop (windows past the
 // input from explicit output sizes, as ceil_mode gives, see only the inside).
+// A square pooling window and its geometry; `extra` output rows and columns past the floor
+// formula (as ceil_mode gives).
+struct PoolCase {
+  int64_t C, H, W, K, stride, pad, dil, extra;
+  DwShape shape() const {
+    DwShape d;
+    d.C = C, d.H = H, d.W = W, d.KH = d.KW = K, d.strideH = d.strideW = stride;
+    d.padTop = d.padLeft = d.padBottom = d.padRight = pad, d.dilH = d.dilW = dil;
+    d.outH = d.OH() + extra, d.outW = d.OW() + extra;
+    return d;
+  }
+};
+
 TEST(Kernels, MaxPoolNchwMatchesReference) {
-  struct Case {
-    int64_t C, H, W, K, stride, pad, dil, extra;
-  };
+  using Case = PoolCase;
   // (67 columns: one deinterleave call per plane, and an odd last column)
   const Case cases[] = {{3, 9, 11, 3, 2, 1, 1, 0},   {2, 17, 40, 2, 2, 0, 1, 1},
                         {4, 13, 13, 3, 1, 1, 1, 0},  {2, 12, 20, 3, 3, 1, 2, 1},
@@ -412,10 +423,7 @@ TEST(Kernels, MaxPoolNchwMatchesReference) {
   ThreadPool pool(2);
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
     for (const Case& c : cases) {
-      DwShape d;
-      d.C = c.C, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K, d.strideH = d.strideW = c.stride;
-      d.padTop = d.padLeft = d.padBottom = d.padRight = c.pad, d.dilH = d.dilW = c.dil;
-      d.outH = d.OH() + c.extra, d.outW = d.OW() + c.extra;
+      const DwShape d = c.shape();
       const auto x = randomVec(size_t(c.C * c.H * c.W), 50);
       std::vector<float> got(size_t(c.C * d.outH * d.outW), 7.0f), want(got.size());
       for (int64_t ch = 0; ch < c.C; ++ch)
@@ -440,9 +448,7 @@ TEST(Kernels, MaxPoolNchwMatchesReference) {
 // input, or inside the padded extent with count_include_pad; ceil_mode's overhang never counts),
 // against a direct double sum. Channel-blocked 7x7 maps (64 channels at 7x7) included.
 TEST(Kernels, AvgPoolNchwMatchesReference) {
-  struct Case {
-    int64_t C, H, W, K, stride, pad, dil, extra;
-  };
+  using Case = PoolCase;
   const Case cases[] = {{3, 9, 11, 3, 2, 1, 1, 0},   {2, 17, 40, 2, 2, 0, 1, 1},
                         {4, 13, 13, 3, 1, 1, 1, 0},  {2, 12, 20, 3, 3, 1, 2, 1},
                         {64, 28, 28, 2, 2, 0, 1, 0}, {64, 14, 14, 2, 2, 0, 1, 0},
@@ -451,10 +457,7 @@ TEST(Kernels, AvgPoolNchwMatchesReference) {
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
     for (const Case& c : cases)
       for (bool countPad : {false, true}) {
-        DwShape d;
-        d.C = c.C, d.H = c.H, d.W = c.W, d.KH = d.KW = c.K, d.strideH = d.strideW = c.stride;
-        d.padTop = d.padLeft = d.padBottom = d.padRight = c.pad, d.dilH = d.dilW = c.dil;
-        d.outH = d.OH() + c.extra, d.outW = d.OW() + c.extra;
+        const DwShape d = c.shape();
         const auto x = randomVec(size_t(c.C * c.H * c.W), 51);
         std::vector<float> got(size_t(c.C * d.outH * d.outW), 7.0f), want(got.size());
         for (int64_t ch = 0; ch < c.C; ++ch)

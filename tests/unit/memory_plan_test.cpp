@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -200,6 +201,16 @@ TEST(MemoryPlan, ConcatPlacesItsInputsInItsResult) {
   std::vector<std::string> errs = checkMemoryPlan(*m.graph, bad);
   ASSERT_FALSE(errs.empty());
   EXPECT_NE(errs[0].find("illegal slice of 'y'"), std::string::npos) << errs[0];
+  // A Concat's result claimed to lie in a graph input (no producer) is reported, not followed.
+  MemoryPlan orphan = p;
+  PlannedValue& yv = orphan.values[p.index.at(val(m, "y"))];
+  yv.how = MemHow::Slice;
+  yv.aliasOf = val(m, "x");
+  yv.within = 0;
+  errs = checkMemoryPlan(*m.graph, orphan);
+  EXPECT_TRUE(std::any_of(errs.begin(), errs.end(), [](const std::string& e) {
+    return e.find("value 'y': illegal slice of 'x'") != std::string::npos;
+  })) << formatMemoryPlan(orphan);
   // Without the option every value owns its buffer and the Concat copies.
   MemoryPlanOptions o;
   o.concatInPlace = false;

@@ -133,8 +133,9 @@ Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::strin
       fallbacks += int64_t(spec.fallbacks.size() + spec.failBranches.size());
       if (firstFallback.empty() && !spec.fallbacks.empty()) firstFallback = spec.fallbacks[0];
       if (firstFallback.empty() && !spec.failBranches.empty()) firstFallback = spec.failBranches[0];
+      static int artifacts = 0; // (this test's process: one folder per data set)
       const fs::path dir =
-          fs::temp_directory_path() / fmt::format("aicc-test-onnx-{}-{}", getpid(), fallbacks);
+          fs::temp_directory_path() / fmt::format("aicc-test-onnx-{}-{}", getpid(), artifacts++);
       struct Remove { // the folder goes whatever happens
         fs::path d;
         ~Remove() { fs::remove_all(d); }
