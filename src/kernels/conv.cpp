@@ -417,6 +417,31 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   }
 }
 
+// A run of an A micro-panel's pixels with consecutive source offsets: columns [col, col + len)
+// of each row k read src[koff[k] + off + j].
+struct PixelRun {
+  int64_t col, len, off;
+};
+
+// Rows [0, kc) of an A micro-panel (row k at dst + k * mr) from its pixel runs (a stride-1
+// convolution: a run per output row the tile touches): rows [0, fast) copy B floats per run (B 8
+// or 16, >= mr), whose tail spills into columns the row's next run or a later row overwrites;
+// rows [fast, kc) copy exactly (the caller picks fast so nothing is written past the panel and
+// src has the floats read). The scalar gather cost resnet18's 14x14 and 7x7 convolutions 20-25%
+// of their time (Intel Xeon).
+template <int64_t B>
+AICC_KERNEL_CLONES void gatherRuns(const float* src, const int64_t* koff, int64_t kc, int64_t fast,
+                                   const PixelRun* runs, int nRuns, int64_t mr, float* dst) {
+  int64_t k = 0;
+  for (; k < fast; ++k, dst += mr) {
+    const float* base = src + koff[k];
+    for (int r = 0; r < nRuns; ++r) std::memcpy(dst + runs[r].col, base + runs[r].off, B * 4);
+  }
+  for (; k < kc; ++k, dst += mr)
+    for (int r = 0; r < nRuns; ++r)
+      std::copy_n(src + koff[k] + runs[r].off, runs[r].len, dst + runs[r].col);
+}
+
 // ConvRows::Pixels (conv.h): the output pixels as the GEMM rows over the weights' B panels.
 void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* packedB,
                      const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
@@ -429,8 +454,10 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
   const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
   thread_local std::vector<float> padBuf, yt, rt; // the calling thread's: shared with the workers
   const float* src = in;
+  int64_t srcFloats = s.Cin * s.H * s.W;
   if (padded) {
-    padBuf.assign(size_t(s.Cin * Hp * Wp), 0.0f);
+    srcFloats = s.Cin * Hp * Wp;
+    padBuf.assign(size_t(srcFloats + 16), 0.0f); // + gatherRuns' overread
     for (int64_t c = 0; c < s.Cin; ++c)
       for (int64_t y = 0; y < s.H; ++y)
         std::copy_n(in + (c * s.H + y) * s.W, s.W,
@@ -459,6 +486,22 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
       for (int64_t i = 0; i < r; ++i)
         for (int64_t k = 0; k < kc; ++k) dst[k * mr + i] = src[ko[k] + po[i]];
       return;
+    }
+    constexpr int kMaxRuns = 4;
+    PixelRun runs[kMaxRuns];
+    int nRuns = 0;
+    for (int64_t i = 0, j = 0; i < r && nRuns <= kMaxRuns; i = j, ++nRuns) {
+      for (j = i + 1; j < r && po[j] == po[j - 1] + 1;) ++j;
+      if (nRuns < kMaxRuns) runs[nRuns] = {i, j - i, po[i]};
+    }
+    if (nRuns <= kMaxRuns && mr <= 16) {
+      // Block copies while they end inside the panel and inside src (koff grows with k).
+      const int64_t B = mr <= 8 ? 8 : 16, last = runs[nRuns - 1].col;
+      const int64_t room = kc * mr - last - B, lastOff = runs[nRuns - 1].off;
+      int64_t fast = room < 0 ? 0 : std::min(kc, room / mr + 1);
+      while (fast > 0 && ko[fast - 1] + lastOff + B > srcFloats) --fast;
+      return B == 8 ? gatherRuns<8>(src, ko, kc, fast, runs, nRuns, mr, dst)
+                    : gatherRuns<16>(src, ko, kc, fast, runs, nRuns, mr, dst);
     }
     for (int64_t k = 0; k < kc; ++k) {
       const float* base = src + ko[k];
@@ -521,7 +564,9 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
           // block the same panels come again, from L2), prefetched into L2 a share per row
           // tile: the weights stream from L3 or memory, and the first tile over a panel waited
           // for its lines (Intel Xeon, resnet50's layer4 at 1 thread: -5-12% per convolution, all
-          // tasks 73.3 -> 71.2 ms).
+          // tasks 73.3 -> 71.2 ms). The tile spreads them over its k loop (GemmTileParams::pf):
+          // issued in a burst they stalled it (resnet18 1 thread 24.4 -> 22.6 ms, 2 threads
+          // 13.8 -> 13.3; aicc_bench 49x512x4608 158 -> 183 GFLOP/s, 1024^3 194 -> 201).
           const int64_t nextKc = q + 1 < pb ? kc : std::min(kcMax, K - k0 - kc);
           const float* next = q + 1 < pb   ? t.w + kc * nr
                               : nextKc > 0 ? packedB + (k0 + kc) * Npad + pa * nr * nextKc
@@ -532,7 +577,7 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
           t.bias = ep.bias ? ep.bias + n0 : nullptr;
           for (int64_t i0 = 0; i0 < rows; i0 += mr) {
             const int64_t j = i0 / mr;
-            prefetchL2(next, nextBytes * j / tiles, nextBytes * (j + 1) / tiles);
+            t.pf = tileShare(next, nextBytes, j, tiles, t.pfLines);
             t.a = a + i0 * kc;
             t.mr = std::min(mr, rows - i0);
             t.c = ytp + (ic + i0) * ldy + n0;

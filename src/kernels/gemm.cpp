@@ -251,12 +251,12 @@ void gemmRange(const BView& b, const float* A, int64_t lda, float* C, int64_t ld
           t.w = b.data + packedKUnits(kd, k0) * b.Npad + n0 * ku;
           t.nr = std::min(nr, N - n0);
           t.bias = ep.bias ? ep.bias + n0 : nullptr;
-          // The next B panel into L2, a share per row tile (gemm.h prefetchL2): a transformer's
+          // The next B panel into L2, a share per row tile (gemm.h tileShare): a transformer's
           // weights stream from L3 (Intel Xeon, bert_like_encoder 1 / 2 threads -4-5%).
           const float* next = p + 1 < pcEnd ? t.w + ku * nr : nullptr;
           const int64_t nextBytes = int64_t(sizeof(float)) * ku * nr, tiles = (rows + mr - 1) / mr;
           for (int64_t i = 0; i < rows; i += mr) {
-            prefetchL2(next, nextBytes * (i / mr) / tiles, nextBytes * (i / mr + 1) / tiles);
+            t.pf = tileShare(next, nextBytes, i / mr, tiles, t.pfLines);
             t.a = aBuf.data() + i * ku;
             t.c = C + (ic + i) * ldc + n0;
             t.res = ep.residual ? ep.residual + (ic + i) * ldc + n0 : nullptr;

@@ -100,12 +100,16 @@ inline int64_t rowBlock(int64_t mc, int64_t left) {
 }
 inline int64_t rowBlockCapacity(int64_t mc, int64_t mr) { return (mc + mc / 4 + mr - 1) / mr * mr; }
 
-// Prefetches bytes [b0, b1) after p into L2 (whole lines; nothing for a null p): the drivers
-// fetch the next weight panel a share per tile while the tiles over the current one run.
-inline void prefetchL2(const float* p, int64_t b0, int64_t b1) {
-  if (!p) return;
-  const char* c = reinterpret_cast<const char*>(p);
-  for (int64_t b = b0 / 64 * 64; b < b1; b += 64) __builtin_prefetch(c + b, 0, 2);
+// Tile j of `tiles` over the current weight panel prefetches its share of the next panel's bytes
+// into L2 (GemmTileParams::pf: spread over its k loop): the lines of [nextBytes * j / tiles,
+// nextBytes * (j + 1) / tiles) after next, none for a null next. Returns the first line's address.
+inline const char* tileShare(const float* next, int64_t nextBytes, int64_t j, int64_t tiles,
+                             int64_t& lines) {
+  lines = 0;
+  if (!next) return nullptr;
+  const int64_t b0 = nextBytes * j / tiles / 64 * 64, b1 = nextBytes * (j + 1) / tiles;
+  lines = b1 > b0 ? (b1 - b0 + 63) / 64 : 0;
+  return reinterpret_cast<const char*>(next) + b0;
 }
 
 // The packed units of k values of K: k floats, or (k + 1) / 2 bf16 pairs for a bf16 kernel

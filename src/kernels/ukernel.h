@@ -54,7 +54,14 @@ struct GemmTileParams {
   int64_t voff[8];     // with koff: per-vector offsets (v < NR / W)
   int64_t vgap[8];
   int32_t vsplit[8];
+  const char* pf;  // lines [0, pfLines) of 64 bytes from pf to prefetch into L2 (the next weight
+  int64_t pfLines; // panel's share), spread over the k loop by the full vector tiles
 };
+
+// The L2 prefetches a tile that does not spread them issues at its start.
+inline void prefetchTileLines(const GemmTileParams& p) {
+  for (int64_t l = 0; l < p.pfLines; ++l) __builtin_prefetch(p.pf + l * 64, 0, 2);
+}
 using GemmUkernelFn = void (*)(const GemmTileParams&);
 
 // Packs one A micro-panel: rows [0, rows) x columns [0, kc) of a (leading dimension lda) into

@@ -123,6 +123,7 @@ void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
 // of an earlier K block), then on the last block the residual, the clamp and the activation.
 void bf16_gemm_amx_32x32(const GemmTileParams& p) {
   alignas(64) float acc[32 * 32];
+  prefetchTileLines(p);
   products<true>(p.mr, p.nr, p.a, p.w, p.kc, acc);
   const bool n2 = p.nr > 16;
   const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
