@@ -226,7 +226,7 @@ void registerAll() {
   // MobileNetV2 (3x3) and EfficientNet-B0 (5x5) depthwise layers (7x7 maps: channel blocks).
   const DwCase dws[] = {{112, 32, 3, 1}, {112, 96, 3, 2}, {56, 144, 3, 1}, {28, 192, 3, 1},
                         {14, 576, 3, 1}, {14, 672, 5, 1}, {28, 240, 5, 2}, {7, 960, 3, 1},
-                        {7, 1152, 5, 1}, {56, 144, 3, 2}, {28, 192, 3, 2}};
+                        {7, 1152, 5, 1}, {56, 144, 3, 2}, {28, 192, 3, 2}, {14, 576, 3, 2}};
   // Each case in both forms (planes, channel blocks where the kernel has them; "auto" marks
   // depthwiseChannelBlocks' choice).
   for (const KernelDesc* kd : availableKernels(KernelOp::DepthwiseConvNchw))
@@ -311,7 +311,12 @@ void registerAll() {
       {"7x7x128_3x3_32", convShape(7, 128, 32, 3, 1)},
       {"14x14x640_1x1_128", convShape(14, 640, 128, 1, 1)},
       {"7x7x800_1x1_128", convShape(7, 800, 128, 1, 1)},
-      // SqueezeNet 1.1's last fire modules (13-pixel rows: no implicit im2col under AVX-512)
+      // SqueezeNet 1.1's fire modules: 55- and 27-pixel rows, few input channels (K 16 to 288),
+      // the last ones on 13-pixel rows (no implicit im2col under AVX-512)
+      {"55x55x16_3x3_64", convShape(55, 16, 64, 3, 1)},
+      {"55x55x16_1x1_64", convShape(55, 16, 64, 1, 1)},
+      {"27x27x32_3x3_128", convShape(27, 32, 128, 3, 1)},
+      {"13x13x512_1x1_1000", convShape(13, 512, 1000, 1, 1)},
       {"13x13x64_3x3_256", convShape(13, 64, 256, 3, 1)},
       {"13x13x48_3x3_192", convShape(13, 48, 192, 3, 1)}};
   // Each f32 case in both GEMM layouts (conv.h ConvRows; "auto" marks convRowsFor's choice).

@@ -457,12 +457,20 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
   int64_t srcFloats = s.Cin * s.H * s.W;
   if (padded) {
     srcFloats = s.Cin * Hp * Wp;
-    padBuf.assign(size_t(srcFloats + 16), 0.0f); // + gatherRuns' overread
-    for (int64_t c = 0; c < s.Cin; ++c)
-      for (int64_t y = 0; y < s.H; ++y)
-        std::copy_n(in + (c * s.H + y) * s.W, s.W,
-                    padBuf.data() + (c * Hp + y + s.padTop) * Wp + s.padLeft);
-    src = padBuf.data();
+    padBuf.resize(size_t(srcFloats + 16)); // + gatherRuns' overread
+    float* buf = padBuf.data();            // (a worker naming padBuf gets its own)
+    std::fill_n(buf + srcFloats, 16, 0.0f);
+    // Each padded plane written whole (zeros, then the rows), the planes split over the threads:
+    // one thread copying them took ~9% of a 28x28x128 3x3 layer's time at 2 threads.
+    parallelRanges(pool, s.Cin, srcFloats >= (int64_t(1) << 15), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        float* plane = buf + c * Hp * Wp;
+        std::fill_n(plane, Hp * Wp, 0.0f);
+        for (int64_t y = 0; y < s.H; ++y)
+          std::copy_n(in + (c * s.H + y) * s.W, s.W, plane + (y + s.padTop) * Wp + s.padLeft);
+      }
+    });
+    src = buf;
   }
   std::vector<int64_t> koff(static_cast<size_t>(K)), pixOff(static_cast<size_t>(P));
   const int64_t taps = s.KH * s.KW;
@@ -508,32 +516,17 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
       for (int64_t i = 0; i < r; ++i) dst[k * mr + i] = base[po[i]];
     }
   };
-  // With threads splitting the output channels, every thread would gather the whole A: up to a
-  // few MB it is gathered once instead, its micro-panels split over the threads (K block b at
-  // b * kc * Ppad, micro-panel j of it at j * mr * kc), and read by all (Zen 4, 2 threads:
-  // 7x7x2048 1x1 -> 512 0.67 -> 0.59 ms, 14x14x1024 1x1 -> 256 0.75 -> 0.63 ms).
-  // Threads split the output channels, or the pixels (whole micro-panels) when there are fewer
-  // channel panels than threads (DenseNet's 3x3 -> 32 layers: one panel; Intel Xeon, 28x28x128
-  // -> 32: 78 GFLOP/s at 1 thread, 134 at 2, where 2 threads ran it on one).
-  const int64_t Ppad = (P + mr - 1) / mr * mr, kBlocks = (K + kcMax - 1) / kcMax;
+  // Threads split the pixels (whole micro-panels: each gathers its own rows of A and reads every
+  // weight), or the output channels when there are fewer micro-panels than threads. Splitting
+  // the channels made every thread gather all of A (the gather's cost, twice), and with A
+  // gathered once into a buffer both read, A crossed between the cores' caches: Intel Xeon, 2
+  // threads, aicc_bench: 28x28x128 3x3 -> 128 0.95 -> 0.68 ms, 14x14x256 3x3 -> 256 0.79 ->
+  // 0.64, 7x7x512 3x3 -> 512 0.86 -> 0.78, 14x14x1024 1x1 -> 256 0.36 -> 0.30.
+  const int64_t Ppad = (P + mr - 1) / mr * mr;
   const int64_t threads = pool ? pool->numThreads() : 1;
-  const bool byPixels = nPanels < threads;
+  const bool byPixels = Ppad / mr >= threads || nPanels < threads;
   const int64_t T = std::min(threads, byPixels ? Ppad / mr : nPanels);
   const bool threaded = T > 1 && 2 * N * K * P >= (int64_t(1) << 18);
-  const bool shared = threaded && !byPixels && Ppad * K <= (int64_t(1) << 20) && mc % mr == 0;
-  thread_local std::vector<float> aAll; // the calling thread's: read by the workers
-  if (shared) {
-    aAll.resize(size_t(Ppad * kBlocks * kcMax));
-    float* dst = aAll.data(); // (a worker naming aAll gets its own)
-    parallelRanges(pool, kBlocks * (Ppad / mr), true, [&](int64_t j0, int64_t j1) {
-      for (int64_t j = j0; j < j1; ++j) {
-        const int64_t b = j / (Ppad / mr), p0 = j % (Ppad / mr) * mr;
-        const int64_t k0 = b * kcMax, kc = std::min(kcMax, K - k0);
-        gatherA(p0, std::min(mr, P - p0), k0, kc, dst + b * kcMax * Ppad + p0 * kc);
-      }
-    });
-  }
-  const float* aShared = aAll.data();
   // The output channels of panels [pa, pb) at pixels [r0, r1) (r0 a multiple of mr).
   auto run = [&](int64_t pa, int64_t pb, int64_t r0, int64_t r1) {
     const int64_t c0 = pa * nr, c1 = std::min(N, pb * nr);
@@ -553,9 +546,9 @@ void conv2dPixelRows(const KernelDesc& kd, const Conv2dShape& s, const float* pa
       t.flags = (k0 == 0 ? kGemmFirst : 0u) | (k0 + kc == K ? kGemmLast : 0u);
       for (int64_t ic = r0, rows = 0; ic < r1; ic += rows) {
         rows = rowBlock(mc, r1 - ic);
-        // This chunk's A micro-panels: the shared ones, or gathered here.
-        const float* a = shared ? aShared + (k0 / kcMax) * kcMax * Ppad + ic * kc : aBuf.data();
-        for (int64_t i0 = 0; i0 < rows && !shared; i0 += mr)
+        // This chunk's A micro-panels.
+        const float* a = aBuf.data();
+        for (int64_t i0 = 0; i0 < rows; i0 += mr)
           gatherA(ic + i0, std::min(mr, rows - i0), k0, kc, aBuf.data() + i0 * kc);
         for (int64_t q = pa; q < pb; ++q) {
           const int64_t n0 = q * nr;
@@ -613,10 +606,18 @@ ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
   // A map of fewer pixels than a tile's rows (squeeze-excite's 1x1 maps) runs a tile of just
   // those rows, which keeps the FMA rate (one row sums k mod 4 apart, simd_impl.h gemmTile).
   const double pixels = double(P) / double(P < mr ? P : up(P, mr)) * double(M) / double(lanes(M));
-  // What Pixels adds: gathering A (per k and micro-panel, against ceil(M / nr) tiles of FMAs) and
-  // transposing the output (per output, against K FMAs), fitted to aicc_bench's conv2d cases on
-  // Zen 4 (bench/kernels_bench.cpp runs every case both ways).
-  const double cost = 30.0 / double(M) + 16.0 / double(s.Cin * s.KH * s.KW);
+  // What Pixels adds: gathering A (per k and micro-panel, against ceil(M / nr) tiles of FMAs),
+  // transposing the output (per output, against K FMAs) and, for 1x1 kernels, what the channel
+  // rows' in-place B saves. Fitted to aicc_bench's conv2d cases (bench/kernels_bench.cpp runs
+  // every case both ways) on Intel Xeon, 1 and 2 threads, once the gather copied runs and
+  // threads split the pixels (was 30 / M + 16 / K for both, fitted on Zen 4 to the scalar
+  // gather). Summed log-loss against the better form over the 35 cases: AVX-512 (14x32) 1.32 ->
+  // 0.36, AVX2 (6x16, AICC_KERNEL_ISA=avx2 on the same CPU: unchecked on an AVX2-only one) 3.35
+  // -> 0.83.
+  const bool wide = W >= 16;
+  const double cost = (wide ? 10.0 : 2.0) / double(M) +
+                      (wide ? 8.0 : 4.0) / double(s.Cin * s.KH * s.KW) +
+                      (wide && s.KH == 1 && s.KW == 1 ? 0.05 : 0.0);
   // What Channels adds where it packs im2col panels per call (no implicit im2col: rows shorter
   // than a vector and 14 pixels, e.g. 7x7 maps under AVX-512): a bounds-checked copy per element
   // of B against M FMAs. Fitted on Intel Xeon (AVX-512), 1 thread: DenseNet's 7x7x128 3x3 -> 32
