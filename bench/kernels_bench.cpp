@@ -1,6 +1,6 @@
 // Microbenchmarks of the hand-written kernels (src/kernels), in GFLOP/s:
 //   peak/<isa>                        FMA-only loop: the machine's per-core peak for that ISA
-//   every benchmark also reports peak%: its FLOP/s over the best ISA's measured peak x threads
+//   every benchmark also reports peak%: its FLOP/s over its ISA's measured f32 FMA peak x threads
 //   gemm/<kernel>/MxNxK/threads:T     C = A[M,K] * B[K,N] (B pre-packed), bias + ReLU epilogue
 //   dwconv/<kernel>/HxWxC/k<K>s<S>/threads:T, conv2d/<gemm kernel>/...: the NCHW convolutions the
 //   engines call (depthwise over padded rows; GEMM with weights packed as A, im2col panels)
@@ -47,15 +47,15 @@ ThreadPool* poolFor(int threads) {
   return p.get();
 }
 
-// The measured per-core FMA peak of the best ISA this CPU has (FLOP/s; the best of a few short
-// runs of the peak loop), the reference of every benchmark's "peak%" counter (per thread).
-double measuredPeak() {
-  static const double peak = [] {
-    const bool avx512 = cpuSupports(Isa::Avx512);
-    if (!avx512 && !cpuSupports(Isa::Avx2)) return 0.0;
-    const int64_t iters = 1 << 21;
+// The measured per-core f32 FMA peak (FLOP/s) of the vector file a kernel of `isa` uses: the
+// AVX-512 loop for the AVX-512 kernels (VNNI, BF16 and AMX ones included), the AVX2 loop for the
+// AVX2 ones, the best of the two for the portable kernels. The best of 20 short runs (a run the
+// VM interrupts reads low; 5 runs once gave a peak 17% low and 96% "of peak").
+double measuredPeak(Isa isa) {
+  auto measure = [](bool avx512) {
+    const int64_t iters = 1 << 20;
     double best = 0;
-    for (int r = 0; r < 5; ++r) {
+    for (int r = 0; r < 20; ++r) {
       auto t0 = std::chrono::steady_clock::now();
       benchmark::DoNotOptimize(avx512 ? aicc::bench::fmaLoopAvx512(iters)
                                       : aicc::bench::fmaLoopAvx2(iters));
@@ -63,23 +63,27 @@ double measuredPeak() {
       best = std::max(best, double(iters) * 12 * (avx512 ? 32 : 16) / s);
     }
     return best;
-  }();
-  return peak;
+  };
+  static const double avx512 = cpuSupports(Isa::Avx512) ? measure(true) : 0.0;
+  static const double avx2 = cpuSupports(Isa::Avx2) ? measure(false) : 0.0;
+  if (isa == Isa::Avx2) return avx2;
+  if (isa == Isa::Generic || isa == Isa::Neon) return std::max(avx512, avx2);
+  return avx512;
 }
 
 using Clock = std::chrono::steady_clock;
 
-// FLOPS (a rate) and peak% (a plain number: FLOP/s over the measured peak x threads, from the
-// wall time of the timing loop that started at t0).
-void setFlops(benchmark::State& st, double flopsPerIter, int threads = 1,
-              Clock::time_point t0 = {}) {
+// FLOPS (a rate) and peak% (a plain number: FLOP/s over the measured peak of the kernel's ISA x
+// threads, from the wall time of the timing loop that started at t0).
+void setFlops(benchmark::State& st, double flopsPerIter, int threads = 1, Clock::time_point t0 = {},
+              Isa isa = Isa::Generic) {
   st.counters["FLOPS"] =
       benchmark::Counter(flopsPerIter, benchmark::Counter::kIsIterationInvariantRate,
                          benchmark::Counter::OneK::kIs1000);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (measuredPeak() > 0 && t0 != Clock::time_point{} && s > 0)
+  if (measuredPeak(isa) > 0 && t0 != Clock::time_point{} && s > 0)
     st.counters["peak%"] =
-        100.0 * flopsPerIter * double(st.iterations()) / s / (measuredPeak() * threads);
+        100.0 * flopsPerIter * double(st.iterations()) / s / (measuredPeak(isa) * threads);
 }
 
 void benchPeak(benchmark::State& st, bool avx512) {
@@ -102,7 +106,7 @@ void benchGemm(benchmark::State& st, const KernelDesc* kd, int64_t M, int64_t N,
     gemm(pb, M, A.data(), K, C.data(), N, Epilogue::relu(bias.data()), pool);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * double(M) * double(N) * double(K), threads, t0);
+  setFlops(st, 2.0 * double(M) * double(N) * double(K), threads, t0, kd->isa);
 }
 
 // The engines' depthwise path: NCHW, any kernel, padded rows (kernels/conv.h depthwiseConvNchw).
@@ -121,7 +125,7 @@ void benchDw(benchmark::State& st, const KernelDesc* kd, int64_t HW, int64_t C, 
                       channelBlocks);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * double(K * K) * double(s.OH() * s.OW() * C), threads, t0);
+  setFlops(st, 2.0 * double(K * K) * double(s.OH() * s.OW() * C), threads, t0, kd->isa);
 }
 // The engines' convolution: NCHW, weights packed at compile time as the A operand, im2col panels
 // packed per call (kernels/conv.h conv2dNchwPacked).
@@ -140,7 +144,7 @@ void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, ConvRo
                      pool);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K), threads, t0);
+  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K), threads, t0, kd->isa);
 }
 
 // The int8 convolutions (QLinearConv): u8 activations, int8 weights, factors below 0.99.
@@ -178,7 +182,7 @@ void benchQConv(benchmark::State& st, const KernelDesc* kd, QConvShape s, int th
               y.data(), pool);
     benchmark::ClobberMemory();
   }
-  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.M) * double(s.Kc()), threads, t0);
+  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.M) * double(s.Kc()), threads, t0, kd->isa);
 }
 
 Conv2dShape convShape(int64_t HW, int64_t Cin, int64_t Cout, int64_t K, int64_t stride) {
