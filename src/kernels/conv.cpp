@@ -254,7 +254,8 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   thread_local std::vector<float> padded;
   std::vector<int64_t> koff;
   if (direct) {
-    padded.assign(size_t(sW * phase + Wh + 2 * nr), 0.0f);
+    // + slack: a split tile reads every vector a row gap further on too (GemmTileParams::vgap)
+    padded.assign(size_t(sW * phase + (s.strideH + 1) * Wh + 2 * nr), 0.0f);
     float* buf = padded.data(); // this thread's buffer (the workers' thread_local is another)
     auto copyChannels = [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c)
@@ -358,6 +359,7 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
           int64_t n0 = q * nr;
           if (flat) {
             t.w = pad;
+            t.vgap = s.strideH * Wh - OW;
             t.nr = std::min(nr, P - n0);
             for (int64_t v = 0; v < NV; ++v) {
               // Vector v's pixels start at output (oy, ox); past the last pixel it reads any
@@ -366,7 +368,6 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
               const bool wraps = OW - ox < W && n0 + v * W + (OW - ox) < n0 + t.nr;
               t.voff[v] = oy * s.strideH * Wh + ox;
               t.vsplit[v] = int32_t(wraps ? OW - ox : W);
-              t.vgap[v] = s.strideH * Wh - OW;
             }
           } else if (direct) {
             const int64_t oy = q / segs, ox0 = (q % segs) * nr;

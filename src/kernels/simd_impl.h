@@ -293,19 +293,19 @@ void gemmTile(const GemmTileParams& p) {
           },
           Gemv<false>{});
     } else {
+      // Both loads of a vector from one offset, the second from the row's base vgap further on
+      // (fewer live registers than an offset pair per vector: the loop spilled them).
       typename V::mask lo[NV];
-      int64_t off2[NV];
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) {
-        lo[v] = V::maskFor(p.vsplit[v]);
-        off2[v] = off[v] + (p.vsplit[v] < W ? p.vgap[v] : 0);
-      }
+      for (int v = 0; v < NV; ++v) lo[v] = V::maskFor(p.vsplit[v]);
+      const int64_t gap = p.vgap;
       kLoop(
           [&](int64_t k, vec* wv) {
             const float* w = p.w + p.koff[k];
+            const float* w2 = w + gap;
 #pragma GCC unroll 8
             for (int v = 0; v < NV; ++v)
-              wv[v] = V::select(lo[v], V::load(w + off[v]), V::load(w + off2[v]));
+              wv[v] = V::select(lo[v], V::load(w + off[v]), V::load(w2 + off[v]));
           },
           Gemv<false>{});
     }

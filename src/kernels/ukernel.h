@@ -49,10 +49,11 @@ struct GemmTileParams {
   const int64_t* koff; // or: through an offset table (implicit im2col of a padded input): vector v
                        // of B row k (lanes v*W.. of the panel, W = the vector width) is read at
                        // w + koff[k] + voff[v], all W lanes readable; with vsplit[v] < W, lanes
-                       // >= vsplit[v] are read vgap[v] floats further on (a run of output pixels
-                       // that continues on the next output row)
+                       // >= vsplit[v] are read vgap floats further on (a run of output pixels
+                       // that continues on the next output row), and with any split vector every
+                       // vector's W lanes vgap floats further on must be readable too
   int64_t voff[8];     // with koff: per-vector offsets (v < NR / W)
-  int64_t vgap[8];
+  int64_t vgap;
   int32_t vsplit[8];
   const char* pf;  // lines [0, pfLines) of 64 bytes from pf to prefetch into L2 (the next weight
   int64_t pfLines; // panel's share), spread over the k loop by the full vector tiles

@@ -94,7 +94,7 @@ void bf16_packb32_avx512bf16(const GemmTileParams& s, float* dst) {
     const float* w = s.w + s.koff[k];
     const __m512 a = _mm512_maskz_loadu_ps(m, w + s.voff[v]);
     if (s.vsplit[v] >= 16) return a;
-    const __m512 b = _mm512_maskz_loadu_ps(m, w + s.voff[v] + s.vgap[v]);
+    const __m512 b = _mm512_maskz_loadu_ps(m, w + s.voff[v] + s.vgap);
     return _mm512_mask_blend_ps(v ? lo1 : lo0, b, a);
   };
   for (int64_t q = 0; 2 * q < s.kc; ++q) {
