@@ -419,7 +419,9 @@ TEST(Kernels, MaxPoolNchwMatchesReference) {
   // (67 columns: one deinterleave call per plane, and an odd last column)
   const Case cases[] = {{3, 9, 11, 3, 2, 1, 1, 0},   {2, 17, 40, 2, 2, 0, 1, 1},
                         {4, 13, 13, 3, 1, 1, 1, 0},  {2, 12, 20, 3, 3, 1, 2, 1},
-                        {64, 28, 28, 3, 2, 0, 1, 1}, {3, 9, 67, 3, 2, 1, 1, 0}};
+                        {64, 28, 28, 3, 2, 0, 1, 1}, {3, 9, 67, 3, 2, 1, 1, 0},
+                        {8, 112, 112, 3, 2, 1, 1, 0}, {2, 15, 16, 5, 2, 2, 1, 1},
+                        {2, 7, 9, 4, 1, 2, 1, 0}};
   ThreadPool pool(2);
   for (const KernelDesc* kd : kernelsUnderTest(KernelOp::DepthwiseConvNchw))
     for (const Case& c : cases) {
