@@ -616,7 +616,14 @@ ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
   // 0.36, AVX2 (6x16, AICC_KERNEL_ISA=avx2 on the same CPU: unchecked on an AVX2-only one) 3.35
   // -> 0.83.
   const bool wide = W >= 16;
-  const double cost = (wide ? 10.0 : 2.0) / double(M) +
+  // A column stride > 1 leaves runs of one pixel: those gather element by element, at the old
+  // coefficient (resnet18's 56x56x64 3x3/2 -> 128 in the model: 0.97 ms as pixel rows, 0.84-0.90
+  // as channel rows, where aicc_bench alone preferred pixel rows).
+  const bool runs = s.strideW == 1 || s.isPointwise();
+  const double cost = (!runs  ? 30.0
+                       : wide ? 10.0
+                              : 2.0) /
+                          double(M) +
                       (wide ? 8.0 : 4.0) / double(s.Cin * s.KH * s.KW) +
                       (wide && s.KH == 1 && s.KW == 1 ? 0.05 : 0.0);
   // What Channels adds where it packs im2col panels per call (no implicit im2col: rows shorter
