@@ -195,6 +195,62 @@ namespace {
 
 // Whether channel rows read B through the implicit im2col of a padded copy (see
 // conv2dChannelRows): spatial kernels with output rows of at least one vector or >= 14 pixels.
+// Columns 2m of src[0, 32) to even[m], columns 2m + 1 to odd[m]: a block of 16 pairs, which the
+// compiler turns into a few permutes (cloned for the vector ISAs). Through local arrays, so it
+// tells the three streams apart without restrict parameters (lost where a row loop inlines it:
+// 56-column rows ran scalar, 3x slower).
+__attribute__((always_inline)) inline void deinterleaveBlock(const float* src, float* even,
+                                                             float* odd) {
+  constexpr int B = 16;
+  float t[2 * B], e[B], o[B];
+  std::memcpy(t, src, sizeof t);
+  for (int j = 0; j < B; ++j) {
+    e[j] = t[2 * j];
+    o[j] = t[2 * j + 1];
+  }
+  std::memcpy(even, e, sizeof e);
+  std::memcpy(odd, o, sizeof o);
+}
+
+// Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams, in
+// blocks of 16 pairs; a last partial block is redone as the block ending at the last pair (the
+// same values stored twice), where a vectorized loop's scalar tail took most of a 28-column row.
+AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
+                                     float* __restrict__ first, float* __restrict__ second) {
+  constexpr int64_t B = 16;
+  const int64_t pairs = n / 2;
+  if (pairs >= B) {
+    int64_t m = 0;
+    for (; m + B <= pairs; m += B) deinterleaveBlock(src + 2 * m, first + m, second + m);
+    if (m < pairs) deinterleaveBlock(src + 2 * (pairs - B), first + pairs - B, second + pairs - B);
+  } else {
+    for (int64_t m = 0; m < pairs; ++m) {
+      first[m] = src[2 * m];
+      second[m] = src[2 * m + 1];
+    }
+  }
+  if (n & 1) first[pairs] = src[2 * pairs];
+}
+
+// deinterleave over `rows` rows of n >= 32 floats (src rows n apart, dst rows `pitch` apart,
+// even columns to dst + first, odd ones to dst + second), in one call: a call per row through
+// the clones' dispatch cost 112x112 stride-2 depthwise layers ~15% (Intel Xeon: 112x112x96
+// 0.47 -> 0.40 ms at 1 thread, 0.27 -> 0.21 at 2; MobileNetV2's features.2 0.56 -> 0.46 ms in
+// the model). Rows under 64 columns keep the per-row calls (no gain measured there).
+AICC_KERNEL_CLONES void deinterleaveRows(const float* src, int64_t rows, int64_t n, float* dst,
+                                         int64_t pitch, int64_t first, int64_t second) {
+  constexpr int64_t B = 16;
+  const int64_t pairs = n / 2;
+  for (int64_t r = 0; r < rows; ++r, src += n, dst += pitch) {
+    int64_t m = 0;
+    for (; m + B <= pairs; m += B)
+      deinterleaveBlock(src + 2 * m, dst + first + m, dst + second + m);
+    if (m < pairs)
+      deinterleaveBlock(src + 2 * (pairs - B), dst + first + pairs - B, dst + second + pairs - B);
+    if (n & 1) dst[first + pairs] = src[2 * pairs];
+  }
+}
+
 bool implicitIm2col(const KernelDesc& kd, const Conv2dShape& s) {
   const int64_t OW = s.OW(), W = std::max<int64_t>(1, kd.vectorWidth);
   return !s.isPointwise() && (OW >= W || OW >= 14) && !(s.KH == 1 && s.KW == 1);
@@ -267,7 +323,14 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
             continue;
           }
           // Column x goes to phase (x + padLeft) mod sW at (x + padLeft) / sW: sW contiguous
-          // streams, one per residue of x.
+          // streams, one per residue of x; for sW 2 one deinterleave (the strided loop was ~9%
+          // of a 56x56x64 3x3/2 layer, Intel Xeon).
+          if (sW == 2) {
+            const int64_t c0 = s.padLeft, c1 = s.padLeft + 1;
+            deinterleave(src, s.W, row + (c0 % 2) * phase + c0 / 2,
+                         row + (c1 % 2) * phase + c1 / 2);
+            continue;
+          }
           for (int64_t r0 = 0; r0 < sW && r0 < s.W; ++r0) {
             const int64_t col = r0 + s.padLeft;
             float* d = row + (col % sW) * phase + col / sW;
@@ -679,62 +742,6 @@ void conv2dNchwPacked(const KernelDesc& kd, const Conv2dShape& s, const float* p
 }
 
 namespace {
-
-// Columns 2m of src[0, 32) to even[m], columns 2m + 1 to odd[m]: a block of 16 pairs, which the
-// compiler turns into a few permutes (cloned for the vector ISAs). Through local arrays, so it
-// tells the three streams apart without restrict parameters (lost where a row loop inlines it:
-// 56-column rows ran scalar, 3x slower).
-__attribute__((always_inline)) inline void deinterleaveBlock(const float* src, float* even,
-                                                             float* odd) {
-  constexpr int B = 16;
-  float t[2 * B], e[B], o[B];
-  std::memcpy(t, src, sizeof t);
-  for (int j = 0; j < B; ++j) {
-    e[j] = t[2 * j];
-    o[j] = t[2 * j + 1];
-  }
-  std::memcpy(even, e, sizeof e);
-  std::memcpy(odd, o, sizeof o);
-}
-
-// Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams, in
-// blocks of 16 pairs; a last partial block is redone as the block ending at the last pair (the
-// same values stored twice), where a vectorized loop's scalar tail took most of a 28-column row.
-AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
-                                     float* __restrict__ first, float* __restrict__ second) {
-  constexpr int64_t B = 16;
-  const int64_t pairs = n / 2;
-  if (pairs >= B) {
-    int64_t m = 0;
-    for (; m + B <= pairs; m += B) deinterleaveBlock(src + 2 * m, first + m, second + m);
-    if (m < pairs) deinterleaveBlock(src + 2 * (pairs - B), first + pairs - B, second + pairs - B);
-  } else {
-    for (int64_t m = 0; m < pairs; ++m) {
-      first[m] = src[2 * m];
-      second[m] = src[2 * m + 1];
-    }
-  }
-  if (n & 1) first[pairs] = src[2 * pairs];
-}
-
-// deinterleave over `rows` rows of n >= 32 floats (src rows n apart, dst rows `pitch` apart,
-// even columns to dst + first, odd ones to dst + second), in one call: a call per row through
-// the clones' dispatch cost 112x112 stride-2 depthwise layers ~15% (Intel Xeon: 112x112x96
-// 0.47 -> 0.40 ms at 1 thread, 0.27 -> 0.21 at 2; MobileNetV2's features.2 0.56 -> 0.46 ms in
-// the model). Rows under 64 columns keep the per-row calls (no gain measured there).
-AICC_KERNEL_CLONES void deinterleaveRows(const float* src, int64_t rows, int64_t n, float* dst,
-                                         int64_t pitch, int64_t first, int64_t second) {
-  constexpr int64_t B = 16;
-  const int64_t pairs = n / 2;
-  for (int64_t r = 0; r < rows; ++r, src += n, dst += pitch) {
-    int64_t m = 0;
-    for (; m + B <= pairs; m += B)
-      deinterleaveBlock(src + 2 * m, dst + first + m, dst + second + m);
-    if (m < pairs)
-      deinterleaveBlock(src + 2 * (pairs - B), dst + first + pairs - B, dst + second + pairs - B);
-    if (n & 1) dst[first + pairs] = src[2 * pairs];
-  }
-}
 
 // Input plane c into the padded plane (see PlaneRows in conv.h).
 struct F32Rows {
