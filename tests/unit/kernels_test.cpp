@@ -531,6 +531,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(10, 10, 3, 17, 3, 2, 1, 1);  // strided
   add(7, 7, 33, 40, 1, 1, 0, 1);   // pointwise
   add(21, 25, 270, 60, 1, 1, 0, 1); // pointwise, P >= 512 and >= 4 weight panels: copied B block
+  add(13, 13, 40, 900, 1, 1, 0, 1); // pointwise, P < 512 and >= 64 weight panels: copied B block
   add(9, 9, 4, 6, 1, 2, 0, 1);     // 1x1 strided
   add(12, 13, 3, 9, 5, 2, 2, 1);   // 5x5
   add(9, 9, 4, 5, 3, 1, 2, 2);     // dilated
