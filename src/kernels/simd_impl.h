@@ -224,7 +224,9 @@ void gemmTile(const GemmTileParams& p) {
       // matrix product, both on packed panels): four partial sums over k mod 4, so the FMA chains
       // are four deep instead of NV (latency-bound at 2). Only this loadRow form: the runtime
       // library's size budget.
-      prefetchTileLines(p);
+      // The next panel's lines spread over the k loop, as the full tiles do (a GEMV has one tile
+      // per panel: a burst at its start was the whole next panel, 512 lines at kc 256).
+      int64_t l = 0;
       vec part[3][NV];
 #pragma GCC unroll 3
       for (int j = 0; j < 3; ++j)
@@ -242,8 +244,11 @@ void gemmTile(const GemmTileParams& p) {
           for (int j = 0; j < 3; ++j)
             part[j][v] = V::fmadd(V::set1(a[(j + 1) * MRS]), wv[j + 1][v], part[j][v]);
         }
+        for (int j = 0; j < 4 * NV && l < p.pfLines; ++j, ++l)
+          __builtin_prefetch(p.pf + l * 64, 0, 2);
       }
       for (; k < p.kc; ++k, a += MRS) step(loadRow, k, a);
+      for (; l < p.pfLines; ++l) __builtin_prefetch(p.pf + l * 64, 0, 2);
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v)
         acc[0][v] = V::add(acc[0][v], V::add(V::add(part[0][v], part[1][v]), part[2][v]));
