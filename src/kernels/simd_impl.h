@@ -252,21 +252,25 @@ void gemmTile(const GemmTileParams& p) {
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v)
         acc[0][v] = V::add(acc[0][v], V::add(V::add(part[0][v], part[1][v]), part[2][v]));
-    } else if constexpr (ROWS == MRS && V::width > 1) {
+    } else {
       // The next weight panel's lines into L2 one per k step: issued in a burst before the tile,
       // the prefetches stalled it once the fill buffers ran out (Intel Xeon: 8.5% of resnet18,
       // the weights of its 14x14 and 7x7 layers streaming from L3).
       const int64_t kpf = p.kc < p.pfLines ? p.kc : p.pfLines;
+      if constexpr (ROWS == MRS && V::width > 1) {
 #pragma GCC unroll 8
-      for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
-        step(loadRow, k, a);
-        if (k < kpf) __builtin_prefetch(p.pf + k * 64, 0, 2);
+        for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
+          step(loadRow, k, a);
+          if (k < kpf) __builtin_prefetch(p.pf + k * 64, 0, 2);
+        }
+      } else {
+#pragma GCC unroll 2
+        for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
+          step(loadRow, k, a);
+          if (k < kpf) __builtin_prefetch(p.pf + k * 64, 0, 2);
+        }
       }
       for (int64_t l = kpf; l < p.pfLines; ++l) __builtin_prefetch(p.pf + l * 64, 0, 2);
-    } else {
-      prefetchTileLines(p);
-#pragma GCC unroll 2
-      for (int64_t k = 0; k < p.kc; ++k, a += MRS) step(loadRow, k, a);
     }
   };
   const int64_t ws = p.ldw ? p.ldw : PNR;
