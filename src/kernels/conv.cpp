@@ -193,8 +193,6 @@ void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols,
 
 namespace {
 
-// Whether channel rows read B through the implicit im2col of a padded copy (see
-// conv2dChannelRows): spatial kernels with output rows of at least one vector or >= 14 pixels.
 // Columns 2m of src[0, 32) to even[m], columns 2m + 1 to odd[m]: a block of 16 pairs, which the
 // compiler turns into a few permutes (cloned for the vector ISAs). Through local arrays, so it
 // tells the three streams apart without restrict parameters (lost where a row loop inlines it:
@@ -215,8 +213,8 @@ __attribute__((always_inline)) inline void deinterleaveBlock(const float* src, f
 // Columns 2m of src[0, n) to first[m], columns 2m + 1 to second[m]: two contiguous streams, in
 // blocks of 16 pairs; a last partial block is redone as the block ending at the last pair (the
 // same values stored twice), where a vectorized loop's scalar tail took most of a 28-column row.
-AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
-                                     float* __restrict__ first, float* __restrict__ second) {
+__attribute__((always_inline)) inline void deinterleaveRow(const float* src, int64_t n,
+                                                           float* first, float* second) {
   constexpr int64_t B = 16;
   const int64_t pairs = n / 2;
   if (pairs >= B) {
@@ -231,6 +229,10 @@ AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
   }
   if (n & 1) first[pairs] = src[2 * pairs];
 }
+AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
+                                     float* __restrict__ first, float* __restrict__ second) {
+  deinterleaveRow(src, n, first, second);
+}
 
 // deinterleave over `rows` rows of n >= 32 floats (src rows n apart, dst rows `pitch` apart,
 // even columns to dst + first, odd ones to dst + second), in one call: a call per row through
@@ -239,18 +241,12 @@ AICC_KERNEL_CLONES void deinterleave(const float* __restrict__ src, int64_t n,
 // the model). Rows under 64 columns keep the per-row calls (no gain measured there).
 AICC_KERNEL_CLONES void deinterleaveRows(const float* src, int64_t rows, int64_t n, float* dst,
                                          int64_t pitch, int64_t first, int64_t second) {
-  constexpr int64_t B = 16;
-  const int64_t pairs = n / 2;
-  for (int64_t r = 0; r < rows; ++r, src += n, dst += pitch) {
-    int64_t m = 0;
-    for (; m + B <= pairs; m += B)
-      deinterleaveBlock(src + 2 * m, dst + first + m, dst + second + m);
-    if (m < pairs)
-      deinterleaveBlock(src + 2 * (pairs - B), dst + first + pairs - B, dst + second + pairs - B);
-    if (n & 1) dst[first + pairs] = src[2 * pairs];
-  }
+  for (int64_t r = 0; r < rows; ++r, src += n, dst += pitch)
+    deinterleaveRow(src, n, dst + first, dst + second);
 }
 
+// Whether channel rows read B through the implicit im2col of a padded copy (see
+// conv2dChannelRows): spatial kernels with output rows of at least one vector or >= 14 pixels.
 bool implicitIm2col(const KernelDesc& kd, const Conv2dShape& s) {
   const int64_t OW = s.OW(), W = std::max<int64_t>(1, kd.vectorWidth);
   return !s.isPointwise() && (OW >= W || OW >= 14) && !(s.KH == 1 && s.KW == 1);
@@ -687,11 +683,8 @@ ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
   // coefficient (resnet18's 56x56x64 3x3/2 -> 128 in the model: 0.97 ms as pixel rows, 0.84-0.90
   // as channel rows, where aicc_bench alone preferred pixel rows).
   const bool runs = s.strideW == 1 || s.isPointwise();
-  const double cost = (!runs  ? 30.0
-                       : wide ? 10.0
-                              : 2.0) /
-                          double(M) +
-                      (wide ? 8.0 : 4.0) / double(s.Cin * s.KH * s.KW) +
+  const double gather = !runs ? 30.0 : wide ? 10.0 : 2.0, transpose = wide ? 8.0 : 4.0;
+  const double cost = gather / double(M) + transpose / double(s.Cin * s.KH * s.KW) +
                       (wide && s.KH == 1 && s.KW == 1 ? 0.05 : 0.0);
   // What Channels adds where it packs im2col panels per call (no implicit im2col: rows shorter
   // than a vector and 14 pixels, e.g. 7x7 maps under AVX-512): a bounds-checked copy per element

@@ -244,11 +244,10 @@ void gemmTile(const GemmTileParams& p) {
           for (int j = 0; j < 3; ++j)
             part[j][v] = V::fmadd(V::set1(a[(j + 1) * MRS]), wv[j + 1][v], part[j][v]);
         }
-        for (int j = 0; j < 4 * NV && l < p.pfLines; ++j, ++l)
-          __builtin_prefetch(p.pf + l * 64, 0, 2);
+        for (int j = 0; j < 4 * NV && l < p.pfLines; ++j, ++l) prefetchTileLine(p, l);
       }
       for (; k < p.kc; ++k, a += MRS) step(loadRow, k, a);
-      for (; l < p.pfLines; ++l) __builtin_prefetch(p.pf + l * 64, 0, 2);
+      prefetchTileLines(p, l);
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v)
         acc[0][v] = V::add(acc[0][v], V::add(V::add(part[0][v], part[1][v]), part[2][v]));
@@ -261,16 +260,16 @@ void gemmTile(const GemmTileParams& p) {
 #pragma GCC unroll 8
         for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
           step(loadRow, k, a);
-          if (k < kpf) __builtin_prefetch(p.pf + k * 64, 0, 2);
+          if (k < kpf) prefetchTileLine(p, k);
         }
       } else {
 #pragma GCC unroll 2
         for (int64_t k = 0; k < p.kc; ++k, a += MRS) {
           step(loadRow, k, a);
-          if (k < kpf) __builtin_prefetch(p.pf + k * 64, 0, 2);
+          if (k < kpf) prefetchTileLine(p, k);
         }
       }
-      for (int64_t l = kpf; l < p.pfLines; ++l) __builtin_prefetch(p.pf + l * 64, 0, 2);
+      prefetchTileLines(p, kpf);
     }
   };
   const int64_t ws = p.ldw ? p.ldw : PNR;

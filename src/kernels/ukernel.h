@@ -56,12 +56,16 @@ struct GemmTileParams {
   int64_t vgap;
   int32_t vsplit[8];
   const char* pf;  // lines [0, pfLines) of 64 bytes from pf to prefetch into L2 (the next weight
-  int64_t pfLines; // panel's share), spread over the k loop by the full vector tiles
+  int64_t pfLines; // panel's share), spread over the k loop by the vector tiles
 };
 
-// The L2 prefetches a tile that does not spread them issues at its start.
-inline void prefetchTileLines(const GemmTileParams& p) {
-  for (int64_t l = 0; l < p.pfLines; ++l) __builtin_prefetch(p.pf + l * 64, 0, 2);
+// Line l of a tile's L2 prefetch share (GemmTileParams::pf), and lines [from, pfLines) at once
+// (the rest after a spread k loop; all of them where a tile does not spread them, AMX).
+inline void prefetchTileLine(const GemmTileParams& p, int64_t l) {
+  __builtin_prefetch(p.pf + l * 64, 0, 2);
+}
+inline void prefetchTileLines(const GemmTileParams& p, int64_t from = 0) {
+  for (int64_t l = from; l < p.pfLines; ++l) prefetchTileLine(p, l);
 }
 using GemmUkernelFn = void (*)(const GemmTileParams&);
 
