@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/conv.h"
+#include "kernels/conv_nchwc.h"
 #include "kernels/gemm.h"
 #include "kernels/qconv.h"
 #include "kernels/registry.h"
@@ -142,6 +143,23 @@ void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, ConvRo
   for (auto _ : st) {
     conv2dNchwPacked(*kd, s, rows, packed.data(), in.data(), out.data(), Epilogue::relu(b.data()),
                      pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K), threads, t0, kd->isa);
+}
+
+// The same convolution on NCHW16c activations (kernels/conv_nchwc.h; the layout pass's form).
+void benchConvNchwc(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, int threads) {
+  const auto in = randomVec(size_t(nchwcBlocks(s.Cin) * s.H * s.W * 16));
+  const int64_t K = s.Cin * s.KH * s.KW;
+  const auto w = randomVec(size_t(s.Cout * K)), b = randomVec(size_t(s.Cout));
+  std::vector<float> packed(size_t(nchwcPackedWeightFloats(s)));
+  packNchwcWeights(s, w.data(), packed.data());
+  std::vector<float> out(size_t(s.OH() * s.OW() * nchwcBlocks(s.Cout) * 16));
+  ThreadPool* pool = poolFor(threads);
+  const auto t0 = Clock::now();
+  for (auto _ : st) {
+    conv2dNchw16c(*kd, s, packed.data(), in.data(), out.data(), Epilogue::relu(b.data()), pool);
     benchmark::ClobberMemory();
   }
   setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K), threads, t0, kd->isa);
@@ -339,6 +357,18 @@ void registerAll() {
           })->UseRealTime();
         }
       }
+  for (const KernelDesc* kd : availableKernels(KernelOp::ConvNchw16c))
+    for (const auto& [label, s] : convs) {
+      if (!nchwcConvApplies(s)) continue;
+      for (int t : {1, 2}) {
+        const std::string name = "conv2d/" + std::string(kd->name) + "/" + label + "/nchw16c" +
+                                 "/threads:" + std::to_string(t);
+        const Conv2dShape shape = s;
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          benchConvNchwc(st, kd, shape, t);
+        })->UseRealTime();
+      }
+    }
 }
 
 } // namespace

@@ -260,6 +260,7 @@ private:
       cli::specializeToInputs(c->model, in);
       cli::OptArgs o;
       o.optLevel = optLevel_;
+      o.layoutBlock = cli::jitLayoutBlock();
       cli::optimize(c->model.model, o);
       c->exe = std::make_unique<runtime::JitExecutable>(*c->model.model.graph);
       it = cache_.emplace(sig, std::move(c)).first;

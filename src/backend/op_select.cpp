@@ -1,5 +1,7 @@
 #include "backend/op_select.h"
 
+#include "kernels/conv_nchwc.h"
+
 #include "kernels/registry.h"
 #include "ops/op_def.h"
 
@@ -216,13 +218,15 @@ std::string_view candidateKindName(CandidateKind k) {
 }
 
 std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& engine) {
-  if (!loop::hasNonElementwiseLowering(n)) return {};
+  if (!loop::hasNonElementwiseLowering(n) || headOf(n).domain == kAiccDomain) return {};
   const Node& h = headOf(n);
   bool gemmLike = h.domain.empty() && (h.op == "MatMul" || h.op == "Gemm" || h.op == "Conv");
   std::vector<Candidate> out = {loopCandidate(gemmLike, engine)};
   if (!gemmLike) return out;
   for (const auto& d : kernels::allKernels()) {
-    if (kernels::isQuantOp(d.op)) continue; // QLinearConv's own (lower_qconv.cpp)
+    // QLinearConv's own (lower_qconv.cpp), and the blocked convolution's (aicc.ConvNchwc, the
+    // layout pass's choice: one kernel, no alternative to pick)
+    if (kernels::isQuantOp(d.op) || d.op == kernels::KernelOp::ConvNchw16c) continue;
     bool dw = !kernels::isGemmOp(d.op);
     if (dw && h.op != "Conv") continue;
     Candidate c;
@@ -404,6 +408,13 @@ loop::LowerOptions lowerOptionsFor(const Target& t, bool bf16) {
       break;
     }
   return o;
+}
+
+int64_t layoutBlockFor(const loop::LowerOptions& o) {
+  return o.runtimeKernels && !o.bf16 &&
+                 kernels::bestKernel(kernels::KernelOp::ConvNchw16c, o.kernelIsa)
+             ? kernels::kNchwcBlock
+             : 0;
 }
 
 loop::LowerOptions engineLowerOptions(const Target& t, bool bf16) {

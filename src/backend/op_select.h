@@ -92,6 +92,11 @@ void checkPins(const Graph& g, const Target& t, const std::map<std::string, std:
 // portable kernels). `bf16`: --precision bf16 (LowerOptions::bf16).
 loop::LowerOptions lowerOptionsFor(const Target& t, bool bf16 = false);
 
+// The blocked activation layout the lowering `o` takes (GraphPassOptions::layoutBlock): 16 where
+// its kernels include the NCHW16c convolution (AVX-512), else 0. Not under --precision bf16,
+// whose convolutions run on the bf16 GEMM kernels in NCHW.
+int64_t layoutBlockFor(const loop::LowerOptions& o);
+
 // lowerOptionsFor(t, bf16) with candidateChooser(t, {}, true, nullptr, bf16): how the JIT lowers
 // for t (used for --precision bf16; the JIT's default options are the f32 ones).
 loop::LowerOptions engineLowerOptions(const Target& t, bool bf16);

@@ -186,6 +186,18 @@ const KernelDesc kKernels[] = {
      .vectorWidth = 1,
      .constraints = "NCHW, one channel per group, any kernel/stride/dilation/padding; portable C++",
      .dwNchwPlane = f32_dwconv_nchw_generic}, // no channel blocks: a block of one lane is a plane
+// Convolutions on NCHW16c activations: a pixel's 16 channels are one zmm register.
+#if AICC_X86_KERNELS
+    {.name = "f32_conv_nchw16c_avx512_14x32",
+     .op = KernelOp::ConvNchw16c,
+     .isa = Isa::Avx512,
+     .mr = 14,
+     .nr = 32,
+     .vectorWidth = 16,
+     .constraints = "NCHW16c in and out, group 1, dilation 1, stride 1 or 2 along W, output rows "
+                    ">= 14 pixels; 14 pixels x 32 channels",
+     .nchwc = f32_conv_nchw16c_avx512},
+#endif
 // int8 convolution GEMM tiles (kernels/qconv.h), best first.
 #if AICC_X86_KERNELS
     {.name = "u8s8_qgemm_amx_32x32",

@@ -37,7 +37,8 @@ enum class KernelOp {
   DepthwiseConvNchw,
   QConvGemm,
   GemmBf16,
-  QDepthwise3x3
+  QDepthwise3x3,
+  ConvNchw16c // convolution on NCHW16c activations (kernels/conv_nchwc.h)
 };
 inline bool isQuantOp(KernelOp op) {
   return op == KernelOp::QConvGemm || op == KernelOp::QDepthwise3x3;
@@ -65,6 +66,7 @@ struct KernelDesc {
   DwCBlockFn dwCBlock = nullptr; // the same op on channel blocks (small maps: conv.cpp)
   QGemmUkernelFn qgemm = nullptr;
   QDw3x3Fn qdw3x3 = nullptr;
+  NchwcTileFn nchwc = nullptr;
 };
 
 // Every kernel compiled into this build (including ones this CPU cannot run).

@@ -370,6 +370,61 @@ void gemmTile(const GemmTileParams& p) {
     activateTile<V>(p.c, p.ldc, ROWS, p.nr < NR ? p.nr : NR, p.act);
 }
 
+// The blocked convolution tile (ukernel.h NchwcTileParams), 16-lane vectors: every k step loads
+// NV weight vectors and broadcasts NP input lanes at fixed offsets from one pointer.
+template <class V, int NP, int NV> void nchwcTile(const NchwcTileParams& p) {
+  using vec = typename V::vec;
+  static_assert(V::width == 16);
+  vec acc[NP][NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    const vec b = p.bias ? V::load(p.bias + v * 16) : V::zero();
+#pragma GCC unroll 16
+    for (int q = 0; q < NP; ++q) acc[q][v] = b;
+  }
+  const float* w = p.w;
+  const int64_t steps = p.blocks * p.ntaps, per = (p.pfLines + steps - 1) / steps;
+  int64_t line = 0;
+  for (int64_t blk = 0; blk < p.blocks; ++blk) {
+    const float* ab = p.a + blk * p.aBlk;
+    for (int64_t t = 0; t < p.ntaps; ++t, w += 16 * 32) {
+      const float* a = ab + p.taps[t];
+      for (int64_t l = 0; l < per && line < p.pfLines; ++l, ++line)
+        __builtin_prefetch(p.pf + line * 64, 0, 2);
+#pragma GCC unroll 2
+      for (int i = 0; i < 16; ++i) {
+        vec wv[NV];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * 16 + i * 32);
+#pragma GCC unroll 16
+        for (int q = 0; q < NP; ++q) {
+          const vec x = V::set1(a[q * 16 + i]);
+#pragma GCC unroll 8
+          for (int v = 0; v < NV; ++v) acc[q][v] = V::fmadd(x, wv[v], acc[q][v]);
+        }
+      }
+    }
+  }
+  // The epilogue from a copy of the tile (one loop, not 28 unrolled stores with their checks:
+  // the runtime library's size).
+  alignas(64) float tile[NV][NP][16];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v)
+#pragma GCC unroll 16
+    for (int q = 0; q < NP; ++q) V::store(tile[v][q], acc[q][v]);
+  const vec lo = V::set1(p.lo), hi = V::set1(p.hi);
+  for (int64_t v = 0; v < p.nv; ++v) {
+    float* c = p.c + v * p.cBlk;
+    const float* r = p.res ? p.res + v * p.cBlk : nullptr;
+    for (int64_t q = p.p0; q < NP; ++q) {
+      vec x = V::load(tile[v][q]);
+      if (r) x = V::add(x, V::load(r + q * 16));
+      V::store(c + q * 16, V::min(hi, V::max(lo, x)));
+    }
+    if (p.act != kActNone) activateTile<V>(c + p.p0 * 16, 16, NP - p.p0, 16, p.act);
+  }
+}
+
 // Packs an A micro-panel (dst[k * MR + i], GemmPackAFn) W = V::width k at a time: each row's run
 // of W loaded (rows past `rows` repeat the last one, whose lanes are never read), the W x W block
 // transposed in registers, column k stored whole (its extra lanes overwritten by the next

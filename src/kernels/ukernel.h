@@ -229,6 +229,31 @@ void f32_dwconv_cblock_avx2(const DwCBlockParams& p);
 void f32_dwconv_cblock_avx512(const DwCBlockParams& p);
 void f32_dwconv_cblock_neon(const DwCBlockParams& p);
 
+// One tile of a convolution on blocked activations (NCHW16c: [C/16][H][W][16], a pixel's 16
+// channels one vector; kernels/conv_nchwc.h): 14 output pixels of one row (input pixels 16
+// floats apart) x 2 output channel blocks of 16. The pixels are the broadcast operand, read in
+// place: for each input channel block b (aBlk floats apart) and tap t (taps[t] floats from the
+// pixel), 16 k steps, pixel q's lane i at a + b * aBlk + taps[t] + q * 16 + i. The weights are
+// packed per pair of output blocks as [blocks][taps][16][32]. Output block v, pixel q at
+// c + v * cBlk + q * 16; pixels before p0 are not stored (they overlap the previous tile), nor
+// blocks >= nv.
+struct NchwcTileParams {
+  const float* a;
+  const int64_t* taps;
+  int64_t ntaps, blocks, aBlk;
+  const float* w;
+  float* c;
+  int64_t cBlk, p0, nv;
+  const float* bias; // 32 floats for the tile's blocks, or null
+  const float* res;  // a residual laid out as c, added before the clamp, or null
+  float lo, hi;      // clamp
+  unsigned act;      // kAct*, after the clamp
+  const char* pf;    // lines [0, pfLines) of 64 bytes from pf to prefetch into L2 (the next
+  int64_t pfLines;   // weights' share), spread over the tile's taps
+};
+using NchwcTileFn = void (*)(const NchwcTileParams&);
+void f32_conv_nchw16c_avx512(const NchwcTileParams& p);
+
 // The sum of x[0..n) (GlobalAveragePool rows), in vector lanes (4 accumulators), then the lanes.
 using SumFn = float (*)(const float* x, int64_t n);
 float f32_sum_generic(const float* x, int64_t n);

@@ -37,6 +37,8 @@ void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, u
   detail::activateTile<V512>(c, ldc, rows, nr, act);
 }
 
+void f32_conv_nchw16c_avx512(const NchwcTileParams& p) { detail::nchwcTile<V512, 14, 2>(p); }
+
 AICC_SIMD_ENTRY_POINTS(V512, avx512)
 AICC_SIMD_CBLOCK_ENTRY_POINT(V512, avx512)
 

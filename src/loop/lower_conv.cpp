@@ -2,6 +2,7 @@
 // micro-kernel calls per image (and group): depthwise 3x3 (pad 1, stride 1/2) or im2col + GEMM
 // for 1-D and 2-D convolutions (see rt/callees.cpp for the call contracts).
 #include "kernels/conv.h"
+#include "kernels/conv_nchwc.h"
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
@@ -144,6 +145,55 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
   return nest(outer, outerExt, std::move(pix), true);
 }
 
+// aicc.ConvNchwc (ops/layout.h): the blocked convolution kernel per image, weights packed at
+// compile time (kernels/conv_nchwc.h), the epilogue (bias, residual, clamp, activation) in its
+// tile.
+Block convNchwcBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
+                    const LowerOptions& o, Schedule& sched, FusedClamp* clamp) {
+  const Value* xv = outerOf(bind, head.inputs.at(0));
+  const Value* wv = outerOf(bind, head.inputs.at(1));
+  const Value* bv = head.hasInput(2) ? outerOf(bind, head.inputs[2]) : nullptr;
+  const kernels::KernelDesc* kd = kernels::bestKernel(kernels::KernelOp::ConvNchw16c, o.kernelIsa);
+  if (!o.runtimeKernels || !kd) no("aicc.ConvNchwc needs the blocked convolution kernel (AVX-512)");
+  if (xv->type.dtype != DType::F32 || !wv->constant || (bv && bv->type.dtype != DType::F32))
+    no("aicc.ConvNchwc is lowered for f32 with constant weights");
+  const Dims xd = staticDims(xv, "X"), wd = staticDims(wv, "W"),
+             yd = staticDims(head.outputs[0], "Y");
+  if (xd.size() != 5 || wd.size() != 4 || yd.size() != 5)
+    no("aicc.ConvNchwc operands of the wrong rank");
+  // The logical NCHW geometry, as Conv's.
+  const ConvShape s =
+      convShape(head, {xd[0], wd[1], xd[2], xd[3]}, wd, {yd[0], wd[0], yd[2], yd[3]});
+  if (s.G != 1) no("aicc.ConvNchwc is group 1");
+  kernels::Conv2dShape cs;
+  cs.H = s.in[0], cs.W = s.in[1], cs.Cin = s.C, cs.Cout = s.M, cs.KH = s.k[0], cs.KW = s.k[1];
+  cs.strideH = s.stride[0], cs.strideW = s.stride[1], cs.padTop = s.padBegin[0];
+  cs.padLeft = s.padBegin[1], cs.padBottom = s.padEnd[0], cs.padRight = s.padEnd[1];
+  cs.dilH = s.dil[0], cs.dilW = s.dil[1];
+  if (!kernels::nchwcConvApplies(cs)) no("aicc.ConvNchwc: the blocked kernel does not apply");
+  const int64_t per = kernels::nchwcPackedWeightFloats(cs);
+  Tensor packed(DType::F32, {o.probe ? 0 : per});
+  if (!o.probe) kernels::packNchwcWeights(cs, wv->constant->data<float>(), packed.data<float>());
+  const std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
+  const std::string WP =
+      b.constant(W + "_nchw16c", std::move(packed), std::string("packed_nchw16c:") + kd->name);
+  const std::string nv = b.fresh("n");
+  const ExprPtr n = var(nv);
+  const int64_t inFloats = xd[1] * xd[2] * xd[3] * xd[4], outFloats = yd[1] * yd[2] * yd[3] * yd[4];
+  std::vector<CallArg> a = {
+      buf(X, mul(n, intImm(inFloats))),         buf(WP, nullptr), bv ? buf(B, nullptr) : val(0),
+      buf(outParam, mul(n, intImm(outFloats))), val(cs.Cin),      val(cs.Cout)};
+  for (int64_t v : {cs.H, cs.W, cs.KH, cs.KW, cs.strideH, cs.strideW, cs.padTop, cs.padLeft,
+                    cs.padBottom, cs.padRight, cs.dilH, cs.dilW})
+    a.push_back(val(v));
+  for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
+  a.push_back(residualArg(clamp, mul(n, intImm(outFloats))));
+  markKernel(sched, kd->name, clamp);
+  sched["layout"] = std::string("nchw16c; weights packed at compile time");
+  sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
+  return nest({nv}, {s.N}, {Stmt::callKernel(std::string("conv2d_nchw16c_") + kd->name, a)}, false);
+}
+
 } // namespace
 
 Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
@@ -151,6 +201,8 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                FusedClamp* clamp) {
   if (head.op == "ConvTranspose" && head.domain.empty())
     return convTransposeBody(b, head, bind, outParam, candidate, sched);
+  if (head.op == "ConvNchwc" && head.domain == kAiccDomain)
+    return convNchwcBody(b, head, bind, outParam, o, sched, clamp);
   if (head.op != "Conv" || !head.domain.empty()) no("head " + head.op + " is not lowered");
   const Value* xv = outerOf(bind, head.inputs.at(0));
   const Value* wv = outerOf(bind, head.inputs.at(1));
@@ -339,9 +391,39 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   return nest(outer, outerExt, std::move(pix), true);
 }
 
+// aicc.Reorder between NCHW and NCHW16c, per image (kernels/conv_nchwc.h).
+std::optional<LoweredNode> lowerReorder(const Node& n, const std::string& name,
+                                        const LowerOptions& o) {
+  const kernels::KernelDesc* kd = kernels::bestKernel(kernels::KernelOp::ConvNchw16c, o.kernelIsa);
+  if (!o.runtimeKernels || !kd) no("aicc.Reorder needs the blocked convolution kernels (AVX-512)");
+  const Value* xv = n.inputs.at(0);
+  if (xv->type.dtype != DType::F32) no("aicc.Reorder is lowered for f32");
+  const bool to = n.attrString("to") == "nchw16c";
+  const Dims flat = staticDims(to ? xv : n.outputs[0], to ? "X" : "Y");
+  if (flat.size() < 3) no("aicc.Reorder of a tensor without spatial dims");
+  const int64_t C = flat[1], HW = numel(Dims(flat.begin() + 2, flat.end()));
+  const int64_t blocked = kernels::nchwcBlocks(C) * HW * kernels::kNchwcBlock;
+  FuncBuilder b(n, name, "conv");
+  const std::string X = b.input(xv), Y = b.output(0), nv = b.fresh("n");
+  const ExprPtr nn = var(nv);
+  Schedule sched;
+  markKernel(sched, kd->name);
+  sched["layout"] = std::string(to ? "nchw -> nchw16c" : "nchw16c -> nchw");
+  Block body = nest({nv}, {flat[0]},
+                    {Stmt::callKernel(std::string("reorder_nchw16c_") + kd->name,
+                                      {buf(X, mul(nn, intImm(to ? C * HW : blocked))),
+                                       buf(Y, mul(nn, intImm(to ? blocked : C * HW))), val(C),
+                                       val(HW), val(to ? 1 : 0)})},
+                    false);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
 std::optional<LoweredNode> lowerConvFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o, const std::string& candidate) {
-  if (!n.domain.empty() || (n.op != "Conv" && n.op != "ConvTranspose")) return std::nullopt;
+  if (n.domain == kAiccDomain && n.op == "Reorder") return lowerReorder(n, name, o);
+  const bool blocked = n.domain == kAiccDomain && n.op == "ConvNchwc";
+  if (!blocked && (!n.domain.empty() || (n.op != "Conv" && n.op != "ConvTranspose")))
+    return std::nullopt;
   FuncBuilder b(n, name, "conv");
   std::string out = b.output(0);
   Schedule sched;

@@ -126,6 +126,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "ThresholdedRelu"};
   if (n.domain == kAiccDomain && n.op == "Fused")
     return n.attrString("kind") == "epilogue" || n.attrString("kind") == "reduction";
+  if (n.domain == kAiccDomain) return n.op == "ConvNchwc" || n.op == "Reorder"; // lower_conv.cpp
   return n.domain.empty() && ops.count(n.op);
 }
 

@@ -312,7 +312,7 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
       if (chain.size() == 2) clamp = clampOf(*chain[1], bind);
       if (chain.size() == 1 || clamp.hasLo || clamp.hasHi || clamp.act) clamp.residual = b.input(r);
     }
-    if (head->op == "Conv" || head->op == "ConvTranspose")
+    if (head->op == "Conv" || head->op == "ConvTranspose" || head->op == "ConvNchwc")
       body = convBody(b, *head, bind, out, o, candidate, sched, &clamp);
     else if (head->op == "Gemm" || head->op == "MatMul")
       body = matMulBody(b, *head, bind, out, o, candidate, sched, &clamp);

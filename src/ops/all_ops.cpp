@@ -20,6 +20,7 @@ void registerAllOps(OpRegistry& r) {
   registerTrainingOps(r);
   registerAutodiffOps(r); // Gradient: expanded at import with the autodiff pass
   registerFusedOps(r);
+  registerLayoutOps(r);
   // Gradient rules, attached to the ops above.
   registerElementwiseGrads(r);
   registerNnGrads(r);

@@ -22,6 +22,7 @@ void registerTextOps(OpRegistry& r);         // ops/text.cpp: string ops
 void registerMlOps(OpRegistry& r);           // ops/ml.cpp: the ai.onnx.ml domain
 void registerTrainingOps(OpRegistry& r);
 void registerAutodiffOps(OpRegistry& r);     // autodiff/gradient_op.cpp: ai.onnx.preview.training.Gradient
+void registerLayoutOps(OpRegistry& r);       // ops/layout.cpp: aicc.Reorder (blocked layouts)
 void registerFusedOps(OpRegistry& r);        // ops/fused.cpp: aicc.Fused (groups made by fusion passes)     // ops/training.cpp: ai.onnx.preview.training optimizers
 
 // Gradient rules (autodiff), attached to the registered ops by family.

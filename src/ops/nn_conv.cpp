@@ -1,6 +1,7 @@
 // Conv and ConvTranspose (1-D, 2-D and 3-D; groups, dilations, strides, pads, auto_pad).
 // Both lower to GEMM: Conv as im2col + W * col, ConvTranspose as W^T * X + col2im. Float types
 // compute in f32 (f64 in double).
+#include "ops/layout.h"
 #include "ops/nn.h"
 
 #include <algorithm>
@@ -274,6 +275,41 @@ void convTransposeInfer(InferCtx& c) {
   c.setTensor(0, c.inDType(0), out);
 }
 
+// ---- aicc.ConvNchwc: Conv (group 1) on NCHW16c activations (ops/layout.h) --------------------
+// X [N, ceil(C/16), H, W, 16], W [M, C, KH, KW], B [M] -> Y [N, ceil(M/16), OH, OW, 16]: the
+// Conv of the unblocked input, blocked (lanes past M zero).
+
+std::vector<RValue> convNchwcKernel(KernelCtx& c) {
+  const Tensor& W = c.in(1);
+  AICC_CHECK(W.rank() == 4, "weights W have shape {}, expected [M, C, KH, KW]",
+             formatDims(W.shape()));
+  AICC_CHECK(c.node.attrInt("group") == 1, "group {} (aicc.ConvNchwc is group 1)",
+             c.node.attrInt("group"));
+  const RValue x = RValue::of(unblockChannels(c.in(0), W.dim(1)));
+  std::vector<const RValue*> args = {&x, &c.value(1)};
+  if (c.has(2)) args.push_back(&c.value(2));
+  KernelCtx conv(c.node, args, nullptr);
+  return {RValue::of(blockChannels(convKernel(conv).at(0).tensor))};
+}
+
+void convNchwcInfer(InferCtx& c) {
+  const auto& xs = c.inShape(0);
+  const auto& ws = c.inShape(1);
+  const std::optional<Dims> xd = xs ? toDims(*xs) : std::nullopt;
+  const std::optional<Dims> wd = ws ? toDims(*ws) : std::nullopt;
+  if (!xd || !wd || xd->size() != 5 || wd->size() != 4)
+    return c.setTensor(0, c.inDType(0), std::nullopt);
+  const Dims &x = *xd, &w = *wd;
+  AICC_CHECK(x[4] == kLayoutBlock && x[1] == (w[1] + kLayoutBlock - 1) / kLayoutBlock,
+             "X {} is not W {}'s input channels blocked by {}", formatDims(x), formatDims(w),
+             kLayoutBlock);
+  const Dims kernel = kernelShapeOf(c.node, {w[2], w[3]});
+  auto win = slideDims(readWindowAttrs(c.node, 2), {x[2], x[3]}, kernel, false);
+  c.setTensor(0, c.inDType(0),
+              Shape{Dim::known(x[0]), Dim::known((w[0] + kLayoutBlock - 1) / kLayoutBlock),
+                    Dim::known(win[0].out), Dim::known(win[1].out), Dim::known(kLayoutBlock)});
+}
+
 OpBuilder convAttrs(OpBuilder b) {
   b.attrString("auto_pad", "NOTSET")
       .attr("dilations", Attribute::Kind::Ints)
@@ -288,6 +324,10 @@ OpBuilder convAttrs(OpBuilder b) {
 
 void registerNnConvOps(OpRegistry& r) {
   convAttrs(r.op("Conv")).inputs(2, 3).infer(convInfer).kernel(convKernel);
+  convAttrs(r.op("ConvNchwc", kAiccDomain))
+      .inputs(2, 3)
+      .infer(convNchwcInfer)
+      .kernel(convNchwcKernel);
   convAttrs(r.op("ConvTranspose"))
       .attr("output_padding", Attribute::Kind::Ints)
       .attr("output_shape", Attribute::Kind::Ints)

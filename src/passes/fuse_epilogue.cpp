@@ -11,7 +11,8 @@ namespace {
 
 bool isHead(const Node& n) {
   static const std::set<std::string> kHeads = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
-  if (!n.domain.empty() || !kHeads.count(n.op) || hasSubgraphs(n)) return false;
+  const bool blocked = n.domain == kAiccDomain && n.op == "ConvNchwc"; // passes/assign_layout.h
+  if (!blocked && (!n.domain.empty() || !kHeads.count(n.op) || hasSubgraphs(n))) return false;
   if (n.outputs.size() != 1 || !n.outputs[0]) return false;
   const Type& t = n.outputs[0]->type;
   return t.isTensor() && t.shape && !t.shape->empty() && t.dtype != DType::Undefined;
@@ -120,8 +121,13 @@ std::vector<Node*> matchSiLU(const Scope& sc, const Value* cur, const Value* hea
 // The epilogue chain after `head` (empty when there is none).
 std::vector<Node*> epilogueChain(const Scope& sc, const Node& head) {
   const Type& ht = head.outputs[0]->type;
-  size_t axis = (head.op == "Conv" || head.op == "ConvTranspose") ? 1 : ht.shape->size() - 1;
-  if (axis >= ht.shape->size()) return {};
+  // A blocked convolution's channels are split over two dims: scalar constants only (an axis
+  // past the shape admits no other).
+  const bool blocked = head.domain == kAiccDomain;
+  size_t axis = blocked                                             ? ht.shape->size()
+                : (head.op == "Conv" || head.op == "ConvTranspose") ? 1
+                                                                    : ht.shape->size() - 1;
+  if (!blocked && axis >= ht.shape->size()) return {};
   std::vector<Node*> chain;
   const Value* cur = head.outputs[0];
   for (;;) {

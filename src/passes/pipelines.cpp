@@ -3,6 +3,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/algebraic_simplify.h"
+#include "passes/assign_layout.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
 #include "passes/dead_code_elimination.h"
@@ -38,6 +39,8 @@ const std::vector<GraphPassInfo>& graphPasses() {
                    "QLinearConv/QLinearMatMul/QLinearAdd"},
       {"recognize",
        "recognize spelled-out LayerNorm, GELU, HardSwish, HardSigmoid, SiLU, attention"},
+      {"assign-layout", "put chains of convolutions on blocked activations (NCHW16c), reordering "
+                        "at their ends"},
       {"fuse-elementwise", "fuse chains of elementwise/injective ops into one aicc.Fused node"},
       {"fuse-epilogue", "fuse bias/activation/residual consumers into Conv/Gemm/MatMul"},
       {"schedule-memory", "reorder nodes to lower peak memory (reports liveness and peak bytes)"},
@@ -60,6 +63,8 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
     p.run = [](Model& m) { return foldQdq(m); };
   else if (name == "recognize") p.run = [](Model& m) { return recognizePatterns(m); };
   else if (name == "fuse-elementwise") p.run = [](Model& m) { return fuseElementwise(m); };
+  else if (name == "assign-layout")
+    p.run = [opts](Model& m) { return assignLayout(m, opts.layoutBlock ? opts.layoutBlock : 16); };
   else if (name == "fuse-epilogue") p.run = [](Model& m) { return fuseEpilogue(m); };
   else if (name == "schedule-memory") p.run = [](Model& m) { return scheduleForMemory(m); };
   else {
@@ -91,6 +96,8 @@ std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts) {
                                /*toFixpoint=*/true));
   // Recognize the spelled-out forms exporters produce (LayerNorm, GELU, attention, ...).
   p.push_back(pass("recognize"));
+  // Layout: convolution chains on blocked activations, for targets whose kernels take them.
+  if (opts.layoutBlock) p.push_back(pass("assign-layout"));
   // Fusion: epilogues into Conv/Gemm/MatMul first, then the remaining elementwise chains.
   p.push_back(pass("fuse-epilogue"));
   p.push_back(pass("fuse-elementwise"));

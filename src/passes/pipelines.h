@@ -20,6 +20,9 @@ struct GraphPassOptions {
   // Constant folding produces at most this many elements per folded value (bigger results
   // would bloat the weights; they stay computed at run time).
   int64_t constantFoldLimit = int64_t{1} << 20;
+  // The target's blocked activation layout (16: NCHW16c, passes/assign_layout.h), 0 for none:
+  // the pipeline runs assign-layout only for targets whose convolution kernels take it.
+  int64_t layoutBlock = 0;
 };
 
 struct GraphPassInfo {

@@ -12,6 +12,10 @@
 //   @conv2d_nchw_packed_<gemm desc>(x, wp, bias | 0, y, Cin, Cout, H, W, KH, KW, sH, sW, padTop,
 //       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0)   one image, one
 //       group, wp = the group's weights packed by kernels::packConvWeights (NCHW output)
+//   @conv2d_nchw16c_<nchw16c desc>(the arguments of @conv2d_nchw_packed_)   x, y and res in
+//       NCHW16c (kernels/conv_nchwc.h), wp packed by kernels::packNchwcWeights
+//   @reorder_nchw16c_<nchw16c desc>(x, y, C, HW, toBlocked)   one image [C, HW] -> [C/16, HW, 16]
+//       (toBlocked 1) or back (0)
 //   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi, res | 0)
 //       C = act(clamp(A * B + bias[N] + res)), Bp = B packed by kernels::packBInto, res laid out
 //       as C (ldc)
@@ -50,8 +54,10 @@
 // Buffer arguments are addresses with the bytes available there (unbounded from generated code,
 // exact from the loop IR evaluator); every extent is checked against them.
 #include "rt/callees.h"
+
 #include "kernels/attention.h"
 #include "kernels/conv.h"
+#include "kernels/conv_nchwc.h"
 #include "kernels/gemm.h"
 #include "kernels/rnn.h"
 #include "rt/error.h"
@@ -368,6 +374,38 @@ void callConvPacked(const kernels::KernelDesc& d, const std::string& k, std::vec
   kernels::conv2dNchwPacked(d, s, wp, x, y, ep, pool);
 }
 
+void callConvNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                   kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
+  auto s = geometryAt<kernels::Conv2dShape>(k, a);
+  s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5);
+  AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0 && kernels::nchwcConvApplies(s),
+                "call @{}: bad convolution shape", k);
+  const int64_t outFloats = kernels::nchwcBlocks(s.Cout) * s.OH() * s.OW() * kernels::kNchwcBlock;
+  const float* x =
+      span(k, a, 0, kernels::nchwcBlocks(s.Cin) * s.H * s.W * kernels::kNchwcBlock, "x");
+  const float* wp = span(k, a, 1, kernels::nchwcPackedWeightFloats(s), "packed weights");
+  const float* bias = optionalBias(k, a, 2, s.Cout);
+  float* y = span(k, a, 3, outFloats, "y");
+  kernels::Epilogue ep = clampOf(k, a, 18, bias);
+  ep.residual = optionalSpan(k, a, 21, outFloats, "residual");
+  kernels::conv2dNchw16c(d, s, wp, x, y, ep, pool);
+}
+
+void callReorderNchwc(const kernels::KernelDesc&, const std::string& k, std::vector<KernelArg>& a,
+                      kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 5, "call @{}: expects 5 arguments, got {}", k, a.size());
+  const int64_t C = ival(k, a, 2), HW = ival(k, a, 3), toBlocked = ival(k, a, 4);
+  AICC_RT_CHECK(C >= 1 && HW >= 1, "call @{}: bad shape", k);
+  const int64_t blocked = kernels::nchwcBlocks(C) * HW * kernels::kNchwcBlock;
+  const float* x = span(k, a, 0, toBlocked ? C * HW : blocked, "x");
+  float* y = span(k, a, 1, toBlocked ? blocked : C * HW, "y");
+  if (toBlocked)
+    kernels::reorderToNchw16c(x, C, HW, y, pool);
+  else
+    kernels::reorderFromNchw16c(x, C, HW, y, pool);
+}
+
 void callGemmPacked(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                     kernels::ThreadPool* pool) {
   AICC_RT_CHECK(a.size() == 13, "call @{}: expects 13 arguments, got {}", k, a.size());
@@ -492,6 +530,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
   static const Entry table[] = {
       {"conv2d_nchw_packed_", KernelOp::Gemm, callConvPacked},
       {"conv2d_nchw_packed_", KernelOp::GemmBf16, callConvPacked},
+      {"conv2d_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
+      {"reorder_nchw16c_", KernelOp::ConvNchw16c, callReorderNchwc},
       {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
       {"qdwconv_nchw_", KernelOp::QDepthwise3x3, callQDw3x3},

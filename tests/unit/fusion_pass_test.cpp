@@ -1,4 +1,5 @@
-// The fusion and scheduling passes (fuse-epilogue, fuse-elementwise, schedule-memory) keep
+// The layout, fusion and scheduling passes (assign-layout, fuse-epilogue, fuse-elementwise,
+// schedule-memory) keep
 // numerics: each real model of ../shared/models, after the passes alone (bit-exact) and after the
 // -O1 cleanup followed by them, verified after every pass, matches the -O0 interpreter result on
 // test_data_set_0 (rtol 1e-4, atol 1e-5), with every node (aicc.Fused bodies included) checked
@@ -60,7 +61,10 @@ TEST_P(FusionOnModel, KeepsNumericsAndNeverRaisesPeak) {
   for (int level : {0, 1}) {
     SCOPED_TRACE(level == 0 ? "fusion passes alone" : "-O1 then fusion passes");
     ImportedModel m = mc->reimport();
-    ASSERT_NO_THROW(runPasses(m.model, {"fuse-epilogue", "fuse-elementwise", "dce"}, level));
+    // assign-layout first, as for an AVX-512 target: the interpreter runs its blocked regions
+    // (aicc.Reorder, aicc.ConvNchwc) through their reference definitions.
+    ASSERT_NO_THROW(
+        runPasses(m.model, {"assign-layout", "fuse-epilogue", "fuse-elementwise", "dce"}, level));
     // Fused nodes pass shape inference (their bodies are re-inferred) and the verifier.
     ASSERT_NO_THROW(inferShapes(*m.model.graph));
     ASSERT_NO_THROW(verifyModel(m.model));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/conv.h"
+#include "kernels/conv_nchwc.h"
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "kernels/thread_pool.h"
@@ -127,6 +128,9 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
       EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
     } else if (k.op == KernelOp::DepthwiseConvNchw) {
       EXPECT_EQ(bool(k.dwNchwPlane), code) << name;
+    } else if (k.op == KernelOp::ConvNchw16c) {
+      EXPECT_EQ(bool(k.nchwc), code) << name;
+      EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
     } else {
       EXPECT_EQ(bool(k.dwRow), code) << name;
     }
@@ -598,6 +602,67 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
                           " nchw conv " + std::to_string(s.KH) + "x" + std::to_string(s.KW) +
                           " stride " + std::to_string(s.strideH) + " Cin " + std::to_string(s.Cin));
         }
+}
+
+// Convolutions on NCHW16c activations (kernels/conv_nchwc.h) against the NCHW reference, through
+// the reorders: whole and overlapping tiles, both strides (stride 2 through the phase copy, with
+// and without padding), channel counts that leave partial blocks and a partial pair of output
+// blocks, residuals laid out blocked.
+TEST(Kernels, Conv2dNchw16cMatchesReference) {
+  for (const KernelDesc& k : allKernels())
+    if (k.op == KernelOp::ConvNchw16c && !cpuSupports(k.isa))
+      std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
+                  std::string(isaName(k.isa)).c_str());
+  ThreadPool pool(2);
+  std::vector<Conv2dShape> shapes;
+  auto add = [&](int64_t H, int64_t W, int64_t Cin, int64_t Cout, int64_t K, int64_t stride,
+                 int64_t pad) {
+    Conv2dShape s;
+    s.H = H, s.W = W, s.Cin = Cin, s.Cout = Cout, s.KH = K, s.KW = K;
+    s.strideH = s.strideW = stride;
+    s.padTop = s.padLeft = s.padBottom = s.padRight = pad;
+    shapes.push_back(s);
+  };
+  add(16, 30, 32, 64, 3, 1, 1); // two 14-pixel tiles and an overlapping third
+  add(14, 14, 20, 40, 1, 1, 0); // pointwise, partial input block, partial pair of blocks
+  add(15, 17, 48, 16, 3, 1, 1); // 17-pixel rows (overlap by 11), one output block
+  add(14, 14, 64, 70, 1, 1, 0); // pointwise, five output blocks (two pairs and a half)
+  add(29, 31, 16, 48, 3, 2, 1); // stride 2 (15-pixel rows)
+  add(28, 28, 40, 33, 3, 2, 1); // stride 2 to 14x14
+  add(12, 40, 5, 20, 5, 1, 2);  // 5x5, three input channels of a block
+  add(30, 33, 17, 24, 1, 2, 0); // strided pointwise (no padding: the phase copy alone)
+  add(31, 29, 16, 16, 4, 2, 1); // even kernel, stride 2, odd padded width
+  for (const KernelDesc* kd : availableKernels(KernelOp::ConvNchw16c))
+    for (const Conv2dShape& s : shapes)
+      for (int variant : {0, 1, 2, 5}) {
+        ASSERT_TRUE(nchwcConvApplies(s));
+        const int64_t K = s.Cin * s.KH * s.KW, OHW = s.OH() * s.OW();
+        const auto x = randomVec(size_t(s.Cin * s.H * s.W), 31);
+        const auto w = randomVec(size_t(s.Cout * K), 32);
+        const auto bias = randomVec(size_t(s.Cout), 33);
+        const auto res = randomVec(size_t(s.Cout * OHW), 34);
+        const float* b = variant ? bias.data() : nullptr;
+        Epilogue ep = makeEpilogue(variant, b);
+        std::vector<float> resBlocked(size_t(nchwcBlocks(s.Cout) * OHW * 16));
+        reorderToNchw16c(res.data(), s.Cout, OHW, resBlocked.data());
+        if (variant == 2 || variant == 5) ep.residual = resBlocked.data();
+        std::vector<float> xb(size_t(nchwcBlocks(s.Cin) * s.H * s.W * 16), 77.0f);
+        reorderToNchw16c(x.data(), s.Cin, s.H * s.W, xb.data(), &pool);
+        std::vector<float> packed(size_t(nchwcPackedWeightFloats(s)));
+        packNchwcWeights(s, w.data(), packed.data());
+        std::vector<float> yb(resBlocked.size(), 55.0f), got(size_t(s.Cout * OHW));
+        conv2dNchw16c(*kd, s, packed.data(), xb.data(), yb.data(), ep,
+                      variant % 2 ? &pool : nullptr);
+        reorderFromNchw16c(yb.data(), s.Cout, OHW, got.data(), &pool);
+        Epilogue refEp = ep;
+        refEp.residual = ep.residual ? res.data() : nullptr;
+        expectClose(got, convNchwReference(s, 1, x, w, b, refEp), K,
+                    std::string(kd->name) + " " + std::to_string(s.KH) + "x" +
+                        std::to_string(s.KW) + " stride " + std::to_string(s.strideW) + " " +
+                        std::to_string(s.H) + "x" + std::to_string(s.W) + "x" +
+                        std::to_string(s.Cin) + " -> " + std::to_string(s.Cout) + " variant " +
+                        std::to_string(variant));
+      }
 }
 
 // NCHW depthwise (any kernel size, stride, dilation, padding, channel multiplier).

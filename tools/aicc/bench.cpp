@@ -96,6 +96,7 @@ int benchCommand(const BenchArgs& a) {
     if (a.engine == "jit") specializeToInputs(*owned, inputs); // compiled for these shapes
     OptArgs opt;
     opt.optLevel = a.optLevel;
+    if (a.engine == "jit" && !bf16) opt.layoutBlock = jitLayoutBlock();
     optimize(owned->model, opt);
     graph = owned->model.graph.get();
     runtime::JitRunOptions jo;

@@ -76,6 +76,8 @@ bool applyPrecision(ImportedModel& im, const std::string& precision,
 // The JIT's options for applyPrecision's result (bf16: the bf16 candidates on this CPU; an
 // aicc::Error when it lacks AVX512-BF16).
 void setJitPrecision(bool bf16, runtime::JitRunOptions& o);
+// The blocked layout the JIT's lowering (native target, f32) takes (backend::layoutBlockFor).
+int64_t jitLayoutBlock();
 // --precision bf16: prints, per output, how the bf16 engine agrees with the f32 one (the JIT of
 // im's graph, as optimized) on the input sets of `dirs` (as --calibration reads them) or on
 // `sets` (bound to the graph's inputs by position): the largest error relative to the largest
@@ -116,6 +118,7 @@ struct OptArgs {
   std::vector<std::string> printBefore, printAfter;
   int64_t stopAfter = -1;
   std::string reproducer;
+  int64_t layoutBlock = 0; // GraphPassOptions::layoutBlock: the lowering target's (jitLayoutBlock)
 };
 int optCommand(const OptArgs& a);
 // Runs the -O pipeline (or a.passes) on m with a's instrumentation; returns the pass records.

@@ -92,6 +92,10 @@ int compileCommand(const CompileArgs& a) {
   t = Clock::now();
   OptArgs opt;
   opt.optLevel = a.optLevel;
+  // The target's blocked layout, for native code (the C bundle's kernels are NCHW).
+  if (a.emit == "so")
+    opt.layoutBlock =
+        backend::layoutBlockFor(backend::lowerOptionsFor(parseTarget(a.target), bf16));
   optimize(im.model, opt);
   rep.phases.push_back({"graph passes", since(t)});
   const Graph& g = *im.model.graph;

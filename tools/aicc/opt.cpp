@@ -52,10 +52,12 @@ std::vector<PassRecord> optimize(Model& m, const OptArgs& a) {
   inst.verifyEach = a.verifyEach;
   inst.reproducerPath = a.reproducer;
   PassManager<Model> pm(inst);
+  GraphPassOptions go;
+  go.layoutBlock = a.layoutBlock;
   if (!a.passes.empty())
-    for (const auto& n : splitList(a.passes)) pm.add(makeGraphPass(n));
+    for (const auto& n : splitList(a.passes)) pm.add(makeGraphPass(n, go));
   else
-    for (auto& p : optPipeline(a.optLevel)) pm.add(std::move(p));
+    for (auto& p : optPipeline(a.optLevel, go)) pm.add(std::move(p));
   pm.run(m);
   return pm.records();
 }

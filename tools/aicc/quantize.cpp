@@ -74,6 +74,10 @@ void setJitPrecision(bool bf16, runtime::JitRunOptions& o) {
   o.lower = backend::engineLowerOptions(nativeTarget(), true);
 }
 
+int64_t jitLayoutBlock() {
+  return backend::layoutBlockFor(backend::lowerOptionsFor(nativeTarget()));
+}
+
 void reportBf16Agreement(const ImportedModel& im, const std::vector<std::vector<RValue>>& sets) {
   const Graph& g = *im.model.graph;
   runtime::JitRunOptions bf;

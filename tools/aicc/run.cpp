@@ -50,6 +50,7 @@ int runCommand(const RunArgs& a) {
   if (a.engine == "jit") specializeToInputs(m, inputs); // compiled for these shapes
   OptArgs opt;
   opt.optLevel = a.optLevel;
+  if (a.engine == "jit" && !bf16) opt.layoutBlock = jitLayoutBlock();
   optimize(m.model, opt);
   const Graph& g = *m.model.graph;
   RunOptions ro;

@@ -110,6 +110,7 @@ std::map<std::string, Tolerance> readTolerances(const std::string& path) {
 Result runTest(const TestCase& tc, int optLevel, Tolerance tol, const std::string& engine) {
   OptArgs opt;
   opt.optLevel = optLevel;
+  if (engine != "interp") opt.layoutBlock = jitLayoutBlock(); // both compile for the native target
   ImportedModel m;
   try {
     m = importOnnxFile(tc.model);

@@ -17,6 +17,7 @@ int tuneCommand(const TuneArgs& a) {
   applyShapes(im, a.shapes);
   OptArgs opt;
   opt.optLevel = a.optLevel;
+  opt.layoutBlock = jitLayoutBlock(); // tuned as compiled for the native target
   optimize(im.model, opt);
   const Target target = nativeTarget();
   backend::TuningCache cache;

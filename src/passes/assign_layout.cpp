@@ -1,0 +1,178 @@
+#include "passes/assign_layout.h"
+
+#include "ir/rewrite.h"
+#include "ops/layout.h"
+#include "ops/op_def.h"
+
+#include <numeric>
+#include <set>
+
+namespace aicc {
+namespace {
+
+std::optional<Dims> staticDims(const Value* v) {
+  if (!v || !v->type.isTensor() || !v->type.shape) return std::nullopt;
+  return toDims(*v->type.shape);
+}
+
+bool isF32Rank4(const Value* v) {
+  auto d = staticDims(v);
+  return d && d->size() == 4 && v->type.dtype == DType::F32;
+}
+
+// The blocked type of a [N, C, H, W] value.
+Type blockedType(const Value* v) {
+  Dims d = *staticDims(v);
+  return Type::tensor(v->type.dtype,
+                      Shape{Dim::known(d[0]), Dim::known((d[1] + kLayoutBlock - 1) / kLayoutBlock),
+                            Dim::known(d[2]), Dim::known(d[3]), Dim::known(kLayoutBlock)});
+}
+
+// What kernels/conv_nchwc.h runs (nchwcConvApplies), plus >= 16 input channels.
+double blockedConvFlops(const Node& n) {
+  if (n.op != "Conv" || !n.domain.empty() || n.inputs.size() < 2 || !n.inputs[0] || !n.inputs[1] ||
+      !n.inputs[1]->isConstant() || n.outputs.size() != 1 || !isF32Rank4(n.inputs[0]) ||
+      !isF32Rank4(n.outputs[0]) || !isF32Rank4(n.inputs[1]))
+    return 0;
+  if (n.hasInput(2) && !n.inputs[2]->isConstant()) return 0;
+  if (n.attrInt("group", 1) != 1 || n.attrString("auto_pad") != "NOTSET") return 0;
+  for (int64_t d : n.attrInts("dilations", {1, 1}))
+    if (d != 1) return 0;
+  const Dims s = n.attrInts("strides", {1, 1});
+  if (s.size() != 2 || s[0] < 1 || (s[1] != 1 && s[1] != 2)) return 0;
+  const Dims x = *staticDims(n.inputs[0]), w = *staticDims(n.inputs[1]),
+             y = *staticDims(n.outputs[0]);
+  if (x[1] < 16 || y[3] < kMinBlockedRow) return 0;
+  return 2.0 * double(y[0] * y[1] * y[2] * y[3]) * double(w[1] * w[2] * w[3]);
+}
+
+bool isLanewise(const Node& n) {
+  static const std::set<std::string> kOps = {"Relu",        "Clip",    "LeakyRelu", "HardSwish",
+                                             "HardSigmoid", "Sigmoid", "Tanh",      "Add",
+                                             "Sub",         "Mul"};
+  return n.domain.empty() && kOps.count(n.op) && n.outputs.size() == 1 && isF32Rank4(n.outputs[0]);
+}
+
+bool isScalarConstant(const Value* v) { return v->isConstant() && v->constant->numel() == 1; }
+
+// The inputs of candidate n that are activations: a convolution's X, a lane-wise op's non-scalar
+// operands.
+std::vector<size_t> activationInputs(const Node& n) {
+  if (n.op == "Conv") return {0};
+  std::vector<size_t> ins;
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i] && !isScalarConstant(n.inputs[i])) ins.push_back(i);
+  return ins;
+}
+
+} // namespace
+
+bool assignLayout(Model& m, int64_t block) {
+  if (block != kLayoutBlock) return false;
+  Graph& g = *m.graph;
+  // 1. Candidates, in topological order: convolutions, then lane-wise ops fed by candidates.
+  std::map<const Node*, double> flops; // candidate -> its convolution FLOPs (0: lane-wise)
+  std::set<const Value*> blocked;
+  for (const auto& up : g.nodes) {
+    const Node& n = *up;
+    if (double f = blockedConvFlops(n)) {
+      flops[&n] = f;
+      blocked.insert(n.outputs[0]);
+      continue;
+    }
+    if (!isLanewise(n)) continue;
+    const Dims out = *staticDims(n.outputs[0]);
+    bool any = false, ok = true;
+    for (const Value* v : n.inputs) {
+      if (!v || isScalarConstant(v)) continue;
+      const bool same = staticDims(v) == std::optional<Dims>(out) && !v->isConstant();
+      ok = ok && same;
+      any = any || blocked.count(v);
+    }
+    if (any && ok) {
+      flops[&n] = 0;
+      blocked.insert(n.outputs[0]);
+    }
+  }
+  if (flops.empty()) return false;
+
+  // 2. Regions: candidates connected through values; each keeps its nodes when its convolutions
+  // outweigh the elements reordered at its boundary.
+  std::map<const Node*, const Node*> parent;
+  std::function<const Node*(const Node*)> root = [&](const Node* n) {
+    return parent[n] == n ? n : parent[n] = root(parent[n]);
+  };
+  for (const auto& [n, f] : flops) parent[n] = n;
+  for (const auto& [n, f] : flops)
+    for (const Value* v : n->inputs)
+      if (v && v->producer && flops.count(v->producer)) parent[root(n)] = root(v->producer);
+  const auto counts = useCounts(g);
+  std::map<const Node*, double> work, reordered;
+  std::set<const Value*> entering;
+  for (const auto& [n, f] : flops) {
+    const Node* r = root(n);
+    work[r] += f;
+    for (size_t i : activationInputs(*n)) {
+      const Value* v = n->inputs[i];
+      if (!(v->producer && flops.count(v->producer)) && entering.insert(v).second)
+        reordered[r] += double(checkedNumel(*staticDims(v)));
+    }
+  }
+  for (const auto& [n, f] : flops) {
+    const Value* v = n->outputs[0];
+    int64_t inside = 0;
+    for (const Use& u : usesOf(g, v)) inside += flops.count(u.node) && u.node->owner == &g;
+    if (inside < counts.at(v)) {
+      reordered[root(n)] += double(checkedNumel(*staticDims(v)));
+    }
+  }
+  std::vector<Node*> chosen;
+  for (const auto& up : g.nodes)
+    if (flops.count(up.get())) {
+      const Node* r = root(up.get());
+      if (work[r] >= kFlopsPerReorderedElement * reordered[r]) chosen.push_back(up.get());
+    }
+  if (chosen.empty()) return false;
+  const std::set<const Node*> inRegion(chosen.begin(), chosen.end());
+
+  // 3. Rewrite: each chosen node reads and writes blocked values; reorders at the boundary.
+  std::map<const Value*, Value*> blockedOf;
+  for (Node* n : chosen) {
+    for (size_t i : activationInputs(*n)) {
+      Value*& v = n->inputs[i];
+      auto it = blockedOf.find(v);
+      if (it == blockedOf.end()) {
+        Node* r = insertNode(g, n, "Reorder", {v}, 1, v->name + "_nchw16c", kAiccDomain);
+        r->attrs["to"] = Attribute{std::string("nchw16c")};
+        r->outputs[0]->type = blockedType(v);
+        it = blockedOf.emplace(v, r->outputs[0]).first;
+      }
+      v = it->second;
+    }
+    if (n->op == "Conv") {
+      n->op = "ConvNchwc";
+      n->domain = kAiccDomain;
+      n->def = OpRegistry::instance().find(kAiccDomain, "ConvNchwc");
+    }
+    Value* out = n->outputs[0];
+    Value* b = g.addValue(freshName(g, out->name + "_nchw16c"), blockedType(out));
+    b->producer = n;
+    n->outputs[0] = b;
+    blockedOf[out] = b;
+    bool outside = isGraphOutput(g, out);
+    for (const Use& u : usesOf(g, out)) outside = outside || !inRegion.count(u.node);
+    if (!outside) continue;
+    // The original value becomes the result of the reorder back, for the nodes outside.
+    const size_t at = nodeIndex(g, n) + 1;
+    Node* r = insertNode(g, at < g.nodes.size() ? g.nodes[at].get() : nullptr, "Reorder", {b}, 1,
+                         out->name + "_nchw", kAiccDomain);
+    r->attrs["to"] = Attribute{std::string("nchw")};
+    r->attrs["channels"] = Attribute{(*staticDims(out))[1]};
+    r->outputs[0] = out;
+    out->producer = r;
+  }
+  g.eraseUnusedValues();
+  return true;
+}
+
+} // namespace aicc

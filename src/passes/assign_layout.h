@@ -1,0 +1,30 @@
+// assign-layout: regions of the graph on blocked activations (NCHW16c, ops/layout.h), for targets
+// whose convolution kernel is the blocked one (16-lane vectors: AVX-512).
+//
+// A Conv becomes aicc.ConvNchwc when it has a constant weight, group 1, dilation 1, a stride of 1
+// or 2 along W, at least 16 input channels, output rows of at least 14 pixels and static f32
+// shapes (what kernels/conv_nchwc.h runs). Elementwise ops that apply lane by lane (Relu, Clip,
+// LeakyRelu, HardSwish, HardSigmoid, Sigmoid, Tanh, Add, Sub, Mul) join when one input is blocked
+// and every other is blocked, a scalar constant, or a tensor of the output's own static shape. A
+// region (nodes connected through blocked values) is kept when its convolutions' work pays for
+// the reorders at its boundary: FLOPs >= kFlopsPerReorderedElement x the elements reordered
+// (a reorder costs about as much per element as that many FLOPs of convolution save, Intel Xeon).
+// aicc.Reorder(to = "nchw16c") goes in front of each value that enters a region (one per value),
+// aicc.Reorder(to = "nchw") behind each that leaves it, taking over the original value, so nodes
+// outside and graph outputs are unchanged. Main graph only.
+#pragma once
+
+#include "ir/graph.h"
+
+namespace aicc {
+
+inline constexpr double kFlopsPerReorderedElement = 400.0;
+// Output rows below 14 pixels stay NCHW: the kernel's 7-pixel tile loses to the NCHW pixel-rows
+// GEMM there once its weights stream from memory (resnet18's 7x7x512 3x3 layers 1.53 -> 1.70 ms
+// in the model, Intel Xeon).
+inline constexpr int64_t kMinBlockedRow = 14;
+
+// Returns whether the model changed. `block` is the target's channel block (16), 0 = none.
+bool assignLayout(Model& m, int64_t block);
+
+} // namespace aicc
