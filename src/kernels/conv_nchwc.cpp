@@ -41,81 +41,100 @@ void packNchwcWeights(const Conv2dShape& s, const float* w, float* dst) {
         }
 }
 
+namespace {
+
+// The input as the tiles read it: pixels 16 floats apart. A padded input, or a stride-2 one, is
+// copied first (the caller's buffer, shared with the workers): rows of Wp pixels with zero
+// borders, for stride 2 split into the even columns, then the odd ones (half = their first
+// index), so output pixel x reads column 2x + kw at (kw % 2) * half + x + kw / 2. taps[t]: tap
+// t's offset in floats from an output pixel's first input pixel.
+struct BlockedInput {
+  const float* src;
+  int64_t Hp, Wp, half;
+  std::vector<int64_t> taps;
+  // Output pixel (oh, ow)'s first input pixel, in floats from a block's start.
+  int64_t at(const Conv2dShape& s, int64_t oh, int64_t ow) const {
+    return (oh * s.strideH * Wp + (s.strideW == 2 ? ow : ow * s.strideW)) * B;
+  }
+};
+
+BlockedInput blockedInput(const Conv2dShape& s, int64_t blocks, const float* in, ThreadPool* pool) {
+  const int64_t sW = s.strideW;
+  const bool padded = s.padTop || s.padLeft || s.padBottom || s.padRight;
+  BlockedInput r{in, s.H + s.padTop + s.padBottom, s.W + s.padLeft + s.padRight, 0, {}};
+  const int64_t Hp = r.Hp, Wp = r.Wp, half = r.half = sW == 2 ? (Wp + 1) / 2 : 0;
+  for (int64_t kh = 0; kh < s.KH; ++kh)
+    for (int64_t kw = 0; kw < s.KW; ++kw)
+      r.taps.push_back((kh * Wp + (sW == 2 ? (kw % 2) * half + kw / 2 : kw)) * B);
+  if (!padded && sW == 1) return r;
+  thread_local std::vector<float> copyBuf;
+  copyBuf.resize(size_t(blocks * Hp * Wp * B));
+  float* buf = copyBuf.data();
+  parallelRanges(pool, blocks, blocks * Hp * Wp >= 2048, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t y = 0; y < Hp; ++y) {
+        float* row = buf + (b * Hp + y) * Wp * B;
+        const int64_t iy = y - s.padTop;
+        if (iy < 0 || iy >= s.H) {
+          std::memset(row, 0, size_t(Wp * B) * sizeof(float));
+          continue;
+        }
+        const float* from = in + (b * s.H + iy) * s.W * B;
+        if (sW == 1) {
+          std::memset(row, 0, size_t(s.padLeft * B) * sizeof(float));
+          std::memcpy(row + s.padLeft * B, from, size_t(s.W * B) * sizeof(float));
+          std::memset(row + (s.padLeft + s.W) * B, 0, size_t(s.padRight * B) * sizeof(float));
+          continue;
+        }
+        for (int64_t x = 0; x < Wp; ++x) {
+          float* d = row + ((x % 2) * half + x / 2) * B;
+          const int64_t ix = x - s.padLeft;
+          if (ix < 0 || ix >= s.W)
+            std::memset(d, 0, B * sizeof(float));
+          else
+            std::memcpy(d, from + ix * B, B * sizeof(float));
+        }
+      }
+  });
+  r.src = buf;
+  return r;
+}
+
+// The bias, zero past `channels` up to `floats` (the tiles read whole blocks), or null.
+const float* paddedBias(const float* bias, int64_t channels, int64_t floats) {
+  if (!bias) return nullptr;
+  thread_local std::vector<float> biasBuf;
+  biasBuf.assign(size_t(floats), 0.0f);
+  std::copy_n(bias, channels, biasBuf.begin());
+  return biasBuf.data();
+}
+
+void checkShape(const KernelDesc& kd, const Conv2dShape& s, bool depthwise) {
+  AICC_RT_CHECK(kd.op == KernelOp::ConvNchw16c && kd.nchwc && kd.nchwcDw,
+                "conv2dNchw16c: '{}' is not a blocked convolution kernel", kd.name);
+  AICC_RT_CHECK(nchwcConvApplies(s) && (!depthwise || s.Cin == s.Cout),
+                "conv2dNchw16c: {}x{} stride {}x{} dilation {}x{} output width {} is not "
+                "supported",
+                s.KH, s.KW, s.strideH, s.strideW, s.dilH, s.dilW, s.OW());
+}
+
+} // namespace
+
 void conv2dNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
                    const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
-  AICC_RT_CHECK(kd.op == KernelOp::ConvNchw16c && kd.nchwc,
-                "conv2dNchw16c: '{}' is not a "
-                "blocked convolution kernel",
-                kd.name);
-  AICC_RT_CHECK(nchwcConvApplies(s),
-                "conv2dNchw16c: {}x{} stride {}x{} dilation {}x{} output "
-                "width {} is not supported",
-                s.KH, s.KW, s.strideH, s.strideW, s.dilH, s.dilW, s.OW());
+  checkShape(kd, s, false);
   constexpr int64_t np = kNchwcTilePixels;
   const int64_t blocks = nchwcBlocks(s.Cin), outBlocks = nchwcBlocks(s.Cout);
-  const int64_t OH = s.OH(), OW = s.OW(), sH = s.strideH, sW = s.strideW;
+  const int64_t OH = s.OH(), OW = s.OW();
   const int64_t pairs = (outBlocks + 1) / 2, taps = s.KH * s.KW;
   const int64_t pairFloats = blocks * taps * B * 2 * B;
-  // The tile reads its pixels 16 floats apart. A padded input, or a stride-2 one, is copied
-  // first (the caller's buffer, shared with the workers): rows of Wp pixels with zero borders,
-  // for stride 2 split into the even columns, then the odd ones (half = their first index), so
-  // output pixel x reads column 2x + kw at (kw % 2) * half + x + kw / 2.
-  const bool padded = s.padTop || s.padLeft || s.padBottom || s.padRight;
-  const int64_t Hp = s.H + s.padTop + s.padBottom, Wp = s.W + s.padLeft + s.padRight;
-  const int64_t half = sW == 2 ? (Wp + 1) / 2 : 0;
-  thread_local std::vector<float> copyBuf, biasBuf;
-  const float* src = in;
-  if (padded || sW == 2) {
-    copyBuf.resize(size_t(blocks * Hp * Wp * B));
-    float* buf = copyBuf.data();
-    parallelRanges(pool, blocks, blocks * Hp * Wp >= 2048, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b)
-        for (int64_t y = 0; y < Hp; ++y) {
-          float* row = buf + (b * Hp + y) * Wp * B;
-          const int64_t iy = y - s.padTop;
-          if (iy < 0 || iy >= s.H) {
-            std::memset(row, 0, size_t(Wp * B) * sizeof(float));
-            continue;
-          }
-          const float* from = in + (b * s.H + iy) * s.W * B;
-          if (sW == 1) {
-            std::memset(row, 0, size_t(s.padLeft * B) * sizeof(float));
-            std::memcpy(row + s.padLeft * B, from, size_t(s.W * B) * sizeof(float));
-            std::memset(row + (s.padLeft + s.W) * B, 0, size_t(s.padRight * B) * sizeof(float));
-            continue;
-          }
-          for (int64_t x = 0; x < Wp; ++x) {
-            float* d = row + ((x % 2) * half + x / 2) * B;
-            const int64_t ix = x - s.padLeft;
-            if (ix < 0 || ix >= s.W)
-              std::memset(d, 0, B * sizeof(float));
-            else
-              std::memcpy(d, from + ix * B, B * sizeof(float));
-          }
-        }
-    });
-    src = buf;
-  }
-  // The bias per pair of output blocks, zero past Cout (the tile reads whole blocks).
-  const float* bias = nullptr;
-  if (ep.bias) {
-    biasBuf.assign(size_t(pairs * 2 * B), 0.0f);
-    std::copy_n(ep.bias, s.Cout, biasBuf.begin());
-    bias = biasBuf.data();
-  }
-  int64_t tapOff[64];
-  std::vector<int64_t> tapVec;
-  int64_t* tap = tapOff;
-  if (taps > 64) tapVec.resize(size_t(taps)), tap = tapVec.data();
-  for (int64_t kh = 0, t = 0; kh < s.KH; ++kh)
-    for (int64_t kw = 0; kw < s.KW; ++kw)
-      tap[t++] = (kh * Wp + (sW == 2 ? (kw % 2) * half + kw / 2 : kw)) * B;
-
+  const BlockedInput x = blockedInput(s, blocks, in, pool);
+  const float* bias = paddedBias(ep.bias, s.Cout, pairs * 2 * B);
   NchwcTileParams base{};
-  base.taps = tap;
+  base.taps = x.taps.data();
   base.ntaps = taps;
   base.blocks = blocks;
-  base.aBlk = Hp * Wp * B;
+  base.aBlk = x.Hp * x.Wp * B;
   base.cBlk = OH * OW * B;
   base.lo = ep.lo();
   base.hi = ep.hi();
@@ -141,7 +160,7 @@ void conv2dNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* pack
         // The last tile of a row ends at its end (its first pixels done by the tile before).
         const int64_t start = std::min<int64_t>(ow, OW - np);
         p.p0 = ow - start;
-        p.a = src + (oh * sH * Wp + (sW == 2 ? start : start * sW)) * B;
+        p.a = x.src + x.at(s, oh, start);
         const int64_t o = (b0 * OH + oh) * OW * B + start * B;
         p.c = out + o;
         p.res = ep.residual ? ep.residual + o : nullptr;
@@ -151,23 +170,84 @@ void conv2dNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* pack
   });
 }
 
-void reorderToNchw16c(const float* in, int64_t C, int64_t HW, float* out, ThreadPool* pool) {
-  const int64_t blocks = nchwcBlocks(C);
-  parallelRanges(pool, blocks, C * HW >= 32768, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t rows = std::min(B, C - b * B);
-      float* dst = out + b * HW * B;
-      if (rows < B) std::fill_n(dst, HW * B, 0.0f);
-      transposeBlocked(in + b * B * HW, rows, HW, HW, dst, B);
-    }
+int64_t nchwcDepthwiseWeightFloats(const Conv2dShape& s) {
+  return nchwcBlocks(s.Cin) * s.KH * s.KW * B;
+}
+
+void packNchwcDepthwise(const Conv2dShape& s, const float* w, float* dst) {
+  const int64_t taps = s.KH * s.KW;
+  std::fill_n(dst, nchwcDepthwiseWeightFloats(s), 0.0f);
+  for (int64_t c = 0; c < s.Cin; ++c)
+    for (int64_t t = 0; t < taps; ++t) dst[((c / B) * taps + t) * B + c % B] = w[c * taps + t];
+}
+
+void depthwiseNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
+                      const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
+  checkShape(kd, s, true);
+  const int64_t blocks = nchwcBlocks(s.Cin), OH = s.OH(), OW = s.OW(), sW = s.strideW;
+  const float* bias = paddedBias(ep.bias, s.Cin, blocks * B);
+  // Read in place: each row takes the taps whose input row is inside; the row kernel checks the
+  // columns of its border pixels (a padded copy was half the time: 56x56x144 270 us).
+  std::vector<int64_t> kw, wt;
+  for (int64_t kh = 0; kh < s.KH; ++kh)
+    for (int64_t x = 0; x < s.KW; ++x) kw.push_back(x), wt.push_back(kh * s.KW + x);
+  NchwcDwParams base{};
+  base.kw = kw.data();
+  base.n = OW;
+  base.W = s.W;
+  base.padLeft = s.padLeft;
+  base.stride = sW;
+  // Inside pixels: q * sW - padLeft >= 0 and q * sW - padLeft + KW - 1 < W.
+  base.qlo = std::min(OW, (s.padLeft + sW - 1) / sW);
+  base.qhi = std::max(base.qlo, std::min(OW, (s.W - s.KW + s.padLeft) / sW + 1));
+  base.lo = ep.lo();
+  base.hi = ep.hi();
+  base.act = ep.post;
+  // Work: (channel block, output row), contiguous ranges per thread.
+  parallelRanges(pool, blocks * OH, blocks * OH * OW * s.KH * s.KW >= 16384,
+                 [&](int64_t u0, int64_t u1) {
+                   NchwcDwParams p = base;
+                   std::vector<int64_t> taps(kw.size()), wts(kw.size());
+                   p.taps = taps.data();
+                   p.wt = wts.data();
+                   for (int64_t u = u0; u < u1; ++u) {
+                     const int64_t b = u / OH, oh = u % OH, iy = oh * s.strideH - s.padTop;
+                     // Whole rows of taps drop out, so kw[t] (= t mod KW) still holds for the ones
+                     // left.
+                     int64_t n = 0;
+                     for (int64_t kh = 0; kh < s.KH; ++kh) {
+                       if (iy + kh < 0 || iy + kh >= s.H) continue;
+                       for (int64_t x = 0; x < s.KW; ++x, ++n)
+                         taps[size_t(n)] = ((iy + kh) * s.W + x - s.padLeft) * B,
+                         wts[size_t(n)] = kh * s.KW + x;
+                     }
+                     p.ntaps = n;
+                     p.a = in + b * s.H * s.W * B;
+                     p.w = packedW + b * s.KH * s.KW * B;
+                     p.bias = bias ? bias + b * B : nullptr;
+                     const int64_t o = (b * OH + oh) * OW * B;
+                     p.c = out + o;
+                     p.res = ep.residual ? ep.residual + o : nullptr;
+                     kd.nchwcDw(p);
+                   }
+                 });
+}
+
+void reorderToNchw16c(const KernelDesc& kd, const float* in, int64_t C, int64_t HW, float* out,
+                      ThreadPool* pool) {
+  AICC_RT_CHECK(kd.toNchwc, "reorderToNchw16c: '{}' has no layout changes", kd.name);
+  parallelRanges(pool, nchwcBlocks(C), C * HW >= 32768, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      kd.toNchwc(in + b * B * HW, std::min(B, C - b * B), HW, out + b * HW * B);
   });
 }
 
-void reorderFromNchw16c(const float* in, int64_t C, int64_t HW, float* out, ThreadPool* pool) {
-  const int64_t blocks = nchwcBlocks(C);
-  parallelRanges(pool, blocks, C * HW >= 32768, [&](int64_t b0, int64_t b1) {
+void reorderFromNchw16c(const KernelDesc& kd, const float* in, int64_t C, int64_t HW, float* out,
+                        ThreadPool* pool) {
+  AICC_RT_CHECK(kd.fromNchwc, "reorderFromNchw16c: '{}' has no layout changes", kd.name);
+  parallelRanges(pool, nchwcBlocks(C), C * HW >= 32768, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b)
-      transposeBlocked(in + b * HW * B, HW, std::min(B, C - b * B), B, out + b * B * HW, HW);
+      kd.fromNchwc(in + b * HW * B, std::min(B, C - b * B), HW, out + b * B * HW);
   });
 }
 

@@ -34,10 +34,18 @@ void conv2dNchw16c(const KernelDesc& kernel, const Conv2dShape& s, const float* 
                    const float* in, float* out, const Epilogue& ep = {},
                    ThreadPool* pool = nullptr);
 
-// Layout changes of one image: [C, HW] <-> [ceil(C/16), HW, 16] (padding lanes written as zero).
-void reorderToNchw16c(const float* in, int64_t C, int64_t HW, float* out,
+// Depthwise (one channel per group, Cin == Cout, multiplier 1) on NCHW16c, same conditions:
+// weights [C, 1, KH, KW] packed as [blocks][KH * KW][16] (zeros past C).
+int64_t nchwcDepthwiseWeightFloats(const Conv2dShape& s);
+void packNchwcDepthwise(const Conv2dShape& s, const float* wC1HW, float* dst);
+void depthwiseNchw16c(const KernelDesc& kernel, const Conv2dShape& s, const float* packedW,
+                      const float* in, float* out, const Epilogue& ep = {},
                       ThreadPool* pool = nullptr);
-void reorderFromNchw16c(const float* in, int64_t C, int64_t HW, float* out,
-                        ThreadPool* pool = nullptr);
+
+// Layout changes of one image: [C, HW] <-> [ceil(C/16), HW, 16] (padding lanes written as zero).
+void reorderToNchw16c(const KernelDesc& kernel, const float* in, int64_t C, int64_t HW, float* out,
+                      ThreadPool* pool = nullptr);
+void reorderFromNchw16c(const KernelDesc& kernel, const float* in, int64_t C, int64_t HW,
+                        float* out, ThreadPool* pool = nullptr);
 
 } // namespace aicc::kernels

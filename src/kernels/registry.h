@@ -67,6 +67,8 @@ struct KernelDesc {
   QGemmUkernelFn qgemm = nullptr;
   QDw3x3Fn qdw3x3 = nullptr;
   NchwcTileFn nchwc = nullptr;
+  NchwcDwFn nchwcDw = nullptr;                           // the depthwise row of the same layout
+  NchwcReorderFn toNchwc = nullptr, fromNchwc = nullptr; // its layout changes
 };
 
 // Every kernel compiled into this build (including ones this CPU cannot run).

@@ -425,6 +425,81 @@ template <class V, int NP, int NV> void nchwcTile(const NchwcTileParams& p) {
   }
 }
 
+// Layout changes of one channel block (ukernel.h NchwcReorderFn), 16 pixels per transpose.
+template <class V> void toNchwc(const float* in, int64_t rows, int64_t hw, float* out) {
+  static_assert(V::width == 16);
+  for (int64_t p = 0; p < hw; p += 16) {
+    const int64_t n = hw - p < 16 ? hw - p : 16;
+    const typename V::mask m = V::maskFor(n);
+    typename V::vec r[16];
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < 16; ++i)
+      r[i] = i < rows ? V::loadMasked(in + i * hw + p, m) : V::zero();
+    V::transpose(r);
+    for (int64_t j = 0; j < n; ++j) V::store(out + (p + j) * 16, r[j]);
+  }
+}
+template <class V> void fromNchwc(const float* in, int64_t rows, int64_t hw, float* out) {
+  static_assert(V::width == 16);
+  for (int64_t p = 0; p < hw; p += 16) {
+    const int64_t n = hw - p < 16 ? hw - p : 16;
+    const typename V::mask m = V::maskFor(n);
+    typename V::vec r[16];
+#pragma GCC unroll 16
+    for (int64_t j = 0; j < 16; ++j) r[j] = j < n ? V::load(in + (p + j) * 16) : V::zero();
+    V::transpose(r);
+    for (int64_t i = 0; i < rows; ++i) V::storeMasked(out + i * hw + p, m, r[i]);
+  }
+}
+
+// The depthwise row on NCHW16c (ukernel.h NchwcDwParams): inside pixels eight at a time, each
+// tap's weights loaded once for the eight, the last group overlapping the one before it (stores
+// start at its first new pixel); border pixels one at a time with their columns checked.
+template <class V, int S> void nchwcDwRow(const NchwcDwParams& p) {
+  using vec = typename V::vec;
+  static_assert(V::width == 16);
+  constexpr int64_t G = 8;
+  const vec lo = V::set1(p.lo), hi = V::set1(p.hi);
+  const vec b = p.bias ? V::load(p.bias) : V::zero();
+  auto finish = [&](int64_t q, vec x) {
+    if (p.res) x = V::add(x, V::load(p.res + q * 16));
+    V::store(p.c + q * 16, V::min(hi, V::max(lo, x)));
+  };
+  auto single = [&](int64_t q) {
+    vec acc = b;
+    for (int64_t t = 0; t < p.ntaps; ++t) {
+      const int64_t col = q * S - p.padLeft + p.kw[t];
+      if (col >= 0 && col < p.W)
+        acc = V::fmadd(V::load(p.a + q * S * 16 + p.taps[t]), V::load(p.w + p.wt[t] * 16), acc);
+    }
+    finish(q, acc);
+  };
+  int64_t q0 = 0;
+  for (; q0 < p.qlo; ++q0) single(q0);
+  if (p.qhi - p.qlo >= G) {
+    for (; q0 < p.qhi; q0 += G) {
+      const int64_t start = q0 + G <= p.qhi ? q0 : p.qhi - G;
+      vec acc[G];
+#pragma GCC unroll 8
+      for (int64_t q = 0; q < G; ++q) acc[q] = b;
+      const float* a = p.a + start * S * 16;
+      for (int64_t t = 0; t < p.ntaps; ++t) {
+        const vec w = V::load(p.w + p.wt[t] * 16);
+        const float* at = a + p.taps[t];
+#pragma GCC unroll 8
+        for (int64_t q = 0; q < G; ++q) acc[q] = V::fmadd(V::load(at + q * S * 16), w, acc[q]);
+      }
+      alignas(64) float tile[G][16]; // the epilogue loop indexes it (acc stays in registers)
+#pragma GCC unroll 8
+      for (int64_t q = 0; q < G; ++q) V::store(tile[q], acc[q]);
+      for (int64_t q = q0 - start; q < G; ++q) finish(start + q, V::load(tile[q]));
+    }
+    q0 = p.qhi;
+  }
+  for (; q0 < p.n; ++q0) single(q0);
+  if (p.act != kActNone) activateTile<V>(p.c, 16, p.n, 16, p.act);
+}
+
 // Packs an A micro-panel (dst[k * MR + i], GemmPackAFn) W = V::width k at a time: each row's run
 // of W loaded (rows past `rows` repeat the last one, whose lanes are never read), the W x W block
 // transposed in registers, column k stored whole (its extra lanes overwritten by the next

@@ -254,6 +254,33 @@ struct NchwcTileParams {
 using NchwcTileFn = void (*)(const NchwcTileParams&);
 void f32_conv_nchw16c_avx512(const NchwcTileParams& p);
 
+// One output row of one channel block of a depthwise convolution on NCHW16c, read in place (no
+// padded copy): pixel q of the row (q < n) = sum over taps t of w[wt[t] * 16 ..] * the input
+// vector at a + q * S * 16 + taps[t] (S = stride, 1 or 2), the taps being those whose input row
+// lies inside the input; then bias, residual (laid out as c), clamp and activation; pixel q at
+// c + q * 16. Pixels [qlo, qhi) have every column inside; the others check tap t's column
+// q * S - padLeft + kw[t] against [0, W).
+struct NchwcDwParams {
+  const float* a;
+  const int64_t* taps;
+  const int64_t* kw;
+  const int64_t* wt;
+  int64_t ntaps, n, qlo, qhi, W, padLeft, stride;
+  const float* w;    // [KH * KW][16]
+  const float* bias; // 16 floats or null
+  float* c;
+  const float* res;
+  float lo, hi;
+  unsigned act;
+};
+using NchwcDwFn = void (*)(const NchwcDwParams&);
+// One channel block's layout change: rows (<= 16) channel planes of hw floats (hw apart) to or
+// from [hw][16] pixels (lanes >= rows written as zero), by 16 x 16 register transposes.
+using NchwcReorderFn = void (*)(const float* in, int64_t rows, int64_t hw, float* out);
+void f32_to_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out);
+void f32_from_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out);
+void f32_dwconv_nchw16c_avx512(const NchwcDwParams& p);
+
 // The sum of x[0..n) (GlobalAveragePool rows), in vector lanes (4 accumulators), then the lanes.
 using SumFn = float (*)(const float* x, int64_t n);
 float f32_sum_generic(const float* x, int64_t n);

@@ -38,6 +38,15 @@ void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, u
 }
 
 void f32_conv_nchw16c_avx512(const NchwcTileParams& p) { detail::nchwcTile<V512, 14, 2>(p); }
+void f32_to_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out) {
+  detail::toNchwc<V512>(in, rows, hw, out);
+}
+void f32_from_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out) {
+  detail::fromNchwc<V512>(in, rows, hw, out);
+}
+void f32_dwconv_nchw16c_avx512(const NchwcDwParams& p) {
+  p.stride == 1 ? detail::nchwcDwRow<V512, 1>(p) : detail::nchwcDwRow<V512, 2>(p);
+}
 
 AICC_SIMD_ENTRY_POINTS(V512, avx512)
 AICC_SIMD_CBLOCK_ENTRY_POINT(V512, avx512)

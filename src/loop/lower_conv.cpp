@@ -162,18 +162,23 @@ Block convNchwcBody(FuncBuilder& b, const Node& head, const Bind& bind, const st
   if (xd.size() != 5 || wd.size() != 4 || yd.size() != 5)
     no("aicc.ConvNchwc operands of the wrong rank");
   // The logical NCHW geometry, as Conv's.
+  const int64_t G = head.attrInt("group");
   const ConvShape s =
-      convShape(head, {xd[0], wd[1], xd[2], xd[3]}, wd, {yd[0], wd[0], yd[2], yd[3]});
-  if (s.G != 1) no("aicc.ConvNchwc is group 1");
+      convShape(head, {xd[0], wd[1] * G, xd[2], xd[3]}, wd, {yd[0], wd[0], yd[2], yd[3]});
+  const bool dw = s.G > 1;
+  if (dw && (s.G != s.C || s.M != s.C)) no("aicc.ConvNchwc is group 1 or depthwise");
   kernels::Conv2dShape cs;
   cs.H = s.in[0], cs.W = s.in[1], cs.Cin = s.C, cs.Cout = s.M, cs.KH = s.k[0], cs.KW = s.k[1];
   cs.strideH = s.stride[0], cs.strideW = s.stride[1], cs.padTop = s.padBegin[0];
   cs.padLeft = s.padBegin[1], cs.padBottom = s.padEnd[0], cs.padRight = s.padEnd[1];
   cs.dilH = s.dil[0], cs.dilW = s.dil[1];
   if (!kernels::nchwcConvApplies(cs)) no("aicc.ConvNchwc: the blocked kernel does not apply");
-  const int64_t per = kernels::nchwcPackedWeightFloats(cs);
+  const int64_t per =
+      dw ? kernels::nchwcDepthwiseWeightFloats(cs) : kernels::nchwcPackedWeightFloats(cs);
   Tensor packed(DType::F32, {o.probe ? 0 : per});
-  if (!o.probe) kernels::packNchwcWeights(cs, wv->constant->data<float>(), packed.data<float>());
+  if (!o.probe)
+    (dw ? kernels::packNchwcDepthwise : kernels::packNchwcWeights)(cs, wv->constant->data<float>(),
+                                                                   packed.data<float>());
   const std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
   const std::string WP =
       b.constant(W + "_nchw16c", std::move(packed), std::string("packed_nchw16c:") + kd->name);
@@ -190,8 +195,11 @@ Block convNchwcBody(FuncBuilder& b, const Node& head, const Bind& bind, const st
   a.push_back(residualArg(clamp, mul(n, intImm(outFloats))));
   markKernel(sched, kd->name, clamp);
   sched["layout"] = std::string("nchw16c; weights packed at compile time");
-  sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
-  return nest({nv}, {s.N}, {Stmt::callKernel(std::string("conv2d_nchw16c_") + kd->name, a)}, false);
+  if (!dw) sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
+  return nest(
+      {nv}, {s.N},
+      {Stmt::callKernel(std::string(dw ? "dwconv_nchw16c_" : "conv2d_nchw16c_") + kd->name, a)},
+      false);
 }
 
 } // namespace

@@ -275,17 +275,18 @@ void convTransposeInfer(InferCtx& c) {
   c.setTensor(0, c.inDType(0), out);
 }
 
-// ---- aicc.ConvNchwc: Conv (group 1) on NCHW16c activations (ops/layout.h) --------------------
-// X [N, ceil(C/16), H, W, 16], W [M, C, KH, KW], B [M] -> Y [N, ceil(M/16), OH, OW, 16]: the
-// Conv of the unblocked input, blocked (lanes past M zero).
+// ---- aicc.ConvNchwc: Conv (group 1 or depthwise) on NCHW16c activations (ops/layout.h) -------
+// X [N, ceil(C/16), H, W, 16], W [M, C / group, KH, KW], B [M] -> Y [N, ceil(M/16), OH, OW, 16]:
+// the Conv of the unblocked input, blocked (lanes past M zero).
 
 std::vector<RValue> convNchwcKernel(KernelCtx& c) {
   const Tensor& W = c.in(1);
   AICC_CHECK(W.rank() == 4, "weights W have shape {}, expected [M, C, KH, KW]",
              formatDims(W.shape()));
-  AICC_CHECK(c.node.attrInt("group") == 1, "group {} (aicc.ConvNchwc is group 1)",
-             c.node.attrInt("group"));
-  const RValue x = RValue::of(unblockChannels(c.in(0), W.dim(1)));
+  const int64_t G = c.node.attrInt("group");
+  AICC_CHECK(G == 1 || (W.dim(1) == 1 && G == W.dim(0)),
+             "group {} (aicc.ConvNchwc is group 1 or depthwise)", G);
+  const RValue x = RValue::of(unblockChannels(c.in(0), W.dim(1) * G));
   std::vector<const RValue*> args = {&x, &c.value(1)};
   if (c.has(2)) args.push_back(&c.value(2));
   KernelCtx conv(c.node, args, nullptr);
@@ -300,7 +301,8 @@ void convNchwcInfer(InferCtx& c) {
   if (!xd || !wd || xd->size() != 5 || wd->size() != 4)
     return c.setTensor(0, c.inDType(0), std::nullopt);
   const Dims &x = *xd, &w = *wd;
-  AICC_CHECK(x[4] == kLayoutBlock && x[1] == (w[1] + kLayoutBlock - 1) / kLayoutBlock,
+  const int64_t C = w[1] * c.node.attrInt("group");
+  AICC_CHECK(x[4] == kLayoutBlock && x[1] == (C + kLayoutBlock - 1) / kLayoutBlock,
              "X {} is not W {}'s input channels blocked by {}", formatDims(x), formatDims(w),
              kLayoutBlock);
   const Dims kernel = kernelShapeOf(c.node, {w[2], w[3]});

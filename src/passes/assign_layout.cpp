@@ -35,7 +35,8 @@ double blockedConvFlops(const Node& n) {
       !isF32Rank4(n.outputs[0]) || !isF32Rank4(n.inputs[1]))
     return 0;
   if (n.hasInput(2) && !n.inputs[2]->isConstant()) return 0;
-  if (n.attrInt("group", 1) != 1 || n.attrString("auto_pad") != "NOTSET") return 0;
+  const int64_t group = n.attrInt("group", 1);
+  if (n.attrString("auto_pad") != "NOTSET") return 0;
   for (int64_t d : n.attrInts("dilations", {1, 1}))
     if (d != 1) return 0;
   const Dims s = n.attrInts("strides", {1, 1});
@@ -43,6 +44,7 @@ double blockedConvFlops(const Node& n) {
   const Dims x = *staticDims(n.inputs[0]), w = *staticDims(n.inputs[1]),
              y = *staticDims(n.outputs[0]);
   if (x[1] < 16 || y[3] < kMinBlockedRow) return 0;
+  if (group != 1 && (group != x[1] || w[0] != x[1] || w[1] != 1)) return 0; // depthwise only
   return 2.0 * double(y[0] * y[1] * y[2] * y[3]) * double(w[1] * w[2] * w[3]);
 }
 

@@ -14,6 +14,8 @@
 //       group, wp = the group's weights packed by kernels::packConvWeights (NCHW output)
 //   @conv2d_nchw16c_<nchw16c desc>(the arguments of @conv2d_nchw_packed_)   x, y and res in
 //       NCHW16c (kernels/conv_nchwc.h), wp packed by kernels::packNchwcWeights
+//   @dwconv_nchw16c_<nchw16c desc>(the same, Cin == Cout)   depthwise, wp packed by
+//       kernels::packNchwcDepthwise
 //   @reorder_nchw16c_<nchw16c desc>(x, y, C, HW, toBlocked)   one image [C, HW] -> [C/16, HW, 16]
 //       (toBlocked 1) or back (0)
 //   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi, res | 0)
@@ -374,25 +376,31 @@ void callConvPacked(const kernels::KernelDesc& d, const std::string& k, std::vec
   kernels::conv2dNchwPacked(d, s, wp, x, y, ep, pool);
 }
 
+// The convolutions on NCHW16c, dense (@conv2d_nchw16c_) or depthwise (@dwconv_nchw16c_, Cin ==
+// Cout): @conv2d_nchw_packed_'s arguments.
 void callConvNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                    kernels::ThreadPool* pool) {
   AICC_RT_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
+  const bool dw = k.rfind("dwconv_", 0) == 0;
   auto s = geometryAt<kernels::Conv2dShape>(k, a);
   s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5);
-  AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0 && kernels::nchwcConvApplies(s),
+  AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && (!dw || s.Cin == s.Cout) && s.OH() > 0 &&
+                    kernels::nchwcConvApplies(s),
                 "call @{}: bad convolution shape", k);
   const int64_t outFloats = kernels::nchwcBlocks(s.Cout) * s.OH() * s.OW() * kernels::kNchwcBlock;
   const float* x =
       span(k, a, 0, kernels::nchwcBlocks(s.Cin) * s.H * s.W * kernels::kNchwcBlock, "x");
-  const float* wp = span(k, a, 1, kernels::nchwcPackedWeightFloats(s), "packed weights");
+  const float* wp = span(
+      k, a, 1, dw ? kernels::nchwcDepthwiseWeightFloats(s) : kernels::nchwcPackedWeightFloats(s),
+      "packed weights");
   const float* bias = optionalBias(k, a, 2, s.Cout);
   float* y = span(k, a, 3, outFloats, "y");
   kernels::Epilogue ep = clampOf(k, a, 18, bias);
   ep.residual = optionalSpan(k, a, 21, outFloats, "residual");
-  kernels::conv2dNchw16c(d, s, wp, x, y, ep, pool);
+  (dw ? kernels::depthwiseNchw16c : kernels::conv2dNchw16c)(d, s, wp, x, y, ep, pool);
 }
 
-void callReorderNchwc(const kernels::KernelDesc&, const std::string& k, std::vector<KernelArg>& a,
+void callReorderNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                       kernels::ThreadPool* pool) {
   AICC_RT_CHECK(a.size() == 5, "call @{}: expects 5 arguments, got {}", k, a.size());
   const int64_t C = ival(k, a, 2), HW = ival(k, a, 3), toBlocked = ival(k, a, 4);
@@ -401,9 +409,9 @@ void callReorderNchwc(const kernels::KernelDesc&, const std::string& k, std::vec
   const float* x = span(k, a, 0, toBlocked ? C * HW : blocked, "x");
   float* y = span(k, a, 1, toBlocked ? blocked : C * HW, "y");
   if (toBlocked)
-    kernels::reorderToNchw16c(x, C, HW, y, pool);
+    kernels::reorderToNchw16c(d, x, C, HW, y, pool);
   else
-    kernels::reorderFromNchw16c(x, C, HW, y, pool);
+    kernels::reorderFromNchw16c(d, x, C, HW, y, pool);
 }
 
 void callGemmPacked(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
@@ -531,6 +539,7 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"conv2d_nchw_packed_", KernelOp::Gemm, callConvPacked},
       {"conv2d_nchw_packed_", KernelOp::GemmBf16, callConvPacked},
       {"conv2d_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
+      {"dwconv_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
       {"reorder_nchw16c_", KernelOp::ConvNchw16c, callReorderNchwc},
       {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},

@@ -644,16 +644,16 @@ TEST(Kernels, Conv2dNchw16cMatchesReference) {
         const float* b = variant ? bias.data() : nullptr;
         Epilogue ep = makeEpilogue(variant, b);
         std::vector<float> resBlocked(size_t(nchwcBlocks(s.Cout) * OHW * 16));
-        reorderToNchw16c(res.data(), s.Cout, OHW, resBlocked.data());
+        reorderToNchw16c(*kd, res.data(), s.Cout, OHW, resBlocked.data());
         if (variant == 2 || variant == 5) ep.residual = resBlocked.data();
         std::vector<float> xb(size_t(nchwcBlocks(s.Cin) * s.H * s.W * 16), 77.0f);
-        reorderToNchw16c(x.data(), s.Cin, s.H * s.W, xb.data(), &pool);
+        reorderToNchw16c(*kd, x.data(), s.Cin, s.H * s.W, xb.data(), &pool);
         std::vector<float> packed(size_t(nchwcPackedWeightFloats(s)));
         packNchwcWeights(s, w.data(), packed.data());
         std::vector<float> yb(resBlocked.size(), 55.0f), got(size_t(s.Cout * OHW));
         conv2dNchw16c(*kd, s, packed.data(), xb.data(), yb.data(), ep,
                       variant % 2 ? &pool : nullptr);
-        reorderFromNchw16c(yb.data(), s.Cout, OHW, got.data(), &pool);
+        reorderFromNchw16c(*kd, yb.data(), s.Cout, OHW, got.data(), &pool);
         Epilogue refEp = ep;
         refEp.residual = ep.residual ? res.data() : nullptr;
         expectClose(got, convNchwReference(s, 1, x, w, b, refEp), K,
@@ -662,6 +662,55 @@ TEST(Kernels, Conv2dNchw16cMatchesReference) {
                         std::to_string(s.H) + "x" + std::to_string(s.W) + "x" +
                         std::to_string(s.Cin) + " -> " + std::to_string(s.Cout) + " variant " +
                         std::to_string(variant));
+      }
+}
+
+// Depthwise convolutions on NCHW16c: 8-pixel groups, an overlapping last group, rows under 8
+// pixels one pixel at a time (the kernel itself takes them; the layout pass sends rows >= 14),
+// strides 1 and 2, a partial channel block, 3x3 and 5x5, every epilogue.
+TEST(Kernels, DepthwiseNchw16cMatchesReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dShape> shapes;
+  auto add = [&](int64_t H, int64_t W, int64_t C, int64_t K, int64_t stride, int64_t pad) {
+    Conv2dShape s;
+    s.H = H, s.W = W, s.Cin = s.Cout = C, s.KH = s.KW = K;
+    s.strideH = s.strideW = stride;
+    s.padTop = s.padLeft = s.padBottom = s.padRight = pad;
+    shapes.push_back(s);
+  };
+  add(14, 14, 32, 3, 1, 1); // 14-pixel rows: one group of 8, one overlapping
+  add(16, 21, 40, 3, 1, 1); // partial channel block
+  add(29, 29, 16, 3, 2, 1); // stride 2, 15-pixel rows
+  add(20, 18, 24, 5, 1, 2); // 5x5
+  add(30, 28, 48, 5, 2, 2); // 5x5 stride 2
+  for (const KernelDesc* kd : availableKernels(KernelOp::ConvNchw16c))
+    for (const Conv2dShape& s : shapes)
+      for (int variant : {0, 1, 2, 4, 5}) {
+        ASSERT_TRUE(nchwcConvApplies(s));
+        const int64_t taps = s.KH * s.KW, OHW = s.OH() * s.OW();
+        const auto x = randomVec(size_t(s.Cin * s.H * s.W), 41);
+        const auto w = randomVec(size_t(s.Cin * taps), 42);
+        const auto bias = randomVec(size_t(s.Cin), 43);
+        const auto res = randomVec(size_t(s.Cin * OHW), 44);
+        const float* b = variant ? bias.data() : nullptr;
+        Epilogue ep = makeEpilogue(variant, b);
+        std::vector<float> resBlocked(size_t(nchwcBlocks(s.Cin) * OHW * 16));
+        reorderToNchw16c(*kd, res.data(), s.Cin, OHW, resBlocked.data());
+        if (variant == 2 || variant == 5) ep.residual = resBlocked.data();
+        std::vector<float> xb(size_t(nchwcBlocks(s.Cin) * s.H * s.W * 16));
+        reorderToNchw16c(*kd, x.data(), s.Cin, s.H * s.W, xb.data());
+        std::vector<float> packed(size_t(nchwcDepthwiseWeightFloats(s)));
+        packNchwcDepthwise(s, w.data(), packed.data());
+        std::vector<float> yb(resBlocked.size(), 55.0f), got(size_t(s.Cin * OHW));
+        depthwiseNchw16c(*kd, s, packed.data(), xb.data(), yb.data(), ep,
+                         variant % 2 ? &pool : nullptr);
+        reorderFromNchw16c(*kd, yb.data(), s.Cin, OHW, got.data());
+        Epilogue refEp = ep;
+        refEp.residual = ep.residual ? res.data() : nullptr;
+        expectClose(got, convNchwReference(s, s.Cin, x, w, b, refEp), taps,
+                    std::string(kd->name) + " depthwise " + std::to_string(s.KH) + "x" +
+                        std::to_string(s.KW) + " stride " + std::to_string(s.strideW) +
+                        " variant " + std::to_string(variant));
       }
 }
 
