@@ -57,14 +57,47 @@ bool isLanewise(const Node& n) {
 
 bool isScalarConstant(const Value* v) { return v->isConstant() && v->constant->numel() == 1; }
 
-// The inputs of candidate n that are activations: a convolution's X, a lane-wise op's non-scalar
-// operands.
+// A constant that broadcasts along the channel dim of `out` ([N, C, H, W]) only: rank <= 4, its
+// C values on that axis (right-aligned), ones elsewhere. It becomes a blocked [1, C/16, 1, 1, 16]
+// constant (zeros past C).
+bool isChannelConstant(const Value* v, const Dims& out) {
+  if (!v->isConstant() || v->type.dtype != DType::F32 || !v->constant->defined()) return false;
+  const Dims& d = v->constant->shape();
+  if (d.size() > 4 || d.size() < 3 || v->constant->numel() != out[1]) return false;
+  for (size_t j = 0; j < d.size(); ++j)
+    if (d[j] != (j + 4 - d.size() == 1 ? out[1] : 1)) return false;
+  return true;
+}
+
+// Concat along the channels where every input but the last fills whole blocks: the concatenation
+// of the blocked inputs along their block dim is the blocked result.
+bool isBlockConcat(const Node& n) {
+  if (n.op != "Concat" || !n.domain.empty() || n.outputs.size() != 1 || !isF32Rank4(n.outputs[0]))
+    return false;
+  const int64_t axis = n.attrInt("axis");
+  if (axis != 1 && axis != -3) return false;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!n.inputs[i] || !isF32Rank4(n.inputs[i]) || n.inputs[i]->isConstant()) return false;
+    if (i + 1 < n.inputs.size() && (*staticDims(n.inputs[i]))[1] % kLayoutBlock) return false;
+  }
+  return true;
+}
+
+// The inputs of candidate n that are activations: a convolution's X, a lane-wise op's or a
+// Concat's operands but scalar and channel constants.
 std::vector<size_t> activationInputs(const Node& n) {
   if (n.op == "Conv") return {0};
   std::vector<size_t> ins;
   for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (n.inputs[i] && !isScalarConstant(n.inputs[i])) ins.push_back(i);
+    if (n.inputs[i] && !n.inputs[i]->isConstant()) ins.push_back(i);
   return ins;
+}
+
+Tensor blockedChannelConstant(const Tensor& t) {
+  const int64_t C = t.numel(), blocks = (C + kLayoutBlock - 1) / kLayoutBlock;
+  Tensor b(DType::F32, {1, blocks, 1, 1, kLayoutBlock});
+  std::copy_n(t.data<float>(), C, b.data<float>());
+  return b;
 }
 
 } // namespace
@@ -82,13 +115,14 @@ bool assignLayout(Model& m, int64_t block) {
       blocked.insert(n.outputs[0]);
       continue;
     }
-    if (!isLanewise(n)) continue;
+    const bool concat = isBlockConcat(n);
+    if (!concat && !isLanewise(n)) continue;
     const Dims out = *staticDims(n.outputs[0]);
     bool any = false, ok = true;
     for (const Value* v : n.inputs) {
-      if (!v || isScalarConstant(v)) continue;
+      if (!v || isScalarConstant(v) || (!concat && isChannelConstant(v, out))) continue;
       const bool same = staticDims(v) == std::optional<Dims>(out) && !v->isConstant();
-      ok = ok && same;
+      ok = ok && (same || concat);
       any = any || blocked.count(v);
     }
     if (any && ok) {
@@ -140,6 +174,9 @@ bool assignLayout(Model& m, int64_t block) {
   // 3. Rewrite: each chosen node reads and writes blocked values; reorders at the boundary.
   std::map<const Value*, Value*> blockedOf;
   for (Node* n : chosen) {
+    for (Value*& v : n->inputs) // channel constants of lane-wise ops, blocked
+      if (v && v->isConstant() && !isScalarConstant(v) && n->op != "Conv")
+        v = g.addConstant(freshName(g, v->name + "_nchw16c"), blockedChannelConstant(*v->constant));
     for (size_t i : activationInputs(*n)) {
       Value*& v = n->inputs[i];
       auto it = blockedOf.find(v);

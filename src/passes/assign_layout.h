@@ -6,7 +6,9 @@
 // rows of at least 14 pixels and static f32 shapes (what kernels/conv_nchwc.h runs). Elementwise
 // ops that apply lane by lane (Relu, Clip, LeakyRelu, HardSwish, HardSigmoid, Sigmoid, Tanh, Add,
 // Sub, Mul) join when one input is blocked and every other is blocked, a scalar constant, or a
-// tensor of the output's own static shape. A region (nodes connected through blocked values) is
+// tensor of the output's own static shape, or a constant with one value per channel (it becomes a
+// blocked [1, C/16, 1, 1, 16] constant); Concat along the channels joins when every input but the
+// last has a multiple of 16 channels. A region (nodes connected through blocked values) is
 // kept when its convolutions' work pays for the reorders at its boundary: FLOPs >=
 // kFlopsPerReorderedElement x the elements reordered. A reorder moves an element in 0.2-0.3 ns
 // (16x16 register transposes, Intel Xeon), the blocked kernels save ~15-25% of a convolution's
