@@ -233,6 +233,14 @@ void depthwiseNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* p
                  });
 }
 
+void meanNchw16c(const KernelDesc& kd, const float* in, int64_t blocks, int64_t HW, float* out,
+                 ThreadPool* pool) {
+  AICC_RT_CHECK(kd.nchwcMean, "meanNchw16c: '{}' has no blocked mean", kd.name);
+  parallelRanges(pool, blocks, blocks * HW >= 4096, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) kd.nchwcMean(in + b * HW * B, HW, out + b * B);
+  });
+}
+
 void reorderToNchw16c(const KernelDesc& kd, const float* in, int64_t C, int64_t HW, float* out,
                       ThreadPool* pool) {
   AICC_RT_CHECK(kd.toNchwc, "reorderToNchw16c: '{}' has no layout changes", kd.name);

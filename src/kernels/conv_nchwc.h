@@ -42,6 +42,10 @@ void depthwiseNchw16c(const KernelDesc& kernel, const Conv2dShape& s, const floa
                       const float* in, float* out, const Epilogue& ep = {},
                       ThreadPool* pool = nullptr);
 
+// GlobalAveragePool of one image on NCHW16c: [blocks, HW, 16] -> [blocks, 16].
+void meanNchw16c(const KernelDesc& kernel, const float* in, int64_t blocks, int64_t HW, float* out,
+                 ThreadPool* pool = nullptr);
+
 // Layout changes of one image: [C, HW] <-> [ceil(C/16), HW, 16] (padding lanes written as zero).
 void reorderToNchw16c(const KernelDesc& kernel, const float* in, int64_t C, int64_t HW, float* out,
                       ThreadPool* pool = nullptr);

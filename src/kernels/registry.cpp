@@ -199,7 +199,8 @@ const KernelDesc kKernels[] = {
      .nchwc = f32_conv_nchw16c_avx512,
      .nchwcDw = f32_dwconv_nchw16c_avx512,
      .toNchwc = f32_to_nchw16c_avx512,
-     .fromNchwc = f32_from_nchw16c_avx512},
+     .fromNchwc = f32_from_nchw16c_avx512,
+     .nchwcMean = f32_mean_nchw16c_avx512},
 #endif
 // int8 convolution GEMM tiles (kernels/qconv.h), best first.
 #if AICC_X86_KERNELS

@@ -69,6 +69,7 @@ struct KernelDesc {
   NchwcTileFn nchwc = nullptr;
   NchwcDwFn nchwcDw = nullptr;                           // the depthwise row of the same layout
   NchwcReorderFn toNchwc = nullptr, fromNchwc = nullptr; // its layout changes
+  NchwcMeanFn nchwcMean = nullptr;                       // and its GlobalAveragePool
 };
 
 // Every kernel compiled into this build (including ones this CPU cannot run).

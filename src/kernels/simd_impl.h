@@ -452,6 +452,18 @@ template <class V> void fromNchwc(const float* in, int64_t rows, int64_t hw, flo
   }
 }
 
+// The mean of a channel block's pixels (ukernel.h NchwcMeanFn), four partial sums.
+template <class V> void nchwcMean(const float* in, int64_t hw, float* out) {
+  static_assert(V::width == 16);
+  typename V::vec s[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
+  int64_t p = 0;
+  for (; p + 4 <= hw; p += 4)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) s[k] = V::add(s[k], V::load(in + (p + k) * 16));
+  for (; p < hw; ++p) s[0] = V::add(s[0], V::load(in + p * 16));
+  V::store(out, V::mul(V::add(V::add(s[0], s[1]), V::add(s[2], s[3])), V::set1(1.0f / float(hw))));
+}
+
 // The depthwise row on NCHW16c (ukernel.h NchwcDwParams): inside pixels eight at a time, each
 // tap's weights loaded once for the eight, the last group overlapping the one before it (stores
 // start at its first new pixel); border pixels one at a time with their columns checked.

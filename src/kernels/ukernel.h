@@ -278,6 +278,10 @@ using NchwcDwFn = void (*)(const NchwcDwParams&);
 // from [hw][16] pixels (lanes >= rows written as zero), by 16 x 16 register transposes.
 using NchwcReorderFn = void (*)(const float* in, int64_t rows, int64_t hw, float* out);
 void f32_to_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out);
+// The mean of hw pixels of one channel block ([hw][16] -> 16 floats): GlobalAveragePool on
+// NCHW16c.
+using NchwcMeanFn = void (*)(const float* in, int64_t hw, float* out);
+void f32_mean_nchw16c_avx512(const float* in, int64_t hw, float* out);
 void f32_from_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out);
 void f32_dwconv_nchw16c_avx512(const NchwcDwParams& p);
 

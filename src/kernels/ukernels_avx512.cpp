@@ -44,6 +44,9 @@ void f32_to_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out
 void f32_from_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out) {
   detail::fromNchwc<V512>(in, rows, hw, out);
 }
+void f32_mean_nchw16c_avx512(const float* in, int64_t hw, float* out) {
+  detail::nchwcMean<V512>(in, hw, out);
+}
 void f32_dwconv_nchw16c_avx512(const NchwcDwParams& p) {
   p.stride == 1 ? detail::nchwcDwRow<V512, 1>(p) : detail::nchwcDwRow<V512, 2>(p);
 }

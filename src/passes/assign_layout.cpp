@@ -51,7 +51,7 @@ double blockedConvFlops(const Node& n) {
 bool isLanewise(const Node& n) {
   static const std::set<std::string> kOps = {"Relu",        "Clip",    "LeakyRelu", "HardSwish",
                                              "HardSigmoid", "Sigmoid", "Tanh",      "Add",
-                                             "Sub",         "Mul"};
+                                             "Sub",         "Mul",     "Swish"};
   return n.domain.empty() && kOps.count(n.op) && n.outputs.size() == 1 && isF32Rank4(n.outputs[0]);
 }
 
@@ -67,6 +67,11 @@ bool isChannelConstant(const Value* v, const Dims& out) {
   for (size_t j = 0; j < d.size(); ++j)
     if (d[j] != (j + 4 - d.size() == 1 ? out[1] : 1)) return false;
   return true;
+}
+
+bool isGlobalPool(const Node& n) {
+  return n.op == "GlobalAveragePool" && n.domain.empty() && n.inputs.size() == 1 &&
+         isF32Rank4(n.inputs[0]) && n.outputs.size() == 1 && isF32Rank4(n.outputs[0]);
 }
 
 // Concat along the channels where every input but the last fills whole blocks: the concatenation
@@ -115,14 +120,26 @@ bool assignLayout(Model& m, int64_t block) {
       blocked.insert(n.outputs[0]);
       continue;
     }
+    // GlobalAveragePool of a blocked value: a blocked [N, C/16, 1, 1, 16] result (squeeze-excite).
+    if (isGlobalPool(n)) {
+      if (blocked.count(n.inputs[0])) {
+        flops[&n] = 0;
+        blocked.insert(n.outputs[0]);
+      }
+      continue;
+    }
     const bool concat = isBlockConcat(n);
     if (!concat && !isLanewise(n)) continue;
     const Dims out = *staticDims(n.outputs[0]);
     bool any = false, ok = true;
     for (const Value* v : n.inputs) {
       if (!v || isScalarConstant(v) || (!concat && isChannelConstant(v, out))) continue;
-      const bool same = staticDims(v) == std::optional<Dims>(out) && !v->isConstant();
-      ok = ok && (same || concat);
+      const auto d = staticDims(v);
+      const bool same = d == std::optional<Dims>(out) && !v->isConstant();
+      // A [N, C, 1, 1] activation (squeeze-excite's scale) broadcasts blocked as well.
+      const bool perChannel =
+          !concat && !v->isConstant() && isF32Rank4(v) && *d == Dims{out[0], out[1], 1, 1};
+      ok = ok && (same || perChannel || concat);
       any = any || blocked.count(v);
     }
     if (any && ok) {
@@ -192,6 +209,12 @@ bool assignLayout(Model& m, int64_t block) {
       n->op = "ConvNchwc";
       n->domain = kAiccDomain;
       n->def = OpRegistry::instance().find(kAiccDomain, "ConvNchwc");
+    } else if (n->op == "GlobalAveragePool") { // the mean over H and W of each lane
+      n->op = "ReduceMean";
+      n->def = OpRegistry::instance().find("", "ReduceMean");
+      n->inputs.push_back(
+          g.addConstant(freshName(g, n->outputs[0]->name + "_axes"), Tensor::fromI64({2, 3})));
+      n->attrs["keepdims"] = Attribute{int64_t(1)};
     }
     Value* out = n->outputs[0];
     Value* b = g.addValue(freshName(g, out->name + "_nchw16c"), blockedType(out));

@@ -16,6 +16,8 @@
 //       NCHW16c (kernels/conv_nchwc.h), wp packed by kernels::packNchwcWeights
 //   @dwconv_nchw16c_<nchw16c desc>(the same, Cin == Cout)   depthwise, wp packed by
 //       kernels::packNchwcDepthwise
+//   @mean_nchw16c_<nchw16c desc>(x, y, blocks, HW)   GlobalAveragePool on NCHW16c (one image,
+//       ReduceMean over H and W of [blocks, H, W, 16])
 //   @reorder_nchw16c_<nchw16c desc>(x, y, C, HW, toBlocked)   one image [C, HW] -> [C/16, HW, 16]
 //       (toBlocked 1) or back (0)
 //   @gemm_packed_<gemm desc>(A, Bp, C, M, N, K, lda, ldc, bias | 0, clampFlags, lo, hi, res | 0)
@@ -400,6 +402,16 @@ void callConvNchwc(const kernels::KernelDesc& d, const std::string& k, std::vect
   (dw ? kernels::depthwiseNchw16c : kernels::conv2dNchw16c)(d, s, wp, x, y, ep, pool);
 }
 
+void callMeanNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                   kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 4, "call @{}: expects 4 arguments, got {}", k, a.size());
+  const int64_t blocks = ival(k, a, 2), HW = ival(k, a, 3);
+  AICC_RT_CHECK(blocks >= 1 && HW >= 1, "call @{}: bad shape", k);
+  const float* x = span(k, a, 0, blocks * HW * kernels::kNchwcBlock, "x");
+  float* y = span(k, a, 1, blocks * kernels::kNchwcBlock, "y");
+  kernels::meanNchw16c(d, x, blocks, HW, y, pool);
+}
+
 void callReorderNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                       kernels::ThreadPool* pool) {
   AICC_RT_CHECK(a.size() == 5, "call @{}: expects 5 arguments, got {}", k, a.size());
@@ -541,6 +553,7 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"conv2d_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
       {"dwconv_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
       {"reorder_nchw16c_", KernelOp::ConvNchw16c, callReorderNchwc},
+      {"mean_nchw16c_", KernelOp::ConvNchw16c, callMeanNchwc},
       {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
       {"qdwconv_nchw_", KernelOp::QDepthwise3x3, callQDw3x3},

@@ -714,6 +714,31 @@ TEST(Kernels, DepthwiseNchw16cMatchesReference) {
       }
 }
 
+// GlobalAveragePool on NCHW16c (squeeze-excite regions): one 16-lane mean per channel.
+TEST(Kernels, MeanNchw16cMatchesReference) {
+  ThreadPool pool(2);
+  for (const KernelDesc* kd : availableKernels(KernelOp::ConvNchw16c))
+    for (auto [C, HW] : {std::pair<int64_t, int64_t>{16, 1}, {40, 49}, {96, 3136}, {1280, 7}}) {
+      const auto x = randomVec(size_t(C * HW), 61);
+      std::vector<float> xb(size_t(nchwcBlocks(C) * HW * 16));
+      reorderToNchw16c(*kd, x.data(), C, HW, xb.data());
+      std::vector<float> yb(size_t(nchwcBlocks(C) * 16), 55.0f), got(static_cast<size_t>(C));
+      meanNchw16c(*kd, xb.data(), nchwcBlocks(C), HW, yb.data(), HW > 100 ? &pool : nullptr);
+      reorderFromNchw16c(*kd, yb.data(), C, 1, got.data());
+      std::vector<float> want(static_cast<size_t>(C));
+      for (int64_t c = 0; c < C; ++c) {
+        double sum = 0;
+        for (int64_t i = 0; i < HW; ++i) sum += x[size_t(c * HW + i)];
+        want[size_t(c)] = float(sum / double(HW));
+      }
+      expectClose(got, want, int(HW),
+                  std::string(kd->name) + " mean C=" + std::to_string(C) +
+                      " HW=" + std::to_string(HW));
+      for (int64_t l = C; l < nchwcBlocks(C) * 16; ++l)
+        EXPECT_EQ(yb[size_t(l)], 0.0f) << "padding lane " << l << " of the mean is not zero";
+    }
+}
+
 // NCHW depthwise (any kernel size, stride, dilation, padding, channel multiplier).
 TEST(Kernels, DepthwiseNchwMatchesReference) {
   ThreadPool pool(2);
