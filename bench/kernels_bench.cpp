@@ -149,17 +149,21 @@ void benchConv(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, ConvRo
 }
 
 // The same convolution on NCHW16c activations (kernels/conv_nchwc.h; the layout pass's form).
+// Few input channels (a stem) read NCHW planes, as the layout pass sends them.
 void benchConvNchwc(benchmark::State& st, const KernelDesc* kd, Conv2dShape s, int threads) {
-  const auto in = randomVec(size_t(nchwcBlocks(s.Cin) * s.H * s.W * 16));
+  const bool plane = s.Cin < kNchwcBlock;
+  const auto in = randomVec(size_t((plane ? s.Cin : nchwcBlocks(s.Cin) * 16) * s.H * s.W));
   const int64_t K = s.Cin * s.KH * s.KW;
   const auto w = randomVec(size_t(s.Cout * K)), b = randomVec(size_t(s.Cout));
-  std::vector<float> packed(size_t(nchwcPackedWeightFloats(s)));
-  packNchwcWeights(s, w.data(), packed.data());
+  std::vector<float> packed(
+      size_t(plane ? nchwcPlanePackedWeightFloats(s) : nchwcPackedWeightFloats(s)));
+  (plane ? packNchwcPlaneWeights : packNchwcWeights)(s, w.data(), packed.data());
   std::vector<float> out(size_t(s.OH() * s.OW() * nchwcBlocks(s.Cout) * 16));
   ThreadPool* pool = poolFor(threads);
   const auto t0 = Clock::now();
   for (auto _ : st) {
-    conv2dNchw16c(*kd, s, packed.data(), in.data(), out.data(), Epilogue::relu(b.data()), pool);
+    (plane ? conv2dNchwToNchw16c : conv2dNchw16c)(*kd, s, packed.data(), in.data(), out.data(),
+                                                  Epilogue::relu(b.data()), pool);
     benchmark::ClobberMemory();
   }
   setFlops(st, 2.0 * double(s.OH() * s.OW() * s.Cout) * double(K), threads, t0, kd->isa);
@@ -319,6 +323,7 @@ void registerAll() {
       {"7x7x960_1x1_320", convShape(7, 960, 320, 1, 1)},
       {"224x224x3_7x7s2_64", convShape(224, 3, 64, 7, 2)},
       {"224x224x3_3x3s2_64", convShape(224, 3, 64, 3, 2)},
+      {"224x224x3_3x3s2_32", convShape(224, 3, 32, 3, 2)},
       // MobileNetV2 / EfficientNet-B0 at 112x112 (few channels: memory-bound), squeeze-excite
       // 1x1 maps (pixel rows: a one-row tile per B panel)
       {"112x112x32_1x1_16", convShape(112, 32, 16, 1, 1)},
@@ -361,7 +366,8 @@ void registerAll() {
     for (const auto& [label, s] : convs) {
       if (!nchwcConvApplies(s)) continue;
       for (int t : {1, 2}) {
-        const std::string name = "conv2d/" + std::string(kd->name) + "/" + label + "/nchw16c" +
+        const std::string name = "conv2d/" + std::string(kd->name) + "/" + label +
+                                 (s.Cin < kNchwcBlock ? "/nchw-to-nchw16c" : "/nchw16c") +
                                  "/threads:" + std::to_string(t);
         const Conv2dShape shape = s;
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {

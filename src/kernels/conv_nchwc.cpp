@@ -18,22 +18,26 @@ bool nchwcConvApplies(const Conv2dShape& s) {
          s.OW() >= kNchwcTilePixels && s.OH() >= 1 && s.Cin >= 1 && s.Cout >= 1;
 }
 
-int64_t nchwcPackedWeightFloats(const Conv2dShape& s) {
+namespace {
+
+// Weights per pair of output blocks as [blocks][KH * KW][P][32], P input lanes per block (16, or
+// 1 for plane input), zeros past Cin and Cout.
+int64_t packedFloats(const Conv2dShape& s, int64_t P) {
   const int64_t pairs = (nchwcBlocks(s.Cout) + 1) / 2;
-  return pairs * nchwcBlocks(s.Cin) * s.KH * s.KW * B * 2 * B;
+  return pairs * ((s.Cin + P - 1) / P) * s.KH * s.KW * P * 2 * B;
 }
 
-void packNchwcWeights(const Conv2dShape& s, const float* w, float* dst) {
-  const int64_t pairs = (nchwcBlocks(s.Cout) + 1) / 2, blocks = nchwcBlocks(s.Cin);
+void packWeights(const Conv2dShape& s, const float* w, float* dst, int64_t P) {
+  const int64_t pairs = (nchwcBlocks(s.Cout) + 1) / 2, blocks = (s.Cin + P - 1) / P;
   const int64_t taps = s.KH * s.KW;
-  std::fill_n(dst, nchwcPackedWeightFloats(s), 0.0f);
+  std::fill_n(dst, packedFloats(s, P), 0.0f);
   for (int64_t pr = 0; pr < pairs; ++pr)
     for (int64_t b = 0; b < blocks; ++b)
       for (int64_t t = 0; t < taps; ++t)
-        for (int64_t i = 0; i < B; ++i) {
-          const int64_t ci = b * B + i;
+        for (int64_t i = 0; i < P; ++i) {
+          const int64_t ci = b * P + i;
           if (ci >= s.Cin) continue;
-          float* d = dst + (((pr * blocks + b) * taps + t) * B + i) * 2 * B;
+          float* d = dst + (((pr * blocks + b) * taps + t) * P + i) * 2 * B;
           for (int64_t j = 0; j < 2 * B; ++j) {
             const int64_t co = pr * 2 * B + j;
             if (co < s.Cout) d[j] = w[(co * s.Cin + ci) * taps + t];
@@ -41,60 +45,73 @@ void packNchwcWeights(const Conv2dShape& s, const float* w, float* dst) {
         }
 }
 
+} // namespace
+
+int64_t nchwcPackedWeightFloats(const Conv2dShape& s) { return packedFloats(s, B); }
+void packNchwcWeights(const Conv2dShape& s, const float* w, float* dst) {
+  packWeights(s, w, dst, B);
+}
+int64_t nchwcPlanePackedWeightFloats(const Conv2dShape& s) { return packedFloats(s, 1); }
+void packNchwcPlaneWeights(const Conv2dShape& s, const float* w, float* dst) {
+  packWeights(s, w, dst, 1);
+}
+
 namespace {
 
-// The input as the tiles read it: pixels 16 floats apart. A padded input, or a stride-2 one, is
-// copied first (the caller's buffer, shared with the workers): rows of Wp pixels with zero
-// borders, for stride 2 split into the even columns, then the odd ones (half = their first
-// index), so output pixel x reads column 2x + kw at (kw % 2) * half + x + kw / 2. taps[t]: tap
-// t's offset in floats from an output pixel's first input pixel.
+// The input as the tiles read it: pixels P floats apart (16 on NCHW16c, 1 on NCHW planes). A
+// padded input, or a blocked stride-2 one, is copied first (the caller's buffer, shared with the
+// workers): rows of Wp pixels with zero borders, blocked stride 2 split into the even columns,
+// then the odd ones (half = their first index), so output pixel x reads column 2x + kw at
+// (kw % 2) * half + x + kw / 2 (planes read every other float instead). taps[t]: tap t's offset
+// in floats from an output pixel's first input pixel.
 struct BlockedInput {
   const float* src;
-  int64_t Hp, Wp, half;
+  int64_t Hp, Wp, half, P;
   std::vector<int64_t> taps;
   // Output pixel (oh, ow)'s first input pixel, in floats from a block's start.
   int64_t at(const Conv2dShape& s, int64_t oh, int64_t ow) const {
-    return (oh * s.strideH * Wp + (s.strideW == 2 ? ow : ow * s.strideW)) * B;
+    return (oh * s.strideH * Wp + (half ? ow : ow * s.strideW)) * P;
   }
 };
 
-BlockedInput blockedInput(const Conv2dShape& s, int64_t blocks, const float* in, ThreadPool* pool) {
-  const int64_t sW = s.strideW;
+BlockedInput blockedInput(const Conv2dShape& s, int64_t blocks, int64_t P, const float* in,
+                          ThreadPool* pool) {
+  const bool split = P == B && s.strideW == 2;
   const bool padded = s.padTop || s.padLeft || s.padBottom || s.padRight;
-  BlockedInput r{in, s.H + s.padTop + s.padBottom, s.W + s.padLeft + s.padRight, 0, {}};
-  const int64_t Hp = r.Hp, Wp = r.Wp, half = r.half = sW == 2 ? (Wp + 1) / 2 : 0;
+  BlockedInput r{in, s.H + s.padTop + s.padBottom, s.W + s.padLeft + s.padRight, 0, P, {}};
+  const int64_t Hp = r.Hp, Wp = r.Wp, half = r.half = split ? (Wp + 1) / 2 : 0;
   for (int64_t kh = 0; kh < s.KH; ++kh)
     for (int64_t kw = 0; kw < s.KW; ++kw)
-      r.taps.push_back((kh * Wp + (sW == 2 ? (kw % 2) * half + kw / 2 : kw)) * B);
-  if (!padded && sW == 1) return r;
+      r.taps.push_back((kh * Wp + (split ? (kw % 2) * half + kw / 2 : kw)) * P);
+  if (!padded && !split) return r;
   thread_local std::vector<float> copyBuf;
-  copyBuf.resize(size_t(blocks * Hp * Wp * B));
+  copyBuf.resize(size_t(blocks * Hp * Wp * P));
   float* buf = copyBuf.data();
-  parallelRanges(pool, blocks, blocks * Hp * Wp >= 2048, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b)
-      for (int64_t y = 0; y < Hp; ++y) {
-        float* row = buf + (b * Hp + y) * Wp * B;
-        const int64_t iy = y - s.padTop;
-        if (iy < 0 || iy >= s.H) {
-          std::memset(row, 0, size_t(Wp * B) * sizeof(float));
-          continue;
-        }
-        const float* from = in + (b * s.H + iy) * s.W * B;
-        if (sW == 1) {
-          std::memset(row, 0, size_t(s.padLeft * B) * sizeof(float));
-          std::memcpy(row + s.padLeft * B, from, size_t(s.W * B) * sizeof(float));
-          std::memset(row + (s.padLeft + s.W) * B, 0, size_t(s.padRight * B) * sizeof(float));
-          continue;
-        }
-        for (int64_t x = 0; x < Wp; ++x) {
-          float* d = row + ((x % 2) * half + x / 2) * B;
-          const int64_t ix = x - s.padLeft;
-          if (ix < 0 || ix >= s.W)
-            std::memset(d, 0, B * sizeof(float));
-          else
-            std::memcpy(d, from + ix * B, B * sizeof(float));
-        }
+  parallelRanges(pool, blocks * Hp, blocks * Hp * Wp * P >= 32768, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / Hp, y = u % Hp;
+      float* row = buf + u * Wp * P;
+      const int64_t iy = y - s.padTop;
+      if (iy < 0 || iy >= s.H) {
+        std::memset(row, 0, size_t(Wp * P) * sizeof(float));
+        continue;
       }
+      const float* from = in + (b * s.H + iy) * s.W * P;
+      if (!split) {
+        std::memset(row, 0, size_t(s.padLeft * P) * sizeof(float));
+        std::memcpy(row + s.padLeft * P, from, size_t(s.W * P) * sizeof(float));
+        std::memset(row + (s.padLeft + s.W) * P, 0, size_t(s.padRight * P) * sizeof(float));
+        continue;
+      }
+      for (int64_t x = 0; x < Wp; ++x) {
+        float* d = row + ((x % 2) * half + x / 2) * B;
+        const int64_t ix = x - s.padLeft;
+        if (ix < 0 || ix >= s.W)
+          std::memset(d, 0, B * sizeof(float));
+        else
+          std::memcpy(d, from + ix * B, B * sizeof(float));
+      }
+    }
   });
   r.src = buf;
   return r;
@@ -120,25 +137,29 @@ void checkShape(const KernelDesc& kd, const Conv2dShape& s, bool depthwise) {
 
 } // namespace
 
-void conv2dNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
-                   const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
-  checkShape(kd, s, false);
+namespace {
+
+// The dense convolution on either input layout: P = 16 (NCHW16c) or 1 (NCHW planes).
+void convBlocked(const KernelDesc& kd, const Conv2dShape& s, int64_t P, const float* packedW,
+                 const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
   constexpr int64_t np = kNchwcTilePixels;
-  const int64_t blocks = nchwcBlocks(s.Cin), outBlocks = nchwcBlocks(s.Cout);
+  const int64_t blocks = (s.Cin + P - 1) / P, outBlocks = nchwcBlocks(s.Cout);
   const int64_t OH = s.OH(), OW = s.OW();
   const int64_t pairs = (outBlocks + 1) / 2, taps = s.KH * s.KW;
-  const int64_t pairFloats = blocks * taps * B * 2 * B;
-  const BlockedInput x = blockedInput(s, blocks, in, pool);
+  const int64_t pairFloats = blocks * taps * P * 2 * B;
+  const BlockedInput x = blockedInput(s, blocks, P, in, pool);
   const float* bias = paddedBias(ep.bias, s.Cout, pairs * 2 * B);
+  const NchwcTileFn tile = P == B ? kd.nchwc : kd.nchwcPlane;
   NchwcTileParams base{};
   base.taps = x.taps.data();
   base.ntaps = taps;
   base.blocks = blocks;
-  base.aBlk = x.Hp * x.Wp * B;
+  base.aBlk = x.Hp * x.Wp * P;
   base.cBlk = OH * OW * B;
   base.lo = ep.lo();
   base.hi = ep.hi();
   base.act = ep.post;
+  base.stride = s.strideW;
   // Work: (pair of output blocks, output row), contiguous ranges per thread; a pair's weights
   // stay in cache over its rows.
   const int64_t units = pairs * OH, rowTiles = (OW + np - 1) / np;
@@ -164,10 +185,25 @@ void conv2dNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* pack
         const int64_t o = (b0 * OH + oh) * OW * B + start * B;
         p.c = out + o;
         p.res = ep.residual ? ep.residual + o : nullptr;
-        kd.nchwc(p);
+        tile(p);
       }
     }
   });
+}
+
+} // namespace
+
+void conv2dNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
+                   const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
+  checkShape(kd, s, false);
+  convBlocked(kd, s, B, packedW, in, out, ep, pool);
+}
+
+void conv2dNchwToNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
+                         const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
+  checkShape(kd, s, false);
+  AICC_RT_CHECK(kd.nchwcPlane, "conv2dNchwToNchw16c: '{}' has no plane-input tile", kd.name);
+  convBlocked(kd, s, 1, packedW, in, out, ep, pool);
 }
 
 int64_t nchwcDepthwiseWeightFloats(const Conv2dShape& s) {
@@ -239,6 +275,40 @@ void meanNchw16c(const KernelDesc& kd, const float* in, int64_t blocks, int64_t 
   parallelRanges(pool, blocks, blocks * HW >= 4096, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) kd.nchwcMean(in + b * HW * B, HW, out + b * B);
   });
+}
+
+void poolNchw16c(const KernelDesc& kd, const DwShape& s, bool isMax, bool countPad, const float* in,
+                 float* out, ThreadPool* pool) {
+  AICC_RT_CHECK(kd.nchwcPool, "poolNchw16c: '{}' has no blocked pooling", kd.name);
+  const int64_t blocks = nchwcBlocks(s.C), OH = s.OH(), OW = s.OW();
+  NchwcPoolParams base{};
+  base.n = OW;
+  base.KW = s.KW;
+  base.W = s.W;
+  base.padLeft = s.padLeft;
+  base.padRight = s.padRight;
+  base.stride = s.strideW;
+  base.max = isMax;
+  base.countPad = countPad;
+  // Work: (channel block, output row), contiguous ranges per thread.
+  parallelRanges(
+      pool, blocks * OH, blocks * OH * OW * s.KH * s.KW >= 16384, [&](int64_t u0, int64_t u1) {
+        NchwcPoolParams p = base;
+        std::vector<int64_t> rows(size_t(s.KH));
+        p.rows = rows.data();
+        for (int64_t u = u0; u < u1; ++u) {
+          const int64_t b = u / OH, oh = u % OH, iy = oh * s.strideH - s.padTop;
+          p.nrows = 0;
+          for (int64_t kh = 0; kh < s.KH; ++kh)
+            if (iy + kh >= 0 && iy + kh < s.H) rows[size_t(p.nrows++)] = (iy + kh) * s.W * B;
+          // With countPad the rows inside the padded extent (ceil_mode's overhang
+          // never counts).
+          p.rowCount = float(countPad ? std::min(s.KH, s.H + s.padBottom - iy) : p.nrows);
+          p.a = in + b * s.H * s.W * B;
+          p.c = out + (b * OH + oh) * OW * B;
+          kd.nchwcPool(p);
+        }
+      });
 }
 
 void reorderToNchw16c(const KernelDesc& kd, const float* in, int64_t C, int64_t HW, float* out,

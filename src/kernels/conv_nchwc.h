@@ -34,6 +34,15 @@ void conv2dNchw16c(const KernelDesc& kernel, const Conv2dShape& s, const float* 
                    const float* in, float* out, const Epilogue& ep = {},
                    ThreadPool* pool = nullptr);
 
+// A stem: the same convolution on NCHW input ([Cin, H, W], best for few channels, an image's 3),
+// each input channel a block of one lane: weights packed as [Cin][KH * KW][1][32] per pair of
+// output blocks; out [ceil(Cout/16), OH, OW, 16].
+int64_t nchwcPlanePackedWeightFloats(const Conv2dShape& s);
+void packNchwcPlaneWeights(const Conv2dShape& s, const float* wOIHW, float* dst);
+void conv2dNchwToNchw16c(const KernelDesc& kernel, const Conv2dShape& s, const float* packedW,
+                         const float* in, float* out, const Epilogue& ep = {},
+                         ThreadPool* pool = nullptr);
+
 // Depthwise (one channel per group, Cin == Cout, multiplier 1) on NCHW16c, same conditions:
 // weights [C, 1, KH, KW] packed as [blocks][KH * KW][16] (zeros past C).
 int64_t nchwcDepthwiseWeightFloats(const Conv2dShape& s);
@@ -45,6 +54,13 @@ void depthwiseNchw16c(const KernelDesc& kernel, const Conv2dShape& s, const floa
 // GlobalAveragePool of one image on NCHW16c: [blocks, HW, 16] -> [blocks, 16].
 void meanNchw16c(const KernelDesc& kernel, const float* in, int64_t blocks, int64_t HW, float* out,
                  ThreadPool* pool = nullptr);
+
+// MaxPool (isMax) or AveragePool of one image on NCHW16c: [ceil(C/16), H, W, 16] ->
+// [ceil(C/16), OH, OW, 16] (DwShape: C, sizes, kernel, strides, pads, outH/outW for ceil_mode;
+// dilation 1). Windows see only what lies inside the input; AveragePool divides by the count
+// inside it, or inside the padded extent with countPad.
+void poolNchw16c(const KernelDesc& kernel, const DwShape& s, bool isMax, bool countPad,
+                 const float* in, float* out, ThreadPool* pool = nullptr);
 
 // Layout changes of one image: [C, HW] <-> [ceil(C/16), HW, 16] (padding lanes written as zero).
 void reorderToNchw16c(const KernelDesc& kernel, const float* in, int64_t C, int64_t HW, float* out,

@@ -197,10 +197,12 @@ const KernelDesc kKernels[] = {
      .constraints = "NCHW16c in and out, group 1, dilation 1, stride 1 or 2 along W, output rows "
                     ">= 14 pixels; 14 pixels x 32 channels",
      .nchwc = f32_conv_nchw16c_avx512,
+     .nchwcPlane = f32_conv_nchw_nchw16c_avx512,
      .nchwcDw = f32_dwconv_nchw16c_avx512,
      .toNchwc = f32_to_nchw16c_avx512,
      .fromNchwc = f32_from_nchw16c_avx512,
-     .nchwcMean = f32_mean_nchw16c_avx512},
+     .nchwcMean = f32_mean_nchw16c_avx512,
+     .nchwcPool = f32_pool_nchw16c_avx512},
 #endif
 // int8 convolution GEMM tiles (kernels/qconv.h), best first.
 #if AICC_X86_KERNELS

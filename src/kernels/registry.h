@@ -67,9 +67,11 @@ struct KernelDesc {
   QGemmUkernelFn qgemm = nullptr;
   QDw3x3Fn qdw3x3 = nullptr;
   NchwcTileFn nchwc = nullptr;
+  NchwcTileFn nchwcPlane = nullptr;                      // the same tile on a stem's NCHW planes
   NchwcDwFn nchwcDw = nullptr;                           // the depthwise row of the same layout
   NchwcReorderFn toNchwc = nullptr, fromNchwc = nullptr; // its layout changes
   NchwcMeanFn nchwcMean = nullptr;                       // and its GlobalAveragePool
+  NchwcPoolFn nchwcPool = nullptr;                       // and its MaxPool / AveragePool row
 };
 
 // Every kernel compiled into this build (including ones this CPU cannot run).

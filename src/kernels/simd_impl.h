@@ -13,6 +13,8 @@
 
 #include "kernels/ukernel.h"
 
+#include <limits>
+
 namespace aicc::kernels::detail {
 
 // exp(x) (NEG: exp(-x), without a negation) for f32: x = n ln2 + r with |r| <= ln2 / 2, exp(r) by
@@ -372,7 +374,10 @@ void gemmTile(const GemmTileParams& p) {
 
 // The blocked convolution tile (ukernel.h NchwcTileParams), 16-lane vectors: every k step loads
 // NV weight vectors and broadcasts NP input lanes at fixed offsets from one pointer.
-template <class V, int NP, int NV> void nchwcTile(const NchwcTileParams& p) {
+// CI input lanes per block and pixel, PS floats between input pixels: NCHW16c input (16, 16), or
+// NCHW planes of a stem (1, the stride along W).
+template <class V, int NP, int NV, int CI = 16, int PS = 16>
+void nchwcTile(const NchwcTileParams& p) {
   using vec = typename V::vec;
   static_assert(V::width == 16);
   vec acc[NP][NV];
@@ -387,18 +392,18 @@ template <class V, int NP, int NV> void nchwcTile(const NchwcTileParams& p) {
   int64_t line = 0;
   for (int64_t blk = 0; blk < p.blocks; ++blk) {
     const float* ab = p.a + blk * p.aBlk;
-    for (int64_t t = 0; t < p.ntaps; ++t, w += 16 * 32) {
+    for (int64_t t = 0; t < p.ntaps; ++t, w += CI * 32) {
       const float* a = ab + p.taps[t];
       for (int64_t l = 0; l < per && line < p.pfLines; ++l, ++line)
         __builtin_prefetch(p.pf + line * 64, 0, 2);
 #pragma GCC unroll 2
-      for (int i = 0; i < 16; ++i) {
+      for (int i = 0; i < CI; ++i) {
         vec wv[NV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * 16 + i * 32);
 #pragma GCC unroll 16
         for (int q = 0; q < NP; ++q) {
-          const vec x = V::set1(a[q * 16 + i]);
+          const vec x = V::set1(a[q * PS + i]);
 #pragma GCC unroll 8
           for (int v = 0; v < NV; ++v) acc[q][v] = V::fmadd(x, wv[v], acc[q][v]);
         }
@@ -462,6 +467,31 @@ template <class V> void nchwcMean(const float* in, int64_t hw, float* out) {
     for (int k = 0; k < 4; ++k) s[k] = V::add(s[k], V::load(in + (p + k) * 16));
   for (; p < hw; ++p) s[0] = V::add(s[0], V::load(in + p * 16));
   V::store(out, V::mul(V::add(V::add(s[0], s[1]), V::add(s[2], s[3])), V::set1(1.0f / float(hw))));
+}
+
+// A pooling row on NCHW16c (ukernel.h NchwcPoolParams): each pixel's window columns clipped to
+// the input, one vector per tap.
+template <class V, bool MAX> void nchwcPoolRow(const NchwcPoolParams& p) {
+  using vec = typename V::vec;
+  static_assert(V::width == 16);
+  for (int64_t q = 0; q < p.n; ++q) {
+    const int64_t ix = q * p.stride - p.padLeft;
+    const int64_t k0 = ix < 0 ? -ix : 0, k1 = p.KW < p.W - ix ? p.KW : p.W - ix;
+    const float* a = p.a + ix * 16;
+    vec acc = MAX ? V::set1(-std::numeric_limits<float>::infinity()) : V::zero();
+    for (int64_t r = 0; r < p.nrows; ++r)
+      for (int64_t kw = k0; kw < k1; ++kw) {
+        const vec x = V::load(a + p.rows[r] + kw * 16);
+        acc = MAX ? V::max(acc, x) : V::add(acc, x);
+      }
+    if (!MAX) {
+      const int64_t padded = p.W + p.padRight - ix,
+                    cols = p.countPad ? (p.KW < padded ? p.KW : padded) : k1 - k0;
+      const float count = p.rowCount * float(cols); // 0 only for a window wholly outside
+      acc = V::mul(acc, V::set1(count > 0 ? 1.0f / count : 0.0f));
+    }
+    V::store(p.c + q * 16, acc);
+  }
 }
 
 // The depthwise row on NCHW16c (ukernel.h NchwcDwParams): inside pixels eight at a time, each

@@ -250,9 +250,14 @@ struct NchwcTileParams {
   unsigned act;      // kAct*, after the clamp
   const char* pf;    // lines [0, pfLines) of 64 bytes from pf to prefetch into L2 (the next
   int64_t pfLines;   // weights' share), spread over the tile's taps
+  int64_t stride;    // plane input only: floats between input pixels (the stride along W, 1 or 2)
 };
 using NchwcTileFn = void (*)(const NchwcTileParams&);
 void f32_conv_nchw16c_avx512(const NchwcTileParams& p);
+// The same tile on NCHW planes (a stem's few input channels): each input channel is a block of
+// one lane (aBlk floats apart), weights [channels][taps][1][32], pixel q's input at
+// a + b * aBlk + taps[t] + q * stride.
+void f32_conv_nchw_nchw16c_avx512(const NchwcTileParams& p);
 
 // One output row of one channel block of a depthwise convolution on NCHW16c, read in place (no
 // padded copy): pixel q of the row (q < n) = sum over taps t of w[wt[t] * 16 ..] * the input
@@ -284,6 +289,21 @@ using NchwcMeanFn = void (*)(const float* in, int64_t hw, float* out);
 void f32_mean_nchw16c_avx512(const float* in, int64_t hw, float* out);
 void f32_from_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out);
 void f32_dwconv_nchw16c_avx512(const NchwcDwParams& p);
+// One output row of one channel block of a 2-D MaxPool or AveragePool on NCHW16c, read in place:
+// pixel q (q < n) over the window's rows at a + rows[r] (the nrows inside the input) and columns
+// q * stride - padLeft + kw inside [0, W): the max, or the sum times 1 / (rowCount * columns),
+// the columns counted inside the input or, with countPad, inside the padded width W + padRight
+// (rowCount likewise, from the caller). Pixel q at c + q * 16.
+struct NchwcPoolParams {
+  const float* a;
+  const int64_t* rows;
+  int64_t nrows, n, KW, W, padLeft, padRight, stride;
+  float* c;
+  float rowCount;
+  bool max, countPad;
+};
+using NchwcPoolFn = void (*)(const NchwcPoolParams&);
+void f32_pool_nchw16c_avx512(const NchwcPoolParams& p);
 
 // The sum of x[0..n) (GlobalAveragePool rows), in vector lanes (4 accumulators), then the lanes.
 using SumFn = float (*)(const float* x, int64_t n);

@@ -38,6 +38,9 @@ void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, u
 }
 
 void f32_conv_nchw16c_avx512(const NchwcTileParams& p) { detail::nchwcTile<V512, 14, 2>(p); }
+void f32_conv_nchw_nchw16c_avx512(const NchwcTileParams& p) {
+  p.stride == 1 ? detail::nchwcTile<V512, 14, 2, 1, 1>(p) : detail::nchwcTile<V512, 14, 2, 1, 2>(p);
+}
 void f32_to_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* out) {
   detail::toNchwc<V512>(in, rows, hw, out);
 }
@@ -46,6 +49,9 @@ void f32_from_nchw16c_avx512(const float* in, int64_t rows, int64_t hw, float* o
 }
 void f32_mean_nchw16c_avx512(const float* in, int64_t hw, float* out) {
   detail::nchwcMean<V512>(in, hw, out);
+}
+void f32_pool_nchw16c_avx512(const NchwcPoolParams& p) {
+  p.max ? detail::nchwcPoolRow<V512, true>(p) : detail::nchwcPoolRow<V512, false>(p);
 }
 void f32_dwconv_nchw16c_avx512(const NchwcDwParams& p) {
   p.stride == 1 ? detail::nchwcDwRow<V512, 1>(p) : detail::nchwcDwRow<V512, 2>(p);

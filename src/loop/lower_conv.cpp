@@ -159,13 +159,15 @@ Block convNchwcBody(FuncBuilder& b, const Node& head, const Bind& bind, const st
     no("aicc.ConvNchwc is lowered for f32 with constant weights");
   const Dims xd = staticDims(xv, "X"), wd = staticDims(wv, "W"),
              yd = staticDims(head.outputs[0], "Y");
-  if (xd.size() != 5 || wd.size() != 4 || yd.size() != 5)
+  if ((xd.size() != 5 && xd.size() != 4) || wd.size() != 4 || yd.size() != 5)
     no("aicc.ConvNchwc operands of the wrong rank");
+  const bool plane = xd.size() == 4; // a stem reading NCHW planes
   // The logical NCHW geometry, as Conv's.
   const int64_t G = head.attrInt("group");
   const ConvShape s =
       convShape(head, {xd[0], wd[1] * G, xd[2], xd[3]}, wd, {yd[0], wd[0], yd[2], yd[3]});
   const bool dw = s.G > 1;
+  if (plane && dw) no("aicc.ConvNchwc on NCHW input is group 1");
   if (dw && (s.G != s.C || s.M != s.C)) no("aicc.ConvNchwc is group 1 or depthwise");
   kernels::Conv2dShape cs;
   cs.H = s.in[0], cs.W = s.in[1], cs.Cin = s.C, cs.Cout = s.M, cs.KH = s.k[0], cs.KW = s.k[1];
@@ -173,18 +175,21 @@ Block convNchwcBody(FuncBuilder& b, const Node& head, const Bind& bind, const st
   cs.padLeft = s.padBegin[1], cs.padBottom = s.padEnd[0], cs.padRight = s.padEnd[1];
   cs.dilH = s.dil[0], cs.dilW = s.dil[1];
   if (!kernels::nchwcConvApplies(cs)) no("aicc.ConvNchwc: the blocked kernel does not apply");
-  const int64_t per =
-      dw ? kernels::nchwcDepthwiseWeightFloats(cs) : kernels::nchwcPackedWeightFloats(cs);
+  const int64_t per = dw      ? kernels::nchwcDepthwiseWeightFloats(cs)
+                      : plane ? kernels::nchwcPlanePackedWeightFloats(cs)
+                              : kernels::nchwcPackedWeightFloats(cs);
   Tensor packed(DType::F32, {o.probe ? 0 : per});
   if (!o.probe)
-    (dw ? kernels::packNchwcDepthwise : kernels::packNchwcWeights)(cs, wv->constant->data<float>(),
-                                                                   packed.data<float>());
+    (dw      ? kernels::packNchwcDepthwise
+     : plane ? kernels::packNchwcPlaneWeights
+             : kernels::packNchwcWeights)(cs, wv->constant->data<float>(), packed.data<float>());
   const std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
   const std::string WP =
       b.constant(W + "_nchw16c", std::move(packed), std::string("packed_nchw16c:") + kd->name);
   const std::string nv = b.fresh("n");
   const ExprPtr n = var(nv);
-  const int64_t inFloats = xd[1] * xd[2] * xd[3] * xd[4], outFloats = yd[1] * yd[2] * yd[3] * yd[4];
+  const int64_t inFloats = xd[1] * xd[2] * xd[3] * (plane ? 1 : xd[4]),
+                outFloats = yd[1] * yd[2] * yd[3] * yd[4];
   std::vector<CallArg> a = {
       buf(X, mul(n, intImm(inFloats))),         buf(WP, nullptr), bv ? buf(B, nullptr) : val(0),
       buf(outParam, mul(n, intImm(outFloats))), val(cs.Cin),      val(cs.Cout)};
@@ -194,12 +199,11 @@ Block convNchwcBody(FuncBuilder& b, const Node& head, const Bind& bind, const st
   for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
   a.push_back(residualArg(clamp, mul(n, intImm(outFloats))));
   markKernel(sched, kd->name, clamp);
-  sched["layout"] = std::string("nchw16c; weights packed at compile time");
+  sched["layout"] =
+      std::string(plane ? "nchw -> nchw16c" : "nchw16c") + "; weights packed at compile time";
   if (!dw) sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
-  return nest(
-      {nv}, {s.N},
-      {Stmt::callKernel(std::string(dw ? "dwconv_nchw16c_" : "conv2d_nchw16c_") + kd->name, a)},
-      false);
+  const char* callee = dw ? "dwconv_nchw16c_" : plane ? "conv2d_nchw_nchw16c_" : "conv2d_nchw16c_";
+  return nest({nv}, {s.N}, {Stmt::callKernel(std::string(callee) + kd->name, a)}, false);
 }
 
 } // namespace

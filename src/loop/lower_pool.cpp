@@ -1,6 +1,7 @@
 // MaxPool, AveragePool, LpPool (NCHW, any spatial rank; pads, strides, dilations, ceil_mode through
 // the static output shape), GlobalAveragePool and GlobalMaxPool as loop nests: for every output
 // element, an accumulation over the window with bounds guards.
+#include "kernels/conv_nchwc.h"
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
@@ -78,6 +79,23 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   if (n.op == "LpPool" && lp < 1) no("LpPool with p < 1");
   bool countPad = !isMax && !lp && n.attrInt("count_include_pad") != 0;
   std::string in = b.input(n.inputs[0]);
+  // On NCHW16c (passes/assign_layout.h: a 3-D pool over (H, W, lanes), one lane wide): the
+  // blocked row kernel, every block of every image in one call.
+  const kernels::KernelDesc* bk = kernels::bestKernel(kernels::KernelOp::ConvNchw16c, o.kernelIsa);
+  if ((isMax || !lp) && o.runtimeKernels && bk && t == DType::F32 && r == 3 &&
+      id[4] == kernels::kNchwcBlock && od[4] == kernels::kNchwcBlock && k[2] == 1 && st[2] == 1 &&
+      pb[2] == 0 && pe[2] == 0 && dl == Dims{1, 1, 1}) {
+    std::vector<CallArg> a = {CallArg{in, nullptr, nullptr}, CallArg{out, nullptr, nullptr}};
+    for (int64_t v : {id[0] * id[1] * kernels::kNchwcBlock, id[2], id[3], k[0], k[1], st[0], st[1],
+                      pb[0], pb[1], pe[0], pe[1], od[2], od[3], int64_t(isMax), int64_t(countPad)})
+      a.push_back(CallArg{"", nullptr, intImm(v)});
+    Schedule sch;
+    markKernel(sch, bk->name);
+    sch["layout"] = std::string("nchw16c");
+    sch["parallel"] = std::vector<std::string>{"channel blocks", "rows"};
+    return b.finish({Stmt::callKernel(std::string("pool_nchw16c_") + bk->name, a)}, std::move(sch),
+                    o);
+  }
   // 2-D f32 MaxPool and AveragePool with runtime kernels: the depthwise machinery (its max mode,
   // or sums then divided by the window counts), one call per image.
   if ((isMax || !lp) && o.runtimeKernels && t == DType::F32 && r == 2) {

@@ -1,7 +1,8 @@
 // Blocked activation layouts on the graph (NCHW16c, kernels/conv_nchwc.h): a tensor [N, C, H, W]
 // stored as the tensor [N, ceil(C / 16), H, W, 16], lanes past C zero. They are plain tensors to
-// every pass and to the interpreter; aicc.Reorder converts, aicc.ConvNchwc convolves them, and
-// elementwise ops apply lane by lane (passes/assign_layout.h).
+// every pass and to the interpreter; aicc.Reorder converts, aicc.ConvNchwc convolves them (or an
+// NCHW stem into them), elementwise ops apply lane by lane, and pools are ordinary ONNX pools
+// over (H, W, lanes) one lane wide (passes/assign_layout.h).
 #pragma once
 
 #include "ir/tensor.h"

@@ -277,7 +277,8 @@ void convTransposeInfer(InferCtx& c) {
 
 // ---- aicc.ConvNchwc: Conv (group 1 or depthwise) on NCHW16c activations (ops/layout.h) -------
 // X [N, ceil(C/16), H, W, 16], W [M, C / group, KH, KW], B [M] -> Y [N, ceil(M/16), OH, OW, 16]:
-// the Conv of the unblocked input, blocked (lanes past M zero).
+// the Conv of the unblocked input, blocked (lanes past M zero). A stem (group 1, few channels)
+// reads X unblocked, [N, C, H, W].
 
 std::vector<RValue> convNchwcKernel(KernelCtx& c) {
   const Tensor& W = c.in(1);
@@ -286,7 +287,9 @@ std::vector<RValue> convNchwcKernel(KernelCtx& c) {
   const int64_t G = c.node.attrInt("group");
   AICC_CHECK(G == 1 || (W.dim(1) == 1 && G == W.dim(0)),
              "group {} (aicc.ConvNchwc is group 1 or depthwise)", G);
-  const RValue x = RValue::of(unblockChannels(c.in(0), W.dim(1) * G));
+  const bool plane = c.in(0).rank() == 4;
+  AICC_CHECK(!plane || G == 1, "a plane (NCHW) input needs group 1, not {}", G);
+  const RValue x = plane ? c.value(0) : RValue::of(unblockChannels(c.in(0), W.dim(1) * G));
   std::vector<const RValue*> args = {&x, &c.value(1)};
   if (c.has(2)) args.push_back(&c.value(2));
   KernelCtx conv(c.node, args, nullptr);
@@ -298,13 +301,17 @@ void convNchwcInfer(InferCtx& c) {
   const auto& ws = c.inShape(1);
   const std::optional<Dims> xd = xs ? toDims(*xs) : std::nullopt;
   const std::optional<Dims> wd = ws ? toDims(*ws) : std::nullopt;
-  if (!xd || !wd || xd->size() != 5 || wd->size() != 4)
+  if (!xd || !wd || (xd->size() != 5 && xd->size() != 4) || wd->size() != 4)
     return c.setTensor(0, c.inDType(0), std::nullopt);
   const Dims &x = *xd, &w = *wd;
   const int64_t C = w[1] * c.node.attrInt("group");
-  AICC_CHECK(x[4] == kLayoutBlock && x[1] == (C + kLayoutBlock - 1) / kLayoutBlock,
-             "X {} is not W {}'s input channels blocked by {}", formatDims(x), formatDims(w),
-             kLayoutBlock);
+  if (x.size() == 4)
+    AICC_CHECK(x[1] == C && c.node.attrInt("group") == 1,
+               "plane input X {} does not match W {} (group 1)", formatDims(x), formatDims(w));
+  else
+    AICC_CHECK(x[4] == kLayoutBlock && x[1] == (C + kLayoutBlock - 1) / kLayoutBlock,
+               "X {} is not W {}'s input channels blocked by {}", formatDims(x), formatDims(w),
+               kLayoutBlock);
   const Dims kernel = kernelShapeOf(c.node, {w[2], w[3]});
   auto win = slideDims(readWindowAttrs(c.node, 2), {x[2], x[3]}, kernel, false);
   c.setTensor(0, c.inDType(0),

@@ -28,7 +28,8 @@ Type blockedType(const Value* v) {
                             Dim::known(d[2]), Dim::known(d[3]), Dim::known(kLayoutBlock)});
 }
 
-// What kernels/conv_nchwc.h runs (nchwcConvApplies), plus >= 16 input channels.
+// What kernels/conv_nchwc.h runs (nchwcConvApplies); under 16 input channels only group 1 (a
+// stem, read as NCHW planes: isPlaneConv).
 double blockedConvFlops(const Node& n) {
   if (n.op != "Conv" || !n.domain.empty() || n.inputs.size() < 2 || !n.inputs[0] || !n.inputs[1] ||
       !n.inputs[1]->isConstant() || n.outputs.size() != 1 || !isF32Rank4(n.inputs[0]) ||
@@ -43,9 +44,14 @@ double blockedConvFlops(const Node& n) {
   if (s.size() != 2 || s[0] < 1 || (s[1] != 1 && s[1] != 2)) return 0;
   const Dims x = *staticDims(n.inputs[0]), w = *staticDims(n.inputs[1]),
              y = *staticDims(n.outputs[0]);
-  if (x[1] < 16 || y[3] < kMinBlockedRow) return 0;
+  if (y[3] < kMinBlockedRow || (x[1] < kLayoutBlock && group != 1)) return 0;
   if (group != 1 && (group != x[1] || w[0] != x[1] || w[1] != 1)) return 0; // depthwise only
   return 2.0 * double(y[0] * y[1] * y[2] * y[3]) * double(w[1] * w[2] * w[3]);
+}
+
+// A convolution whose few input channels stay NCHW (conv2dNchwToNchw16c): the image's stem.
+bool isPlaneConv(const Node& n) {
+  return n.op == "Conv" && (*staticDims(n.inputs[0]))[1] < kLayoutBlock;
 }
 
 bool isLanewise(const Node& n) {
@@ -74,6 +80,20 @@ bool isGlobalPool(const Node& n) {
          isF32Rank4(n.inputs[0]) && n.outputs.size() == 1 && isF32Rank4(n.outputs[0]);
 }
 
+// A 2-D MaxPool (no Indices) or AveragePool with explicit pads and dilation 1: on NCHW16c it is
+// the 3-D pool over (H, W, lanes) with a window one lane wide (ONNX semantics unchanged, so the
+// interpreter and every pass see an ordinary pool; the backend runs it blocked).
+bool isWindowPool(const Node& n) {
+  if ((n.op != "MaxPool" && n.op != "AveragePool") || !n.domain.empty() || n.inputs.size() != 1 ||
+      !isF32Rank4(n.inputs[0]) || n.outputs.empty() || !isF32Rank4(n.outputs[0]) ||
+      (n.outputs.size() > 1 && n.outputs[1]) || n.attrString("auto_pad") != "NOTSET" ||
+      n.attrInts("kernel_shape").size() != 2)
+    return false;
+  for (int64_t d : n.attrInts("dilations", {1, 1}))
+    if (d != 1) return false;
+  return true;
+}
+
 // Concat along the channels where every input but the last fills whole blocks: the concatenation
 // of the blocked inputs along their block dim is the blocked result.
 bool isBlockConcat(const Node& n) {
@@ -88,10 +108,10 @@ bool isBlockConcat(const Node& n) {
   return true;
 }
 
-// The inputs of candidate n that are activations: a convolution's X, a lane-wise op's or a
-// Concat's operands but scalar and channel constants.
+// The inputs of candidate n that are activations: a convolution's X (not a stem's), a lane-wise
+// op's or a Concat's operands but scalar and channel constants.
 std::vector<size_t> activationInputs(const Node& n) {
-  if (n.op == "Conv") return {0};
+  if (n.op == "Conv") return isPlaneConv(n) ? std::vector<size_t>{} : std::vector<size_t>{0};
   std::vector<size_t> ins;
   for (size_t i = 0; i < n.inputs.size(); ++i)
     if (n.inputs[i] && !n.inputs[i]->isConstant()) ins.push_back(i);
@@ -116,12 +136,14 @@ bool assignLayout(Model& m, int64_t block) {
   for (const auto& up : g.nodes) {
     const Node& n = *up;
     if (double f = blockedConvFlops(n)) {
+      if (isPlaneConv(n) && blocked.count(n.inputs[0])) continue; // reads NCHW, not blocked
       flops[&n] = f;
       blocked.insert(n.outputs[0]);
       continue;
     }
-    // GlobalAveragePool of a blocked value: a blocked [N, C/16, 1, 1, 16] result (squeeze-excite).
-    if (isGlobalPool(n)) {
+    // Pools of a blocked value: GlobalAveragePool to a blocked [N, C/16, 1, 1, 16] mean
+    // (squeeze-excite), MaxPool / AveragePool windows (a ResNet's stem, DenseNet's transitions).
+    if (isGlobalPool(n) || isWindowPool(n)) {
       if (blocked.count(n.inputs[0])) {
         flops[&n] = 0;
         blocked.insert(n.outputs[0]);
@@ -215,6 +237,16 @@ bool assignLayout(Model& m, int64_t block) {
       n->inputs.push_back(
           g.addConstant(freshName(g, n->outputs[0]->name + "_axes"), Tensor::fromI64({2, 3})));
       n->attrs["keepdims"] = Attribute{int64_t(1)};
+    } else if (n->op == "MaxPool" || n->op == "AveragePool") { // one lane wide along the block
+      Dims k = n->attrInts("kernel_shape"), st = n->attrInts("strides", {1, 1});
+      k.push_back(1), st.push_back(1);
+      n->attrs["kernel_shape"] = Attribute{k};
+      n->attrs["strides"] = Attribute{st};
+      if (n->attrs.count("dilations")) n->attrs["dilations"] = Attribute{Dims{1, 1, 1}};
+      if (n->attrs.count("pads")) {
+        const Dims p = n->attrInts("pads");
+        n->attrs["pads"] = Attribute{Dims{p.at(0), p.at(1), 0, p.at(2), p.at(3), 0}};
+      }
     }
     Value* out = n->outputs[0];
     Value* b = g.addValue(freshName(g, out->name + "_nchw16c"), blockedType(out));

@@ -378,28 +378,33 @@ void callConvPacked(const kernels::KernelDesc& d, const std::string& k, std::vec
   kernels::conv2dNchwPacked(d, s, wp, x, y, ep, pool);
 }
 
-// The convolutions on NCHW16c, dense (@conv2d_nchw16c_) or depthwise (@dwconv_nchw16c_, Cin ==
-// Cout): @conv2d_nchw_packed_'s arguments.
+// The convolutions to NCHW16c, dense (@conv2d_nchw16c_), depthwise (@dwconv_nchw16c_, Cin ==
+// Cout) or a stem on NCHW planes (@conv2d_nchw_nchw16c_): @conv2d_nchw_packed_'s arguments.
 void callConvNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                    kernels::ThreadPool* pool) {
   AICC_RT_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
-  const bool dw = k.rfind("dwconv_", 0) == 0;
+  const bool dw = k.rfind("dwconv_", 0) == 0, plane = k.rfind("conv2d_nchw_nchw16c_", 0) == 0;
   auto s = geometryAt<kernels::Conv2dShape>(k, a);
   s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5);
   AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && (!dw || s.Cin == s.Cout) && s.OH() > 0 &&
                     kernels::nchwcConvApplies(s),
                 "call @{}: bad convolution shape", k);
   const int64_t outFloats = kernels::nchwcBlocks(s.Cout) * s.OH() * s.OW() * kernels::kNchwcBlock;
-  const float* x =
-      span(k, a, 0, kernels::nchwcBlocks(s.Cin) * s.H * s.W * kernels::kNchwcBlock, "x");
-  const float* wp = span(
-      k, a, 1, dw ? kernels::nchwcDepthwiseWeightFloats(s) : kernels::nchwcPackedWeightFloats(s),
-      "packed weights");
+  const int64_t inFloats =
+      plane ? s.Cin * s.H * s.W : kernels::nchwcBlocks(s.Cin) * s.H * s.W * kernels::kNchwcBlock;
+  const float* x = span(k, a, 0, inFloats, "x");
+  const float* wp = span(k, a, 1,
+                         dw      ? kernels::nchwcDepthwiseWeightFloats(s)
+                         : plane ? kernels::nchwcPlanePackedWeightFloats(s)
+                                 : kernels::nchwcPackedWeightFloats(s),
+                         "packed weights");
   const float* bias = optionalBias(k, a, 2, s.Cout);
   float* y = span(k, a, 3, outFloats, "y");
   kernels::Epilogue ep = clampOf(k, a, 18, bias);
   ep.residual = optionalSpan(k, a, 21, outFloats, "residual");
-  (dw ? kernels::depthwiseNchw16c : kernels::conv2dNchw16c)(d, s, wp, x, y, ep, pool);
+  (dw      ? kernels::depthwiseNchw16c
+   : plane ? kernels::conv2dNchwToNchw16c
+           : kernels::conv2dNchw16c)(d, s, wp, x, y, ep, pool);
 }
 
 void callMeanNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
@@ -410,6 +415,25 @@ void callMeanNchwc(const kernels::KernelDesc& d, const std::string& k, std::vect
   const float* x = span(k, a, 0, blocks * HW * kernels::kNchwcBlock, "x");
   float* y = span(k, a, 1, blocks * kernels::kNchwcBlock, "y");
   kernels::meanNchw16c(d, x, blocks, HW, y, pool);
+}
+
+// MaxPool / AveragePool on NCHW16c: x, y, C (all images' blocks x 16), H, W, KH, KW, strides,
+// pads (top, left, bottom, right), OH, OW, max, count_include_pad.
+void callPoolNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                   kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 17, "call @{}: expects 17 arguments, got {}", k, a.size());
+  kernels::DwShape s;
+  s.C = ival(k, a, 2), s.H = ival(k, a, 3), s.W = ival(k, a, 4), s.KH = ival(k, a, 5);
+  s.KW = ival(k, a, 6), s.strideH = ival(k, a, 7), s.strideW = ival(k, a, 8);
+  s.padTop = ival(k, a, 9), s.padLeft = ival(k, a, 10), s.padBottom = ival(k, a, 11);
+  s.padRight = ival(k, a, 12), s.outH = ival(k, a, 13), s.outW = ival(k, a, 14);
+  AICC_RT_CHECK(s.C > 0 && s.C % kernels::kNchwcBlock == 0 && s.H > 0 && s.W > 0 && s.KH > 0 &&
+                    s.KW > 0 && s.strideH > 0 && s.strideW > 0 && s.outH > 0 && s.outW > 0 &&
+                    s.padTop >= 0 && s.padLeft >= 0 && s.padBottom >= 0 && s.padRight >= 0,
+                "call @{}: bad pooling shape", k);
+  const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
+  float* y = span(k, a, 1, s.C * s.outH * s.outW, "y");
+  kernels::poolNchw16c(d, s, ival(k, a, 15) != 0, ival(k, a, 16) != 0, x, y, pool);
 }
 
 void callReorderNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
@@ -552,8 +576,10 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"conv2d_nchw_packed_", KernelOp::GemmBf16, callConvPacked},
       {"conv2d_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
       {"dwconv_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
+      {"conv2d_nchw_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
       {"reorder_nchw16c_", KernelOp::ConvNchw16c, callReorderNchwc},
       {"mean_nchw16c_", KernelOp::ConvNchw16c, callMeanNchwc},
+      {"pool_nchw16c_", KernelOp::ConvNchw16c, callPoolNchwc},
       {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
       {"qdwconv_nchw_", KernelOp::QDepthwise3x3, callQDw3x3},

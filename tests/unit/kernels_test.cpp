@@ -604,34 +604,21 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
         }
 }
 
-// Convolutions on NCHW16c activations (kernels/conv_nchwc.h) against the NCHW reference, through
-// the reorders: whole and overlapping tiles, both strides (stride 2 through the phase copy, with
-// and without padding), channel counts that leave partial blocks and a partial pair of output
-// blocks, residuals laid out blocked.
-TEST(Kernels, Conv2dNchw16cMatchesReference) {
-  for (const KernelDesc& k : allKernels())
-    if (k.op == KernelOp::ConvNchw16c && !cpuSupports(k.isa))
-      std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
-                  std::string(isaName(k.isa)).c_str());
+namespace {
+
+Conv2dShape squareConv(int64_t H, int64_t W, int64_t Cin, int64_t Cout, int64_t K, int64_t stride,
+                       int64_t pad) {
+  Conv2dShape s;
+  s.H = H, s.W = W, s.Cin = Cin, s.Cout = Cout, s.KH = s.KW = K;
+  s.strideH = s.strideW = stride;
+  s.padTop = s.padLeft = s.padBottom = s.padRight = pad;
+  return s;
+}
+
+// The blocked convolutions against the NCHW reference, every epilogue, 1 and 2 threads: on
+// NCHW16c input, or (plane) on NCHW planes as a stem reads them.
+void checkNchwcConvs(const std::vector<Conv2dShape>& shapes, bool plane) {
   ThreadPool pool(2);
-  std::vector<Conv2dShape> shapes;
-  auto add = [&](int64_t H, int64_t W, int64_t Cin, int64_t Cout, int64_t K, int64_t stride,
-                 int64_t pad) {
-    Conv2dShape s;
-    s.H = H, s.W = W, s.Cin = Cin, s.Cout = Cout, s.KH = K, s.KW = K;
-    s.strideH = s.strideW = stride;
-    s.padTop = s.padLeft = s.padBottom = s.padRight = pad;
-    shapes.push_back(s);
-  };
-  add(16, 30, 32, 64, 3, 1, 1); // two 14-pixel tiles and an overlapping third
-  add(14, 14, 20, 40, 1, 1, 0); // pointwise, partial input block, partial pair of blocks
-  add(15, 17, 48, 16, 3, 1, 1); // 17-pixel rows (overlap by 11), one output block
-  add(14, 14, 64, 70, 1, 1, 0); // pointwise, five output blocks (two pairs and a half)
-  add(29, 31, 16, 48, 3, 2, 1); // stride 2 (15-pixel rows)
-  add(28, 28, 40, 33, 3, 2, 1); // stride 2 to 14x14
-  add(12, 40, 5, 20, 5, 1, 2);  // 5x5, three input channels of a block
-  add(30, 33, 17, 24, 1, 2, 0); // strided pointwise (no padding: the phase copy alone)
-  add(31, 29, 16, 16, 4, 2, 1); // even kernel, stride 2, odd padded width
   for (const KernelDesc* kd : availableKernels(KernelOp::ConvNchw16c))
     for (const Conv2dShape& s : shapes)
       for (int variant : {0, 1, 2, 5}) {
@@ -648,21 +635,52 @@ TEST(Kernels, Conv2dNchw16cMatchesReference) {
         if (variant == 2 || variant == 5) ep.residual = resBlocked.data();
         std::vector<float> xb(size_t(nchwcBlocks(s.Cin) * s.H * s.W * 16), 77.0f);
         reorderToNchw16c(*kd, x.data(), s.Cin, s.H * s.W, xb.data(), &pool);
-        std::vector<float> packed(size_t(nchwcPackedWeightFloats(s)));
-        packNchwcWeights(s, w.data(), packed.data());
+        std::vector<float> packed(
+            size_t(plane ? nchwcPlanePackedWeightFloats(s) : nchwcPackedWeightFloats(s)));
+        (plane ? packNchwcPlaneWeights : packNchwcWeights)(s, w.data(), packed.data());
         std::vector<float> yb(resBlocked.size(), 55.0f), got(size_t(s.Cout * OHW));
-        conv2dNchw16c(*kd, s, packed.data(), xb.data(), yb.data(), ep,
-                      variant % 2 ? &pool : nullptr);
+        (plane ? conv2dNchwToNchw16c : conv2dNchw16c)(*kd, s, packed.data(),
+                                                      plane ? x.data() : xb.data(), yb.data(), ep,
+                                                      variant % 2 ? &pool : nullptr);
         reorderFromNchw16c(*kd, yb.data(), s.Cout, OHW, got.data(), &pool);
         Epilogue refEp = ep;
         refEp.residual = ep.residual ? res.data() : nullptr;
         expectClose(got, convNchwReference(s, 1, x, w, b, refEp), K,
-                    std::string(kd->name) + " " + std::to_string(s.KH) + "x" +
+                    std::string(kd->name) + (plane ? " plane " : " ") + std::to_string(s.KH) + "x" +
                         std::to_string(s.KW) + " stride " + std::to_string(s.strideW) + " " +
                         std::to_string(s.H) + "x" + std::to_string(s.W) + "x" +
                         std::to_string(s.Cin) + " -> " + std::to_string(s.Cout) + " variant " +
                         std::to_string(variant));
       }
+}
+
+} // namespace
+
+TEST(Kernels, Conv2dNchw16cMatchesReference) {
+  for (const KernelDesc& k : allKernels())
+    if (k.op == KernelOp::ConvNchw16c && !cpuSupports(k.isa))
+      std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
+                  std::string(isaName(k.isa)).c_str());
+  checkNchwcConvs({squareConv(16, 30, 32, 64, 3, 1, 1),  // two 14-pixel tiles, an overlapping third
+                   squareConv(14, 14, 20, 40, 1, 1, 0),  // pointwise, partial input block and pair
+                   squareConv(15, 17, 48, 16, 3, 1, 1),  // 17-pixel rows (overlap 11), one block
+                   squareConv(14, 14, 64, 70, 1, 1, 0),  // pointwise, five output blocks
+                   squareConv(29, 31, 16, 48, 3, 2, 1),  // stride 2 (15-pixel rows)
+                   squareConv(28, 28, 40, 33, 3, 2, 1),  // stride 2 to 14x14
+                   squareConv(12, 40, 5, 20, 5, 1, 2),   // 5x5, three input channels of a block
+                   squareConv(30, 33, 17, 24, 1, 2, 0),  // strided pointwise (the phase copy alone)
+                   squareConv(31, 29, 16, 16, 4, 2, 1)}, // even kernel, stride 2, odd padded width
+                  false);
+}
+
+// Stems on NCHW planes -> NCHW16c (conv2dNchwToNchw16c): few input channels, 7x7 and 3x3, strides
+// 1 and 2 (the tile reads every other float), padded and not.
+TEST(Kernels, Conv2dNchwToNchw16cMatchesReference) {
+  checkNchwcConvs({squareConv(40, 38, 3, 64, 7, 2, 3),   // a ResNet stem
+                   squareConv(33, 35, 3, 32, 3, 2, 1),   // a MobileNet stem (odd sizes)
+                   squareConv(16, 30, 1, 16, 3, 1, 1),   // one channel, stride 1
+                   squareConv(20, 29, 15, 40, 3, 2, 0)}, // 15 channels, no padding (in place)
+                  true);
 }
 
 // Depthwise convolutions on NCHW16c: 8-pixel groups, an overlapping last group, rows under 8
@@ -711,6 +729,46 @@ TEST(Kernels, DepthwiseNchw16cMatchesReference) {
                     std::string(kd->name) + " depthwise " + std::to_string(s.KH) + "x" +
                         std::to_string(s.KW) + " stride " + std::to_string(s.strideW) +
                         " variant " + std::to_string(variant));
+      }
+}
+
+// MaxPool / AveragePool on NCHW16c against the NCHW pooling kernels (tested against the
+// interpreter in their own tests): padding, ceil_mode overhang, count_include_pad, strides.
+TEST(Kernels, PoolNchw16cMatchesNchwPools) {
+  ThreadPool pool(2);
+  const KernelDesc& ref = defaultKernel(KernelOp::DepthwiseConvNchw, Isa::Generic);
+  struct Case {
+    int64_t C, H, W, K, stride, pad, extra; // extra: one more output row and column (ceil_mode)
+  };
+  const Case cases[] = {{64, 21, 23, 3, 2, 1, 0},
+                        {40, 14, 15, 2, 2, 0, 0},
+                        {16, 12, 13, 3, 2, 0, 1},
+                        {24, 9, 10, 3, 1, 1, 0},
+                        {16, 11, 17, 5, 3, 2, 1}};
+  for (const KernelDesc* kd : availableKernels(KernelOp::ConvNchw16c))
+    for (const Case& c : cases)
+      for (int mode : {0, 1, 2}) { // max, average, average counting the padding
+        DwShape s;
+        s.C = c.C, s.H = c.H, s.W = c.W, s.KH = s.KW = c.K, s.strideH = s.strideW = c.stride;
+        s.padTop = s.padLeft = s.padBottom = s.padRight = c.pad;
+        s.outH = s.OH() + c.extra, s.outW = s.OW() + c.extra;
+        const int64_t OHW = s.outH * s.outW;
+        const auto x = randomVec(size_t(c.C * c.H * c.W), 71);
+        std::vector<float> want(size_t(c.C * OHW)), got(want.size());
+        if (mode == 0)
+          maxPoolNchw(ref, s, x.data(), want.data());
+        else
+          avgPoolNchw(ref, s, mode == 2, x.data(), want.data());
+        std::vector<float> xb(size_t(nchwcBlocks(c.C) * c.H * c.W * 16));
+        reorderToNchw16c(*kd, x.data(), c.C, c.H * c.W, xb.data());
+        std::vector<float> yb(size_t(nchwcBlocks(c.C) * OHW * 16), 55.0f);
+        poolNchw16c(*kd, s, mode == 0, mode == 2, xb.data(), yb.data(), mode ? &pool : nullptr);
+        reorderFromNchw16c(*kd, yb.data(), c.C, OHW, got.data());
+        expectClose(got, want, c.K * c.K,
+                    std::string(kd->name) + " pool mode " + std::to_string(mode) + " " +
+                        std::to_string(c.K) + "x" + std::to_string(c.K) + " stride " +
+                        std::to_string(c.stride) + " pad " + std::to_string(c.pad) +
+                        (c.extra ? " ceil" : ""));
       }
 }
 
