@@ -661,15 +661,16 @@ TEST(Kernels, Conv2dNchw16cMatchesReference) {
     if (k.op == KernelOp::ConvNchw16c && !cpuSupports(k.isa))
       std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
                   std::string(isaName(k.isa)).c_str());
-  checkNchwcConvs({squareConv(16, 30, 32, 64, 3, 1, 1),  // two 14-pixel tiles, an overlapping third
-                   squareConv(14, 14, 20, 40, 1, 1, 0),  // pointwise, partial input block and pair
-                   squareConv(15, 17, 48, 16, 3, 1, 1),  // 17-pixel rows (overlap 11), one block
-                   squareConv(14, 14, 64, 70, 1, 1, 0),  // pointwise, five output blocks
-                   squareConv(29, 31, 16, 48, 3, 2, 1),  // stride 2 (15-pixel rows)
-                   squareConv(28, 28, 40, 33, 3, 2, 1),  // stride 2 to 14x14
-                   squareConv(12, 40, 5, 20, 5, 1, 2),   // 5x5, three input channels of a block
-                   squareConv(30, 33, 17, 24, 1, 2, 0),  // strided pointwise (the phase copy alone)
-                   squareConv(31, 29, 16, 16, 4, 2, 1)}, // even kernel, stride 2, odd padded width
+  checkNchwcConvs({squareConv(16, 30, 32, 64, 3, 1, 1), // two 14-pixel tiles, an overlapping third
+                   squareConv(14, 14, 20, 40, 1, 1, 0), // pointwise, partial input block and pair
+                   squareConv(15, 17, 48, 16, 3, 1, 1), // 17-pixel rows (overlap 11), one block
+                   squareConv(14, 14, 64, 70, 1, 1, 0), // pointwise, five output blocks
+                   squareConv(29, 31, 16, 48, 3, 2, 1), // stride 2 (15-pixel rows)
+                   squareConv(28, 28, 40, 33, 3, 2, 1), // stride 2 to 14x14
+                   squareConv(12, 40, 5, 20, 5, 1, 2),  // 5x5, three input channels of a block
+                   squareConv(30, 33, 17, 24, 1, 2, 0), // strided pointwise (the phase copy alone)
+                   squareConv(31, 29, 16, 16, 4, 2, 1), // even kernel, stride 2, odd padded width
+                   squareConv(40, 40, 256, 48, 1, 1, 0)}, // row chunks of 6 (40 KB rows), last of 4
                   false);
 }
 
