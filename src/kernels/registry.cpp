@@ -41,7 +41,8 @@ const KernelDesc kKernels[] = {
      .isa = Isa::Avx512,
      .mr = 14,
      .nr = 32,
-     .kc = 256,
+     .kc = 1024, // a tile's fixed cost per call (C prefetches and update, set-up) over more k
+                 // steps; B panels from L2: 1024^3 77 -> 88% of peak (kc 256, Intel Xeon)
      .mc = 126,
      .nc = 4096,
      .vectorWidth = 16,

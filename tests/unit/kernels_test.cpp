@@ -561,6 +561,7 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
   add(8, 17, 4, 5, 5, 1, 2, 1);   // 17-pixel rows, 5x5
   // Small maps with many channels: what ConvRows::Pixels is for (7x7 and 14x14 stages)
   add(7, 7, 40, 70, 3, 1, 1, 1);  // 49 pixels, K = 360 > kc
+  add(7, 6, 130, 20, 3, 1, 1, 1); // K = 1170 > 1024, the largest kc
   add(7, 7, 64, 45, 1, 1, 0, 1);  // pointwise 7x7
   add(9, 9, 40, 20, 3, 1, 1, 1);  // one channel panel: pixel rows split the pixels over threads
   add(14, 14, 9, 33, 3, 2, 1, 1); // strided to 7x7
