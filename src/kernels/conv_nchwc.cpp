@@ -15,7 +15,8 @@ constexpr int64_t B = kNchwcBlock;
 
 bool nchwcConvApplies(const Conv2dShape& s) {
   return s.dilH == 1 && s.dilW == 1 && (s.strideW == 1 || s.strideW == 2) && s.strideH >= 1 &&
-         s.OW() >= kNchwcTilePixels && s.OH() >= 1 && s.Cin >= 1 && s.Cout >= 1;
+         (s.OW() >= kNchwcTilePixels || (s.OW() == kNchwcTilePixels / 2 && s.OH() >= 2)) &&
+         s.OH() >= 1 && s.Cin >= 1 && s.Cout >= 1;
 }
 
 namespace {
@@ -165,16 +166,21 @@ void convBlocked(const KernelDesc& kd, const Conv2dShape& s, int64_t P, const fl
   // a pair's weights stay in cache over the chunk's rows. Pair-major order over whole images
   // streamed the input once per pair and per thread: resnet50's 1x1 reductions at 2 threads
   // (56x56x256 -> 64: 3.2 MB in, 64 KB of weights) ran 1.15-1.5x their 1-thread speed.
+  // 7-pixel rows (7x7 maps) go two to a tile: a "row" below is then a pair of rows, the last
+  // one overlapping its predecessor when OH is odd (its first row not stored again).
   constexpr int64_t kChunkBytes = 256 * 1024;
-  const int64_t rowBytes = s.strideH * blocks * x.Wp * P * int64_t(sizeof(float));
-  const int64_t R = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(1, rowBytes), 1, OH);
-  const int64_t units = pairs * OH, rowTiles = (OW + np - 1) / np;
+  const bool twoRows = OW < np;
+  const int64_t VH = twoRows ? (OH + 1) / 2 : OH, rowsPer = twoRows ? 2 : 1;
+  const int64_t rowBytes = rowsPer * s.strideH * blocks * x.Wp * P * int64_t(sizeof(float));
+  const int64_t R = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(1, rowBytes), 1, VH);
+  const int64_t units = pairs * VH, rowTiles = twoRows ? 1 : (OW + np - 1) / np;
   const double flops = 2.0 * double(OH * OW) * double(s.Cout) * double(s.Cin * taps);
   parallelRanges(pool, units, flops >= 262144.0, [&](int64_t u0, int64_t u1) {
     NchwcTileParams p = base;
+    p.rowPixels = twoRows ? OW : np;
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t c0 = u / (pairs * R) * R, rows = std::min(R, OH - c0); // this chunk's rows
-      const int64_t local = u - c0 * pairs, pr = local / rows, oh = c0 + local % rows;
+      const int64_t c0 = u / (pairs * R) * R, rows = std::min(R, VH - c0); // this chunk's rows
+      const int64_t local = u - c0 * pairs, pr = local / rows, r = c0 + local % rows;
       const int64_t b0 = pr * 2;
       p.w = packedW + pr * pairFloats;
       p.bias = bias ? bias + b0 * B : nullptr;
@@ -183,6 +189,19 @@ void convBlocked(const KernelDesc& kd, const Conv2dShape& s, int64_t P, const fl
       // from memory at its first row otherwise: resnet18's 14x14x256 3x3 layers ran ~13% slower
       // in the model than in aicc_bench).
       const float* next = pr + 1 < pairs ? p.w + pairFloats : nullptr;
+      if (twoRows) { // one tile: rows oh and oh + 1 (contiguous in the output)
+        const int64_t oh = std::min(2 * r, OH - 2);
+        p.pf = tileShare(next, pairFloats * int64_t(sizeof(float)), r - c0, rows, p.pfLines);
+        p.p0 = (2 * r - oh) * OW;
+        p.a = x.src + x.at(s, oh, 0);
+        p.rowStride = x.at(s, oh + 1, 0) - x.at(s, oh, 0);
+        const int64_t o = (b0 * OH + oh) * OW * B;
+        p.c = out + o;
+        p.res = ep.residual ? ep.residual + o : nullptr;
+        tile(p);
+        continue;
+      }
+      const int64_t oh = r;
       for (int64_t ow = 0; ow < OW; ow += np) {
         p.pf = tileShare(next, pairFloats * int64_t(sizeof(float)), (oh - c0) * rowTiles + ow / np,
                          rows * rowTiles, p.pfLines);
@@ -210,7 +229,9 @@ void conv2dNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* pack
 void conv2dNchwToNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
                          const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
   checkShape(kd, s, false);
-  AICC_RT_CHECK(kd.nchwcPlane, "conv2dNchwToNchw16c: '{}' has no plane-input tile", kd.name);
+  AICC_RT_CHECK(kd.nchwcPlane && s.OW() >= kNchwcTilePixels,
+                "conv2dNchwToNchw16c: '{}' has no plane-input tile for rows of {} pixels", kd.name,
+                s.OW());
   convBlocked(kd, s, 1, packedW, in, out, ep, pool);
 }
 

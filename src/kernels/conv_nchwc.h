@@ -18,8 +18,9 @@ inline constexpr int64_t kNchwcTilePixels = 14; // the tile: 14 pixels of a row 
 inline int64_t nchwcBlocks(int64_t channels) { return (channels + kNchwcBlock - 1) / kNchwcBlock; }
 
 // Whether conv2dNchw16c runs this (group-1) convolution: dilation 1, stride 1 or 2 along W, output
-// rows of at least 14 pixels (smaller maps stay NCHW: a 7-pixel tile lost to the NCHW pixel-rows
-// GEMM on resnet18's 7x7x512 layers once their weights streamed from memory, 1.53 -> 1.70 ms).
+// rows of at least 14 pixels, or of 7 (7x7 maps, two rows to a tile; a 7-pixel tile lost to the
+// NCHW pixel-rows GEMM on resnet18's 7x7x512 layers once their weights streamed from memory,
+// 1.53 -> 1.70 ms). Stems (conv2dNchwToNchw16c) need rows of 14.
 bool nchwcConvApplies(const Conv2dShape& s);
 
 // The packed weights: per pair of output blocks, [input blocks][KH * KW][16][32] (zeros past Cin

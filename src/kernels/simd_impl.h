@@ -375,9 +375,11 @@ void gemmTile(const GemmTileParams& p) {
 // The blocked convolution tile (ukernel.h NchwcTileParams), 16-lane vectors: every k step loads
 // NV weight vectors and broadcasts NP input lanes at fixed offsets from one pointer.
 // CI input lanes per block and pixel, PS floats between input pixels: NCHW16c input (16, 16), or
-// NCHW planes of a stem (1, the stride along W).
-template <class V, int NP, int NV, int CI = 16, int PS = 16>
+// NCHW planes of a stem (1, the stride along W). L pixels per output row: NP (one row), or NP / 2
+// (two rows of a 7x7 map, the second's input p.rowStride floats after the first's).
+template <class V, int NP, int NV, int CI = 16, int PS = 16, int L = NP>
 void nchwcTile(const NchwcTileParams& p) {
+  static_assert(NP % L == 0 && NP / L <= 2);
   using vec = typename V::vec;
   static_assert(V::width == 16);
   vec acc[NP][NV];
@@ -394,6 +396,7 @@ void nchwcTile(const NchwcTileParams& p) {
     const float* ab = p.a + blk * p.aBlk;
     for (int64_t t = 0; t < p.ntaps; ++t, w += CI * 32) {
       const float* a = ab + p.taps[t];
+      const float* a2 = L < NP ? a + p.rowStride : a; // the second row's pixels
       for (int64_t l = 0; l < per && line < p.pfLines; ++l, ++line)
         __builtin_prefetch(p.pf + line * 64, 0, 2);
 #pragma GCC unroll 2
@@ -403,7 +406,7 @@ void nchwcTile(const NchwcTileParams& p) {
         for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * 16 + i * 32);
 #pragma GCC unroll 16
         for (int q = 0; q < NP; ++q) {
-          const vec x = V::set1(a[q * PS + i]);
+          const vec x = V::set1((q < L ? a : a2)[(q % L) * PS + i]);
 #pragma GCC unroll 8
           for (int v = 0; v < NV; ++v) acc[q][v] = V::fmadd(x, wv[v], acc[q][v]);
         }

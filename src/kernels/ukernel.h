@@ -251,6 +251,8 @@ struct NchwcTileParams {
   const char* pf;    // lines [0, pfLines) of 64 bytes from pf to prefetch into L2 (the next
   int64_t pfLines;   // weights' share), spread over the tile's taps
   int64_t stride;    // plane input only: floats between input pixels (the stride along W, 1 or 2)
+  int64_t rowPixels; // 14, or 7: two output rows of 7 pixels (c contiguous over both), the second
+  int64_t rowStride; // row's input pixels rowStride floats after the first's
 };
 using NchwcTileFn = void (*)(const NchwcTileParams&);
 void f32_conv_nchw16c_avx512(const NchwcTileParams& p);

@@ -37,7 +37,10 @@ void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, u
   detail::activateTile<V512>(c, ldc, rows, nr, act);
 }
 
-void f32_conv_nchw16c_avx512(const NchwcTileParams& p) { detail::nchwcTile<V512, 14, 2>(p); }
+void f32_conv_nchw16c_avx512(const NchwcTileParams& p) {
+  p.rowPixels == 7 ? detail::nchwcTile<V512, 14, 2, 16, 16, 7>(p)
+                   : detail::nchwcTile<V512, 14, 2>(p);
+}
 void f32_conv_nchw_nchw16c_avx512(const NchwcTileParams& p) {
   p.stride == 1 ? detail::nchwcTile<V512, 14, 2, 1, 1>(p) : detail::nchwcTile<V512, 14, 2, 1, 2>(p);
 }

@@ -44,7 +44,13 @@ double blockedConvFlops(const Node& n) {
   if (s.size() != 2 || s[0] < 1 || (s[1] != 1 && s[1] != 2)) return 0;
   const Dims x = *staticDims(n.inputs[0]), w = *staticDims(n.inputs[1]),
              y = *staticDims(n.outputs[0]);
-  if (y[3] < kMinBlockedRow || (x[1] < kLayoutBlock && group != 1)) return 0;
+  // Rows of 14+ pixels, or 7 (two rows to a tile) at stride 1 with at most kMax7x7K weights per
+  // output channel (assign_layout.h); stems read rows of 14+.
+  const bool plane = x[1] < kLayoutBlock;
+  const bool rowsOk =
+      y[3] >= kMinBlockedRow || (!plane && 2 * y[3] == kMinBlockedRow && y[2] >= 2 &&
+                                 s == Dims{1, 1} && w[1] * w[2] * w[3] <= kMax7x7K);
+  if (!rowsOk || (plane && group != 1)) return 0;
   if (group != 1 && (group != x[1] || w[0] != x[1] || w[1] != 1)) return 0; // depthwise only
   return 2.0 * double(y[0] * y[1] * y[2] * y[3]) * double(w[1] * w[2] * w[3]);
 }

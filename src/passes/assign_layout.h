@@ -31,6 +31,12 @@ inline constexpr double kFlopsPerReorderedElement = 400.0;
 // GEMM there once its weights stream from memory (resnet18's 7x7x512 3x3 layers 1.53 -> 1.70 ms
 // in the model, Intel Xeon).
 inline constexpr int64_t kMinBlockedRow = 14;
+// 7x7 maps run two rows to a tile, at stride 1 and when a pair of output blocks' weights
+// (K x 32 floats) stay within 144 KB: the map's four tiles re-read them from L2 while the next
+// pair's arrive. Intel Xeon, in the models against the NCHW kernels: 7x7x512 -> 2048 1x1 (K 512)
+// 0.86 -> 0.67 ms, densenet's and mobilenet_v2's 7x7 layers faster, but 3x3 512 -> 512 (K 4608)
+// 1.27 -> 1.42 ms, 2048 -> 512 1x1 0.73 -> 0.89, and strided ones from 14x14 maps 10-35% slower.
+inline constexpr int64_t kMax7x7K = 1152;
 
 // Returns whether the model changed. `block` is the target's channel block (16), 0 = none.
 bool assignLayout(Model& m, int64_t block);

@@ -662,16 +662,19 @@ TEST(Kernels, Conv2dNchw16cMatchesReference) {
     if (k.op == KernelOp::ConvNchw16c && !cpuSupports(k.isa))
       std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
                   std::string(isaName(k.isa)).c_str());
-  checkNchwcConvs({squareConv(16, 30, 32, 64, 3, 1, 1), // two 14-pixel tiles, an overlapping third
-                   squareConv(14, 14, 20, 40, 1, 1, 0), // pointwise, partial input block and pair
-                   squareConv(15, 17, 48, 16, 3, 1, 1), // 17-pixel rows (overlap 11), one block
-                   squareConv(14, 14, 64, 70, 1, 1, 0), // pointwise, five output blocks
-                   squareConv(29, 31, 16, 48, 3, 2, 1), // stride 2 (15-pixel rows)
-                   squareConv(28, 28, 40, 33, 3, 2, 1), // stride 2 to 14x14
-                   squareConv(12, 40, 5, 20, 5, 1, 2),  // 5x5, three input channels of a block
-                   squareConv(30, 33, 17, 24, 1, 2, 0), // strided pointwise (the phase copy alone)
-                   squareConv(31, 29, 16, 16, 4, 2, 1), // even kernel, stride 2, odd padded width
-                   squareConv(40, 40, 256, 48, 1, 1, 0)}, // row chunks of 6 (40 KB rows), last of 4
+  checkNchwcConvs({squareConv(16, 30, 32, 64, 3, 1, 1),  // two 14-pixel tiles, an overlapping third
+                   squareConv(14, 14, 20, 40, 1, 1, 0),  // pointwise, partial input block and pair
+                   squareConv(15, 17, 48, 16, 3, 1, 1),  // 17-pixel rows (overlap 11), one block
+                   squareConv(14, 14, 64, 70, 1, 1, 0),  // pointwise, five output blocks
+                   squareConv(29, 31, 16, 48, 3, 2, 1),  // stride 2 (15-pixel rows)
+                   squareConv(28, 28, 40, 33, 3, 2, 1),  // stride 2 to 14x14
+                   squareConv(12, 40, 5, 20, 5, 1, 2),   // 5x5, three input channels of a block
+                   squareConv(30, 33, 17, 24, 1, 2, 0),  // strided pointwise (the phase copy alone)
+                   squareConv(31, 29, 16, 16, 4, 2, 1),  // even kernel, stride 2, odd padded width
+                   squareConv(40, 40, 256, 48, 1, 1, 0), // row chunks of 6 (40 KB rows), last of 4
+                   squareConv(7, 7, 64, 48, 3, 1, 1),    // 7-pixel rows two to a tile, odd OH
+                   squareConv(14, 13, 32, 40, 3, 2, 1),  // stride 2 to 7x7
+                   squareConv(8, 7, 16, 32, 1, 1, 0)},   // pointwise 8x7, even OH
                   false);
 }
 
@@ -703,6 +706,8 @@ TEST(Kernels, DepthwiseNchw16cMatchesReference) {
   add(29, 29, 16, 3, 2, 1); // stride 2, 15-pixel rows
   add(20, 18, 24, 5, 1, 2); // 5x5
   add(30, 28, 48, 5, 2, 2); // 5x5 stride 2
+  add(7, 7, 32, 3, 1, 1);   // 7x7 maps (7-pixel rows, one pixel at a time)
+  add(14, 14, 48, 5, 2, 2); // 5x5 stride 2 to 7x7
   for (const KernelDesc* kd : availableKernels(KernelOp::ConvNchw16c))
     for (const Conv2dShape& s : shapes)
       for (int variant : {0, 1, 2, 4, 5}) {
