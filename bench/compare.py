@@ -18,7 +18,9 @@ ONNX Runtime's CPU provider has no bf16 mode and stays f32.
 
 Configurations run alternately, round by round (ORT 1 thread, ORT 2 threads, OpenVINO 1 thread,
 ..., aicc 2 threads; each for --iters runs), so background load hits every configuration alike;
-the reported number is the median over all timed runs (after one warm-up round that is not
+aicc runs with --pin-threads (its threads bound to CPUs, as OpenVINO's are by default; --no-pin
+times it unpinned, as ONNX Runtime runs); the reported number is the median over all timed runs
+(after one warm-up round that is not
 counted). Configurations are 0.2 s apart, so spinning worker threads of the previous one (ORT and
 OpenVINO spin after a run) are idle again. aicc/best is aicc's median over the best peer's (the faster of ORT and OpenVINO per model
 and thread count); the last line gives the geometric mean of the ratios.
@@ -139,6 +141,8 @@ class OvRunner:
 class AiccRunner:
     name = "aicc"
 
+    pin = []  # ["--pin-threads"] unless --no-pin (OpenVINO pins its threads by default)
+
     def __init__(self, aicc, target, threads):
         self.aicc, self.target, self.threads = aicc, target, threads
 
@@ -147,7 +151,7 @@ class AiccRunner:
             out = f.name
         try:
             r = subprocess.run([self.aicc, "bench", self.target, "--threads", str(self.threads),
-                                "--iters", str(iters), "--json", out], capture_output=True, text=True,
+                                "--iters", str(iters), "--json", out] + self.pin, capture_output=True, text=True,
                                timeout=1800)
             if r.returncode != 0:
                 raise RuntimeError(f"aicc bench failed on {self.target}: {r.stderr.strip()[-300:]}")
@@ -177,6 +181,8 @@ def main():
     ap.add_argument("--compile-args", default="", help="extra `aicc compile` arguments")
     ap.add_argument("--json", default="", help="write the results here")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    ap.add_argument("--no-pin", action="store_true",
+                    help="time aicc without --pin-threads (ORT's default; OpenVINO pins)")
     ap.add_argument("--precision", default="f32", choices=["f32", "bf16"],
                     help="bf16: aicc --precision bf16 and OpenVINO bf16 (ORT stays f32)")
     args = ap.parse_args()
@@ -187,13 +193,15 @@ def main():
     materialize(args.zoo, args.zoo_src, models)
     use_aicc = bool(args.aicc) and os.path.exists(args.aicc)
     OvRunner.precision = args.precision
+    AiccRunner.pin = [] if args.no_pin else ["--pin-threads"]
     if args.precision != "f32":
         args.compile_args = (args.compile_args + " --precision " + args.precision).strip()
     peers = [(OrtRunner, ort), (OvRunner, ov)]
     versions = [f"onnxruntime {ort.__version__}" if ort else "onnxruntime n/a",
                 f"openvino {ov.__version__.split('-')[0]}" if ov else "openvino n/a"]
     print(f"# {cpu_name()}, {os.cpu_count()} CPUs; {', '.join(versions)}; "
-          f"rounds={args.rounds} x iters={args.iters}; median ms; precision {args.precision}"
+          f"rounds={args.rounds} x iters={args.iters}; median ms; precision {args.precision}; "
+          f"aicc threads {'unpinned' if args.no_pin else 'pinned (--pin-threads; OpenVINO pins by default)'}"
           + (" (aicc, OpenVINO; ONNX Runtime f32)" if args.precision != "f32" else ""), flush=True)
 
     cols = []

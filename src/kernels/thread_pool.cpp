@@ -4,6 +4,9 @@
 
 #include <chrono>
 
+#include <pthread.h>
+#include <sched.h>
+
 namespace aicc::kernels {
 
 namespace {
@@ -18,8 +21,27 @@ thread_local const void* insideTask =
     nullptr; // the pool whose task runs here (nested calls inline)
 } // namespace
 
-ThreadPool::ThreadPool(int numThreads) {
+namespace {
+// Binds thread t to one CPU (best effort: a refused binding leaves it unpinned).
+void bindTo(pthread_t t, int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  pthread_setaffinity_np(t, sizeof(one), &one);
+}
+thread_local const void* pinnedFor = nullptr; // the pool this thread was bound for
+} // namespace
+
+ThreadPool::ThreadPool(int numThreads, bool pin) {
   for (int i = 1; i < numThreads; ++i) workers_.emplace_back([this] { workerLoop(); });
+  cpu_set_t allowed;
+  if (!pin || workers_.empty() || sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  if (int(cpus.size()) < numThreads) return;
+  for (size_t i = 0; i < workers_.size(); ++i) bindTo(workers_[i].native_handle(), cpus[i + 1]);
+  callerCpu_ = cpus[0];
 }
 
 ThreadPool::~ThreadPool() {
@@ -94,6 +116,10 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t)>& fn) 
       !busy_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
+  }
+  if (callerCpu_ >= 0 && pinnedFor != this) { // once per thread and pool
+    bindTo(pthread_self(), callerCpu_);
+    pinnedFor = this;
   }
   // The previous job waited for active_ == 0, but a worker that saw its epoch late may still
   // enter runTasks with its tag. Close that job's claims first (index past any size), so such a

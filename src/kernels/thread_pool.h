@@ -25,8 +25,12 @@ namespace aicc::kernels {
 class ThreadPool {
 public:
   // numThreads counts the caller: ThreadPool(1) runs everything inline, ThreadPool(2) adds one
-  // worker.
-  explicit ThreadPool(int numThreads);
+  // worker. pin (for a process running one model at a time on all its CPUs, as OpenVINO does by
+  // default): when the process may use at least numThreads CPUs, worker i is bound to the i-th of
+  // them and each thread that hands the pool a job to the first. Unpinned, the scheduler
+  // sometimes left the caller and the worker on one vCPU for a whole process (Intel Xeon under
+  // KVM, mlp at 2 threads: 7 of 30 processes ran at the 1-thread speed; pinned, 0 of 30).
+  explicit ThreadPool(int numThreads, bool pin = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -45,6 +49,7 @@ private:
   void runTasks(uint32_t tag); // claims and runs tasks of the job tagged `tag`
 
   std::vector<std::thread> workers_;
+  int callerCpu_ = -1; // pinned pools: the CPU of the threads that hand out jobs
   // The job: claim_ packs (tag << 32 | next index); a worker may claim only while the tag is the
   // one it joined, so a late worker never takes a task of the next job.
   std::atomic<uint64_t> claim_{0};

@@ -42,12 +42,15 @@ int defaultThreads() {
 std::mutex poolMu;
 std::unique_ptr<kernels::ThreadPool> pool;
 int threads = 0;
+std::optional<bool> pinThreads; // unset: AICC_PIN_THREADS
 
 kernels::ThreadPool& getPool() {
   std::lock_guard<std::mutex> lock(poolMu);
   if (!pool) {
     if (threads <= 0) threads = defaultThreads();
-    pool = std::make_unique<kernels::ThreadPool>(threads);
+    const char* env = std::getenv("AICC_PIN_THREADS");
+    const bool pin = pinThreads.value_or(env && std::strcmp(env, "1") == 0);
+    pool = std::make_unique<kernels::ThreadPool>(threads, pin);
   }
   return *pool;
 }
@@ -69,6 +72,15 @@ void setNumThreads(int n) {
   {
     std::lock_guard<std::mutex> lock(poolMu);
     threads = std::max(1, n);
+    pool.reset();
+  }
+  clearKernelCache();
+}
+
+void setPinThreads(bool pin) {
+  {
+    std::lock_guard<std::mutex> lock(poolMu);
+    pinThreads = pin;
     pool.reset();
   }
   clearKernelCache();

@@ -24,6 +24,10 @@ namespace aicc::runtime {
 void setNumThreads(int n);
 int numThreads();
 constexpr int kMaxThreads = 1024;
+// Whether the pool binds its threads to CPUs (kernels::ThreadPool's `pin`: for a process running
+// one model at a time on all its CPUs). Default: AICC_PIN_THREADS=1, else off. Not to be changed
+// while generated code runs.
+void setPinThreads(bool pin);
 // Throws aicc::Error when AICC_NUM_THREADS is set but not an integer in [1, kMaxThreads]; the
 // engines call it when a model is loaded or compiled, where an error can reach the user.
 void checkThreadsEnv();

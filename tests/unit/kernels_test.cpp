@@ -2,6 +2,11 @@
 // naive references on odd shapes, with bias/no bias and each fused activation.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <chrono>
+#include <thread>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -859,6 +864,44 @@ TEST(Kernels, DepthwiseNchwMatchesReference) {
                           std::to_string(c.K) + " stride " + std::to_string(c.stride) + " mult " +
                           std::to_string(c.mult) + " C " + std::to_string(c.C));
         }
+}
+
+// A pinned pool binds its worker to the second allowed CPU and the thread that hands it a job to
+// the first; the tasks still run once each. (The caller's mask is restored for the next tests.)
+TEST(Kernels, PinnedThreadPoolBindsItsThreads) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  if (CPU_COUNT(&before) < 2)
+    GTEST_SKIP() << "one CPU allowed: a pinned pool of 2 threads stays unpinned";
+  int first = -1, second = -1;
+  for (int c = 0; c < CPU_SETSIZE && second < 0; ++c)
+    if (CPU_ISSET(c, &before)) (first < 0 ? first : second) = c;
+  {
+    ThreadPool pool(2, true);
+    std::vector<std::atomic<int>> hits(100);
+    pool.parallelFor(100, [&](int64_t i) { ++hits[size_t(i)]; });
+    for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    cpu_set_t now;
+    ASSERT_EQ(sched_getaffinity(0, sizeof(now), &now), 0);
+    EXPECT_EQ(CPU_COUNT(&now), 1);
+    EXPECT_TRUE(CPU_ISSET(first, &now)) << "the caller is bound to the first allowed CPU";
+    // Tasks of 2 ms: while the caller sleeps in one, the worker claims the other.
+    std::atomic<int> workerSeen{0};
+    const auto caller = std::this_thread::get_id();
+    for (int rep = 0; rep < 50 && !workerSeen; ++rep)
+      pool.parallelFor(2, [&](int64_t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (std::this_thread::get_id() == caller) return;
+        cpu_set_t mine;
+        if (sched_getaffinity(0, sizeof(mine), &mine) == 0 && CPU_COUNT(&mine) == 1 &&
+            CPU_ISSET(second, &mine))
+          workerSeen = 1;
+        else
+          workerSeen = 2;
+      });
+    EXPECT_EQ(workerSeen.load(), 1) << "the worker runs bound to the second allowed CPU";
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(before), &before), 0);
 }
 
 TEST(Kernels, ThreadPoolRunsEveryTaskOnceAndPropagatesErrors) {

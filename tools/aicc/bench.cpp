@@ -74,6 +74,7 @@ int benchCommand(const BenchArgs& a) {
   AICC_CHECK(a.iters >= 1, "bench: --iters must be at least 1");
   AICC_CHECK(a.threads >= 1, "bench: --threads must be at least 1");
   runtime::setNumThreads(a.threads);
+  if (a.pinThreads) runtime::setPinThreads(true);
   std::unique_ptr<runtime::LoadedArtifact> art;
   std::unique_ptr<ImportedModel> owned;
   std::vector<RValue> inputs;

@@ -170,7 +170,7 @@ struct BenchArgs { // tools/aicc/bench.cpp
   std::string precision = "f32";        // "int8": quantize first (aicc quantize, min-max)
   std::vector<std::string> calibration; // with int8: the calibration folders
   int optLevel = 2, threads = 1, iters = 20, warmup = 3, top = 15;
-  bool profile = false;
+  bool profile = false, pinThreads = false;
 };
 int benchCommand(const BenchArgs& a);
 

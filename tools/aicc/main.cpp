@@ -232,6 +232,8 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--threads", bench.threads, "Worker threads, counting the caller (default 1)")->check(CLI::Range(1, aicc::runtime::kMaxThreads));
   benchCmd->add_option("--iters", bench.iters, "Timed runs (default 20)")->check(CLI::PositiveNumber);
   benchCmd->add_option("--warmup", bench.warmup, "Untimed runs first (default 3)")->check(kNonNegative);
+  benchCmd->add_flag("--pin-threads", bench.pinThreads,
+                     "Bind the threads to CPUs, the caller to the first (as AICC_PIN_THREADS=1)");
   benchCmd->add_option("--input", bench.inputs.named, "NAME=FILE (.pb or .npy); default: generated inputs");
   benchCmd->add_option("--inputs-dir", bench.inputs.inputsDir, "Folder with input_<i>.pb files");
   benchCmd->add_option("--dim", bench.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
