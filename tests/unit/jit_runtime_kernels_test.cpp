@@ -7,6 +7,8 @@
 // and match at rtol 1e-4 / atol 1e-5.
 #include "ir/parser.h"
 #include "jit_check.h"
+#include "kernels/conv_nchwc.h"
+#include "kernels/registry.h"
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
 #include "passes/shape_inference.h"
@@ -22,9 +24,9 @@
 namespace aicc {
 namespace {
 
-// "%name = const f32[dims] [random values]"
-std::string constText(const std::string& name, const Dims& d, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(-1, 1);
+// "%name = const f32[dims] [random values in [-scale, scale]]"
+std::string constText(const std::string& name, const Dims& d, std::mt19937& rng, double scale = 1) {
+  std::uniform_real_distribution<double> u(-scale, scale);
   int64_t n = 1;
   for (int64_t x : d) n *= x;
   std::ostringstream s;
@@ -133,6 +135,48 @@ TEST(JitRuntimeKernels, ConvolutionsMatchTheInterpreter) {
     check(g.str(), true, "Conv x" + xs + " w" + dimsText(c.w) + " " + c.attrs + " " + c.act,
           c.expect);
   }
+}
+
+// A whole region on NCHW16c (passes/assign_layout.h), batch 2: an RGB stem read as NCHW planes,
+// MaxPool, a 3x3 and a depthwise convolution, squeeze-excite (blocked mean, [N, C, 1, 1] gate),
+// a pointwise convolution, AveragePool, then a 3x3 convolution on a 7x7 map (two rows to a tile).
+TEST(JitRuntimeKernels, BlockedLayoutRegionMatchesTheInterpreter) {
+  if (!kernels::bestKernel(kernels::KernelOp::ConvNchw16c, kernels::bestIsa()))
+    GTEST_SKIP() << "this CPU has no blocked convolution kernel (AVX-512): NCHW16c not tested";
+  std::mt19937 rng(5);
+  const std::string text =
+      // Weights ~ 1 / sqrt(fan-in), so activations stay near 1 through the chain.
+      "graph @g(%x: f32[2,3,56,56]) {\n" + constText("w0", {32, 3, 3, 3}, rng, 0.3) +
+      constText("w1", {64, 32, 3, 3}, rng, 0.1) + constText("wd", {64, 1, 3, 3}, rng, 0.5) +
+      constText("f1", {16, 64, 1, 1}, rng, 0.2) + constText("f2", {64, 16, 1, 1}, rng, 0.4) +
+      constText("w3", {48, 64, 1, 1}, rng, 0.2) + constText("w7", {64, 48, 3, 3}, rng, 0.1) +
+      "  %s = Conv(%x, %w0) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]}\n"
+      "  %r = Relu(%s)\n"
+      "  %m = MaxPool(%r) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]}\n"
+      "  %c1 = Conv(%m, %w1) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}\n"
+      "  %d = Conv(%c1, %wd) {group = 64, kernel_shape = [3, 3], pads = [1, 1, 1, 1]}\n"
+      "  %p = GlobalAveragePool(%d)\n"
+      "  %q1 = Conv(%p, %f1) {kernel_shape = [1, 1]}\n"
+      "  %q2 = Relu(%q1)\n"
+      "  %q3 = Conv(%q2, %f2) {kernel_shape = [1, 1]}\n"
+      "  %g = Sigmoid(%q3)\n"
+      "  %e = Mul(%d, %g)\n"
+      "  %c3 = Conv(%e, %w3) {kernel_shape = [1, 1]}\n"
+      "  %a = AveragePool(%c3) {kernel_shape = [2, 2], strides = [2, 2]}\n"
+      "  %y = Conv(%a, %w7) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]}\n"
+      "  return %y\n}\n";
+  Model m = parseModel(text);
+  inferShapes(*m.graph);
+  GraphPassOptions go;
+  go.layoutBlock = kernels::kNchwcBlock;
+  PassManager<Model> pm;
+  for (auto& p : optPipeline(2, go)) pm.add(std::move(p));
+  pm.run(m);
+  const std::string ir = printModel(m);
+  for (const char* op : {"aicc.ConvNchwc(%x", "MaxPool(%", "ReduceMean(%", "AveragePool(%"})
+    EXPECT_NE(ir.find(op), std::string::npos) << op << " not in\n" << ir;
+  std::vector<RValue> in = {RValue::of(randomTensor(DType::F32, {2, 3, 56, 56}, rng))};
+  expectJitMatches(m, in, {1e-4, 1e-5}, "layout = \"nchw16c\"");
 }
 
 TEST(JitRuntimeKernels, PackedMatMulAndGemmMatchTheInterpreter) {
