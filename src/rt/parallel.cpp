@@ -66,6 +66,9 @@ void checkThreadsEnv() {
     AICC_RT_CHECK(*n >= 1 && *n <= kMaxThreads,
                   "AICC_NUM_THREADS (worker threads): {} is out of range [1, {}]", *n, kMaxThreads);
   }
+  if (const char* env = std::getenv("AICC_PIN_THREADS"))
+    AICC_RT_CHECK(std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0,
+                  "AICC_PIN_THREADS (bind threads to CPUs): '{}' is not 0 or 1", env);
 }
 
 void setNumThreads(int n) {

@@ -28,8 +28,9 @@ constexpr int kMaxThreads = 1024;
 // one model at a time on all its CPUs). Default: AICC_PIN_THREADS=1, else off. Not to be changed
 // while generated code runs.
 void setPinThreads(bool pin);
-// Throws aicc::Error when AICC_NUM_THREADS is set but not an integer in [1, kMaxThreads]; the
-// engines call it when a model is loaded or compiled, where an error can reach the user.
+// Throws aicc::Error when AICC_NUM_THREADS is set but not an integer in [1, kMaxThreads], or
+// AICC_PIN_THREADS is set but not 0 or 1; the engines call it when a model is loaded or compiled,
+// where an error can reach the user.
 void checkThreadsEnv();
 
 } // namespace aicc::runtime

@@ -252,6 +252,7 @@ TEST_F(BadInput, FlagValuesAreChecked) {
   expectCleanError(runAicc("bench " + model + " --iters 1", "AICC_NUM_THREADS=abc"),
                    {"AICC_NUM_THREADS", "'abc'"});
   expectCleanError(runAicc("run " + model, "AICC_NUM_THREADS=0"), {"AICC_NUM_THREADS"});
+  expectCleanError(runAicc("run " + model, "AICC_PIN_THREADS=yes"), {"AICC_PIN_THREADS", "'yes'"});
   expectCleanError(runAicc("run " + model + " --no-such-flag"), {"--no-such-flag"});
   const std::string out = (dir_ / "out").string();
   expectCleanError(runAicc("compile " + model + " -o " + out + " --select NoSuchNode=loop"),
