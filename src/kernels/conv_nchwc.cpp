@@ -161,6 +161,7 @@ void convBlocked(const KernelDesc& kd, const Conv2dShape& s, int64_t P, const fl
   base.hi = ep.hi();
   base.act = ep.post;
   base.stride = s.strideW;
+  base.rowStride = x.at(s, 1, 0); // between consecutive output rows' input pixels
   // Work: (chunk of output rows, pair of output blocks, row), contiguous ranges per thread. A
   // chunk's input rows (~kChunkBytes) stay in L2 while every pair's weights pass over them, and
   // a pair's weights stay in cache over the chunk's rows. Pair-major order over whole images
@@ -189,25 +190,15 @@ void convBlocked(const KernelDesc& kd, const Conv2dShape& s, int64_t P, const fl
       // from memory at its first row otherwise: resnet18's 14x14x256 3x3 layers ran ~13% slower
       // in the model than in aicc_bench).
       const float* next = pr + 1 < pairs ? p.w + pairFloats : nullptr;
-      if (twoRows) { // one tile: rows oh and oh + 1 (contiguous in the output)
-        const int64_t oh = std::min(2 * r, OH - 2);
-        p.pf = tileShare(next, pairFloats * int64_t(sizeof(float)), r - c0, rows, p.pfLines);
-        p.p0 = (2 * r - oh) * OW;
-        p.a = x.src + x.at(s, oh, 0);
-        p.rowStride = x.at(s, oh + 1, 0) - x.at(s, oh, 0);
-        const int64_t o = (b0 * OH + oh) * OW * B;
-        p.c = out + o;
-        p.res = ep.residual ? ep.residual + o : nullptr;
-        tile(p);
-        continue;
-      }
-      const int64_t oh = r;
+      // Two-row tiles: one per row pair, rows oh and oh + 1 (contiguous in the output), the last
+      // one's first row already done when it overlaps.
+      const int64_t oh = twoRows ? std::min(2 * r, OH - 2) : r;
       for (int64_t ow = 0; ow < OW; ow += np) {
-        p.pf = tileShare(next, pairFloats * int64_t(sizeof(float)), (oh - c0) * rowTiles + ow / np,
+        p.pf = tileShare(next, pairFloats * int64_t(sizeof(float)), (r - c0) * rowTiles + ow / np,
                          rows * rowTiles, p.pfLines);
         // The last tile of a row ends at its end (its first pixels done by the tile before).
-        const int64_t start = std::min<int64_t>(ow, OW - np);
-        p.p0 = ow - start;
+        const int64_t start = twoRows ? 0 : std::min<int64_t>(ow, OW - np);
+        p.p0 = twoRows ? (2 * r - oh) * OW : ow - start;
         p.a = x.src + x.at(s, oh, start);
         const int64_t o = (b0 * OH + oh) * OW * B + start * B;
         p.c = out + o;
@@ -309,6 +300,8 @@ void meanNchw16c(const KernelDesc& kd, const float* in, int64_t blocks, int64_t 
 void poolNchw16c(const KernelDesc& kd, const DwShape& s, bool isMax, bool countPad, const float* in,
                  float* out, ThreadPool* pool) {
   AICC_RT_CHECK(kd.nchwcPool, "poolNchw16c: '{}' has no blocked pooling", kd.name);
+  AICC_RT_CHECK(s.dilH == 1 && s.dilW == 1, "poolNchw16c: dilation {}x{} is not supported", s.dilH,
+                s.dilW);
   const int64_t blocks = nchwcBlocks(s.C), OH = s.OH(), OW = s.OW();
   NchwcPoolParams base{};
   base.n = OW;

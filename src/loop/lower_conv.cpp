@@ -430,40 +430,9 @@ std::optional<LoweredNode> lowerReorder(const Node& n, const std::string& name,
   return b.finish(std::move(body), std::move(sched), o);
 }
 
-// ReduceMean over H and W of an NCHW16c tensor [N, C/16, H, W, 16] (the layout pass's
-// GlobalAveragePool), per image, when the blocked kernels are there; else nullopt (the reduction
-// lowering's loop nest).
-std::optional<LoweredNode> lowerBlockedMean(const Node& n, const std::string& name,
-                                            const LowerOptions& o) {
-  const kernels::KernelDesc* kd = kernels::bestKernel(kernels::KernelOp::ConvNchw16c, o.kernelIsa);
-  if (!o.runtimeKernels || !kd || n.inputs.size() != 2 || !n.inputs[1] ||
-      !n.inputs[1]->isConstant() || !n.inputs[1]->constant->defined() ||
-      n.inputs[1]->constant->toI64Vector() != std::vector<int64_t>{2, 3} ||
-      n.attrInt("keepdims", 1) != 1 || n.inputs[0]->type.dtype != DType::F32)
-    return std::nullopt;
-  const auto shape = n.inputs[0]->type.shape ? toDims(*n.inputs[0]->type.shape) : std::nullopt;
-  if (!shape || shape->size() != 5 || (*shape)[4] != kernels::kNchwcBlock) return std::nullopt;
-  const Dims& d = *shape;
-  FuncBuilder b(n, name, "reduce");
-  const std::string X = b.input(n.inputs[0]), Y = b.output(0), nv = b.fresh("n");
-  const ExprPtr nn = var(nv);
-  Schedule sched;
-  markKernel(sched, kd->name);
-  sched["layout"] = std::string("nchw16c");
-  Block body =
-      nest({nv}, {d[0]},
-           {Stmt::callKernel(std::string("mean_nchw16c_") + kd->name,
-                             {buf(X, mul(nn, intImm(d[1] * d[2] * d[3] * d[4]))),
-                              buf(Y, mul(nn, intImm(d[1] * d[4]))), val(d[1]), val(d[2] * d[3])})},
-           false);
-  return b.finish(std::move(body), std::move(sched), o);
-}
-
 std::optional<LoweredNode> lowerConvFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o, const std::string& candidate) {
   if (n.domain == kAiccDomain && n.op == "Reorder") return lowerReorder(n, name, o);
-  if (n.domain.empty() && n.op == "ReduceMean")
-    if (auto r = lowerBlockedMean(n, name, o)) return r;
   const bool blocked = n.domain == kAiccDomain && n.op == "ConvNchwc";
   if (!blocked && (!n.domain.empty() || (n.op != "Conv" && n.op != "ConvTranspose")))
     return std::nullopt;

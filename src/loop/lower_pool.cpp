@@ -1,6 +1,7 @@
 // MaxPool, AveragePool, LpPool (NCHW, any spatial rank; pads, strides, dilations, ceil_mode through
 // the static output shape), GlobalAveragePool and GlobalMaxPool as loop nests: for every output
-// element, an accumulation over the window with bounds guards.
+// element, an accumulation over the window with bounds guards; runtime kernels where they apply,
+// including the NCHW16c pools and means of the layout pass.
 #include "kernels/conv_nchwc.h"
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
@@ -79,46 +80,34 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   if (n.op == "LpPool" && lp < 1) no("LpPool with p < 1");
   bool countPad = !isMax && !lp && n.attrInt("count_include_pad") != 0;
   std::string in = b.input(n.inputs[0]);
-  // On NCHW16c (passes/assign_layout.h: a 3-D pool over (H, W, lanes), one lane wide): the
-  // blocked row kernel, every block of every image in one call.
+  // 2-D f32 MaxPool and AveragePool with runtime kernels, one call per image: on NCHW16c
+  // (passes/assign_layout.h: a 3-D pool over (H, W, lanes), one lane wide) the blocked row kernel
+  // over C = blocks x 16 lanes; else the depthwise machinery (its max mode, or sums then divided
+  // by the window counts).
   const kernels::KernelDesc* bk = kernels::bestKernel(kernels::KernelOp::ConvNchw16c, o.kernelIsa);
-  if ((isMax || !lp) && o.runtimeKernels && bk && t == DType::F32 && r == 3 &&
-      id[4] == kernels::kNchwcBlock && od[4] == kernels::kNchwcBlock && k[2] == 1 && st[2] == 1 &&
-      pb[2] == 0 && pe[2] == 0 && dl == Dims{1, 1, 1}) {
-    std::vector<CallArg> a = {CallArg{in, nullptr, nullptr}, CallArg{out, nullptr, nullptr}};
-    for (int64_t v : {id[0] * id[1] * kernels::kNchwcBlock, id[2], id[3], k[0], k[1], st[0], st[1],
-                      pb[0], pb[1], pe[0], pe[1], od[2], od[3], int64_t(isMax), int64_t(countPad)})
-      a.push_back(CallArg{"", nullptr, intImm(v)});
-    Schedule sch;
-    markKernel(sch, bk->name);
-    sch["layout"] = std::string("nchw16c");
-    sch["parallel"] = std::vector<std::string>{"channel blocks", "rows"};
-    return b.finish({Stmt::callKernel(std::string("pool_nchw16c_") + bk->name, a)}, std::move(sch),
-                    o);
-  }
-  // 2-D f32 MaxPool and AveragePool with runtime kernels: the depthwise machinery (its max mode,
-  // or sums then divided by the window counts), one call per image.
-  if ((isMax || !lp) && o.runtimeKernels && t == DType::F32 && r == 2) {
-    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
+  const bool blocked = bk && r == 3 && id[4] == kernels::kNchwcBlock &&
+                       od[4] == kernels::kNchwcBlock && k[2] == 1 && st[2] == 1 && pb[2] == 0 &&
+                       pe[2] == 0 && dl == Dims{1, 1, 1};
+  if ((isMax || !lp) && o.runtimeKernels && t == DType::F32 && (r == 2 || blocked)) {
+    const auto& kd =
+        blocked ? *bk : kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     std::string nv = b.fresh("n");
     ExprPtr nn = var(nv);
-    const int64_t C = id[1];
-    std::vector<CallArg> a = {
-        CallArg{in, mul(nn, intImm(C * numel(Dims(id.begin() + 2, id.end())))), nullptr},
-        CallArg{out, mul(nn, intImm(C * od[2] * od[3])), nullptr}};
+    const int64_t C = blocked ? id[1] * kernels::kNchwcBlock : id[1];
+    std::vector<CallArg> a = {CallArg{in, mul(nn, intImm(C * id[2] * id[3])), nullptr},
+                              CallArg{out, mul(nn, intImm(C * od[2] * od[3])), nullptr}};
     for (int64_t v : {C, int64_t(0), int64_t(0), int64_t(0), id[2], id[3], k[0], k[1], st[0], st[1],
                       pb[0], pb[1], pe[0], pe[1], dl[0], dl[1], od[2], od[3]})
       a.push_back(CallArg{"", nullptr, intImm(v)});
     if (!isMax) a.push_back(CallArg{"", nullptr, intImm(countPad ? 1 : 0)});
     Schedule sch;
     markKernel(sch, kd.name);
-    sch["layout"] = std::string("nchw; padded planes");
-    sch["parallel"] = std::vector<std::string>{"channels"};
-    return b.finish(nest({nv}, {id[0]},
-                         {Stmt::callKernel(
-                             std::string(isMax ? "maxpool_nchw_" : "avgpool_nchw_") + kd.name, a)},
-                         false),
-                    std::move(sch), o);
+    sch["layout"] = std::string(blocked ? "nchw16c" : "nchw; padded planes");
+    sch["parallel"] = blocked ? std::vector<std::string>{"channel blocks", "rows"}
+                              : std::vector<std::string>{"channels"};
+    const std::string callee =
+        std::string(isMax ? "maxpool_nchw" : "avgpool_nchw") + (blocked ? "16c_" : "_") + kd.name;
+    return b.finish(nest({nv}, {id[0]}, {Stmt::callKernel(callee, a)}, false), std::move(sch), o);
   }
   // One loop over batch x channels (the parallel one: batch is usually 1), then the window.
   std::vector<std::string> ov = {b.fresh("nc")}, kv;
@@ -168,9 +157,41 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
 
 } // namespace
 
+// ReduceMean over H and W of an NCHW16c tensor [N, C/16, H, W, 16] (the layout pass's
+// GlobalAveragePool), per image, when the blocked kernels are there; else nullopt (the reduction
+// lowering's loop nest).
+std::optional<LoweredNode> lowerBlockedMean(const Node& n, const std::string& name,
+                                            const LowerOptions& o) {
+  const kernels::KernelDesc* kd = kernels::bestKernel(kernels::KernelOp::ConvNchw16c, o.kernelIsa);
+  if (!o.runtimeKernels || !kd || n.inputs.size() != 2 || !n.inputs[1] ||
+      !n.inputs[1]->isConstant() || !n.inputs[1]->constant->defined() ||
+      n.inputs[1]->constant->toI64Vector() != std::vector<int64_t>{2, 3} ||
+      n.attrInt("keepdims", 1) != 1 || n.inputs[0]->type.dtype != DType::F32)
+    return std::nullopt;
+  const auto shape = n.inputs[0]->type.shape ? toDims(*n.inputs[0]->type.shape) : std::nullopt;
+  if (!shape || shape->size() != 5 || (*shape)[4] != kernels::kNchwcBlock) return std::nullopt;
+  const Dims& d = *shape;
+  FuncBuilder b(n, name, "reduce");
+  const std::string X = b.input(n.inputs[0]), Y = b.output(0), nv = b.fresh("n");
+  const ExprPtr nn = var(nv);
+  Schedule sched;
+  markKernel(sched, kd->name);
+  sched["layout"] = std::string("nchw16c");
+  Block body =
+      nest({nv}, {d[0]},
+           {Stmt::callKernel(std::string("mean_nchw16c_") + kd->name,
+                             {CallArg{X, mul(nn, intImm(d[1] * d[2] * d[3] * d[4])), nullptr},
+                              CallArg{Y, mul(nn, intImm(d[1] * d[4])), nullptr},
+                              CallArg{"", nullptr, intImm(d[1])},
+                              CallArg{"", nullptr, intImm(d[2] * d[3])}})},
+           false);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
 std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o) {
   if (!n.domain.empty()) return std::nullopt;
+  if (n.op == "ReduceMean") return lowerBlockedMean(n, name, o); // else the reduction's nest
   if (n.op == "GlobalAveragePool") return lowerGlobal(n, name, o, false);
   if (n.op == "GlobalMaxPool") return lowerGlobal(n, name, o, true);
   if (n.op == "MaxPool") return lowerWindow(n, name, o, true);

@@ -42,6 +42,7 @@
 //   @maxpool_nchw_<nchw dw desc>(x, y, C, 0, 0, 0, H, W, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW, OH, OW)   2-D MaxPool of one image (kernels/conv.h)
 //   @avgpool_nchw_<nchw dw desc>(the same, countIncludePad)   2-D AveragePool of one image
+//   @maxpool_nchw16c_, @avgpool_nchw16c_<nchw16c desc>(the same, C = blocks x 16)   on NCHW16c
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw | q dw desc>(...)   ONNX QLinearConv, int8
@@ -335,7 +336,8 @@ void callDwNchw(const kernels::KernelDesc& d, const std::string& k, std::vector<
   kernels::depthwiseConvNchw(d, s, w, x, y, clampOf(k, a, 18, bias), pool);
 }
 
-// @maxpool_nchw_ (20 arguments) and @avgpool_nchw_ (21: countIncludePad last).
+// @maxpool_nchw_ (20 arguments) and @avgpool_nchw_ (21: countIncludePad last); the same on
+// NCHW16c (@maxpool_nchw16c_, @avgpool_nchw16c_: C counts the blocks' lanes).
 template <bool kMax>
 void callPool(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
               kernels::ThreadPool* pool) {
@@ -346,7 +348,12 @@ void callPool(const kernels::KernelDesc& d, const std::string& k, std::vector<Ke
   AICC_RT_CHECK(s.C > 0 && s.outH > 0 && s.outW > 0, "call @{}: bad pooling shape", k);
   const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
   float* y = span(k, a, 1, s.C * s.outH * s.outW, "y");
-  if (kMax)
+  const bool blocked = d.op == kernels::KernelOp::ConvNchw16c;
+  AICC_RT_CHECK(!blocked || s.C % kernels::kNchwcBlock == 0,
+                "call @{}: {} lanes are not whole channel blocks", k, s.C);
+  if (blocked)
+    kernels::poolNchw16c(d, s, kMax, !kMax && ival(k, a, 20) != 0, x, y, pool);
+  else if (kMax)
     kernels::maxPoolNchw(d, s, x, y, pool);
   else
     kernels::avgPoolNchw(d, s, ival(k, a, 20) != 0, x, y, pool);
@@ -415,25 +422,6 @@ void callMeanNchwc(const kernels::KernelDesc& d, const std::string& k, std::vect
   const float* x = span(k, a, 0, blocks * HW * kernels::kNchwcBlock, "x");
   float* y = span(k, a, 1, blocks * kernels::kNchwcBlock, "y");
   kernels::meanNchw16c(d, x, blocks, HW, y, pool);
-}
-
-// MaxPool / AveragePool on NCHW16c: x, y, C (all images' blocks x 16), H, W, KH, KW, strides,
-// pads (top, left, bottom, right), OH, OW, max, count_include_pad.
-void callPoolNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
-                   kernels::ThreadPool* pool) {
-  AICC_RT_CHECK(a.size() == 17, "call @{}: expects 17 arguments, got {}", k, a.size());
-  kernels::DwShape s;
-  s.C = ival(k, a, 2), s.H = ival(k, a, 3), s.W = ival(k, a, 4), s.KH = ival(k, a, 5);
-  s.KW = ival(k, a, 6), s.strideH = ival(k, a, 7), s.strideW = ival(k, a, 8);
-  s.padTop = ival(k, a, 9), s.padLeft = ival(k, a, 10), s.padBottom = ival(k, a, 11);
-  s.padRight = ival(k, a, 12), s.outH = ival(k, a, 13), s.outW = ival(k, a, 14);
-  AICC_RT_CHECK(s.C > 0 && s.C % kernels::kNchwcBlock == 0 && s.H > 0 && s.W > 0 && s.KH > 0 &&
-                    s.KW > 0 && s.strideH > 0 && s.strideW > 0 && s.outH > 0 && s.outW > 0 &&
-                    s.padTop >= 0 && s.padLeft >= 0 && s.padBottom >= 0 && s.padRight >= 0,
-                "call @{}: bad pooling shape", k);
-  const float* x = span(k, a, 0, s.C * s.H * s.W, "x");
-  float* y = span(k, a, 1, s.C * s.outH * s.outW, "y");
-  kernels::poolNchw16c(d, s, ival(k, a, 15) != 0, ival(k, a, 16) != 0, x, y, pool);
 }
 
 void callReorderNchwc(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
@@ -579,7 +567,6 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"conv2d_nchw_nchw16c_", KernelOp::ConvNchw16c, callConvNchwc},
       {"reorder_nchw16c_", KernelOp::ConvNchw16c, callReorderNchwc},
       {"mean_nchw16c_", KernelOp::ConvNchw16c, callMeanNchwc},
-      {"pool_nchw16c_", KernelOp::ConvNchw16c, callPoolNchwc},
       {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
       {"qdwconv_nchw_", KernelOp::QDepthwise3x3, callQDw3x3},
@@ -592,6 +579,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"dwconv_nchw_", KernelOp::DepthwiseConvNchw, callDwNchw},
       {"maxpool_nchw_", KernelOp::DepthwiseConvNchw, callPool<true>},
       {"avgpool_nchw_", KernelOp::DepthwiseConvNchw, callPool<false>},
+      {"maxpool_nchw16c_", KernelOp::ConvNchw16c, callPool<true>},
+      {"avgpool_nchw16c_", KernelOp::ConvNchw16c, callPool<false>},
       {"global_avgpool_", KernelOp::DepthwiseConvNchw, callGlobalAvgPool},
       {"dwconv_nchw_", KernelOp::DepthwiseConv3x3, callDw},
       {"conv2d_nchw_", KernelOp::Gemm, callConv},
