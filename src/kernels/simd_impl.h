@@ -406,7 +406,9 @@ void nchwcTile(const NchwcTileParams& p) {
         for (int v = 0; v < NV; ++v) wv[v] = V::load(w + v * 16 + i * 32);
 #pragma GCC unroll 16
         for (int q = 0; q < NP; ++q) {
-          const vec x = V::set1((q < L ? a : a2)[(q % L) * PS + i]);
+          // (Not (q < L ? a : a2)[(q % L) * PS + i]: GCC 12 under -fsanitize=shift or
+          // integer-divide-by-zero read the second row's last pixel for all of its pixels.)
+          const vec x = V::set1(q < L ? a[q * PS + i] : a2[(q - L) * PS + i]);
 #pragma GCC unroll 8
           for (int v = 0; v < NV; ++v) acc[q][v] = V::fmadd(x, wv[v], acc[q][v]);
         }
