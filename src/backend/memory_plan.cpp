@@ -117,7 +117,8 @@ ValueHome homeOf(const Graph& g, const MemoryPlan& plan, const Value* v) {
   }
   const PlannedValue* pv = plan.find(v);
   AICC_CHECK(pv, "value '{}' has no place in the memory plan", v->name);
-  if (pv->storage == MemStorage::Arena) return {MemStorage::Arena, pv->offset, v, 0};
+  if (pv->storage == MemStorage::Arena || pv->storage == MemStorage::Dynamic)
+    return {pv->storage, pv->offset, v, 0};
   // A view of a constant or of a graph input: follow the views to it.
   const Value* root = v;
   auto isInput = [&](const Value* x) {
@@ -348,16 +349,7 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
 
   MemoryReport rep = analyzeMemory(g);
   std::map<const Value*, const TensorLiveness*> live;
-  for (const TensorLiveness& t : rep.tensors) {
-    if (!t.known) {
-      const Node* prod = t.value->producer;
-      fail("memory plan: value '{}' (output of {}) has no static size: its type is {}; fix "
-           "symbolic dims first (--dim NAME=VALUE); data-dependent shapes cannot be planned "
-           "statically",
-           t.value->name, prod ? prod->describe() : std::string("?"), formatType(t.value->type));
-    }
-    live[t.value] = &t;
-  }
+  for (const TensorLiveness& t : rep.tensors) live[t.value] = &t;
 
   auto newBuffer = [&](PlannedValue& v, bool isOut) {
     PlannedBuffer b;
@@ -391,6 +383,15 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
       const TensorLiveness* t = live.at(o);
       PlannedValue v;
       v.value = o;
+      if (!t->known || o->type.dtype == DType::String) { // no static size: a dynamic slot
+        v.storage = MemStorage::Dynamic;
+        v.offset = p.dynamicValues++;
+        v.def = t->def;
+        v.lastUse = t->lastUse;
+        p.index[o] = p.values.size();
+        p.values.push_back(v);
+        continue;
+      }
       v.bytes = t->bytes;
       v.def = t->def;
       v.lastUse = t->lastUse;
@@ -425,7 +426,8 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
           v.offset = w->second;
           done = true;
         } else if (const PlannedValue* s = p.find(src);
-                   s && (s->bytes == v.bytes || s->storage == MemStorage::Input)) {
+                   s && s->storage != MemStorage::Dynamic &&
+                   (s->bytes == v.bytes || s->storage == MemStorage::Input)) {
           v.storage = s->storage;
           v.offset = s->offset;
           v.within = s->within;

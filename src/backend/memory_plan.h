@@ -44,7 +44,10 @@ namespace aicc {
 
 constexpr int64_t kArenaAlignment = 64;
 
-enum class MemStorage { Arena, Input, Weight };
+// Dynamic: a node result without a static size (a data-dependent shape, a sequence, an optional,
+// strings): not in the arena but in dynamic slot `offset` of the executor (rt/artifact.h), where
+// the fallback task that computes it puts it.
+enum class MemStorage { Arena, Input, Weight, Dynamic };
 // How a value got its storage: its own buffer, a view of its data input, written in place over
 // an input, or a slice of a Concat's result (`within` bytes into it).
 enum class MemHow { Own, View, InPlace, Slice };
@@ -57,7 +60,8 @@ struct PlannedValue {
                                   // Concat result it lies in
   int64_t within = 0;             // Slice: byte offset inside aliasOf
   int64_t bytes = 0;              // numel * element size (unaligned)
-  int64_t offset = 0;             // in the arena or the weight blob; 0 for graph inputs
+  int64_t offset = 0;             // in the arena or the weight blob, or the dynamic slot; 0 for
+                                  // graph inputs
   int buffer = -1;                // index into MemoryPlan::buffers (arena values)
   size_t def = 0, lastUse = 0;    // node indices (inclusive); node results only
 };
@@ -102,6 +106,7 @@ struct MemoryPlan {
   int64_t unsharedBytes = 0;   // sum of all aligned buffers (an arena with no reuse)
   std::string fit;             // the placement that was kept
   int64_t views = 0, inPlace = 0, concatsInPlace = 0;
+  int64_t dynamicValues = 0; // results in dynamic slots [0, dynamicValues)
 
   double ratio() const {
     return lowerBoundBytes > 0 ? double(arenaBytes) / double(lowerBoundBytes) : 1.0;
@@ -114,8 +119,8 @@ struct MemoryPlan {
 // Concat whose inputs all lie at their places in its result): the node needs no code.
 bool producesInPlace(const MemoryPlan& plan, const Node& n);
 
-// Plans g (a main graph) in its current node order. Throws aicc::Error naming the value when a
-// node result has no static size (symbolic or unknown dims, sequences, strings).
+// Plans g (a main graph) in its current node order. A node result without a static size
+// (symbolic or unknown dims, sequences, strings) gets a dynamic slot (MemStorage::Dynamic).
 MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts = {});
 
 // The first node result of g or of its nested graphs without a static tensor size, as a reason
@@ -125,7 +130,8 @@ std::optional<std::string> unresolvedShape(const Graph& g);
 
 // Where the bytes of a value of g live under `plan` (what codegen binds a buffer to): the arena
 // (offset), the weight blob (offset; `root` is the constant whose bytes they are, v itself or the
-// constant v views), or graph input `input` (`root` is that input, v itself or what v views).
+// constant v views), graph input `input` (`root` is that input, v itself or what v views), or a
+// dynamic slot (offset).
 struct ValueHome {
   MemStorage storage = MemStorage::Arena;
   int64_t offset = 0;

@@ -113,6 +113,13 @@ std::vector<std::string> checkMemoryPlan(const Graph& g, const MemoryPlan& plan)
         continue;
       }
       auto need = staticBytes(o->type);
+      if (pv->storage == MemStorage::Dynamic) { // no static size, no alias, a slot of its own
+        if ((need && o->type.dtype != DType::String) || pv->how != MemHow::Own || pv->offset < 0 ||
+            pv->offset >= plan.dynamicValues)
+          errs.push_back(fmt::format("value '{}' of type {}: bad dynamic slot {}", o->name,
+                                     formatType(o->type), pv->offset));
+        continue;
+      }
       if (!need || *need != pv->bytes)
         errs.push_back(fmt::format("value '{}': {} bytes planned for type {}", o->name, pv->bytes,
                                    formatType(o->type)));
@@ -240,9 +247,10 @@ std::string formatMemoryPlan(const MemoryPlan& p) {
   }
   s += "values (name, type, bytes, storage@offset, live nodes, buffer, how):\n";
   for (const PlannedValue& v : p.values) {
-    std::string where = v.storage == MemStorage::Arena    ? fmt::format("arena@{}", v.offset)
-                        : v.storage == MemStorage::Weight ? fmt::format("weights@{}", v.offset)
-                                                          : std::string("input");
+    std::string where = v.storage == MemStorage::Arena     ? fmt::format("arena@{}", v.offset)
+                        : v.storage == MemStorage::Weight  ? fmt::format("weights@{}", v.offset)
+                        : v.storage == MemStorage::Dynamic ? fmt::format("dynamic#{}", v.offset)
+                                                           : std::string("input");
     std::string how = v.how == MemHow::Own    ? std::string("own")
                       : v.how == MemHow::View ? "view of %" + v.aliasOf->name
                       : v.how == MemHow::Slice

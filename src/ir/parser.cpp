@@ -68,6 +68,13 @@ public:
     return m;
   }
 
+  Type wholeType() {
+    Type t = type();
+    skipWs();
+    if (p_ != end_) error("expected end of input");
+    return t;
+  }
+
 private:
   struct Pos {
     int line, col;
@@ -745,6 +752,11 @@ private:
 Model parseModel(std::string_view text, const ParseOptions& opts) {
   Parser p(text, opts);
   return p.model();
+}
+
+Type parseType(std::string_view text) {
+  Parser p(text, {});
+  return p.wholeType();
 }
 
 } // namespace aicc

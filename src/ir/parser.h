@@ -18,5 +18,7 @@ struct ParseOptions {
 
 // Parses `model ... { graph ... }` or a bare `graph @name(...) {...}` (a model with no opsets).
 Model parseModel(std::string_view text, const ParseOptions& opts = {});
+// One type as printed ("f32[N,3]", "seq<string[?]>", "opt<i64[]>").
+Type parseType(std::string_view text);
 
 } // namespace aicc

@@ -96,6 +96,9 @@ Binding parseBinding(const std::string& s, const std::string& file) {
   case 'S':
     b.region = Region::Scratch;
     break;
+  case 'D':
+    b.region = Region::Dynamic;
+    break;
   default:
     raise(format("{}: bad region in '{}'", file, s));
   }
@@ -215,6 +218,7 @@ struct TaskLine {
 void setFallbackProvider(FallbackProvider p) { fallbackProvider.store(p); }
 
 int64_t TensorDesc::bytes() const {
+  if (!dynamic.empty()) return 0;
   int64_t n = int64_t(dtypeSize(dtype));
   for (int64_t d : dims) n *= d;
   return n;
@@ -256,6 +260,8 @@ struct Artifact::Impl {
   Plan plan;
   Plan::Bytes arena, scratch;
   std::vector<const void*> inputs;
+  // Dynamic values (rt/artifact.h): the slots, and the values of dynamic inputs.
+  mutable std::vector<std::shared_ptr<void>> slots, dynamicInputs;
   std::vector<void*> ptrs;
   std::vector<std::byte*> bound;
   std::mutex mu; // one run at a time per instance
@@ -272,7 +278,11 @@ struct Artifact::Impl {
     case Region::Scratch:
       return scratch.get() + b.offset;
     case Region::Input:
-      return const_cast<std::byte*>(static_cast<const std::byte*>(inputs[size_t(b.offset)]));
+      if (plan.inputs[size_t(b.offset)].dynamic.empty())
+        return const_cast<std::byte*>(static_cast<const std::byte*>(inputs[size_t(b.offset)]));
+      return reinterpret_cast<std::byte*>(&dynamicInputs[size_t(b.offset)]);
+    case Region::Dynamic:
+      return reinterpret_cast<std::byte*>(&slots[size_t(b.offset)]);
     }
     return nullptr;
   }
@@ -288,6 +298,15 @@ Artifact::Artifact(Plan plan) : impl_(std::make_unique<Impl>()) {
   impl_->arena = Plan::allocate(plan.arenaBytes);
   impl_->scratch = Plan::allocate(plan.scratchBytes);
   impl_->inputs.assign(inputs_.size(), nullptr);
+  impl_->dynamicInputs.resize(inputs_.size());
+  size_t slots = 0; // dynamic slots: one past the highest bound
+  auto count = [&](const Binding& b) {
+    if (b.region == Region::Dynamic) slots = std::max(slots, size_t(b.offset) + 1);
+  };
+  for (const Plan::Task& t : plan.tasks)
+    for (const Binding& b : t.params) count(b);
+  for (const Binding& b : plan.outputBindings) count(b);
+  impl_->slots.resize(slots);
   impl_->times.assign(plan.tasks.size(), {});
   impl_->plan = std::move(plan);
 }
@@ -408,9 +427,12 @@ Plan readPlan(const PlanSource& src) {
                       "{}: compiled for target '{}', which needs {} that this CPU lacks", planFile,
                       dec(word(1)), lacking);
       } else if (kind == "input" || kind == "output") {
-        auto dtype = dtypeFromName(word(2));
+        // "dynamic TYPE": a dynamic value (rt/artifact.h), its IR type for messages
+        const bool dynamic = word(2) == "dynamic";
+        auto dtype = dynamic ? std::optional<DType>(DType::Undefined) : dtypeFromName(word(2));
         AICC_RT_CHECK(dtype, "{}: unknown element type '{}'", planFile, word(2));
-        TensorDesc t{dec(word(1)), *dtype, parseDims(word(3))};
+        TensorDesc t{dec(word(1)), *dtype, dynamic ? std::vector<int64_t>{} : parseDims(word(3)),
+                     dynamic ? dec(word(3)) : ""};
         int64_t elems = 1; // checked before multiplying: no overflow, no negative dim
         for (int64_t x : t.dims) {
           AICC_RT_CHECK(x >= 0 && (x == 0 || elems <= (int64_t(1) << 40) / x),
@@ -461,13 +483,27 @@ Plan readPlan(const PlanSource& src) {
                     "{}: {} binds input {} out of range", planFile, where, b.offset);
       return;
     }
+    if (b.region == Region::Dynamic) { // slots: as many as bound (Artifact(Plan))
+      AICC_RT_CHECK(b.bytes == 0 && b.offset < (int64_t(1) << 24),
+                    "{}: {} binds dynamic slot {} with {} bytes", planFile, where, b.offset,
+                    b.bytes);
+      return;
+    }
     AICC_RT_CHECK(b.offset <= size && b.bytes <= size - b.offset, "{}: {} reaches past its region",
                   planFile, where);
   };
   for (size_t i = 0; i < taskLines.size(); ++i) {
     const TaskLine& t = taskLines[i];
     const std::string where = format("task {} ({})", i, t.node);
-    for (const Binding& b : t.params) checkBinding(b, where);
+    for (const Binding& b : t.params) {
+      checkBinding(b, where);
+      // Only fallback tasks read or write dynamic values (rt/artifact.h).
+      const bool dynamic =
+          b.region == Region::Dynamic ||
+          (b.region == Region::Input && !plan.inputs[size_t(b.offset)].dynamic.empty());
+      AICC_RT_CHECK(!dynamic || t.kind == Kind::Fallback,
+                    "{}: {} binds a dynamic value but is not a fallback task", planFile, where);
+    }
     // Calls are checked against the library's signature below, fallbacks by their provider.
     if (t.kind != Kind::Call && t.kind != Kind::Fallback) {
       const size_t want = t.kind == Kind::Copy ? 2 : t.kind == Kind::JumpIfZero ? 1 : 0;
@@ -485,6 +521,13 @@ Plan readPlan(const PlanSource& src) {
   for (size_t i = 0; i < plan.outputBindings.size();
        ++i) { // outputs are read as their declared type
     checkBinding(plan.outputBindings[i], "an output");
+    const Binding& ob = plan.outputBindings[i];
+    const bool dynamic =
+        ob.region == Region::Dynamic ||
+        (ob.region == Region::Input && !plan.inputs[size_t(ob.offset)].dynamic.empty());
+    AICC_RT_CHECK(dynamic == !plan.outputs[i].dynamic.empty(), "{}: output '{}' is {} but bound {}",
+                  planFile, plan.outputs[i].name, dynamic ? "static" : "dynamic",
+                  dynamic ? "to a dynamic value" : "statically");
     AICC_RT_CHECK(plan.outputBindings[i].bytes == plan.outputs[i].bytes(),
                   "{}: output '{}' is bound to {} bytes, its type {} {} needs {}", planFile,
                   plan.outputs[i].name, plan.outputBindings[i].bytes,
@@ -611,11 +654,21 @@ void Artifact::run() {
 }
 
 void Artifact::runWaiting(const std::vector<const void*>& data, const std::vector<int64_t>& bytes,
-                          const std::function<void()>& whileHeld) {
+                          const std::function<void()>& whileHeld,
+                          const std::vector<std::shared_ptr<void>>& dynamic) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   AICC_RT_CHECK(data.size() == inputs_.size() && bytes.size() == inputs_.size(),
                 "the model takes {} inputs, got {}", inputs_.size(), data.size());
-  for (size_t i = 0; i < data.size(); ++i) impl_->setInput(inputs_, i, data[i], bytes[i]);
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (inputs_[i].dynamic.empty()) {
+      impl_->setInput(inputs_, i, data[i], bytes[i]);
+      continue;
+    }
+    AICC_RT_CHECK(i < dynamic.size() && dynamic[i], "input '{}' ({}) was not given",
+                  inputs_[i].name, inputs_[i].dynamic);
+    impl_->dynamicInputs[i] = dynamic[i];
+    impl_->inputs[i] = impl_->dynamicInputs[i].get();
+  }
   impl_->run(inputs_);
   if (whileHeld) whileHeld();
 }
@@ -624,6 +677,10 @@ void Artifact::Impl::setInput(const std::vector<TensorDesc>& decl, size_t i, con
                               int64_t bytes) {
   AICC_RT_CHECK(i < decl.size(), "input index {} out of range: the model has {} inputs", i,
                 decl.size());
+  AICC_RT_CHECK(decl[i].dynamic.empty(),
+                "input '{}' is {}: not a tensor of static shape, which only `aicc run` and the "
+                "Python package pass",
+                decl[i].name, decl[i].dynamic);
   AICC_RT_CHECK(data, "input '{}': null data", decl[i].name);
   AICC_RT_CHECK(bytes == decl[i].bytes(), "input '{}': expected {} bytes ({}{}), got {}",
                 decl[i].name, decl[i].bytes(), dtypeName(decl[i].dtype), dimsText(decl[i].dims),

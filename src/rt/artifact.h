@@ -33,13 +33,18 @@ namespace aicc::rt {
 // offset, the operand layouts and the scores output (rt/callees.cpp).
 inline constexpr const char* kPlanHeader = "aicc-artifact 5";
 
-enum class Region { Arena, Weights, Input, Scratch };
+enum class Region { Arena, Weights, Input, Scratch, Dynamic };
 
-// A region and an offset: the arena, the weights blob, input k (offset = k), or the per-task
-// scratch area.
+// A region and an offset: the arena, the weights blob, input k (offset = k), the per-task
+// scratch area, or dynamic slot k (offset = k, bytes = 0).
+//
+// Dynamic values: what no static plan can place (a data-dependent shape, a sequence, an optional,
+// strings) lives in a slot of the instance, an opaque value (std::shared_ptr<void>) that only the
+// fallback provider creates and reads: the bound address of a slot, or of a dynamic input, is
+// that std::shared_ptr<void>. Only fallback tasks bind them; the runtime never looks inside.
 struct Binding {
   Region region = Region::Arena;
-  int64_t offset = 0; // bytes (Input: the input's index)
+  int64_t offset = 0; // bytes (Input: the input's index; Dynamic: the slot)
   int64_t bytes = 0;
 };
 
@@ -47,7 +52,8 @@ struct TensorDesc {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> dims;
-  int64_t bytes() const;
+  std::string dynamic;   // a dynamic value: its IR type ("seq<f32[2,3]>", "f32[?]"); dims unused
+  int64_t bytes() const; // 0 for a dynamic value
 };
 
 // A fallback task runs a node that has no lowering through the compiler's reference interpreter
@@ -118,14 +124,17 @@ public:
   const std::vector<TensorDesc>& inputs() const { return inputs_; }
   const std::vector<TensorDesc>& outputs() const { return outputs_; }
   // Input data by position (read during run, not copied), bytes checked against the declaration.
+  // A dynamic input is refused: only runWaiting's `dynamic` values set those.
   void setInput(size_t i, const void* data, int64_t bytes);
   void run(); // throws if an input is missing or a task fails
-  // Valid until the next run.
+  // Valid until the next run. A dynamic output's address is its std::shared_ptr<void>.
   const void* output(size_t i) const;
-  // setInput for every input, then run, then whileHeld (to read the outputs), holding the instance
+  // setInput for every input (dynamic[i] for a dynamic input: the fallback provider's value,
+  // data[i] ignored), then run, then whileHeld (to read the outputs), holding the instance
   // throughout (waiting for another thread's run of it).
   void runWaiting(const std::vector<const void*>& data, const std::vector<int64_t>& bytes,
-                  const std::function<void()>& whileHeld = {});
+                  const std::function<void()>& whileHeld = {},
+                  const std::vector<std::shared_ptr<void>>& dynamic = {});
 
   // Tools: per-task timing of later runs (two clock reads per task), and a function called after
   // each task with its index (fault injection for `aicc debug-numerics`).

@@ -125,6 +125,11 @@ const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes) {
   guarded([&] {
     AICC_RT_CHECK(m, "aicc_model_output: null model");
     AICC_RT_CHECK(i >= 0, "output index {} out of range", i);
+    const auto& outs = m->art->outputs();
+    AICC_RT_CHECK(size_t(i) >= outs.size() || outs[size_t(i)].dynamic.empty(),
+                  "output '{}' is {}: not a tensor of static shape, which only `aicc run` and the "
+                  "Python package read",
+                  outs[size_t(i)].name, outs[size_t(i)].dynamic);
     p = m->art->output(size_t(i));
     if (bytes) *bytes = size_t(m->art->outputs()[size_t(i)].bytes());
   });

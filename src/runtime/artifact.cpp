@@ -38,6 +38,8 @@ const char* regionName(Region r) {
   case Region::Weights: return "W";
   case Region::Input: return "I";
   case Region::Scratch: return "S";
+  case Region::Dynamic:
+    return "D";
   }
   return "?";
 }
@@ -69,11 +71,15 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
   for (uint32_t i = 0; i < static_cast<uint32_t>(CpuFeature::Count); ++i)
     if (target.has(static_cast<CpuFeature>(i))) p << " " << cpuFeatureName(static_cast<CpuFeature>(i));
   p << "\n";
-  for (const TensorDesc& t : spec.inputs)
-    p << "input " << enc(t.name) << " " << dtypeName(t.dtype) << " " << dimsText(t.dims) << "\n";
+  // A dynamic input or output: "dynamic" and its IR type (rt/artifact.h).
+  auto type = [](const TensorDesc& t) {
+    return t.dynamic.empty() ? std::string(dtypeName(t.dtype)) + " " + dimsText(t.dims)
+                             : "dynamic " + enc(t.dynamic);
+  };
+  for (const TensorDesc& t : spec.inputs) p << "input " << enc(t.name) << " " << type(t) << "\n";
   for (const auto& [t, b] : spec.outputs)
-    p << "output " << enc(t.name) << " " << dtypeName(t.dtype) << " " << dimsText(t.dims) << " "
-      << regionName(b.region) << ":" << b.offset << ":" << b.bytes << "\n";
+    p << "output " << enc(t.name) << " " << type(t) << " " << regionName(b.region) << ":"
+      << b.offset << ":" << b.bytes << "\n";
   static const char* kKinds[] = {"task", "copy", "jumpz", "jump", "fail", "fallback"};
   for (const ArtifactTask& t : spec.tasks) {
     p << kKinds[int(t.kind)];
@@ -152,6 +158,16 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
 
 // ---- loading: the runtime's executor, with the interpreter for fallback tasks ----
 
+namespace {
+// r with every tensor a copy of its own.
+RValue owned(RValue r) {
+  if (r.kind == RValue::Kind::Tensor) r.tensor = r.tensor.clone();
+  for (Tensor& t : r.seq) t = t.clone();
+  for (RValue& m : r.maps) m = owned(std::move(m));
+  return r;
+}
+} // namespace
+
 // A fallback task's one-node model, checked against its bindings (inputs, then results, each of
 // its static size and aligned for its elements), and the function that runs it on them.
 rt::FallbackRun interpreterFallback(const std::string& text, const std::string& node,
@@ -167,8 +183,18 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
              "{}: fallback task for {} does not match its bindings", file, node);
   std::vector<const Value*> vals(g.inputs.begin(), g.inputs.end());
   vals.insert(vals.end(), g.outputs.begin(), g.outputs.end());
+  std::vector<bool> dynamic; // bound to a dynamic slot or input (rt/artifact.h)
   for (size_t i = 0; i < vals.size(); ++i) {
     auto d = vals[i]->type.shape ? toDims(*vals[i]->type.shape) : std::nullopt;
+    dynamic.push_back(!vals[i]->type.isTensor() || !d || vals[i]->type.dtype == DType::String ||
+                      vals[i]->type.dtype == DType::Undefined);
+    if (dynamic.back()) {
+      AICC_CHECK(params[i].bytes == 0 &&
+                     (params[i].region == Region::Dynamic || params[i].region == Region::Input),
+                 "{}: fallback task for {}: '{}' ({}) is not bound to a dynamic value", file, node,
+                 vals[i]->name, formatType(vals[i]->type));
+      continue;
+    }
     int64_t bytes = -1;
     if (vals[i]->type.isTensor() && d) {
       bytes = int64_t(dtypeSize(vals[i]->type.dtype));
@@ -182,12 +208,20 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
                "{}: fallback task for {}: '{}' is bound at offset {}, not aligned for its elements",
                file, node, vals[i]->name, params[i].offset);
   }
-  return [m, node](const std::vector<std::byte*>& bound) {
+  return [m, node, dynamic](const std::vector<std::byte*>& bound) {
     const Graph& g = *m->graph;
     std::vector<RValue> in;
-    for (size_t i = 0; i < g.inputs.size(); ++i)
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      if (dynamic[i]) {
+        const auto& slot = *reinterpret_cast<const std::shared_ptr<void>*>(bound[i]);
+        AICC_CHECK(slot, "{}: '{}' has no value (not computed in this run)", node,
+                   g.inputs[i]->name);
+        in.push_back(*static_cast<const RValue*>(slot.get()));
+        continue;
+      }
       in.push_back(RValue::of(Tensor::view(g.inputs[i]->type.dtype,
                                            *toDims(*g.inputs[i]->type.shape), nullptr, bound[i])));
+    }
     std::vector<RValue> out;
     try {
       out = interpret(g, in);
@@ -196,6 +230,11 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
     }
     for (size_t k = 0; k < out.size(); ++k) {
       const Value* v = g.outputs[k];
+      if (dynamic[g.inputs.size() + k]) { // owned: a result may view a buffer the plan reuses
+        *reinterpret_cast<std::shared_ptr<void>*>(bound[g.inputs.size() + k]) =
+            std::make_shared<RValue>(owned(std::move(out[k])));
+        continue;
+      }
       Tensor& t = out[k].tensor;
       AICC_CHECK(out[k].kind == RValue::Kind::Tensor && t.dtype() == v->type.dtype &&
                      t.shape() == *toDims(*v->type.shape),
@@ -220,8 +259,18 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
   AICC_CHECK(in.size() == decl.size(), "the model takes {} inputs, got {}", decl.size(), in.size());
   std::vector<const void*> data;
   std::vector<int64_t> bytes;
+  std::vector<std::shared_ptr<void>> dynamic(in.size()); // the values of dynamic inputs
   for (size_t i = 0; i < in.size(); ++i) {
     const TensorDesc& d = decl[i];
+    if (!d.dynamic.empty()) { // against its declared type, as the interpreter checks inputs
+      Graph decl1;
+      decl1.addInput(d.name, parseType(d.dynamic));
+      checkGraphInputs(decl1, {in[i]});
+      dynamic[i] = std::make_shared<RValue>(in[i]);
+      data.push_back(nullptr);
+      bytes.push_back(0);
+      continue;
+    }
     AICC_CHECK(in[i].kind == RValue::Kind::Tensor, "input '{}': expected a tensor", d.name);
     const Tensor& t = in[i].tensor;
     AICC_CHECK(t.dtype() == d.dtype, "input '{}': expected element type {}, got {}", d.name,
@@ -233,14 +282,23 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
   }
   // Outputs are copied while the instance is held: another thread's run would overwrite them.
   std::vector<RValue> out;
-  art.runWaiting(data, bytes, [&] {
-    for (size_t i = 0; i < art.outputs().size(); ++i) {
-      Tensor t(art.outputs()[i].dtype, art.outputs()[i].dims);
-      if (art.outputs()[i].bytes() > 0)
-        std::memcpy(t.raw(), art.output(i), size_t(art.outputs()[i].bytes()));
-      out.push_back(RValue::of(std::move(t)));
-    }
-  });
+  art.runWaiting(
+      data, bytes,
+      [&] {
+        for (size_t i = 0; i < art.outputs().size(); ++i) {
+          if (!art.outputs()[i].dynamic.empty()) {
+            const auto& slot = *static_cast<const std::shared_ptr<void>*>(art.output(i));
+            AICC_CHECK(slot, "output '{}' was not computed", art.outputs()[i].name);
+            out.push_back(owned(*static_cast<const RValue*>(slot.get())));
+            continue;
+          }
+          Tensor t(art.outputs()[i].dtype, art.outputs()[i].dims);
+          if (art.outputs()[i].bytes() > 0)
+            std::memcpy(t.raw(), art.output(i), size_t(art.outputs()[i].bytes()));
+          out.push_back(RValue::of(std::move(t)));
+        }
+      },
+      dynamic);
   return out;
 }
 

@@ -19,11 +19,14 @@
 // forward, which the loader checks, so every run ends.
 //
 // A binding is a region and an offset: the arena, the weights blob, input k, or the per-task
-// scratch area (temps). Every buffer is fixed at compile time, so a run allocates nothing. Nodes
-// without a lowering become fallback tasks when their inputs and results have static sizes and
-// they hold no subgraph; any other such node makes compiling an error that lists them. Static
-// shapes only: symbolic dims are fixed with --dim, unnamed ones with --shape (the error names the
-// missing ones).
+// scratch area (temps), or a dynamic slot. Every static-size buffer is fixed at compile time, so
+// a run of a static graph allocates nothing. Nodes without a lowering become fallback tasks.
+// Dynamic regions: values without a static size (data-dependent shapes, sequences, optionals,
+// strings) live in dynamic slots, and every node that reads or writes one is a fallback task
+// (the reference kernel, on the values of this run); graph inputs and outputs may be such values
+// (`aicc run` and the Python package pass them; the C API takes static tensors only). The compile
+// report lists every fallback and why. Tensor inputs need static shapes: symbolic dims are fixed
+// with --dim, unnamed ones with --shape (the error names the missing ones).
 #pragma once
 
 #include "codegen/llvm/aot.h"
@@ -64,6 +67,7 @@ struct ArtifactSpec {
   std::vector<ArtifactTask> tasks;
   int64_t arenaBytes = 0, scratchBytes = 0, packedBytes = 0, lowerBoundBytes = 0;
   int64_t nodesInPlace = 0; // views and Concats of slices: no task (memory_plan.h)
+  int64_t dynamicValues = 0; // dynamic slots (rt/artifact.h): values of run-time size
   std::vector<std::byte> weights;
   loop::Module code;
   // Per task, for the compile report: op label and schedule.

@@ -17,9 +17,10 @@
 // A branch whose shapes do not resolve statically for the compiled input shapes (silero-vad's
 // 8 kHz branch fed 512 samples: its LSTM would get a rank-5 input, which ONNX Runtime rejects at
 // run time as well) becomes one Fail task: taking it is a run-time error naming the node and the
-// reason; the compile report lists it. A node without a lowering becomes a Fallback task (its
-// reference kernel, run by the loader on the planned buffers) when its sizes are static and it
-// holds no subgraph; any other makes the build fail, listing every such node.
+// reason; the compile report lists it. A node without a lowering, or one that reads or writes a
+// value of run-time size (a dynamic slot, rt/artifact.h), becomes a Fallback task (its reference
+// kernel, run by the loader on its bindings); one whose kernel the interpreter lacks makes the
+// build fail, listing every such node.
 #include "runtime/artifact.h"
 
 #include "backend/memory_plan.h"
@@ -38,13 +39,27 @@ namespace {
 
 int64_t aligned(int64_t x) { return alignUp(x, kArenaAlignment); }
 
-TensorDesc describe(const Value* v, const char* what) {
+// A value that lives in a dynamic slot (rt/artifact.h): no static size, or strings. (Constants
+// have static sizes; string constants are printed into the fallback tasks that read them.)
+bool isDynamic(const Value* v) {
+  return v && !v->constant &&
+         (!v->type.isTensor() || !v->type.shape || !toDims(*v->type.shape) ||
+          v->type.dtype == DType::String || v->type.dtype == DType::Undefined);
+}
+bool embedded(const Value* v) { return v && v->constant && v->type.dtype == DType::String; }
+
+// A graph input or output: a static tensor, or (allowDynamic) a dynamic value, described by its
+// IR type. Tensor inputs need static shapes.
+TensorDesc describe(const Value* v, const char* what, bool allowDynamic = false) {
+  if (allowDynamic && isDynamic(v) &&
+      (!v->type.isTensor() || v->type.dtype == DType::String || std::string_view(what) == "output"))
+    return {v->name, DType::Undefined, {}, formatType(v->type)};
   AICC_CHECK(v->type.isTensor() && v->type.shape, "{} '{}' is not a tensor of known shape", what,
              v->name);
   auto d = toDims(*v->type.shape);
   AICC_CHECK(d, "{} '{}' has the dynamic shape {}; fix it with --dim NAME=VALUE (symbolic dims) "
              "or --shape NAME=D0,D1,... (unnamed ones)", what, v->name, formatShape(*v->type.shape));
-  return {v->name, v->type.dtype, *d};
+  return {v->name, v->type.dtype, *d, ""};
 }
 
 const Graph* branchOf(const Node& n, const char* which) {
@@ -60,6 +75,7 @@ struct Scope {
   MemoryPlan plan;
   int64_t base;
   const Scope* parent;
+  int64_t slotBase = 0; // its dynamic slots start here
 };
 
 class Builder {
@@ -86,17 +102,20 @@ public:
     const Scope* sc = &s;
     while (sc && sc->g != v->owner) sc = sc->parent;
     AICC_CHECK(sc, "'{}': internal: value outside every enclosing graph", v->name);
-    int64_t bytes = describe(v, "value").bytes();
+    int64_t bytes = isDynamic(v) ? 0 : describe(v, "value").bytes();
     ValueHome h = homeOf(*sc->g, sc->plan, v);
     switch (h.storage) {
     case MemStorage::Arena: return {Region::Arena, sc->base + h.offset, bytes};
     case MemStorage::Weight: return {Region::Weights, constantAt(h.root), bytes};
     case MemStorage::Input: return {Region::Input, int64_t(h.input), bytes};
+    case MemStorage::Dynamic:
+      return {Region::Dynamic, sc->slotBase + h.offset, 0};
     }
     fail("'{}': internal: bad storage", v->name);
   }
 
   std::vector<std::string> missing, failBranches;
+  int64_t slots = 0; // dynamic slots handed out so far (every scope's)
 
 private:
   int64_t place(const Tensor& t) {
@@ -118,11 +137,22 @@ private:
     spec_.schedules.push_back({std::move(op), std::move(schedule)});
   }
 
+  // Why node n reads or writes a dynamic value, or "".
+  static std::string dynamicIo(const Node& n) {
+    for (const auto* vs : {&n.inputs, &n.outputs})
+      for (const Value* v : *vs)
+        if (isDynamic(v) || embedded(v))
+          return fmt::format("'{}' is {}: {}", v->name, formatType(v->type),
+                             v->type.dtype == DType::String ? "strings are not compiled"
+                                                            : "no static size");
+    return "";
+  }
+
   void emitCall(const Scope& s, const Node& n) {
-    std::string why, name = "task" + std::to_string(spec_.code.funcs.size());
+    std::string why = dynamicIo(n), name = "task" + std::to_string(spec_.code.funcs.size());
     std::optional<loop::LoweredNode> ln;
     try {
-      ln = loop::lowerNode(n, name, &why, lower_);
+      if (why.empty()) ln = loop::lowerNode(n, name, &why, lower_);
     } catch (const Error& e) {
       why = e.what();
     }
@@ -204,22 +234,15 @@ private:
   static std::string inputName(size_t i) { return "in" + std::to_string(i); }
   static std::string outputName(size_t k) { return "out" + std::to_string(k); }
 
-  // A node the reference kernel can run on planned buffers: static tensors in and out, and
-  // what its bodies (Scan, Loop) read of the enclosing graph static tensors too, under names
-  // that do not clash with the printed node's own.
+  // A node the reference kernel can run on its bindings (planned buffers and dynamic slots), what
+  // its bodies (Scan, Loop, If) read of the enclosing graph under names that do not clash with
+  // the printed node's own.
   static bool canFallBack(const Node& n, const std::vector<const Value*>& outer) {
     if (!n.def || !n.def->kernel) return false;
-    auto planned = [](const Value* v) {
-      return !v || (v->type.isTensor() && v->type.shape && toDims(*v->type.shape) &&
-                    v->type.dtype != DType::String && v->type.dtype != DType::Undefined);
-    };
-    for (const Value* v : outer) {
-      if (!planned(v)) return false;
+    for (const Value* v : outer)
       for (size_t i = 0; i < std::max(n.inputs.size(), n.outputs.size()); ++i)
         if (v->name == inputName(i) || v->name == outputName(i)) return false;
-    }
-    return std::all_of(n.inputs.begin(), n.inputs.end(), planned) &&
-           std::all_of(n.outputs.begin(), n.outputs.end(), planned);
+    return true;
   }
 
   // The node alone as a model in the IR text form: inputs in0.., then the enclosing values its
@@ -231,8 +254,12 @@ private:
     Graph& g = *m.graph;
     g.name = "fallback";
     std::vector<Value*> ins;
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      ins.push_back(n.inputs[i] ? g.addInput(inputName(i), n.inputs[i]->type) : nullptr);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Value* x = n.inputs[i];
+      ins.push_back(!x            ? nullptr
+                    : embedded(x) ? g.addConstant(inputName(i), *x->constant)
+                                  : g.addInput(inputName(i), x->type));
+    }
     for (const Value* v : outer) {
       if (v->constant)
         g.addConstant(v->name, *v->constant);
@@ -261,7 +288,7 @@ private:
     ArtifactTask t{
         ArtifactTask::Kind::Fallback, nodeAsModel(n, outer), n.describe(), {}, 0, &n, {}};
     for (const Value* v : n.inputs)
-      if (v) t.params.push_back(bind(s, v));
+      if (v && !embedded(v)) t.params.push_back(bind(s, v));
     for (const Value* v : outer) // (in nodeAsModel's order; constants are printed)
       if (!v->constant) t.params.push_back(bind(s, v));
     for (const Value* v : n.outputs)
@@ -278,9 +305,13 @@ private:
     bool ok = br[0] && br[1] && n.hasInput(0);
     for (const Value* o : n.outputs)
       ok = ok && o && o->type.isTensor() && o->type.shape && toDims(*o->type.shape);
-    if (!ok) {
-      missing.push_back(n.describe() + ": only an If with two input-less branches and static "
-                                       "results is compiled");
+    if (!ok) { // the whole If through the interpreter
+      const std::string why = "only an If with two input-less branches and static results is "
+                              "compiled";
+      if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
+        emitFallback(s, n, outer, why);
+      else
+        missing.push_back(n.describe() + ": " + why);
       return base;
     }
     const size_t jz = spec_.tasks.size();
@@ -305,10 +336,13 @@ private:
            "fail (branch not compiled)");
       return base;
     }
-    Scope bs{&b, planMemory(b), base, &s};
+    Scope bs{&b, planMemory(b), base, &s, slots};
+    slots += bs.plan.dynamicValues;
     int64_t end = emit(bs);
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       Binding from = bind(bs, b.outputs[k]), to = bind(s, n.outputs[k]);
+      AICC_CHECK(from.region != Region::Dynamic, "{}: result {} has no static size ({})", where, k,
+                 formatType(b.outputs[k]->type));
       AICC_CHECK(from.bytes == to.bytes, "{}: result {} has {} bytes, the If's {}", where, k,
                  from.bytes, to.bytes);
       push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0, nullptr, {}}, "If",
@@ -326,9 +360,10 @@ private:
 
 ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
   ArtifactSpec spec;
-  for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input"));
+  for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input", true));
   Builder b(spec, lower);
   Scope top{&g, planMemory(g), 0, nullptr};
+  b.slots = top.plan.dynamicValues;
   spec.lowerBoundBytes = top.plan.lowerBoundBytes;
   spec.arenaBytes = b.emit(top);
   if (!b.missing.empty()) {
@@ -339,7 +374,9 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
          b.missing.size(), list);
   }
   spec.failBranches = std::move(b.failBranches);
-  for (const Value* o : g.outputs) spec.outputs.push_back({describe(o, "output"), b.bind(top, o)});
+  for (const Value* o : g.outputs)
+    spec.outputs.push_back({describe(o, "output", true), b.bind(top, o)});
+  spec.dynamicValues = b.slots;
   return spec;
 }
 

@@ -57,6 +57,8 @@ JitExecutable::JitExecutable(const Graph& g, const JitRunOptions& opts)
   std::optional<MemoryPlan> plan;
   try {
     plan = planMemory(g);
+    if (plan->dynamicValues) // node by node: every value of run-time size in its own tensor
+      fail("{} values have no static size", plan->dynamicValues);
     stats_.planned = true;
     stats_.arenaBytes = plan->arenaBytes;
     stats_.planNote = formatMemorySummary(*plan);
@@ -155,6 +157,10 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
     spec = buildArtifact(g_, opts.lower);
   } catch (const Error& e) {
     stats_.planNote = std::string("node by node: ") + e.what();
+    return false;
+  }
+  if (spec->dynamicValues) { // node by node compiles them for the sizes each run has
+    stats_.planNote = fmt::format("node by node: {} values of run-time size", spec->dynamicValues);
     return false;
   }
   if (!spec->failBranches.empty()) {

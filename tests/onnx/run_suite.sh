@@ -2,9 +2,10 @@
 # Runs the ONNX v1.22 backend test suite (../shared/onnx-backend) with the reference interpreter (or
 # the engine given by --engine) and
 # checks the result against tests/onnx/expected_failures.txt: a test outside the list that does
-# not pass, or a listed test that passes, fails this check. Exit 77 (skip) when the suite is absent.
-#   run_suite.sh AICC_BINARY [extra test-onnx flags]   (--engine artifact adds
-#   expected_failures_artifact.txt: what artifacts cannot run yet)
+# not pass, or a listed test that passes, fails this check (the same list for every engine: the
+# JIT and ahead-of-time artifacts pass what the interpreter passes). Exit 77 (skip) when the suite
+# is absent.
+#   run_suite.sh AICC_BINARY [extra test-onnx flags]
 set -uo pipefail
 aicc="$1"; shift
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -17,9 +18,4 @@ cats=()
 for c in node simple pytorch-converted pytorch-operator light; do
   [ -d "$data/$c" ] && cats+=("$data/$c")
 done
-# Through ahead-of-time artifacts (--engine artifact) the tests they cannot run yet are listed too.
-extra=()
-for arg in "$@"; do
-  if [ "$arg" = artifact ]; then extra=(--expect-failures "$here/expected_failures_artifact.txt"); fi
-done
-exec "$aicc" test-onnx -j2 --timeout 300 --expect-failures "$here/expected_failures.txt" "${extra[@]}" --tolerances "$here/tolerances.txt" "$@" "${cats[@]}"
+exec "$aicc" test-onnx -j2 --timeout 300 --expect-failures "$here/expected_failures.txt" --tolerances "$here/tolerances.txt" "$@" "${cats[@]}"

@@ -225,6 +225,9 @@ TEST(Artifact, BadInputsAndDamagedArtifactsGiveClearErrors) {
   damaged(
       "jump backwards", [&] { std::ofstream(dir / "model.plan", std::ios::app) << "jump x @0\n"; },
       "not forward");
+  damaged(
+      "a call binding a dynamic slot", [&] { editPlan(" I:0:24 I:1:12", " D:0:0 I:1:12"); },
+      "binds a dynamic value but is not a fallback task");
   fs::remove_all(dir);
   fs::copy(pristine, dir);
   fs::remove_all(pristine);
@@ -408,16 +411,46 @@ TEST(Artifact, LstmCompilesAheadOfTimeAndMatchesTheInterpreter) {
                            {1e-5, 1e-6});
 }
 
-TEST(Artifact, ModelsWithUnloweredNodesAreRefusedByName) {
-  Model m = parseModel("graph @g(%x: f32[4]) {\n  %n = NonZero(%x) : i64[1,?]\n  return %n\n}\n");
+// Values of run-time size live in dynamic slots (rt/artifact.h): a NonZero result (its size
+// depends on the data) and what is computed from it run as fallback tasks, the rest compiled;
+// a sequence input is passed by `aicc run` (LoadedArtifact) and refused by the C API by name,
+// as is reading a dynamic output there. Two runs of one instance with different sizes.
+TEST(Artifact, ValuesOfRunTimeSizeLiveInDynamicSlots) {
+  Model m = parseModel(R"(graph @g(%x: f32[4], %s: seq<f32[2]>) {
+  %n = NonZero(%x) : i64[1,?]
+  %t = Transpose(%n) : i64[?,1]
+  %k = Size(%t) : i64[]
+  %r = Relu(%x) : f32[4]
+  %l = SequenceLength(%s) : i64[]
+  return %t, %k, %r, %l
+})");
   loop::LowerOptions lo;
   lo.runtimeKernels = true;
-  try {
-    runtime::buildArtifact(*m.graph, lo);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("NonZero"), std::string::npos) << e.what();
+  runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
+  EXPECT_GE(spec.dynamicValues, 2);
+  EXPECT_EQ(spec.fallbacks.size(), 4u); // NonZero, Transpose, Size, SequenceLength; Relu compiled
+  const fs::path dir = freshDir("dynamic");
+  runtime::writeArtifact(spec, dir.string(), nativeTarget());
+  runtime::LoadedArtifact art(dir.string());
+  auto seq = RValue::ofSeq(
+      {Tensor::fromF32({1, 2}, {2}), Tensor::fromF32({3, 4}, {2}), Tensor::fromF32({5, 6}, {2})});
+  for (const std::vector<float>& x : {std::vector<float>{0, -1, 2, 0}, {3, 1, -2, 5}}) {
+    std::vector<RValue> in = {RValue::of(Tensor::fromF32(x, {4})), seq};
+    test::expectOutputsClose(interpret(*m.graph, in), art.run(in), {0, 0});
   }
+  // The C API: the sequence input and the dynamic output are refused by name.
+  aicc_model* cm = aicc_model_load(dir.c_str());
+  ASSERT_TRUE(cm) << aicc_last_error();
+  const float x[4] = {1, 0, 0, 1};
+  EXPECT_EQ(aicc_model_set_input(cm, 0, x, sizeof x), 0) << aicc_last_error();
+  EXPECT_NE(aicc_model_set_input(cm, 1, x, sizeof x), 0);
+  EXPECT_NE(std::string(aicc_last_error()).find("input 's' is seq<f32[2]>"), std::string::npos)
+      << aicc_last_error();
+  EXPECT_NE(aicc_model_run(cm), 0);
+  EXPECT_EQ(aicc_model_output(cm, 0, nullptr), nullptr);
+  EXPECT_NE(std::string(aicc_last_error()).find("output 't' is i64[?,1]"), std::string::npos)
+      << aicc_last_error();
+  aicc_model_free(cm);
 }
 
 } // namespace

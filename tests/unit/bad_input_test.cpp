@@ -171,6 +171,21 @@ TEST_F(BadInput, WrongInputFiles) {
   write("garbage/input_0.pb", std::string("\x0a\xff\xff\xff\xff\x0f garbage", 12));
   expectCleanError(runAicc("run " + model + " --inputs-dir " + (dir_ / "garbage").string()), {"input_0.pb"});
   expectCleanError(runAicc("run " + model + " --input nope=" + (dir_ / "shape/input_0.pb").string()), {"nope"});
+  // A tensor file where a sequence or optional is declared (protobuf would parse most of it as
+  // an empty sequence): the file and the kind it should hold.
+  aicc::tensorToProto(aicc::Tensor::fromF32({1, 2, 3}, {3}), "x", t);
+  for (auto [type, kind] :
+       {std::pair{aicc::Type::sequence(aicc::Type::tensor(aicc::DType::F32, {})), "SequenceProto"},
+        {aicc::Type::optional(aicc::Type::tensor(aicc::DType::F32, {})), "OptionalProto"}})
+    try {
+      aicc::readValueBytes(t.SerializeAsString(), "in.pb", type);
+      ADD_FAILURE() << "read as " << kind;
+    } catch (const aicc::Error& e) {
+      EXPECT_NE(
+          std::string(e.what()).find(std::string("'in.pb' is not a valid serialized ") + kind),
+          std::string::npos)
+          << e.what();
+    }
 }
 
 TEST_F(BadInput, AbsurdSizes) {

@@ -65,6 +65,7 @@ bool isArtifactDir(const std::string& path) {
 }
 
 Type typeOf(const runtime::TensorDesc& d) {
+  if (!d.dynamic.empty()) return parseType(d.dynamic); // a sequence, optional or strings
   Shape s;
   for (int64_t x : d.dims) s.push_back(Dim::known(x));
   return Type::tensor(d.dtype, s);

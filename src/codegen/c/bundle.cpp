@@ -140,6 +140,9 @@ private:
       return fmt::format("(W + {})", h.offset);
     case MemStorage::Input:
       return fmt::format("((const unsigned char*)inputs[{}])", h.input);
+    case MemStorage::Dynamic:
+      fail("C codegen: '{}' has no static size ({}); the C bundle takes static graphs", v->name,
+           formatType(v->type));
     }
     fail("C codegen: internal: bad storage");
   }

@@ -387,24 +387,33 @@ RValue readValueFile(const std::string& path, const Type& expected) {
   return readValueBytes(readFile(path), path, expected);
 }
 
+// A message parsed from bytes of another kind mostly parses (protobuf skips what it does not
+// know): a TensorProto read as a SequenceProto gave an empty sequence. Fields it does not know
+// mean the file is not this message.
+template <class M>
+void parseExactly(M& m, const std::string& bytes, const std::string& path, const char* what) {
+  AICC_CHECK(m.ParseFromString(bytes) && m.unknown_fields().empty(),
+             "'{}' is not a valid serialized {} (the model's input is of that kind)", path, what);
+}
+
 RValue readValueBytes(const std::string& bytes, const std::string& path, const Type& expected) {
   if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") return readNpy(path, bytes);
   const Type* t = &expected;
   if (t->kind == Type::Kind::Optional) {
     onnx::OptionalProto o;
-    AICC_CHECK(o.ParseFromString(bytes), "'{}' is not a valid serialized OptionalProto", path);
+    parseExactly(o, bytes, path, "OptionalProto");
     if (o.has_tensor_value()) return RValue::of(tensorFromProto(o.tensor_value(), nullptr, nullptr));
     if (o.has_sequence_value()) return fromSequenceProto(o.sequence_value(), path);
     return RValue::none();
   }
   if (t->kind == Type::Kind::Map) {
     onnx::MapProto m;
-    AICC_CHECK(m.ParseFromString(bytes), "'{}' is not a valid serialized MapProto", path);
+    parseExactly(m, bytes, path, "MapProto");
     return fromMapProto(m, path);
   }
   if (t->kind == Type::Kind::Sequence) {
     onnx::SequenceProto s;
-    AICC_CHECK(s.ParseFromString(bytes), "'{}' is not a valid serialized SequenceProto", path);
+    parseExactly(s, bytes, path, "SequenceProto");
     return fromSequenceProto(s, path);
   }
   onnx::TensorProto p;
