@@ -149,43 +149,18 @@ void conv2dNhwc(const Conv2dWeights& wt, const float* in, float* out, const Epil
 
 namespace {
 
-// Packs columns [p0, p0 + cols) (output pixels) x rows [k0, k0 + kc) of the im2col matrix of
-// image `x` ([Cin, H, W]; row k = (ci * KH + kh) * KW + kw) into one B panel: dst[k * nr + j],
-// zero for padding and for columns >= cols. Output pixels of one output row with a stride-1
-// width step read a contiguous input run.
-void im2colPanel(const Conv2dShape& s, const float* x, int64_t p0, int64_t cols, int64_t k0,
-                 int64_t kc, int64_t nr, float* dst) {
-  const int64_t OW = s.OW(), KHW = s.KH * s.KW;
-  for (int64_t k = 0; k < kc; ++k) {
-    const int64_t kk = k0 + k, ci = kk / KHW, kh = (kk % KHW) / s.KW, kw = kk % s.KW;
-    const float* plane = x + ci * s.H * s.W;
-    float* d = dst + k * nr;
-    int64_t j = 0;
-    while (j < cols) {
-      const int64_t p = p0 + j, oy = p / OW, ox0 = p % OW;
-      const int64_t run = std::min(cols - j, OW - ox0); // pixels left in this output row
-      const int64_t iy = oy * s.strideH - s.padTop + kh * s.dilH;
-      if (iy < 0 || iy >= s.H) {
-        std::fill(d + j, d + j + run, 0.0f);
-      } else {
-        const float* row = plane + iy * s.W;
-        const int64_t off = kw * s.dilW - s.padLeft;
-        if (s.strideW == 1) { // a contiguous run: zeros, a copy, zeros
-          const int64_t u0 = std::clamp<int64_t>(-off - ox0, 0, run);
-          const int64_t u1 = std::clamp<int64_t>(s.W - off - ox0, u0, run);
-          std::fill(d + j, d + j + u0, 0.0f);
-          if (u1 > u0) std::copy(row + ox0 + u0 + off, row + ox0 + u1 + off, d + j + u0);
-          std::fill(d + j + u1, d + j + run, 0.0f);
-        } else {
-          for (int64_t u = 0; u < run; ++u) {
-            const int64_t ix = (ox0 + u) * s.strideW + off;
-            d[j + u] = ix >= 0 && ix < s.W ? row[ix] : 0.0f;
-          }
-        }
-      }
-      j += run;
-    }
-    std::fill(d + cols, d + nr, 0.0f);
+// Packs rows [0, kc) x columns [0, cols) of an im2col panel from the padded copy: element (k, j)
+// is pad[koff[k] + pix[j]] (koff: tap k's offset, pix: output pixel j's first input pixel), so a
+// row is one gather with a fixed index vector; columns [cols, nr) are zero. It replaced a
+// bounds-checked copy per element (Intel Xeon with AMX, 1 thread: the 7x7x512 3x3 -> 512 layer's
+// panels took ~35% of its bf16 time).
+constexpr int64_t kMaxPanelColumns = 64; // nr of every GEMM tile (registry.cpp: 8 .. 48)
+AICC_KERNEL_CLONES void gatherPanel(const float* pad, const int64_t* koff, const int32_t* pix,
+                                    int64_t kc, int64_t cols, int64_t nr, float* dst) {
+  for (int64_t k = 0; k < kc; ++k, dst += nr) {
+    const float* src = pad + koff[k];
+    for (int64_t j = 0; j < cols; ++j) dst[j] = src[pix[j]];
+    for (int64_t j = cols; j < nr; ++j) dst[j] = 0.0f;
   }
 }
 
@@ -287,16 +262,20 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   const int64_t M = s.Cout, K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
   const int64_t mr = kd.mr, nr = kd.nr, kcMax = kd.kc, Mpad = (M + mr - 1) / mr * mr;
   const bool pointwise = s.isPointwise();
-  // Convolutions with output rows of at least one vector (or >= 14 pixels) read B through an
-  // offset table from a zero-padded copy of the input (implicit im2col): vector v of row
-  // k = (ci, kh, kw) of a pixel panel starts at koff[k] + voff[v]. For a column stride sW the copy
-  // is split into sW phases (phase p holds the padded columns c = p mod sW at c / sW), so the
-  // pixels of one output row are contiguous for every tap. With rows of >= W pixels (W = the
-  // vector width) a panel is nr consecutive output pixels (`flat`, every panel full: a 56-pixel
-  // row no longer ends in a half-empty panel); a vector that continues on the next output row
-  // blends two loads. With shorter rows (14 pixels under AVX-512) a panel is a segment of one row.
-  // Others (7x7 maps under AVX2, strided 1x1 convolutions, whose copy would move the whole input
-  // to use a quarter of it) pack im2col panels.
+  // Spatial convolutions read B from a zero-padded copy of the input through an offset table:
+  // element (k, pixel) of the im2col matrix, k = (ci, kh, kw), is at koff[k] + the pixel's first
+  // input pixel. For a column stride sW the copy is split into sW phases (phase p holds the padded
+  // columns c = p mod sW at c / sW), so the pixels of one output row are contiguous for every tap.
+  // With output rows of at least one vector (or >= 14 pixels) the tile reads it in place
+  // (implicit im2col, `direct`): vector v of row k starts at koff[k] + voff[v]. With rows of >= W
+  // pixels (W = the vector width) a panel is nr consecutive output pixels (`flat`, every panel
+  // full: a 56-pixel row no longer ends in a half-empty panel); a vector that continues on the
+  // next output row blends two loads. With shorter rows (14 pixels under AVX-512) a panel is a
+  // segment of one row. Shorter rows (7x7 maps under AVX2, and under bf16) gather im2col panels
+  // from the copy (gatherPanel); strided 1x1 convolutions without padding were made pointwise
+  // above.
+  AICC_RT_CHECK(nr <= kMaxPanelColumns, "conv2d: '{}' has {} columns, more than a panel holds",
+                kd.name, nr);
   const int64_t OW = s.OW(), segs = (OW + nr - 1) / nr, sW = s.strideW;
   const int64_t W = std::max<int64_t>(1, kd.vectorWidth), NV = nr / W;
   const bool direct = implicitIm2col(kd, s);
@@ -305,7 +284,7 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   const int64_t Wh = (Wp + sW - 1) / sW, phase = s.Cin * Hp * Wh;
   thread_local std::vector<float> padded;
   std::vector<int64_t> koff;
-  if (direct) {
+  if (!pointwise) {
     // + slack: a split tile reads every vector a row gap further on too (GemmTileParams::vgap)
     padded.assign(size_t(sW * phase + (s.strideH + 1) * Wh + 2 * nr), 0.0f);
     float* buf = padded.data(); // this thread's buffer (the workers' thread_local is another)
@@ -344,6 +323,8 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
           koff[size_t(k++)] = (col % sW) * phase + (c * Hp + kh * s.dilH) * Wh + col / sW;
         }
   }
+  AICC_RT_CHECK(direct || pointwise || Hp * Wh < (int64_t(1) << 31),
+                "conv2d: a {}x{} input plane is too large", s.H, s.W);
   const float* pad = padded.data();
   const int64_t panels = direct && !flat ? s.OH() * segs : (P + nr - 1) / nr, mPanels = Mpad / mr;
   // Pixel panels per B block: the block (kc x nb*nr floats, 256 KB at kc 128 and 32-pixel
@@ -407,7 +388,12 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
         }
         for (int64_t q = pc; q < pcEnd && !pointwise && !direct; ++q) {
           const int64_t n0 = q * nr, cols = std::min(nr, P - n0);
-          im2colPanel(s, in, n0, cols, k0, kc, nr, bBuf.data() + (q - pc) * kc * nr);
+          int32_t pix[kMaxPanelColumns];
+          for (int64_t j = 0; j < cols; ++j) {
+            const int64_t p = n0 + j, oy = p / OW, ox = p % OW;
+            pix[j] = int32_t(oy * s.strideH * Wh + ox);
+          }
+          gatherPanel(pad, koff.data() + k0, pix, kc, cols, nr, bBuf.data() + (q - pc) * kc * nr);
         }
         t.kc = kc;
         t.flags = (k0 == 0 ? kGemmFirst | kGemmRowBias : 0u) | (k0 + kc == K ? kGemmLast : 0u);
@@ -687,9 +673,11 @@ ConvRows convRowsFor(const KernelDesc& kd, const Conv2dShape& s) {
   const double cost = gather / double(M) + transpose / double(s.Cin * s.KH * s.KW) +
                       (wide && s.KH == 1 && s.KW == 1 ? 0.05 : 0.0);
   // What Channels adds where it packs im2col panels per call (no implicit im2col: rows shorter
-  // than a vector and 14 pixels, e.g. 7x7 maps under AVX-512): a bounds-checked copy per element
-  // of B against M FMAs. Fitted on Intel Xeon (AVX-512), 1 thread: DenseNet's 7x7x128 3x3 -> 32
-  // ran channel rows at 29 GFLOP/s against 66 as pixel rows; 7x7x512 3x3 -> 512 99 against 126.
+  // than a vector and 14 pixels, e.g. 7x7 maps under AVX-512): a copy per element of B against M
+  // FMAs. Fitted on Intel Xeon (AVX-512), 1 thread, with the bounds-checked copy that gatherPanel
+  // replaced: DenseNet's 7x7x128 3x3 -> 32 ran channel rows at 29 GFLOP/s against 66 as pixel
+  // rows; 7x7x512 3x3 -> 512 99 against 126 (with the gather, on another Xeon: 159 against 192,
+  // so the choice there stands).
   const bool packsIm2col =
       !s.isPointwise() && !implicitIm2col(kd, s) &&
       !(s.KH == 1 && s.KW == 1 && !s.padTop && !s.padLeft && !s.padBottom && !s.padRight);
