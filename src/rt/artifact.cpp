@@ -28,6 +28,7 @@ namespace {
 
 constexpr int64_t kAlign = 64; // every region and placement in an artifact (kArenaAlignment)
 std::atomic<FallbackProvider> fallbackProvider{nullptr};
+std::atomic<DynamicTensorView> dynamicTensorView{nullptr};
 
 int64_t aligned(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
@@ -216,6 +217,7 @@ struct TaskLine {
 } // namespace
 
 void setFallbackProvider(FallbackProvider p) { fallbackProvider.store(p); }
+void setDynamicTensorView(DynamicTensorView v) { dynamicTensorView.store(v); }
 
 int64_t TensorDesc::bytes() const {
   if (!dynamic.empty()) return 0;
@@ -739,6 +741,13 @@ const void* Artifact::output(size_t i) const {
   AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
                 outputs_.size());
   return impl_->at(impl_->plan.outputBindings[i]);
+}
+
+bool Artifact::dynamicOutput(size_t i, DynamicTensor& out) const {
+  if (i >= outputs_.size() || outputs_[i].dynamic.empty()) return false;
+  const auto& value = *static_cast<const std::shared_ptr<void>*>(output(i));
+  const DynamicTensorView view = dynamicTensorView.load();
+  return value && view && view(value, out);
 }
 
 void Artifact::setProfiling(bool on) { impl_->profiling = on; }

@@ -70,6 +70,17 @@ using FallbackProvider = FallbackRun (*)(const std::string& nodeText, const std:
 // an artifact with fallback tasks then fails, naming the node).
 void setFallbackProvider(FallbackProvider p);
 
+// A dynamic value that is a tensor, as the C API hands it out: its data (valid while the value
+// is), element type and dims. The provider that creates dynamic values says which are tensors.
+struct DynamicTensor {
+  const void* data = nullptr;
+  int64_t bytes = 0;
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> dims;
+};
+using DynamicTensorView = bool (*)(const std::shared_ptr<void>& value, DynamicTensor& out);
+void setDynamicTensorView(DynamicTensorView v);
+
 // Frees a plan's block (Plan::allocate), unless the plan only points at it (a linked model's
 // weights).
 struct PlanBytesFree {
@@ -129,6 +140,8 @@ public:
   void run(); // throws if an input is missing or a task fails
   // Valid until the next run. A dynamic output's address is its std::shared_ptr<void>.
   const void* output(size_t i) const;
+  // Output i of the last run when it is dynamic and a tensor (setDynamicTensorView), else false.
+  bool dynamicOutput(size_t i, DynamicTensor& out) const;
   // setInput for every input (dynamic[i] for a dynamic input: the fallback provider's value,
   // data[i] ignored), then run, then whileHeld (to read the outputs), holding the instance
   // throughout (waiting for another thread's run of it).

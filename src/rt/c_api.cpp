@@ -92,13 +92,24 @@ const char* aicc_model_input_dtype(const aicc_model* m, int i) {
   return desc(m, i, true) ? m->dtypeNames[0][size_t(i)].c_str() : nullptr;
 }
 const char* aicc_model_output_dtype(const aicc_model* m, int i) {
-  return desc(m, i, false) ? m->dtypeNames[1][size_t(i)].c_str() : nullptr;
+  const aicc::rt::TensorDesc* o = desc(m, i, false);
+  aicc::rt::DynamicTensor t;
+  if (o && !o->dynamic.empty()) // the last run's value, when it is a tensor
+    return m->art->dynamicOutput(size_t(i), t) ? aicc::dtypeName(t.dtype).data() : nullptr;
+  return o ? m->dtypeNames[1][size_t(i)].c_str() : nullptr;
 }
 int aicc_model_input_dims(const aicc_model* m, int i, int64_t* d, int max) {
   return dims(desc(m, i, true), d, max);
 }
 int aicc_model_output_dims(const aicc_model* m, int i, int64_t* d, int max) {
-  return dims(desc(m, i, false), d, max);
+  const aicc::rt::TensorDesc* o = desc(m, i, false);
+  aicc::rt::DynamicTensor t;
+  if (o && !o->dynamic.empty()) { // the last run's value, when it is a tensor
+    if (!m->art->dynamicOutput(size_t(i), t)) return -1;
+    for (size_t k = 0; k < t.dims.size() && int(k) < max; ++k) d[k] = t.dims[k];
+    return int(t.dims.size());
+  }
+  return dims(o, d, max);
 }
 size_t aicc_model_input_bytes(const aicc_model* m, int i) {
   auto* d = desc(m, i, true);
@@ -126,10 +137,16 @@ const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes) {
     AICC_RT_CHECK(m, "aicc_model_output: null model");
     AICC_RT_CHECK(i >= 0, "output index {} out of range", i);
     const auto& outs = m->art->outputs();
-    AICC_RT_CHECK(size_t(i) >= outs.size() || outs[size_t(i)].dynamic.empty(),
-                  "output '{}' is {}: not a tensor of static shape, which only `aicc run` and the "
-                  "Python package read",
-                  outs[size_t(i)].name, outs[size_t(i)].dynamic);
+    if (size_t(i) < outs.size() && !outs[size_t(i)].dynamic.empty()) { // a run-time size
+      aicc::rt::DynamicTensor t;
+      AICC_RT_CHECK(m->art->dynamicOutput(size_t(i), t),
+                    "output '{}' is {}: not a tensor (or not computed yet), which only `aicc run` "
+                    "and the Python package read",
+                    outs[size_t(i)].name, outs[size_t(i)].dynamic);
+      p = t.data;
+      if (bytes) *bytes = size_t(t.bytes);
+      return;
+    }
     p = m->art->output(size_t(i));
     if (bytes) *bytes = size_t(m->art->outputs()[size_t(i)].bytes());
   });

@@ -245,7 +245,24 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
   };
 }
 
-void installInterpreterFallback() { rt::setFallbackProvider(&interpreterFallback); }
+namespace {
+// The dynamic values the interpreter fallback creates are RValues: a tensor of numbers is read
+// through the C API as it is (aicc_model_output of an output of run-time size).
+bool tensorView(const std::shared_ptr<void>& v, rt::DynamicTensor& out) {
+  const auto* r = static_cast<const RValue*>(v.get());
+  if (r->kind != RValue::Kind::Tensor || r->tensor.dtype() == DType::String) return false;
+  out.data = r->tensor.raw();
+  out.bytes = int64_t(r->tensor.nbytes());
+  out.dtype = r->tensor.dtype();
+  out.dims = r->tensor.shape();
+  return true;
+}
+} // namespace
+
+void installInterpreterFallback() {
+  rt::setFallbackProvider(&interpreterFallback);
+  rt::setDynamicTensorView(&tensorView);
+}
 
 LoadedArtifact::LoadedArtifact(const std::string& dir)
     : rt::Artifact((installInterpreterFallback(), dir)) {}

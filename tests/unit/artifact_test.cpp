@@ -413,8 +413,9 @@ TEST(Artifact, LstmCompilesAheadOfTimeAndMatchesTheInterpreter) {
 
 // Values of run-time size live in dynamic slots (rt/artifact.h): a NonZero result (its size
 // depends on the data) and what is computed from it run as fallback tasks, the rest compiled;
-// a sequence input is passed by `aicc run` (LoadedArtifact) and refused by the C API by name,
-// as is reading a dynamic output there. Two runs of one instance with different sizes.
+// a sequence input is passed by `aicc run` (LoadedArtifact) and refused by the C API by name.
+// Two runs of one instance with different sizes; through the C API, a dynamic tensor output is
+// read with the dims of its run.
 TEST(Artifact, ValuesOfRunTimeSizeLiveInDynamicSlots) {
   Model m = parseModel(R"(graph @g(%x: f32[4], %s: seq<f32[2]>) {
   %n = NonZero(%x) : i64[1,?]
@@ -447,9 +448,32 @@ TEST(Artifact, ValuesOfRunTimeSizeLiveInDynamicSlots) {
   EXPECT_NE(std::string(aicc_last_error()).find("input 's' is seq<f32[2]>"), std::string::npos)
       << aicc_last_error();
   EXPECT_NE(aicc_model_run(cm), 0);
-  EXPECT_EQ(aicc_model_output(cm, 0, nullptr), nullptr);
-  EXPECT_NE(std::string(aicc_last_error()).find("output 't' is i64[?,1]"), std::string::npos)
-      << aicc_last_error();
+  aicc_model_free(cm);
+  // An output of run-time size that is a tensor is read with its run's dims (no sequence input).
+  Model m2 = parseModel(R"(graph @g(%x: f32[5]) {
+  %n = NonZero(%x) : i64[1,?]
+  %r = Relu(%x) : f32[5]
+  return %n, %r
+})");
+  const fs::path dir2 = freshDir("dynamic_c");
+  runtime::writeArtifact(runtime::buildArtifact(*m2.graph, lo), dir2.string(), nativeTarget());
+  cm = aicc_model_load(dir2.c_str());
+  ASSERT_TRUE(cm) << aicc_last_error();
+  int64_t dims[4];
+  EXPECT_EQ(aicc_model_output_dims(cm, 0, dims, 4), -1); // before a run
+  for (const std::vector<float>& x : {std::vector<float>{0, 3, 0, -1, 2}, {0, 0, 0, 0, 7}}) {
+    ASSERT_EQ(aicc_model_set_input(cm, 0, x.data(), x.size() * sizeof(float)), 0);
+    ASSERT_EQ(aicc_model_run(cm), 0) << aicc_last_error();
+    const Tensor want = interpret(*m2.graph, {RValue::of(Tensor::fromF32(x, {5}))})[0].tensor;
+    ASSERT_EQ(aicc_model_output_dims(cm, 0, dims, 4), 2);
+    EXPECT_EQ(Dims(dims, dims + 2), want.shape());
+    EXPECT_STREQ(aicc_model_output_dtype(cm, 0), "i64");
+    size_t bytes = 0;
+    const void* p = aicc_model_output(cm, 0, &bytes);
+    ASSERT_TRUE(p) << aicc_last_error();
+    ASSERT_EQ(bytes, want.nbytes());
+    EXPECT_EQ(std::memcmp(p, want.raw(), bytes), 0);
+  }
   aicc_model_free(cm);
 }
 
