@@ -292,8 +292,12 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
     const Tensor& t = in[i].tensor;
     AICC_CHECK(t.dtype() == d.dtype, "input '{}': expected element type {}, got {}", d.name,
                dtypeName(d.dtype), dtypeName(t.dtype()));
-    AICC_CHECK(t.shape() == d.dims, "input '{}': expected shape {}, got {}", d.name,
-               formatDims(d.dims), formatDims(t.shape()));
+    AICC_CHECK(t.shape().size() == d.dims.size(), "input '{}': rank {}, the model takes rank {} {}",
+               d.name, t.shape().size(), d.dims.size(), formatDims(d.dims));
+    for (size_t k = 0; k < d.dims.size(); ++k)
+      AICC_CHECK(t.shape()[k] == d.dims[k],
+                 "input '{}': dim {} is {}, the model was compiled for {} {}", d.name, k,
+                 t.shape()[k], d.dims[k], formatDims(d.dims));
     data.push_back(t.raw());
     bytes.push_back(int64_t(t.nbytes()));
   }
