@@ -109,6 +109,7 @@ public:
     case MemStorage::Weight: return {Region::Weights, constantAt(h.root), bytes};
     case MemStorage::Input: return {Region::Input, int64_t(h.input), bytes};
     case MemStorage::Dynamic:
+      if (v->type.isTensor() && v->type.dtype != DType::String) runtimeShapes.insert(v);
       return {Region::Dynamic, sc->slotBase + h.offset, 0};
     }
     fail("'{}': internal: bad storage", v->name);
@@ -116,6 +117,7 @@ public:
 
   std::vector<std::string> missing, failBranches;
   int64_t slots = 0; // dynamic slots handed out so far (every scope's)
+  std::set<const Value*> runtimeShapes; // bound dynamic tensors of numbers
 
 private:
   int64_t place(const Tensor& t) {
@@ -377,6 +379,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
   for (const Value* o : g.outputs)
     spec.outputs.push_back({describe(o, "output", true), b.bind(top, o)});
   spec.dynamicValues = b.slots;
+  spec.runtimeShapes = int64_t(b.runtimeShapes.size());
   return spec;
 }
 

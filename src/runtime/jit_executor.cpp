@@ -159,8 +159,12 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
     stats_.planNote = std::string("node by node: ") + e.what();
     return false;
   }
-  if (spec->dynamicValues) { // node by node compiles them for the sizes each run has
-    stats_.planNote = fmt::format("node by node: {} values of run-time size", spec->dynamicValues);
+  // Tensors whose shapes are known only at run time: node by node lowers their nodes for the
+  // sizes each run has (the artifact runs them as fallback tasks). Sequences, optionals and
+  // strings stay in dynamic slots (their nodes run on the reference kernels either way).
+  if (spec->runtimeShapes) {
+    stats_.planNote =
+        fmt::format("node by node: {} tensors of run-time shape", spec->runtimeShapes);
     return false;
   }
   if (!spec->failBranches.empty()) {

@@ -6,8 +6,8 @@
 // one that runs compiled folders) runs it: the JIT is "codegen in memory + the same runtime".
 // Nodes without a lowering are fallback tasks (the reference interpreter on the planned buffers).
 //
-// Other graphs (dynamic shapes that no memory plan can place, sequences, an If whose branch does
-// not resolve for these inputs) run node by node: lowerable nodes compiled with the JIT and
+// Other graphs (tensors whose shapes are known only at run time, an If whose branch does not
+// resolve for these inputs) run node by node: lowerable nodes compiled with the JIT and
 // called on their own buffers, every other node through the interpreter's reference kernel (an
 // explicit fallback, counted and listed), an If with static results as a control-flow task with
 // both branches compiled as nested executables (a branch whose shapes do not resolve is not
