@@ -383,6 +383,7 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
       const TensorLiveness* t = live.at(o);
       PlannedValue v;
       v.value = o;
+      const bool bf16 = opts.bf16Values && opts.bf16Values->count(o);
       if (!t->known || o->type.dtype == DType::String) { // no static size: a dynamic slot
         v.storage = MemStorage::Dynamic;
         v.offset = p.dynamicValues++;
@@ -392,7 +393,8 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
         p.values.push_back(v);
         continue;
       }
-      v.bytes = t->bytes;
+      v.bf16 = bf16;
+      v.bytes = bf16 ? t->bytes / 2 : t->bytes; // (f32 values only)
       v.def = t->def;
       v.lastUse = t->lastUse;
       bool isOut = isGraphOutput(g, o);

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,7 +60,8 @@ struct PlannedValue {
   const Value* aliasOf = nullptr; // View / InPlace: the input whose storage it takes; Slice: the
                                   // Concat result it lies in
   int64_t within = 0;             // Slice: byte offset inside aliasOf
-  int64_t bytes = 0;              // numel * element size (unaligned)
+  int64_t bytes = 0;              // numel * element size (unaligned; bf16: 2)
+  bool bf16 = false;              // an f32 value stored as bf16 (MemoryPlanOptions::bf16Values)
   int64_t offset = 0;             // in the arena or the weight blob, or the dynamic slot; 0 for
                                   // graph inputs
   int buffer = -1;                // index into MemoryPlan::buffers (arena values)
@@ -90,6 +92,8 @@ struct MemoryPlanOptions {
   bool views = true;
   bool inPlace = true;
   bool concatInPlace = true;
+  // f32 node results stored as bf16 (2 bytes an element; runtime/artifact_build.cpp decides).
+  const std::set<const Value*>* bf16Values = nullptr;
 };
 
 struct MemoryPlan {

@@ -120,6 +120,7 @@ std::vector<std::string> checkMemoryPlan(const Graph& g, const MemoryPlan& plan)
                                      formatType(o->type), pv->offset));
         continue;
       }
+      if (need && pv->bf16) *need = o->type.dtype == DType::F32 ? *need / 2 : -1;
       if (!need || *need != pv->bytes)
         errs.push_back(fmt::format("value '{}': {} bytes planned for type {}", o->name, pv->bytes,
                                    formatType(o->type)));

@@ -236,6 +236,22 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   const bool bf = kd.op == KernelOp::GemmBf16;
   AICC_RT_CHECK(!bf || (kd.packB && kd.nr == 32), "conv2d: '{}' has no 32-column B packer",
                 kd.name);
+  // Activations stored as bf16 (Epilogue::bf16, bf16 kernels only): the input is widened where it
+  // is copied anyway (the padded copy, the subsampled pixels) or paired as it is (a pointwise
+  // layer's B rows); a bf16 result or residual is the tile's own (KernelDesc::bf16Io).
+  AICC_RT_CHECK(!ep.bf16 || (bf && kd.widenBf16 && kd.packB16),
+                "conv2d: '{}' stores activations in f32 only", kd.name);
+  AICC_RT_CHECK(kd.bf16Io || !(ep.bf16 & (kBf16Output | kBf16Residual)),
+                "conv2d: '{}' reads bf16 input only", kd.name);
+  const bool bf16In = ep.bf16 & kBf16Input;
+  const auto* in16 = reinterpret_cast<const uint16_t*>(in);
+  // Row n floats of the input from element `at`, f32 (in place) or widened into `tmp`.
+  auto inputRow = [&](int64_t at, int64_t n, std::vector<float>& tmp) -> const float* {
+    if (!bf16In) return in + at;
+    tmp.resize(size_t(n));
+    kd.widenBf16(in16 + at, n, tmp.data());
+    return tmp.data();
+  };
   // A strided 1x1 convolution without padding is a pointwise one over the input's subsampled
   // pixels: copied once (a 1/(sH sW) share of the input) they are read in place, where packing
   // im2col panels cost a bounds-checked scalar copy per element (resnet50's stride-2
@@ -248,15 +264,18 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
     pixels.resize(size_t(s.Cin * sub.H * sub.W));
     float* buf = pixels.data(); // this thread's buffer (the workers' thread_local is another)
     auto copy = [&](int64_t c0, int64_t c1) {
+      std::vector<float> tmp;
       for (int64_t c = c0; c < c1; ++c)
         for (int64_t y = 0; y < sub.H; ++y) {
-          const float* src = in + (c * s.H + y * s.strideH) * s.W;
+          const float* src = inputRow((c * s.H + y * s.strideH) * s.W, s.W, tmp);
           float* dst = buf + (c * sub.H + y) * sub.W;
           for (int64_t x = 0; x < sub.W; ++x) dst[x] = src[x * s.strideW];
         }
     };
     parallelRanges(pool, s.Cin, s.Cin * sub.H * sub.W >= (int64_t(1) << 15), copy);
-    return conv2dChannelRows(kd, sub, packedW, buf, out, ep, pool);
+    Epilogue f32In = ep;
+    f32In.bf16 &= ~kBf16Input;
+    return conv2dChannelRows(kd, sub, packedW, buf, out, f32In, pool);
   }
   auto units = [&](int64_t k) { return packedKUnits(kd, k); };
   const int64_t M = s.Cout, K = s.Cin * s.KH * s.KW, P = s.OH() * s.OW();
@@ -289,9 +308,10 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
     padded.assign(size_t(sW * phase + (s.strideH + 1) * Wh + 2 * nr), 0.0f);
     float* buf = padded.data(); // this thread's buffer (the workers' thread_local is another)
     auto copyChannels = [&](int64_t c0, int64_t c1) {
+      std::vector<float> tmp;
       for (int64_t c = c0; c < c1; ++c)
         for (int64_t y = 0; y < s.H; ++y) {
-          const float* src = in + (c * s.H + y) * s.W;
+          const float* src = inputRow((c * s.H + y) * s.W, s.W, tmp);
           float* row = buf + (c * Hp + y + s.padTop) * Wh;
           if (sW == 1) {
             std::copy_n(src, s.W, row + s.padLeft);
@@ -333,12 +353,16 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
   // streamed its 63 KB weight micro-panel from L3 for
   // 32 pixels (resnet50 bf16, Intel Xeon with AMX, 1 thread, alternating: 27.0-28.9 -> 23.4-26.1
   // ms; 2 threads within noise).
+  const bool bf16Out = ep.bf16 & kBf16Output, bf16Io = bf16Out || (ep.bf16 & kBf16Residual);
   const int64_t nb =
       std::max<int64_t>(1, std::min<int64_t>(panels, bf ? (int64_t(1) << 17) / (units(kcMax) * nr)
                                                         : 16 * 128 / kcMax));
   auto run = [&](int64_t pa, int64_t pb, int64_t ma, int64_t mb) { // panels [pa,pb) x rows
-    thread_local std::vector<float> bBuf, pairBlock;
+    thread_local std::vector<float> bBuf, pairBlock, partial;
     thread_local std::vector<std::pair<GemmTileParams, int64_t>> blockTiles; // tile, its n0
+    // bf16 output over several K blocks: the partial sums of the block's tiles, [row][slot][nr]
+    if (bf16Out && K > kcMax && partial.size() < size_t(Mpad * nb * nr))
+      partial.resize(size_t(Mpad * nb * nr));
     // A pointwise convolution reads its input in place (B row k = input channel k) unless the
     // rows are far apart (P >= 512 floats) and many weight micro-panels meet each B panel: a B
     // panel then touches kc pages, one 128-byte run each, which neither the prefetchers nor the
@@ -357,14 +381,34 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
     if (bf && pairBlock.size() < size_t(nb * units(kcMax) * nr))
       pairBlock.resize(size_t(nb * units(kcMax) * nr));
     // The tile over B panel tt (output columns from n0) and weight micro-panel mp.
-    auto tile = [&](GemmTileParams& tt, int64_t n0, int64_t mp, int64_t k0, int64_t kc) {
+    // `slot`: the B panel's place in its block (bf16 partial sums).
+    auto tile = [&](GemmTileParams& tt, int64_t n0, int64_t slot, int64_t mp, int64_t k0,
+                    int64_t kc) {
       const int64_t i0 = mp * mr;
       tt.a = packedW + units(k0) * Mpad + i0 * units(kc);
       tt.mr = std::min(mr, M - i0);
       tt.bias = ep.bias ? ep.bias + i0 : nullptr;
-      tt.c = out + i0 * P + n0;
-      tt.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
+      if (!bf16Io) {
+        tt.c = out + i0 * P + n0;
+        tt.res = ep.residual ? ep.residual + i0 * P + n0 : nullptr;
+        return kd.gemm(tt);
+      }
+      // bf16 output or residual: the tile reads and writes them itself (KernelDesc::bf16Io), its
+      // earlier K blocks' sums kept in f32 (the output itself when it is f32, else this thread's
+      // partial-sum block).
+      const bool resBf16 = ep.bf16 & kBf16Residual;
+      tt.c = !bf16Out    ? out + i0 * P + n0
+             : K > kcMax ? partial.data() + (i0 * nb + slot) * nr
+                         : nullptr; // one K block: no sums to keep
+      tt.ldc = bf16Out ? nb * nr : P;
+      tt.cb = bf16Out ? reinterpret_cast<uint16_t*>(out) + i0 * P + n0 : nullptr;
+      tt.ldcb = P;
+      tt.res = ep.residual && !resBf16 ? ep.residual + i0 * P + n0 : nullptr;
+      tt.resb = ep.residual && resBf16
+                    ? reinterpret_cast<const uint16_t*>(ep.residual) + i0 * P + n0
+                    : nullptr;
       kd.gemm(tt);
+      tt.cb = nullptr, tt.resb = nullptr, tt.ldc = P;
     };
     GemmTileParams t{};
     t.ldc = P;
@@ -378,11 +422,10 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
         // Pointwise: in place or copied (above); direct: through koff; others pack their im2col
         // panels.
         for (int64_t k = 0; k < kc && packPointwise; ++k) {
-          const float* src = in + (k0 + k) * P;
           for (int64_t q = pc; q < pcEnd; ++q) {
             const int64_t n0 = q * nr, cols = std::min(nr, P - n0);
             float* d = bBuf.data() + ((q - pc) * kc + k) * nr;
-            std::copy_n(src + n0, cols, d);
+            std::copy_n(in + (k0 + k) * P + n0, cols, d);
             std::fill(d + cols, d + nr, 0.0f);
           }
         }
@@ -433,19 +476,23 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
             t.nr = std::min(nr, P - n0);
           }
           if (blis) {
-            for (int64_t mp = ma; mp < mb; ++mp) tile(t, n0, mp, k0, kc);
+            for (int64_t mp = ma; mp < mb; ++mp) tile(t, n0, 0, mp, k0, kc);
             continue;
           }
           GemmTileParams pt = t; // the tile over this B panel (rounded into pairs for bf16)
           if (bf) {
             float* pairs = pairBlock.data() + (q - pc) * units(kc) * nr;
-            kd.packB(t, pairs);
+            if (bf16In && inPlace) // bf16 rows read in place: pairs by interleaving, no rounding
+              kd.packB16(in16 + k0 * P + n0, P, kc, t.nr, units(kc), pairs);
+            else
+              kd.packB(t, pairs);
             pt.w = pairs, pt.kc = units(kc), pt.ldw = 0, pt.koff = nullptr;
           }
           blockTiles.emplace_back(pt, n0);
         }
         for (int64_t mp = ma; mp < mb && !blis; ++mp)
-          for (auto& [pt, n0] : blockTiles) tile(pt, n0, mp, k0, kc);
+          for (size_t slot = 0; slot < blockTiles.size(); ++slot)
+            tile(blockTiles[slot].first, blockTiles[slot].second, int64_t(slot), mp, k0, kc);
         blockTiles.clear();
       }
     }

@@ -28,6 +28,8 @@ struct AlignedFloats {
 
 enum class Activation { None, Relu, Clip }; // Relu6 is Clip(0, 6)
 
+enum : unsigned { kBf16Input = 1u, kBf16Output = 2u, kBf16Residual = 4u };
+
 // The fused epilogue: bias[N] (optional), a residual (optional), a clamp, an activation.
 struct Epilogue {
   const float* bias = nullptr;
@@ -35,6 +37,10 @@ struct Epilogue {
   float clipMin = 0.0f, clipMax = 6.0f; // for Clip
   unsigned post = kActNone;             // ukernel.h kAct*, applied after the clamp
   const float* residual = nullptr;      // added before the clamp; C's shape and leading dimension
+  // Activations stored as bf16 (--precision bf16; the convolution driver with a bf16 GEMM kernel):
+  // kBf16Input (the input), kBf16Output (the output), kBf16Residual (the residual) hold bf16 bits
+  // (uint16_t, the same element counts) where the pointers say float.
+  unsigned bf16 = 0;
   static Epilogue none(const float* bias = nullptr) { return {bias, Activation::None}; }
   static Epilogue relu(const float* bias = nullptr) { return {bias, Activation::Relu}; }
   static Epilogue relu6(const float* bias = nullptr) { return {bias, Activation::Clip, 0.f, 6.f}; }

@@ -57,10 +57,13 @@ struct KernelDesc {
   int kg = 0; // k values per 32-bit lane: int8 GEMM (ukernel.h's QGemmTileParams), bf16 GEMM (2)
   int kuAlign = 1;    // packed units of k per K block padded to a multiple (zeros; AMX tiles: 16)
   bool aRows = false; // A micro-panels row-major, a[i * units + q] (AMX), not k-major a[q * MR + i]
+  bool bf16Io = false; // the tile stores bf16 and reads a bf16 residual (GemmTileParams::cb, resb)
   const char* constraints; // human-readable applicability notes
   GemmUkernelFn gemm = nullptr;
   GemmPackAFn packA = nullptr; // ISA-specific A packing (GEMM), or null for the portable one
   GemmPackBFn packB = nullptr; // bf16 GEMM: packs a B panel per call (convolution inputs)
+  Bf16WidenFn widenBf16 = nullptr; // bf16 GEMM: activations stored as bf16 (Epilogue::bf16)
+  GemmPackB16Fn packB16 = nullptr; // read in place (pointwise) or widened where copied
   DwRowFn dwRow = nullptr;
   DwNchwPlaneFn dwNchwPlane = nullptr;
   DwCBlockFn dwCBlock = nullptr; // the same op on channel blocks (small maps: conv.cpp)

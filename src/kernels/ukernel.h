@@ -57,6 +57,13 @@ struct GemmTileParams {
   int32_t vsplit[8];
   const char* pf;  // lines [0, pfLines) of 64 bytes from pf to prefetch into L2 (the next weight
   int64_t pfLines; // panel's share), spread over the k loop by the vector tiles
+  // bf16 activations (KernelDesc::bf16Io tiles only): with cb, the last K block writes its result
+  // as bf16 to cb (leading dimension ldcb) instead of to c (which holds the f32 sums of earlier
+  // blocks, and is not read on the first); resb a bf16 residual in res's place. Both residuals
+  // are laid out as the result (ldcb with cb, else ldc).
+  uint16_t* cb;
+  const uint16_t* resb;
+  int64_t ldcb;
 };
 
 // Line l of a tile's L2 prefetch share (GemmTileParams::pf), and lines [from, pfLines) at once
@@ -100,6 +107,16 @@ void bf16_packb32_avx512bf16(const GemmTileParams& src, float* dst);
 void bf16_gemm_amx_32x32(const GemmTileParams& p);
 void bf16_gemm_amx_packa32(const float* a, int64_t lda, int64_t rows, int64_t kc, float* dst);
 void bf16_packb32_amx(const GemmTileParams& src, float* dst);
+// Activations stored as bf16 (kernels::Epilogue::bf16; KernelDesc::widenBf16 / packB16 of the
+// bf16 kernels): n bf16 values widened to f32 (exact); B panel rows of bf16 bits read in place
+// (row k at w + k * ldw, nr <= 32 columns, kc rows) into (kc + 1) / 2 pair units, zero past nr
+// and kc, then zero units up to `units` (the kernel's packedKUnits).
+using Bf16WidenFn = void (*)(const uint16_t* src, int64_t n, float* dst);
+using GemmPackB16Fn = void (*)(const uint16_t* w, int64_t ldw, int64_t kc, int64_t nr,
+                               int64_t units, float* dst);
+void bf16_widen_avx512bf16(const uint16_t* src, int64_t n, float* dst);
+void bf16_packb32_bf16_avx512bf16(const uint16_t* w, int64_t ldw, int64_t kc, int64_t nr,
+                                  int64_t units, float* dst);
 // act(x) (kAct*) over rows [0, rows) x columns [0, nr) of a stored C tile, on AVX-512.
 void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, unsigned act);
 

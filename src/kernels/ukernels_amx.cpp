@@ -120,14 +120,16 @@ void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
 // The GemmUkernelFn contract (ukernel.h) for the AMX layout: A row-major a[i * kc + q], B panels
 // w[q * 32 + j], kc a multiple of 16 units (KernelDesc::kuAlign: the packers pad with zeros).
 // The epilogue runs on AVX-512 from the stored accumulators, as the vector tiles' does: bias (or C
-// of an earlier K block), then on the last block the residual, the clamp and the activation.
+// of an earlier K block), then on the last block the residual, the clamp and the activation. A
+// bf16 result (cb) is finished in the accumulator buffer, then narrowed row by row.
 void bf16_gemm_amx_32x32(const GemmTileParams& p) {
   alignas(64) float acc[32 * 32];
   prefetchTileLines(p);
   products<true>(p.mr, p.nr, p.a, p.w, p.kc, acc);
   const bool n2 = p.nr > 16;
   const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
-  const bool first = p.flags & kGemmFirst, last = p.flags & kGemmLast;
+  const bool first = p.flags & kGemmFirst, last = p.flags & kGemmLast, bf16 = last && p.cb;
+  const int64_t ldr = p.cb ? p.ldcb : p.ldc; // the residual's rows
   const __m512 lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
   for (int64_t i = 0; i < p.mr; ++i) {
     float* c = p.c + i * p.ldc;
@@ -140,13 +142,26 @@ void bf16_gemm_amx_32x32(const GemmTileParams& p) {
       else if (p.bias)
         x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m[v], p.bias + v * 16));
       if (last) {
-        if (p.res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m[v], p.res + i * p.ldc + v * 16));
+        if (p.res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m[v], p.res + i * ldr + v * 16));
+        if (p.resb) {
+          const __m512i r = _mm512_maskz_cvtepu16_epi32(
+              m[v], _mm256_maskz_loadu_epi16(m[v], p.resb + i * ldr + v * 16));
+          x = _mm512_add_ps(x, _mm512_castsi512_ps(_mm512_maskz_slli_epi32(m[v], r, 16)));
+        }
         x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
       }
-      _mm512_mask_storeu_ps(c + v * 16, m[v], x);
+      if (bf16)
+        _mm512_store_ps(acc + i * 32 + v * 16, x);
+      else
+        _mm512_mask_storeu_ps(c + v * 16, m[v], x);
     }
   }
-  if (last && p.act != kActNone) f32_activate_tile_avx512(p.c, p.ldc, p.mr, p.nr, p.act);
+  if (last && p.act != kActNone)
+    f32_activate_tile_avx512(bf16 ? acc : p.c, bf16 ? 32 : p.ldc, p.mr, p.nr, p.act);
+  for (int64_t i = 0; i < p.mr && bf16; ++i)
+    for (int v = 0; v < (n2 ? 2 : 1); ++v)
+      _mm256_mask_storeu_epi16(p.cb + i * p.ldcb + v * 16, m[v],
+                               (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(acc + i * 32 + v * 16)));
 }
 
 // A micro-panel, row-major: row i < rows holds ceil(kc / 2) units of k pairs rounded to bf16 (the

@@ -103,4 +103,37 @@ void bf16_packb32_avx512bf16(const GemmTileParams& s, float* dst) {
   }
 }
 
+void bf16_widen_avx512bf16(const uint16_t* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = V512::maskFor(n - i);
+    const __m512i x = _mm512_maskz_cvtepu16_epi32(m, _mm256_maskz_loadu_epi16(m, src + i));
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_maskz_slli_epi32(m, x, 16)));
+  }
+}
+
+void bf16_packb32_bf16_avx512bf16(const uint16_t* w, int64_t ldw, int64_t kc, int64_t nr,
+                                  int64_t units, float* dst) {
+  const __mmask32 m = nr >= 32 ? ~__mmask32(0) : (__mmask32(1) << nr) - 1;
+  // Unit j of the first 16 = (row k column j, row k + 1 column j); of the next 16, columns 16 on.
+  alignas(64) static const uint16_t kLo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                               37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                               11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static const uint16_t kHi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                               53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                               27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i lo = _mm512_load_si512(kLo), hi = _mm512_load_si512(kHi);
+  int64_t q = 0;
+  for (; 2 * q < kc; ++q) {
+    const __m512i r0 = _mm512_maskz_loadu_epi16(m, w + 2 * q * ldw);
+    const __m512i r1 = 2 * q + 1 < kc ? _mm512_maskz_loadu_epi16(m, w + (2 * q + 1) * ldw)
+                                      : _mm512_setzero_si512();
+    _mm512_storeu_si512(dst + q * 32, _mm512_permutex2var_epi16(r0, lo, r1));
+    _mm512_storeu_si512(dst + q * 32 + 16, _mm512_permutex2var_epi16(r0, hi, r1));
+  }
+  for (; q < units; ++q) {
+    _mm512_storeu_ps(dst + q * 32, _mm512_setzero_ps());
+    _mm512_storeu_ps(dst + q * 32 + 16, _mm512_setzero_ps());
+  }
+}
+
 } // namespace aicc::kernels

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace aicc::loop {
@@ -48,6 +49,10 @@ struct LowerOptions {
   // Operator selection's applicability probe: only whether the node lowers matters, so weights
   // are not packed (the packed constants hold no data). Never run a probe's result.
   bool probe = false;
+  // Values stored as bf16 between bf16 convolutions (runtime/artifact_build.cpp decides, from
+  // probes, which; bf16ConvIo says whether a lowered node can): the convolution's buffers for
+  // them are bf16 and its call says so (kernels::Epilogue::bf16). Null: none.
+  const std::set<const Value*>* bf16Activations = nullptr;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.
@@ -64,6 +69,17 @@ struct LoweredNode {
   // The compile-time data bound to param p, or null.
   const Tensor* constantOf(const std::string& p) const;
 };
+
+// A lowered bf16 convolution whose one call reads its input X (and residual) and writes the
+// node's output itself: those values, and which of them it can take as bf16 (kernels::kBf16*:
+// the input with any bf16 kernel; the output and residual where the tile stores bf16,
+// KernelDesc::bf16Io). What a value stored as bf16 needs of its producer and consumers
+// (LowerOptions::bf16Activations). Nullopt for anything else.
+struct Bf16ConvIo {
+  unsigned caps = 0;
+  const Value *x = nullptr, *y = nullptr, *residual = nullptr;
+};
+std::optional<Bf16ConvIo> bf16ConvIo(const LoweredNode& ln);
 
 // "Conv", or "Fused(Conv+Relu)" for an aicc.Fused node (reports and profiles).
 std::string opLabel(const Node& n);

@@ -321,6 +321,28 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       geometry(a);
       for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
       a.push_back(residualArg(clamp, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))));
+      // Activations stored as bf16 (LowerOptions::bf16Activations; bf16 kernels, channel rows):
+      // their buffers are bf16 and one more argument says which (kernels::Epilogue::bf16).
+      unsigned io = 0;
+      if (o.bf16Activations && kd->op == kernels::KernelOp::GemmBf16 && !pixelRows) {
+        auto stored = [&](const std::string& p, unsigned bit) {
+          const Value* v = p.empty() ? nullptr : b.ln.valueOf(p);
+          if (!v || !o.bf16Activations->count(v)) return;
+          io |= bit;
+          for (Buffer& q : b.ln.func.params)
+            if (q.name == p) q.dtype = DType::BF16;
+        };
+        stored(X, kernels::kBf16Input);
+        if (kd->bf16Io) { // the tile stores bf16 and reads a bf16 residual
+          stored(outParam, kernels::kBf16Output);
+          stored(a.back().buffer, kernels::kBf16Residual);
+        }
+      }
+      if (io) a.push_back(val(int64_t(io)));
+      if (io)
+        sched["bf16_activations"] = std::string((io & kernels::kBf16Input ? "in " : "")) +
+                                    (io & kernels::kBf16Output ? "out " : "") +
+                                    (io & kernels::kBf16Residual ? "residual" : "");
       markKernel(sched, kd->name, clamp);
       sched["layout"] = std::string(pixelRows ? "nchw; weights packed at compile time (B panels, "
                                                 "pixels as rows)"
@@ -429,6 +451,51 @@ std::optional<LoweredNode> lowerReorder(const Node& n, const std::string& name,
                     false);
   return b.finish(std::move(body), std::move(sched), o);
 }
+
+} // namespace aicc::loop::detail
+
+namespace aicc::loop {
+
+std::optional<Bf16ConvIo> bf16ConvIo(const LoweredNode& ln) {
+  const std::string prefix = "conv2d_nchw_packed_";
+  const Stmt* call = nullptr;
+  int calls = 0;
+  std::function<void(const Block&)> find = [&](const Block& blk) {
+    for (const Stmt& st : blk) {
+      if (st.kind == StmtKind::Call) {
+        ++calls;
+        if (st.name.rfind(prefix, 0) == 0) call = &st;
+      }
+      find(st.body);
+      find(st.orelse);
+    }
+  };
+  find(ln.func.body);
+  const kernels::KernelDesc* kd =
+      call ? kernels::findKernel(call->name.substr(prefix.size())) : nullptr;
+  if (!kd || kd->op != kernels::KernelOp::GemmBf16 || calls != 1 || call->args.size() < 22)
+    return std::nullopt;
+  // Bound to a graph value of this role (a fused tail the kernel does not take writes a temp).
+  auto bound = [&](const CallArg& a, Role r) -> const Value* {
+    const Buffer* q = a.buffer.empty() ? nullptr : ln.func.findBuffer(a.buffer);
+    return q && q->role == r ? ln.valueOf(a.buffer) : nullptr;
+  };
+  auto it = ln.func.schedule.find("layout");
+  const bool channelRows = it != ln.func.schedule.end() && std::get_if<std::string>(&it->second) &&
+                           std::get<std::string>(it->second).find("A panels") != std::string::npos;
+  Bf16ConvIo io;
+  io.x = bound(call->args[0], Role::In);
+  io.y = bound(call->args[3], Role::Out);
+  io.residual = bound(call->args[21], Role::In);
+  if (!channelRows || !io.x || !io.y || (!call->args[21].buffer.empty() && !io.residual))
+    return std::nullopt;
+  io.caps = kernels::kBf16Input | (kd->bf16Io ? kernels::kBf16Output | kernels::kBf16Residual : 0);
+  return io;
+}
+
+} // namespace aicc::loop
+
+namespace aicc::loop::detail {
 
 std::optional<LoweredNode> lowerConvFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o, const std::string& candidate) {

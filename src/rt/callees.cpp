@@ -10,8 +10,9 @@
 //   @dwconv_nchw_<nchw dw desc>(x, w, bias | 0, y, C, mult, H, W, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW, clampFlags, lo, hi)   any depthwise, NCHW, one image
 //   @conv2d_nchw_packed_<gemm desc>(x, wp, bias | 0, y, Cin, Cout, H, W, KH, KW, sH, sW, padTop,
-//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0)   one image, one
-//       group, wp = the group's weights packed by kernels::packConvWeights (NCHW output)
+//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0 [, bf16])   one
+//       image, one group, wp = the group's weights packed by kernels::packConvWeights (NCHW
+//       output); bf16 (bf16 kernels): which of x, y, res hold bf16 (kernels::kBf16*)
 //   @conv2d_nchw16c_<nchw16c desc>(the arguments of @conv2d_nchw_packed_)   x, y and res in
 //       NCHW16c (kernels/conv_nchwc.h), wp packed by kernels::packNchwcWeights
 //   @dwconv_nchw16c_<nchw16c desc>(the same, Cin == Cout)   depthwise, wp packed by
@@ -369,19 +370,42 @@ void callGlobalAvgPool(const kernels::KernelDesc& d, const std::string& k,
   kernels::globalAveragePool(d.isa, x, y, rows, len, pool);
 }
 
+// A buffer of n activations, f32 or (bf16) bf16 bits, as the convolution driver takes it.
+float* activations(const std::string& k, std::vector<KernelArg>& a, size_t i, int64_t n, bool bf16,
+                   const char* what) {
+  if (!bf16) return span(k, a, i, n, what);
+  AICC_RT_CHECK(i < a.size() && a[i].isBuffer, "call @{}: argument {} ({}) must be a buffer", k, i,
+                what);
+  AICC_RT_CHECK(!a[i].dtype || std::string_view(a[i].dtype) == "bf16", "call @{}: {} must be bf16",
+                k, what);
+  AICC_RT_CHECK(n >= 0 && n <= a[i].bytes / 2,
+                "call @{}: {} needs {} elements but the buffer has "
+                "{} bytes",
+                k, what, n, a[i].bytes);
+  return static_cast<float*>(a[i].ptr);
+}
+
 void callConvPacked(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                     kernels::ThreadPool* pool) {
-  AICC_RT_CHECK(a.size() == 22, "call @{}: expects 22 arguments, got {}", k, a.size());
+  AICC_RT_CHECK(a.size() == 22 || a.size() == 23, "call @{}: expects 22 or 23 arguments, got {}", k,
+                a.size());
   auto s = geometryAt<kernels::Conv2dShape>(k, a);
   s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5);
   AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0,
                 "call @{}: bad convolution shape", k);
-  const float* x = span(k, a, 0, s.Cin * s.H * s.W, "x");
+  // Argument 22: which activations are stored as bf16 (kernels::kBf16*; bf16 kernels only).
+  const int64_t io = a.size() == 23 ? ival(k, a, 22) : 0;
+  AICC_RT_CHECK(io >= 0 && io <= 7 && (io == 0 || d.op == kernels::KernelOp::GemmBf16),
+                "call @{}: bad bf16 storage flags {}", k, io);
+  const float* x = activations(k, a, 0, s.Cin * s.H * s.W, io & kernels::kBf16Input, "x");
   const float* wp = span(k, a, 1, kernels::convPackedWeightFloats(d, s), "packed weights");
   const float* bias = optionalBias(k, a, 2, s.Cout);
-  float* y = span(k, a, 3, s.Cout * s.OH() * s.OW(), "y");
+  const int64_t n = s.Cout * s.OH() * s.OW();
+  float* y = activations(k, a, 3, n, io & kernels::kBf16Output, "y");
   kernels::Epilogue ep = clampOf(k, a, 18, bias);
-  ep.residual = optionalSpan(k, a, 21, s.Cout * s.OH() * s.OW(), "residual");
+  if (a[21].isBuffer)
+    ep.residual = activations(k, a, 21, n, io & kernels::kBf16Residual, "residual");
+  ep.bf16 = unsigned(io);
   kernels::conv2dNchwPacked(d, s, wp, x, y, ep, pool);
 }
 

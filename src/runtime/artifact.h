@@ -69,6 +69,7 @@ struct ArtifactSpec {
   int64_t nodesInPlace = 0; // views and Concats of slices: no task (memory_plan.h)
   int64_t dynamicValues = 0; // dynamic slots (rt/artifact.h): values of run-time size
   int64_t runtimeShapes = 0; // of those, tensors of numbers whose shape is known only at run time
+  int64_t bf16Activations = 0; // --precision bf16: values stored as bf16 between convolutions
   std::vector<std::byte> weights;
   loop::Module code;
   // Per task, for the compile report: op label and schedule.

@@ -25,6 +25,7 @@
 
 #include "backend/memory_plan.h"
 #include "ir/printer.h"
+#include "kernels/gemm.h"
 #include "loop/printer.h"
 #include "loop/verifier.h"
 
@@ -78,6 +79,65 @@ struct Scope {
   int64_t slotBase = 0; // its dynamic slots start here
 };
 
+// --precision bf16: the f32 values stored as bf16 between bf16 convolutions. A value qualifies
+// when its producer and every consumer lower to a bf16 convolution that reads and writes its
+// buffers itself (loop::bf16ConvIo, asked of probes), and no output or subgraph reads it. The
+// consumers round their input to bf16 anyway (when they pack it), so an input stored as bf16 is
+// the same numbers; a residual stored as bf16 is rounded once more (docs/bf16.md).
+std::set<const Value*> bf16Activations(const Graph& g, const loop::LowerOptions& lower) {
+  std::set<const Value*> out;
+  if (!lower.bf16) return out;
+  loop::LowerOptions probe = lower;
+  probe.probe = true;
+  std::map<const Node*, loop::Bf16ConvIo> convs;
+  for (const auto& np : g.nodes) {
+    std::string why;
+    try {
+      if (auto ln = loop::lowerNode(*np, "probe", &why, probe))
+        if (auto io = loop::bf16ConvIo(*ln)) convs[np.get()] = *io;
+    } catch (const Error&) {
+    }
+  }
+  std::map<const Value*, std::vector<const Node*>> readers;
+  std::set<const Value*> excluded(g.outputs.begin(), g.outputs.end());
+  // What bodies (If branches, Loop/Scan) read of the enclosing graph stays f32.
+  std::function<void(const Node&)> bodyReads = [&](const Node& n) {
+    for (const auto& [_, a] : n.attrs) {
+      std::vector<const Graph*> bodies;
+      if (auto* sg = std::get_if<GraphPtr>(&a.v)) bodies.push_back(sg->get());
+      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+        for (const auto& x : *sgs) bodies.push_back(x.get());
+      for (const Graph* b : bodies) {
+        excluded.insert(b->outputs.begin(), b->outputs.end());
+        for (const auto& inner : b->nodes) {
+          excluded.insert(inner->inputs.begin(), inner->inputs.end());
+          bodyReads(*inner);
+        }
+      }
+    }
+  };
+  for (const auto& np : g.nodes) {
+    for (const Value* v : np->inputs)
+      if (v) readers[v].push_back(np.get());
+    bodyReads(*np);
+  }
+  for (const auto& [c, io] : convs) {
+    const Value* v = io.y;
+    if (!(io.caps & kernels::kBf16Output) || excluded.count(v) || v->type.dtype != DType::F32 ||
+        !readers.count(v))
+      continue;
+    bool ok = true;
+    for (const Node* r : readers[v]) {
+      auto it = convs.find(r);
+      ok = ok && it != convs.end() && (it->second.x == v || it->second.residual == v) &&
+           (it->second.x != v || (it->second.caps & kernels::kBf16Input)) &&
+           (it->second.residual != v || (it->second.caps & kernels::kBf16Residual));
+    }
+    if (ok) out.insert(v);
+  }
+  return out;
+}
+
 class Builder {
 public:
   Builder(ArtifactSpec& spec, const loop::LowerOptions& lower) : spec_(spec), lower_(lower) {}
@@ -103,6 +163,7 @@ public:
     while (sc && sc->g != v->owner) sc = sc->parent;
     AICC_CHECK(sc, "'{}': internal: value outside every enclosing graph", v->name);
     int64_t bytes = isDynamic(v) ? 0 : describe(v, "value").bytes();
+    if (lower_.bf16Activations && lower_.bf16Activations->count(v)) bytes /= 2;
     ValueHome h = homeOf(*sc->g, sc->plan, v);
     switch (h.storage) {
     case MemStorage::Arena: return {Region::Arena, sc->base + h.offset, bytes};
@@ -179,6 +240,10 @@ private:
       const Tensor* c = ln->constantOf(b.name);
       int64_t bytes = b.numel() * int64_t(dtypeSize(b.dtype));
       if (v) {
+        AICC_CHECK(!lower_.bf16Activations || !lower_.bf16Activations->count(v) ||
+                       b.dtype == DType::BF16,
+                   "{}: internal: '{}' is stored as bf16 but lowered as {}", n.describe(), v->name,
+                   dtypeName(b.dtype));
         t.params.push_back(bind(s, v));
       } else if (c) { // packed at compile time
         spec_.packedBytes += c->nbytes();
@@ -363,8 +428,14 @@ private:
 ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
   ArtifactSpec spec;
   for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input", true));
-  Builder b(spec, lower);
-  Scope top{&g, planMemory(g), 0, nullptr};
+  const std::set<const Value*> bf16 = bf16Activations(g, lower);
+  loop::LowerOptions lo = lower;
+  lo.bf16Activations = bf16.empty() ? nullptr : &bf16;
+  MemoryPlanOptions po;
+  po.bf16Values = lo.bf16Activations;
+  spec.bf16Activations = int64_t(bf16.size());
+  Builder b(spec, lo);
+  Scope top{&g, planMemory(g, po), 0, nullptr};
   b.slots = top.plan.dynamicValues;
   spec.lowerBoundBytes = top.plan.lowerBoundBytes;
   spec.arenaBytes = b.emit(top);

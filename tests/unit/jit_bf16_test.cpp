@@ -181,6 +181,48 @@ TEST(JitBf16, AttentionRunsBothProductsOnTheBf16Kernel) {
 // A depthwise convolution is a GEMM of one row and 9 values of k per group: under bf16 the cost
 // model keeps it on the depthwise kernel (the AMX tile computes 32 x 32 of which 1 x 9 count;
 // taking it made mobilenet_v2 2.5x slower than f32 on an AMX machine).
+// Values between bf16 convolutions are stored as bf16 where the tile writes bf16 (AMX:
+// KernelDesc::bf16Io; elsewhere none qualifies and the test says so): a bottleneck's two inner
+// activations, the block input (a graph input) and output staying f32. Within bf16's rounding of
+// the interpreter's f32 results, and the tasks say which operands are bf16.
+TEST(JitBf16, ActivationsBetweenConvolutionsAreStoredAsBf16) {
+  if (!haveBf16()) GTEST_SKIP() << "this CPU lacks avx512bf16 (the bf16 GEMM kernels' ISA)";
+  const kernels::KernelDesc* kd =
+      kernels::bestKernel(kernels::KernelOp::GemmBf16, kernels::bestIsa());
+  std::mt19937 rng(11);
+  std::ostringstream g;
+  g << "graph @g(%x: f32[1,32,14,14]) {\n"
+    << constText("w1", {48, 32, 1, 1}, rng, false) << constText("w2", {48, 48, 3, 3}, rng, false)
+    << constText("w3", {32, 48, 1, 1}, rng, false)
+    << "  %a = Conv(%x, %w1)\n  %ra = Relu(%a)\n"
+       "  %b = Conv(%ra, %w2) {pads = [1, 1, 1, 1]}\n  %rb = Relu(%b)\n"
+       "  %c = Conv(%rb, %w3)\n  %y = Add(%c, %x)\n  return %y\n}\n";
+  Model m = parseModel(g.str());
+  inferShapes(*m.graph);
+  PassManager<Model> pm;
+  for (auto& p : optPipeline(2)) pm.add(std::move(p));
+  pm.run(m);
+  std::vector<RValue> in = {RValue::of(randomTensor({1, 32, 14, 14}, rng, false))};
+  runtime::JitExecutable exe(*m.graph, bf16Options());
+  const auto got = exe.run(in);
+  std::string schedules;
+  for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
+  if (kd->bf16Io) {
+    EXPECT_NE(schedules.find("bf16_activations = \"out \""), std::string::npos) << schedules;
+    EXPECT_NE(schedules.find("bf16_activations = \"in out \""), std::string::npos) << schedules;
+    EXPECT_NE(schedules.find("bf16_activations = \"in \""), std::string::npos) << schedules;
+  } else {
+    EXPECT_EQ(schedules.find("bf16_activations"), std::string::npos) << schedules;
+    std::printf("[ note     ] %s does not store bf16 (no AMX): activations stay f32\n", kd->name);
+  }
+  const auto want = interpret(*m.graph, in);
+  double peak = 0;
+  for (int64_t i = 0; i < want[0].tensor.numel(); ++i)
+    peak = std::max(peak, std::fabs(double(want[0].tensor.data<float>()[i])));
+  auto diff = compareValues(want[0], got[0], Tolerance{3e-2, std::max(3e-2, 4e-3 * peak)});
+  EXPECT_FALSE(diff) << *diff;
+}
+
 TEST(JitBf16, DepthwiseConvolutionsStayOnTheDepthwiseKernel) {
   if (!haveBf16()) GTEST_SKIP() << "this CPU lacks avx512bf16 (the bf16 GEMM kernels' ISA)";
   std::mt19937 rng(7);

@@ -610,6 +610,92 @@ TEST(Kernels, Conv2dNchwPackedMatchesReference) {
         }
 }
 
+// Activations stored as bf16 (Epilogue::bf16) through the bf16 kernels' channel rows: the input
+// widened in each copy path (padded, gathered 7x7, subsampled 1x1/2) or paired in place
+// (pointwise), and on the tiles that store bf16 (AMX) a bf16 residual and the result narrowed
+// (one K block, and K > kc with f32 partial sums); 1 and 2 threads.
+// Reference: the f32 one on the stored (bf16) input, weights and residual, then rounded to bf16
+// when the output is bf16 (so within the f32 tolerance plus half a bf16 step).
+TEST(Kernels, Conv2dBf16ActivationsMatchReference) {
+  ThreadPool pool(2);
+  std::vector<Conv2dShape> shapes;
+  auto add = [&](int64_t H, int64_t W, int64_t Cin, int64_t Cout, int64_t K, int64_t stride,
+                 int64_t pad) {
+    Conv2dShape c;
+    c.H = H, c.W = W, c.Cin = Cin, c.Cout = Cout, c.KH = c.KW = K;
+    c.strideH = c.strideW = stride;
+    c.padTop = c.padLeft = c.padBottom = c.padRight = pad;
+    shapes.push_back(c);
+  };
+  add(16, 17, 40, 36, 3, 1, 1); // implicit im2col (padded copy)
+  add(7, 7, 48, 40, 3, 1, 1);   // 7x7 map: gathered panels
+  add(7, 7, 120, 33, 3, 1, 1);  // K = 1080 > kc: partial sums
+  add(14, 14, 64, 70, 1, 1, 0); // pointwise: the B block copied
+  add(15, 16, 24, 20, 1, 2, 0); // 1x1 stride 2: subsampled copy
+  add(15, 15, 16, 24, 3, 2, 1); // stride 2 (phases)
+  for (const KernelDesc& k : allKernels())
+    if (k.op == KernelOp::GemmBf16 && !cpuSupports(k.isa))
+      std::printf("[ skipped  ] %s: this CPU lacks %s\n", k.name,
+                  std::string(isaName(k.isa)).c_str());
+  for (const KernelDesc* kd : availableKernels(KernelOp::GemmBf16))
+    for (const Conv2dShape& s : shapes)
+      for (unsigned io : std::initializer_list<unsigned>{kBf16Input, kBf16Output, kBf16Residual,
+                                                         kBf16Input | kBf16Output,
+                                                         kBf16Input | kBf16Output | kBf16Residual})
+        for (int variant : {1, 2, 6}) {
+          // A bf16 result or residual is the tile's own (KernelDesc::bf16Io); others read bf16
+          // input only.
+          if (!kd->bf16Io && io != kBf16Input) continue;
+          const int64_t K = s.Cin * s.KH * s.KW, n = s.Cout * s.OH() * s.OW();
+          auto x = asSeenBy(kd, randomVec(size_t(s.Cin * s.H * s.W), 41));
+          const auto w = randomVec(size_t(s.Cout * K), 42);
+          const auto bias = randomVec(size_t(s.Cout), 43);
+          auto res = randomVec(size_t(n), 44);
+          if (io & kBf16Residual) res = asSeenBy(kd, res);
+          Epilogue ep = makeEpilogue(variant, bias.data());
+          const bool withRes = variant != 6 || (io & kBf16Residual);
+          if (withRes) ep.residual = res.data();
+          std::vector<float> want = convNchwReference(s, 1, x, asSeenBy(kd, w), bias.data(), ep);
+          // The stored operands: bf16 bits where io says so.
+          auto bits = [](const std::vector<float>& v) {
+            std::vector<uint16_t> b(v.size());
+            for (size_t i = 0; i < v.size(); ++i) b[i] = bf16Bits(v[i]);
+            return b;
+          };
+          const std::vector<uint16_t> x16 = bits(x), res16 = bits(res);
+          std::vector<uint16_t> out16(size_t(n), 0x7FC0);
+          std::vector<float> out32(size_t(n), 55.0f);
+          ep.bf16 = io;
+          if (withRes && (io & kBf16Residual))
+            ep.residual = reinterpret_cast<const float*>(res16.data());
+          std::vector<float> packed(size_t(convPackedWeightFloats(*kd, s, ConvRows::Channels)));
+          packConvWeights(*kd, s, ConvRows::Channels, w.data(), packed.data());
+          const float* in = io & kBf16Input ? reinterpret_cast<const float*>(x16.data()) : x.data();
+          float* out = io & kBf16Output ? reinterpret_cast<float*>(out16.data()) : out32.data();
+          conv2dNchwPacked(*kd, s, ConvRows::Channels, packed.data(), in, out, ep,
+                           variant == 2 ? &pool : nullptr);
+          const std::string what = std::string(kd->name) + " bf16 io " + std::to_string(io) +
+                                   " conv " + std::to_string(s.KH) + "x" + std::to_string(s.KW) +
+                                   " stride " + std::to_string(s.strideH) + " Cin " +
+                                   std::to_string(s.Cin) + " variant " + std::to_string(variant);
+          if (!(io & kBf16Output)) {
+            expectClose(out32, want, K, what);
+            continue;
+          }
+          const double tol = 4.0 * double(K) * std::numeric_limits<float>::epsilon();
+          double worst = 0;
+          for (size_t i = 0; i < want.size(); ++i) {
+            const uint32_t u = uint32_t(out16[i]) << 16;
+            float got;
+            std::memcpy(&got, &u, 4);
+            const double err = std::fabs(double(got) - double(want[i])) -
+                               std::ldexp(std::fabs(double(want[i])), -8);
+            worst = std::max(worst, err);
+          }
+          EXPECT_LE(worst, tol) << what;
+        }
+}
+
 namespace {
 
 Conv2dShape squareConv(int64_t H, int64_t W, int64_t Cin, int64_t Cout, int64_t K, int64_t stride,
