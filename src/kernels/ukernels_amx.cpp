@@ -150,7 +150,9 @@ void bf16_gemm_amx_32x32(const GemmTileParams& p) {
         }
         x = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
       }
-      if (bf16)
+      if (bf16 && p.act == kActNone) // narrowed here; with an activation, after it (below)
+        _mm256_mask_storeu_epi16(p.cb + i * p.ldcb + v * 16, m[v], (__m256i)_mm512_cvtneps_pbh(x));
+      else if (bf16)
         _mm512_store_ps(acc + i * 32 + v * 16, x);
       else
         _mm512_mask_storeu_ps(c + v * 16, m[v], x);
@@ -158,7 +160,7 @@ void bf16_gemm_amx_32x32(const GemmTileParams& p) {
   }
   if (last && p.act != kActNone)
     f32_activate_tile_avx512(bf16 ? acc : p.c, bf16 ? 32 : p.ldc, p.mr, p.nr, p.act);
-  for (int64_t i = 0; i < p.mr && bf16; ++i)
+  for (int64_t i = 0; i < p.mr && bf16 && p.act != kActNone; ++i)
     for (int v = 0; v < (n2 ? 2 : 1); ++v)
       _mm256_mask_storeu_epi16(p.cb + i * p.ldcb + v * 16, m[v],
                                (__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(acc + i * 32 + v * 16)));
