@@ -99,6 +99,8 @@ std::string human(int64_t bytes) {
 
 } // namespace memplan
 
+bool hasDynamicSize(const Type& t) { return !memplan::staticBytes(t); }
+
 using namespace memplan;
 
 const PlannedValue* MemoryPlan::find(const Value* v) const {
@@ -384,7 +386,7 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
       PlannedValue v;
       v.value = o;
       const bool bf16 = opts.bf16Values && opts.bf16Values->count(o);
-      if (!t->known || o->type.dtype == DType::String) { // no static size: a dynamic slot
+      if (hasDynamicSize(o->type)) { // a dynamic slot
         v.storage = MemStorage::Dynamic;
         v.offset = p.dynamicValues++;
         v.def = t->def;

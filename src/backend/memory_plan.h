@@ -123,6 +123,11 @@ struct MemoryPlan {
 // Concat whose inputs all lie at their places in its result): the node needs no code.
 bool producesInPlace(const MemoryPlan& plan, const Node& n);
 
+// Whether a value of type t has no static size (symbolic, unknown or data-dependent dims,
+// sequences, optionals, strings): a node result of it gets a dynamic slot (MemStorage::Dynamic),
+// which the artifact builder and the fallback tasks that read or write it agree on.
+bool hasDynamicSize(const Type& t);
+
 // Plans g (a main graph) in its current node order. A node result without a static size
 // (symbolic or unknown dims, sequences, strings) gets a dynamic slot (MemStorage::Dynamic).
 MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts = {});

@@ -114,7 +114,7 @@ std::vector<std::string> checkMemoryPlan(const Graph& g, const MemoryPlan& plan)
       }
       auto need = staticBytes(o->type);
       if (pv->storage == MemStorage::Dynamic) { // no static size, no alias, a slot of its own
-        if ((need && o->type.dtype != DType::String) || pv->how != MemHow::Own || pv->offset < 0 ||
+        if (!hasDynamicSize(o->type) || pv->how != MemHow::Own || pv->offset < 0 ||
             pv->offset >= plan.dynamicValues)
           errs.push_back(fmt::format("value '{}' of type {}: bad dynamic slot {}", o->name,
                                      formatType(o->type), pv->offset));

@@ -408,7 +408,6 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
                     ? reinterpret_cast<const uint16_t*>(ep.residual) + i0 * P + n0
                     : nullptr;
       kd.gemm(tt);
-      tt.cb = nullptr, tt.resb = nullptr, tt.ldc = P;
     };
     GemmTileParams t{};
     t.ldc = P;
@@ -422,10 +421,11 @@ void conv2dChannelRows(const KernelDesc& kd, const Conv2dShape& s, const float* 
         // Pointwise: in place or copied (above); direct: through koff; others pack their im2col
         // panels.
         for (int64_t k = 0; k < kc && packPointwise; ++k) {
+          const float* src = in + (k0 + k) * P;
           for (int64_t q = pc; q < pcEnd; ++q) {
             const int64_t n0 = q * nr, cols = std::min(nr, P - n0);
             float* d = bBuf.data() + ((q - pc) * kc + k) * nr;
-            std::copy_n(in + (k0 + k) * P + n0, cols, d);
+            std::copy_n(src + n0, cols, d);
             std::fill(d + cols, d + nr, 0.0f);
           }
         }

@@ -321,10 +321,11 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       geometry(a);
       for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
       a.push_back(residualArg(clamp, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))));
-      // Activations stored as bf16 (LowerOptions::bf16Activations; bf16 kernels, channel rows):
-      // their buffers are bf16 and one more argument says which (kernels::Epilogue::bf16).
+      // Activations stored as bf16 (LowerOptions::bf16Activations; bf16 kernels, which run
+      // channel rows only): their buffers are bf16 and one more argument says which
+      // (kernels::Epilogue::bf16).
       unsigned io = 0;
-      if (o.bf16Activations && kd->op == kernels::KernelOp::GemmBf16 && !pixelRows) {
+      if (o.bf16Activations && kd->op == kernels::KernelOp::GemmBf16) {
         auto stored = [&](const std::string& p, unsigned bit) {
           const Value* v = p.empty() ? nullptr : b.ln.valueOf(p);
           if (!v || !o.bf16Activations->count(v)) return;
@@ -480,15 +481,11 @@ std::optional<Bf16ConvIo> bf16ConvIo(const LoweredNode& ln) {
     const Buffer* q = a.buffer.empty() ? nullptr : ln.func.findBuffer(a.buffer);
     return q && q->role == r ? ln.valueOf(a.buffer) : nullptr;
   };
-  auto it = ln.func.schedule.find("layout");
-  const bool channelRows = it != ln.func.schedule.end() && std::get_if<std::string>(&it->second) &&
-                           std::get<std::string>(it->second).find("A panels") != std::string::npos;
-  Bf16ConvIo io;
+  Bf16ConvIo io; // (bf16 kernels run channel rows only: kernels::convRowsFor)
   io.x = bound(call->args[0], Role::In);
   io.y = bound(call->args[3], Role::Out);
   io.residual = bound(call->args[21], Role::In);
-  if (!channelRows || !io.x || !io.y || (!call->args[21].buffer.empty() && !io.residual))
-    return std::nullopt;
+  if (!io.x || !io.y || (!call->args[21].buffer.empty() && !io.residual)) return std::nullopt;
   io.caps = kernels::kBf16Input | (kd->bf16Io ? kernels::kBf16Output | kernels::kBf16Residual : 0);
   return io;
 }

@@ -494,16 +494,18 @@ Plan readPlan(const PlanSource& src) {
     AICC_RT_CHECK(b.offset <= size && b.bytes <= size - b.offset, "{}: {} reaches past its region",
                   planFile, where);
   };
+  // A checked binding that refers to a dynamic value: a slot, or a dynamic input.
+  auto bindsDynamic = [&](const Binding& b) {
+    return b.region == Region::Dynamic ||
+           (b.region == Region::Input && !plan.inputs[size_t(b.offset)].dynamic.empty());
+  };
   for (size_t i = 0; i < taskLines.size(); ++i) {
     const TaskLine& t = taskLines[i];
     const std::string where = format("task {} ({})", i, t.node);
     for (const Binding& b : t.params) {
       checkBinding(b, where);
       // Only fallback tasks read or write dynamic values (rt/artifact.h).
-      const bool dynamic =
-          b.region == Region::Dynamic ||
-          (b.region == Region::Input && !plan.inputs[size_t(b.offset)].dynamic.empty());
-      AICC_RT_CHECK(!dynamic || t.kind == Kind::Fallback,
+      AICC_RT_CHECK(!bindsDynamic(b) || t.kind == Kind::Fallback,
                     "{}: {} binds a dynamic value but is not a fallback task", planFile, where);
     }
     // Calls are checked against the library's signature below, fallbacks by their provider.
@@ -523,10 +525,7 @@ Plan readPlan(const PlanSource& src) {
   for (size_t i = 0; i < plan.outputBindings.size();
        ++i) { // outputs are read as their declared type
     checkBinding(plan.outputBindings[i], "an output");
-    const Binding& ob = plan.outputBindings[i];
-    const bool dynamic =
-        ob.region == Region::Dynamic ||
-        (ob.region == Region::Input && !plan.inputs[size_t(ob.offset)].dynamic.empty());
+    const bool dynamic = bindsDynamic(plan.outputBindings[i]);
     AICC_RT_CHECK(dynamic == !plan.outputs[i].dynamic.empty(), "{}: output '{}' is {} but bound {}",
                   planFile, plan.outputs[i].name, dynamic ? "static" : "dynamic",
                   dynamic ? "to a dynamic value" : "statically");

@@ -186,8 +186,7 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
   std::vector<bool> dynamic; // bound to a dynamic slot or input (rt/artifact.h)
   for (size_t i = 0; i < vals.size(); ++i) {
     auto d = vals[i]->type.shape ? toDims(*vals[i]->type.shape) : std::nullopt;
-    dynamic.push_back(!vals[i]->type.isTensor() || !d || vals[i]->type.dtype == DType::String ||
-                      vals[i]->type.dtype == DType::Undefined);
+    dynamic.push_back(hasDynamicSize(vals[i]->type)); // as the builder bound it
     if (dynamic.back()) {
       AICC_CHECK(params[i].bytes == 0 &&
                      (params[i].region == Region::Dynamic || params[i].region == Region::Input),

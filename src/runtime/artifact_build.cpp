@@ -40,13 +40,9 @@ namespace {
 
 int64_t aligned(int64_t x) { return alignUp(x, kArenaAlignment); }
 
-// A value that lives in a dynamic slot (rt/artifact.h): no static size, or strings. (Constants
-// have static sizes; string constants are printed into the fallback tasks that read them.)
-bool isDynamic(const Value* v) {
-  return v && !v->constant &&
-         (!v->type.isTensor() || !v->type.shape || !toDims(*v->type.shape) ||
-          v->type.dtype == DType::String || v->type.dtype == DType::Undefined);
-}
+// A value that lives in a dynamic slot (rt/artifact.h, hasDynamicSize). (Constants have static
+// sizes; string constants are printed into the fallback tasks that read them.)
+bool isDynamic(const Value* v) { return v && !v->constant && hasDynamicSize(v->type); }
 bool embedded(const Value* v) { return v && v->constant && v->type.dtype == DType::String; }
 
 // A graph input or output: a static tensor, or (allowDynamic) a dynamic value, described by its
