@@ -130,6 +130,7 @@ double peakPerCycle(kernels::Isa isa) {
   case kernels::Isa::Avx512:
     return 64;
   case kernels::Isa::Avx2:
+  case kernels::Isa::AvxVnni:
     return 32;
   case kernels::Isa::Neon:
     return 16; // two 4-lane FMA pipes
@@ -150,6 +151,8 @@ bool targetRuns(const Target& t, kernels::Isa isa) {
            t.has(CpuFeature::AVX512VNNI);
   case kernels::Isa::Avx512:
     return t.has(CpuFeature::AVX512F) && t.has(CpuFeature::AVX512VL);
+  case kernels::Isa::AvxVnni:
+    return targetRuns(t, kernels::Isa::Avx2) && t.has(CpuFeature::AVXVNNI);
   case kernels::Isa::Avx2:
     return t.has(CpuFeature::AVX2) && t.has(CpuFeature::FMA);
   case kernels::Isa::Neon:
@@ -411,7 +414,7 @@ loop::LowerOptions lowerOptionsFor(const Target& t, bool bf16) {
     return o;
   }
   for (kernels::Isa isa : {kernels::Isa::Amx, kernels::Isa::Avx512Bf16, kernels::Isa::Avx512Vnni,
-                           kernels::Isa::Avx512, kernels::Isa::Avx2})
+                           kernels::Isa::Avx512, kernels::Isa::AvxVnni, kernels::Isa::Avx2})
     if (t.triple.empty() && targetRuns(t, isa) && kernels::cpuSupports(isa) &&
         kernels::isaWithin(isa, kernels::bestIsa())) {
       o.kernelIsa = isa;

@@ -234,6 +234,15 @@ const KernelDesc kKernels[] = {
      .kg = 4,
      .constraints = "weights minus zero point within int8; vpdpbusd, exact int32",
      .qgemm = u8s8_qgemm_avx512vnni_8x48},
+    {.name = "u8s8_qgemm_avxvnni_4x24",
+     .op = KernelOp::QConvGemm,
+     .isa = Isa::AvxVnni,
+     .mr = 4,
+     .nr = 24,
+     .vectorWidth = 8,
+     .kg = 4,
+     .constraints = "weights minus zero point within int8; ymm vpdpbusd (AVX-VNNI), exact int32",
+     .qgemm = u8s8_qgemm_avxvnni_4x24},
     {.name = "u8i16_qgemm_avx2_4x24",
      .op = KernelOp::QConvGemm,
      .isa = Isa::Avx2,
@@ -274,12 +283,13 @@ int isaRank(Isa isa) {
          : isa == Isa::Avx512Bf16               ? 4
          : isa == Isa::Avx512Vnni               ? 3
          : isa == Isa::Avx512                   ? 2
+         : isa == Isa::AvxVnni                  ? 2 // a cap for bestIsa; isaWithin tells apart
          : isa == Isa::Avx2 || isa == Isa::Neon ? 1
                                                 : 0;
 }
 
 bool isX86(Isa isa) {
-  return isa == Isa::Avx2 || isa == Isa::Avx512 || isa == Isa::Avx512Vnni ||
+  return isa == Isa::Avx2 || isa == Isa::AvxVnni || isa == Isa::Avx512 || isa == Isa::Avx512Vnni ||
          isa == Isa::Avx512Bf16 || isa == Isa::Amx;
 }
 
@@ -291,6 +301,8 @@ std::string_view isaName(Isa isa) {
     return "generic";
   case Isa::Avx2:
     return "avx2";
+  case Isa::AvxVnni:
+    return "avxvnni";
   case Isa::Avx512:
     return "avx512";
   case Isa::Neon:
@@ -312,6 +324,8 @@ bool cpuSupports(Isa isa) {
     return true;
   case Isa::Avx2:
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  case Isa::AvxVnni:
+    return cpuSupports(Isa::Avx2) && __builtin_cpu_supports("avxvnni");
   case Isa::Avx512:
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
            __builtin_cpu_supports("fma");
@@ -337,6 +351,8 @@ bool cpuSupports(Isa isa) {
 }
 
 bool isaWithin(Isa isa, Isa best) {
+  if (isa == Isa::AvxVnni || best == Isa::AvxVnni)
+    return isa == Isa::Generic || isa == best || (best == Isa::AvxVnni && isa == Isa::Avx2);
   return isa == Isa::Generic || isa == best ||
          (isX86(isa) && isX86(best) && isaRank(isa) <= isaRank(best));
 }
@@ -350,6 +366,8 @@ Isa bestIsa() {
         cap = Isa::Generic;
       else if (s == "avx2")
         cap = Isa::Avx2;
+      else if (s == "avxvnni")
+        cap = Isa::AvxVnni;
       else if (s == "avx512")
         cap = Isa::Avx512;
       else if (s == "avx512vnni")
@@ -357,8 +375,11 @@ Isa bestIsa() {
       else if (s == "avx512bf16")
         cap = Isa::Avx512Bf16;
     }
-    for (Isa isa : {Isa::Amx, Isa::Avx512Bf16, Isa::Avx512Vnni, Isa::Avx512, Isa::Avx2, Isa::Neon})
-      if (isaRank(isa) <= isaRank(cap) && cpuSupports(isa)) return isa;
+    for (Isa isa : {Isa::Amx, Isa::Avx512Bf16, Isa::Avx512Vnni, Isa::Avx512, Isa::AvxVnni,
+                    Isa::Avx2, Isa::Neon})
+      if (isaRank(isa) <= isaRank(cap) && (cap != Isa::AvxVnni || isa != Isa::Avx512) &&
+          cpuSupports(isa))
+        return isa;
     return Isa::Generic;
   }();
   return best;
@@ -407,7 +428,8 @@ SumFn sumKernel(Isa isa) {
 }
 
 ExpSumFn expSumKernel() {
-  switch (isaWithin(Isa::Avx512, bestIsa()) ? Isa::Avx512 : bestIsa()) {
+  const Isa best = bestIsa() == Isa::AvxVnni ? Isa::Avx2 : bestIsa();
+  switch (isaWithin(Isa::Avx512, best) ? Isa::Avx512 : best) {
 #if AICC_X86_KERNELS
   case Isa::Avx512:
     return f32_expsum_avx512;

@@ -16,16 +16,19 @@ namespace aicc::kernels {
 // avx512vnni < avx512bf16 < amx, avx512vnni adding AVX512-BW/VL/VNNI for the int8 kernels,
 // avx512bf16 AVX512-BF16 for the bf16 GEMM, amx the AMX tiles (AMX-TILE/BF16/INT8, granted by the
 // OS); every CPU with BF16 so far also has VNNI, and every one with AMX AVX512-BF16).
-enum class Isa { Generic, Avx2, Avx512, Neon, Avx512Vnni, Avx512Bf16, Amx };
+// AvxVnni (AVX2 + AVX-VNNI without AVX-512) is a side branch of the x86 chain: the AVX-512 levels
+// do not imply it, and it implies only AVX2.
+enum class Isa { Generic, Avx2, Avx512, Neon, Avx512Vnni, Avx512Bf16, Amx, AvxVnni };
 std::string_view isaName(Isa isa);
 // True when this CPU (and OS) can run code for `isa` (cpuid via __builtin_cpu_supports; NEON is
 // part of every AArch64 Linux machine).
 bool cpuSupports(Isa isa);
 // True when code for a machine whose best ISA is `best` may call kernels of `isa`: the portable
-// ones everywhere, and the lower levels of the x86 chain.
+// ones everywhere, the lower levels of the x86 chain, and AvxVnni's only where it is the best.
 bool isaWithin(Isa isa, Isa best);
 // The best ISA of this CPU, optionally capped by the AICC_KERNEL_ISA environment variable
-// ("generic", "avx2", "avx512", "avx512vnni", "avx512bf16", "amx") for testing other paths.
+// ("generic", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16", "amx") for testing other
+// paths.
 Isa bestIsa();
 
 // GemmBf16: the GEMM contract on bf16 pairs (ukernel.h), chosen only under --precision bf16.

@@ -178,6 +178,8 @@ struct QDw3x3Params {
 };
 using QDw3x3Fn = void (*)(const QDw3x3Params&);
 void u8s8_qdwconv3x3_avx512vnni_4x16(const QDw3x3Params& p);
+// AVX-VNNI (ymm vpdpbusd): A [q][4][4] int8, B [q][24][4] uint8.
+void u8s8_qgemm_avxvnni_4x24(const QGemmTileParams& p);
 void u8i16_qgemm_avx2_4x24(const QGemmTileParams& p);
 void u8i16_qgemm_generic_4x8(const QGemmTileParams& p);
 

@@ -148,6 +148,25 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
   EXPECT_EQ(findKernel("f32_gemm_nope"), nullptr);
 }
 
+// AVX-VNNI is a side branch of the x86 chain: an AVX-512 machine may lack it (Zen 4, Skylake-X),
+// so no AVX-512 level admits its kernels; where it is the best level, AVX2's run too.
+TEST(Kernels, AvxVnniIsASideBranchOfTheIsaChain) {
+  EXPECT_FALSE(isaWithin(Isa::AvxVnni, Isa::Avx512));
+  EXPECT_FALSE(isaWithin(Isa::AvxVnni, Isa::Amx));
+  EXPECT_FALSE(isaWithin(Isa::AvxVnni, Isa::Avx2));
+  EXPECT_TRUE(isaWithin(Isa::AvxVnni, Isa::AvxVnni));
+  EXPECT_TRUE(isaWithin(Isa::Avx2, Isa::AvxVnni));
+  EXPECT_TRUE(isaWithin(Isa::Generic, Isa::AvxVnni));
+  EXPECT_FALSE(isaWithin(Isa::Avx512, Isa::AvxVnni));
+  EXPECT_TRUE(isaWithin(Isa::Avx2, Isa::Avx512Vnni));
+  const KernelDesc* k = bestKernel(KernelOp::QConvGemm, Isa::AvxVnni);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(std::string(k->name), "u8s8_qgemm_avxvnni_4x24");
+  EXPECT_NE(std::string(bestKernel(KernelOp::QConvGemm, Isa::Avx512Vnni)->name),
+            "u8s8_qgemm_avxvnni_4x24");
+  EXPECT_EQ(bestKernel(KernelOp::Gemm, Isa::AvxVnni)->isa, Isa::Avx2);
+}
+
 TEST(Kernels, GemmMatchesReferenceOnOddShapes) {
   for (const KernelDesc* kd : gemmKernelsUnderTest()) {
     for (const Shape& s : kShapes) {
