@@ -53,8 +53,10 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   std::string out = b.output(0);
   Dims id = staticDims(n.inputs.at(0), "input"), od = staticDims(n.outputs[0], "output");
   DType t = n.outputs[0]->type.dtype;
-  if (!isComputeFloat(t) || id.size() < 3 || od.size() != id.size())
-    no("a float input of rank >= 3 is needed");
+  // MaxPool also on 8-bit integers (fold-qdq's DQ -> MaxPool -> Q), in the loop nest below.
+  const bool int8Max = isMax && n.op == "MaxPool" && (t == DType::U8 || t == DType::I8);
+  if ((!isComputeFloat(t) && !int8Max) || id.size() < 3 || od.size() != id.size())
+    no("a float (or, for MaxPool, 8-bit integer) input of rank >= 3 is needed");
   size_t r = id.size() - 2;
   Dims k = n.attrInts("kernel_shape");
   Dims st = n.attrInts("strides", Dims(r, 1)), dl = n.attrInts("dilations", Dims(r, 1));
@@ -131,8 +133,10 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   }
   ExprPtr xIdx = add(mul(base, intImm(numel(inner))), linearIndex(pos, strides(inner)));
   ExprPtr acc = load(out, yIdx, t), x = load(in, xIdx, t);
-  Block pix = {Stmt::store(
-      out, yIdx, isMax ? constant(t, -std::numeric_limits<double>::infinity()) : constant(t, 0))};
+  Block pix = {Stmt::store(out, yIdx,
+                           int8Max ? constant(t, t == DType::U8 ? 0.0 : -128.0)
+                           : isMax ? constant(t, -std::numeric_limits<double>::infinity())
+                                   : constant(t, 0))};
   std::string cnt;
   if (!isMax && !lp) {
     cnt = b.temp("count", t, od);

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
+#include <string>
 
 namespace aicc {
 
@@ -21,7 +23,16 @@ struct Dq {
   int64_t axis;
 };
 
+// v, or what the Identity chain producing it forwards (ONNX Runtime's quantizer shares equal
+// bias tensors through Identity nodes).
+const Value* throughIdentity(const Value* v) {
+  while (v && v->producer && isOp(v->producer, "Identity") && v->producer->hasInput(0))
+    v = v->producer->inputs[0];
+  return v;
+}
+
 std::optional<Dq> dqOf(const Value* v) {
+  v = throughIdentity(v);
   const Node* n = v ? v->producer : nullptr;
   if (!isOp(n, "DequantizeLinear") || !n->hasInput(0) || !n->hasInput(1)) return std::nullopt;
   if (n->attrInt("block_size") != 0 || !n->inputs[1]->constant) return std::nullopt;
@@ -33,11 +44,12 @@ std::optional<Dq> dqOf(const Value* v) {
 
 int64_t count(const Value* v) { return v && v->constant ? v->constant->numel() : 0; }
 
-// The zero point as a value of the quantized type (a new scalar 0 when omitted).
-Value* zeroPoint(Graph& g, Value* zp, DType t) {
+// The zero point as a value of the quantized type (when omitted, new zeros: a scalar, or n of
+// them for a per-channel scale of n values).
+Value* zeroPoint(Graph& g, Value* zp, DType t, int64_t n = 1) {
   if (zp) return zp;
-  Tensor z(t, {});
-  z.setI64(0, 0);
+  Tensor z(t, n == 1 ? Dims{} : Dims{n});
+  for (int64_t i = 0; i < n; ++i) z.setI64(i, 0);
   return g.addConstant(g.uniqueName("qdq_zero"), std::move(z));
 }
 
@@ -67,24 +79,34 @@ bool activationAbsorbed(const Node& act, double s, double z, double qmin, double
 }
 
 // The int32 bias of a QLinearConv: DQ(int32 const, scale xs * ws[m], zero point 0) as it is, or
-// a float constant quantized with that scale; null when neither.
+// a float constant (or the value of a DQ of a constant with other scales: ONNX Runtime's quantizer
+// shares equal biases between convolutions, quantized for the first) quantized with that scale;
+// null when neither.
 Value* convBias(Graph& g, Value* b, double xs, const std::vector<double>& ws, int64_t M) {
   auto scaleAt = [&](int64_t m) { return xs * ws[ws.size() == 1 ? 0 : size_t(m)]; };
+  std::vector<double> value; // the float bias
   if (auto d = dqOf(b)) {
-    if (d->q->type.dtype != DType::I32 || !d->q->constant || count(d->q) != M) return nullptr;
-    if (d->zp && d->zp->constant->toF64Vector() != std::vector<double>(size_t(count(d->zp)), 0.0))
-      return nullptr;
+    if (!isInteger(d->q->type.dtype) || !d->q->constant || count(d->q) != M) return nullptr;
     const std::vector<double> bs = d->scale->constant->toF64Vector();
-    if (bs.size() != 1 && int64_t(bs.size()) != M) return nullptr;
-    for (int64_t m = 0; m < M; ++m)
-      if (std::fabs(bs[bs.size() == 1 ? 0 : size_t(m)] - scaleAt(m)) > 1e-6 * std::fabs(scaleAt(m)))
-        return nullptr;
-    return d->q;
+    const std::vector<double> zs =
+        d->zp ? d->zp->constant->toF64Vector() : std::vector<double>(1, 0.0);
+    if ((bs.size() != 1 && int64_t(bs.size()) != M) || (zs.size() != 1 && int64_t(zs.size()) != M))
+      return nullptr;
+    bool same = d->q->type.dtype == DType::I32;
+    for (int64_t m = 0; m < M; ++m) {
+      const double sm = bs[bs.size() == 1 ? 0 : size_t(m)], zm = zs[zs.size() == 1 ? 0 : size_t(m)];
+      same = same && zm == 0 && std::fabs(sm - scaleAt(m)) <= 1e-6 * std::fabs(scaleAt(m));
+      value.push_back((d->q->constant->getF64(m) - zm) * sm);
+    }
+    if (same) return d->q;
+  } else {
+    b = const_cast<Value*>(throughIdentity(b));
+    if (!b->constant || b->type.dtype != DType::F32 || count(b) != M) return nullptr;
+    value = b->constant->toF64Vector();
   }
-  if (!b->constant || b->type.dtype != DType::F32 || count(b) != M) return nullptr;
   Tensor q(DType::I32, {M});
   for (int64_t m = 0; m < M; ++m) {
-    const double v = std::nearbyint(b->constant->getF64(m) / scaleAt(m));
+    const double v = std::nearbyint(value[size_t(m)] / scaleAt(m));
     if (!(std::fabs(v) < 2147483647.0)) return nullptr;
     q.setI64(m, static_cast<int64_t>(v));
   }
@@ -120,7 +142,7 @@ Node* integerNode(Graph& g, Node& qn, Node& op, const Node* act) {
   auto w = op.inputs.size() > 1 ? dqOf(op.inputs[1]) : std::nullopt;
   if (!x || !w || !perTensor(*x) || !isQ8(w->q->type.dtype) || !w->q->constant) return nullptr;
   Value* xz = zeroPoint(g, x->zp, x->q->type.dtype);
-  Value* wz = zeroPoint(g, w->zp, w->q->type.dtype);
+  Value* wz = zeroPoint(g, w->zp, w->q->type.dtype, count(w->scale));
   if (isOp(&op, "MatMul")) {
     // b per tensor, or per column (axis 1 of a 2-D b).
     const int64_t N = w->q->constant->rank() == 2 ? w->q->constant->dim(1) : -1;
@@ -145,6 +167,60 @@ Node* integerNode(Graph& g, Node& qn, Node& op, const Node* act) {
   return n;
 }
 
+// Ops that only move or select their data input's values: between a DQ and a Q of the same
+// scale, zero point and type they run on the quantized values as they are (exactly: Q(DQ(x)) is
+// x, and the max of dequantized values is the dequantized max). Data inputs first (Concat: all).
+bool movesValues(const Node& op) {
+  static const std::set<std::string> kOps = {"MaxPool", "Reshape",   "Flatten",  "Transpose",
+                                             "Squeeze", "Unsqueeze", "Identity", "Slice",
+                                             "Concat",  "Resize"};
+  if (!op.domain.empty() || !kOps.count(op.op)) return false;
+  if (op.op == "MaxPool") return op.outputs.size() == 1; // no Indices
+  if (op.op == "Resize") return !op.attr("mode") || op.attrString("mode") == "nearest";
+  return true;
+}
+
+// Whether DQ d has exactly the scale, zero point and type of the Q node qn (per tensor).
+bool sameQuantization(const Dq& d, const Node& qn) {
+  const DType t = qn.outputs[0]->type.dtype;
+  if (!perTensor(d) || d.q->type.dtype != t) return false;
+  const double zq = qn.hasInput(2) ? qn.inputs[2]->constant->getF64(0) : 0.0;
+  const double zd = d.zp ? d.zp->constant->getF64(0) : 0.0;
+  return d.scale->constant->getF64(0) == qn.inputs[1]->constant->getF64(0) && zd == zq;
+}
+
+// The value-moving op, or a global average pool, on quantized values: op's copy with its data
+// inputs replaced by the DQs' quantized tensors, or com.microsoft QLinearGlobalAveragePool (the
+// mean requantized in float, as ONNX Runtime's kernel does).
+Node* quantizedMove(Graph& g, Node& qn, Node& op) {
+  if (!isQ8(qn.outputs[0]->type.dtype) || count(qn.inputs[1]) != 1 ||
+      (qn.hasInput(2) && count(qn.inputs[2]) != 1) || qn.inputs[1]->type.dtype != DType::F32)
+    return nullptr;
+  const std::string base = (op.name.empty() ? qn.outputs[0]->name : op.name) + "_quant";
+  if (isOp(&op, "GlobalAveragePool")) {
+    auto x = dqOf(op.inputs[0]);
+    if (!x || !perTensor(*x) || x->q->type.dtype != qn.outputs[0]->type.dtype) return nullptr;
+    const DType t = x->q->type.dtype;
+    Node* n = insertNode(g, &qn, "QLinearGlobalAveragePool",
+                         {x->q, x->scale, zeroPoint(g, x->zp, t), qn.inputs[1],
+                          zeroPoint(g, qn.hasInput(2) ? qn.inputs[2] : nullptr, t)},
+                         1, base, "com.microsoft");
+    for (const auto& [k, a] : op.attrs) n->attrs[k] = a;
+    return n;
+  }
+  if (!movesValues(op)) return nullptr;
+  std::vector<Value*> in = op.inputs;
+  const size_t data = op.op == "Concat" ? in.size() : 1;
+  for (size_t i = 0; i < data; ++i) {
+    auto d = i < in.size() ? dqOf(in[i]) : std::nullopt;
+    if (!d || !sameQuantization(*d, qn)) return nullptr;
+    in[i] = d->q;
+  }
+  Node* n = insertNode(g, &qn, op.op, std::move(in), 1, base);
+  n->attrs = op.attrs;
+  return n;
+}
+
 // One match: the first QuantizeLinear that ends a pattern, rewritten; false when none does.
 bool foldOne(Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -161,8 +237,11 @@ bool foldOne(Graph& g) {
     if (!op || op->owner != &g || op->outputs.size() != 1 || numUses(g, opOut) != 1 ||
         (act && numUses(g, yf) != 1))
       continue;
-    if (!isOp(op, "Conv") && !isOp(op, "MatMul") && !isOp(op, "Add")) continue;
-    Node* n = integerNode(g, *qn, *op, act);
+    Node* n = nullptr;
+    if (isOp(op, "Conv") || isOp(op, "MatMul") || isOp(op, "Add"))
+      n = integerNode(g, *qn, *op, act);
+    else if (!act)
+      n = quantizedMove(g, *qn, *op);
     if (!n) continue;
     n->outputs[0]->type = qn->outputs[0]->type;
     replaceAllUses(g, qn->outputs[0], n->outputs[0]);

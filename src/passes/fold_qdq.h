@@ -5,6 +5,12 @@
 //       => QLinearConv
 //   DQ(a), DQ(b const) -> MatMul -> Q                    => QLinearMatMul
 //   DQ(a), DQ(b) -> Add -> Q                             => com.microsoft.QLinearAdd
+//   DQ(x) -> GlobalAveragePool -> Q                      => com.microsoft.QLinearGlobalAveragePool
+//   DQ(x...) -> MaxPool | Concat | Reshape | Flatten | Transpose | Squeeze | Unsqueeze | Slice |
+//       Identity | Resize (nearest) -> Q, every DQ with the Q's scale, zero point and type
+//       => the op on the quantized values (exact: it only moves or selects them)
+// A bias reached through Identity (ONNX Runtime shares equal biases so), or a DQ bias of another
+// scale, is requantized with x_scale * w_scale.
 // Scales and zero points must be constants (x, y per tensor; weights per tensor or per output
 // channel), the float op's result used only by the Q (through the activation). A Relu or Clip is
 // dropped only where the Q's saturation already does what it does (its bounds lie outside the
