@@ -66,19 +66,6 @@ std::vector<int64_t> concatOffsets(const Node& n) {
   return offsets;
 }
 
-std::optional<int64_t> staticBytes(const Type& t) {
-  if (!t.isTensor() || !t.shape || t.dtype == DType::String) return std::nullopt;
-  int64_t n = static_cast<int64_t>(dtypeSize(t.dtype));
-  if (n == 0) return std::nullopt;
-  for (const Dim& d : *t.shape) {
-    if (!d.isStatic()) return std::nullopt;
-    if (d.value != 0 && n > std::numeric_limits<int64_t>::max() / 4 / d.value) return std::nullopt;
-    n *= d.value;
-  }
-  return n;
-}
-
-
 void collectConstants(const Graph& g, std::vector<const Value*>& out) {
   for (const Value* c : g.constants) out.push_back(c);
   for (const auto& n : g.nodes)

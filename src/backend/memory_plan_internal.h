@@ -17,8 +17,7 @@ bool isElementwiseNode(const Node& n);
 // The byte offsets of a Concat's inputs in its result when they are contiguous ranges of it (the
 // dims before the axis all 1, static sizes); empty otherwise.
 std::vector<int64_t> concatOffsets(const Node& n);
-// numel * element size from a static tensor type; nullopt otherwise (strings, sequences, ...).
-std::optional<int64_t> staticBytes(const Type& t);
+using aicc::staticBytes; // (ir/graph.h)
 // Constants of g and of its subgraphs (depth first).
 void collectConstants(const Graph& g, std::vector<const Value*>& out);
 std::string human(int64_t bytes); // "1.25 MiB"

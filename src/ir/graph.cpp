@@ -1,5 +1,7 @@
 #include "ir/graph.h"
 
+#include <limits>
+
 #include "ops/op_def.h"
 #include "support/error.h"
 
@@ -52,6 +54,18 @@ std::string formatType(const Type& t) {
     return fmt::format("map<{},{}>", dtypeName(t.dtype), formatType(*t.elem));
   }
   return "?";
+}
+
+std::optional<int64_t> staticBytes(const Type& t) {
+  if (!t.isTensor() || !t.shape || t.dtype == DType::String) return std::nullopt;
+  int64_t n = static_cast<int64_t>(dtypeSize(t.dtype));
+  if (n == 0) return std::nullopt;
+  for (const Dim& d : *t.shape) {
+    if (!d.isStatic()) return std::nullopt;
+    if (d.value != 0 && n > std::numeric_limits<int64_t>::max() / 4 / d.value) return std::nullopt;
+    n *= d.value;
+  }
+  return n;
 }
 
 std::string_view attrKindName(Attribute::Kind k) {

@@ -68,6 +68,10 @@ struct Type {
 std::string
 formatType(const Type& t); // "f32[1,3,N]", "seq<f32[?]>", "opt<i64[]>", "map<str,f32[]>", "?"
 
+// numel * element size of a tensor type with static dims; nullopt otherwise (unknown dims,
+// strings, sequences, optionals, maps, sizes past int64_t / 4).
+std::optional<int64_t> staticBytes(const Type& t);
+
 using GraphPtr = std::shared_ptr<Graph>;
 
 // A node attribute. The alternatives' order is Attribute::Kind.

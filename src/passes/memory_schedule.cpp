@@ -11,20 +11,6 @@ namespace aicc {
 
 namespace {
 
-// Bytes of a value from its static type; nullopt when unknown.
-std::optional<int64_t> staticBytes(const Type& t) {
-  if (!t.isTensor() || !t.shape) return std::nullopt;
-  int64_t elem = static_cast<int64_t>(dtypeSize(t.dtype));
-  if (elem == 0 || t.dtype == DType::String) return std::nullopt;
-  int64_t n = elem;
-  for (const Dim& d : *t.shape) {
-    if (!d.isStatic()) return std::nullopt;
-    if (d.value != 0 && n > std::numeric_limits<int64_t>::max() / 4 / d.value) return std::nullopt;
-    n *= d.value;
-  }
-  return n;
-}
-
 void collectSubgraphReads(const Graph& sg, const Graph& g, std::set<const Value*>& out) {
   for (const auto& n : sg.nodes) {
     for (const Value* v : n->inputs)

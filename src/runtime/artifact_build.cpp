@@ -45,11 +45,15 @@ int64_t aligned(int64_t x) { return alignUp(x, kArenaAlignment); }
 bool isDynamic(const Value* v) { return v && !v->constant && hasDynamicSize(v->type); }
 bool embedded(const Value* v) { return v && v->constant && v->type.dtype == DType::String; }
 
-// A graph input or output: a static tensor, or (allowDynamic) a dynamic value, described by its
-// IR type. Tensor inputs need static shapes.
-TensorDesc describe(const Value* v, const char* what, bool allowDynamic = false) {
-  if (allowDynamic && isDynamic(v) &&
-      (!v->type.isTensor() || v->type.dtype == DType::String || std::string_view(what) == "output"))
+// How describe() takes a value of run-time size: not at all (a value the plan sizes), as a graph
+// input (sequences, optionals and strings only: tensor inputs need static shapes), or as a graph
+// output (any).
+enum class Io { None, Input, Output };
+
+// A value of static size, or (a graph input or output) a dynamic one described by its IR type.
+TensorDesc describe(const Value* v, const char* what, Io io = Io::None) {
+  if (io != Io::None && isDynamic(v) &&
+      (!v->type.isTensor() || v->type.dtype == DType::String || io == Io::Output))
     return {v->name, DType::Undefined, {}, formatType(v->type)};
   AICC_CHECK(v->type.isTensor() && v->type.shape, "{} '{}' is not a tensor of known shape", what,
              v->name);
@@ -436,7 +440,7 @@ private:
 
 ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
   ArtifactSpec spec;
-  for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input", true));
+  for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input", Io::Input));
   const std::set<const Value*> bf16 = bf16Activations(g, lower);
   loop::LowerOptions lo = lower;
   lo.bf16Activations = bf16.empty() ? nullptr : &bf16;
@@ -457,7 +461,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
   }
   spec.failBranches = std::move(b.failBranches);
   for (const Value* o : g.outputs)
-    spec.outputs.push_back({describe(o, "output", true), b.bind(top, o)});
+    spec.outputs.push_back({describe(o, "output", Io::Output), b.bind(top, o)});
   spec.dynamicValues = b.slots;
   spec.runtimeShapes = int64_t(b.runtimeShapes.size());
   return spec;
