@@ -113,6 +113,52 @@ Value* convBias(Graph& g, Value* b, double xs, const std::vector<double>& ws, in
   return g.addConstant(g.uniqueName(b->name + "_quantized"), std::move(q));
 }
 
+// DQ(x [M, K]), DQ(w const) [, bias] -> Gemm (alpha = beta = 1, no transA) -> Q as a 1x1
+// QLinearConv over M images of K channels, between two Reshapes (views): the weights [N, K]
+// (transB) or [K, N] (transposed here, its per-column scales becoming per-channel ones) as
+// [N, K, 1, 1]. Returns the last Reshape, or null.
+Node* gemmAsConv(Graph& g, Node& qn, Node& op, const Dq& x, const Dq& w, Value* xz, Value* wz,
+                 Value* ys, Value* yz, const std::string& base) {
+  const Type& xt = x.q->type;
+  if (op.attrInt("transA") != 0 || op.attrFloat("alpha") != 1.0f || op.attrFloat("beta") != 1.0f ||
+      !xt.shape || xt.shape->size() != 2 || !(*xt.shape)[0].isStatic() ||
+      !(*xt.shape)[1].isStatic() || w.q->constant->rank() != 2)
+    return nullptr;
+  const bool transB = op.attrInt("transB") != 0;
+  const Tensor& W = *w.q->constant;
+  const int64_t M = (*xt.shape)[0].value, K = (*xt.shape)[1].value;
+  const int64_t N = transB ? W.dim(0) : W.dim(1), ns = count(w.scale);
+  if ((transB ? W.dim(1) : W.dim(0)) != K || count(wz) != ns ||
+      (ns != 1 && (ns != N || w.axis != (transB ? 0 : 1))))
+    return nullptr;
+  Value* bias = nullptr;
+  if (op.hasInput(2)) {
+    bias = convBias(g, op.inputs[2], x.scale->constant->getF64(0), w.scale->constant->toF64Vector(),
+                    N);
+    if (!bias) return nullptr;
+  }
+  Tensor wc(W.dtype(), {N, K, 1, 1});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) wc.setI64(n * K + k, W.getI64(transB ? n * K + k : k * N + n));
+  Value* wv = g.addConstant(g.uniqueName(w.q->name + "_nk11"), std::move(wc));
+  Node* r1 =
+      insertNode(g, &qn, "Reshape",
+                 {x.q, g.addConstant(g.uniqueName(base + "_shape"), Tensor::fromI64({M, K, 1, 1}))},
+                 1, base + "_rows");
+  r1->outputs[0]->type =
+      Type::tensor(xt.dtype, Shape{Dim::known(M), Dim::known(K), Dim::known(1), Dim::known(1)});
+  std::vector<Value*> in = {r1->outputs[0], x.scale, xz, wv, w.scale, wz, ys, yz};
+  if (bias) in.push_back(bias);
+  Node* c = insertNode(g, &qn, "QLinearConv", std::move(in), 1, base + "_quant");
+  c->attrs["kernel_shape"] = Attribute{Dims{1, 1}};
+  c->outputs[0]->type = Type::tensor(
+      qn.outputs[0]->type.dtype, Shape{Dim::known(M), Dim::known(N), Dim::known(1), Dim::known(1)});
+  return insertNode(
+      g, &qn, "Reshape",
+      {c->outputs[0], g.addConstant(g.uniqueName(base + "_shape"), Tensor::fromI64({M, N}))}, 1,
+      base + "_out");
+}
+
 // The integer node replacing the float op `op` that feeds Q node `qn` (through `act` or not).
 Node* integerNode(Graph& g, Node& qn, Node& op, const Node* act) {
   Value* yq = qn.outputs[0];
@@ -151,6 +197,7 @@ Node* integerNode(Graph& g, Node& qn, Node& op, const Node* act) {
     return insertNode(g, &qn, "QLinearMatMul", {x->q, x->scale, xz, w->q, w->scale, wz, ys, yz}, 1,
                       base + "_quant");
   }
+  if (isOp(&op, "Gemm")) return gemmAsConv(g, qn, op, *x, *w, xz, wz, ys, yz, base);
   // Conv: weights per tensor or per output channel (axis 0).
   const Tensor& W = *w->q->constant;
   const int64_t M = W.rank() >= 1 ? W.dim(0) : 0, ns = count(w->scale);
@@ -238,7 +285,7 @@ bool foldOne(Graph& g) {
         (act && numUses(g, yf) != 1))
       continue;
     Node* n = nullptr;
-    if (isOp(op, "Conv") || isOp(op, "MatMul") || isOp(op, "Add"))
+    if (isOp(op, "Conv") || isOp(op, "MatMul") || isOp(op, "Add") || isOp(op, "Gemm"))
       n = integerNode(g, *qn, *op, act);
     else if (!act)
       n = quantizedMove(g, *qn, *op);

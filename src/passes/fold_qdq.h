@@ -6,6 +6,8 @@
 //   DQ(a), DQ(b const) -> MatMul -> Q                    => QLinearMatMul
 //   DQ(a), DQ(b) -> Add -> Q                             => com.microsoft.QLinearAdd
 //   DQ(x) -> GlobalAveragePool -> Q                      => com.microsoft.QLinearGlobalAveragePool
+//   DQ(x [M, K]), DQ(w const) [, b] -> Gemm -> Q         => Reshape -> 1x1 QLinearConv over M
+//                                                           images -> Reshape
 //   DQ(x...) -> MaxPool | Concat | Reshape | Flatten | Transpose | Squeeze | Unsqueeze | Slice |
 //       Identity | Resize (nearest) -> Q, every DQ with the Q's scale, zero point and type
 //       => the op on the quantized values (exact: it only moves or selects them)
