@@ -257,11 +257,27 @@ Node* quantizedMove(Graph& g, Node& qn, Node& op) {
   }
   if (!movesValues(op)) return nullptr;
   std::vector<Value*> in = op.inputs;
-  const size_t data = op.op == "Concat" ? in.size() : 1;
+  const bool concat = op.op == "Concat";
+  const size_t data = concat ? in.size() : 1;
+  std::vector<bool> requantize(data, false);
   for (size_t i = 0; i < data; ++i) {
     auto d = i < in.size() ? dqOf(in[i]) : std::nullopt;
-    if (!d || !sameQuantization(*d, qn)) return nullptr;
-    in[i] = d->q;
+    // A Concat input of another scale or zero point is requantized to the Q's on its own (Q is
+    // elementwise: Q(Concat(..., DQ(x), ...)) = Concat(..., Q(DQ(x)), ...), one u8 -> u8 pass).
+    requantize[i] = concat && d && perTensor(*d) && d->q->type.dtype == qn.outputs[0]->type.dtype &&
+                    !sameQuantization(*d, qn);
+    if (!d || (!requantize[i] && !sameQuantization(*d, qn))) return nullptr;
+    if (!requantize[i]) in[i] = d->q;
+  }
+  for (size_t i = 0; i < data; ++i) {
+    if (!requantize[i]) continue;
+    std::vector<Value*> qin = {in[i], qn.inputs[1]};
+    if (qn.hasInput(2)) qin.push_back(qn.inputs[2]);
+    Node* r = insertNode(g, &qn, "QuantizeLinear", std::move(qin), 1, base + "_requant");
+    Type t = in[i]->type;
+    t.dtype = qn.outputs[0]->type.dtype;
+    r->outputs[0]->type = t;
+    in[i] = r->outputs[0];
   }
   Node* n = insertNode(g, &qn, op.op, std::move(in), 1, base);
   n->attrs = op.attrs;

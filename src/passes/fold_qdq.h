@@ -10,7 +10,8 @@
 //                                                           images -> Reshape
 //   DQ(x...) -> MaxPool | Concat | Reshape | Flatten | Transpose | Squeeze | Unsqueeze | Slice |
 //       Identity | Resize (nearest) -> Q, every DQ with the Q's scale, zero point and type
-//       => the op on the quantized values (exact: it only moves or selects them)
+//       => the op on the quantized values (exact: it only moves or selects them); a Concat input
+//       of another scale is requantized first, Q(DQ(x)) (exact: Q is elementwise)
 // A bias reached through Identity (ONNX Runtime shares equal biases so), or a DQ bias of another
 // scale, is requantized with x_scale * w_scale.
 // Scales and zero points must be constants (x, y per tensor; weights per tensor or per output
