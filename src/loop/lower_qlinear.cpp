@@ -1,7 +1,9 @@
-// QLinearMatMul and the com.microsoft ops QLinearAdd / QLinearGlobalAveragePool as loop nests
+// QLinearMatMul and the com.microsoft ops QLinearAdd / QLinearMul / QLinearGlobalAveragePool as
+// loop nests
 // (JIT only), with the arithmetic of their reference kernels (src/ops/quant.cpp, quant_ms.cpp):
 //   QLinearAdd   c = sat(round(a * (As/Cs) + b * (Bs/Cs) + k)), k = Cz - (As/Cs) Az - (Bs/Cs) Bz
 //                (float32, in that order; numpy broadcasting)
+//   QLinearMul   c = sat(round(f32((a - Az)(b - Bz)) * (As * Bs / Cs)) + Cz) (the same)
 //   QLinearGlobalAveragePool   y = sat(round(f32(sum(x) - xz * n) * (xs / (ys * n))) + yz)
 //   QLinearMatMul  acc = sum (a - az)(b - bz[n]) (int32), y = sat(round(f64(acc) * f + yz)) with
 //                f = f32(f32(as * bs[n]) / ys); a [..., M, K], b [K, N]
@@ -44,8 +46,9 @@ void requireQ8Same(const Node& n, std::initializer_list<const Value*> vs) {
       no(n.describe() + ": lowered for u8/i8 operands of one type only");
 }
 
-std::optional<LoweredNode> lowerQLinearAdd(const Node& n, const std::string& name,
-                                           const LowerOptions& o) {
+// QLinearAdd, or (isMul) QLinearMul.
+std::optional<LoweredNode> lowerQLinearBinary(const Node& n, const std::string& name,
+                                              const LowerOptions& o, bool isMul) {
   const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
   requireQ8Same(n, {av, bv, yv});
   const DType t = av->type.dtype, f = DType::F32;
@@ -53,9 +56,14 @@ std::optional<LoweredNode> lowerQLinearAdd(const Node& n, const std::string& nam
   std::string Y = b.output(0), A = b.input(av), B = b.input(bv);
   const Dims ad = staticDims(av, "A"), bd = staticDims(bv, "B"), yd = staticDims(yv, "C");
   ExprPtr cs = scalarIn(b, n, 6, f, "C_scale");
-  ExprPtr ac = div(scalarIn(b, n, 1, f, "A_scale"), cs), bc = div(scalarIn(b, n, 4, f, "B_scale"), cs);
-  ExprPtr k = sub(sub(scalarIn(b, n, 7, f, "C_zero_point"), mul(ac, scalarIn(b, n, 2, f, "A_zero_point"))),
-                  mul(bc, scalarIn(b, n, 5, f, "B_zero_point")));
+  ExprPtr as = scalarIn(b, n, 1, f, "A_scale"), bs = scalarIn(b, n, 4, f, "B_scale");
+  ExprPtr az = scalarIn(b, n, 2, f, "A_zero_point"), bz = scalarIn(b, n, 5, f, "B_zero_point");
+  ExprPtr cz = scalarIn(b, n, 7, f, "C_zero_point");
+  // Add: ac, bc, k as above. Mul: ac = the ratio, bc = B's zero point, k = A's, and C's zero
+  // point after the rounding.
+  ExprPtr ac = isMul ? div(mul(as, bs), cs) : div(as, cs);
+  ExprPtr bc = isMul ? bz : div(bs, cs);
+  ExprPtr k = isMul ? az : sub(sub(cz, mul(ac, az)), mul(bc, bz));
   requireBroadcast(n, ad, yd);
   requireBroadcast(n, bd, yd);
   // The elementwise loops (flatSpace): merged dims, the outer one split over the threads.
@@ -66,11 +74,18 @@ std::optional<LoweredNode> lowerQLinearAdd(const Node& n, const std::string& nam
   auto index = [&](const Dims& shape) { return linearIndex(vars(vs), fs.strideOf(shape)); };
   // The scalar factors are computed once, before the loops (read from buffers, they would
   // otherwise be reloaded per element: the output store may alias them).
-  Block out = {Stmt::let("ac", ac), Stmt::let("bc", bc), Stmt::let("k", k)};
+  // (fresh names: a buffer may be called "k")
+  const std::string acv = b.fresh("ac"), bcv = b.fresh("bc"), kv = b.fresh("k"),
+                    czv = b.fresh("cz");
+  Block out = {Stmt::let(acv, ac), Stmt::let(bcv, bc), Stmt::let(kv, k)};
+  if (isMul) out.push_back(Stmt::let(czv, cz));
   ExprPtr a = cast(f, load(A, index(ad), t));
   ExprPtr bb = cast(f, load(B, index(bd), t));
-  ExprPtr v = add(add(mul(a, var("ac", f)), mul(bb, var("bc", f))), var("k", f));
-  Block body = {Stmt::store(Y, index(yd), cast(t, call("round", {v})))};
+  ExprPtr v =
+      isMul ? add(call("round", {mul(mul(sub(a, var(kv, f)), sub(bb, var(bcv, f))), var(acv, f))}),
+                  var(czv, f))
+            : call("round", {add(add(mul(a, var(acv, f)), mul(bb, var(bcv, f))), var(kv, f))});
+  Block body = {Stmt::store(Y, index(yd), cast(t, v))};
   if (ext.empty()) {
     out.insert(out.end(), body.begin(), body.end());
     return b.finish(std::move(out), {}, o);
@@ -217,7 +232,8 @@ std::optional<LoweredNode> lowerQuantMs(const Node& n, const std::string& name,
   const bool ms = n.domain == kMsDomain;
   if (n.domain.empty() && n.op == "QLinearMatMul")
     return requireRuntimeKernels(n, o), lowerQLinearMatMul(n, name, o);
-  if (ms && n.op == "QLinearAdd") return requireRuntimeKernels(n, o), lowerQLinearAdd(n, name, o);
+  if (ms && (n.op == "QLinearAdd" || n.op == "QLinearMul"))
+    return requireRuntimeKernels(n, o), lowerQLinearBinary(n, name, o, n.op == "QLinearMul");
   if (ms && n.op == "QLinearGlobalAveragePool")
     return requireRuntimeKernels(n, o), lowerQGlobalAvgPool(n, name, o);
   return std::nullopt;

@@ -174,13 +174,13 @@ Node* integerNode(Graph& g, Node& qn, Node& op, const Node* act) {
       return nullptr;
   }
   const std::string base = op.name.empty() ? yq->name : op.name;
-  if (isOp(&op, "Add")) {
+  if (isOp(&op, "Add") || isOp(&op, "Mul")) {
     auto a = dqOf(op.inputs[0]), b = dqOf(op.inputs[1]);
     if (act || !a || !b || !perTensor(*a) || !perTensor(*b) || a->q->type.dtype != yt ||
         b->q->type.dtype != yt)
       return nullptr;
     return insertNode(
-        g, &qn, "QLinearAdd",
+        g, &qn, "QLinear" + op.op,
         {a->q, a->scale, zeroPoint(g, a->zp, yt), b->q, b->scale, zeroPoint(g, b->zp, yt), ys, yz},
         1, base + "_quant", "com.microsoft");
   }
@@ -301,7 +301,8 @@ bool foldOne(Graph& g) {
         (act && numUses(g, yf) != 1))
       continue;
     Node* n = nullptr;
-    if (isOp(op, "Conv") || isOp(op, "MatMul") || isOp(op, "Add") || isOp(op, "Gemm"))
+    if (isOp(op, "Conv") || isOp(op, "MatMul") || isOp(op, "Add") || isOp(op, "Mul") ||
+        isOp(op, "Gemm"))
       n = integerNode(g, *qn, *op, act);
     else if (!act)
       n = quantizedMove(g, *qn, *op);

@@ -4,7 +4,7 @@
 //   DQ(x), DQ(w const) [, DQ(b int32 const) | b f32 const] -> Conv [-> Relu | Clip] -> Q
 //       => QLinearConv
 //   DQ(a), DQ(b const) -> MatMul -> Q                    => QLinearMatMul
-//   DQ(a), DQ(b) -> Add -> Q                             => com.microsoft.QLinearAdd
+//   DQ(a), DQ(b) -> Add | Mul -> Q                       => com.microsoft.QLinearAdd | QLinearMul
 //   DQ(x) -> GlobalAveragePool -> Q                      => com.microsoft.QLinearGlobalAveragePool
 //   DQ(x [M, K]), DQ(w const) [, b] -> Gemm -> Q         => Reshape -> 1x1 QLinearConv over M
 //                                                           images -> Reshape

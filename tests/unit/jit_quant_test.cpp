@@ -3,7 +3,7 @@
 // int8 GEMM micro-kernels (@qconv2d_nchw_*) or the depthwise form (@qdwconv_nchw_*) (per-tensor
 // and per-channel weights, u8/i8, bias, groups, depthwise, strides, pads, dilations, 1-D,
 // saturating outputs, weights outside int8 after the zero point, a bias too large for the f32
-// depthwise form), QLinearMatMul, com.microsoft QLinearAdd and
+// depthwise form), QLinearMatMul, com.microsoft QLinearAdd, QLinearMul and
 // QLinearGlobalAveragePool. Each graph runs through the JIT and the interpreter: the node must be
 // compiled (no fallback), the expected lowering must have run, and the outputs must be
 // bit-identical.
@@ -233,6 +233,18 @@ TEST(JitQuant, QLinearMatMulAddAndPoolMatchExactly) {
         "  %c = com.microsoft.QLinearAdd(%a, %as, %az, %b, %bs, %bz, %cs, %cz)\n"
         "  return %c\n}\n",
         "QLinearAdd i8 saturating", "kind = \"quant\"");
+  check("graph @g(%a: u8[2,3,4,5], %b: u8[3,1,5]) {\n  %as = const f32[] [0.05]\n"
+        "  %az = const u8[] [120]\n  %bs = const f32[] [0.11]\n  %bz = const u8[] [131]\n"
+        "  %cs = const f32[] [0.04]\n  %cz = const u8[] [128]\n"
+        "  %c = com.microsoft.QLinearMul(%a, %as, %az, %b, %bs, %bz, %cs, %cz)\n"
+        "  return %c\n}\n",
+        "QLinearMul u8 broadcast, saturating", "kind = \"quant\"");
+  check("graph @g(%a: i8[4,6], %b: i8[4,6]) {\n  %as = const f32[] [0.5]\n"
+        "  %az = const i8[] [3]\n  %bs = const f32[] [0.25]\n  %bz = const i8[] [-10]\n"
+        "  %cs = const f32[] [7.3]\n  %cz = const i8[] [-2]\n"
+        "  %c = com.microsoft.QLinearMul(%a, %as, %az, %b, %bs, %bz, %cs, %cz)\n"
+        "  return %c\n}\n",
+        "QLinearMul i8", "kind = \"quant\"");
   for (const char* last : {"0", "1"})
     check(std::string("graph @g(%x: u8[2,5,7,6]) {\n  %xs = const f32[] [0.03]\n"
                       "  %xz = const u8[] [125]\n  %ys = const f32[] [0.011]\n"
