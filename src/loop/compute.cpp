@@ -32,12 +32,41 @@ const std::map<std::string, Op>& binaryOps() {
 
 const std::vector<std::string>& elementwiseComputeOps() {
   static const std::vector<std::string> ops = [] {
-    std::vector<std::string> v = {
-        "Neg",       "Abs",        "Relu",       "Reciprocal",  "Clip",   "Where",    "Max",
-        "Min",       "Sum",        "LeakyRelu",  "Pow",         "Not",    "Cast",     "CastLike",
-        "Identity",  "Sign",       "Elu",        "HardSigmoid", "PRelu",  "Softsign", "Expand",
-        "Mod",       "Dropout",    "IsNaN",      "IsInf",       "Mean",   "Shrink",   "BitwiseAnd",
-        "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",    "BitCast"};
+    std::vector<std::string> v = {"Neg",
+                                  "Abs",
+                                  "Relu",
+                                  "Reciprocal",
+                                  "Clip",
+                                  "Where",
+                                  "Max",
+                                  "Min",
+                                  "Sum",
+                                  "LeakyRelu",
+                                  "Pow",
+                                  "Not",
+                                  "Cast",
+                                  "CastLike",
+                                  "Identity",
+                                  "Sign",
+                                  "Elu",
+                                  "HardSigmoid",
+                                  "PRelu",
+                                  "Softsign",
+                                  "Expand",
+                                  "Mod",
+                                  "Dropout",
+                                  "IsNaN",
+                                  "IsInf",
+                                  "Mean",
+                                  "Shrink",
+                                  "BitwiseAnd",
+                                  "BitwiseOr",
+                                  "BitwiseXor",
+                                  "BitwiseNot",
+                                  "BitShift",
+                                  "BitCast",
+                                  "QuantizeLinear",
+                                  "DequantizeLinear"};
     for (const auto& [k, _] : floatMath()) v.push_back(k);
     for (const auto& [k, _] : binaryOps()) v.push_back(k);
     std::sort(v.begin(), v.end());
@@ -58,6 +87,19 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
     return nullptr;
   };
   if (in.empty() || !in[0]) return no("input 0 is missing");
+  // Per-tensor 8-bit QuantizeLinear / DequantizeLinear inside elementwise regions (fuse-elementwise
+  // takes only those, passes/fuse_elementwise.cpp), with the reference's arithmetic as
+  // lower_quant.cpp: y = sat(round(f32(x / scale)) + zp), y = (f32(x) - f32(zp)) * scale.
+  if (n.op == "QuantizeLinear" || n.op == "DequantizeLinear") {
+    const bool q = n.op == "QuantizeLinear";
+    if (in.size() < 2 || !in[1] || in[1]->type != DType::F32 ||
+        (q ? in[0]->type != DType::F32 || (out != DType::U8 && out != DType::I8)
+           : (in[0]->type != DType::U8 && in[0]->type != DType::I8) || out != DType::F32))
+      return no("per-tensor 8-bit quantization of f32 only");
+    const ExprPtr zp = in.size() > 2 && in[2] ? cast(DType::F32, in[2]) : constant(DType::F32, 0.0);
+    if (q) return cast(out, add(call("round", {div(in[0], in[1])}), zp));
+    return mul(sub(cast(DType::F32, in[0]), zp), in[1]);
+  }
   for (size_t k = 1; k < in.size(); ++k)
     if (in[k] && in[k]->type != in[0]->type && n.op != "Where" && n.op != "Pow")
       return no("inputs of different element types");

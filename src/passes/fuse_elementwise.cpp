@@ -10,10 +10,30 @@ namespace aicc {
 
 namespace {
 
+// QuantizeLinear / DequantizeLinear per tensor between f32 and u8/i8, scale and zero point
+// scalar constants: elementwise (loop/compute.cpp), so a DQ -> float ops -> Q chain of a QDQ model
+// runs as one u8 -> u8 loop.
+bool isTensorQuantization(const Node& n) {
+  if (!n.domain.empty() || (n.op != "QuantizeLinear" && n.op != "DequantizeLinear") ||
+      n.inputs.size() < 2 || !n.inputs[0] || !n.inputs[1] || n.outputs.size() != 1 ||
+      !n.outputs[0] || n.attrInt("block_size") != 0)
+    return false;
+  auto scalar = [](const Value* v) { return v && v->constant && v->constant->numel() == 1; };
+  if (!scalar(n.inputs[1]) || n.inputs[1]->type.dtype != DType::F32 ||
+      (n.hasInput(2) && !scalar(n.inputs[2])))
+    return false;
+  const DType x = n.inputs[0]->type.dtype, y = n.outputs[0]->type.dtype;
+  const bool q8 = n.op == "QuantizeLinear" ? y == DType::U8 || y == DType::I8
+                                           : x == DType::U8 || x == DType::I8;
+  return q8 && (n.op == "QuantizeLinear" ? x : y) == DType::F32 &&
+         (!n.hasInput(2) || n.inputs[2]->type.dtype == (n.op == "QuantizeLinear" ? y : x));
+}
+
 bool isFusible(const Node& n) {
   if (!n.def || isFusedNode(n) || hasSubgraphs(n)) return false;
   if (n.def->props & kNondeterministic) return false;
-  bool elementwise = (n.def->props & kElementwise) || (n.domain.empty() && n.op == "Identity");
+  bool elementwise = (n.def->props & kElementwise) || (n.domain.empty() && n.op == "Identity") ||
+                     isTensorQuantization(n);
   if (!elementwise || n.outputs.size() != 1 || !n.outputs[0]) return false;
   return n.outputs[0]->type.isTensor() && n.outputs[0]->type.shape.has_value();
 }

@@ -9,6 +9,7 @@
 // bit-identical.
 #include "ir/parser.h"
 #include "jit_check.h"
+#include "passes/fuse_elementwise.h"
 #include "passes/shape_inference.h"
 
 #include <gtest/gtest.h>
@@ -254,6 +255,42 @@ TEST(JitQuant, QLinearMatMulAddAndPoolMatchExactly) {
               last + "}\n  return %y\n}\n",
           std::string("QLinearGlobalAveragePool channels_last=") + last,
           std::string(last) == "1" ? "nhwc" : "nchw");
+}
+
+// fuse-elementwise takes per-tensor 8-bit DequantizeLinear / QuantizeLinear into its regions (a
+// QDQ model's DQ -> Sigmoid -> Mul -> Q becomes one u8 -> u8 loop, and a DQ -> Q requantization
+// one pass): the fused JIT result equals the interpreter's on the unfused graph, bit for bit.
+TEST(JitQuant, QuantizationFusedIntoElementwiseRegionsMatchesExactly) {
+  const std::string text =
+      "graph @g(%xq: u8[2,3,9,7], %bq: i8[2,3,9,7]) {\n  %s = const f32[] [0.05]\n"
+      "  %z = const u8[] [117]\n  %s2 = const f32[] [0.004]\n  %z2 = const u8[] [3]\n"
+      "  %sb = const f32[] [0.2]\n  %zb = const i8[] [-5]\n"
+      "  %x = DequantizeLinear(%xq, %s, %z) : f32[2,3,9,7]\n"
+      "  %g = Sigmoid(%x) : f32[2,3,9,7]\n  %m = Mul(%x, %g) : f32[2,3,9,7]\n"
+      "  %y = QuantizeLinear(%m, %s2, %z2) : u8[2,3,9,7]\n"
+      "  %b = DequantizeLinear(%bq, %sb, %zb) : f32[2,3,9,7]\n"
+      "  %r = QuantizeLinear(%b, %s, %z) : u8[2,3,9,7]\n"
+      "  return %y, %r\n}\n";
+  Model m = parseModel(text);
+  inferShapes(*m.graph);
+  std::mt19937 rng(8);
+  std::vector<RValue> in;
+  for (const Value* v : m.graph->inputs)
+    in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng, 200)));
+  const auto expected = interpret(*m.graph, in);
+  ASSERT_TRUE(fuseElementwise(m));
+  int fused = 0;
+  for (const auto& n : m.graph->nodes) fused += n->op == "Fused";
+  EXPECT_EQ(fused, 2) << printModel(m);
+  for (const auto& n : m.graph->nodes) EXPECT_EQ(n->op, "Fused") << printModel(m);
+  runtime::JitExecutable exe(*m.graph);
+  const auto got = exe.run(in);
+  EXPECT_EQ(exe.stats().fallback, 0);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    auto diff = compareValues(expected[k], got[k], {0, 0});
+    EXPECT_FALSE(diff) << "output " << k << ": " << *diff;
+  }
 }
 
 // QuantizeLinear / DequantizeLinear on 16-, 4- and 2-bit integers: values far past the range
