@@ -54,6 +54,8 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
 
 bool hasNonElementwiseLowering(const Node& n) {
   static const std::set<std::string> ops = {"MatMul",
+                                            "MatMulInteger",
+                                            "DynamicQuantizeLinear",
                                             "Attention",
                                             "RotaryEmbedding",
                                             "Gemm",

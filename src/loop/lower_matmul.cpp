@@ -1,5 +1,6 @@
 // MatMul and Gemm: a loop nest (i, k, j order: the j loop is vectorized over contiguous rows of
 // B and C) or calls of an f32 GEMM micro-kernel (one per batch matrix; B packed by the call).
+// MatMulInteger on the loop nest, in int32.
 #include "kernels/gemm.h"
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
@@ -63,11 +64,18 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
                  const LowerOptions& o, const std::string& candidate, Schedule& sched,
                  FusedClamp* clamp) {
   bool isGemm = head.op == "Gemm";
+  // MatMulInteger: u8/i8 operands less their zero points (scalars, or a_zero_point per row of A
+  // and b_zero_point per column of B), exact int32 sums, on the loop nest only.
+  const bool integer = head.op == "MatMulInteger";
   const Value* av = outerOf(bind, head.inputs.at(0));
   const Value* bv = outerOf(bind, head.inputs.at(1));
   Dims ad = staticDims(av, "A"), bd = staticDims(bv, "B");
   DType t = av->type.dtype;
-  if (!isComputeFloat(t) || bv->type.dtype != t) no("MatMul/Gemm is lowered for f32/f64 only");
+  const DType bt = bv->type.dtype;
+  if (integer ? !isQ8(t) || !isQ8(bt) : !isComputeFloat(t) || bt != t)
+    no(integer ? "MatMulInteger is lowered for u8/i8 operands only"
+               : "MatMul/Gemm is lowered for f32/f64 only");
+  const DType acc = integer ? DType::I32 : t;
   GemmShape g;
   if (isGemm) {
     g.transA = head.attrInt("transA") != 0, g.transB = head.attrInt("transB") != 0;
@@ -111,7 +119,7 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
                (!cv || (head.attrFloat("beta") == 1.0f && biasRow));
   }
   const bool packable = bv->constant && bShared && bd.size() == 2 && gemmFits;
-  const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA, o, packable);
+  const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA && !integer, o, packable);
   if (o.runtimeKernels && kd && packable) {
     Tensor packed(DType::F32, {o.probe ? 0 : kernels::packedBFloats(*kd, g.K, g.N)});
     if (!o.probe) // a probe needs no data
@@ -166,14 +174,24 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
     ExprPtr bi = g.transB ? add(offB, add(mul(vj, intImm(ldb)), vk))
                           : add(offB, add(mul(vk, intImm(ldb)), vj));
     ExprPtr ci = add(offC, add(mul(vi, intImm(g.N)), vj));
-    int64_t w = vectorWidthFor(o, t, g.N);
-    Block init = nest({j}, {g.N}, {Stmt::store(outParam, ci, constant(t, 0))}, false, w);
-    Block acc = nest({j}, {g.N},
-                     {Stmt::store(outParam, ci,
-                                  add(load(outParam, ci, t), mul(load(A, ai, t), load(B, bi, t))))},
-                     false, w);
+    int64_t w = vectorWidthFor(o, acc, g.N);
+    ExprPtr a = load(A, ai, t), bb = load(B, bi, bt);
+    if (integer) { // the zero points, by row of A and column of B when not scalars
+      auto zeroPoint = [&](size_t input, const ExprPtr& at) -> ExprPtr {
+        if (!head.hasInput(input)) return intImm(0, DType::I32);
+        const Value* z = outerOf(bind, head.inputs[input]);
+        const bool scalar = numel(staticDims(z, "zero point")) == 1;
+        return cast(DType::I32, load(b.input(z), scalar ? intImm(0) : at, z->type.dtype));
+      };
+      a = sub(cast(DType::I32, a), zeroPoint(2, vi));
+      bb = sub(cast(DType::I32, bb), zeroPoint(3, vj));
+    }
+    Block init = nest({j}, {g.N}, {Stmt::store(outParam, ci, constant(acc, 0))}, false, w);
+    Block sum =
+        nest({j}, {g.N}, {Stmt::store(outParam, ci, add(load(outParam, ci, acc), mul(a, bb)))},
+             false, w);
     Block rowBody = std::move(init);
-    for (auto& s : nest({k}, {g.K}, std::move(acc), false)) rowBody.push_back(std::move(s));
+    for (auto& s : nest({k}, {g.K}, std::move(sum), false)) rowBody.push_back(std::move(s));
     inner = nest({i}, {g.M}, std::move(rowBody), g.batch.empty());
     sched["candidate"] = std::string(kLoopCandidate);
     sched["loop_order"] = std::vector<std::string>{i, k, j};
@@ -213,7 +231,8 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
 
 std::optional<LoweredNode> lowerMatMulFamily(const Node& n, const std::string& name,
                                              const LowerOptions& o, const std::string& candidate) {
-  if (!n.domain.empty() || (n.op != "MatMul" && n.op != "Gemm")) return std::nullopt;
+  if (!n.domain.empty() || (n.op != "MatMul" && n.op != "Gemm" && n.op != "MatMulInteger"))
+    return std::nullopt;
   FuncBuilder b(n, name, "matmul");
   std::string out = b.output(0);
   Schedule sched;

@@ -2,6 +2,7 @@
 // reference kernels of src/ops/quant*.cpp:
 //   QuantizeLinear    y = sat(round(f32(x / scale)) + zp)          f32 -> u8/i8
 //   DequantizeLinear  y = (f32(x) - f32(zp)) * scale               u8/i8 -> f32
+//   DynamicQuantizeLinear  the range of x, then QuantizeLinear to u8 (below)
 // (per tensor, or per axis: scale/zp of x's `axis` extent), com.microsoft QLinearAdd and
 // QLinearGlobalAveragePool (float32 arithmetic as ONNX Runtime, lower_qlinear.cpp) and
 // QLinearMatMul (int32 accumulation, double requantization, lower_qlinear.cpp). `round` is half
@@ -141,11 +142,62 @@ std::optional<LoweredNode> lowerDequantize(const Node& n, const std::string& nam
   });
 }
 
+// DynamicQuantizeLinear, as the reference kernel (f32, in this order): mx = max(0, max x),
+// mn = min(0, min x) (NaNs skipped), scale = (mx == mn ? 1 : mx - mn) / 255, zp =
+// nearbyint(clamp(0 - mn / scale, 0, 255)), y = sat(round(x / scale) + zp) as u8. A serial pass
+// for the range, then the elementwise loops.
+std::optional<LoweredNode> lowerDynamicQuantize(const Node& n, const std::string& name,
+                                                const LowerOptions& o) {
+  const DType f = DType::F32, u8 = DType::U8;
+  if (n.inputs.at(0)->type.dtype != f || n.outputs.size() != 3)
+    no(n.describe() + ": DynamicQuantizeLinear is lowered for f32 x only");
+  FuncBuilder b(n, name, "quant");
+  const std::string X = b.input(n.inputs[0]), Y = b.output(0), S = b.output(1), Z = b.output(2);
+  const Dims x = staticDims(n.inputs[0], "x");
+  const std::string R = b.temp("range", f, {2}); // max, min
+  const std::string iv = b.loopVar("i");
+  const ExprPtr xi = load(X, var(iv), f), mx = load(R, intImm(0), f), mn = load(R, intImm(1), f);
+  Block body = {Stmt::store(R, intImm(0), constant(f, 0)),
+                Stmt::store(R, intImm(1), constant(f, 0))};
+  // std::max(mx, x) and std::min(mn, x): a NaN x keeps the running value.
+  for (auto& st : nest({iv}, {numel(x)},
+                       {Stmt::store(R, intImm(0), select(cmp(Op::Lt, mx, xi), xi, mx)),
+                        Stmt::store(R, intImm(1), select(cmp(Op::Lt, xi, mn), xi, mn))},
+                       false))
+    body.push_back(std::move(st));
+  const std::string sv = b.fresh("scale"), zv = b.fresh("zp");
+  body.push_back(Stmt::let(
+      sv, div(select(cmp(Op::Eq, mx, mn), constant(f, 1), sub(mx, mn)), constant(f, 255))));
+  const ExprPtr z0 = sub(constant(f, 0), div(mn, var(sv, f)));
+  const ExprPtr zc = select(cmp(Op::Lt, z0, constant(f, 0)), constant(f, 0),
+                            select(cmp(Op::Lt, constant(f, 255), z0), constant(f, 255), z0));
+  body.push_back(Stmt::let(zv, call("round", {zc})));
+  body.push_back(Stmt::store(S, intImm(0), var(sv, f)));
+  body.push_back(Stmt::store(Z, intImm(0), cast(u8, var(zv, f))));
+  const FlatSpace fs = flatSpace(x, {x}, vectorWidthFor(o, f, 1 << 20));
+  const Dims ext = fs.extents();
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < ext.size(); ++d) vs.push_back(b.loopVar("j" + std::to_string(d)));
+  const ExprPtr idx = ext.empty() ? intImm(0) : linearIndex(vars(vs), strides(ext));
+  Block q = {Stmt::store(
+      Y, idx, cast(u8, add(call("round", {div(load(X, idx, f), var(sv, f))}), var(zv, f))))};
+  if (ext.empty())
+    body.insert(body.end(), q.begin(), q.end());
+  else
+    for (auto& st : nest(vs, ext, std::move(q), fs.parallel, vectorWidthFor(o, f, ext.back())))
+      body.push_back(std::move(st));
+  Schedule sched;
+  sched["parallel"] = std::vector<std::string>{"the quantization (the range is one serial pass)"};
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerQuantFamily(const Node& n, const std::string& name,
                                             const LowerOptions& o) {
   if (n.domain.empty()) {
+    if (n.op == "DynamicQuantizeLinear")
+      return requireRuntimeKernels(n, o), lowerDynamicQuantize(n, name, o);
     if (n.op == "QuantizeLinear") return requireRuntimeKernels(n, o), lowerQuantize(n, name, o);
     if (n.op == "DequantizeLinear")
       return requireRuntimeKernels(n, o), lowerDequantize(n, name, o);

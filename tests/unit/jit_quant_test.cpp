@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -255,6 +256,40 @@ TEST(JitQuant, QLinearMatMulAddAndPoolMatchExactly) {
               last + "}\n  return %y\n}\n",
           std::string("QLinearGlobalAveragePool channels_last=") + last,
           std::string(last) == "1" ? "nhwc" : "nchw");
+}
+
+// MatMulInteger on the loop nest: exact int32 sums of (a - a_zero_point) * (b - b_zero_point),
+// zero points scalar or per row of A / per column of B, batched and broadcast, u8 and i8 mixed.
+TEST(JitQuant, MatMulIntegerMatchesExactly) {
+  std::mt19937 rng(9);
+  check("graph @g(%a: u8[5,37], %b: i8[37,11]) {\n  %az = const u8[] [131]\n"
+        "  %bz = const i8[] [-3]\n  %y = MatMulInteger(%a, %b, %az, %bz)\n  return %y\n}\n",
+        "MatMulInteger u8 x i8, scalar zero points", "kind = \"matmul\"", 255);
+  check("graph @g(%a: i8[2,3,4,19], %b: u8[19,6]) {\n" + constText("az", DType::I8, {4}, rng, 100) +
+            constText("bz", DType::U8, {6}, rng, 255) +
+            "  %y = MatMulInteger(%a, %b, %az, %bz)\n  return %y\n}\n",
+        "MatMulInteger batched, per-row and per-column zero points", "kind = \"matmul\"", 127);
+  check("graph @g(%a: u8[3,8], %b: u8[8,5]) {\n  %y = MatMulInteger(%a, %b)\n  return %y\n}\n",
+        "MatMulInteger without zero points", "kind = \"matmul\"", 255);
+}
+
+// DynamicQuantizeLinear lowered: the range pass, the scale and zero point, the quantization, as the
+// reference kernel bit for bit; an all-zero input (scale from the "mx == mn" branch), an
+// all-positive one (zero point 0) and a NaN (skipped by the range, quantized to 0).
+TEST(JitQuant, DynamicQuantizeLinearMatchesExactly) {
+  const std::string g = "graph @g(%x: f32[3,41]) {\n  %y, %s, %z = DynamicQuantizeLinear(%x)\n"
+                        "  return %y, %s, %z\n}\n";
+  check(g, "DynamicQuantizeLinear random", "kind = \"quant\"", 7);
+  Model m = parseModel(g);
+  inferShapes(*m.graph);
+  for (int c = 0; c < 3; ++c) {
+    Tensor x(DType::F32, {3, 41});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.setF64(i, c == 0 ? 0.0 : c == 1 ? 0.25 * double(i % 13) : double(i) - 60);
+    if (c == 2) x.data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
+    SCOPED_TRACE(c);
+    expectJitMatches(m, {RValue::of(x)}, {0, 0}, "kind = \"quant\"");
+  }
 }
 
 // fuse-elementwise takes per-tensor 8-bit DequantizeLinear / QuantizeLinear into its regions (a
