@@ -5,6 +5,8 @@
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
+#include <cmath>
+
 namespace aicc::loop::detail {
 
 namespace {
@@ -56,6 +58,81 @@ std::vector<int64_t> batchStrides(const Dims& d, size_t inner, const Dims& batch
     st *= d[k];
   }
   return s;
+}
+
+// MatMulInteger with a constant 2-D B, exactly on the f32 GEMM kernel: |a - a_zero_point| <= 255
+// and |b - b_zero_point| <= maxB (read off the constant), so over K blocks of
+// (2^24 - 1) / (255 * maxB) values every partial sum is an integer below 2^24 in magnitude, exact
+// in f32 in any order. Each block is one call of the packed kernel (B's block, less its zero
+// points, packed at compile time) into an f32 temp, converted and added to the int32 result.
+// `rows`: the batch folded into M.
+Block matMulIntegerOnF32Gemm(FuncBuilder& b, const Node& head, const Bind& bind,
+                             const std::string& outParam, const LowerOptions& o, Schedule& sched,
+                             const GemmShape& g, int64_t rows) {
+  const auto& kd = kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
+  const Value* av = outerOf(bind, head.inputs[0]);
+  const Tensor& B = *outerOf(bind, head.inputs[1])->constant;
+  const DType f = DType::F32, i32 = DType::I32;
+  // b's zero points (constant here: one, or one per column).
+  std::vector<double> bz(size_t(g.N), 0.0);
+  if (head.hasInput(3)) {
+    const Value* z = outerOf(bind, head.inputs[3]);
+    if (!z->constant) no(head.describe() + ": b_zero_point of a constant B is not a constant");
+    const std::vector<double> v = z->constant->toF64Vector();
+    for (int64_t n = 0; n < g.N; ++n) bz[size_t(n)] = v[v.size() == 1 ? 0 : size_t(n)];
+  }
+  double maxB = 1;
+  for (int64_t k = 0; k < g.K; ++k)
+    for (int64_t n = 0; n < g.N; ++n)
+      maxB = std::max(maxB, std::fabs(B.getF64(k * g.N + n) - bz[size_t(n)]));
+  const int64_t kBlock = std::max<int64_t>(1, int64_t(16777215.0 / (255.0 * maxB)));
+  const std::string A = b.input(av), AF = b.temp("a_f32", f, {rows, g.K});
+  const std::string CT = b.temp("c_f32", f, {rows, g.N});
+  Block out;
+  { // a - a_zero_point as floats (a's zero point: one, or one per row of each batch matrix)
+    const std::string r = b.fresh("r"), k = b.fresh("k");
+    ExprPtr az = constant(f, 0);
+    if (head.hasInput(2)) {
+      const Value* z = outerOf(bind, head.inputs[2]);
+      const bool scalar = numel(staticDims(z, "a_zero_point")) == 1;
+      az = cast(f, load(b.input(z), scalar ? intImm(0) : mod(var(r), intImm(g.M)), z->type.dtype));
+    }
+    ExprPtr at = add(mul(var(r), intImm(g.K)), var(k));
+    for (auto& st : nest({r, k}, {rows, g.K},
+                         {Stmt::store(AF, at, sub(cast(f, load(A, at, av->type.dtype)), az))}, true,
+                         vectorWidthFor(o, f, g.K)))
+      out.push_back(std::move(st));
+  }
+  for (int64_t k0 = 0; k0 < g.K; k0 += kBlock) {
+    const int64_t kc = std::min(kBlock, g.K - k0);
+    Tensor bf(f, {kc, g.N});
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t n = 0; n < g.N; ++n)
+        bf.data<float>()[k * g.N + n] = float(B.getF64((k0 + k) * g.N + n) - bz[size_t(n)]);
+    Tensor packed(f, {kernels::packedBFloats(kd, kc, g.N)});
+    kernels::packBInto(kd, bf.data<float>(), kc, g.N, g.N, false, packed.data<float>());
+    const std::string BP =
+        b.constant(b.fresh("b_block"), std::move(packed), std::string("packed_b:") + kd.name);
+    std::vector<CallArg> a = {CallArg{AF, intImm(k0), nullptr},  CallArg{BP, nullptr, nullptr},
+                              CallArg{CT, nullptr, nullptr},     CallArg{"", nullptr, intImm(rows)},
+                              CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(kc)},
+                              CallArg{"", nullptr, intImm(g.K)}, CallArg{"", nullptr, intImm(g.N)},
+                              CallArg{"", nullptr, intImm(0)}};
+    for (auto& c : clampArgs(nullptr, true)) a.push_back(std::move(c));
+    a.push_back(residualArg(nullptr, nullptr));
+    out.push_back(Stmt::callKernel(std::string("gemm_packed_") + kd.name, a));
+    const std::string i = b.fresh("i");
+    ExprPtr sum = cast(i32, load(CT, var(i), f));
+    if (k0 > 0) sum = add(load(outParam, var(i), i32), sum);
+    for (auto& st : nest({i}, {rows * g.N}, {Stmt::store(outParam, var(i), sum)}, true,
+                         vectorWidthFor(o, i32, rows * g.N)))
+      out.push_back(std::move(st));
+  }
+  markKernel(sched, kd.name);
+  sched["precision"] = std::string("int8 operands, exact int32 sums (f32 GEMMs over K blocks of ") +
+                       std::to_string(kBlock) + ": partial sums below 2^24)";
+  sched["packing"] = std::string("B less its zero points packed at compile time");
+  return out;
 }
 
 } // namespace
@@ -147,6 +224,9 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
     sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
     return {Stmt::callKernel(std::string("gemm_packed_") + kd->name, a)};
   }
+
+  if (integer && o.runtimeKernels && bv->constant && bShared && bd.size() == 2 && !o.probe)
+    return matMulIntegerOnF32Gemm(b, head, bind, outParam, o, sched, g, batchCount * g.M);
 
   std::vector<std::string> bv_;
   for (size_t k = 0; k < g.batch.size(); ++k) bv_.push_back(b.fresh("b" + std::to_string(k)));

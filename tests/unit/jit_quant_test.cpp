@@ -271,6 +271,23 @@ TEST(JitQuant, MatMulIntegerMatchesExactly) {
         "MatMulInteger batched, per-row and per-column zero points", "kind = \"matmul\"", 127);
   check("graph @g(%a: u8[3,8], %b: u8[8,5]) {\n  %y = MatMulInteger(%a, %b)\n  return %y\n}\n",
         "MatMulInteger without zero points", "kind = \"matmul\"", 255);
+  // A constant B: the f32 GEMM kernel over K blocks of 256 (K = 600: two full blocks and a
+  // partial one), a's zero point a run-time scalar as quantize_dynamic writes it; the extreme
+  // (a - az) * (b - bz) = 255 * -255 in every product of the last case.
+  check("graph @g(%a: u8[2,5,600], %az: u8[]) {\n" +
+            constText("b", DType::I8, {600, 37}, rng, 127) +
+            constText("bz", DType::I8, {37}, rng, 20) +
+            "  %y = MatMulInteger(%a, %b, %az, %bz)\n  return %y\n}\n",
+        "MatMulInteger constant B on the f32 GEMM", "int32 sums", 255);
+  Model m = parseModel("graph @g(%a: u8[4,520]) {\n" +
+                       constText("b", DType::I8, {520, 9}, rng, 0, {-128}) +
+                       "  %bz = const i8[] [127]\n  %y = MatMulInteger(%a, %b, %bz, %bz)\n"
+                       "  return %y\n}\n");
+  inferShapes(*m.graph);
+  m.graph->nodes.back()->inputs[2] = nullptr; // a's zero point 0
+  Tensor a(DType::U8, {4, 520});
+  for (int64_t i = 0; i < a.numel(); ++i) a.setI64(i, 255);
+  expectJitMatches(m, {RValue::of(a)}, {0, 0}, "int32 sums");
 }
 
 // DynamicQuantizeLinear lowered: the range pass, the scale and zero point, the quantization, as the
