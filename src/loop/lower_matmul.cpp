@@ -60,7 +60,7 @@ std::vector<int64_t> batchStrides(const Dims& d, size_t inner, const Dims& batch
   return s;
 }
 
-// MatMulInteger with a constant 2-D B, exactly on the f32 GEMM kernel: |a - a_zero_point| <= 255
+// MatMulInteger with a constant 2-D B, exactly on a float GEMM kernel: |a - a_zero_point| <= 255
 // and |b - b_zero_point| <= maxB (read off the constant), so over K blocks of
 // (2^24 - 1) / (255 * maxB) values every partial sum is an integer below 2^24 in magnitude, exact
 // in f32 in any order. Each block is one call of the packed kernel (B's block, less its zero
@@ -69,7 +69,11 @@ std::vector<int64_t> batchStrides(const Dims& d, size_t inner, const Dims& batch
 Block matMulIntegerOnF32Gemm(FuncBuilder& b, const Node& head, const Bind& bind,
                              const std::string& outParam, const LowerOptions& o, Schedule& sched,
                              const GemmShape& g, int64_t rows) {
-  const auto& kd = kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
+  // Integers of magnitude <= 256 are exact in bf16 too, and the bf16 kernels accumulate in f32:
+  // where the CPU has one (AMX, AVX512-BF16) it runs the blocks, exactly, at half the bytes of
+  // packed weights and (AMX) several times the f32 kernel's rate.
+  const auto* bf = kernels::bestKernel(kernels::KernelOp::GemmBf16, o.kernelIsa);
+  const auto& kd = bf ? *bf : kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
   const Value* av = outerOf(bind, head.inputs[0]);
   const Tensor& B = *outerOf(bind, head.inputs[1])->constant;
   const DType f = DType::F32, i32 = DType::I32;
@@ -129,8 +133,9 @@ Block matMulIntegerOnF32Gemm(FuncBuilder& b, const Node& head, const Bind& bind,
       out.push_back(std::move(st));
   }
   markKernel(sched, kd.name);
-  sched["precision"] = std::string("int8 operands, exact int32 sums (f32 GEMMs over K blocks of ") +
-                       std::to_string(kBlock) + ": partial sums below 2^24)";
+  sched["precision"] = std::string("int8 operands, exact int32 sums (") + (bf ? "bf16" : "f32") +
+                       " GEMMs over K blocks of " + std::to_string(kBlock) +
+                       ": partial sums below 2^24)";
   sched["packing"] = std::string("B less its zero points packed at compile time");
   return out;
 }
