@@ -9,11 +9,13 @@
 // bit-identical.
 #include "ir/parser.h"
 #include "jit_check.h"
+#include "kernels/registry.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/shape_inference.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -288,6 +290,22 @@ TEST(JitQuant, MatMulIntegerMatchesExactly) {
   Tensor a(DType::U8, {4, 520});
   for (int64_t i = 0; i < a.numel(); ++i) a.setI64(i, 255);
   expectJitMatches(m, {RValue::of(a)}, {0, 0}, "int32 sums");
+  // The f32 kernel's blocks too (what a CPU without bf16 kernels runs): lowered for AVX2.
+  if (!kernels::cpuSupports(kernels::Isa::Avx2)) {
+    std::printf("[ skipped  ] MatMulInteger on the f32 AVX2 kernel: this CPU lacks avx2\n");
+    return;
+  }
+  runtime::JitRunOptions opts;
+  opts.lower.kernelIsa = kernels::Isa::Avx2;
+  runtime::JitExecutable exe(*m.graph, opts);
+  bool f32 = false;
+  for (const auto& t : exe.tasks())
+    f32 |= t.schedule.find("(f32 GEMMs over K blocks") != std::string::npos;
+  EXPECT_TRUE(f32);
+  const auto got = exe.run({RValue::of(a)});
+  const auto want = interpret(*m.graph, {RValue::of(a)});
+  auto diff = compareValues(want[0], got[0], {0, 0});
+  EXPECT_FALSE(diff) << *diff;
 }
 
 // DynamicQuantizeLinear lowered: the range pass, the scale and zero point, the quantization, as the
