@@ -215,14 +215,22 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
     return convTransposeBody(b, head, bind, outParam, candidate, sched);
   if (head.op == "ConvNchwc" && head.domain == kAiccDomain)
     return convNchwcBody(b, head, bind, outParam, o, sched, clamp);
-  if (head.op != "Conv" || !head.domain.empty()) no("head " + head.op + " is not lowered");
+  // ConvInteger: u8/i8 operands less their zero points (x's a scalar, w's one or one per output
+  // channel), exact int32 sums, on the direct loop nest (padding adds nothing, as x - x_zero_point
+  // of the reference's padding).
+  const bool integer = head.op == "ConvInteger";
+  if ((head.op != "Conv" && !integer) || !head.domain.empty())
+    no("head " + head.op + " is not lowered");
   const Value* xv = outerOf(bind, head.inputs.at(0));
   const Value* wv = outerOf(bind, head.inputs.at(1));
-  const Value* bv = head.hasInput(2) ? outerOf(bind, head.inputs[2]) : nullptr;
+  const Value* bv = head.hasInput(2) && !integer ? outerOf(bind, head.inputs[2]) : nullptr;
   const Value* yv = head.outputs.at(0);
   DType t = xv->type.dtype;
-  if (!isComputeFloat(t) || wv->type.dtype != t || (bv && bv->type.dtype != t))
-    no("Conv is lowered for f32/f64 only");
+  const DType wt = wv->type.dtype, acc = integer ? DType::I32 : t;
+  if (integer ? !isQ8(t) || !isQ8(wt)
+              : !isComputeFloat(t) || wt != t || (bv && bv->type.dtype != t))
+    no(integer ? "ConvInteger is lowered for u8/i8 operands only"
+               : "Conv is lowered for f32/f64 only");
   ConvShape s = convShape(head, staticDims(xv, "X"), staticDims(wv, "W"), staticDims(yv, "Y"));
   std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
   size_t r = s.in.size();
@@ -407,13 +415,23 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       add(add(mul(n, intImm(s.C * inSz)), mul(ic, intImm(inSz))), linearIndex(pos, strides(s.in)));
   ExprPtr wIdx =
       add(add(mul(m, intImm(Cg * kSz)), mul(c, intImm(kSz))), linearIndex(vars(kv), strides(s.k)));
-  Stmt accum = Stmt::store(outParam, yIdx,
-                           add(load(outParam, yIdx, t), mul(load(X, xIdx, t), load(W, wIdx, t))));
+  ExprPtr xe = load(X, xIdx, t), we = load(W, wIdx, wt);
+  if (integer) {
+    auto zeroPoint = [&](size_t input, const ExprPtr& at) -> ExprPtr {
+      if (!head.hasInput(input)) return intImm(0, DType::I32);
+      const Value* z = outerOf(bind, head.inputs[input]);
+      const bool scalar = numel(staticDims(z, "zero point")) == 1;
+      return cast(DType::I32, load(b.input(z), scalar ? intImm(0) : at, z->type.dtype));
+    };
+    xe = sub(cast(DType::I32, xe), zeroPoint(2, intImm(0)));
+    we = sub(cast(DType::I32, we), zeroPoint(3, m));
+  }
+  Stmt accum = Stmt::store(outParam, yIdx, add(load(outParam, yIdx, acc), mul(xe, we)));
   Block kb = {inside ? Stmt::ifThen(inside, {accum}) : accum};
   std::vector<std::string> redVars = {cv};
   Dims redExt = {Cg};
   for (size_t d = 0; d < r; ++d) redVars.push_back(kv[d]), redExt.push_back(s.k[d]);
-  Block pix = {Stmt::store(outParam, yIdx, bv ? load(B, m, t) : constant(t, 0))};
+  Block pix = {Stmt::store(outParam, yIdx, bv ? load(B, m, t) : constant(acc, 0))};
   for (auto& st : nest(redVars, redExt, std::move(kb), false)) pix.push_back(std::move(st));
   std::vector<std::string> outer = {nv, mv};
   Dims outerExt = {s.N, s.M};
@@ -498,7 +516,8 @@ std::optional<LoweredNode> lowerConvFamily(const Node& n, const std::string& nam
                                            const LowerOptions& o, const std::string& candidate) {
   if (n.domain == kAiccDomain && n.op == "Reorder") return lowerReorder(n, name, o);
   const bool blocked = n.domain == kAiccDomain && n.op == "ConvNchwc";
-  if (!blocked && (!n.domain.empty() || (n.op != "Conv" && n.op != "ConvTranspose")))
+  if (!blocked &&
+      (!n.domain.empty() || (n.op != "Conv" && n.op != "ConvTranspose" && n.op != "ConvInteger")))
     return std::nullopt;
   FuncBuilder b(n, name, "conv");
   std::string out = b.output(0);

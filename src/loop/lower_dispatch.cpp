@@ -55,6 +55,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
 bool hasNonElementwiseLowering(const Node& n) {
   static const std::set<std::string> ops = {"MatMul",
                                             "MatMulInteger",
+                                            "ConvInteger",
                                             "DynamicQuantizeLinear",
                                             "Attention",
                                             "RotaryEmbedding",

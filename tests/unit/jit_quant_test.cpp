@@ -308,6 +308,21 @@ TEST(JitQuant, MatMulIntegerMatchesExactly) {
   EXPECT_FALSE(diff) << *diff;
 }
 
+// ConvInteger on the direct loop nest: exact int32 sums of (x - x_zero_point) * (w - w_zero_point)
+// (w's per output channel), padding adding nothing, strided and grouped; u8 and i8 mixed.
+TEST(JitQuant, ConvIntegerMatchesExactly) {
+  std::mt19937 rng(10);
+  check("graph @g(%x: u8[2,4,9,8]) {\n" + constText("w", DType::I8, {6, 2, 3, 3}, rng, 127) +
+            constText("wz", DType::I8, {6}, rng, 30) +
+            "  %xz = const u8[] [140]\n"
+            "  %y = ConvInteger(%x, %w, %xz, %wz) {group = 2, pads = [1, 1, 1, 1], strides = [2, "
+            "1]}\n  return %y\n}\n",
+        "ConvInteger grouped, padded, strided, per-channel w zero points", "kind = \"conv\"", 255);
+  check("graph @g(%x: i8[1,3,11], %w: u8[5,3,4]) {\n  %y = ConvInteger(%x, %w) {dilations = "
+        "[2]}\n  return %y\n}\n",
+        "ConvInteger 1-D dilated, no zero points", "kind = \"conv\"", 127);
+}
+
 // DynamicQuantizeLinear lowered: the range pass, the scale and zero point, the quantization, as the
 // reference kernel bit for bit; an all-zero input (scale from the "mx == mn" branch), an
 // all-positive one (zero point 0) and a NaN (skipped by the range, quantized to 0).
