@@ -408,10 +408,15 @@ const KernelDesc* bestKernel(KernelOp op, Isa best) {
   return nullptr;
 }
 
+// The level whose f32 kernels `isa` runs: the AVX-512 extensions AVX-512's, AVX-VNNI AVX2's.
+Isa f32Level(Isa isa) {
+  return isa == Isa::Avx512Vnni || isa == Isa::Avx512Bf16 || isa == Isa::Amx ? Isa::Avx512
+         : isa == Isa::AvxVnni                                               ? Isa::Avx2
+                                                                             : isa;
+}
+
 SumFn sumKernel(Isa isa) {
-  if (isa == Isa::Avx512Vnni || isa == Isa::Avx512Bf16 || isa == Isa::Amx)
-    isa = Isa::Avx512; // the f32 kernels of the level below
-  switch (isa) {
+  switch (f32Level(isa)) {
 #if AICC_X86_KERNELS
   case Isa::Avx512:
     return f32_sum_avx512;
@@ -428,8 +433,7 @@ SumFn sumKernel(Isa isa) {
 }
 
 ExpSumFn expSumKernel() {
-  const Isa best = bestIsa() == Isa::AvxVnni ? Isa::Avx2 : bestIsa();
-  switch (isaWithin(Isa::Avx512, best) ? Isa::Avx512 : best) {
+  switch (f32Level(bestIsa())) {
 #if AICC_X86_KERNELS
   case Isa::Avx512:
     return f32_expsum_avx512;

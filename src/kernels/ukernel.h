@@ -67,7 +67,7 @@ struct GemmTileParams {
 };
 
 // Line l of a tile's L2 prefetch share (GemmTileParams::pf), and lines [from, pfLines) at once
-// (the rest after a spread k loop; all of them where a tile does not spread them, AMX).
+// (the rest after a spread k loop).
 inline void prefetchTileLine(const GemmTileParams& p, int64_t l) {
   __builtin_prefetch(p.pf + l * 64, 0, 2);
 }

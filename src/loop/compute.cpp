@@ -32,41 +32,14 @@ const std::map<std::string, Op>& binaryOps() {
 
 const std::vector<std::string>& elementwiseComputeOps() {
   static const std::vector<std::string> ops = [] {
-    std::vector<std::string> v = {"Neg",
-                                  "Abs",
-                                  "Relu",
-                                  "Reciprocal",
-                                  "Clip",
-                                  "Where",
-                                  "Max",
-                                  "Min",
-                                  "Sum",
-                                  "LeakyRelu",
-                                  "Pow",
-                                  "Not",
-                                  "Cast",
-                                  "CastLike",
-                                  "Identity",
-                                  "Sign",
-                                  "Elu",
-                                  "HardSigmoid",
-                                  "PRelu",
-                                  "Softsign",
-                                  "Expand",
-                                  "Mod",
-                                  "Dropout",
-                                  "IsNaN",
-                                  "IsInf",
-                                  "Mean",
-                                  "Shrink",
-                                  "BitwiseAnd",
-                                  "BitwiseOr",
-                                  "BitwiseXor",
-                                  "BitwiseNot",
-                                  "BitShift",
-                                  "BitCast",
-                                  "QuantizeLinear",
-                                  "DequantizeLinear"};
+    std::vector<std::string> v = {
+        "Neg",       "Abs",        "Relu",       "Reciprocal",  "Clip",   "Where",    "Max",
+        "Min",       "Sum",        "LeakyRelu",  "Pow",         "Not",    "Cast",     "CastLike",
+        "Identity",  "Sign",       "Elu",        "HardSigmoid", "PRelu",  "Softsign", "Expand",
+        "Mod",       "Dropout",    "IsNaN",      "IsInf",       "Mean",   "Shrink",   "BitwiseAnd",
+        "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",    "BitCast"};
+    // Per-tensor 8-bit, inside fuse-elementwise's regions only (computeElementwise).
+    v.insert(v.end(), {"QuantizeLinear", "DequantizeLinear"});
     for (const auto& [k, _] : floatMath()) v.push_back(k);
     for (const auto& [k, _] : binaryOps()) v.push_back(k);
     std::sort(v.begin(), v.end());

@@ -214,6 +214,12 @@ std::string ukernelCandidate(const std::string& desc) { return "ukernel:" + desc
 
 namespace aicc::loop::detail {
 
+ExprPtr zeroPointAt(FuncBuilder& b, const Value* v, const ExprPtr& at, DType t) {
+  if (!v) return constant(t, 0);
+  const bool one = numel(staticDims(v, "zero point")) == 1;
+  return cast(t, load(b.input(v), one ? intImm(0) : at, v->type.dtype));
+}
+
 void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp) {
   sched["candidate"] = ukernelCandidate(kernel);
   sched["micro_kernel"] = std::string(kernel);

@@ -416,15 +416,12 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   ExprPtr wIdx =
       add(add(mul(m, intImm(Cg * kSz)), mul(c, intImm(kSz))), linearIndex(vars(kv), strides(s.k)));
   ExprPtr xe = load(X, xIdx, t), we = load(W, wIdx, wt);
-  if (integer) {
-    auto zeroPoint = [&](size_t input, const ExprPtr& at) -> ExprPtr {
-      if (!head.hasInput(input)) return intImm(0, DType::I32);
-      const Value* z = outerOf(bind, head.inputs[input]);
-      const bool scalar = numel(staticDims(z, "zero point")) == 1;
-      return cast(DType::I32, load(b.input(z), scalar ? intImm(0) : at, z->type.dtype));
+  if (integer) { // x's zero point a scalar, w's one per output channel when not
+    auto input = [&](size_t k) {
+      return head.hasInput(k) ? outerOf(bind, head.inputs[k]) : nullptr;
     };
-    xe = sub(cast(DType::I32, xe), zeroPoint(2, intImm(0)));
-    we = sub(cast(DType::I32, we), zeroPoint(3, m));
+    xe = sub(cast(DType::I32, xe), zeroPointAt(b, input(2), intImm(0), DType::I32));
+    we = sub(cast(DType::I32, we), zeroPointAt(b, input(3), m, DType::I32));
   }
   Stmt accum = Stmt::store(outParam, yIdx, add(load(outParam, yIdx, acc), mul(xe, we)));
   Block kb = {inside ? Stmt::ifThen(inside, {accum}) : accum};

@@ -66,9 +66,9 @@ std::vector<int64_t> batchStrides(const Dims& d, size_t inner, const Dims& batch
 // in f32 in any order. Each block is one call of the packed kernel (B's block, less its zero
 // points, packed at compile time) into an f32 temp, converted and added to the int32 result.
 // `rows`: the batch folded into M.
-Block matMulIntegerOnF32Gemm(FuncBuilder& b, const Node& head, const Bind& bind,
-                             const std::string& outParam, const LowerOptions& o, Schedule& sched,
-                             const GemmShape& g, int64_t rows) {
+Block matMulIntegerOnFloatGemm(FuncBuilder& b, const Node& head, const Bind& bind,
+                               const std::string& outParam, const LowerOptions& o, Schedule& sched,
+                               const GemmShape& g, int64_t rows) {
   // Integers of magnitude <= 256 are exact in bf16 too, and the bf16 kernels accumulate in f32:
   // where the CPU has one (AMX, AVX512-BF16) it runs the blocks, exactly, at half the bytes of
   // packed weights and (AMX) several times the f32 kernel's rate.
@@ -95,12 +95,8 @@ Block matMulIntegerOnF32Gemm(FuncBuilder& b, const Node& head, const Bind& bind,
   Block out;
   { // a - a_zero_point as floats (a's zero point: one, or one per row of each batch matrix)
     const std::string r = b.fresh("r"), k = b.fresh("k");
-    ExprPtr az = constant(f, 0);
-    if (head.hasInput(2)) {
-      const Value* z = outerOf(bind, head.inputs[2]);
-      const bool scalar = numel(staticDims(z, "a_zero_point")) == 1;
-      az = cast(f, load(b.input(z), scalar ? intImm(0) : mod(var(r), intImm(g.M)), z->type.dtype));
-    }
+    const ExprPtr az = zeroPointAt(b, head.hasInput(2) ? outerOf(bind, head.inputs[2]) : nullptr,
+                                   mod(var(r), intImm(g.M)), f);
     ExprPtr at = add(mul(var(r), intImm(g.K)), var(k));
     for (auto& st : nest({r, k}, {rows, g.K},
                          {Stmt::store(AF, at, sub(cast(f, load(A, at, av->type.dtype)), az))}, true,
@@ -231,7 +227,7 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
   }
 
   if (integer && o.runtimeKernels && bv->constant && bShared && bd.size() == 2 && !o.probe)
-    return matMulIntegerOnF32Gemm(b, head, bind, outParam, o, sched, g, batchCount * g.M);
+    return matMulIntegerOnFloatGemm(b, head, bind, outParam, o, sched, g, batchCount * g.M);
 
   std::vector<std::string> bv_;
   for (size_t k = 0; k < g.batch.size(); ++k) bv_.push_back(b.fresh("b" + std::to_string(k)));
@@ -262,14 +258,11 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
     int64_t w = vectorWidthFor(o, acc, g.N);
     ExprPtr a = load(A, ai, t), bb = load(B, bi, bt);
     if (integer) { // the zero points, by row of A and column of B when not scalars
-      auto zeroPoint = [&](size_t input, const ExprPtr& at) -> ExprPtr {
-        if (!head.hasInput(input)) return intImm(0, DType::I32);
-        const Value* z = outerOf(bind, head.inputs[input]);
-        const bool scalar = numel(staticDims(z, "zero point")) == 1;
-        return cast(DType::I32, load(b.input(z), scalar ? intImm(0) : at, z->type.dtype));
+      auto input = [&](size_t k) {
+        return head.hasInput(k) ? outerOf(bind, head.inputs[k]) : nullptr;
       };
-      a = sub(cast(DType::I32, a), zeroPoint(2, vi));
-      bb = sub(cast(DType::I32, bb), zeroPoint(3, vj));
+      a = sub(cast(DType::I32, a), zeroPointAt(b, input(2), vi, DType::I32));
+      bb = sub(cast(DType::I32, bb), zeroPointAt(b, input(3), vj, DType::I32));
     }
     Block init = nest({j}, {g.N}, {Stmt::store(outParam, ci, constant(acc, 0))}, false, w);
     Block sum =

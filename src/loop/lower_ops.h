@@ -240,6 +240,12 @@ std::string ukernelCandidate(const std::string& desc);
 std::vector<CallArg> clampArgs(FusedClamp* clamp, bool takesResidual = false);
 // The residual argument of a call that takes one: the operand at `offset`, or 0.
 CallArg residualArg(const FusedClamp* clamp, ExprPtr offset);
+// A zero point's value at index `at` (at 0 when the buffer holds one value, per tensor) as `t`;
+// 0 when v is null (an omitted zero point).
+ExprPtr zeroPointAt(FuncBuilder& b, const Value* v, const ExprPtr& at, DType t);
+// The `precision` of the int8 lowerings' schedules (QLinearConv, QLinearMatMul): the report's
+// view of every task (runtime/artifact_build.cpp gives the others their result's type).
+inline const char* const kInt8Precision = "int8 operands, int32 accumulation";
 // Records a micro-kernel choice in a schedule: candidate, micro_kernel, and fused_clamp when the
 // kernel applies the epilogue's clamp.
 void markKernel(Schedule& sched, const char* kernel, const FusedClamp* clamp = nullptr);

@@ -157,6 +157,7 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   for (int64_t v : {xzp, yzp, int64_t(xt == DType::I8) | int64_t(yt == DType::I8) << 1})
     args.push_back(intArg(v));
   sched["micro_kernel"] = callee;
+  sched["precision"] = std::string(kInt8Precision);
   return b.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
 }
 

@@ -183,6 +183,7 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
     args.push_back(intArg(v));
   Schedule sched;
   sched["accumulation"] = std::string("int32");
+  sched["precision"] = std::string(kInt8Precision);
   sched["micro_kernel"] = std::string("qmatmul_u8s8");
   sched["parallel"] = std::vector<std::string>{"output columns"};
   return fb.finish({Stmt::callKernel("qmatmul_u8s8", std::move(args))}, std::move(sched), o);
@@ -222,6 +223,7 @@ std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& 
     body.push_back(std::move(s));
   Schedule sched;
   sched["accumulation"] = std::string("int32");
+  sched["precision"] = std::string(kInt8Precision);
   return b.finish(nest({rv}, {R}, std::move(body), true), std::move(sched), o);
 }
 

@@ -86,12 +86,6 @@ std::optional<LoweredNode> quantNest(const Node& n, const std::string& name,
                   std::move(sched), o);
 }
 
-// Zero point i of n at sIdx as `t` (0 when omitted).
-ExprPtr zeroPointAt(FuncBuilder& b, const Node& n, size_t i, const ExprPtr& sIdx, DType t) {
-  if (!n.hasInput(i)) return constant(t, 0);
-  return cast(t, load(b.input(n.inputs[i]), sIdx, n.inputs[i]->type.dtype));
-}
-
 // The integer types QuantizeLinear / DequantizeLinear are lowered for; float8 / float4
 // (isByteFloat) take no rounding step (the cast rounds) and zero points of 0 (float4's is added).
 bool quantInt(DType t) { return isQ8(t) || t == DType::I16 || t == DType::U16 || isSubByteInt(t); }
@@ -109,7 +103,10 @@ std::optional<LoweredNode> lowerQuantize(const Node& n, const std::string& name,
     return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {
       ExprPtr q =
           div(load(b.input(n.inputs[0]), i, DType::F32), load(b.input(n.inputs[1]), s, DType::F32));
-      return cast(out, out == DType::F4E2M1 ? add(q, zeroPointAt(b, n, 2, s, DType::F32)) : q);
+      return cast(out,
+                  out == DType::F4E2M1
+                      ? add(q, zeroPointAt(b, n.hasInput(2) ? n.inputs[2] : nullptr, s, DType::F32))
+                      : q);
     });
   }
   const auto [lo, hi] = quantRange(out);
@@ -119,7 +116,8 @@ std::optional<LoweredNode> lowerQuantize(const Node& n, const std::string& name,
     ExprPtr q = div(load(b.input(n.inputs[0]), i, DType::F32),
                     load(b.input(n.inputs[1]), s, DType::F32));
     // Saturated to the type's range first: casts into 4/2-bit types wrap.
-    ExprPtr v = add(call("round", {q}), zeroPointAt(b, n, 2, s, DType::F32));
+    ExprPtr v = add(call("round", {q}),
+                    zeroPointAt(b, n.hasInput(2) ? n.inputs[2] : nullptr, s, DType::F32));
     return cast(out,
                 min(max(v, constant(DType::F32, double(lo))), constant(DType::F32, double(hi))));
   });
@@ -137,7 +135,9 @@ std::optional<LoweredNode> lowerDequantize(const Node& n, const std::string& nam
   return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {
     ExprPtr x = cast(DType::F32, load(b.input(n.inputs[0]), i, xt));
     // float8 / float4 zero points are 0 (the reference ignores them).
-    ExprPtr dx = isByteFloat(xt) ? x : sub(x, zeroPointAt(b, n, 2, s, DType::F32));
+    ExprPtr dx = isByteFloat(xt)
+                     ? x
+                     : sub(x, zeroPointAt(b, n.hasInput(2) ? n.inputs[2] : nullptr, s, DType::F32));
     return mul(dx, load(b.input(n.inputs[1]), s, DType::F32));
   });
 }

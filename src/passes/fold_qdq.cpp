@@ -163,9 +163,6 @@ Node* gemmAsConv(Graph& g, Node& qn, Node& op, const Dq& x, const Dq& w, Value* 
 Node* integerNode(Graph& g, Node& qn, Node& op, const Node* act) {
   Value* yq = qn.outputs[0];
   const DType yt = yq->type.dtype;
-  if (!isQ8(yt) || count(qn.inputs[1]) != 1 || (qn.hasInput(2) && count(qn.inputs[2]) != 1) ||
-      qn.inputs[1]->type.dtype != DType::F32)
-    return nullptr;
   Value* ys = qn.inputs[1];
   Value* yz = zeroPoint(g, qn.hasInput(2) ? qn.inputs[2] : nullptr, yt);
   if (act) {
@@ -240,9 +237,6 @@ bool sameQuantization(const Dq& d, const Node& qn) {
 // inputs replaced by the DQs' quantized tensors, or com.microsoft QLinearGlobalAveragePool (the
 // mean requantized in float, as ONNX Runtime's kernel does).
 Node* quantizedMove(Graph& g, Node& qn, Node& op) {
-  if (!isQ8(qn.outputs[0]->type.dtype) || count(qn.inputs[1]) != 1 ||
-      (qn.hasInput(2) && count(qn.inputs[2]) != 1) || qn.inputs[1]->type.dtype != DType::F32)
-    return nullptr;
   const std::string base = (op.name.empty() ? qn.outputs[0]->name : op.name) + "_quant";
   if (isOp(&op, "GlobalAveragePool")) {
     auto x = dqOf(op.inputs[0]);
@@ -288,8 +282,11 @@ Node* quantizedMove(Graph& g, Node& qn, Node& op) {
 bool foldOne(Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node* qn = g.nodes[i].get();
+    // A Q per tensor to u8/i8 with an f32 scale: what every pattern ends in.
     if (!isOp(qn, "QuantizeLinear") || !qn->hasInput(1) || !qn->inputs[1]->constant ||
-        (qn->hasInput(2) && !qn->inputs[2]->constant) || qn->attrInt("block_size") != 0)
+        (qn->hasInput(2) && !qn->inputs[2]->constant) || qn->attrInt("block_size") != 0 ||
+        !isQ8(qn->outputs[0]->type.dtype) || count(qn->inputs[1]) != 1 ||
+        (qn->hasInput(2) && count(qn->inputs[2]) != 1) || qn->inputs[1]->type.dtype != DType::F32)
       continue;
     Value* yf = qn->inputs[0];
     Node* act = yf->producer && (isOp(yf->producer, "Relu") || isOp(yf->producer, "Clip"))

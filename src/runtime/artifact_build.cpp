@@ -254,19 +254,13 @@ private:
       }
     }
     spec_.scratchBytes = std::max(spec_.scratchBytes, scratch);
-    // Every task says its precision (the report's view): the bf16 kernels say so when chosen;
-    // the int8 kernels' operands are int8 with int32 sums; the rest compute in their result's type.
+    // Every task says its precision (the report's view): the bf16 and int8 lowerings say so
+    // themselves; the rest compute in their result's type.
     auto& sch = ln->func.schedule;
-    if (!sch.count("precision")) {
-      auto k = sch.find("micro_kernel");
-      const std::string* kernel = k == sch.end() ? nullptr : std::get_if<std::string>(&k->second);
-      const bool int8 =
-          kernel && (kernel->rfind("qmatmul", 0) == 0 || kernel->find("_u8") != std::string::npos);
-      sch["precision"] = int8 ? std::string("int8 operands, int32 accumulation")
-                         : n.outputs.empty() || !n.outputs[0]
+    if (!sch.count("precision"))
+      sch["precision"] = n.outputs.empty() || !n.outputs[0]
                              ? std::string("none")
                              : std::string(dtypeName(n.outputs[0]->type.dtype));
-    }
     push(std::move(t), loop::opLabel(n), loop::printSchedule(sch));
     spec_.code.funcs.push_back(std::move(ln->func));
   }
