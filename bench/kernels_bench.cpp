@@ -6,6 +6,7 @@
 //   engines call (depthwise over padded rows; GEMM with weights packed as A, im2col panels)
 //   qdwconv/<kernel>/HxWxC/s<S>/threads:T, qconv/<kernel>/...: the int8 QLinearConv kernels
 //   (kernels/qconv.h), in GOP/s (2 per multiply-add)
+//   dqgemm/<kernel>/MxNxK/threads:T: the int8 GEMM with f32 results (kernels/dqgemm.h), GOP/s
 // Run: ./build/aicc_bench [--benchmark_filter=gemm/.*14x32] (see bench/README.md).
 #include <benchmark/benchmark.h>
 
@@ -18,6 +19,7 @@
 
 #include "kernels/conv.h"
 #include "kernels/conv_nchwc.h"
+#include "kernels/dqgemm.h"
 #include "kernels/gemm.h"
 #include "kernels/qconv.h"
 #include "kernels/registry.h"
@@ -207,6 +209,27 @@ void benchQConv(benchmark::State& st, const KernelDesc* kd, QConvShape s, int th
   setFlops(st, 2.0 * double(s.OH() * s.OW() * s.M) * double(s.Kc()), threads, t0, kd->isa);
 }
 
+void benchDqGemm(benchmark::State& st, const KernelDesc* kd, int64_t M, int64_t N, int64_t K,
+                 int threads) {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> a(size_t(M * K));
+  for (auto& v : a) v = uint8_t(rng());
+  std::vector<int16_t> w(size_t(K * N));
+  for (auto& v : w) v = int16_t(int(rng() % 255) - 127);
+  std::vector<uint8_t> packed(size_t(dqgemmPackedBytes(*kd, K, N)));
+  packDqGemmWeights(*kd, K, N, w.data(), packed.data());
+  std::vector<int32_t> colSum(size_t(N), 0);
+  std::vector<float> scale(size_t(N), 1e-4f), y(size_t(M * N));
+  ThreadPool* pool = poolFor(threads);
+  const auto t0 = Clock::now();
+  for (auto _ : st) {
+    dqgemm(*kd, M, N, K, a.data(), K, 128, packed.data(), colSum.data(), scale.data(), y.data(), N,
+           pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(st, 2.0 * double(M * N) * double(K), threads, t0, kd->isa);
+}
+
 Conv2dShape convShape(int64_t HW, int64_t Cin, int64_t Cout, int64_t K, int64_t stride) {
   Conv2dShape s;
   s.H = s.W = HW;
@@ -274,6 +297,19 @@ void registerAll() {
             benchDw(st, kd, s.HW, s.C, s.K, s.stride, t, blocks);
           })->UseRealTime();
         }
+      }
+  // BERT-base's projections and feed-forward layers at 128 tokens (ONNX Runtime's
+  // quantize_dynamic).
+  for (const KernelDesc* kd : availableKernels(KernelOp::DqGemm))
+    for (const Shape& s : {Shape{128, 768, 768}, Shape{128, 3072, 768}, Shape{128, 768, 3072},
+                           Shape{1024, 1024, 1024}})
+      for (int t : {1, 2}) {
+        const std::string name = "dqgemm/" + std::string(kd->name) + "/" + std::to_string(s.M) +
+                                 "x" + std::to_string(s.N) + "x" + std::to_string(s.K) +
+                                 "/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          benchDqGemm(st, kd, s.M, s.N, s.K, t);
+        })->UseRealTime();
       }
   // mobilenetv2-12-int8's layers: the stem, pointwise expansions and projections, depthwise ones.
   const std::pair<const char*, QConvShape> qconvs[] = {

@@ -262,6 +262,32 @@ const KernelDesc kKernels[] = {
      .kg = 2,
      .constraints = "any u8/i8 weights and activations; portable C++, exact int32",
      .qgemm = u8i16_qgemm_generic_4x8},
+// int8 GEMM tiles with f32 results (kernels/dqgemm.h), best first; no portable one (the lowering
+// falls back to MatMulInteger's kernels).
+#if AICC_X86_KERNELS
+    {.name = "u8s8_dqgemm_amx_32x32",
+     .op = KernelOp::DqGemm,
+     .isa = Isa::Amx,
+     .mr = 32,
+     .nr = 32,
+     .vectorWidth = 16,
+     .kg = 4,
+     .kuAlign = 16,
+     .aRows = true,
+     .constraints = "weights minus zero point within int8; u8 activation rows read in place, "
+                    "2 x 2 AMX tiles of 16 x 16 int32, tdpbusd, exact int32",
+     .dqgemm = u8s8_dqgemm_amx_32x32},
+    {.name = "u8s8_dqgemm_avx512vnni_8x48",
+     .op = KernelOp::DqGemm,
+     .isa = Isa::Avx512Vnni,
+     .mr = 8,
+     .nr = 48,
+     .vectorWidth = 16,
+     .kg = 4,
+     .constraints = "weights minus zero point within int8; activations - 128 broadcast, weights "
+                    "+ 128, vpdpbusd, exact int32",
+     .dqgemm = u8s8_dqgemm_avx512vnni_8x48},
+#endif
 // int8 depthwise convolutions (kernels/qconv.h); other geometries and weights run on the f32
 // plane kernels above.
 #if AICC_X86_KERNELS

@@ -32,8 +32,8 @@ bool isaWithin(Isa isa, Isa best);
 Isa bestIsa();
 
 // GemmBf16: the GEMM contract on bf16 pairs (ukernel.h), chosen only under --precision bf16.
-// QConvGemm and QDepthwise3x3: QLinearConv's own (lower_qconv.cpp), never operator-selection
-// candidates.
+// QConvGemm and QDepthwise3x3: QLinearConv's own (lower_qconv.cpp), DqGemm MatMulIntegerToFloat's
+// (lower_qlinear.cpp); never operator-selection candidates.
 enum class KernelOp {
   Gemm,
   DepthwiseConv3x3,
@@ -41,10 +41,11 @@ enum class KernelOp {
   QConvGemm,
   GemmBf16,
   QDepthwise3x3,
-  ConvNchw16c // convolution on NCHW16c activations (kernels/conv_nchwc.h)
+  ConvNchw16c, // convolution on NCHW16c activations (kernels/conv_nchwc.h)
+  DqGemm       // int8 GEMM with f32 results, MatMulIntegerToFloat's own (kernels/dqgemm.h)
 };
 inline bool isQuantOp(KernelOp op) {
-  return op == KernelOp::QConvGemm || op == KernelOp::QDepthwise3x3;
+  return op == KernelOp::QConvGemm || op == KernelOp::QDepthwise3x3 || op == KernelOp::DqGemm;
 }
 inline bool isGemmOp(KernelOp op) { return op == KernelOp::Gemm || op == KernelOp::GemmBf16; }
 
@@ -71,6 +72,7 @@ struct KernelDesc {
   DwNchwPlaneFn dwNchwPlane = nullptr;
   DwCBlockFn dwCBlock = nullptr; // the same op on channel blocks (small maps: conv.cpp)
   QGemmUkernelFn qgemm = nullptr;
+  DqGemmUkernelFn dqgemm = nullptr;
   QDw3x3Fn qdw3x3 = nullptr;
   NchwcTileFn nchwc = nullptr;
   NchwcTileFn nchwcPlane = nullptr;                      // the same tile on a stem's NCHW planes

@@ -145,6 +145,30 @@ void u8s8_qgemm_avx512vnni_8x48(const QGemmTileParams& p);
 // The same on AMX tiles (KernelDesc::aRows, kuAlign 16): A row-major a[r][kgroups * 4] (int8),
 // B b[q][32][4] (uint8), kgroups a multiple of 16.
 void u8s8_qgemm_amx_32x32(const QGemmTileParams& p);
+// One register tile of the int8 GEMM with f32 results (kernels/dqgemm.h; com.microsoft
+// MatMulIntegerToFloat): for r < mr rows of the activations and c < nr columns of the weights,
+//   y[r * ldy + c] = float(S[r][c] + rowOffset[r] + colOffset[c]) * scale[c]
+// S the sum over q < kgroups of the four products of row r's quad q and column c's quad q, int32
+// with wrap-around adds (exact where the true result fits). Per kernel (KernelDesc::aRows):
+//   AMX (tdpbusd): A uint8 rows lda bytes apart, each readable for kgroups * 4 bytes, 16 rows
+//     (32 when mr > 16) readable; B int8 b[q][32][4]; kgroups a multiple of 16.
+//   AVX512-VNNI (vpdpbusd, A's quads broadcast): A int8 a[q][8][4] (lda unused; all 8 rows
+//     read, rows past mr zeros, and rowOffset holds 8 values); B uint8 b[q][48][4].
+// colOffset and scale hold NR values (the columns past nr are read, not stored).
+struct DqGemmTileParams {
+  const uint8_t* a;
+  int64_t lda;
+  const void* b;
+  int64_t kgroups, mr, nr;
+  const int32_t* rowOffset; // mr values
+  const int32_t* colOffset;
+  const float* scale;
+  float* y;
+  int64_t ldy;
+};
+using DqGemmUkernelFn = void (*)(const DqGemmTileParams&);
+void u8s8_dqgemm_amx_32x32(const DqGemmTileParams& p);
+void u8s8_dqgemm_avx512vnni_8x48(const DqGemmTileParams& p);
 // One int8 row as floats, float(x - zp) (x int8 when isSigned), into out[0, n), or with `odd` its
 // columns 2m into out[m] and 2m + 1 into odd[m] (the int8 depthwise convolution's padded rows).
 using Q8RowFn = void (*)(const uint8_t* x, int64_t n, bool isSigned, float zp, float* out,

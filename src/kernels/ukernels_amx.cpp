@@ -36,29 +36,35 @@ inline void configure() {
   configured = true;
 }
 
-// One tile instruction's dot products (tile numbers are immediates: the intrinsics are macros):
-// bf16 pairs into f32 (BF16), or groups of four signed x unsigned bytes into int32.
+// What a tile instruction multiplies: bf16 pairs into f32, or groups of four bytes into int32,
+// A signed and B unsigned (the convolution tile: weights x activations) or A unsigned and B
+// signed (the dequantizing GEMM: activations x weights).
+enum class Dot { Bf16, SU, US };
+
+// One tile instruction's dot products (tile numbers are immediates: the intrinsics are macros).
 #define AICC_TILE_DOT(C, A, B)                                                                     \
   do {                                                                                             \
-    if constexpr (BF16)                                                                            \
+    if constexpr (D == Dot::Bf16)                                                                  \
       _tile_dpbf16ps(C, A, B);                                                                     \
-    else                                                                                           \
+    else if constexpr (D == Dot::SU)                                                               \
       _tile_dpbsud(C, A, B);                                                                       \
+    else                                                                                           \
+      _tile_dpbusd(C, A, B);                                                                       \
   } while (0)
 
 // The 32 x 32 block of products (M2: rows 16-31 too, N2: columns 16-31 too) into acc (row-major,
-// 32 values a row). A is row-major with `units` 4-byte units a row (bf16 pairs, or groups of four
-// int8), B has 32 units a row (16 per half), units a multiple of 16. Tiles 0-3 accumulate (0:
-// rows 0-15 x columns 0-15, 1: columns 16-31, 2-3: rows 16-31), 4-5 hold A's two row halves, 6-7
-// B's two column halves; each step takes 16 units of k. The lines [0, pfLines) from pf (the next
-// panel's share, GemmTileParams::pf) are prefetched into L2 a few per step: issued in a burst
-// before the loop they stalled it (17% of the tile's time on aicc_bench's 1024^3, Intel Xeon).
-template <bool BF16, bool M2, bool N2>
-void products(const void* a0, const void* b0, int64_t units, void* acc, const char* pf,
+// 32 values a row). A is row-major, rows `as` bytes apart, `units` 4-byte units a row (bf16 pairs,
+// or groups of four bytes), B has 32 units a row (16 per half), units a multiple of 16. Tiles 0-3
+// accumulate (0: rows 0-15 x columns 0-15, 1: columns 16-31, 2-3: rows 16-31), 4-5 hold A's two row
+// halves, 6-7 B's two column halves; each step takes 16 units of k. The lines [0, pfLines) from pf
+// (the next panel's share, GemmTileParams::pf) are prefetched into L2 a few per step: issued in a
+// burst before the loop they stalled it (17% of the tile's time on aicc_bench's 1024^3, Intel
+// Xeon).
+template <Dot D, bool M2, bool N2>
+void products(const void* a0, long as, const void* b0, int64_t units, void* acc, const char* pf,
               int64_t pfLines) {
   const char* a = static_cast<const char*>(a0);
   const char* b = static_cast<const char*>(b0);
-  const long as = long(units) * 4; // A's row stride
   _tile_zero(0);
   if constexpr (N2) _tile_zero(1);
   if constexpr (M2) _tile_zero(2);
@@ -86,19 +92,21 @@ void products(const void* a0, const void* b0, int64_t units, void* acc, const ch
   if constexpr (M2 && N2) _tile_stored(3, c + 16 * 128 + 64, 128);
 }
 
-// products() for mr rows and nr columns (the halves past them skipped).
-template <bool BF16>
+// products() for mr rows and nr columns (the halves past them skipped); A's rows `as` bytes apart
+// (0: packed, units * 4).
+template <Dot D>
 void products(int64_t mr, int64_t nr, const void* a, const void* b, int64_t units, void* acc,
-              const char* pf = nullptr, int64_t pfLines = 0) {
+              const char* pf = nullptr, int64_t pfLines = 0, long as = 0) {
   configure();
+  if (as == 0) as = long(units) * 4;
   if (mr > 16 && nr > 16)
-    products<BF16, true, true>(a, b, units, acc, pf, pfLines);
+    products<D, true, true>(a, as, b, units, acc, pf, pfLines);
   else if (mr > 16)
-    products<BF16, true, false>(a, b, units, acc, pf, pfLines);
+    products<D, true, false>(a, as, b, units, acc, pf, pfLines);
   else if (nr > 16)
-    products<BF16, false, true>(a, b, units, acc, pf, pfLines);
+    products<D, false, true>(a, as, b, units, acc, pf, pfLines);
   else
-    products<BF16, false, false>(a, b, units, acc, pf, pfLines);
+    products<D, false, false>(a, as, b, units, acc, pf, pfLines);
 }
 
 } // namespace
@@ -110,7 +118,7 @@ void products(int64_t mr, int64_t nr, const void* a, const void* b, int64_t unit
 // yzp.
 void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
   alignas(64) int32_t acc[32 * 32];
-  products<false>(p.mr, p.nr, p.a, p.b, p.kgroups, acc);
+  products<Dot::SU>(p.mr, p.nr, p.a, p.b, p.kgroups, acc);
   const bool n2 = p.nr > 16;
   const Requant requant(p.yzp, p.lo, p.hi);
   const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
@@ -125,6 +133,26 @@ void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
   }
 }
 
+// The DqGemmTileParams contract (ukernel.h) on AMX tiles (tdpbusd): A the activations' uint8 rows
+// read in place, B the int8 weights b[q][32][4].
+void u8s8_dqgemm_amx_32x32(const DqGemmTileParams& p) {
+  alignas(64) int32_t acc[32 * 32];
+  products<Dot::US>(p.mr, p.nr, p.a, p.b, p.kgroups, acc, nullptr, 0, long(p.lda));
+  const bool n2 = p.nr > 16;
+  const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
+  const __m512i off[2] = {_mm512_loadu_si512(p.colOffset), _mm512_loadu_si512(p.colOffset + 16)};
+  const __m512 scale[2] = {_mm512_loadu_ps(p.scale), _mm512_loadu_ps(p.scale + 16)};
+  for (int64_t r = 0; r < p.mr; ++r) {
+    const __m512i ro = _mm512_set1_epi32(p.rowOffset[r]);
+    for (int v = 0; v < (n2 ? 2 : 1); ++v) {
+      const __m512i x =
+          _mm512_add_epi32(_mm512_add_epi32(_mm512_load_si512(acc + r * 32 + v * 16), ro), off[v]);
+      _mm512_mask_storeu_ps(p.y + r * p.ldy + v * 16, m[v],
+                            _mm512_mul_ps(_mm512_cvtepi32_ps(x), scale[v]));
+    }
+  }
+}
+
 // The GemmUkernelFn contract (ukernel.h) for the AMX layout: A row-major a[i * kc + q], B panels
 // w[q * 32 + j], kc a multiple of 16 units (KernelDesc::kuAlign: the packers pad with zeros).
 // The epilogue runs on AVX-512 from the stored accumulators, as the vector tiles' does: bias (or C
@@ -132,7 +160,7 @@ void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
 // bf16 result (cb) is finished in the accumulator buffer, then narrowed row by row.
 void bf16_gemm_amx_32x32(const GemmTileParams& p) {
   alignas(64) float acc[32 * 32];
-  products<true>(p.mr, p.nr, p.a, p.w, p.kc, acc, p.pf, p.pfLines);
+  products<Dot::Bf16>(p.mr, p.nr, p.a, p.w, p.kc, acc, p.pf, p.pfLines);
   const bool n2 = p.nr > 16;
   const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
   const bool first = p.flags & kGemmFirst, last = p.flags & kGemmLast, bf16 = last && p.cb;

@@ -56,16 +56,19 @@ inline void dpbusdBroadcast(__m512i& acc, __m512i b, const int32_t* w) {
   __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b), "m"(*w));
 }
 
-// ROWS x (16 * NV) outputs; A is [q][8][4] int8, B is [q][48][4] uint8 (kernels/ukernel.h).
-template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
-  __m512i acc[ROWS][NV]; // start from the row offsets (bias - xzp * row sum)
+// The k loop of the 8 x 48 tiles: acc[r][j] (started from the row offsets) += the products of
+// A's row r quads ([q][8][4], the signed operand, broadcast) with B's column vector j ([q][48][4],
+// unsigned), for ROWS rows and NV vectors of 16 columns.
+template <int ROWS, int NV>
+inline void dotPanels(__m512i (&acc)[ROWS][NV], const int32_t* rowOffset, const void* a0,
+                      const void* b0, int64_t kgroups) {
 #pragma GCC unroll 16
   for (int r = 0; r < ROWS; ++r)
 #pragma GCC unroll 16
-    for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_set1_epi32(p.rowOffset[r]);
-  const auto* a = static_cast<const int32_t*>(p.a);
-  const auto* b = static_cast<const uint8_t*>(p.b);
-  for (int64_t q = 0; q < p.kgroups; ++q, a += 8, b += 192) {
+    for (int j = 0; j < NV; ++j) acc[r][j] = _mm512_set1_epi32(rowOffset[r]);
+  const auto* a = static_cast<const int32_t*>(a0);
+  const auto* b = static_cast<const uint8_t*>(b0);
+  for (int64_t q = 0; q < kgroups; ++q, a += 8, b += 192) {
     __m512i bv[NV];
 #pragma GCC unroll 16
     for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_si512(b + 64 * j);
@@ -75,6 +78,12 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
       for (int j = 0; j < NV; ++j) dpbusdBroadcast(acc[r][j], bv[j], a + r);
     }
   }
+}
+
+// ROWS x (16 * NV) outputs; A is [q][8][4] int8, B is [q][48][4] uint8 (kernels/ukernel.h).
+template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
+  __m512i acc[ROWS][NV]; // from the row offsets (bias - xzp * row sum)
+  dotPanels<ROWS, NV>(acc, p.rowOffset, p.a, p.b, p.kgroups);
   if constexpr (ROWS % 4 == 0) {
     bool fast = true;
     for (int r = 0; r < ROWS; ++r) fast = fast && Requant4::applies(p.factor[r]);
@@ -114,6 +123,36 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
       const __mmask16 m = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
       _mm_mask_storeu_epi8(y + 16 * j, m, q);
     }
+  }
+}
+
+// 8 x 48 outputs of the int8 GEMM with f32 results (ukernel.h's DqGemmTileParams), rows past mr
+// computed (the caller packs them as zeros) and not stored: one body instead of one per row
+// count. A is [q][8][4] int8 (the activations less 128), B [q][48][4] uint8 (the weights plus
+// 128); the caller's row and column offsets undo both shifts and the zero point.
+void dqtile(const DqGemmTileParams& p) {
+  constexpr int ROWS = 8, NV = 3;
+  __m512i acc[ROWS][NV];
+  dotPanels<ROWS, NV>(acc, p.rowOffset, p.a, p.b, p.kgroups);
+  __m512i off[NV];
+  __m512 scale[NV];
+  __mmask16 m[NV];
+#pragma GCC unroll 3
+  for (int j = 0; j < NV; ++j) {
+    off[j] = _mm512_loadu_si512(p.colOffset + 16 * j);
+    scale[j] = _mm512_loadu_ps(p.scale + 16 * j);
+    const int64_t n = p.nr - 16 * j;
+    m[j] = n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < ROWS; ++r) {
+    if (r >= p.mr) break;
+    float* y = p.y + r * p.ldy;
+#pragma GCC unroll 3
+    for (int j = 0; j < NV; ++j)
+      _mm512_mask_storeu_ps(
+          y + 16 * j, m[j],
+          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc[r][j], off[j])), scale[j]));
   }
 }
 
@@ -316,5 +355,7 @@ void u8s8_qgemm_avx512vnni_8x48(const QGemmTileParams& p) {
   if (p.nr <= 2) return qgemvCols(p);
   detail::byRows<8>(p.mr, [&]<int ROWS>() { qtileCols<ROWS>(p); });
 }
+
+void u8s8_dqgemm_avx512vnni_8x48(const DqGemmTileParams& p) { dqtile(p); }
 
 } // namespace aicc::kernels

@@ -1,5 +1,5 @@
 // QLinearMatMul and the com.microsoft ops QLinearAdd / QLinearMul / QLinearGlobalAveragePool as
-// loop nests
+// loop nests, and com.microsoft.MatMulIntegerToFloat (below)
 // (JIT only), with the arithmetic of their reference kernels (src/ops/quant.cpp, quant_ms.cpp):
 //   QLinearAdd   c = sat(round(a * (As/Cs) + b * (Bs/Cs) + k)), k = Cz - (As/Cs) Az - (Bs/Cs) Bz
 //                (float32, in that order; numpy broadcasting)
@@ -11,7 +11,9 @@
 // QLinearMatMul with a constant b (b - bz within int8) and constant scales and zero points calls
 // the runtime kernel @qmatmul_u8s8 (kernels/qmatmul.h: the same arithmetic, b transposed and
 // packed at compile time, columns split over the threads) instead.
+#include "kernels/dqgemm.h"
 #include "kernels/qmatmul.h"
+#include "kernels/registry.h"
 #include "loop/lower_quant.h"
 #include "ops/op_def.h"
 #include "ops/quant_util.h"
@@ -227,6 +229,103 @@ std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& 
   return b.finish(nest({rv}, {R}, std::move(body), true), std::move(sched), o);
 }
 
+// com.microsoft.MatMulIntegerToFloat (src/ops/quant.cpp): y = float(acc) * f32(a_scale *
+// b_scale[n]), then + bias[n]. With a constant 2-D b (b - b_zero_point within int8), a u8 a and a
+// DqGemm kernel for the target (AMX, AVX512-VNNI), one @dqgemm call (kernels/dqgemm.h: the int8
+// tiles, the product in their epilogue); otherwise MatMulInteger's lowering (exact float GEMMs
+// over K blocks, or the loop nest) into an int32 temp, then the product loop. The bias is added
+// by its own loop after the product is stored, so the two round separately as in the reference.
+std::optional<LoweredNode> lowerMatMulIntegerToFloat(const Node& n, const std::string& name,
+                                                     const LowerOptions& o) {
+  const Value *av = n.inputs.at(0), *bv = n.inputs.at(1), *yv = n.outputs.at(0);
+  const DType f = DType::F32, i32 = DType::I32;
+  if (!isQ8(av->type.dtype) || !isQ8(bv->type.dtype) || yv->type.dtype != f)
+    no(n.describe() + ": MatMulIntegerToFloat is lowered for u8/i8 operands and f32 results only");
+  const Dims ad = staticDims(av, "A"), bd = staticDims(bv, "B"), yd = staticDims(yv, "Y");
+  if (ad.empty() || bd.size() != 2 || ad.back() != bd[0])
+    no(n.describe() + ": MatMulIntegerToFloat is lowered for A [..., M, K] x B [K, N] only");
+  const int64_t K = bd[0], N = bd[1], M = numel(yd) / std::max<int64_t>(N, 1);
+  FuncBuilder b(n, name, "matmul");
+  const std::string Y = b.output(0);
+  Schedule sched;
+  Block body;
+  const kernels::KernelDesc* kd =
+      o.runtimeKernels ? kernels::bestKernel(kernels::KernelOp::DqGemm, o.kernelIsa) : nullptr;
+  auto perColumn = [&](size_t i) {
+    return n.hasInput(i) && numel(staticDims(n.inputs[i], "a scale or zero point")) > 1;
+  };
+  // b - b_zero_point as int16, when b and its zero points are constants.
+  std::optional<Tensor> w16;
+  if (kd && bv->constant && av->type.dtype == DType::U8 && K < (int64_t(1) << 16) &&
+      (!n.hasInput(5) || n.inputs[5]->constant)) {
+    std::vector<double> bz;
+    try {
+      bz = quantConst(n, 5, N, "b_zero_point");
+    } catch (const NotLowerable&) {
+      bz.clear();
+    }
+    if (!bz.empty()) {
+      w16.emplace(DType::I16, Dims{K, N});
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t c = 0; c < N; ++c)
+          w16->data<int16_t>()[k * N + c] = static_cast<int16_t>(
+              bv->constant->getI64(k * N + c) - int64_t(bz[bz.size() == 1 ? 0 : size_t(c)]));
+      if (!kernels::dqgemmTakes(w16->data<int16_t>(), K * N)) w16.reset();
+    }
+  }
+  if (w16) {
+    Tensor packed(DType::U8, {o.probe ? 0 : kernels::dqgemmPackedBytes(*kd, K, N)});
+    Tensor colSum(i32, {N});
+    for (int64_t c = 0; c < N; ++c) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) sum += w16->data<int16_t>()[k * N + c];
+      colSum.data<int32_t>()[c] = sum;
+    }
+    if (!o.probe)
+      kernels::packDqGemmWeights(*kd, K, N, w16->data<int16_t>(), packed.data<uint8_t>());
+    const std::string layout = std::string("packed_b:") + kd->name;
+    std::vector<CallArg> args = {
+        bufferArg(b.input(av)),
+        n.hasInput(4) ? bufferArg(b.input(n.inputs[4])) : intArg(0),
+        bufferArg(b.constant("b_packed", std::move(packed), layout)),
+        bufferArg(b.constant("col_sum", std::move(colSum), "i32 [N], sum over k of b - bzp")),
+        bufferArg(b.input(n.inputs[2])),
+        bufferArg(b.input(n.inputs[3])),
+        bufferArg(Y)};
+    for (int64_t v : {M, N, K, int64_t(perColumn(3))}) args.push_back(intArg(v));
+    body.push_back(Stmt::callKernel(std::string("dqgemm_") + kd->name, std::move(args)));
+    markKernel(sched, kd->name);
+    sched["packing"] = std::string("B less its zero points packed at compile time");
+    sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
+  } else {
+    Node mmi; // MatMulInteger(A, B, a_zero_point, b_zero_point) into an int32 temp
+    mmi.op = "MatMulInteger", mmi.name = n.name;
+    mmi.inputs = {n.inputs[0], n.inputs[1], n.hasInput(4) ? n.inputs[4] : nullptr,
+                  n.hasInput(5) ? n.inputs[5] : nullptr};
+    const std::string ACC = b.temp("acc", i32, yd);
+    body = matMulBody(b, mmi, {}, ACC, o, "", sched);
+    const std::string rv = b.loopVar("r"), cv = b.loopVar("c");
+    const ExprPtr idx = add(mul(var(rv), intImm(N)), var(cv));
+    const ExprPtr mult =
+        mul(scalarIn(b, n, 2, f, "a_scale"), columnIn(b, n, 3, N, var(cv), f, "b_scale"));
+    for (auto& st :
+         nest({rv, cv}, {M, N}, {Stmt::store(Y, idx, mul(cast(f, load(ACC, idx, i32)), mult))},
+              true, vectorWidthFor(o, f, N)))
+      body.push_back(std::move(st));
+  }
+  if (n.hasInput(6)) {
+    const std::string rv = b.loopVar("r"), cv = b.loopVar("c");
+    const ExprPtr idx = add(mul(var(rv), intImm(N)), var(cv));
+    const ExprPtr bias = columnIn(b, n, 6, N, var(cv), f, "bias");
+    for (auto& st : nest({rv, cv}, {M, N}, {Stmt::store(Y, idx, add(load(Y, idx, f), bias))}, true,
+                         vectorWidthFor(o, f, N)))
+      body.push_back(std::move(st));
+  }
+  sched["accumulation"] = std::string("int32");
+  if (!sched.count("precision")) sched["precision"] = std::string(kInt8Precision);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerQuantMs(const Node& n, const std::string& name,
@@ -236,6 +335,7 @@ std::optional<LoweredNode> lowerQuantMs(const Node& n, const std::string& name,
     return requireRuntimeKernels(n, o), lowerQLinearMatMul(n, name, o);
   if (ms && (n.op == "QLinearAdd" || n.op == "QLinearMul"))
     return requireRuntimeKernels(n, o), lowerQLinearBinary(n, name, o, n.op == "QLinearMul");
+  if (ms && n.op == "MatMulIntegerToFloat") return lowerMatMulIntegerToFloat(n, name, o);
   if (ms && n.op == "QLinearGlobalAveragePool")
     return requireRuntimeKernels(n, o), lowerQGlobalAvgPool(n, name, o);
   return std::nullopt;

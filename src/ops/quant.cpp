@@ -1,12 +1,13 @@
 // Quantization: QuantizeLinear, DequantizeLinear (per-tensor, per-axis, blocked),
-// DynamicQuantizeLinear, MatMulInteger, QLinearMatMul. The conv-like ops live in quant_conv.cpp,
-// the com.microsoft ops in quant_ms.cpp. Rounding is half to even, results saturate to the target
-// range.
+// DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, com.microsoft.MatMulIntegerToFloat. The
+// conv-like ops live in quant_conv.cpp, the other com.microsoft ops in quant_ms.cpp. Rounding is
+// half to even, results saturate to the target range.
 #include "ops/helpers.h"
 #include "ops/quant_util.h"
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace aicc {
 
@@ -349,6 +350,45 @@ void registerMatMulOps(OpRegistry& r) {
         std::vector<int32_t> acc = intMatMul(p, c.in(0), azp, c.in(1), bzp);
         Tensor y(DType::I32, p.out);
         std::copy(acc.begin(), acc.end(), y.data<int32_t>());
+        return std::vector<RValue>{RValue::of(y)};
+      });
+
+  // com.microsoft.MatMulIntegerToFloat (what ONNX Runtime fuses quantize_dynamic's MatMulInteger
+  // -> Cast -> Mul(a_scale * b_scale) [-> Add(bias)] into, and fold-qdq does too):
+  //   Y = float(acc) * f32(a_scale * b_scale[n]) [+ bias[n]],  acc = MatMulInteger(A, B, azp, bzp)
+  // in f32, in that order. a_scale and a_zero_point per tensor, b_scale / b_zero_point / bias per
+  // tensor or per column of B.
+  r.op("MatMulIntegerToFloat", kMsDomain)
+      .since(1)
+      .inputs(4, 7)
+      .infer([](InferCtx& c) {
+        c.setTensor(0, c.inDType(2), matmulShape(c.inShape(0), c.inShape(1)));
+      })
+      .kernel([](KernelCtx& c) {
+        requireDType(c, 0, {DType::U8, DType::I8});
+        requireDType(c, 1, {DType::U8, DType::I8});
+        for (size_t i : {2, 3, 6})
+          if (c.has(i)) requireDType(c, i, {DType::F32});
+        MatMulPlan p = planMatMul(c.in(0).shape(), c.in(1).shape());
+        AICC_CHECK(c.in(2).numel() == 1, "a_scale must be a scalar, got shape {}",
+                   formatDims(c.in(2).shape()));
+        AICC_CHECK(!c.has(4) || c.in(4).numel() == 1, "a_zero_point must be a scalar, got {}",
+                   formatDims(c.in(4).shape()));
+        QuantParam azp(c.has(4) ? &c.in(4) : nullptr, 1, "a_zero_point");
+        QuantParam bzp(c.has(5) ? &c.in(5) : nullptr, p.N, "b_zero_point");
+        QuantParam bs(&c.in(3), p.N, "b_scale");
+        std::optional<QuantParam> bias;
+        if (c.has(6)) bias.emplace(&c.in(6), p.N, "bias");
+        std::vector<int32_t> acc = intMatMul(p, c.in(0), azp, c.in(1), bzp);
+        const float as = c.in(2).data<float>()[0];
+        Tensor y(DType::F32, p.out);
+        float* out = y.data<float>();
+        for (size_t i = 0; i < acc.size(); ++i) {
+          const int64_t n = static_cast<int64_t>(i) % p.N;
+          const float mult = as * static_cast<float>(bs(n));
+          out[i] = static_cast<float>(acc[i]) * mult;
+          if (bias) out[i] = out[i] + static_cast<float>((*bias)(n));
+        }
         return std::vector<RValue>{RValue::of(y)};
       });
 

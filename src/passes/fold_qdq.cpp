@@ -278,9 +278,91 @@ Node* quantizedMove(Graph& g, Node& qn, Node& op) {
   return n;
 }
 
+// The shape of v when static.
+std::optional<Dims> dimsOf(const Value* v) {
+  return v && v->type.isTensor() && v->type.shape ? toDims(*v->type.shape) : std::nullopt;
+}
+
+int64_t numel(const Dims& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+// MatMulInteger(a, b) -> Cast(to f32) -> Mul(s) (ONNX Runtime's quantize_dynamic writes it with
+// s = Mul(a_scale, b_scale)) => com.microsoft.MatMulIntegerToFloat: the same int32 sums, the same
+// conversion and f32 product, so exactly the same result. s per tensor or one value per column
+// of b; the Mul(x, y) producing it becomes a_scale (the scalar) and b_scale, any other s is
+// multiplied by 1 (a_scale when s is per column, b_scale otherwise). The zero points must be per
+// tensor for a (the op's), per tensor or per column for b. The backend runs it as one int8 GEMM
+// with an f32 epilogue.
+Node* scaledMatMulInteger(Graph& g, Node& mul) {
+  if (!isOp(&mul, "Mul") || mul.inputs.size() != 2 || mul.outputs[0]->type.dtype != DType::F32)
+    return nullptr;
+  for (size_t side : {0, 1}) {
+    Value* c = mul.inputs[side];
+    Node* cast = c ? c->producer : nullptr;
+    if (!isOp(cast, "Cast") || cast->owner != &g || c->type.dtype != DType::F32 ||
+        numUses(g, c) != 1)
+      continue;
+    Value* acc = cast->inputs[0];
+    Node* mmi = acc ? acc->producer : nullptr;
+    if (!isOp(mmi, "MatMulInteger") || mmi->owner != &g || numUses(g, acc) != 1) continue;
+    auto bd = dimsOf(mmi->inputs[1]), out = dimsOf(mul.outputs[0]), ad = dimsOf(acc);
+    if (!bd || bd->size() != 2 || !out || !ad || *out != *ad) continue;
+    const int64_t N = (*bd)[1];
+    auto perColumn = [&](const Value* v) {
+      auto d = dimsOf(v);
+      return d && (numel(*d) == 1 ? d->size() <= 1 : *d == Dims{N});
+    };
+    auto scalar = [&](const Value* v) {
+      auto d = dimsOf(v);
+      return d && d->size() <= 1 && numel(*d) == 1;
+    };
+    Value* s = mul.inputs[1 - side];
+    if (!s || s->type.dtype != DType::F32 || !perColumn(s)) continue;
+    if ((mmi->hasInput(2) && !scalar(mmi->inputs[2])) ||
+        (mmi->hasInput(3) && !perColumn(mmi->inputs[3])))
+      continue;
+    Value *as = s, *bs = nullptr;
+    const Node* sp = s->producer;
+    if (isOp(sp, "Mul") && sp->inputs.size() == 2) {
+      Value *x = sp->inputs[0], *y = sp->inputs[1];
+      if (x && y && x->type.dtype == DType::F32 && y->type.dtype == DType::F32) {
+        if (scalar(x) && perColumn(y))
+          as = x, bs = y;
+        else if (scalar(y) && perColumn(x))
+          as = y, bs = x;
+      }
+    }
+    if (!bs) { // s itself, times 1 (exact)
+      Tensor one(DType::F32, {});
+      one.data<float>()[0] = 1.0f;
+      Value* unit = g.addConstant(g.uniqueName("unit_scale"), std::move(one));
+      (scalar(s) ? bs : as) = unit;
+      if (!scalar(s)) bs = s;
+    }
+    std::vector<Value*> in = {mmi->inputs[0],
+                              mmi->inputs[1],
+                              as,
+                              bs,
+                              mmi->hasInput(2) ? mmi->inputs[2] : nullptr,
+                              mmi->hasInput(3) ? mmi->inputs[3] : nullptr};
+    while (!in.back()) in.pop_back();
+    Node* n = insertNode(g, &mul, "MatMulIntegerToFloat", std::move(in), 1,
+                         mmi->name.empty() ? "matmul_integer" : mmi->name, "com.microsoft");
+    n->outputs[0]->type = mul.outputs[0]->type;
+    replaceAllUses(g, mul.outputs[0], n->outputs[0]);
+    eraseNodes(g, {&mul, cast, mmi});
+    return n;
+  }
+  return nullptr;
+}
+
 // One match: the first QuantizeLinear that ends a pattern, rewritten; false when none does.
 bool foldOne(Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (scaledMatMulInteger(g, *g.nodes[i])) return true;
     Node* qn = g.nodes[i].get();
     // A Q per tensor to u8/i8 with an f32 scale: what every pattern ends in.
     if (!isOp(qn, "QuantizeLinear") || !qn->hasInput(1) || !qn->inputs[1]->constant ||

@@ -8,6 +8,8 @@
 //   DQ(x) -> GlobalAveragePool -> Q                      => com.microsoft.QLinearGlobalAveragePool
 //   DQ(x [M, K]), DQ(w const) [, b] -> Gemm -> Q         => Reshape -> 1x1 QLinearConv over M
 //                                                           images -> Reshape
+//   MatMulInteger(a, b) -> Cast(f32) -> Mul(s)          => com.microsoft.MatMulIntegerToFloat
+//       (ONNX Runtime's quantize_dynamic; exact: the same sums, conversion and product)
 //   DQ(x...) -> MaxPool | Concat | Reshape | Flatten | Transpose | Squeeze | Unsqueeze | Slice |
 //       Identity | Resize (nearest) -> Q, every DQ with the Q's scale, zero point and type
 //       => the op on the quantized values (exact: it only moves or selects them); a Concat input

@@ -47,7 +47,8 @@
 //   @global_avgpool_<nchw dw desc>(x, y, rows, len)   y[r] = mean of x[r*len, (r+1)*len) (the
 //       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw | q dw desc>(...)   ONNX QLinearConv, int8
-//       (rt/callees_quant.cpp); @qmatmul_u8s8(...)   QLinearMatMul with constant b (the same)
+//       (rt/callees_quant.cpp); @qmatmul_u8s8(...)   QLinearMatMul with constant b (the same);
+//       @dqgemm_<DqGemm desc>(...)   com.microsoft.MatMulIntegerToFloat with constant b (the same)
 //   @check_indices_i64 / _i32(indices, count, dim)   Gather's index check (an error naming the
 //       index and the dimension)
 //   @check_reduce_axes(axes, count, rank, reduced, ones, flags)   a reduction's run-time axes
@@ -558,6 +559,8 @@ void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector
 void callQDw3x3(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                 kernels::ThreadPool* pool);
 void callQMatMul(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool);
+void callDqGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                kernels::ThreadPool* pool);
 
 std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
@@ -594,6 +597,7 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"qconv2d_nchw_", KernelOp::QConvGemm, callQConv},
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
       {"qdwconv_nchw_", KernelOp::QDepthwise3x3, callQDw3x3},
+      {"dqgemm_", KernelOp::DqGemm, callDqGemm},
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
       {"gemm_packed_", KernelOp::GemmBf16, callGemmPacked},
       {"attention_", KernelOp::Gemm, callAttention},

@@ -11,7 +11,12 @@
 //   @qmatmul_u8s8(a, wT, factor, y, R, K, N, azp, yzp, flags)   ONNX QLinearMatMul with constant b
 //       (kernels/qmatmul.h): a [R, K] u8/i8, wT [N, K] i8 (b - bzp transposed), factor [N] f64,
 //       y [R, N] u8/i8
+//   @dqgemm_<DqGemm desc>(a, azp | 0, wp, colSum, aScale, bScale, y, M, N, K, flags)
+//       com.microsoft.MatMulIntegerToFloat with constant b (kernels/dqgemm.h): a [M, K] u8, azp
+//       u8 scalar, wp = b - bzp packed by kernels::packDqGemmWeights, colSum [N] i32, aScale f32
+//       scalar, bScale f32 [N] (flags bit 0) or scalar, y [M, N] f32
 // Buffer arguments: see rt/callees.h.
+#include "kernels/dqgemm.h"
 #include "kernels/qconv.h"
 #include "kernels/qmatmul.h"
 #include "rt/callees.h"
@@ -126,6 +131,28 @@ void callQMatMul(const std::string& k, std::vector<KernelArg>& a, kernels::Threa
   const auto* factor = static_cast<const double*>(bytesAt(k, a, 2, s.N, 8, "factor"));
   auto* y = static_cast<uint8_t*>(bytesAt(k, a, 3, s.R * s.N, 1, "y"));
   kernels::qmatmul(s, x, wT, factor, y, pool);
+}
+
+void callDqGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 11, "call @{}: expects 11 arguments, got {}", k, a.size());
+  const int64_t M = intArg(k, a, 7), N = intArg(k, a, 8), K = intArg(k, a, 9);
+  const bool perColumn = intArg(k, a, 10) & 1;
+  AICC_RT_CHECK(M >= 0 && N > 0 && K > 0 && K < (int64_t(1) << 16), "call @{}: bad matrix shape",
+                k);
+  const auto* x = static_cast<const uint8_t*>(bytesAt(k, a, 0, M * K, 1, "a"));
+  const int32_t azp =
+      a[1].isBuffer ? *static_cast<const uint8_t*>(bytesAt(k, a, 1, 1, 1, "azp")) : 0;
+  const void* wp = bytesAt(k, a, 2, kernels::dqgemmPackedBytes(d, K, N), 1, "wp");
+  const auto* colSum = static_cast<const int32_t*>(bytesAt(k, a, 3, N, 4, "colSum"));
+  const float as = *static_cast<const float*>(bytesAt(k, a, 4, 1, 4, "aScale"));
+  const auto* bs = static_cast<const float*>(bytesAt(k, a, 5, perColumn ? N : 1, 4, "bScale"));
+  auto* y = static_cast<float*>(bytesAt(k, a, 6, M * N, 4, "y"));
+  // The reference's multiplier, f32(a_scale * b_scale[n]).
+  thread_local std::vector<float> scale;
+  scale.resize(size_t(N));
+  for (int64_t n = 0; n < N; ++n) scale[size_t(n)] = as * bs[perColumn ? n : 0];
+  kernels::dqgemm(d, M, N, K, x, K, azp, wp, colSum, scale.data(), y, N, pool);
 }
 
 } // namespace aicc::rt

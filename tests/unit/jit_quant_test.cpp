@@ -10,6 +10,7 @@
 #include "ir/parser.h"
 #include "jit_check.h"
 #include "kernels/registry.h"
+#include "passes/fold_qdq.h"
 #include "passes/fuse_elementwise.h"
 #include "passes/shape_inference.h"
 
@@ -339,6 +340,65 @@ TEST(JitQuant, DynamicQuantizeLinearMatchesExactly) {
     if (c == 2) x.data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
     SCOPED_TRACE(c);
     expectJitMatches(m, {RValue::of(x)}, {0, 0}, "kind = \"quant\"");
+  }
+}
+
+// ONNX Runtime's quantize_dynamic MatMul, DynamicQuantizeLinear -> MatMulInteger -> Cast ->
+// Mul(x_scale * w_scale) -> Add(bias), folded by fold-qdq into com.microsoft.MatMulIntegerToFloat:
+// on each DqGemm kernel this CPU has (kernels/dqgemm.h) and, below them, on MatMulInteger's
+// kernels (the lowering's fallback), bit-identical to the interpreter on the unfolded graph.
+// Shapes on and off the tiles; per-tensor and per-column weight scales and zero points.
+TEST(JitQuant, DynamicQuantizedMatMulFoldsAndMatchesExactly) {
+  std::mt19937 rng(12);
+  struct Case {
+    int64_t M, K, N;
+    bool perColumn;
+  };
+  for (const Case& c : {Case{37, 100, 70, true}, Case{64, 256, 96, false}, Case{3, 5, 2, true}}) {
+    const std::string M = std::to_string(c.M), K = std::to_string(c.K), N = std::to_string(c.N);
+    SCOPED_TRACE("M=" + M + " K=" + K + " N=" + N);
+    std::vector<double> w(size_t(c.K * c.N)); // w - wz within int8 (the DqGemm kernels' domain)
+    for (auto& v : w) v = double(int(rng() % 251) - 125);
+    const std::string text = "graph @g(%x: f32[1," + M + "," + K + "]) {\n" +
+                             constText("w", DType::I8, {c.K, c.N}, rng, 0, w) +
+                             (c.perColumn ? constText("wz", DType::I8, {c.N}, rng, 0, {0, 3, -2})
+                                          : "  %wz = const i8[] [-1]\n") +
+                             (c.perColumn ? constText("ws", DType::F32, {c.N}, rng, 0.01)
+                                          : "  %ws = const f32[] [0.0123]\n") +
+                             constText("bias", DType::F32, {c.N}, rng, 2) +
+                             "  %xq, %xs, %xz = DynamicQuantizeLinear(%x)\n"
+                             "  %acc = MatMulInteger(%xq, %w, %xz, %wz)\n"
+                             "  %accf = Cast(%acc) {to = 1}\n  %s = Mul(%xs, %ws)\n"
+                             "  %p = Mul(%accf, %s)\n  %y = Add(%p, %bias)\n  return %y\n}\n";
+    Model ref = parseWithShapes(text), m = parseWithShapes(text);
+    ASSERT_TRUE(foldQdq(m));
+    bool folded = false;
+    for (const auto& n : m.graph->nodes) folded |= n->op == "MatMulIntegerToFloat";
+    ASSERT_TRUE(folded) << printModel(m);
+    Tensor x(DType::F32, {1, c.M, c.K});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.setF64(i, std::uniform_real_distribution<double>(-3, 5)(rng));
+    const auto want = interpret(*ref.graph, {RValue::of(x)});
+    // The folded op's own reference semantics are the unfolded graph's.
+    auto diff = compareValues(want[0], interpret(*m.graph, {RValue::of(x)})[0], {0, 0});
+    EXPECT_FALSE(diff) << "interpreter, folded: " << *diff;
+    for (kernels::Isa isa : {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::Avx2}) {
+      if (!kernels::cpuSupports(isa)) {
+        std::printf("[ skipped  ] MatMulIntegerToFloat for %s: this CPU lacks it\n",
+                    std::string(kernels::isaName(isa)).c_str());
+        continue;
+      }
+      runtime::JitRunOptions opts;
+      opts.lower.kernelIsa = isa;
+      runtime::JitExecutable exe(*m.graph, opts);
+      EXPECT_EQ(exe.stats().fallback, 0);
+      const auto* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, isa);
+      std::string schedules;
+      for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
+      EXPECT_NE(schedules.find(kd ? kd->name : "int32 sums"), std::string::npos) << schedules;
+      diff = compareValues(want[0], exe.run({RValue::of(x)})[0], {0, 0});
+      EXPECT_FALSE(diff) << kernels::isaName(isa) << ": " << *diff;
+    }
   }
 }
 

@@ -128,6 +128,10 @@ TEST(Kernels, RegistryListsEveryIsaAndDispatches) {
       EXPECT_TRUE(k.qgemm) << name;
       EXPECT_TRUE(k.kg == 2 || k.kg == 4) << name;
       EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
+    } else if (k.op == KernelOp::DqGemm) {
+      EXPECT_TRUE(k.dqgemm) << name;
+      EXPECT_EQ(k.kg, 4) << name;
+      EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);
     } else if (k.op == KernelOp::QDepthwise3x3) {
       EXPECT_TRUE(k.qdw3x3) << name;
       EXPECT_NE(name.find(std::to_string(k.mr) + "x" + std::to_string(k.nr)), std::string::npos);

@@ -1,7 +1,8 @@
 // The int8 convolution kernels (kernels/qconv.h) against a direct integer reference, bit for bit:
 // every QConvGemm micro-kernel and every NCHW depthwise kernel this CPU runs (the others are
-// listed as skipped), over pointwise / padded / strided / dilated / grouped / depthwise shapes,
-// u8 and i8 activations, saturating outputs, one and two threads.
+// listed as skipped), and every DqGemm kernel (the int8 GEMM with f32 results), over pointwise /
+// padded / strided / dilated / grouped / depthwise shapes, u8 and i8 activations, saturating
+// outputs, one and two threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/dqgemm.h"
 #include "kernels/qconv.h"
 #include "kernels/qmatmul.h"
 #include "kernels/thread_pool.h"
@@ -279,6 +281,66 @@ TEST(QMatMulKernel, MatchesReference) {
   const std::vector<int16_t> wide = {1, -129};
   std::vector<int8_t> wT(2, 0x11);
   EXPECT_FALSE(packQMatMulWeights(2, 1, wide.data(), wT.data()));
+}
+
+// The int8 GEMM with f32 results (kernels/dqgemm.h) on every DqGemm kernel this CPU runs, against
+// float(exact int32 sum) * scale: shapes on and off the tiles (rows around 8 / 16 / 32, K not a
+// multiple of 4 or 64, columns past a panel), the zero point's extremes, a row stride wider than
+// K, one and two threads; the extreme sums (255 * -128 in every product) included.
+TEST(DqGemmKernels, MatchReferenceOnEveryIsa) {
+  ThreadPool pool(2);
+  std::mt19937 rng(41);
+  int ran = 0;
+  for (const KernelDesc& kd : allKernels()) {
+    if (kd.op != KernelOp::DqGemm) continue;
+    if (!cpuSupports(kd.isa)) {
+      std::printf("[ skipped  ] %s: this CPU lacks %s\n", kd.name,
+                  std::string(isaName(kd.isa)).c_str());
+      continue;
+    }
+    ++ran;
+    for (const auto& [M, K, N, lda, azp] :
+         std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t>>{
+             {37, 100, 70, 100, 131},
+             {64, 256, 96, 256, 0},
+             {1, 3, 1, 3, 255},
+             {16, 128, 33, 192, 7},
+             {33, 769, 130, 769, 200},
+             {8, 64, 48, 64, 128}}) {
+      SCOPED_TRACE(std::string(kd.name) + " M=" + std::to_string(M) + " K=" + std::to_string(K) +
+                   " N=" + std::to_string(N));
+      std::vector<uint8_t> a(size_t(M * lda));
+      for (auto& v : a) v = uint8_t(rng());
+      std::vector<int16_t> w(size_t(K * N));
+      for (auto& v : w) v = int16_t(int(rng() % 256) - 128);
+      if (M == 1) a[0] = 255, a[1] = 255, a[2] = 255, w[0] = w[1] = w[2] = -128; // 3 * 255 * -128
+      std::vector<uint8_t> packed(size_t(dqgemmPackedBytes(kd, K, N)));
+      packDqGemmWeights(kd, K, N, w.data(), packed.data());
+      std::vector<int32_t> colSum(size_t(N), 0);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) colSum[size_t(n)] += w[size_t(k * N + n)];
+      std::vector<float> scale(static_cast<size_t>(N));
+      for (auto& f : scale) f = float(1e-4 * double(int(rng() % 2001) - 1000));
+      std::vector<float> want(size_t(M * N));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          int64_t acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += int64_t(int32_t(a[size_t(m * lda + k)]) - azp) * w[size_t(k * N + n)];
+          want[size_t(m * N + n)] = float(int32_t(acc)) * scale[size_t(n)];
+        }
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> got(want.size(), -1.0f);
+        dqgemm(kd, M, N, K, a.data(), lda, azp, packed.data(), colSum.data(), scale.data(),
+               got.data(), N, p);
+        EXPECT_EQ(got, want) << (p ? "2 threads" : "1 thread");
+      }
+    }
+  }
+  std::printf("[ info     ] %d DqGemm kernels ran\n", ran);
+  const std::vector<int16_t> wide = {1, -129};
+  EXPECT_FALSE(dqgemmTakes(wide.data(), 2));
+  EXPECT_TRUE(dqgemmTakes(wide.data(), 1));
 }
 
 } // namespace

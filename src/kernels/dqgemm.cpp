@@ -1,0 +1,129 @@
+#include "kernels/dqgemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/thread_pool.h"
+
+namespace aicc::kernels {
+
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Quads of k per packed panel row, padded to the kernel's K alignment.
+int64_t kgroupsOf(const KernelDesc& kd, int64_t K) {
+  const int64_t u = std::max(1, kd.kuAlign);
+  return ceilDiv(ceilDiv(K, 4), u) * u;
+}
+
+// Wrap-around int32 of an int64 (the offsets are exact modulo 2^32, as the kernels' adds).
+int32_t wrap32(int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(v)); }
+
+} // namespace
+
+bool dqgemmTakes(const int16_t* w, int64_t count) {
+  return std::all_of(w, w + count, [](int16_t v) { return v >= -128 && v <= 127; });
+}
+
+int64_t dqgemmPackedBytes(const KernelDesc& kd, int64_t K, int64_t N) {
+  return ceilDiv(N, kd.nr) * kgroupsOf(kd, K) * kd.nr * 4;
+}
+
+void packDqGemmWeights(const KernelDesc& kd, int64_t K, int64_t N, const int16_t* w, void* dst) {
+  const int64_t kg = kgroupsOf(kd, K), NR = kd.nr;
+  auto* d = static_cast<uint8_t*>(dst);
+  std::memset(d, 0, size_t(dqgemmPackedBytes(kd, K, N)));
+  for (int64_t p = 0; p * NR < N; ++p)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < NR && p * NR + j < N; ++j) {
+        const int v = w[k * N + p * NR + j];
+        d[((p * kg + k / 4) * NR + j) * 4 + k % 4] =
+            kd.aRows ? static_cast<uint8_t>(static_cast<int8_t>(v)) : static_cast<uint8_t>(v + 128);
+      }
+}
+
+void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a, int64_t lda,
+            int32_t azp, const void* wp, const int32_t* colSum, const float* scale, float* y,
+            int64_t ldy, ThreadPool* pool) {
+  if (M <= 0 || N <= 0) return;
+  const int64_t kg = kgroupsOf(kd, K), MR = kd.mr, NR = kd.nr;
+  const int64_t panels = ceilDiv(N, NR), blocks = ceilDiv(M, MR);
+  // Per-call buffers, grown once per thread (the workers get their pointers).
+  thread_local std::vector<int32_t> colOff, rowOff;
+  thread_local std::vector<float> sc;
+  thread_local std::vector<uint8_t> packedA;
+  const int32_t shift = kd.aRows ? 0 : 128; // VNNI: the weights are stored plus 128
+  colOff.assign(size_t(panels * NR), 0);
+  sc.assign(size_t(panels * NR), 0.0f);
+  for (int64_t n = 0; n < N; ++n) {
+    colOff[size_t(n)] = wrap32(int64_t(shift - azp) * colSum[n]);
+    sc[size_t(n)] = scale[n];
+  }
+  rowOff.assign(size_t(blocks * MR), 0);
+  const uint8_t* A = a;
+  int64_t aStride = lda;
+  if (kd.aRows) {
+    // AMX reads 64 bytes of k a step and 16 or 32 rows a tile: in place when those exist.
+    if (K % 64 != 0 || M % 16 != 0) {
+      aStride = kg * 4;
+      packedA.assign(size_t(blocks * MR * aStride), 0);
+      for (int64_t m = 0; m < M; ++m)
+        std::memcpy(packedA.data() + m * aStride, a + m * lda, size_t(K));
+      A = packedA.data();
+    }
+  } else {
+    // VNNI: blocks of MR rows as [kg][MR][4] int8 quads of a - 128 (k past K and rows past M: 0),
+    // with sum_k (a - 128) (w + 128) = sum a w + 128 sum a - 128 sum w - 16384 K undone by
+    // rowOff = 16384 K - 128 sum a and colOff = (128 - azp) sum w.
+    packedA.assign(size_t(blocks * kg * MR * 4), 0);
+    for (int64_t m = 0; m < M; ++m) {
+      const uint8_t* row = a + m * lda;
+      uint8_t* d = packedA.data() + (m / MR) * kg * MR * 4 + (m % MR) * 4;
+      int64_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) sum += row[k];
+      const int64_t whole = K / 4;
+      for (int64_t q = 0; q < whole; ++q) {
+        uint32_t v;
+        std::memcpy(&v, row + 4 * q, 4);
+        v ^= 0x80808080u;
+        std::memcpy(d + q * MR * 4, &v, 4);
+      }
+      for (int64_t k = whole * 4; k < K; ++k) d[whole * MR * 4 + k % 4] = row[k] ^ 0x80;
+      rowOff[size_t(m)] = wrap32(16384 * K - 128 * sum);
+    }
+    A = packedA.data();
+  }
+  const int32_t *co = colOff.data(), *ro = rowOff.data();
+  const float* s = sc.data();
+  const auto* w = static_cast<const uint8_t*>(wp);
+  // Tiles panel-major (each panel's row blocks in a row, its weights staying in cache), split into
+  // one contiguous range per thread.
+  const int64_t tiles = panels * blocks;
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), tiles) : 1;
+  auto part = [&](int64_t t) {
+    for (int64_t i = tiles * t / T; i < tiles * (t + 1) / T; ++i) {
+      const int64_t p = i / blocks, blk = i % blocks;
+      DqGemmTileParams tp;
+      tp.a = kd.aRows ? A + blk * MR * aStride : A + blk * kg * MR * 4;
+      tp.lda = aStride;
+      tp.b = w + p * kg * NR * 4;
+      tp.kgroups = kg;
+      tp.mr = std::min(MR, M - blk * MR);
+      tp.nr = std::min(NR, N - p * NR);
+      tp.rowOffset = ro + blk * MR;
+      tp.colOffset = co + p * NR;
+      tp.scale = s + p * NR;
+      tp.y = y + blk * MR * ldy + p * NR;
+      tp.ldy = ldy;
+      kd.dqgemm(tp);
+    }
+  };
+  if (T > 1)
+    pool->parallelFor(T, part);
+  else
+    part(0);
+}
+
+} // namespace aicc::kernels
