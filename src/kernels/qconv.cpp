@@ -142,9 +142,10 @@ void packPanel(const QConvShape& s, const QGeom& g, int64_t NR, const uint8_t* x
 // panel (Intel Xeon, AMX tile, resnet50 int8 at 1 thread: 26-31 ms with 1 MB, 21-22 ms with 4).
 constexpr int64_t kWholeIm2colBytes = int64_t(1) << 22;
 
+// y: bytes (requantized by factor), or int32 sums with factor null (ConvInteger).
 template <class E, int KG>
 void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const uint8_t* x,
-             const uint8_t* wp, const int32_t* rowOffset, const float* factor, uint8_t* y,
+             const uint8_t* wp, const int32_t* rowOffset, const float* factor, void* y,
              ThreadPool* pool) {
   const QGeom g(kd, s);
   const uint8_t flip = q.xSigned ? 0x80 : 0;
@@ -159,7 +160,9 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t grp = 0; grp < s.group; ++grp) {
       const uint8_t* xg = x + (n * s.C + grp * g.cg) * s.H * s.W;
-      uint8_t* yg = y + (n * s.M + grp * g.mg) * g.P;
+      const int64_t yOff = (n * s.M + grp * g.mg) * g.P; // the group's first output element
+      uint8_t* yg = factor ? static_cast<uint8_t*>(y) + yOff : nullptr;
+      int32_t* y32g = factor ? nullptr : static_cast<int32_t*>(y) + yOff;
       // A last panel of at most 4 pixels (a 7x7 layer's 49 = 48 + 1) goes with the panel before
       // it: each A panel is then used for both while it is in cache, instead of streaming all the
       // weights once more for a few pixels.
@@ -216,11 +219,14 @@ void runGemm(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
           t.a = wp + (grp * g.mPanels + mp) * g.aPanelBytes;
           t.mr = std::min<int64_t>(kd.mr, g.mg - m0);
           t.rowOffset = rowOffset + mo;
-          t.factor = factor + mo;
-          t.b = panel.data(), t.nr = nr, t.y = yg + m0 * g.P + p0;
+          t.factor = factor ? factor + mo : nullptr;
+          t.b = panel.data(), t.nr = nr;
+          const int64_t at = m0 * g.P + p0;
+          t.y = yg ? yg + at : nullptr, t.y32 = y32g ? y32g + at : nullptr;
           kd.qgemm(t);
           if (withTail) {
-            t.b = tailPanel.data(), t.nr = tail, t.y = yg + m0 * g.P + p0 + nr;
+            t.b = tailPanel.data(), t.nr = tail;
+            t.y = yg ? yg + at + nr : nullptr, t.y32 = y32g ? y32g + at + nr : nullptr;
             kd.qgemm(t);
           }
         }
@@ -319,11 +325,10 @@ void qconv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
         int32_t(uint32_t(bias ? bias[m] : 0) - uint32_t(uzp) * uint32_t(rowSum[m]));
   const auto* xb = static_cast<const uint8_t*>(x);
   const auto* wb = static_cast<const uint8_t*>(wp);
-  auto* yb = static_cast<uint8_t*>(y);
   if (kd.kg == 4)
-    runGemm<uint8_t, 4>(kd, s, q, xb, wb, rowOffset.data(), factor, yb, pool);
+    runGemm<uint8_t, 4>(kd, s, q, xb, wb, rowOffset.data(), factor, y, pool);
   else
-    runGemm<int16_t, 2>(kd, s, q, xb, wb, rowOffset.data(), factor, yb, pool);
+    runGemm<int16_t, 2>(kd, s, q, xb, wb, rowOffset.data(), factor, y, pool);
 }
 
 bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias) {

@@ -59,7 +59,8 @@ int64_t qconvPackedBytes(const KernelDesc& kd, const QConvShape& s);
 // Packs w [M, Kc] (w - wzp, int16 rows) into dst (qconvPackedBytes bytes).
 void packQConvWeights(const KernelDesc& kd, const QConvShape& s, const int16_t* w, void* dst);
 // x [N, C, H, W] (u8/i8 bytes), wp packed by packQConvWeights, rowSum [M] (sum of each row of
-// w - wzp), bias [M] or null, factor [M] (finite), y [N, M, OH, OW]. Runs on `pool`.
+// w - wzp), bias [M] or null, factor [M] (finite), y [N, M, OH, OW]. Runs on `pool`. With factor
+// null, y is int32: the exact sums bias + sum (x - xzp) (w - wzp) (ONNX ConvInteger, no bias).
 void qconv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, const void* x,
              const void* wp, const int32_t* rowSum, const int32_t* bias, const float* factor,
              void* y, ThreadPool* pool);

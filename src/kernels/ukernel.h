@@ -128,7 +128,8 @@ void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, u
 //   KG = 2: A int16, B int16: one pmaddwd per lane (any w - wzp in [-255, 255]).
 // Rows >= mr and columns >= nr are padding (read, never stored); k padding holds zero weights.
 // Requantization per row r: v = float(acc + rowOffset[r]) * factor[r] (f32, as the reference
-// kernel), rounded half to even, + yzp, saturated to [lo, hi], stored as one byte per column.
+// kernel), rounded half to even, + yzp, saturated to [lo, hi], stored as one byte per column; or,
+// with y32 set (ConvInteger), acc + rowOffset[r] stored as int32 at y32 + r * ldy (factor unused).
 struct QGemmTileParams {
   const void* a;
   const void* b;
@@ -139,6 +140,7 @@ struct QGemmTileParams {
   int32_t yzp, lo, hi;      // zero point and saturation bounds of y (0/255 or -128/127)
   uint8_t* y;               // first row; row r at y + r * ldy
   int64_t ldy;
+  int32_t* y32 = nullptr; // int32 results instead of y (no requantization)
 };
 using QGemmUkernelFn = void (*)(const QGemmTileParams&);
 void u8s8_qgemm_avx512vnni_8x48(const QGemmTileParams& p);

@@ -120,6 +120,15 @@ void u8s8_qgemm_amx_32x32(const QGemmTileParams& p) {
   alignas(64) int32_t acc[32 * 32];
   products<Dot::SU>(p.mr, p.nr, p.a, p.b, p.kgroups, acc);
   const bool n2 = p.nr > 16;
+  if (p.y32) { // ConvInteger: the int32 sums
+    const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
+    for (int64_t r = 0; r < p.mr; ++r)
+      for (int v = 0; v < (n2 ? 2 : 1); ++v)
+        _mm512_mask_storeu_epi32(p.y32 + r * p.ldy + v * 16, m[v],
+                                 _mm512_add_epi32(_mm512_load_si512(acc + r * 32 + v * 16),
+                                                  _mm512_set1_epi32(p.rowOffset[r])));
+    return;
+  }
   const Requant requant(p.yzp, p.lo, p.hi);
   const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
   for (int64_t r = 0; r < p.mr; ++r) {

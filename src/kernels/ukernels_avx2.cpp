@@ -78,6 +78,20 @@ template <int ROWS> void tile16(const GemmTileParams& p) {
     detail::gemmTile<V256, 6, ROWS, 2>(p);
 }
 
+// ConvInteger's int32 sums of a rows x (8 * nv) tile (acc row-major, nv vectors a row) plus the
+// row offsets: one out-of-line loop for every tile shape (the runtime has a size budget).
+__attribute__((noinline)) void storeSums(const __m256i* acc, int rows, int nv,
+                                         const QGemmTileParams& p) {
+  for (int r = 0; r < rows; ++r) {
+    alignas(32) int32_t out[24];
+    for (int j = 0; j < nv; ++j)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(out + 8 * j),
+                         _mm256_add_epi32(acc[r * nv + j], _mm256_set1_epi32(p.rowOffset[r])));
+    const int64_t n = p.nr < 8 * nv ? p.nr : 8 * nv;
+    for (int64_t c = 0; c < n; ++c) p.y32[r * p.ldy + c] = out[c];
+  }
+}
+
 // int8 convolution tile (kernels/ukernel.h, KG = 2): ROWS x (8 * NV) outputs, A [q][4][2] int16,
 // B [q][24][2] int16; pmaddwd sums two exact int16 products per int32 lane.
 template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
@@ -101,6 +115,7 @@ template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
         acc[r][j] = _mm256_add_epi32(acc[r][j], _mm256_madd_epi16(bv[j], w));
     }
   }
+  if (p.y32) return storeSums(&acc[0][0], ROWS, NV, p); // ConvInteger
   // Requantization as the AVX-512 tile (ukernels_avx512vnni.cpp): clamp in float, round half to
   // even, add the zero point, saturate; the bytes leave through a small buffer.
   const __m256 flo = _mm256_set1_ps(float(p.lo - p.yzp - 1)),

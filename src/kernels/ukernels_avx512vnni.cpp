@@ -80,10 +80,21 @@ inline void dotPanels(__m512i (&acc)[ROWS][NV], const int32_t* rowOffset, const 
   }
 }
 
+// ConvInteger's int32 sums of a rows x (16 * nv) tile (acc row-major, nv vectors a row), stored
+// as they are: one out-of-line loop for every tile shape (the runtime has a size budget).
+__attribute__((noinline)) void storeSums(const __m512i* acc, int rows, int nv,
+                                         const QGemmTileParams& p) {
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < nv && p.nr > 16 * j; ++j)
+      _mm512_mask_storeu_epi32(p.y32 + r * p.ldy + 16 * j, V512::maskFor(p.nr - 16 * j),
+                               acc[r * nv + j]);
+}
+
 // ROWS x (16 * NV) outputs; A is [q][8][4] int8, B is [q][48][4] uint8 (kernels/ukernel.h).
 template <int ROWS, int NV> void qtile(const QGemmTileParams& p) {
   __m512i acc[ROWS][NV]; // from the row offsets (bias - xzp * row sum)
   dotPanels<ROWS, NV>(acc, p.rowOffset, p.a, p.b, p.kgroups);
+  if (p.y32) return storeSums(&acc[0][0], ROWS, NV, p); // ConvInteger
   if constexpr (ROWS % 4 == 0) {
     bool fast = true;
     for (int r = 0; r < ROWS; ++r) fast = fast && Requant4::applies(p.factor[r]);
@@ -305,7 +316,7 @@ inline void toF32Row(const uint8_t* x, int64_t n, bool isSigned, float zp, float
 void qgemvCols(const QGemmTileParams& p) {
   const __mmask8 rows = __mmask8((1u << p.mr) - 1u);
   const __m256i off = _mm256_maskz_loadu_epi32(rows, p.rowOffset);
-  const __m256 f = _mm256_maskz_loadu_ps(rows, p.factor);
+  const __m256 f = p.y32 ? _mm256_setzero_ps() : _mm256_maskz_loadu_ps(rows, p.factor);
   const Requant requant(p.yzp, p.lo, p.hi);
   for (int64_t j = 0; j < p.nr; ++j) {
     // Four independent sums over the k groups (integer addition: the same total in any order).
@@ -320,6 +331,12 @@ void qgemvCols(const QGemmTileParams& p) {
     }
     const __m256i sum =
         _mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3]));
+    if (p.y32) { // ConvInteger: the int32 sums
+      alignas(32) int32_t s32[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(s32), sum);
+      for (int64_t r = 0; r < p.mr; ++r) p.y32[r * p.ldy + j] = s32[r];
+      continue;
+    }
     // The 8 rows in the low half of a 16-lane requantization (the high half is 0 and unused).
     alignas(16) uint8_t out[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(out),

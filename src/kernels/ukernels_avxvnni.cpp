@@ -34,6 +34,17 @@ void u8s8_qgemm_avxvnni_4x24(const QGemmTileParams& p) {
       for (int j = 0; j < 3; ++j) acc[r][j] = _mm256_dpbusd_avx_epi32(acc[r][j], bv[j], w);
     }
   }
+  if (p.y32) { // ConvInteger: the int32 sums
+    for (int64_t r = 0; r < p.mr; ++r) {
+      alignas(32) int32_t out[24];
+#pragma GCC unroll 3
+      for (int j = 0; j < 3; ++j)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 8 * j), acc[r][j]);
+      const int64_t n = p.nr < 24 ? p.nr : 24;
+      for (int64_t c = 0; c < n; ++c) p.y32[r * p.ldy + c] = out[c];
+    }
+    return;
+  }
   const __m256 flo = _mm256_set1_ps(float(p.lo - p.yzp - 1)),
                fhi = _mm256_set1_ps(float(p.hi - p.yzp + 1));
   const __m256i zp = _mm256_set1_epi32(p.yzp), lo = _mm256_set1_epi32(p.lo),

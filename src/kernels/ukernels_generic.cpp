@@ -49,6 +49,12 @@ void qtile(const QGemmTileParams& p) {
     for (int r = 0; r < 4; ++r)
       for (int j = 0; j < 8; ++j)
         acc[r][j] += uint32_t(int32_t(a[2 * r]) * b[2 * j] + int32_t(a[2 * r + 1]) * b[2 * j + 1]);
+  if (p.y32) { // ConvInteger: the int32 sums
+    for (int64_t r = 0; r < p.mr; ++r)
+      for (int64_t j = 0; j < p.nr; ++j)
+        p.y32[r * p.ldy + j] = int32_t(acc[r][j] + uint32_t(p.rowOffset[r]));
+    return;
+  }
   const float flo = float(p.lo - p.yzp - 1), fhi = float(p.hi - p.yzp + 1);
   for (int64_t r = 0; r < p.mr; ++r)
     for (int64_t j = 0; j < p.nr; ++j) {

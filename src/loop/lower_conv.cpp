@@ -516,6 +516,8 @@ std::optional<LoweredNode> lowerConvFamily(const Node& n, const std::string& nam
   if (!blocked &&
       (!n.domain.empty() || (n.op != "Conv" && n.op != "ConvTranspose" && n.op != "ConvInteger")))
     return std::nullopt;
+  if (n.op == "ConvInteger" && n.domain.empty())
+    if (auto call = lowerConvIntegerCall(n, name, o)) return call;
   FuncBuilder b(n, name, "conv");
   std::string out = b.output(0);
   Schedule sched;

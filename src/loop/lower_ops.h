@@ -227,6 +227,9 @@ ConvShape convShape(const Node& head, const Dims& xd, const Dims& wd, const Dims
 // QLinearGlobalAveragePool (lower_quant.cpp) and QLinearConv (lower_qconv.cpp); JIT only.
 std::optional<LoweredNode> lowerQuantFamily(const Node& n, const std::string& name,
                                             const LowerOptions& o);
+// ConvInteger with constant weights on the int8 GEMM kernels (int32 results), or nullopt.
+std::optional<LoweredNode> lowerConvIntegerCall(const Node& n, const std::string& name,
+                                                const LowerOptions& o);
 std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
                                       const LowerOptions& o);
 

@@ -17,9 +17,9 @@ namespace aicc::loop::detail {
 
 namespace {
 
-// (w - wzp[m]) as int16 rows [M, Kc].
-Tensor shiftedWeights(const Node& n, const Tensor& w, int64_t M) {
-  std::vector<double> wzp = quantConst(n, 5, M, "w_zero_point");
+// (w - wzp[m]) as int16 rows [M, Kc], w_zero_point input `zpAt`.
+Tensor shiftedWeights(const Node& n, const Tensor& w, int64_t M, size_t zpAt = 5) {
+  std::vector<double> wzp = quantConst(n, zpAt, M, "w_zero_point");
   const int64_t Kc = w.numel() / M;
   Tensor t(DType::I16, {M, Kc});
   for (int64_t m = 0; m < M; ++m)
@@ -67,6 +67,25 @@ kernels::QConvShape qshape(const std::vector<int64_t>& g) {
   kernels::QConvShape s;
   for (size_t j = 0; j < 16; ++j) s.*kernels::QConvShape::kGeometry[j] = g[j];
   return s;
+}
+
+// The GEMM form's weight arguments: w16 packed for kd's tile, and its row sums.
+std::vector<CallArg> gemmWeights(FuncBuilder& b, const kernels::KernelDesc& kd,
+                                 const kernels::QConvShape& qs, const Tensor& w16, int64_t M,
+                                 const LowerOptions& o) {
+  Tensor packed(DType::U8, {kernels::qconvPackedBytes(kd, qs)});
+  if (!o.probe) kernels::packQConvWeights(kd, qs, w16.data<int16_t>(), packed.raw());
+  Tensor rowSum(DType::I32, {M});
+  const int64_t Kc = w16.numel() / M;
+  for (int64_t m = 0; m < M; ++m) {
+    int64_t sum = 0;
+    for (int64_t k = 0; k < Kc; ++k) sum += w16.data<int16_t>()[m * Kc + k];
+    rowSum.data<int32_t>()[m] = static_cast<int32_t>(sum);
+  }
+  return {bufferArg(b.constant("wp", std::move(packed),
+                               fmt::format("{} panels of {}x{}x{} (k-groups x rows x k), w - wzp",
+                                           kd.name, (Kc + kd.kg - 1) / kd.kg, kd.mr, kd.kg))),
+          bufferArg(b.constant("rowsum", std::move(rowSum), "i32 [M]"))};
 }
 
 } // namespace
@@ -132,20 +151,7 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   } else {
     const auto& kd = gemmKernel(w16, o.kernelIsa);
     callee = "qconv2d_nchw_" + std::string(kd.name);
-    Tensor packed(DType::U8, {kernels::qconvPackedBytes(kd, qs)});
-    if (!o.probe) kernels::packQConvWeights(kd, qs, w16.data<int16_t>(), packed.raw());
-    Tensor rowSum(DType::I32, {s.M});
-    const int64_t Kc = w16.numel() / s.M;
-    for (int64_t m = 0; m < s.M; ++m) {
-      int64_t sum = 0;
-      for (int64_t k = 0; k < Kc; ++k) sum += w16.data<int16_t>()[m * Kc + k];
-      rowSum.data<int32_t>()[m] = static_cast<int32_t>(sum);
-    }
-    args.push_back(
-        bufferArg(b.constant("wp", std::move(packed),
-                             fmt::format("{} panels of {}x{}x{} (k-groups x rows x k), w - wzp",
-                                         kd.name, (Kc + kd.kg - 1) / kd.kg, kd.mr, kd.kg))));
-    args.push_back(bufferArg(b.constant("rowsum", std::move(rowSum), "i32 [M]")));
+    for (auto& a : gemmWeights(b, kd, qs, w16, s.M, o)) args.push_back(std::move(a));
     sched["layout"] = std::string("nchw; activations packed per call into ") +
                       std::to_string(kd.nr) + "-pixel panels; int32 accumulation";
     sched["parallel"] = std::vector<std::string>{"pixel panels x output channels"};
@@ -157,6 +163,46 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   for (int64_t v : {xzp, yzp, int64_t(xt == DType::I8) | int64_t(yt == DType::I8) << 1})
     args.push_back(intArg(v));
   sched["micro_kernel"] = callee;
+  sched["precision"] = std::string(kInt8Precision);
+  return b.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
+}
+
+// ConvInteger with constant weights (1-D / 2-D) on the same int8 GEMM kernels, without the
+// requantization: the tiles store the exact int32 sums (factor 0 in the @qconv2d_nchw call). The x
+// zero point may be a run-time scalar (DynamicQuantizeLinear's, in ONNX Runtime's
+// quantize_dynamic models), w's one per tensor or per output channel. Every group count runs the
+// GEMM form (a depthwise one with one weight row per group). nullopt where it does not apply (the
+// loop nest then runs it).
+std::optional<LoweredNode> lowerConvIntegerCall(const Node& n, const std::string& name,
+                                                const LowerOptions& o) {
+  const Value *xv = n.inputs.at(0), *wv = n.inputs.at(1), *yv = n.outputs.at(0);
+  const DType xt = xv->type.dtype;
+  if (!o.runtimeKernels || !wv->constant || !isQ8(xt) || !isQ8(wv->type.dtype)) return std::nullopt;
+  const Value* zv = n.hasInput(2) ? n.inputs[2] : nullptr;
+  if (zv && (zv->type.dtype != xt || numel(staticDims(zv, "x_zero_point")) != 1))
+    return std::nullopt;
+  if (n.hasInput(3) && !n.inputs[3]->constant) return std::nullopt;
+  ConvShape s = convShape(n, staticDims(xv, "x"), staticDims(wv, "w"), staticDims(yv, "y"));
+  if (s.in.size() != 1 && s.in.size() != 2) return std::nullopt;
+  const std::vector<int64_t> geo = geometry(s);
+  const kernels::QConvShape qs = qshape(geo);
+  Tensor w16 = shiftedWeights(n, *wv->constant, s.M, 3);
+  const auto& kd = gemmKernel(w16, o.kernelIsa);
+  FuncBuilder b(n, name, "conv");
+  const std::string callee = "qconv2d_nchw_" + std::string(kd.name);
+  std::vector<CallArg> args = {bufferArg(b.input(xv))};
+  for (auto& a : gemmWeights(b, kd, qs, w16, s.M, o)) args.push_back(std::move(a));
+  args.push_back(intArg(0)); // no bias
+  args.push_back(intArg(0)); // no factor: int32 sums
+  args.push_back(bufferArg(b.output(0)));
+  for (int64_t v : geo) args.push_back(intArg(v));
+  args.push_back(zv ? bufferArg(b.input(zv)) : intArg(0));
+  for (int64_t v : {int64_t(0), int64_t(xt == DType::I8)}) args.push_back(intArg(v));
+  Schedule sched;
+  sched["micro_kernel"] = callee;
+  sched["layout"] = std::string("nchw; activations packed per call into ") + std::to_string(kd.nr) +
+                    "-pixel panels; exact int32 sums";
+  sched["parallel"] = std::vector<std::string>{"pixel panels x output channels"};
   sched["precision"] = std::string(kInt8Precision);
   return b.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
 }

@@ -2,8 +2,9 @@
 // (ONNX QLinearConv, kernels/qconv.h; x [N,C,H,W] u8/i8, y [N,M,OH,OW] u8/i8, bias [M] i32,
 // factor [M] f32; G = the 16 geometry arguments N, C, H, W, M, group, KH, KW, sH, sW, padTop,
 // padLeft, padBottom, padRight, dilH, dilW; flags bit 0 = x is i8, bit 1 = y is i8):
-//   @qconv2d_nchw_<QConvGemm desc>(x, wp, rowSum, bias | 0, factor, y, G, xzp, yzp, flags)
-//       wp = w - wzp packed by kernels::packQConvWeights for that kernel, rowSum [M] i32
+//   @qconv2d_nchw_<QConvGemm desc>(x, wp, rowSum, bias | 0, factor | 0, y, G, xzp, yzp, flags)
+//       wp = w - wzp packed by kernels::packQConvWeights for that kernel, rowSum [M] i32; with
+//       factor 0, y is i32, the exact sums (ONNX ConvInteger: xzp may be a u8/i8 scalar buffer)
 //   @qdwconv_nchw_<DepthwiseConvNchw desc>(x, w, bias | 0, factor, y, G, xzp, yzp, flags)
 //       group == C; w [M, KH*KW] f32 (w - wzp)
 //   @qdwconv_nchw_<QDepthwise3x3 desc>(x, w, bias | 0, factor, y, G, xzp, yzp, flags)
@@ -44,13 +45,18 @@ int64_t intArg(const std::string& k, const std::vector<KernelArg>& a, size_t i) 
 }
 
 // The geometry (arguments first..first+15), zero points and flags.
-void convArgs(const std::string& k, const std::vector<KernelArg>& a, size_t first,
-              kernels::QConvShape& s, kernels::QConvParams& q) {
+void convArgs(const std::string& k, std::vector<KernelArg>& a, size_t first, kernels::QConvShape& s,
+              kernels::QConvParams& q) {
   for (size_t j = 0; j < 16; ++j) s.*kernels::QConvShape::kGeometry[j] = intArg(k, a, first + j);
-  q.xzp = static_cast<int32_t>(intArg(k, a, first + 16));
   q.yzp = static_cast<int32_t>(intArg(k, a, first + 17));
   const int64_t flags = intArg(k, a, first + 18);
   q.xSigned = flags & 1, q.ySigned = flags & 2;
+  if (first + 16 < a.size() && a[first + 16].isBuffer) { // a run-time x zero point
+    const auto* z = static_cast<const uint8_t*>(bytesAt(k, a, first + 16, 1, 1, "xzp"));
+    q.xzp = q.xSigned ? int32_t(int8_t(*z)) : int32_t(*z);
+  } else {
+    q.xzp = static_cast<int32_t>(intArg(k, a, first + 16));
+  }
   AICC_RT_CHECK(s.N > 0 && s.C > 0 && s.H > 0 && s.W > 0 && s.M > 0 && s.group > 0 &&
                     s.C % s.group == 0 && s.M % s.group == 0 && s.KH > 0 && s.KW > 0 &&
                     s.strideH > 0 && s.strideW > 0 && s.dilH > 0 && s.dilW > 0 && s.padTop >= 0 &&
@@ -75,8 +81,10 @@ void callQConv(const kernels::KernelDesc& d, const std::string& k, std::vector<K
   const auto* rowSum = static_cast<const int32_t*>(bytesAt(k, a, 2, s.M, 4, "rowSum"));
   const int32_t* bias = nullptr;
   if (a[3].isBuffer) bias = static_cast<const int32_t*>(bytesAt(k, a, 3, s.M, 4, "bias"));
-  const auto* factor = static_cast<const float*>(bytesAt(k, a, 4, s.M, 4, "factor"));
-  void* y = bytesAt(k, a, 5, s.N * s.M * s.OH() * s.OW(), 1, "y");
+  const bool sums = !a[4].isBuffer; // ConvInteger: int32 results
+  const auto* factor =
+      sums ? nullptr : static_cast<const float*>(bytesAt(k, a, 4, s.M, 4, "factor"));
+  void* y = bytesAt(k, a, 5, s.N * s.M * s.OH() * s.OW(), sums ? 4 : 1, "y");
   kernels::qconv2d(d, s, q, x, wp, rowSum, bias, factor, y, pool);
 }
 

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -70,6 +71,35 @@ void check(const std::string& text, const std::string& what, const std::string& 
     in.push_back(
         RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng, inputLimit)));
   expectJitMatches(m, in, {0, 0}, expect);
+}
+
+// The JIT with the kernels of each of `isas` this CPU has (the others printed as skipped): no
+// fallback, expect(isa) in some task's schedule, outputs bit-identical to `want`.
+void expectOnEveryIsa(const Model& m, const std::vector<RValue>& in,
+                      const std::vector<RValue>& want, std::initializer_list<kernels::Isa> isas,
+                      const std::string& what,
+                      const std::function<std::string(kernels::Isa)>& expect) {
+  for (kernels::Isa isa : isas) {
+    const std::string name(kernels::isaName(isa));
+    if (!kernels::cpuSupports(isa)) {
+      std::printf("[ skipped  ] %s on %s: this CPU lacks it\n", what.c_str(), name.c_str());
+      continue;
+    }
+    SCOPED_TRACE(what + " on " + name);
+    runtime::JitRunOptions opts;
+    opts.lower.kernelIsa = isa;
+    runtime::JitExecutable exe(*m.graph, opts);
+    EXPECT_EQ(exe.stats().fallback, 0);
+    std::string schedules;
+    for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
+    EXPECT_NE(schedules.find(expect(isa)), std::string::npos) << schedules;
+    const auto got = exe.run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      auto diff = compareValues(want[k], got[k], {0, 0});
+      EXPECT_FALSE(diff) << *diff;
+    }
+  }
 }
 
 TEST(JitQuant, QuantizeAndDequantizeMatchExactly) {
@@ -327,6 +357,42 @@ TEST(JitQuant, ConvIntegerMatchesExactly) {
 // DynamicQuantizeLinear lowered: the range pass, the scale and zero point, the quantization, as the
 // reference kernel bit for bit; an all-zero input (scale from the "mx == mn" branch), an
 // all-positive one (zero point 0) and a NaN (skipped by the range, quantized to 0).
+// ConvInteger with constant weights on the int8 convolution GEMM kernels (the QLinearConv tiles
+// storing their int32 sums, lower_qconv.cpp), on every ISA level this CPU has: a run-time x zero
+// point (DynamicQuantizeLinear's), per-channel w zero points, groups, padding, strides, a
+// depthwise layer, a 1-D dilated one with u8 weights outside int8 after their zero point (the
+// int16 kernels take those). Bit-identical to the interpreter.
+TEST(JitQuant, ConvIntegerOnInt8KernelsMatchesExactly) {
+  std::mt19937 rng(14);
+  const std::vector<std::string> graphs = {
+      "graph @g(%x: u8[2,4,9,8], %xz: u8[]) {\n" +
+          constText("w", DType::I8, {6, 2, 3, 3}, rng, 0, {-120, 5, 77, -3, 100, 0, -128}) +
+          constText("wz", DType::I8, {6}, rng, 0, {0, 3, -2, 7, 0, 1}) +
+          "  %y = ConvInteger(%x, %w, %xz, %wz) {group = 2, pads = [1, 1, 1, 1], strides = [2, "
+          "1]}\n  return %y\n}\n",
+      "graph @g(%x: u8[1,8,10,10], %xz: u8[]) {\n" +
+          constText("w", DType::I8, {8, 1, 3, 3}, rng, 0, {-9, 44, 120, -100, 3}) +
+          "  %y = ConvInteger(%x, %w, %xz) {group = 8, pads = [1, 1, 1, 1]}\n  return %y\n}\n",
+      "graph @g(%x: i8[1,3,11]) {\n" +
+          constText("w", DType::U8, {5, 3, 4}, rng, 0, {0, 255, 13, 200, 7}) +
+          "  %xz = const i8[] [-7]\n  %wz = const u8[] [128]\n"
+          "  %y = ConvInteger(%x, %w, %xz, %wz) {dilations = [2]}\n  return %y\n}\n"};
+  for (const std::string& text : graphs) {
+    Model m = parseWithShapes(text);
+    std::vector<RValue> in;
+    std::mt19937 r(5);
+    for (const Value* v : m.graph->inputs)
+      in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), r)));
+    const auto want = interpret(*m.graph, in);
+    SCOPED_TRACE(text);
+    expectOnEveryIsa(m, in, want,
+                     {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::AvxVnni,
+                      kernels::Isa::Avx2, kernels::Isa::Generic},
+                     "ConvInteger",
+                     [](kernels::Isa) { return std::string("micro_kernel = \"qconv2d_nchw_"); });
+  }
+}
+
 TEST(JitQuant, DynamicQuantizeLinearMatchesExactly) {
   const std::string g = "graph @g(%x: f32[3,41]) {\n  %y, %s, %z = DynamicQuantizeLinear(%x)\n"
                         "  return %y, %s, %z\n}\n";
@@ -382,23 +448,12 @@ TEST(JitQuant, DynamicQuantizedMatMulFoldsAndMatchesExactly) {
     // The folded op's own reference semantics are the unfolded graph's.
     auto diff = compareValues(want[0], interpret(*m.graph, {RValue::of(x)})[0], {0, 0});
     EXPECT_FALSE(diff) << "interpreter, folded: " << *diff;
-    for (kernels::Isa isa : {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::Avx2}) {
-      if (!kernels::cpuSupports(isa)) {
-        std::printf("[ skipped  ] MatMulIntegerToFloat for %s: this CPU lacks it\n",
-                    std::string(kernels::isaName(isa)).c_str());
-        continue;
-      }
-      runtime::JitRunOptions opts;
-      opts.lower.kernelIsa = isa;
-      runtime::JitExecutable exe(*m.graph, opts);
-      EXPECT_EQ(exe.stats().fallback, 0);
-      const auto* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, isa);
-      std::string schedules;
-      for (const auto& t : exe.tasks()) schedules += t.schedule + "\n";
-      EXPECT_NE(schedules.find(kd ? kd->name : "int32 sums"), std::string::npos) << schedules;
-      diff = compareValues(want[0], exe.run({RValue::of(x)})[0], {0, 0});
-      EXPECT_FALSE(diff) << kernels::isaName(isa) << ": " << *diff;
-    }
+    expectOnEveryIsa(m, {RValue::of(x)}, want,
+                     {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::Avx2},
+                     "MatMulIntegerToFloat", [](kernels::Isa isa) {
+                       const auto* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, isa);
+                       return std::string(kd ? kd->name : "int32 sums");
+                     });
   }
 }
 

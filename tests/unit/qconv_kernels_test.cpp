@@ -37,13 +37,15 @@ QConvShape shape(int64_t C, int64_t H, int64_t W, int64_t M, int64_t group, int6
   return s;
 }
 
-// The reference kernel's arithmetic (src/ops/quant_conv.cpp) on raw bytes.
+// The reference kernel's arithmetic (src/ops/quant_conv.cpp) on raw bytes; the int32 sums
+// before the requantization (ConvInteger's results, with the bias) into `sums`.
 std::vector<uint8_t> reference(const Case& c, const std::vector<uint8_t>& x,
                                const std::vector<int16_t>& w, const std::vector<int32_t>& bias,
-                               const std::vector<float>& factor) {
+                               const std::vector<float>& factor, std::vector<int32_t>& sums) {
   const QConvShape& s = c.s;
   const int64_t OH = s.OH(), OW = s.OW(), cg = s.C / s.group, mg = s.M / s.group;
   std::vector<uint8_t> y(size_t(s.N * s.M * OH * OW));
+  sums.assign(y.size(), 0);
   auto xval = [&](int64_t i) { return c.q.xSigned ? int32_t(int8_t(x[size_t(i)])) : x[size_t(i)]; };
   for (int64_t n = 0; n < s.N; ++n)
     for (int64_t m = 0; m < s.M; ++m)
@@ -61,6 +63,7 @@ std::vector<uint8_t> reference(const Case& c, const std::vector<uint8_t>& x,
                 acc += int64_t(xval(xi) - c.q.xzp) *
                        w[size_t((m * cg + ci) * s.KH * s.KW + ky * s.KW + kx)];
               }
+          sums[size_t(((n * s.M + m) * OH + oy) * OW + ox)] = int32_t(acc);
           const float v = float(int32_t(acc)) * factor[size_t(m)];
           const double lo = c.q.ySigned ? -128 : 0, hi = c.q.ySigned ? 127 : 255;
           const double r = std::clamp(double(std::nearbyint(v)) + c.q.yzp, lo, hi);
@@ -119,7 +122,8 @@ TEST(QConvKernels, GemmTilesMatchReferenceOnEveryIsa) {
         if (m % 11 == 5) factor[size_t(m)] = m % 2 ? 1.5f : 0.99f;
         for (int64_t i = 0; i < s.Kc(); ++i) rowSum[size_t(m)] += w[size_t(m * s.Kc() + i)];
       }
-      const auto want = reference(c, x, w, bias, factor);
+      std::vector<int32_t> sums;
+      const auto want = reference(c, x, w, bias, factor, sums);
       std::vector<uint8_t> wp(size_t(qconvPackedBytes(k, s)));
       packQConvWeights(k, s, w.data(), wp.data());
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
@@ -128,6 +132,12 @@ TEST(QConvKernels, GemmTilesMatchReferenceOnEveryIsa) {
                 got.data(), p);
         EXPECT_EQ(got, want) << k.name << " C=" << s.C << " M=" << s.M << " K=" << s.KH
                              << " group=" << s.group << (p ? " 2 threads" : "");
+        // Without a factor: the int32 sums (ConvInteger).
+        std::vector<int32_t> got32(sums.size(), -7);
+        qconv2d(k, s, c.q, x.data(), wp.data(), rowSum.data(), bias.data(), nullptr, got32.data(),
+                p);
+        EXPECT_EQ(got32, sums) << k.name << " int32 C=" << s.C << " M=" << s.M << " K=" << s.KH
+                               << " group=" << s.group << (p ? " 2 threads" : "");
       }
     }
   }
@@ -168,7 +178,8 @@ TEST(QConvKernels, DepthwiseMatchesReferenceOnEveryIsa) {
         factor[size_t(m)] = float(1e-4 * double(1 + rng() % 500));
       }
       ASSERT_TRUE(qdepthwiseExact(s, wf.data(), bias.data()));
-      const auto want = reference(c, x, w, bias, factor);
+      std::vector<int32_t> sums;
+      const auto want = reference(c, x, w, bias, factor, sums);
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
         std::vector<uint8_t> got(want.size(), 0xEE);
         qdepthwiseConv2d(k, s, c.q, x.data(), wf.data(), bias.data(), factor.data(), got.data(), p);
@@ -222,7 +233,8 @@ TEST(QConvKernels, Depthwise3x3Int8MatchesReference) {
         factor[size_t(m)] = float(1e-4 * double(1 + rng() % 2000)); // some outputs saturate
         if (m % 5 == 2) factor[size_t(m)] = 3.0f;                   // the clamping requantization
       }
-      const auto want = reference(c, x, w, bias, factor);
+      std::vector<int32_t> sums;
+      const auto want = reference(c, x, w, bias, factor, sums);
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
         std::vector<uint8_t> got(want.size(), 0xEE);
         qdepthwise3x3(k, s, c.q, x.data(), packed.data(), bias.data(), factor.data(), got.data(),
