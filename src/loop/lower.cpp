@@ -1,5 +1,8 @@
 #include "loop/lower.h"
 
+#include "interp/interpreter.h"
+#include "kernels/lut.h"
+#include "kernels/registry.h"
 #include "loop/compute.h"
 #include "loop/lower_ops.h"
 #include "loop/simplify.h"
@@ -127,6 +130,7 @@ private:
     for (const Value* o : n_.outputs) outParams.push_back(fresh(o->name));
     collectLeaves(innerOut);
     for (auto& l : leaves_) l.param = fresh(l.inner->name);
+    if (auto table = tableLookup(funcName, innerOut, outParams)) return table;
 
     coalesce();
     std::vector<std::string> vars;
@@ -190,6 +194,115 @@ private:
         parallelVar.empty() ? std::vector<std::string>{} : std::vector<std::string>{parallelVar};
     f.schedule["vector_width"] = width;
     if (opts_.simplify) simplifyFunc(f);
+    return ln;
+  }
+
+  // A region whose only operand read from memory is an 8-bit tensor of the output's shape, with an
+  // 8-bit result (a QDQ model's DequantizeLinear -> Sigmoid -> QuantizeLinear, or HardSwish, Tanh,
+  // a BatchNormalization's per-channel Mul / Add between them) is a function of 256 values per
+  // channel (the one axis its constants vary along, if any): tabulated here by the reference
+  // kernels (the compiled result is then the interpreter's, bit for bit) and looked up by the
+  // runtime's @lut8 (kernels/lut.h: 64 bytes per two vpermi2b with AVX512-VBMI). Taken where the
+  // region computes something dearer than a lookup (a transcendental, a division), and for any
+  // region where this CPU has the vector lookup and the target is at least AVX512-VNNI (the JIT,
+  // a native artifact); nullopt otherwise.
+  std::optional<LoweredNode> tableLookup(const std::string& funcName,
+                                         const std::vector<const Value*>& innerOut,
+                                         const std::vector<std::string>& outParams) {
+    static const std::set<std::string> kDear = {
+        "Sigmoid",  "Tanh",       "Exp",   "Log",   "Erf",  "Gelu", "Swish", "HardSwish",
+        "Softplus", "Softsign",   "Mish",  "Elu",   "Selu", "Celu", "Div",   "Pow",
+        "Sqrt",     "Reciprocal", "Sin",   "Cos",   "Tan",  "Asin", "Acos",  "Atan",
+        "Sinh",     "Cosh",       "Asinh", "Acosh", "Atanh"};
+    if (!opts_.runtimeKernels || innerOut.size() != 1 || leaves_.empty()) return std::nullopt;
+    const DType out = n_.outputs[0]->type.dtype;
+    auto byte = [](DType t) { return t == DType::U8 || t == DType::I8; };
+    // The data (the one 8-bit leaf of the output's shape) and the per-channel constants.
+    const Leaf* data = nullptr;
+    std::vector<const Leaf*> perChannel;
+    size_t axis = dims_.size();
+    for (const Leaf& l : leaves_) {
+      if (byte(l.inner->type.dtype) && l.shape == dims_ && !data) {
+        data = &l;
+        continue;
+      }
+      const Value* c = l.outer;
+      if (!c->constant) return std::nullopt;
+      const size_t off = dims_.size() - l.shape.size();
+      for (size_t d = 0; d < l.shape.size(); ++d)
+        if (l.shape[d] != 1) {
+          if (axis != dims_.size() && axis != off + d) return std::nullopt;
+          axis = off + d;
+        }
+      perChannel.push_back(&l);
+    }
+    if (!data || !byte(out)) return std::nullopt;
+    const bool vectorLookup =
+        kernels::lut8HasVector() && kernels::isaWithin(kernels::Isa::Avx512Vnni, opts_.kernelIsa);
+    if (!vectorLookup && std::none_of(nodes_.begin(), nodes_.end(),
+                                      [](const Node* x) { return kDear.count(x->op); }))
+      return std::nullopt;
+    const DType in = data->inner->type.dtype;
+    const int64_t channels = axis < dims_.size() ? dims_[axis] : 1;
+    int64_t outer = 1, inner = 1; // the dims before the channel axis, and after it (or all)
+    for (size_t d = 0; d < dims_.size(); ++d)
+      if (d != axis) (d < axis && axis < dims_.size() ? outer : inner) *= dims_[d];
+    // Per channel, the region's nodes on the 256 values of the input type (index x ^ flip), the
+    // per-channel constants at that channel.
+    Tensor tables(DType::U8, {channels, 256});
+    Tensor xs(in, {256});
+    for (int64_t i = 0; i < 256; ++i) xs.setI64(i, in == DType::U8 ? i : i - 128);
+    for (int64_t c = 0; c < channels; ++c) {
+      std::map<const Value*, RValue> vals;
+      vals[data->inner] = RValue::of(xs);
+      for (const Leaf* l : perChannel) {
+        const Tensor& t = *l->outer->constant;
+        Tensor one(t.dtype(), {});
+        one.setF64(0, t.getF64(t.numel() == 1 ? 0 : c));
+        vals[l->inner] = RValue::of(std::move(one));
+      }
+      const OuterLookup fetch = [&](const Value* v) -> const RValue* {
+        if (auto it = vals.find(v); it != vals.end()) return &it->second;
+        auto b = bind_.find(v);
+        const Value* k = b != bind_.end() ? b->second : v;
+        return k->constant ? &(vals[v] = RValue::of(*k->constant)) : nullptr;
+      };
+      try {
+        for (const Node* x : nodes_) {
+          std::vector<RValue> outs = runReferenceKernel(*x, fetch);
+          for (size_t k = 0; k < x->outputs.size() && k < outs.size(); ++k)
+            if (x->outputs[k]) vals[x->outputs[k]] = std::move(outs[k]);
+        }
+      } catch (const std::exception&) {
+        return std::nullopt; // the region's own lowering then says what is wrong, if anything
+      }
+      const RValue* r = fetch(innerOut[0]);
+      if (!r || r->kind != RValue::Kind::Tensor || r->tensor.numel() != 256 ||
+          r->tensor.dtype() != out)
+        return std::nullopt;
+      for (int64_t i = 0; i < 256; ++i)
+        tables.data<uint8_t>()[c * 256 + i] = static_cast<uint8_t>(r->tensor.getI64(i));
+    }
+    LoweredNode ln;
+    Func& f = ln.func;
+    f.name = funcName;
+    const std::string tp = fresh("tables");
+    f.params.push_back({data->param, in, data->shape, "", Role::In});
+    ln.inputs.push_back({data->param, data->outer});
+    f.params.push_back(
+        {tp, DType::U8, {channels, 256}, "u8 [C, 256]: the region at each input", Role::In});
+    ln.constants.push_back({tp, std::move(tables)});
+    f.params.push_back({outParams[0], out, dims_, "", Role::Out});
+    ln.outputs.push_back({outParams[0], n_.outputs[0]});
+    f.body = {Stmt::callKernel("lut8", {detail::bufferArg(data->param), detail::bufferArg(tp),
+                                        detail::bufferArg(outParams[0]), detail::intArg(outer),
+                                        detail::intArg(channels), detail::intArg(inner),
+                                        detail::intArg(in == DType::I8 ? 0x80 : 0)})};
+    f.schedule["kind"] = std::string("elementwise");
+    f.schedule["op"] = n_.domain.empty() ? n_.op : n_.domain + "." + n_.op;
+    f.schedule["micro_kernel"] = std::string("lut8");
+    f.schedule["precision"] = std::string(dtypeName(out)) + " (tables of the 256 inputs" +
+                              (channels > 1 ? " per channel" : "") + ", by the reference kernels)";
     return ln;
   }
 

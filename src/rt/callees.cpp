@@ -48,7 +48,8 @@
 //       descriptor picks the ISA of the sums)
 //   @qconv2d_nchw_<q desc>(...), @qdwconv_nchw_<nchw dw | q dw desc>(...)   ONNX QLinearConv, int8
 //       (rt/callees_quant.cpp); @qmatmul_u8s8(...)   QLinearMatMul with constant b (the same);
-//       @dqgemm_<DqGemm desc>(...)   com.microsoft.MatMulIntegerToFloat with constant b (the same)
+//       @dqgemm_<DqGemm desc>(...)   com.microsoft.MatMulIntegerToFloat with constant b (the same);
+//       @lut8(x, tables, y, outer, channels, inner, flip)   byte table lookups (the same)
 //   @check_indices_i64 / _i32(indices, count, dim)   Gather's index check (an error naming the
 //       index and the dimension)
 //   @check_reduce_axes(axes, count, rank, reduced, ones, flags)   a reduction's run-time axes
@@ -559,6 +560,7 @@ void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector
 void callQDw3x3(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                 kernels::ThreadPool* pool);
 void callQMatMul(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool);
+void callLut8(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool);
 void callDqGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                 kernels::ThreadPool* pool);
 
@@ -574,6 +576,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckReduceAxes(name, a); });
   if (name == "qmatmul_u8s8")
     return KernelFn([name, pool](std::vector<KernelArg>& a) { callQMatMul(name, a, pool); });
+  if (name == "lut8")
+    return KernelFn([name, pool](std::vector<KernelArg>& a) { callLut8(name, a, pool); });
   if (name == "check_targets_i64")
     return KernelFn([name](std::vector<KernelArg>& a) { callCheckTargets<int64_t>(name, a); });
   if (name == "check_targets_i32")

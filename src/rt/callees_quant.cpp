@@ -16,8 +16,11 @@
 //       com.microsoft.MatMulIntegerToFloat with constant b (kernels/dqgemm.h): a [M, K] u8, azp
 //       u8 scalar, wp = b - bzp packed by kernels::packDqGemmWeights, colSum [N] i32, aScale f32
 //       scalar, bScale f32 [N] (flags bit 0) or scalar, y [M, N] f32
+//   @lut8(x, tables, y, outer, channels, inner, flip)   y = tables[c][x ^ flip] over
+//       [outer, channels, inner] bytes (kernels/lut.h), tables [channels][256]
 // Buffer arguments: see rt/callees.h.
 #include "kernels/dqgemm.h"
+#include "kernels/lut.h"
 #include "kernels/qconv.h"
 #include "kernels/qmatmul.h"
 #include "rt/callees.h"
@@ -139,6 +142,19 @@ void callQMatMul(const std::string& k, std::vector<KernelArg>& a, kernels::Threa
   const auto* factor = static_cast<const double*>(bytesAt(k, a, 2, s.N, 8, "factor"));
   auto* y = static_cast<uint8_t*>(bytesAt(k, a, 3, s.R * s.N, 1, "y"));
   kernels::qmatmul(s, x, wT, factor, y, pool);
+}
+
+void callLut8(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 7, "call @{}: expects 7 arguments, got {}", k, a.size());
+  const int64_t outer = intArg(k, a, 3), channels = intArg(k, a, 4), inner = intArg(k, a, 5);
+  const int64_t flip = intArg(k, a, 6);
+  AICC_RT_CHECK(outer >= 0 && channels > 0 && inner >= 0 && (flip == 0 || flip == 0x80),
+                "call @{}: bad sizes or flip", k);
+  const int64_t n = outer * channels * inner;
+  const auto* x = static_cast<const uint8_t*>(bytesAt(k, a, 0, n, 1, "x"));
+  const auto* tables = static_cast<const uint8_t*>(bytesAt(k, a, 1, channels * 256, 1, "tables"));
+  auto* y = static_cast<uint8_t*>(bytesAt(k, a, 2, n, 1, "y"));
+  kernels::lut8(x, tables, y, outer, channels, inner, uint8_t(flip), pool);
 }
 
 void callDqGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,

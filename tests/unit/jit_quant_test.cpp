@@ -357,6 +357,50 @@ TEST(JitQuant, ConvIntegerMatchesExactly) {
 // DynamicQuantizeLinear lowered: the range pass, the scale and zero point, the quantization, as the
 // reference kernel bit for bit; an all-zero input (scale from the "mx == mn" branch), an
 // all-positive one (zero point 0) and a NaN (skipped by the range, quantized to 0).
+// An elementwise region whose only operand is an 8-bit tensor and whose result is 8-bit (a QDQ
+// model's DQ -> Sigmoid -> Q, each consumer with its own DQ as quantizers write them) runs as a
+// table lookup (@lut8, kernels/lut.h) with the table made
+// by the reference kernels: bit-identical to the interpreter. u8 and i8, odd sizes (the vector
+// loop's tail), a table per channel for per-channel constants (a BatchNormalization left between
+// DQ and Q), on each ISA level (the lookup's vector form is the CPU's: Kernels.Lut8*).
+TEST(JitQuant, EightBitRegionsRunAsTableLookups) {
+  const std::string text =
+      "graph @g(%a: u8[2,3,9,7], %b: i8[5,67]) {\n  %s = const f32[] [0.05]\n"
+      "  %z = const u8[] [117]\n  %s2 = const f32[] [0.004]\n  %z2 = const u8[] [3]\n"
+      "  %sb = const f32[] [0.02]\n  %zb = const i8[] [-5]\n  %three = const f32[] [3]\n"
+      "  %x = DequantizeLinear(%a, %s, %z) : f32[2,3,9,7]\n"
+      "  %g = Sigmoid(%x) : f32[2,3,9,7]\n  %y1 = QuantizeLinear(%g, %s2, %z2) : u8[2,3,9,7]\n"
+      "  %x2 = DequantizeLinear(%a, %s, %z) : f32[2,3,9,7]\n"
+      "  %h = HardSwish(%x2) : f32[2,3,9,7]\n  %y2 = QuantizeLinear(%h, %s, %z) : u8[2,3,9,7]\n"
+      "  %x3 = DequantizeLinear(%a, %s, %z) : f32[2,3,9,7]\n"
+      "  %d = Div(%x3, %three) : f32[2,3,9,7]\n  %y3 = QuantizeLinear(%d, %sb, %zb) : i8[2,3,9,7]\n"
+      "  %xb = DequantizeLinear(%b, %sb, %zb) : f32[5,67]\n"
+      "  %t = Tanh(%xb) : f32[5,67]\n  %y4 = QuantizeLinear(%t, %s2, %zb) : i8[5,67]\n"
+      "  %bn_s = const f32[3,1,1] [0.5, -1.25, 2]\n  %bn_b = const f32[3,1,1] [0.1, 0, -3]\n"
+      "  %x5 = DequantizeLinear(%a, %s, %z) : f32[2,3,9,7]\n"
+      "  %m5 = Mul(%x5, %bn_s) : f32[2,3,9,7]\n  %a5 = Add(%m5, %bn_b) : f32[2,3,9,7]\n"
+      "  %e5 = Exp(%a5) : f32[2,3,9,7]\n  %y5 = QuantizeLinear(%e5, %s2, %z2) : u8[2,3,9,7]\n"
+      "  return %y1, %y2, %y3, %y4, %y5\n}\n";
+  Model m = parseWithShapes(text);
+  std::mt19937 rng(15);
+  std::vector<RValue> in;
+  for (const Value* v : m.graph->inputs)
+    in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng)));
+  const auto want = interpret(*m.graph, in);
+  ASSERT_TRUE(fuseElementwise(m));
+  int lookups = 0;
+  {
+    runtime::JitExecutable exe(*m.graph);
+    for (const auto& t : exe.tasks())
+      lookups += t.schedule.find("micro_kernel = \"lut8\"") != std::string::npos;
+  }
+  EXPECT_EQ(lookups, 5) << printModel(m);
+  expectOnEveryIsa(
+      m, in, want,
+      {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::Avx2, kernels::Isa::Generic},
+      "8-bit regions", [](kernels::Isa) { return std::string("lut8"); });
+}
+
 // ConvInteger with constant weights on the int8 convolution GEMM kernels (the QLinearConv tiles
 // storing their int32 sums, lower_qconv.cpp), on every ISA level this CPU has: a run-time x zero
 // point (DynamicQuantizeLinear's), per-channel w zero points, groups, padding, strides, a

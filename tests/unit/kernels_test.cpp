@@ -17,6 +17,7 @@
 #include "kernels/conv.h"
 #include "kernels/conv_nchwc.h"
 #include "kernels/gemm.h"
+#include "kernels/lut.h"
 #include "kernels/registry.h"
 #include "kernels/thread_pool.h"
 #include "support/error.h"
@@ -1032,4 +1033,37 @@ TEST(Kernels, ThreadPoolRunsEveryTaskOnceAndPropagatesErrors) {
     pool.parallelFor(4, [&](int64_t) { pool.parallelFor(3, [&](int64_t) { ++total; }); });
     EXPECT_EQ(total.load(), 12);
   }
+}
+
+// The byte table lookups (kernels/lut.h), vector (AVX512-VBMI, where this CPU has it) and
+// portable, against tables[c][x ^ flip]: lengths around the 64-byte vector and its tail, u8 and
+// i8 indexing, one table and one per channel, in place, split over two threads.
+TEST(Kernels, Lut8MatchesTheTableOnEveryPath) {
+  if (!lut8HasVector()) std::printf("[ skipped  ] lut8 vector form: this CPU lacks avx512vbmi\n");
+  ThreadPool pool(2);
+  std::mt19937 rng(17);
+  struct Shape {
+    int64_t outer, channels, inner;
+  };
+  for (const Shape& s :
+       {Shape{1, 1, 0}, Shape{1, 1, 1}, Shape{1, 1, 63}, Shape{1, 1, 65}, Shape{1, 1, 600000},
+        Shape{2, 3, 49}, Shape{1, 32, 12544}, Shape{3, 5, 64}})
+    for (uint8_t flip : {uint8_t(0), uint8_t(0x80)}) {
+      const int64_t n = s.outer * s.channels * s.inner;
+      std::vector<uint8_t> tables(static_cast<size_t>(s.channels * 256));
+      for (auto& t : tables) t = uint8_t(rng());
+      std::vector<uint8_t> x(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+      for (auto& v : x) v = uint8_t(rng());
+      for (int64_t i = 0; i < n; ++i)
+        want[size_t(i)] = tables[size_t((i / s.inner) % s.channels * 256 + (x[size_t(i)] ^ flip))];
+      for (bool vector : {true, false}) {
+        std::vector<uint8_t> y(static_cast<size_t>(n), 0xEE), inPlace = x;
+        lut8(x.data(), tables.data(), y.data(), s.outer, s.channels, s.inner, flip, &pool, vector);
+        EXPECT_EQ(y, want) << s.outer << "x" << s.channels << "x" << s.inner
+                           << " flip=" << int(flip) << " vector=" << vector;
+        lut8(inPlace.data(), tables.data(), inPlace.data(), s.outer, s.channels, s.inner, flip,
+             nullptr, vector);
+        EXPECT_EQ(inPlace, want) << "in place, " << s.outer << "x" << s.channels << "x" << s.inner;
+      }
+    }
 }
