@@ -421,7 +421,8 @@ void qdepthwiseConv2d(const KernelDesc& kd, const QConvShape& s, const QConvPara
   d.strideH = s.strideH, d.strideW = s.strideW, d.dilH = s.dilH, d.dilW = s.dilW;
   d.padTop = s.padTop, d.padLeft = s.padLeft, d.padBottom = s.padBottom, d.padRight = s.padRight;
   for (int64_t n = 0; n < s.N; ++n) {
-    uint8_t* yn = static_cast<uint8_t*>(y) + n * s.M * P;
+    uint8_t* yn = factor ? static_cast<uint8_t*>(y) + n * s.M * P : nullptr;
+    int32_t* yn32 = factor ? nullptr : static_cast<int32_t*>(y) + n * s.M * P;
     const uint8_t* xn = static_cast<const uint8_t*>(x) + n * s.C * s.H * s.W;
     const float zp = float(q.xzp);
     const bool sgn = q.xSigned;
@@ -435,7 +436,10 @@ void qdepthwiseConv2d(const KernelDesc& kd, const QConvShape& s, const QConvPara
           }
         },
         [&](int64_t co, const float* acc) {
-          requantizePlane(acc, P, factor[co], q.yzp, lo, hi, yn + co * P);
+          if (yn32) // ConvInteger: the sums, exact integers below 2^24
+            for (int64_t p = 0; p < P; ++p) yn32[co * P + p] = static_cast<int32_t>(acc[p]);
+          else
+            requantizePlane(acc, P, factor[co], q.yzp, lo, hi, yn + co * P);
         },
         pool);
   }

@@ -80,7 +80,8 @@ void qdepthwise3x3(const KernelDesc& kd, const QConvShape& s, const QConvParams&
 // Whether every partial sum stays an integer below 2^24: |bias[m]| + 255 * sum |w'[m, .]|.
 bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias);
 // `dwKernel` a DepthwiseConvNchw kernel; w [M, KH*KW] as floats (w - wzp), bias [M] or null; the
-// caller has checked qdepthwiseExact (the lowering, on constant weights and bias).
+// caller has checked qdepthwiseExact (the lowering, on constant weights and bias). With factor
+// null, y is int32: the exact sums (ConvInteger).
 void qdepthwiseConv2d(const KernelDesc& dwKernel, const QConvShape& s, const QConvParams& q,
                       const void* x, const float* w, const int32_t* bias, const float* factor,
                       void* y, ThreadPool* pool);

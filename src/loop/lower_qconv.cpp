@@ -88,6 +88,26 @@ std::vector<CallArg> gemmWeights(FuncBuilder& b, const kernels::KernelDesc& kd,
           bufferArg(b.constant("rowsum", std::move(rowSum), "i32 [M]"))};
 }
 
+// The weights' arguments, the callee and the layout notes of the depthwise form on the f32 plane
+// kernels (wf: w - wzp as floats, checked exact) or, with wf null, of the GEMM form.
+std::string planeOrGemm(FuncBuilder& b, const LowerOptions& o, const kernels::QConvShape& qs,
+                        const Tensor& w16, int64_t M, Tensor* wf, std::vector<CallArg>& args,
+                        Schedule& sched) {
+  if (wf) {
+    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
+    args.push_back(bufferArg(b.constant("wf", std::move(*wf), "f32 [M, KH*KW], w - wzp")));
+    sched["layout"] = std::string("nchw; f32 planes of x - xzp (exact: sums below 2^24)");
+    sched["parallel"] = std::vector<std::string>{"channels"};
+    return "qdwconv_nchw_" + std::string(kd.name);
+  }
+  const auto& kd = gemmKernel(w16, o.kernelIsa);
+  for (auto& a : gemmWeights(b, kd, qs, w16, M, o)) args.push_back(std::move(a));
+  sched["layout"] = std::string("nchw; activations packed per call into ") + std::to_string(kd.nr) +
+                    "-pixel panels; exact int32 sums";
+  sched["parallel"] = std::vector<std::string>{"pixel panels x output channels"};
+  return "qconv2d_nchw_" + std::string(kd.name);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
@@ -142,19 +162,8 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
     args.push_back(bufferArg(b.constant("w8", std::move(w8), "i8 [M, 3, 4], rows of w - wzp")));
     sched["layout"] = std::string("nchw; uint8 rows, three taps per vpdpbusd; int32 accumulation");
     sched["parallel"] = std::vector<std::string>{"channels"};
-  } else if (depthwise) {
-    const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
-    callee = "qdwconv_nchw_" + std::string(kd.name);
-    args.push_back(bufferArg(b.constant("wf", std::move(wf), "f32 [M, KH*KW], w - wzp")));
-    sched["layout"] = std::string("nchw; f32 planes of x - xzp (exact: sums below 2^24)");
-    sched["parallel"] = std::vector<std::string>{"channels"};
   } else {
-    const auto& kd = gemmKernel(w16, o.kernelIsa);
-    callee = "qconv2d_nchw_" + std::string(kd.name);
-    for (auto& a : gemmWeights(b, kd, qs, w16, s.M, o)) args.push_back(std::move(a));
-    sched["layout"] = std::string("nchw; activations packed per call into ") +
-                      std::to_string(kd.nr) + "-pixel panels; int32 accumulation";
-    sched["parallel"] = std::vector<std::string>{"pixel panels x output channels"};
+    callee = planeOrGemm(b, o, qs, w16, s.M, depthwise ? &wf : nullptr, args, sched);
   }
   args.push_back(bv ? bufferArg(b.input(bv)) : intArg(0));
   args.push_back(bufferArg(b.constant("factor", std::move(factor), "f32 [M]")));
@@ -170,9 +179,9 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
 // ConvInteger with constant weights (1-D / 2-D) on the same int8 GEMM kernels, without the
 // requantization: the tiles store the exact int32 sums (factor 0 in the @qconv2d_nchw call). The x
 // zero point may be a run-time scalar (DynamicQuantizeLinear's, in ONNX Runtime's
-// quantize_dynamic models), w's one per tensor or per output channel. Every group count runs the
-// GEMM form (a depthwise one with one weight row per group). nullopt where it does not apply (the
-// loop nest then runs it).
+// quantize_dynamic models), w's one per tensor or per output channel. Depthwise ones run on the
+// f32 plane kernels where exact (as QLinearConv's), other group counts on the GEMM form. nullopt
+// where it does not apply (the loop nest then runs it).
 std::optional<LoweredNode> lowerConvIntegerCall(const Node& n, const std::string& name,
                                                 const LowerOptions& o) {
   const Value *xv = n.inputs.at(0), *wv = n.inputs.at(1), *yv = n.outputs.at(0);
@@ -187,22 +196,27 @@ std::optional<LoweredNode> lowerConvIntegerCall(const Node& n, const std::string
   const std::vector<int64_t> geo = geometry(s);
   const kernels::QConvShape qs = qshape(geo);
   Tensor w16 = shiftedWeights(n, *wv->constant, s.M, 3);
-  const auto& kd = gemmKernel(w16, o.kernelIsa);
   FuncBuilder b(n, name, "conv");
-  const std::string callee = "qconv2d_nchw_" + std::string(kd.name);
   std::vector<CallArg> args = {bufferArg(b.input(xv))};
-  for (auto& a : gemmWeights(b, kd, qs, w16, s.M, o)) args.push_back(std::move(a));
+  Schedule sched;
+  // Depthwise: the f32 plane kernels over x - xzp, exact where every partial sum is an integer
+  // below 2^24 (as QLinearConv's depthwise form); else the GEMM form, one weight row per group.
+  Tensor wf;
+  bool depthwise = s.G > 1 && s.G == s.C;
+  if (depthwise) {
+    wf = Tensor(DType::F32, {s.M, w16.numel() / s.M});
+    for (int64_t i = 0; i < w16.numel(); ++i) wf.data<float>()[i] = float(w16.data<int16_t>()[i]);
+    depthwise = kernels::qdepthwiseExact(qs, wf.data<float>(), nullptr);
+  }
+  const std::string callee =
+      planeOrGemm(b, o, qs, w16, s.M, depthwise ? &wf : nullptr, args, sched);
   args.push_back(intArg(0)); // no bias
   args.push_back(intArg(0)); // no factor: int32 sums
   args.push_back(bufferArg(b.output(0)));
   for (int64_t v : geo) args.push_back(intArg(v));
   args.push_back(zv ? bufferArg(b.input(zv)) : intArg(0));
   for (int64_t v : {int64_t(0), int64_t(xt == DType::I8)}) args.push_back(intArg(v));
-  Schedule sched;
   sched["micro_kernel"] = callee;
-  sched["layout"] = std::string("nchw; activations packed per call into ") + std::to_string(kd.nr) +
-                    "-pixel panels; exact int32 sums";
-  sched["parallel"] = std::vector<std::string>{"pixel panels x output channels"};
   sched["precision"] = std::string(kInt8Precision);
   return b.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
 }

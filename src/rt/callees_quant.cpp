@@ -5,8 +5,8 @@
 //   @qconv2d_nchw_<QConvGemm desc>(x, wp, rowSum, bias | 0, factor | 0, y, G, xzp, yzp, flags)
 //       wp = w - wzp packed by kernels::packQConvWeights for that kernel, rowSum [M] i32; with
 //       factor 0, y is i32, the exact sums (ONNX ConvInteger: xzp may be a u8/i8 scalar buffer)
-//   @qdwconv_nchw_<DepthwiseConvNchw desc>(x, w, bias | 0, factor, y, G, xzp, yzp, flags)
-//       group == C; w [M, KH*KW] f32 (w - wzp)
+//   @qdwconv_nchw_<DepthwiseConvNchw desc>(x, w, bias | 0, factor | 0, y, G, xzp, yzp, flags)
+//       group == C; w [M, KH*KW] f32 (w - wzp); factor 0: y i32, the exact sums (ConvInteger)
 //   @qdwconv_nchw_<QDepthwise3x3 desc>(x, w, bias | 0, factor, y, G, xzp, yzp, flags)
 //       group == C, 3x3, pad 1, stride 1 or 2; w [M, 3, 4] i8 by kernels::packQDepthwise3x3Weights
 //   @qmatmul_u8s8(a, wT, factor, y, R, K, N, azp, yzp, flags)   ONNX QLinearMatMul with constant b
@@ -102,8 +102,10 @@ void callQDwConv(const kernels::KernelDesc& d, const std::string& k, std::vector
   const auto* w = static_cast<const float*>(bytesAt(k, a, 1, s.M * s.KH * s.KW, 4, "w"));
   const int32_t* bias = nullptr;
   if (a[2].isBuffer) bias = static_cast<const int32_t*>(bytesAt(k, a, 2, s.M, 4, "bias"));
-  const auto* factor = static_cast<const float*>(bytesAt(k, a, 3, s.M, 4, "factor"));
-  void* y = bytesAt(k, a, 4, s.N * s.M * s.OH() * s.OW(), 1, "y");
+  const bool sums = !a[3].isBuffer; // ConvInteger: int32 results
+  const auto* factor =
+      sums ? nullptr : static_cast<const float*>(bytesAt(k, a, 3, s.M, 4, "factor"));
+  void* y = bytesAt(k, a, 4, s.N * s.M * s.OH() * s.OW(), sums ? 4 : 1, "y");
   kernels::qdepthwiseConv2d(d, s, q, x, w, bias, factor, y, pool);
 }
 

@@ -404,24 +404,28 @@ TEST(JitQuant, EightBitRegionsRunAsTableLookups) {
 // ConvInteger with constant weights on the int8 convolution GEMM kernels (the QLinearConv tiles
 // storing their int32 sums, lower_qconv.cpp), on every ISA level this CPU has: a run-time x zero
 // point (DynamicQuantizeLinear's), per-channel w zero points, groups, padding, strides, a
-// depthwise layer, a 1-D dilated one with u8 weights outside int8 after their zero point (the
-// int16 kernels take those). Bit-identical to the interpreter.
+// depthwise layer (on the f32 plane kernels, exact), a 1-D dilated one with u8 weights outside int8
+// after their zero point (the int16 kernels take those). Bit-identical to the interpreter.
 TEST(JitQuant, ConvIntegerOnInt8KernelsMatchesExactly) {
   std::mt19937 rng(14);
-  const std::vector<std::string> graphs = {
-      "graph @g(%x: u8[2,4,9,8], %xz: u8[]) {\n" +
-          constText("w", DType::I8, {6, 2, 3, 3}, rng, 0, {-120, 5, 77, -3, 100, 0, -128}) +
-          constText("wz", DType::I8, {6}, rng, 0, {0, 3, -2, 7, 0, 1}) +
-          "  %y = ConvInteger(%x, %w, %xz, %wz) {group = 2, pads = [1, 1, 1, 1], strides = [2, "
-          "1]}\n  return %y\n}\n",
-      "graph @g(%x: u8[1,8,10,10], %xz: u8[]) {\n" +
-          constText("w", DType::I8, {8, 1, 3, 3}, rng, 0, {-9, 44, 120, -100, 3}) +
-          "  %y = ConvInteger(%x, %w, %xz) {group = 8, pads = [1, 1, 1, 1]}\n  return %y\n}\n",
-      "graph @g(%x: i8[1,3,11]) {\n" +
-          constText("w", DType::U8, {5, 3, 4}, rng, 0, {0, 255, 13, 200, 7}) +
-          "  %xz = const i8[] [-7]\n  %wz = const u8[] [128]\n"
-          "  %y = ConvInteger(%x, %w, %xz, %wz) {dilations = [2]}\n  return %y\n}\n"};
-  for (const std::string& text : graphs) {
+  // Each graph and the kernel call it lowers to.
+  const std::vector<std::pair<std::string, std::string>> graphs = {
+      {"graph @g(%x: u8[2,4,9,8], %xz: u8[]) {\n" +
+           constText("w", DType::I8, {6, 2, 3, 3}, rng, 0, {-120, 5, 77, -3, 100, 0, -128}) +
+           constText("wz", DType::I8, {6}, rng, 0, {0, 3, -2, 7, 0, 1}) +
+           "  %y = ConvInteger(%x, %w, %xz, %wz) {group = 2, pads = [1, 1, 1, 1], strides = [2, "
+           "1]}\n  return %y\n}\n",
+       "qconv2d_nchw_"},
+      {"graph @g(%x: u8[1,8,10,10], %xz: u8[]) {\n" +
+           constText("w", DType::I8, {8, 1, 3, 3}, rng, 0, {-9, 44, 120, -100, 3}) +
+           "  %y = ConvInteger(%x, %w, %xz) {group = 8, pads = [1, 1, 1, 1]}\n  return %y\n}\n",
+       "qdwconv_nchw_"},
+      {"graph @g(%x: i8[1,3,11]) {\n" +
+           constText("w", DType::U8, {5, 3, 4}, rng, 0, {0, 255, 13, 200, 7}) +
+           "  %xz = const i8[] [-7]\n  %wz = const u8[] [128]\n"
+           "  %y = ConvInteger(%x, %w, %xz, %wz) {dilations = [2]}\n  return %y\n}\n",
+       "qconv2d_nchw_"}};
+  for (const auto& [text, callee] : graphs) {
     Model m = parseWithShapes(text);
     std::vector<RValue> in;
     std::mt19937 r(5);
@@ -432,8 +436,7 @@ TEST(JitQuant, ConvIntegerOnInt8KernelsMatchesExactly) {
     expectOnEveryIsa(m, in, want,
                      {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::AvxVnni,
                       kernels::Isa::Avx2, kernels::Isa::Generic},
-                     "ConvInteger",
-                     [](kernels::Isa) { return std::string("micro_kernel = \"qconv2d_nchw_"); });
+                     "ConvInteger", [&](kernels::Isa) { return "micro_kernel = \"" + callee; });
   }
 }
 
