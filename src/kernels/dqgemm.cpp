@@ -44,9 +44,12 @@ void packDqGemmWeights(const KernelDesc& kd, int64_t K, int64_t N, const int16_t
       }
 }
 
-void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a, int64_t lda,
-            int32_t azp, const void* wp, const int32_t* colSum, const float* scale, float* y,
-            int64_t ldy, ThreadPool* pool) {
+namespace {
+
+// y (f32, scaled) or y32 (the int32 sums): the one driver of both.
+void run(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a, int64_t lda,
+         int32_t azp, const void* wp, const int32_t* colSum, const float* scale, float* y,
+         int32_t* y32, int64_t ldy, ThreadPool* pool) {
   if (M <= 0 || N <= 0) return;
   const int64_t kg = kgroupsOf(kd, K), MR = kd.mr, NR = kd.nr;
   const int64_t panels = ceilDiv(N, NR), blocks = ceilDiv(M, MR);
@@ -59,7 +62,7 @@ void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t
   sc.assign(size_t(panels * NR), 0.0f);
   for (int64_t n = 0; n < N; ++n) {
     colOff[size_t(n)] = wrap32(int64_t(shift - azp) * colSum[n]);
-    sc[size_t(n)] = scale[n];
+    sc[size_t(n)] = scale ? scale[n] : 0.0f;
   }
   rowOff.assign(size_t(blocks * MR), 0);
   const uint8_t* A = a;
@@ -115,7 +118,8 @@ void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t
       tp.rowOffset = ro + blk * MR;
       tp.colOffset = co + p * NR;
       tp.scale = s + p * NR;
-      tp.y = y + blk * MR * ldy + p * NR;
+      tp.y = y ? y + blk * MR * ldy + p * NR : nullptr;
+      tp.y32 = y32 ? y32 + blk * MR * ldy + p * NR : nullptr;
       tp.ldy = ldy;
       kd.dqgemm(tp);
     }
@@ -124,6 +128,20 @@ void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t
     pool->parallelFor(T, part);
   else
     part(0);
+}
+
+} // namespace
+
+void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a, int64_t lda,
+            int32_t azp, const void* wp, const int32_t* colSum, const float* scale, float* y,
+            int64_t ldy, ThreadPool* pool) {
+  run(kd, M, N, K, a, lda, azp, wp, colSum, scale, y, nullptr, ldy, pool);
+}
+
+void dqgemmSums(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a,
+                int64_t lda, int32_t azp, const void* wp, const int32_t* colSum, int32_t* y,
+                int64_t ldy, ThreadPool* pool) {
+  run(kd, M, N, K, a, lda, azp, wp, colSum, nullptr, nullptr, y, ldy, pool);
 }
 
 } // namespace aicc::kernels

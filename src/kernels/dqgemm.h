@@ -34,5 +34,10 @@ void packDqGemmWeights(const KernelDesc& kd, int64_t K, int64_t N, const int16_t
 void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a, int64_t lda,
             int32_t azp, const void* wp, const int32_t* colSum, const float* scale, float* y,
             int64_t ldy, ThreadPool* pool);
+// The same without the scaling: y [M, N] holds the exact int32 sums (QLinearMatMul's, which it
+// requantizes: kernels/qmatmul.h).
+void dqgemmSums(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a,
+                int64_t lda, int32_t azp, const void* wp, const int32_t* colSum, int32_t* y,
+                int64_t ldy, ThreadPool* pool);
 
 } // namespace aicc::kernels

@@ -65,6 +65,15 @@ void qconv2d(const KernelDesc& kd, const QConvShape& s, const QConvParams& q, co
              const void* wp, const int32_t* rowSum, const int32_t* bias, const float* factor,
              void* y, ThreadPool* pool);
 
+// ---- 1x1 convolutions of 1x1 images (a QDQ Gemm over many rows, passes/fold_qdq.h) ----
+// x [rows, C] u8 (rows = the images), y [rows, M]: each row one pixel, so the convolution is a GEMM
+// with the rows as the activations' rows. On a DqGemm kernel (kernels/dqgemm.h: w - wzp packed by
+// packDqGemmWeights as [C, M], colSum its column sums), then the same requantization as qconv2d,
+// bias included. q.xSigned must be false.
+void qconvRows(const KernelDesc& dq, int64_t rows, int64_t C, int64_t M, const QConvParams& q,
+               const uint8_t* x, const void* wp, const int32_t* colSum, const int32_t* bias,
+               const float* factor, uint8_t* y, ThreadPool* pool);
+
 // ---- int8 depthwise 3x3 (KernelOp::QDepthwise3x3; group == C, M = C * multiplier) ----
 // Whether this shape is the kernels' geometry: 3x3, pad 1, stride 1 or 2 on both axes, dilation 1.
 bool qdepthwise3x3Shape(const QConvShape& s);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/dqgemm.h"
 #include "kernels/thread_pool.h"
 
 namespace aicc::kernels {
@@ -40,6 +41,22 @@ void dotColumns(const int16_t* a16, const int8_t* wT, int64_t K, int64_t n0, int
   }
 }
 
+// One row of sums requantized as the reference: sat(nearbyint(double(acc) * factor + yzp)), with
+// nearbyint(v) as (v + 1.5 * 2^52) - 1.5 * 2^52 (round half to even in the default mode, exact for
+// |v| < 2^51: v is clamped to [lo - 1, hi + 1] first): a loop that vectorizes, where std::nearbyint
+// is a libm call per element on baseline x86-64.
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+void requantizeRow(const int32_t* acc, const double* factor, int64_t N, int32_t yzp, bool ySigned,
+                   uint8_t* y) {
+  const double lo = ySigned ? -128 : 0, hi = ySigned ? 127 : 255, magic = 6755399441055744.0;
+  for (int64_t n = 0; n < N; ++n) {
+    const double v = std::clamp(double(acc[n]) * factor[n] + double(yzp), lo - 1.0, hi + 1.0);
+    y[n] = uint8_t(int32_t(std::clamp((v + magic) - magic, lo, hi)));
+  }
+}
+
 } // namespace
 
 bool packQMatMulWeights(int64_t K, int64_t N, const int16_t* b, int8_t* wT) {
@@ -73,6 +90,23 @@ void qmatmul(const QMatMulShape& s, const uint8_t* a, const int8_t* wT, const do
     pool->parallelFor(T, part);
   else
     part(0);
+}
+
+void qmatmulTiles(const KernelDesc& kd, const QMatMulShape& s, const uint8_t* a, const void* wp,
+                  const int32_t* colSum, const double* factor, uint8_t* y, ThreadPool* pool) {
+  thread_local std::vector<int32_t> acc;
+  acc.resize(size_t(s.R * s.N));
+  int32_t* sums = acc.data(); // the workers' view of the caller's buffer
+  dqgemmSums(kd, s.R, s.N, s.K, a, s.K, s.azp, wp, colSum, sums, s.N, pool);
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      requantizeRow(sums + r * s.N, factor, s.N, s.yzp, s.ySigned, y + r * s.N);
+  };
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), s.R) : 1;
+  if (T > 1)
+    pool->parallelFor(T, [&](int64_t t) { rows(s.R * t / T, s.R * (t + 1) / T); });
+  else
+    rows(0, s.R);
 }
 
 } // namespace aicc::kernels

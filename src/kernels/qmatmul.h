@@ -13,6 +13,7 @@
 namespace aicc::kernels {
 
 class ThreadPool;
+struct KernelDesc;
 
 struct QMatMulShape {
   int64_t R = 1, K = 0, N = 0;
@@ -26,5 +27,10 @@ bool packQMatMulWeights(int64_t K, int64_t N, const int16_t* b, int8_t* wT);
 // a [R, K] bytes, wT [N, K], factor [N] (finite), y [R, N] bytes. Runs on `pool`.
 void qmatmul(const QMatMulShape& s, const uint8_t* a, const int8_t* wT, const double* factor,
              uint8_t* y, ThreadPool* pool);
+// The same for many rows of a u8 a on the int8 GEMM tiles of `kd` (KernelOp::DqGemm,
+// kernels/dqgemm.h: b - bzp packed by packDqGemmWeights, colSum its column sums): the exact int32
+// sums, then the requantization above.
+void qmatmulTiles(const KernelDesc& kd, const QMatMulShape& s, const uint8_t* a, const void* wp,
+                  const int32_t* colSum, const double* factor, uint8_t* y, ThreadPool* pool);
 
 } // namespace aicc::kernels

@@ -156,7 +156,8 @@ void u8s8_qgemm_amx_32x32(const QGemmTileParams& p);
 //     (32 when mr > 16) readable; B int8 b[q][32][4]; kgroups a multiple of 16.
 //   AVX512-VNNI (vpdpbusd, A's quads broadcast): A int8 a[q][8][4] (lda unused; all 8 rows
 //     read, rows past mr zeros, and rowOffset holds 8 values); B uint8 b[q][48][4].
-// colOffset and scale hold NR values (the columns past nr are read, not stored).
+// colOffset and scale hold NR values (the columns past nr are read, not stored). With y32 set the
+// tile stores the int32 sums S + rowOffset + colOffset there instead (scale unused).
 struct DqGemmTileParams {
   const uint8_t* a;
   int64_t lda;
@@ -167,6 +168,7 @@ struct DqGemmTileParams {
   const float* scale;
   float* y;
   int64_t ldy;
+  int32_t* y32 = nullptr; // rows ldy apart
 };
 using DqGemmUkernelFn = void (*)(const DqGemmTileParams&);
 void u8s8_dqgemm_amx_32x32(const DqGemmTileParams& p);

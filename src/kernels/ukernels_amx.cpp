@@ -150,12 +150,17 @@ void u8s8_dqgemm_amx_32x32(const DqGemmTileParams& p) {
   const bool n2 = p.nr > 16;
   const __mmask16 m[2] = {V512::maskFor(p.nr), V512::maskFor(p.nr - 16)};
   const __m512i off[2] = {_mm512_loadu_si512(p.colOffset), _mm512_loadu_si512(p.colOffset + 16)};
-  const __m512 scale[2] = {_mm512_loadu_ps(p.scale), _mm512_loadu_ps(p.scale + 16)};
+  const __m512 scale[2] = {p.y32 ? _mm512_setzero_ps() : _mm512_loadu_ps(p.scale),
+                           p.y32 ? _mm512_setzero_ps() : _mm512_loadu_ps(p.scale + 16)};
   for (int64_t r = 0; r < p.mr; ++r) {
     const __m512i ro = _mm512_set1_epi32(p.rowOffset[r]);
     for (int v = 0; v < (n2 ? 2 : 1); ++v) {
       const __m512i x =
           _mm512_add_epi32(_mm512_add_epi32(_mm512_load_si512(acc + r * 32 + v * 16), ro), off[v]);
+      if (p.y32) { // the int32 sums (QLinearMatMul requantizes them)
+        _mm512_mask_storeu_epi32(p.y32 + r * p.ldy + v * 16, m[v], x);
+        continue;
+      }
       _mm512_mask_storeu_ps(p.y + r * p.ldy + v * 16, m[v],
                             _mm512_mul_ps(_mm512_cvtepi32_ps(x), scale[v]));
     }

@@ -151,13 +151,20 @@ void dqtile(const DqGemmTileParams& p) {
 #pragma GCC unroll 3
   for (int j = 0; j < NV; ++j) {
     off[j] = _mm512_loadu_si512(p.colOffset + 16 * j);
-    scale[j] = _mm512_loadu_ps(p.scale + 16 * j);
+    scale[j] = p.y32 ? _mm512_setzero_ps() : _mm512_loadu_ps(p.scale + 16 * j);
     const int64_t n = p.nr - 16 * j;
     m[j] = n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
   }
 #pragma GCC unroll 8
   for (int r = 0; r < ROWS; ++r) {
     if (r >= p.mr) break;
+    if (p.y32) { // the int32 sums (QLinearMatMul requantizes them)
+#pragma GCC unroll 3
+      for (int j = 0; j < NV; ++j)
+        _mm512_mask_storeu_epi32(p.y32 + r * p.ldy + 16 * j, m[j],
+                                 _mm512_add_epi32(acc[r][j], off[j]));
+      continue;
+    }
     float* y = p.y + r * p.ldy;
 #pragma GCC unroll 3
     for (int j = 0; j < NV; ++j)

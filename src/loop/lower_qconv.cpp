@@ -9,6 +9,7 @@
 // reference kernel does (src/ops/quant_conv.cpp). Scales, zero points and weights must be
 // constants; the bias may be computed. Declines (the node falls back) for anything else: 3-D
 // convolutions, per-channel x/y zero points, other types, non-finite factors.
+#include "kernels/dqgemm.h"
 #include "kernels/qconv.h"
 #include "loop/lower_quant.h"
 #include "ops/quant_util.h"
@@ -138,6 +139,42 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   std::vector<CallArg> args = {bufferArg(X)};
   Schedule sched;
   std::string callee;
+  // A 1x1 convolution of many 1x1 images (fold-qdq's Gemm over rows): the images are the rows of a
+  // GEMM on the int8 tiles of a DqGemm kernel (kernels/qconv.h qconvRows), where there is one.
+  const kernels::KernelDesc* rowsKernel =
+      s.G == 1 && qs.H == 1 && qs.W == 1 && qs.KH == 1 && qs.KW == 1 && qs.isPointwise() &&
+              s.N >= 8 && xt == DType::U8 && kernels::dqgemmTakes(w16.data<int16_t>(), w16.numel())
+          ? kernels::bestKernel(kernels::KernelOp::DqGemm, o.kernelIsa)
+          : nullptr;
+  if (rowsKernel) {
+    Tensor wt(DType::I16, {s.C, s.M}); // w - wzp as [C, M]
+    Tensor colSum(DType::I32, {s.M});
+    for (int64_t m = 0; m < s.M; ++m) {
+      int32_t sum = 0;
+      for (int64_t c = 0; c < s.C; ++c) {
+        const int16_t v = w16.data<int16_t>()[m * s.C + c];
+        wt.data<int16_t>()[c * s.M + m] = v;
+        sum += v;
+      }
+      colSum.data<int32_t>()[m] = sum;
+    }
+    Tensor packed(DType::U8, {o.probe ? 0 : kernels::dqgemmPackedBytes(*rowsKernel, s.C, s.M)});
+    if (!o.probe)
+      kernels::packDqGemmWeights(*rowsKernel, s.C, s.M, wt.data<int16_t>(), packed.raw());
+    callee = "qconv_rows_" + std::string(rowsKernel->name);
+    args.push_back(bufferArg(
+        b.constant("wp", std::move(packed), std::string("packed_b:") + rowsKernel->name)));
+    args.push_back(bufferArg(b.constant("colsum", std::move(colSum), "i32 [M]")));
+    args.push_back(bv ? bufferArg(b.input(bv)) : intArg(0));
+    args.push_back(bufferArg(b.constant("factor", std::move(factor), "f32 [M]")));
+    args.push_back(bufferArg(Y));
+    for (int64_t v : {s.N, s.C, s.M, xzp, yzp, int64_t(yt == DType::I8) << 1})
+      args.push_back(intArg(v));
+    sched["layout"] = std::string("rows: the images as the GEMM's rows; exact int32 sums");
+    sched["micro_kernel"] = callee;
+    sched["precision"] = std::string(kInt8Precision);
+    return b.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
+  }
   // Depthwise 3x3 on an int8 kernel where the target has one and the weights fit it; other
   // depthwise ones on the f32 plane kernels when they are exact for these weights and bias.
   const Tensor* bias = bv && bv->constant ? &*bv->constant : nullptr;

@@ -139,8 +139,11 @@ ExprPtr columnIn(FuncBuilder& b, const Node& n, size_t i, int64_t N, const ExprP
   return cast(t, load(b.input(v), col, v->type.dtype));
 }
 
-// The @qmatmul_u8s8 call, or nullopt when b, the scales or the zero points are not constants of
-// the shapes it takes or b - bz leaves int8.
+// Rows from which QLinearMatMul takes the int8 GEMM tiles over the dot-product kernel.
+constexpr int64_t kTileRows = 8;
+
+// The @qmatmul_tiles_ (many rows) or @qmatmul_u8s8 call, or nullopt when b, the scales or the zero
+// points are not constants of the shapes they take or b - bz leaves int8.
 std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
                                        const LowerOptions& o, int64_t R, int64_t K, int64_t N) {
   const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
@@ -176,6 +179,36 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
   }
   FuncBuilder fb(n, name, "matmul");
   std::string Y = fb.output(0), A = fb.input(av);
+  Schedule sched;
+  sched["accumulation"] = std::string("int32");
+  sched["precision"] = std::string(kInt8Precision);
+  // Many rows of a u8 a (a transformer's tokens): the int8 GEMM tiles, then the requantization.
+  // A batch-1 classifier (a few rows) streams its weights once through the dot products below.
+  const kernels::KernelDesc* kd = R >= kTileRows && av->type.dtype == DType::U8
+                                      ? kernels::bestKernel(kernels::KernelOp::DqGemm, o.kernelIsa)
+                                      : nullptr;
+  if (kd) {
+    Tensor packed(DType::U8, {o.probe ? 0 : kernels::dqgemmPackedBytes(*kd, K, N)});
+    if (!o.probe) kernels::packDqGemmWeights(*kd, K, N, w16.data<int16_t>(), packed.raw());
+    Tensor colSum(DType::I32, {N});
+    for (int64_t c = 0; c < N; ++c) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) sum += w16.data<int16_t>()[k * N + c];
+      colSum.data<int32_t>()[c] = sum;
+    }
+    const std::string callee = std::string("qmatmul_tiles_") + kd->name;
+    std::vector<CallArg> args = {
+        bufferArg(A),
+        bufferArg(fb.constant("b_packed", std::move(packed), std::string("packed_b:") + kd->name)),
+        bufferArg(fb.constant("col_sum", std::move(colSum), "i32 [N], sum over k of b - bzp")),
+        bufferArg(fb.constant("factor", std::move(factor), "f64 [N]")), bufferArg(Y)};
+    for (int64_t v :
+         {R, K, N, int64_t(az[0]), int64_t(yz[0]), int64_t(yv->type.dtype == DType::I8) << 1})
+      args.push_back(intArg(v));
+    markKernel(sched, kd->name);
+    sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
+    return fb.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
+  }
   std::vector<CallArg> args = {
       bufferArg(A), bufferArg(fb.constant("wT", std::move(wT), "i8 [N, K], b - bzp transposed")),
       bufferArg(fb.constant("factor", std::move(factor), "f64 [N]")), bufferArg(Y)};
@@ -183,9 +216,6 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
        {R, K, N, int64_t(az[0]), int64_t(yz[0]),
         int64_t(av->type.dtype == DType::I8) | int64_t(yv->type.dtype == DType::I8) << 1})
     args.push_back(intArg(v));
-  Schedule sched;
-  sched["accumulation"] = std::string("int32");
-  sched["precision"] = std::string(kInt8Precision);
   sched["micro_kernel"] = std::string("qmatmul_u8s8");
   sched["parallel"] = std::vector<std::string>{"output columns"};
   return fb.finish({Stmt::callKernel("qmatmul_u8s8", std::move(args))}, std::move(sched), o);

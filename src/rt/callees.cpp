@@ -563,6 +563,10 @@ void callQMatMul(const std::string& k, std::vector<KernelArg>& a, kernels::Threa
 void callLut8(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool);
 void callDqGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                 kernels::ThreadPool* pool);
+void callQMatMulTiles(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                      kernels::ThreadPool* pool);
+void callQConvRows(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                   kernels::ThreadPool* pool);
 
 std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPool* pool) {
   using kernels::KernelOp;
@@ -602,6 +606,8 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"qdwconv_nchw_", KernelOp::DepthwiseConvNchw, callQDwConv},
       {"qdwconv_nchw_", KernelOp::QDepthwise3x3, callQDw3x3},
       {"dqgemm_", KernelOp::DqGemm, callDqGemm},
+      {"qmatmul_tiles_", KernelOp::DqGemm, callQMatMulTiles},
+      {"qconv_rows_", KernelOp::DqGemm, callQConvRows},
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
       {"gemm_packed_", KernelOp::GemmBf16, callGemmPacked},
       {"attention_", KernelOp::Gemm, callAttention},

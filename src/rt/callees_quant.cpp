@@ -12,6 +12,12 @@
 //   @qmatmul_u8s8(a, wT, factor, y, R, K, N, azp, yzp, flags)   ONNX QLinearMatMul with constant b
 //       (kernels/qmatmul.h): a [R, K] u8/i8, wT [N, K] i8 (b - bzp transposed), factor [N] f64,
 //       y [R, N] u8/i8
+//   @qconv_rows_<DqGemm desc>(x, wp, colSum, bias | 0, factor, y, rows, C, M, xzp, yzp, flags)
+//       QLinearConv 1x1 over `rows` 1x1 images (kernels/qconv.h qconvRows): x u8 [rows, C], wp =
+//       w - wzp as [C, M] packed by kernels::packDqGemmWeights, y [rows, M]
+//   @qmatmul_tiles_<DqGemm desc>(a, wp, colSum, factor, y, R, K, N, azp, yzp, flags)   the same
+//       on the int8 GEMM tiles (kernels/qmatmul.h): a u8, wp = b - bzp packed by
+//       kernels::packDqGemmWeights, colSum [N] i32
 //   @dqgemm_<DqGemm desc>(a, azp | 0, wp, colSum, aScale, bScale, y, M, N, K, flags)
 //       com.microsoft.MatMulIntegerToFloat with constant b (kernels/dqgemm.h): a [M, K] u8, azp
 //       u8 scalar, wp = b - bzp packed by kernels::packDqGemmWeights, colSum [N] i32, aScale f32
@@ -144,6 +150,51 @@ void callQMatMul(const std::string& k, std::vector<KernelArg>& a, kernels::Threa
   const auto* factor = static_cast<const double*>(bytesAt(k, a, 2, s.N, 8, "factor"));
   auto* y = static_cast<uint8_t*>(bytesAt(k, a, 3, s.R * s.N, 1, "y"));
   kernels::qmatmul(s, x, wT, factor, y, pool);
+}
+
+void callQMatMulTiles(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                      kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 11, "call @{}: expects 11 arguments, got {}", k, a.size());
+  kernels::QMatMulShape s;
+  s.R = intArg(k, a, 5), s.K = intArg(k, a, 6), s.N = intArg(k, a, 7);
+  s.azp = static_cast<int32_t>(intArg(k, a, 8));
+  s.yzp = static_cast<int32_t>(intArg(k, a, 9));
+  const int64_t flags = intArg(k, a, 10);
+  s.aSigned = flags & 1, s.ySigned = flags & 2;
+  AICC_RT_CHECK(s.R > 0 && s.K > 0 && s.K < (int64_t(1) << 16) && s.N > 0 && !s.aSigned,
+                "call @{}: bad matrix shape or a signed a", k);
+  AICC_RT_CHECK(s.azp >= 0 && s.azp <= 255 && s.yzp >= (s.ySigned ? -128 : 0) &&
+                    s.yzp <= (s.ySigned ? 127 : 255),
+                "call @{}: zero point out of range", k);
+  const auto* x = static_cast<const uint8_t*>(bytesAt(k, a, 0, s.R * s.K, 1, "a"));
+  const void* wp = bytesAt(k, a, 1, kernels::dqgemmPackedBytes(d, s.K, s.N), 1, "wp");
+  const auto* colSum = static_cast<const int32_t*>(bytesAt(k, a, 2, s.N, 4, "colSum"));
+  const auto* factor = static_cast<const double*>(bytesAt(k, a, 3, s.N, 8, "factor"));
+  auto* y = static_cast<uint8_t*>(bytesAt(k, a, 4, s.R * s.N, 1, "y"));
+  kernels::qmatmulTiles(d, s, x, wp, colSum, factor, y, pool);
+}
+
+void callQConvRows(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                   kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 12, "call @{}: expects 12 arguments, got {}", k, a.size());
+  const int64_t rows = intArg(k, a, 6), C = intArg(k, a, 7), M = intArg(k, a, 8);
+  kernels::QConvParams q;
+  q.xzp = static_cast<int32_t>(intArg(k, a, 9));
+  q.yzp = static_cast<int32_t>(intArg(k, a, 10));
+  const int64_t flags = intArg(k, a, 11);
+  q.xSigned = flags & 1, q.ySigned = flags & 2;
+  AICC_RT_CHECK(rows > 0 && C > 0 && C < (int64_t(1) << 16) && M > 0 && !q.xSigned && q.xzp >= 0 &&
+                    q.xzp <= 255 && q.yzp >= (q.ySigned ? -128 : 0) &&
+                    q.yzp <= (q.ySigned ? 127 : 255),
+                "call @{}: bad shape or zero point", k);
+  const auto* x = static_cast<const uint8_t*>(bytesAt(k, a, 0, rows * C, 1, "x"));
+  const void* wp = bytesAt(k, a, 1, kernels::dqgemmPackedBytes(d, C, M), 1, "wp");
+  const auto* colSum = static_cast<const int32_t*>(bytesAt(k, a, 2, M, 4, "colSum"));
+  const int32_t* bias = nullptr;
+  if (a[3].isBuffer) bias = static_cast<const int32_t*>(bytesAt(k, a, 3, M, 4, "bias"));
+  const auto* factor = static_cast<const float*>(bytesAt(k, a, 4, M, 4, "factor"));
+  auto* y = static_cast<uint8_t*>(bytesAt(k, a, 5, rows * M, 1, "y"));
+  kernels::qconvRows(d, rows, C, M, q, x, wp, colSum, bias, factor, y, pool);
 }
 
 void callLut8(const std::string& k, std::vector<KernelArg>& a, kernels::ThreadPool* pool) {

@@ -357,6 +357,47 @@ TEST(JitQuant, ConvIntegerMatchesExactly) {
 // DynamicQuantizeLinear lowered: the range pass, the scale and zero point, the quantization, as the
 // reference kernel bit for bit; an all-zero input (scale from the "mx == mn" branch), an
 // all-positive one (zero point 0) and a NaN (skipped by the range, quantized to 0).
+// Many rows on the int8 GEMM tiles (a DqGemm kernel's int32 sums, kernels/dqgemm.h): QLinearMatMul
+// of 74 token rows (then the reference's double requantization) and a 1x1 QLinearConv over 20 1x1
+// images (fold-qdq's Gemm; then QLinearConv's float requantization with the bias), per-column
+// weight scales and zero points, saturating outputs. Bit-identical to the interpreter on every ISA
+// level (below AVX512-VNNI the dot-product and convolution kernels run them).
+TEST(JitQuant, RowsOnInt8TilesMatchExactly) {
+  std::mt19937 rng(16);
+  std::vector<double> w(size_t(100 * 70));
+  for (auto& v : w) v = double(int(rng() % 241) - 120);
+  const std::string mm =
+      "graph @g(%a: u8[2,37,100]) {\n" + constText("b", DType::I8, {100, 70}, rng, 0, w) +
+      constText("bs", DType::F32, {70}, rng, 0.004) +
+      constText("bz", DType::I8, {70}, rng, 0, {0, 2, -3}) +
+      "  %as = const f32[] [0.02]\n  %az = const u8[] [121]\n  %ys = const f32[] [0.35]\n"
+      "  %yz = const u8[] [128]\n"
+      "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n";
+  const std::string conv =
+      "graph @g(%x: u8[20,100,1,1]) {\n" + constText("w", DType::I8, {70, 100, 1, 1}, rng, 0, w) +
+      constText("ws", DType::F32, {70}, rng, 0.004) +
+      constText("bias", DType::I32, {70}, rng, 3000) +
+      "  %xs = const f32[] [0.02]\n  %xz = const u8[] [121]\n  %ys = const f32[] [0.35]\n"
+      "  %yz = const u8[] [128]\n"
+      "  %y = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz, %bias)\n  return %y\n}\n";
+  const std::string convText = conv.substr(0, conv.find("  %xs")) + "  %wz = const i8[] [0]\n" +
+                               conv.substr(conv.find("  %xs"));
+  for (const std::string& text : {mm, convText}) {
+    Model m = parseWithShapes(text);
+    std::vector<RValue> in;
+    std::mt19937 r(6);
+    for (const Value* v : m.graph->inputs)
+      in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), r)));
+    const auto want = interpret(*m.graph, in);
+    SCOPED_TRACE(text);
+    expectOnEveryIsa(m, in, want, {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::Avx2},
+                     "int8 rows", [&](kernels::Isa isa) {
+                       const auto* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, isa);
+                       return kd ? std::string(kd->name) : std::string("int8");
+                     });
+  }
+}
+
 // An elementwise region whose only operand is an 8-bit tensor and whose result is 8-bit (a QDQ
 // model's DQ -> Sigmoid -> Q, each consumer with its own DQ as quantizers write them) runs as a
 // table lookup (@lut8, kernels/lut.h) with the table made

@@ -296,9 +296,10 @@ TEST(QMatMulKernel, MatchesReference) {
 }
 
 // The int8 GEMM with f32 results (kernels/dqgemm.h) on every DqGemm kernel this CPU runs, against
-// float(exact int32 sum) * scale: shapes on and off the tiles (rows around 8 / 16 / 32, K not a
-// multiple of 4 or 64, columns past a panel), the zero point's extremes, a row stride wider than
-// K, one and two threads; the extreme sums (255 * -128 in every product) included.
+// float(exact int32 sum) * scale, and its int32 sums (dqgemmSums): shapes on and off the tiles
+// (rows around 8 / 16 / 32, K not a multiple of 4 or 64, columns past a panel), the zero point's
+// extremes, a row stride wider than K, one and two threads; the extreme sums (255 * -128 in every
+// product) included.
 TEST(DqGemmKernels, MatchReferenceOnEveryIsa) {
   ThreadPool pool(2);
   std::mt19937 rng(41);
@@ -334,11 +335,13 @@ TEST(DqGemmKernels, MatchReferenceOnEveryIsa) {
       std::vector<float> scale(static_cast<size_t>(N));
       for (auto& f : scale) f = float(1e-4 * double(int(rng() % 2001) - 1000));
       std::vector<float> want(size_t(M * N));
+      std::vector<int32_t> sums(size_t(M * N));
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n) {
           int64_t acc = 0;
           for (int64_t k = 0; k < K; ++k)
             acc += int64_t(int32_t(a[size_t(m * lda + k)]) - azp) * w[size_t(k * N + n)];
+          sums[size_t(m * N + n)] = int32_t(acc);
           want[size_t(m * N + n)] = float(int32_t(acc)) * scale[size_t(n)];
         }
       for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
@@ -346,6 +349,10 @@ TEST(DqGemmKernels, MatchReferenceOnEveryIsa) {
         dqgemm(kd, M, N, K, a.data(), lda, azp, packed.data(), colSum.data(), scale.data(),
                got.data(), N, p);
         EXPECT_EQ(got, want) << (p ? "2 threads" : "1 thread");
+        std::vector<int32_t> got32(sums.size(), -7); // the sums alone (QLinearMatMul's)
+        dqgemmSums(kd, M, N, K, a.data(), lda, azp, packed.data(), colSum.data(), got32.data(), N,
+                   p);
+        EXPECT_EQ(got32, sums) << "int32, " << (p ? "2 threads" : "1 thread");
       }
     }
   }
