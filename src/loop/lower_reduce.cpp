@@ -254,24 +254,68 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
     return add(add(mul(var(ov), intImm(s.len * s.inner)), mul(var(a), intImm(s.inner))), var(iv));
   };
   ExprPtr m = load(mx, row, t), su = load(sm, row, t);
-  Block body = {Stmt::store(mx, row, constant(t, -std::numeric_limits<double>::infinity())),
-                Stmt::store(sm, row, constant(t, 0))};
-  ExprPtr x1 = load(in, at(a1), t);
-  for (auto& st :
-       nest({a1}, {s.len}, {Stmt::store(mx, row, select(cmp(Op::Gt, x1, m), x1, m))}, false))
-    body.push_back(std::move(st));
-  ExprPtr e = call("exp", {sub(load(in, at(a2), t), m)});
-  Block pass2 = {Stmt::let(b.fresh("ex"), e)};
-  ExprPtr ev = var(pass2[0].name, t);
-  if (!logSoftmax) pass2.push_back(Stmt::store(out, at(a2), ev));
-  pass2.push_back(Stmt::store(sm, row, add(su, ev)));
-  for (auto& st : nest({a2}, {s.len}, std::move(pass2), false)) body.push_back(std::move(st));
+  const double inf = std::numeric_limits<double>::infinity();
+  Block body = {Stmt::store(mx, row, constant(t, -inf)), Stmt::store(sm, row, constant(t, 0))};
+  // Over the last axis, the max and the sum run in L vector lanes per row (lane l takes the
+  // elements l mod L, the tail lane 0), combined after: the same max (order-free; a NaN never
+  // enters), the sum reassociated as any vector reduction's.
+  const int64_t L = vectorWidthFor(o, t, s.len), full = s.inner == 1 ? s.len / L : 0;
+  const bool lanes = s.inner == 1 && L > 1 && full >= 2;
+  std::string lm, ls;
+  const std::string lv = b.fresh("l"), cv = b.fresh("c"), tv = b.fresh("t");
+  auto lane = [&](const ExprPtr& l) { return add(mul(var(ov), intImm(L)), l); };
+  auto x = [&](const ExprPtr& k) { return load(in, add(mul(var(ov), intImm(s.len)), k), t); };
+  auto keepMax = [&](const std::string& buf, const ExprPtr& at, const ExprPtr& v) {
+    const ExprPtr cur = load(buf, at, t);
+    return Stmt::store(buf, at, select(cmp(Op::Gt, v, cur), v, cur));
+  };
+  if (lanes) {
+    lm = b.temp("lanemax", t, {s.outer, L}), ls = b.temp("lanesum", t, {s.outer, L});
+    for (auto& st : nest({lv}, {L},
+                         {Stmt::store(lm, lane(var(lv)), constant(t, -inf)),
+                          Stmt::store(ls, lane(var(lv)), constant(t, 0))},
+                         false, L))
+      body.push_back(std::move(st));
+    const ExprPtr k = add(mul(var(cv), intImm(L)), var(lv));
+    for (auto& st : nest({cv, lv}, {full, L}, {keepMax(lm, lane(var(lv)), x(k))}, false, L))
+      body.push_back(std::move(st));
+    const ExprPtr kt = add(intImm(full * L), var(tv));
+    for (auto& st : nest({tv}, {s.len - full * L}, {keepMax(lm, lane(intImm(0)), x(kt))}, false))
+      body.push_back(std::move(st));
+    for (auto& st : nest({lv}, {L}, {keepMax(mx, row, load(lm, lane(var(lv)), t))}, false))
+      body.push_back(std::move(st));
+    // exp(x - max) stored (Softmax) and summed in the lanes.
+    auto expStep = [&](const ExprPtr& kk, const ExprPtr& l) {
+      Block st = {Stmt::let(b.fresh("ex"), call("exp", {sub(x(kk), m)}))};
+      ExprPtr ev = var(st[0].name, t);
+      if (!logSoftmax) st.push_back(Stmt::store(out, add(mul(var(ov), intImm(s.len)), kk), ev));
+      st.push_back(Stmt::store(ls, lane(l), add(load(ls, lane(l), t), ev)));
+      return st;
+    };
+    for (auto& st : nest({cv, lv}, {full, L}, expStep(k, var(lv)), false, L))
+      body.push_back(std::move(st));
+    for (auto& st : nest({tv}, {s.len - full * L}, expStep(kt, intImm(0)), false))
+      body.push_back(std::move(st));
+    for (auto& st :
+         nest({lv}, {L}, {Stmt::store(sm, row, add(su, load(ls, lane(var(lv)), t)))}, false))
+      body.push_back(std::move(st));
+  } else {
+    for (auto& st : nest({a1}, {s.len}, {keepMax(mx, row, load(in, at(a1), t))}, false))
+      body.push_back(std::move(st));
+    ExprPtr e = call("exp", {sub(load(in, at(a2), t), m)});
+    Block pass2 = {Stmt::let(b.fresh("ex"), e)};
+    ExprPtr ev = var(pass2[0].name, t);
+    if (!logSoftmax) pass2.push_back(Stmt::store(out, at(a2), ev));
+    pass2.push_back(Stmt::store(sm, row, add(su, ev)));
+    for (auto& st : nest({a2}, {s.len}, std::move(pass2), false)) body.push_back(std::move(st));
+  }
   ExprPtr fin = logSoftmax ? sub(sub(load(in, at(a3), t), m), call("log", {su}))
                            : div(load(out, at(a3), t), su);
-  for (auto& st : nest({a3}, {s.len}, {Stmt::store(out, at(a3), fin)}, false))
+  for (auto& st : nest({a3}, {s.len}, {Stmt::store(out, at(a3), fin)}, false, lanes ? L : 1))
     body.push_back(std::move(st));
   Schedule sch;
   sch["axis"] = static_cast<int64_t>(axis);
+  if (lanes) sch["vector_width"] = L;
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), std::move(sch), o);
 }
 

@@ -122,3 +122,38 @@ TEST(JitReduceAxes, AxesTheShapesLeaveOpenArePickedAtRunTime) {
 
 } // namespace
 } // namespace aicc
+
+namespace aicc {
+namespace {
+
+// Softmax / LogSoftmax over the last axis run their max and sum in vector lanes (lower_reduce.cpp)
+// when a row holds at least two vectors: rows of 100 and 37 (a tail lane), large magnitudes (the
+// max subtracted first), and a middle axis (the scalar form). Against the interpreter: the max is
+// exact in any order, the sum reassociated (rtol 1e-5).
+TEST(JitReduceAxes, SoftmaxRowsInLanesMatchTheInterpreter) {
+  struct Case {
+    std::string op, attrs;
+    Dims dims;
+    float scale;
+  };
+  for (const Case& c :
+       {Case{"Softmax", "", {3, 5, 100}, 1.0f}, Case{"LogSoftmax", "", {4, 37}, 30.0f},
+        Case{"Softmax", " {axis = 1}", {2, 64, 3}, 1.0f}, Case{"Softmax", "", {12, 128}, 80.0f}}) {
+    std::string d = "[";
+    for (size_t k = 0; k < c.dims.size(); ++k) d += (k ? "," : "") + std::to_string(c.dims[k]);
+    d += "]";
+    Model m = parseModel("graph @g(%x: f32" + d + ") {\n  %y = " + c.op + "(%x)" + c.attrs +
+                         " : f32" + d + "\n  return %y\n}\n");
+    inferShapes(*m.graph);
+    Tensor x = values(c.dims, 9);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] *= c.scale;
+    const auto want = interpret(*m.graph, {RValue::of(x)});
+    runtime::JitExecutable exe(*m.graph);
+    EXPECT_EQ(exe.stats().fallback, 0);
+    auto diff = compareValues(want[0], exe.run({RValue::of(x)})[0], {1e-5, 1e-6});
+    EXPECT_FALSE(diff) << c.op << d << ": " << *diff;
+  }
+}
+
+} // namespace
+} // namespace aicc
