@@ -5,6 +5,8 @@
 // Accumulations store into the output (or a temp) buffer.
 #include "loop/lower_ops.h"
 
+#include <functional>
+
 #include <algorithm>
 #include <cmath>
 
@@ -235,6 +237,22 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), {}, o);
 }
 
+// A row's elements in L vector lanes: step(lane, k) for element k of the row, in lane k mod L over
+// the whole vectors (vectorized), then the tail in lane 0. The row reductions of Softmax and
+// LayerNormalization keep one partial value per lane (a max or a sum) and combine the L after:
+// the same max in any order, the sums reassociated as any vector reduction's.
+Block inLanes(FuncBuilder& b, int64_t len, int64_t L,
+              const std::function<Block(const ExprPtr& lane, const ExprPtr& k)>& step) {
+  const int64_t full = len / L;
+  const std::string lv = b.fresh("l"), cv = b.fresh("c"), tv = b.fresh("t");
+  Block out =
+      nest({cv, lv}, {full, L}, step(var(lv), add(mul(var(cv), intImm(L)), var(lv))), false, L);
+  for (auto& st :
+       nest({tv}, {len - full * L}, step(intImm(0), add(intImm(full * L), var(tv))), false))
+    out.push_back(std::move(st));
+  return out;
+}
+
 std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const LowerOptions& o,
                                         bool logSoftmax) {
   b.setKind("softmax");
@@ -256,45 +274,38 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
   ExprPtr m = load(mx, row, t), su = load(sm, row, t);
   const double inf = std::numeric_limits<double>::infinity();
   Block body = {Stmt::store(mx, row, constant(t, -inf)), Stmt::store(sm, row, constant(t, 0))};
-  // Over the last axis, the max and the sum run in L vector lanes per row (lane l takes the
-  // elements l mod L, the tail lane 0), combined after: the same max (order-free; a NaN never
-  // enters), the sum reassociated as any vector reduction's.
-  const int64_t L = vectorWidthFor(o, t, s.len), full = s.inner == 1 ? s.len / L : 0;
-  const bool lanes = s.inner == 1 && L > 1 && full >= 2;
-  std::string lm, ls;
-  const std::string lv = b.fresh("l"), cv = b.fresh("c"), tv = b.fresh("t");
-  auto lane = [&](const ExprPtr& l) { return add(mul(var(ov), intImm(L)), l); };
+  // Over the last axis, with two vectors or more a row, the max and the sum in lanes (inLanes).
+  const int64_t L = vectorWidthFor(o, t, s.len);
+  const bool lanes = s.inner == 1 && L > 1 && s.len / L >= 2;
+  const std::string lv = b.fresh("l");
   auto x = [&](const ExprPtr& k) { return load(in, add(mul(var(ov), intImm(s.len)), k), t); };
   auto keepMax = [&](const std::string& buf, const ExprPtr& at, const ExprPtr& v) {
     const ExprPtr cur = load(buf, at, t);
     return Stmt::store(buf, at, select(cmp(Op::Gt, v, cur), v, cur));
   };
   if (lanes) {
-    lm = b.temp("lanemax", t, {s.outer, L}), ls = b.temp("lanesum", t, {s.outer, L});
+    const std::string lm = b.temp("lanemax", t, {s.outer, L}),
+                      ls = b.temp("lanesum", t, {s.outer, L});
+    auto lane = [&](const ExprPtr& l) { return add(mul(var(ov), intImm(L)), l); };
     for (auto& st : nest({lv}, {L},
                          {Stmt::store(lm, lane(var(lv)), constant(t, -inf)),
                           Stmt::store(ls, lane(var(lv)), constant(t, 0))},
                          false, L))
       body.push_back(std::move(st));
-    const ExprPtr k = add(mul(var(cv), intImm(L)), var(lv));
-    for (auto& st : nest({cv, lv}, {full, L}, {keepMax(lm, lane(var(lv)), x(k))}, false, L))
-      body.push_back(std::move(st));
-    const ExprPtr kt = add(intImm(full * L), var(tv));
-    for (auto& st : nest({tv}, {s.len - full * L}, {keepMax(lm, lane(intImm(0)), x(kt))}, false))
+    for (auto& st : inLanes(b, s.len, L, [&](const ExprPtr&l, const ExprPtr&k) {
+           return Block{keepMax(lm, lane(l), x(k))};
+         }))
       body.push_back(std::move(st));
     for (auto& st : nest({lv}, {L}, {keepMax(mx, row, load(lm, lane(var(lv)), t))}, false))
       body.push_back(std::move(st));
     // exp(x - max) stored (Softmax) and summed in the lanes.
-    auto expStep = [&](const ExprPtr& kk, const ExprPtr& l) {
-      Block st = {Stmt::let(b.fresh("ex"), call("exp", {sub(x(kk), m)}))};
-      ExprPtr ev = var(st[0].name, t);
-      if (!logSoftmax) st.push_back(Stmt::store(out, add(mul(var(ov), intImm(s.len)), kk), ev));
-      st.push_back(Stmt::store(ls, lane(l), add(load(ls, lane(l), t), ev)));
-      return st;
-    };
-    for (auto& st : nest({cv, lv}, {full, L}, expStep(k, var(lv)), false, L))
-      body.push_back(std::move(st));
-    for (auto& st : nest({tv}, {s.len - full * L}, expStep(kt, intImm(0)), false))
+    for (auto& st : inLanes(b, s.len, L, [&](const ExprPtr&l, const ExprPtr&k) {
+           Block st = {Stmt::let(b.fresh("ex"), call("exp", {sub(x(k), m)}))};
+           ExprPtr ev = var(st[0].name, t);
+           if (!logSoftmax) st.push_back(Stmt::store(out, add(mul(var(ov), intImm(s.len)), k), ev));
+           st.push_back(Stmt::store(ls, lane(l), add(load(ls, lane(l), t), ev)));
+           return st;
+         }))
       body.push_back(std::move(st));
     for (auto& st :
          nest({lv}, {L}, {Stmt::store(sm, row, add(su, load(ls, lane(var(lv)), t)))}, false))
@@ -367,14 +378,45 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
   ExprPtr mu = load(mean, var(ov), t), vr = load(var2, var(ov), t);
   Block body = {Stmt::store(mean, var(ov), constant(t, 0)),
                 Stmt::store(var2, var(ov), constant(t, 0))};
+  // Over one axis holding two vectors or more, the sums in lanes (inLanes); else one scalar pass.
+  const int64_t L = vectorWidthFor(o, t, s.len);
+  const bool lanes = norm.size() == 1 && L > 1 && s.len / L >= 2;
+  const std::string ls = lanes ? b.temp("lanesum", t, {s.outer, L}) : "";
+  // The sum over the row of term(k) (k the element's index in the row) added to dst.
+  auto rowSum = [&](const std::string& dst, const std::function<ExprPtr(ExprPtr)>& term,
+                    const std::vector<std::string>& l) {
+    if (!lanes)
+      return nest(
+          l, norm,
+          {Stmt::store(dst, var(ov),
+                       add(load(dst, var(ov), t), term(linearIndex(vars(l), strides(norm)))))},
+          false);
+    const std::string lv = b.fresh("l");
+    auto lane = [&](const ExprPtr& x) { return add(mul(var(ov), intImm(L)), x); };
+    Block st = nest({lv}, {L}, {Stmt::store(ls, lane(var(lv)), constant(t, 0))}, false, L);
+    for (auto& x : inLanes(b, s.len, L, [&](const ExprPtr&ln, const ExprPtr&k) {
+           return Block{Stmt::store(ls, lane(ln), add(load(ls, lane(ln), t), term(k)))};
+         }))
+      st.push_back(std::move(x));
+    for (auto& x :
+         nest({lv}, {L},
+              {Stmt::store(dst, var(ov), add(load(dst, var(ov), t), load(ls, lane(var(lv)), t)))},
+              false))
+      st.push_back(std::move(x));
+    return st;
+  };
+  auto elem = [&](const ExprPtr& k) { return load(in, add(mul(var(ov), intImm(s.len)), k), t); };
   if (!rms) { // RMS: the mean stays 0
-    for (auto& st :
-         nest(l1, norm, {Stmt::store(mean, var(ov), add(mu, load(in, at(l1), t)))}, false))
-      body.push_back(std::move(st));
+    for (auto& st : rowSum(mean, elem, l1)) body.push_back(std::move(st));
     body.push_back(Stmt::store(mean, var(ov), div(mu, constant(t, double(s.len)))));
   }
-  ExprPtr dx = sub(load(in, at(l2), t), mu);
-  for (auto& st : nest(l2, norm, {Stmt::store(var2, var(ov), add(vr, mul(dx, dx)))}, false))
+  for (auto& st : rowSum(
+           var2,
+           [&](const ExprPtr& k) {
+             const ExprPtr dx = sub(elem(k), mu);
+             return mul(dx, dx);
+           },
+           l2))
     body.push_back(std::move(st));
   // var <- 1 / sqrt(var / len + eps)
   body.push_back(

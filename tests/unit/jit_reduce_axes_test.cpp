@@ -126,11 +126,12 @@ TEST(JitReduceAxes, AxesTheShapesLeaveOpenArePickedAtRunTime) {
 namespace aicc {
 namespace {
 
-// Softmax / LogSoftmax over the last axis run their max and sum in vector lanes (lower_reduce.cpp)
-// when a row holds at least two vectors: rows of 100 and 37 (a tail lane), large magnitudes (the
-// max subtracted first), and a middle axis (the scalar form). Against the interpreter: the max is
-// exact in any order, the sum reassociated (rtol 1e-5).
-TEST(JitReduceAxes, SoftmaxRowsInLanesMatchTheInterpreter) {
+// Softmax / LogSoftmax (max and sum) and LayerNormalization (mean and variance) over the last
+// axis run their row reductions in vector lanes (lower_reduce.cpp) when a row holds at least two
+// vectors: rows of 100 and 37 (a tail lane), 768 (BERT's), large magnitudes (the max subtracted
+// first), and a middle axis (the scalar form). Against the interpreter: the max is exact in any
+// order, the sums reassociated (rtol 1e-5).
+TEST(JitReduceAxes, RowsInLanesMatchTheInterpreter) {
   struct Case {
     std::string op, attrs;
     Dims dims;
@@ -138,19 +139,34 @@ TEST(JitReduceAxes, SoftmaxRowsInLanesMatchTheInterpreter) {
   };
   for (const Case& c :
        {Case{"Softmax", "", {3, 5, 100}, 1.0f}, Case{"LogSoftmax", "", {4, 37}, 30.0f},
-        Case{"Softmax", " {axis = 1}", {2, 64, 3}, 1.0f}, Case{"Softmax", "", {12, 128}, 80.0f}}) {
+        Case{"Softmax", " {axis = 1}", {2, 64, 3}, 1.0f}, Case{"Softmax", "", {12, 128}, 80.0f},
+        Case{"LayerNormalization", " {axis = -1}", {5, 768}, 3.0f},
+        Case{"LayerNormalization", " {axis = -1}", {2, 3, 37}, 100.0f},
+        Case{"LayerNormalization", " {axis = 1}", {2, 8, 9}, 1.0f}}) {
     std::string d = "[";
     for (size_t k = 0; k < c.dims.size(); ++k) d += (k ? "," : "") + std::to_string(c.dims[k]);
     d += "]";
-    Model m = parseModel("graph @g(%x: f32" + d + ") {\n  %y = " + c.op + "(%x)" + c.attrs +
+    const bool ln = c.op == "LayerNormalization";
+    Dims nd(c.dims.begin() +
+                (c.attrs.find("axis = 1") != std::string::npos ? 1 : long(c.dims.size()) - 1),
+            c.dims.end());
+    std::string sd = "[";
+    for (size_t k = 0; k < nd.size(); ++k) sd += (k ? "," : "") + std::to_string(nd[k]);
+    sd += "]";
+    Model m = parseModel("graph @g(%x: f32" + d + (ln ? ", %s: f32" + sd + ", %b: f32" + sd : "") +
+                         ") {\n  %y = " + c.op + (ln ? "(%x, %s, %b)" : "(%x)") + c.attrs +
                          " : f32" + d + "\n  return %y\n}\n");
     inferShapes(*m.graph);
+    std::vector<RValue> in;
     Tensor x = values(c.dims, 9);
-    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] *= c.scale;
-    const auto want = interpret(*m.graph, {RValue::of(x)});
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = x.data<float>()[i] * c.scale + 1.0f;
+    in.push_back(RValue::of(x));
+    if (ln) in.push_back(RValue::of(values(nd, 10))), in.push_back(RValue::of(values(nd, 11)));
+    const auto want = interpret(*m.graph, in);
     runtime::JitExecutable exe(*m.graph);
     EXPECT_EQ(exe.stats().fallback, 0);
-    auto diff = compareValues(want[0], exe.run({RValue::of(x)})[0], {1e-5, 1e-6});
+    auto diff = compareValues(want[0], exe.run(in)[0], {1e-5, 1e-5});
     EXPECT_FALSE(diff) << c.op << d << ": " << *diff;
   }
 }
