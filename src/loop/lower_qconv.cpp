@@ -213,6 +213,64 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   return b.finish({Stmt::callKernel(callee, std::move(args))}, std::move(sched), o);
 }
 
+namespace {
+
+// ConvInteger with uint8 weights and a zero point (ONNX Runtime's QUInt8): w - wzp spans
+// [-255, 255], outside the int8 tiles. As (w - 128) + (128 - wzp): the first, within int8, on the
+// tiles with one more output row of ones, which sums x - xzp over each pixel's window (padding
+// included, reading xzp); then y[m] = T[m] + (128 - wzp[m]) * T[ones], exact in int32 as the
+// reference's. Group 1, where the target has an int8-quad tile (the int16 tile takes the weights
+// as they are); nullopt otherwise.
+std::optional<LoweredNode> uint8WeightsSplit(const Node& n, FuncBuilder& b, const LowerOptions& o,
+                                             const ConvShape& s, const Tensor& w16, const Value* zv,
+                                             DType xt) {
+  const Tensor& w = *n.inputs[1]->constant;
+  if (s.G != 1 || w.dtype() != DType::U8 || kernels::dqgemmTakes(w16.data<int16_t>(), w16.numel()))
+    return std::nullopt;
+  const int64_t Kc = w16.numel() / s.M, P = numel(s.out);
+  Tensor w2(DType::I16, {s.M + 1, Kc});
+  for (int64_t i = 0; i < s.M * Kc; ++i)
+    w2.data<int16_t>()[i] = static_cast<int16_t>(w.getI64(i) - 128);
+  for (int64_t k = 0; k < Kc; ++k) w2.data<int16_t>()[s.M * Kc + k] = 1;
+  const auto& kd = gemmKernel(w2, o.kernelIsa);
+  if (kd.kg != 4) return std::nullopt;
+  ConvShape s2 = s;
+  s2.M = s.M + 1;
+  const std::vector<int64_t> geo = geometry(s2);
+  const std::vector<double> wzp = quantConst(n, 3, s.M, "w_zero_point");
+  Tensor c(DType::I32, {s.M});
+  for (int64_t m = 0; m < s.M; ++m)
+    c.data<int32_t>()[m] = 128 - static_cast<int32_t>(wzp[wzp.size() == 1 ? 0 : size_t(m)]);
+  const std::string T = b.temp("sums", DType::I32, {s.N, s.M + 1, P}), Y = b.output(0);
+  const std::string callee = "qconv2d_nchw_" + std::string(kd.name);
+  std::vector<CallArg> args = {bufferArg(b.input(n.inputs[0]))};
+  for (auto& a : gemmWeights(b, kd, qshape(geo), w2, s.M + 1, o)) args.push_back(std::move(a));
+  for (auto& a : {intArg(0), intArg(0), bufferArg(T)}) args.push_back(a); // no bias, int32 sums
+  for (int64_t v : geo) args.push_back(intArg(v));
+  args.push_back(zv ? bufferArg(b.input(zv)) : intArg(0));
+  for (int64_t v : {int64_t(0), int64_t(xt == DType::I8)}) args.push_back(intArg(v));
+  Block body = {Stmt::callKernel(callee, std::move(args))};
+  const std::string C = b.constant("shift", std::move(c), "i32 [M], 128 - w_zero_point");
+  const std::string nv = b.loopVar("n"), mv = b.loopVar("m"), pv = b.loopVar("p");
+  const ExprPtr base = mul(var(nv), intImm((s.M + 1) * P));
+  const ExprPtr t = load(T, add(base, add(mul(var(mv), intImm(P)), var(pv))), DType::I32);
+  const ExprPtr ones = load(T, add(base, add(intImm(s.M * P), var(pv))), DType::I32);
+  const ExprPtr y = add(t, mul(load(C, var(mv), DType::I32), ones));
+  const ExprPtr at = add(mul(add(mul(var(nv), intImm(s.M)), var(mv)), intImm(P)), var(pv));
+  for (auto& st : nest({nv, mv, pv}, {s.N, s.M, P}, {Stmt::store(Y, at, y)}, true,
+                       vectorWidthFor(o, DType::I32, P)))
+    body.push_back(std::move(st));
+  Schedule sched;
+  sched["micro_kernel"] = callee;
+  sched["layout"] =
+      std::string("nchw; uint8 weights as (w - 128) + (128 - wzp): the tiles on w - ") +
+      "128 with a row of ones (each pixel's sum of x - xzp), then the shift";
+  sched["precision"] = std::string(kInt8Precision);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
+} // namespace
+
 // ConvInteger with constant weights (1-D / 2-D) on the same int8 GEMM kernels, without the
 // requantization: the tiles store the exact int32 sums (factor 0 in the @qconv2d_nchw call). The x
 // zero point may be a run-time scalar (DynamicQuantizeLinear's, in ONNX Runtime's
@@ -236,6 +294,7 @@ std::optional<LoweredNode> lowerConvIntegerCall(const Node& n, const std::string
   FuncBuilder b(n, name, "conv");
   std::vector<CallArg> args = {bufferArg(b.input(xv))};
   Schedule sched;
+  if (auto split = uint8WeightsSplit(n, b, o, s, w16, zv, xt)) return split;
   // Depthwise: the f32 plane kernels over x - xzp, exact where every partial sum is an integer
   // below 2^24 (as QLinearConv's depthwise form); else the GEMM form, one weight row per group.
   Tensor wf;

@@ -465,6 +465,13 @@ TEST(JitQuant, ConvIntegerOnInt8KernelsMatchesExactly) {
            constText("w", DType::U8, {5, 3, 4}, rng, 0, {0, 255, 13, 200, 7}) +
            "  %xz = const i8[] [-7]\n  %wz = const u8[] [128]\n"
            "  %y = ConvInteger(%x, %w, %xz, %wz) {dilations = [2]}\n  return %y\n}\n",
+       "qconv2d_nchw_"},
+      // uint8 weights whose w - w_zero_point leaves int8 (ONNX Runtime's QUInt8): on the int8
+      // tiles as (w - 128) plus a row of ones (lower_qconv.cpp uint8WeightsSplit), padded.
+      {"graph @g(%x: u8[2,4,7,7], %xz: u8[]) {\n" +
+           constText("w", DType::U8, {6, 4, 3, 3}, rng, 0, {0, 255, 13, 200, 7, 130, 255}) +
+           constText("wz", DType::U8, {6}, rng, 0, {3, 250, 128, 0, 17, 99}) +
+           "  %y = ConvInteger(%x, %w, %xz, %wz) {pads = [1, 1, 1, 1]}\n  return %y\n}\n",
        "qconv2d_nchw_"}};
   for (const auto& [text, callee] : graphs) {
     Model m = parseWithShapes(text);
