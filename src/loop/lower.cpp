@@ -247,6 +247,7 @@ private:
     int64_t outer = 1, inner = 1; // the dims before the channel axis, and after it (or all)
     for (size_t d = 0; d < dims_.size(); ++d)
       if (d != axis) (d < axis && axis < dims_.size() ? outer : inner) *= dims_[d];
+    if (channels > 1 && inner < 16) return std::nullopt; // a lookup call per few bytes: the loop
     // Per channel, the region's nodes on the 256 values of the input type (index x ^ flip), the
     // per-channel constants at that channel.
     Tensor tables(DType::U8, {channels, 256});
