@@ -139,9 +139,17 @@ void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t
 }
 
 void dqgemmSums(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a,
-                int64_t lda, int32_t azp, const void* wp, const int32_t* colSum, int32_t* y,
-                int64_t ldy, ThreadPool* pool) {
-  run(kd, M, N, K, a, lda, azp, wp, colSum, nullptr, nullptr, y, ldy, pool);
+                int64_t lda, int32_t azp, const void* wp, const int32_t* colSum, ThreadPool* pool,
+                const std::function<void(int64_t r0, int64_t r1, const int32_t* sums)>& rows) {
+  thread_local std::vector<int32_t> acc;
+  acc.resize(size_t(M * N));
+  const int32_t* sums = acc.data(); // the workers' view of the caller's buffer
+  run(kd, M, N, K, a, lda, azp, wp, colSum, nullptr, nullptr, acc.data(), N, pool);
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), M) : 1;
+  if (T > 1)
+    pool->parallelFor(T, [&](int64_t t) { rows(M * t / T, M * (t + 1) / T, sums); });
+  else
+    rows(0, M, sums);
 }
 
 } // namespace aicc::kernels

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "kernels/registry.h"
 
@@ -34,10 +35,12 @@ void packDqGemmWeights(const KernelDesc& kd, int64_t K, int64_t N, const int16_t
 void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a, int64_t lda,
             int32_t azp, const void* wp, const int32_t* colSum, const float* scale, float* y,
             int64_t ldy, ThreadPool* pool);
-// The same without the scaling: y [M, N] holds the exact int32 sums (QLinearMatMul's, which it
-// requantizes: kernels/qmatmul.h).
+// The same without the scaling, for the ops that requantize the exact int32 sums themselves
+// (QLinearMatMul, a 1x1 QLinearConv over one-pixel images): the sums into a buffer of the calling
+// thread, then rows(r0, r1, sums) over ranges of rows split across `pool` (sums [M, N] row-major,
+// valid during the call).
 void dqgemmSums(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a,
-                int64_t lda, int32_t azp, const void* wp, const int32_t* colSum, int32_t* y,
-                int64_t ldy, ThreadPool* pool);
+                int64_t lda, int32_t azp, const void* wp, const int32_t* colSum, ThreadPool* pool,
+                const std::function<void(int64_t r0, int64_t r1, const int32_t* sums)>& rows);
 
 } // namespace aicc::kernels

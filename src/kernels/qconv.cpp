@@ -337,27 +337,21 @@ void qconvRows(const KernelDesc& dq, int64_t rows, int64_t C, int64_t M, const Q
                const float* factor, uint8_t* y, ThreadPool* pool) {
   AICC_RT_CHECK(dq.op == KernelOp::DqGemm && dq.dqgemm && !q.xSigned,
                 "int8 conv rows: '{}' is not an int8 GEMM kernel for u8 rows", dq.name);
-  thread_local std::vector<int32_t> acc;
-  acc.resize(size_t(rows * M));
-  int32_t* sums = acc.data(); // the workers' view of the caller's buffer
-  dqgemmSums(dq, rows, M, C, x, C, q.xzp, wp, colSum, sums, M, pool);
   const int32_t lo = q.ySigned ? -128 : 0, hi = q.ySigned ? 127 : 255;
   // requantizePlane's arithmetic, a factor per column: y = sat(nearbyint(float(bias + sum) *
   // factor) + yzp), bias + sum in wrap-around int32.
   const float flo = float(lo - q.yzp - 1), fhi = float(hi - q.yzp + 1), magic = 12582912.0f;
-  auto part = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t m = 0; m < M; ++m) {
-        const int32_t s = int32_t(uint32_t(sums[r * M + m]) + uint32_t(bias ? bias[m] : 0));
-        const float t = std::min(std::max(float(s) * factor[m], flo), fhi);
-        y[r * M + m] = uint8_t(std::min(std::max(int32_t((t + magic) - magic) + q.yzp, lo), hi));
-      }
-  };
-  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), rows) : 1;
-  if (T > 1)
-    pool->parallelFor(T, [&](int64_t t) { part(rows * t / T, rows * (t + 1) / T); });
-  else
-    part(0, rows);
+  dqgemmSums(dq, rows, M, C, x, C, q.xzp, wp, colSum, pool,
+             [&](int64_t r0, int64_t r1, const int32_t* sums) {
+               for (int64_t r = r0; r < r1; ++r)
+                 for (int64_t m = 0; m < M; ++m) {
+                   const int32_t s =
+                       int32_t(uint32_t(sums[r * M + m]) + uint32_t(bias ? bias[m] : 0));
+                   const float t = std::min(std::max(float(s) * factor[m], flo), fhi);
+                   y[r * M + m] =
+                       uint8_t(std::min(std::max(int32_t((t + magic) - magic) + q.yzp, lo), hi));
+                 }
+             });
 }
 
 bool qdepthwiseExact(const QConvShape& s, const float* w, const int32_t* bias) {

@@ -68,7 +68,6 @@ bool packQMatMulWeights(int64_t K, int64_t N, const int16_t* b, int8_t* wT) {
 
 void qmatmul(const QMatMulShape& s, const uint8_t* a, const int8_t* wT, const double* factor,
              uint8_t* y, ThreadPool* pool) {
-  const double lo = s.ySigned ? -128 : 0, hi = s.ySigned ? 127 : 255;
   std::vector<int16_t> a16(size_t(s.R * s.K));
   for (int64_t i = 0; i < s.R * s.K; ++i)
     a16[size_t(i)] = int16_t((s.aSigned ? int32_t(int8_t(a[i])) : int32_t(a[i])) - s.azp);
@@ -80,10 +79,7 @@ void qmatmul(const QMatMulShape& s, const uint8_t* a, const int8_t* wT, const do
     std::vector<int32_t> acc(size_t(n1 - n0));
     for (int64_t r = 0; r < s.R; ++r) {
       dotColumns(a16.data() + r * s.K, wT, s.K, n0, n1, acc.data());
-      for (int64_t n = n0; n < n1; ++n) {
-        const double v = std::nearbyint(double(acc[size_t(n - n0)]) * factor[n] + s.yzp);
-        y[r * s.N + n] = uint8_t(int32_t(std::clamp(v, lo, hi)));
-      }
+      requantizeRow(acc.data(), factor + n0, n1 - n0, s.yzp, s.ySigned, y + r * s.N + n0);
     }
   };
   if (T > 1)
@@ -94,19 +90,11 @@ void qmatmul(const QMatMulShape& s, const uint8_t* a, const int8_t* wT, const do
 
 void qmatmulTiles(const KernelDesc& kd, const QMatMulShape& s, const uint8_t* a, const void* wp,
                   const int32_t* colSum, const double* factor, uint8_t* y, ThreadPool* pool) {
-  thread_local std::vector<int32_t> acc;
-  acc.resize(size_t(s.R * s.N));
-  int32_t* sums = acc.data(); // the workers' view of the caller's buffer
-  dqgemmSums(kd, s.R, s.N, s.K, a, s.K, s.azp, wp, colSum, sums, s.N, pool);
-  auto rows = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r)
-      requantizeRow(sums + r * s.N, factor, s.N, s.yzp, s.ySigned, y + r * s.N);
-  };
-  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), s.R) : 1;
-  if (T > 1)
-    pool->parallelFor(T, [&](int64_t t) { rows(s.R * t / T, s.R * (t + 1) / T); });
-  else
-    rows(0, s.R);
+  dqgemmSums(kd, s.R, s.N, s.K, a, s.K, s.azp, wp, colSum, pool,
+             [&](int64_t r0, int64_t r1, const int32_t* sums) {
+               for (int64_t r = r0; r < r1; ++r)
+                 requantizeRow(sums + r * s.N, factor, s.N, s.yzp, s.ySigned, y + r * s.N);
+             });
 }
 
 } // namespace aicc::kernels

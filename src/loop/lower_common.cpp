@@ -171,6 +171,18 @@ Block nest(const std::vector<std::string>& vs, const Dims& ext, Block body, bool
   return body;
 }
 
+Block inLanes(FuncBuilder& b, int64_t len, int64_t L,
+              const std::function<Block(const ExprPtr& lane, const ExprPtr& k)>& step) {
+  const int64_t full = len / L;
+  const std::string lv = b.fresh("l"), cv = b.fresh("c"), tv = b.fresh("t");
+  Block out =
+      nest({cv, lv}, {full, L}, step(var(lv), add(mul(var(cv), intImm(L)), var(lv))), false, L);
+  for (auto& st :
+       nest({tv}, {len - full * L}, step(intImm(0), add(intImm(full * L), var(tv))), false))
+    out.push_back(std::move(st));
+  return out;
+}
+
 std::vector<ExprPtr> vars(const std::vector<std::string>& names) {
   std::vector<ExprPtr> v;
   for (const auto& n : names) v.push_back(var(n));

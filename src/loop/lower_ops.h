@@ -7,6 +7,7 @@
 
 #include "loop/lower.h"
 
+#include <functional>
 #include <set>
 
 namespace aicc::loop::detail {
@@ -80,6 +81,12 @@ inline ExprPtr loadI64(FuncBuilder& b, const Value* v, int64_t k) {
 Block nest(const std::vector<std::string>& vars, const Dims& ext, Block body,
            bool parallelOuter = true, int64_t vectorWidth = 1);
 std::vector<ExprPtr> vars(const std::vector<std::string>& names);
+// `len` elements in L vector lanes: step(lane, k) for element k, in lane k mod L over the whole
+// vectors (vectorized), then the tail in lane 0. Reductions keep one partial value per lane (a
+// max, a min or a sum) and combine the L after: the same max and min in any order, the sums
+// reassociated as any vector reduction's (Softmax, LayerNormalization, DynamicQuantizeLinear).
+Block inLanes(FuncBuilder& b, int64_t len, int64_t L,
+              const std::function<Block(const ExprPtr& lane, const ExprPtr& k)>& step);
 // The loops of an elementwise nest writing a dense `out` and reading operands broadcast to it
 // (numpy rules, right-aligned): dims of extent 1 are dropped, adjacent dims merge where every
 // operand is full in both or broadcast in both (a per-channel bias over NCHW gives [C, H*W], a

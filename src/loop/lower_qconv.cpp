@@ -148,23 +148,11 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
           : nullptr;
   if (rowsKernel) {
     Tensor wt(DType::I16, {s.C, s.M}); // w - wzp as [C, M]
-    Tensor colSum(DType::I32, {s.M});
-    for (int64_t m = 0; m < s.M; ++m) {
-      int32_t sum = 0;
-      for (int64_t c = 0; c < s.C; ++c) {
-        const int16_t v = w16.data<int16_t>()[m * s.C + c];
-        wt.data<int16_t>()[c * s.M + m] = v;
-        sum += v;
-      }
-      colSum.data<int32_t>()[m] = sum;
-    }
-    Tensor packed(DType::U8, {o.probe ? 0 : kernels::dqgemmPackedBytes(*rowsKernel, s.C, s.M)});
-    if (!o.probe)
-      kernels::packDqGemmWeights(*rowsKernel, s.C, s.M, wt.data<int16_t>(), packed.raw());
+    for (int64_t m = 0; m < s.M; ++m)
+      for (int64_t c = 0; c < s.C; ++c)
+        wt.data<int16_t>()[c * s.M + m] = w16.data<int16_t>()[m * s.C + c];
     callee = "qconv_rows_" + std::string(rowsKernel->name);
-    args.push_back(bufferArg(
-        b.constant("wp", std::move(packed), std::string("packed_b:") + rowsKernel->name)));
-    args.push_back(bufferArg(b.constant("colsum", std::move(colSum), "i32 [M]")));
+    for (auto& a : dqgemmWeights(b, *rowsKernel, wt, o)) args.push_back(std::move(a));
     args.push_back(bv ? bufferArg(b.input(bv)) : intArg(0));
     args.push_back(bufferArg(b.constant("factor", std::move(factor), "f32 [M]")));
     args.push_back(bufferArg(Y));

@@ -188,20 +188,11 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
                                       ? kernels::bestKernel(kernels::KernelOp::DqGemm, o.kernelIsa)
                                       : nullptr;
   if (kd) {
-    Tensor packed(DType::U8, {o.probe ? 0 : kernels::dqgemmPackedBytes(*kd, K, N)});
-    if (!o.probe) kernels::packDqGemmWeights(*kd, K, N, w16.data<int16_t>(), packed.raw());
-    Tensor colSum(DType::I32, {N});
-    for (int64_t c = 0; c < N; ++c) {
-      int32_t sum = 0;
-      for (int64_t k = 0; k < K; ++k) sum += w16.data<int16_t>()[k * N + c];
-      colSum.data<int32_t>()[c] = sum;
-    }
     const std::string callee = std::string("qmatmul_tiles_") + kd->name;
-    std::vector<CallArg> args = {
-        bufferArg(A),
-        bufferArg(fb.constant("b_packed", std::move(packed), std::string("packed_b:") + kd->name)),
-        bufferArg(fb.constant("col_sum", std::move(colSum), "i32 [N], sum over k of b - bzp")),
-        bufferArg(fb.constant("factor", std::move(factor), "f64 [N]")), bufferArg(Y)};
+    std::vector<CallArg> args = {bufferArg(A)};
+    for (auto& a : dqgemmWeights(fb, *kd, w16, o)) args.push_back(std::move(a));
+    args.push_back(bufferArg(fb.constant("factor", std::move(factor), "f64 [N]")));
+    args.push_back(bufferArg(Y));
     for (int64_t v :
          {R, K, N, int64_t(az[0]), int64_t(yz[0]), int64_t(yv->type.dtype == DType::I8) << 1})
       args.push_back(intArg(v));
@@ -304,24 +295,11 @@ std::optional<LoweredNode> lowerMatMulIntegerToFloat(const Node& n, const std::s
     }
   }
   if (w16) {
-    Tensor packed(DType::U8, {o.probe ? 0 : kernels::dqgemmPackedBytes(*kd, K, N)});
-    Tensor colSum(i32, {N});
-    for (int64_t c = 0; c < N; ++c) {
-      int32_t sum = 0;
-      for (int64_t k = 0; k < K; ++k) sum += w16->data<int16_t>()[k * N + c];
-      colSum.data<int32_t>()[c] = sum;
-    }
-    if (!o.probe)
-      kernels::packDqGemmWeights(*kd, K, N, w16->data<int16_t>(), packed.data<uint8_t>());
-    const std::string layout = std::string("packed_b:") + kd->name;
-    std::vector<CallArg> args = {
-        bufferArg(b.input(av)),
-        n.hasInput(4) ? bufferArg(b.input(n.inputs[4])) : intArg(0),
-        bufferArg(b.constant("b_packed", std::move(packed), layout)),
-        bufferArg(b.constant("col_sum", std::move(colSum), "i32 [N], sum over k of b - bzp")),
-        bufferArg(b.input(n.inputs[2])),
-        bufferArg(b.input(n.inputs[3])),
-        bufferArg(Y)};
+    std::vector<CallArg> args = {bufferArg(b.input(av)),
+                                 n.hasInput(4) ? bufferArg(b.input(n.inputs[4])) : intArg(0)};
+    for (auto& w : dqgemmWeights(b, *kd, *w16, o)) args.push_back(std::move(w));
+    for (const Value* v : {n.inputs[2], n.inputs[3]}) args.push_back(bufferArg(b.input(v)));
+    args.push_back(bufferArg(Y));
     for (int64_t v : {M, N, K, int64_t(perColumn(3))}) args.push_back(intArg(v));
     body.push_back(Stmt::callKernel(std::string("dqgemm_") + kd->name, std::move(args)));
     markKernel(sched, kd->name);

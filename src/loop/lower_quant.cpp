@@ -9,6 +9,7 @@
 // to even; `sat` is the IR's saturating float -> integer cast (NaN -> 0, as the reference's
 // roundSat). Anything else declines with a reason.
 #include "loop/lower_quant.h"
+#include "kernels/dqgemm.h"
 #include "ops/op_def.h"
 #include "ops/quant_util.h"
 
@@ -27,6 +28,22 @@ std::vector<double> quantConst(const Node& n, size_t i, int64_t count, const cha
 
 void requireRuntimeKernels(const Node& n, const LowerOptions& o) {
   if (!o.runtimeKernels) no(n.describe() + ": quantized ops are lowered for the JIT only");
+}
+
+std::vector<CallArg> dqgemmWeights(FuncBuilder& b, const kernels::KernelDesc& kd, const Tensor& w16,
+                                   const LowerOptions& o) {
+  const int64_t K = w16.dim(0), N = w16.dim(1);
+  const int16_t* w = w16.data<int16_t>();
+  Tensor packed(DType::U8, {o.probe ? 0 : kernels::dqgemmPackedBytes(kd, K, N)});
+  if (!o.probe) kernels::packDqGemmWeights(kd, K, N, w, packed.raw());
+  Tensor colSum(DType::I32, {N});
+  for (int64_t c = 0; c < N; ++c) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) sum += w[k * N + c];
+    colSum.data<int32_t>()[c] = sum;
+  }
+  return {bufferArg(b.constant("b_packed", std::move(packed), std::string("packed_b:") + kd.name)),
+          bufferArg(b.constant("col_sum", std::move(colSum), "i32 [N], sum over k of b - bzp"))};
 }
 
 std::optional<LoweredNode> lowerQuantMs(const Node& n, const std::string& name,
@@ -158,24 +175,18 @@ std::optional<LoweredNode> lowerDynamicQuantize(const Node& n, const std::string
   // combined: the same max and min as the reference's serial pass, whatever the order (NaNs never
   // enter a lane, and from +0 a tie of -0 never replaces the running value).
   const int64_t total = numel(x), L = std::max<int64_t>(1, vectorWidthFor(o, f, total));
-  const int64_t full = total / L;
   const std::string R = b.temp("range", f, {2 * L}); // L maxima, then L minima
-  const std::string iv = b.loopVar("i"), lv = b.loopVar("l"), tv = b.loopVar("t");
-  const std::string cv = b.loopVar("c");
+  const std::string lv = b.loopVar("l"), cv = b.loopVar("c");
   // std::max(R[at], x) or std::min (isMax false): a NaN x keeps the running value.
   auto keep = [&](const ExprPtr& at, const ExprPtr& xi, bool isMax) {
     const ExprPtr r = load(R, at, f);
     return Stmt::store(R, at, select(isMax ? cmp(Op::Lt, r, xi) : cmp(Op::Lt, xi, r), xi, r));
   };
-  auto both = [&](const ExprPtr& lane, const ExprPtr& xi) {
-    return Block{keep(lane, xi, true), keep(add(lane, intImm(L)), xi, false)};
-  };
   Block body = nest({lv}, {2 * L}, {Stmt::store(R, var(lv), constant(f, 0))}, false);
-  const ExprPtr xl = load(X, add(mul(var(iv), intImm(L)), var(lv)), f);
-  for (auto& st : nest({iv, lv}, {full, L}, both(var(lv), xl), false, L))
-    body.push_back(std::move(st));
-  const ExprPtr xt = load(X, add(intImm(full * L), var(tv)), f);
-  for (auto& st : nest({tv}, {total - full * L}, both(intImm(0), xt), false))
+  for (auto& st : inLanes(b, total, L, [&](const ExprPtr&l, const ExprPtr&k) {
+         const ExprPtr xi = load(X, k, f);
+         return Block{keep(l, xi, true), keep(add(l, intImm(L)), xi, false)};
+       }))
     body.push_back(std::move(st));
   const ExprPtr lane = add(var(cv), intImm(1));
   for (auto& st : nest({cv}, {L - 1},

@@ -12,4 +12,9 @@ std::vector<double> quantConst(const Node& n, size_t i, int64_t count, const cha
 // Declines unless o.runtimeKernels (the quantized lowerings are JIT only).
 void requireRuntimeKernels(const Node& n, const LowerOptions& o);
 
+// The weight arguments of a DqGemm kernel's calls (kernels/dqgemm.h): w16 [K, N] (int16 values
+// within int8: b - b_zero_point) packed for kd at compile time, then its column sums (i32 [N]).
+std::vector<CallArg> dqgemmWeights(FuncBuilder& b, const kernels::KernelDesc& kd, const Tensor& w16,
+                                   const LowerOptions& o);
+
 } // namespace aicc::loop::detail

@@ -237,22 +237,6 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), {}, o);
 }
 
-// A row's elements in L vector lanes: step(lane, k) for element k of the row, in lane k mod L over
-// the whole vectors (vectorized), then the tail in lane 0. The row reductions of Softmax and
-// LayerNormalization keep one partial value per lane (a max or a sum) and combine the L after:
-// the same max in any order, the sums reassociated as any vector reduction's.
-Block inLanes(FuncBuilder& b, int64_t len, int64_t L,
-              const std::function<Block(const ExprPtr& lane, const ExprPtr& k)>& step) {
-  const int64_t full = len / L;
-  const std::string lv = b.fresh("l"), cv = b.fresh("c"), tv = b.fresh("t");
-  Block out =
-      nest({cv, lv}, {full, L}, step(var(lv), add(mul(var(cv), intImm(L)), var(lv))), false, L);
-  for (auto& st :
-       nest({tv}, {len - full * L}, step(intImm(0), add(intImm(full * L), var(tv))), false))
-    out.push_back(std::move(st));
-  return out;
-}
-
 std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const LowerOptions& o,
                                         bool logSoftmax) {
   b.setKind("softmax");
