@@ -7,6 +7,8 @@
 //   qdwconv/<kernel>/HxWxC/s<S>/threads:T, qconv/<kernel>/...: the int8 QLinearConv kernels
 //   (kernels/qconv.h), in GOP/s (2 per multiply-add)
 //   dqgemm/<kernel>/MxNxK/threads:T: the int8 GEMM with f32 results (kernels/dqgemm.h), GOP/s
+//   qmatmul_pairs/<kernel>/BxMxNxK/threads:T: QLinearMatMul of two run-time operands (attention's
+//   Q K^T and P V; kernels/qmatmul.h), GOP/s, b's packing included
 // Run: ./build/aicc_bench [--benchmark_filter=gemm/.*14x32] (see bench/README.md).
 #include <benchmark/benchmark.h>
 
@@ -22,6 +24,7 @@
 #include "kernels/dqgemm.h"
 #include "kernels/gemm.h"
 #include "kernels/qconv.h"
+#include "kernels/qmatmul.h"
 #include "kernels/registry.h"
 #include "kernels/thread_pool.h"
 
@@ -230,6 +233,25 @@ void benchDqGemm(benchmark::State& st, const KernelDesc* kd, int64_t M, int64_t 
   setFlops(st, 2.0 * double(M * N) * double(K), threads, t0, kd->isa);
 }
 
+void benchQMatMulPairs(benchmark::State& st, const KernelDesc* kd, int64_t B, int64_t M, int64_t N,
+                       int64_t K, int threads) {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> a(size_t(B * M * K)), b(size_t(B * K * N)), y(size_t(B * M * N));
+  for (auto& v : a) v = uint8_t(rng());
+  for (auto& v : b) v = uint8_t(rng());
+  QMatMulShape s;
+  s.R = M, s.K = K, s.N = N, s.azp = 121, s.yzp = 130;
+  QMatMulPairs p;
+  p.batches = B, p.aStride = M * K, p.bStride = K * N, p.bzp = 119, p.factor = 1e-5;
+  ThreadPool* pool = poolFor(threads);
+  const auto t0 = Clock::now();
+  for (auto _ : st) {
+    qmatmulPairs(*kd, s, p, a.data(), b.data(), y.data(), pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(st, 2.0 * double(B * M * N) * double(K), threads, t0, kd->isa);
+}
+
 Conv2dShape convShape(int64_t HW, int64_t Cin, int64_t Cout, int64_t K, int64_t stride) {
   Conv2dShape s;
   s.H = s.W = HW;
@@ -309,6 +331,17 @@ void registerAll() {
                                  "/threads:" + std::to_string(t);
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
           benchDqGemm(st, kd, s.M, s.N, s.K, t);
+        })->UseRealTime();
+      }
+  // BERT-base's attention at 128 tokens, 12 heads of 64: Q K^T and P V.
+  for (const KernelDesc* kd : availableKernels(KernelOp::DqGemm))
+    for (const Shape& s : {Shape{128, 128, 64}, Shape{128, 64, 128}})
+      for (int t : {1, 2}) {
+        const std::string name = "qmatmul_pairs/" + std::string(kd->name) + "/12x" +
+                                 std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
+                                 std::to_string(s.K) + "/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          benchQMatMulPairs(st, kd, 12, s.M, s.N, s.K, t);
         })->UseRealTime();
       }
   // mobilenetv2-12-int8's layers: the stem, pointwise expansions and projections, depthwise ones.

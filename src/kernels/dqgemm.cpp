@@ -4,6 +4,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "kernels/thread_pool.h"
 
 namespace aicc::kernels {
@@ -42,6 +46,55 @@ void packDqGemmWeights(const KernelDesc& kd, int64_t K, int64_t N, const int16_t
         d[((p * kg + k / 4) * NR + j) * 4 + k % 4] =
             kd.aRows ? static_cast<uint8_t>(static_cast<int8_t>(v)) : static_cast<uint8_t>(v + 128);
       }
+}
+
+// Four input rows interleaved into int8 quads: d[j * 4 + c] = r[c][j] ^ flip for j < n.
+void interleave4(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* d) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(char(flip));
+  for (; j + 16 <= n; j += 16) {
+    __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + j)), f);
+    __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + j)), f);
+    __m128i c = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + j)), f);
+    __m128i e = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + j)), f);
+    const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+    const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+    auto* out = reinterpret_cast<__m128i*>(d + 4 * j);
+    _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(ab0, ce0));
+    _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab0, ce0));
+    _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab1, ce1));
+    _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab1, ce1));
+  }
+#endif
+  for (; j < n; ++j)
+    for (int c = 0; c < 4; ++c) d[j * 4 + c] = r[c][j] ^ flip;
+}
+
+void packDqGemmBytes(const KernelDesc& kd, int64_t K, int64_t N, const uint8_t* b, bool bSigned,
+                     void* dst, int32_t* colSum) {
+  // The packed byte of w: AMX's signed operand holds w (u8: b ^ 0x80), the VNNI tile's unsigned
+  // one w + 128 (i8: b ^ 0x80); padding is w = 0.
+  const uint8_t flip = kd.aRows != bSigned ? 0x80 : 0, pad = kd.aRows ? 0 : 128;
+  const int64_t kg = kgroupsOf(kd, K), NR = kd.nr;
+  auto* d = static_cast<uint8_t*>(dst);
+  std::memset(d, pad, size_t(dqgemmPackedBytes(kd, K, N)));
+  const std::vector<uint8_t> padRow(size_t(NR), uint8_t(pad ^ flip)); // k beyond K
+  for (int64_t p = 0; p * NR < N; ++p) {
+    const int64_t n0 = p * NR, nr = std::min(NR, N - n0);
+    for (int64_t k = 0; k < K; k += 4) {
+      const uint8_t* r[4];
+      for (int64_t c = 0; c < 4; ++c) r[c] = k + c < K ? b + (k + c) * N + n0 : padRow.data();
+      interleave4(r, nr, flip, d + ((p * kg + k / 4) * NR) * 4);
+    }
+  }
+  const int32_t c = bSigned ? 0 : 128;
+  for (int64_t n = 0; n < N; ++n) colSum[n] = int32_t(-c * K);
+  for (int64_t k = 0; k < K; ++k)
+    if (bSigned)
+      for (int64_t n = 0; n < N; ++n) colSum[n] += int32_t(int8_t(b[k * N + n]));
+    else
+      for (int64_t n = 0; n < N; ++n) colSum[n] += int32_t(b[k * N + n]);
 }
 
 namespace {

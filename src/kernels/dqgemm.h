@@ -30,6 +30,12 @@ bool dqgemmTakes(const int16_t* w, int64_t count);
 int64_t dqgemmPackedBytes(const KernelDesc& kd, int64_t K, int64_t N);
 // Packs w [K, N] (int16 values within int8) into dst (dqgemmPackedBytes bytes).
 void packDqGemmWeights(const KernelDesc& kd, int64_t K, int64_t N, const int16_t* w, void* dst);
+// Four byte rows interleaved into quads, the packed layout: d[j * 4 + c] = r[c][j] ^ flip, j < n.
+void interleave4(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* d);
+// The same for a run-time b [K, N] of bytes (QLinearMatMul of two run-time operands): w = b - c,
+// c = 128 for u8 (bSigned false), 0 for i8, always within int8; colSum [N] = sum over k of w.
+void packDqGemmBytes(const KernelDesc& kd, int64_t K, int64_t N, const uint8_t* b, bool bSigned,
+                     void* dst, int32_t* colSum);
 // y [M, N] (rows ldy floats apart) from a [M, K] (rows lda bytes apart), the packed weights, their
 // column sums colSum [N] (sum over k of w[k, n]) and scale [N]. Runs on `pool`.
 void dqgemm(const KernelDesc& kd, int64_t M, int64_t N, int64_t K, const uint8_t* a, int64_t lda,

@@ -32,29 +32,6 @@ struct QGeom {
         bPanelBytes(kgroups * kd.nr * kd.kg * elemBytes(kd)) {}
 };
 
-// Four input rows interleaved into int8 quads: d[j * 4 + c] = r[c][j] ^ flip for j < n.
-void interleave4(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* d) {
-  int64_t j = 0;
-#if defined(__SSE2__)
-  const __m128i f = _mm_set1_epi8(char(flip));
-  for (; j + 16 <= n; j += 16) {
-    __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + j)), f);
-    __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + j)), f);
-    __m128i c = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + j)), f);
-    __m128i e = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + j)), f);
-    const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-    const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
-    auto* out = reinterpret_cast<__m128i*>(d + 4 * j);
-    _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(ab0, ce0));
-    _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab0, ce0));
-    _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab1, ce1));
-    _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab1, ce1));
-  }
-#endif
-  for (; j < n; ++j)
-    for (int c = 0; c < 4; ++c) d[j * 4 + c] = r[c][j] ^ flip;
-}
-
 // Row k of the group's im2col matrix for output pixels [p0, p0 + nr) into out (raw input bytes;
 // padding reads rawPad): runs of pixels on one output row, each padding or a (strided) slice of
 // an input row between padding.

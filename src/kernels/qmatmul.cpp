@@ -41,18 +41,19 @@ void dotColumns(const int16_t* a16, const int8_t* wT, int64_t K, int64_t n0, int
   }
 }
 
-// One row of sums requantized as the reference: sat(nearbyint(double(acc) * factor + yzp)), with
-// nearbyint(v) as (v + 1.5 * 2^52) - 1.5 * 2^52 (round half to even in the default mode, exact for
-// |v| < 2^51: v is clamped to [lo - 1, hi + 1] first): a loop that vectorizes, where std::nearbyint
-// is a libm call per element on baseline x86-64.
+// One row of sums (each plus `add`) requantized as the reference: sat(nearbyint(double(acc) *
+// factor + yzp)), with nearbyint(v) as (v + 1.5 * 2^52) - 1.5 * 2^52 (round half to even in the
+// default mode, exact for |v| < 2^51: v is clamped to [lo - 1, hi + 1] first): a loop that
+// vectorizes, where std::nearbyint is a libm call per element on baseline x86-64.
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #endif
-void requantizeRow(const int32_t* acc, const double* factor, int64_t N, int32_t yzp, bool ySigned,
-                   uint8_t* y) {
+void requantizeRow(const int32_t* acc, int32_t add, const double* factor, int64_t N, int32_t yzp,
+                   bool ySigned, uint8_t* y) {
   const double lo = ySigned ? -128 : 0, hi = ySigned ? 127 : 255, magic = 6755399441055744.0;
   for (int64_t n = 0; n < N; ++n) {
-    const double v = std::clamp(double(acc[n]) * factor[n] + double(yzp), lo - 1.0, hi + 1.0);
+    const int32_t sum = int32_t(uint32_t(acc[n]) + uint32_t(add)); // wraps as the int32 sums
+    const double v = std::clamp(double(sum) * factor[n] + double(yzp), lo - 1.0, hi + 1.0);
     y[n] = uint8_t(int32_t(std::clamp((v + magic) - magic, lo, hi)));
   }
 }
@@ -79,7 +80,7 @@ void qmatmul(const QMatMulShape& s, const uint8_t* a, const int8_t* wT, const do
     std::vector<int32_t> acc(size_t(n1 - n0));
     for (int64_t r = 0; r < s.R; ++r) {
       dotColumns(a16.data() + r * s.K, wT, s.K, n0, n1, acc.data());
-      requantizeRow(acc.data(), factor + n0, n1 - n0, s.yzp, s.ySigned, y + r * s.N + n0);
+      requantizeRow(acc.data(), 0, factor + n0, n1 - n0, s.yzp, s.ySigned, y + r * s.N + n0);
     }
   };
   if (T > 1)
@@ -93,8 +94,42 @@ void qmatmulTiles(const KernelDesc& kd, const QMatMulShape& s, const uint8_t* a,
   dqgemmSums(kd, s.R, s.N, s.K, a, s.K, s.azp, wp, colSum, pool,
              [&](int64_t r0, int64_t r1, const int32_t* sums) {
                for (int64_t r = r0; r < r1; ++r)
-                 requantizeRow(sums + r * s.N, factor, s.N, s.yzp, s.ySigned, y + r * s.N);
+                 requantizeRow(sums + r * s.N, 0, factor, s.N, s.yzp, s.ySigned, y + r * s.N);
              });
+}
+
+void qmatmulPairs(const KernelDesc& kd, const QMatMulShape& s, const QMatMulPairs& p,
+                  const uint8_t* a, const uint8_t* b, uint8_t* y, ThreadPool* pool) {
+  const int32_t c = p.bSigned ? 0 : 128;
+  const std::vector<double> factor(size_t(s.N), p.factor);
+  auto product = [&](int64_t i, ThreadPool* inner) {
+    thread_local std::vector<uint8_t> packed;
+    thread_local std::vector<int32_t> colSum, rowAdd;
+    colSum.resize(size_t(s.N)), rowAdd.resize(size_t(s.R));
+    packed.resize(size_t(dqgemmPackedBytes(kd, s.K, s.N)));
+    packDqGemmBytes(kd, s.K, s.N, b + i * p.bStride, p.bSigned, packed.data(), colSum.data());
+    const uint8_t* ai = a + i * p.aStride;
+    for (int64_t r = 0; r < s.R; ++r) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < s.K; ++k) sum += int32_t(ai[r * s.K + k]) - s.azp;
+      rowAdd[size_t(r)] = int32_t(uint32_t(c - p.bzp) * uint32_t(sum));
+    }
+    const int32_t* add = rowAdd.data(); // the workers' view of this thread's rows
+    uint8_t* yi = y + i * s.R * s.N;
+    dqgemmSums(kd, s.R, s.N, s.K, ai, s.K, s.azp, packed.data(), colSum.data(), inner,
+               [&](int64_t r0, int64_t r1, const int32_t* sums) {
+                 for (int64_t r = r0; r < r1; ++r)
+                   requantizeRow(sums + r * s.N, add[r], factor.data(), s.N, s.yzp, s.ySigned,
+                                 yi + r * s.N);
+               });
+  };
+  const int64_t T = pool ? std::min<int64_t>(pool->numThreads(), p.batches) : 1;
+  if (T > 1)
+    pool->parallelFor(T, [&](int64_t t) {
+      for (int64_t i = p.batches * t / T; i < p.batches * (t + 1) / T; ++i) product(i, nullptr);
+    });
+  else
+    for (int64_t i = 0; i < p.batches; ++i) product(i, pool);
 }
 
 } // namespace aicc::kernels

@@ -33,4 +33,19 @@ void qmatmul(const QMatMulShape& s, const uint8_t* a, const int8_t* wT, const do
 void qmatmulTiles(const KernelDesc& kd, const QMatMulShape& s, const uint8_t* a, const void* wp,
                   const int32_t* colSum, const double* factor, uint8_t* y, ThreadPool* pool);
 
+// QLinearMatMul of two run-time operands (a QDQ attention's Q K^T and P V), per tensor scales and
+// zero points: `batches` products of a [R, K] u8 (a + i * aStride) and b [K, N] u8/i8 (b + i *
+// bStride; a stride 0 broadcasts) into y [batches, R, N]. Per product b is packed for the tiles of
+// `kd` as w = b - c (c = 128 for u8, 0 for i8: within int8), the tiles give sum (a - azp) w, and
+// (c - bzp) * sum (a - azp) per row completes the exact int32 sums; then the requantization above
+// with the one factor. The products are split over the threads (one product: its columns).
+struct QMatMulPairs {
+  int64_t batches = 1, aStride = 0, bStride = 0;
+  bool bSigned = false;
+  int32_t bzp = 0;
+  double factor = 0;
+};
+void qmatmulPairs(const KernelDesc& kd, const QMatMulShape& s, const QMatMulPairs& p,
+                  const uint8_t* a, const uint8_t* b, uint8_t* y, ThreadPool* pool);
+
 } // namespace aicc::kernels

@@ -6,11 +6,14 @@
 //   QLinearMul   c = sat(round(f32((a - Az)(b - Bz)) * (As * Bs / Cs)) + Cz) (the same)
 //   QLinearGlobalAveragePool   y = sat(round(f32(sum(x) - xz * n) * (xs / (ys * n))) + yz)
 //   QLinearMatMul  acc = sum (a - az)(b - bz[n]) (int32), y = sat(round(f64(acc) * f + yz)) with
-//                f = f32(f32(as * bs[n]) / ys); a [..., M, K], b [K, N]
+//                f = f32(f32(as * bs[n]) / ys); a [..., M, K], b [..., K, N] (batch dims
+//                broadcast)
 // Scales and zero points are per tensor (b's also per column); all read from their buffers.
 // QLinearMatMul with a constant b (b - bz within int8) and constant scales and zero points calls
 // the runtime kernel @qmatmul_u8s8 (kernels/qmatmul.h: the same arithmetic, b transposed and
-// packed at compile time, columns split over the threads) instead.
+// packed at compile time, columns split over the threads) instead; QLinearMatMul of two run-time
+// operands with per-tensor constant scales (a QDQ attention's Q K^T and P V) calls
+// @qmatmul_pairs_<DqGemm kernel> (b packed per product at run time).
 #include "kernels/dqgemm.h"
 #include "kernels/qmatmul.h"
 #include "kernels/registry.h"
@@ -139,6 +142,39 @@ ExprPtr columnIn(FuncBuilder& b, const Node& n, size_t i, int64_t N, const ExprP
   return cast(t, load(b.input(v), col, v->type.dtype));
 }
 
+// QLinearMatMul's constant scales and zero points with b's per tensor (N = 1) or per column, and
+// the reference's requantization factors f32(f32(as * bs[n]) / ys) [N] as f64; nullopt when one
+// is not a constant (f32 scales) of those shapes or a factor is not finite: the loop nest then.
+struct QMatMulConsts {
+  int64_t az = 0, yz = 0;
+  std::vector<double> bz;
+  Tensor factor;
+};
+std::optional<QMatMulConsts> qmatmulConsts(const Node& n, int64_t N) {
+  for (size_t i : {1, 2, 4, 5, 6, 7})
+    if (n.hasInput(i) && !n.inputs[i]->constant) return std::nullopt;
+  const DType st = n.inputs[1]->type.dtype;
+  if (st != DType::F32 || n.inputs[4]->type.dtype != st || n.inputs[6]->type.dtype != st)
+    return std::nullopt;
+  QMatMulConsts c;
+  std::vector<double> as, bs, ys;
+  try {
+    as = quantConst(n, 1, 1, "a_scale"), c.az = int64_t(quantConst(n, 2, 1, "a_zero_point")[0]);
+    bs = quantConst(n, 4, N, "b_scale"), c.bz = quantConst(n, 5, N, "b_zero_point");
+    ys = quantConst(n, 6, 1, "y_scale"), c.yz = int64_t(quantConst(n, 7, 1, "y_zero_point")[0]);
+  } catch (const NotLowerable&) {
+    return std::nullopt; // per-row a scales, or per-column b ones where N = 1
+  }
+  c.factor = Tensor(DType::F64, {N});
+  for (int64_t k = 0; k < N; ++k) {
+    const double f =
+        roundToType(st, roundToType(st, as[0] * bs[bs.size() == 1 ? 0 : size_t(k)]) / ys[0]);
+    if (!std::isfinite(f)) return std::nullopt;
+    c.factor.data<double>()[k] = f;
+  }
+  return c;
+}
+
 // Rows from which QLinearMatMul takes the int8 GEMM tiles over the dot-product kernel.
 constexpr int64_t kTileRows = 8;
 
@@ -147,19 +183,9 @@ constexpr int64_t kTileRows = 8;
 std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
                                        const LowerOptions& o, int64_t R, int64_t K, int64_t N) {
   const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
-  for (size_t i : {1, 2, 3, 4, 5, 6, 7})
-    if (n.hasInput(i) && !n.inputs[i]->constant) return std::nullopt;
-  const DType st = n.inputs[1]->type.dtype;
-  if (st != DType::F32 || n.inputs[4]->type.dtype != st || n.inputs[6]->type.dtype != st)
-    return std::nullopt;
-  std::vector<double> as, az, bs, bz, ys, yz;
-  try {
-    as = quantConst(n, 1, 1, "a_scale"), az = quantConst(n, 2, 1, "a_zero_point");
-    bs = quantConst(n, 4, N, "b_scale"), bz = quantConst(n, 5, N, "b_zero_point");
-    ys = quantConst(n, 6, 1, "y_scale"), yz = quantConst(n, 7, 1, "y_zero_point");
-  } catch (const NotLowerable&) {
-    return std::nullopt; // per-row a scales: the loop nest
-  }
+  auto q = qmatmulConsts(n, N);
+  if (!q || !bv->constant) return std::nullopt;
+  const std::vector<double>& bz = q->bz;
   const Tensor& b = *bv->constant;
   Tensor w16(DType::I16, {K, N});
   for (int64_t k = 0; k < K; ++k)
@@ -170,13 +196,6 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
   if (K >= (int64_t(1) << 16) ||
       !kernels::packQMatMulWeights(K, N, w16.data<int16_t>(), wT.data<int8_t>()))
     return std::nullopt;
-  Tensor factor(DType::F64, {N});
-  for (int64_t c = 0; c < N; ++c) {
-    const double f =
-        roundToType(st, roundToType(st, as[0] * bs[bs.size() == 1 ? 0 : size_t(c)]) / ys[0]);
-    if (!std::isfinite(f)) return std::nullopt;
-    factor.data<double>()[c] = f;
-  }
   FuncBuilder fb(n, name, "matmul");
   std::string Y = fb.output(0), A = fb.input(av);
   Schedule sched;
@@ -191,10 +210,9 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
     const std::string callee = std::string("qmatmul_tiles_") + kd->name;
     std::vector<CallArg> args = {bufferArg(A)};
     for (auto& a : dqgemmWeights(fb, *kd, w16, o)) args.push_back(std::move(a));
-    args.push_back(bufferArg(fb.constant("factor", std::move(factor), "f64 [N]")));
+    args.push_back(bufferArg(fb.constant("factor", std::move(q->factor), "f64 [N]")));
     args.push_back(bufferArg(Y));
-    for (int64_t v :
-         {R, K, N, int64_t(az[0]), int64_t(yz[0]), int64_t(yv->type.dtype == DType::I8) << 1})
+    for (int64_t v : {R, K, N, q->az, q->yz, int64_t(yv->type.dtype == DType::I8) << 1})
       args.push_back(intArg(v));
     markKernel(sched, kd->name);
     sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
@@ -202,14 +220,75 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
   }
   std::vector<CallArg> args = {
       bufferArg(A), bufferArg(fb.constant("wT", std::move(wT), "i8 [N, K], b - bzp transposed")),
-      bufferArg(fb.constant("factor", std::move(factor), "f64 [N]")), bufferArg(Y)};
+      bufferArg(fb.constant("factor", std::move(q->factor), "f64 [N]")), bufferArg(Y)};
   for (int64_t v :
-       {R, K, N, int64_t(az[0]), int64_t(yz[0]),
+       {R, K, N, q->az, q->yz,
         int64_t(av->type.dtype == DType::I8) | int64_t(yv->type.dtype == DType::I8) << 1})
     args.push_back(intArg(v));
   sched["micro_kernel"] = std::string("qmatmul_u8s8");
   sched["parallel"] = std::vector<std::string>{"output columns"};
   return fb.finish({Stmt::callKernel("qmatmul_u8s8", std::move(args))}, std::move(sched), o);
+}
+
+// The batch layout of QLinearMatMul's operands: y [batch..., M, N] from a [abatch..., M, K] and
+// b [bbatch..., K, N] (numpy broadcasting of the batch dims; a 2-D b is shared by every row).
+struct MatMulBatch {
+  Dims batch;          // the result's batch dims
+  Dims aBatch, bBatch; // the operands' batch dims, right-aligned to `batch` (1 where absent)
+  int64_t M = 0, K = 0, N = 0;
+  int64_t count() const { return numel(batch); }
+};
+
+MatMulBatch matmulBatch(const Node& n, const Dims& ad, const Dims& bd) {
+  if (ad.size() < 2 || bd.size() < 2 || ad.back() != bd[bd.size() - 2])
+    no(n.describe() + ": QLinearMatMul is lowered for a [..., M, K] x b [..., K, N] only");
+  MatMulBatch mb;
+  mb.M = ad[ad.size() - 2], mb.K = ad.back(), mb.N = bd.back();
+  const size_t rank = std::max(ad.size(), bd.size()) - 2;
+  mb.aBatch.assign(rank, 1), mb.bBatch.assign(rank, 1), mb.batch.assign(rank, 1);
+  for (size_t d = 0; d + 2 < ad.size(); ++d) mb.aBatch[rank - (ad.size() - 2) + d] = ad[d];
+  for (size_t d = 0; d + 2 < bd.size(); ++d) mb.bBatch[rank - (bd.size() - 2) + d] = bd[d];
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t x = mb.aBatch[d], y = mb.bBatch[d];
+    if (x != y && x != 1 && y != 1)
+      no(n.describe() + ": batch dims " + formatDims(ad) + " and " + formatDims(bd) +
+         " do not broadcast");
+    mb.batch[d] = x == 1 ? y : x;
+  }
+  return mb;
+}
+
+// QLinearMatMul of two run-time operands on the int8 GEMM tiles (@qmatmul_pairs_, one product per
+// batch index, b packed per call), or nullopt: a not u8, no DqGemm kernel, scales or zero points
+// not per-tensor constants, or batch dims that broadcast otherwise than whole operands.
+std::optional<LoweredNode> qmatmulPairsCall(const Node& n, const std::string& name,
+                                            const LowerOptions& o, const MatMulBatch& mb) {
+  const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
+  const kernels::KernelDesc* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, o.kernelIsa);
+  if (!kd || av->type.dtype != DType::U8 || mb.K >= (int64_t(1) << 15)) return std::nullopt;
+  auto q = qmatmulConsts(n, 1);
+  if (!q) return std::nullopt;
+  const int64_t B = mb.count();
+  const int64_t an = numel(mb.aBatch), bn = numel(mb.bBatch);
+  if ((an != 1 && an != B) || (bn != 1 && bn != B)) return std::nullopt;
+  FuncBuilder fb(n, name, "matmul");
+  std::string Y = fb.output(0), A = fb.input(av), Bn = fb.input(bv);
+  std::vector<CallArg> args = {bufferArg(A), bufferArg(Bn),
+                               bufferArg(fb.constant("factor", std::move(q->factor), "f64 [1]")),
+                               bufferArg(Y)};
+  for (int64_t v :
+       {B, mb.M, mb.K, mb.N, an == 1 ? 0 : mb.M * mb.K, bn == 1 ? 0 : mb.K * mb.N, q->az,
+        int64_t(q->bz[0]), q->yz,
+        int64_t(yv->type.dtype == DType::I8) << 1 | int64_t(bv->type.dtype == DType::I8) << 2})
+    args.push_back(intArg(v));
+  Schedule sched;
+  sched["accumulation"] = std::string("int32");
+  sched["precision"] = std::string(kInt8Precision);
+  sched["packing"] = std::string("b per call, per product");
+  markKernel(sched, kd->name);
+  sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
+  return fb.finish({Stmt::callKernel(std::string("qmatmul_pairs_") + kd->name, std::move(args))},
+                   std::move(sched), o);
 }
 
 std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& name,
@@ -218,20 +297,34 @@ std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& 
   if (!isQ8(av->type.dtype) || !isQ8(bv->type.dtype) || !isQ8(yv->type.dtype))
     no(n.describe() + ": QLinearMatMul is lowered for u8/i8 only");
   const Dims ad = staticDims(av, "a"), bd = staticDims(bv, "b");
-  if (ad.size() < 2 || bd.size() != 2 || ad.back() != bd[0])
-    no(n.describe() + ": QLinearMatMul is lowered for a [..., M, K] x b [K, N] only");
-  const int64_t K = bd[0], N = bd[1], R = numel(ad) / K;
-  if (auto call = qmatmulCall(n, name, o, R, K, N)) return call;
+  const MatMulBatch mb = matmulBatch(n, ad, bd);
+  const int64_t K = mb.K, N = mb.N, M = mb.M;
+  if (bd.size() == 2 && bv->constant)
+    if (auto call = qmatmulCall(n, name, o, numel(ad) / K, K, N)) return call;
+  if (auto call = qmatmulPairsCall(n, name, o, mb)) return call;
+  // The loop nest: rows r of the result [batch * M, N]; batch index r / M picks a's and b's
+  // matrices (a broadcast batch dim steps by 0).
   const DType i32 = DType::I32, f = DType::F32;
+  const int64_t R = mb.count() * M;
   FuncBuilder b(n, name, "matmul");
   std::string Y = b.output(0), A = b.input(av), B = b.input(bv);
   std::string ACC = b.temp("acc", i32, {R, N});
   std::string rv = b.loopVar("r"), nv = b.loopVar("n"), kv = b.loopVar("k");
   ExprPtr r = var(rv), col = var(nv), kk = var(kv), yIdx = add(mul(r, intImm(N)), col);
+  // Element offsets of the batch's a and b matrices.
+  ExprPtr aOff = intImm(0), bOff = intImm(0), bi = div(r, intImm(M));
+  int64_t aStride = M * K, bStride = K * N, inner = 1;
+  for (size_t d = mb.batch.size(); d-- > 0;) {
+    ExprPtr idx = mod(div(bi, intImm(inner)), intImm(mb.batch[d]));
+    if (mb.aBatch[d] != 1) aOff = add(aOff, mul(idx, intImm(aStride)));
+    if (mb.bBatch[d] != 1) bOff = add(bOff, mul(idx, intImm(bStride)));
+    aStride *= mb.aBatch[d], bStride *= mb.bBatch[d], inner *= mb.batch[d];
+  }
   ExprPtr acc = load(ACC, yIdx, i32);
-  ExprPtr a = sub(cast(i32, load(A, add(mul(r, intImm(K)), kk), av->type.dtype)),
-                  scalarIn(b, n, 2, i32, "a_zero_point"));
-  ExprPtr bk = sub(cast(i32, load(B, add(mul(kk, intImm(N)), col), bv->type.dtype)),
+  ExprPtr a =
+      sub(cast(i32, load(A, add(aOff, add(mul(mod(r, intImm(M)), intImm(K)), kk)), av->type.dtype)),
+          scalarIn(b, n, 2, i32, "a_zero_point"));
+  ExprPtr bk = sub(cast(i32, load(B, add(bOff, add(mul(kk, intImm(N)), col)), bv->type.dtype)),
                    columnIn(b, n, 5, N, col, i32, "b_zero_point"));
   const int64_t w = vectorWidthFor(o, i32, N);
   Block body = nest({nv}, {N}, {Stmt::store(ACC, yIdx, intImm(0, i32))}, false, w);

@@ -183,12 +183,20 @@ Node* integerNode(Graph& g, Node& qn, Node& op, const Node* act) {
   }
   auto x = dqOf(op.inputs[0]);
   auto w = op.inputs.size() > 1 ? dqOf(op.inputs[1]) : std::nullopt;
-  if (!x || !w || !perTensor(*x) || !isQ8(w->q->type.dtype) || !w->q->constant) return nullptr;
+  if (!x || !w || !perTensor(*x) || !isQ8(w->q->type.dtype)) return nullptr;
+  // Two run-time operands (a transformer's attention: Q K^T, P V) only as a MatMul, both per
+  // tensor, of rank >= 2: QLinearMatMul over the batch.
+  const auto rank = [](const Value* v) { return v->type.shape ? v->type.shape->size() : 0; };
+  if (!w->q->constant &&
+      (!isOp(&op, "MatMul") || act || !perTensor(*w) || rank(x->q) < 2 || rank(w->q) < 2))
+    return nullptr;
   Value* xz = zeroPoint(g, x->zp, x->q->type.dtype);
   Value* wz = zeroPoint(g, w->zp, w->q->type.dtype, count(w->scale));
   if (isOp(&op, "MatMul")) {
-    // b per tensor, or per column (axis 1 of a 2-D b).
-    const int64_t N = w->q->constant->rank() == 2 ? w->q->constant->dim(1) : -1;
+    // b per tensor, or per column (axis 1 of a 2-D constant b).
+    const int64_t N = !w->q->constant               ? 1
+                      : w->q->constant->rank() == 2 ? w->q->constant->dim(1)
+                                                    : -1;
     const int64_t ns = count(w->scale);
     if (act || N < 0 || (ns != 1 && (ns != N || w->axis != 1)) || count(wz) != ns) return nullptr;
     return insertNode(g, &qn, "QLinearMatMul", {x->q, x->scale, xz, w->q, w->scale, wz, ys, yz}, 1,

@@ -565,6 +565,8 @@ void callDqGemm(const kernels::KernelDesc& d, const std::string& k, std::vector<
                 kernels::ThreadPool* pool);
 void callQMatMulTiles(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                       kernels::ThreadPool* pool);
+void callQMatMulPairs(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                      kernels::ThreadPool* pool);
 void callQConvRows(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
                    kernels::ThreadPool* pool);
 
@@ -607,6 +609,7 @@ std::optional<KernelFn> builtinKernel(const std::string& name, kernels::ThreadPo
       {"qdwconv_nchw_", KernelOp::QDepthwise3x3, callQDw3x3},
       {"dqgemm_", KernelOp::DqGemm, callDqGemm},
       {"qmatmul_tiles_", KernelOp::DqGemm, callQMatMulTiles},
+      {"qmatmul_pairs_", KernelOp::DqGemm, callQMatMulPairs},
       {"qconv_rows_", KernelOp::DqGemm, callQConvRows},
       {"gemm_packed_", KernelOp::Gemm, callGemmPacked},
       {"gemm_packed_", KernelOp::GemmBf16, callGemmPacked},

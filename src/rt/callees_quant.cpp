@@ -18,6 +18,10 @@
 //   @qmatmul_tiles_<DqGemm desc>(a, wp, colSum, factor, y, R, K, N, azp, yzp, flags)   the same
 //       on the int8 GEMM tiles (kernels/qmatmul.h): a u8, wp = b - bzp packed by
 //       kernels::packDqGemmWeights, colSum [N] i32
+//   @qmatmul_pairs_<DqGemm desc>(a, b, factor, y, batches, R, K, N, aStride, bStride, azp, bzp,
+//       yzp, flags)   QLinearMatMul of two run-time operands, per tensor (kernels/qmatmul.h
+//       qmatmulPairs): a u8 [.., R, K], b [.., K, N] (flags bit 2: i8), factor [1] f64, y [batches,
+//       R, N] (bit 1: i8); product i reads a + i * aStride and b + i * bStride
 //   @dqgemm_<DqGemm desc>(a, azp | 0, wp, colSum, aScale, bScale, y, M, N, K, flags)
 //       com.microsoft.MatMulIntegerToFloat with constant b (kernels/dqgemm.h): a [M, K] u8, azp
 //       u8 scalar, wp = b - bzp packed by kernels::packDqGemmWeights, colSum [N] i32, aScale f32
@@ -25,6 +29,8 @@
 //   @lut8(x, tables, y, outer, channels, inner, flip)   y = tables[c][x ^ flip] over
 //       [outer, channels, inner] bytes (kernels/lut.h), tables [channels][256]
 // Buffer arguments: see rt/callees.h.
+#include <cmath>
+
 #include "kernels/dqgemm.h"
 #include "kernels/lut.h"
 #include "kernels/qconv.h"
@@ -172,6 +178,36 @@ void callQMatMulTiles(const kernels::KernelDesc& d, const std::string& k, std::v
   const auto* factor = static_cast<const double*>(bytesAt(k, a, 3, s.N, 8, "factor"));
   auto* y = static_cast<uint8_t*>(bytesAt(k, a, 4, s.R * s.N, 1, "y"));
   kernels::qmatmulTiles(d, s, x, wp, colSum, factor, y, pool);
+}
+
+void callQMatMulPairs(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,
+                      kernels::ThreadPool* pool) {
+  AICC_RT_CHECK(a.size() == 14, "call @{}: expects 14 arguments, got {}", k, a.size());
+  kernels::QMatMulShape s;
+  kernels::QMatMulPairs p;
+  p.batches = intArg(k, a, 4);
+  s.R = intArg(k, a, 5), s.K = intArg(k, a, 6), s.N = intArg(k, a, 7);
+  p.aStride = intArg(k, a, 8), p.bStride = intArg(k, a, 9);
+  s.azp = static_cast<int32_t>(intArg(k, a, 10));
+  p.bzp = static_cast<int32_t>(intArg(k, a, 11));
+  s.yzp = static_cast<int32_t>(intArg(k, a, 12));
+  const int64_t flags = intArg(k, a, 13);
+  s.ySigned = flags & 2, p.bSigned = flags & 4;
+  AICC_RT_CHECK(p.batches > 0 && s.R > 0 && s.K > 0 && s.K < (int64_t(1) << 15) && s.N > 0 &&
+                    (p.aStride == 0 || p.aStride == s.R * s.K) &&
+                    (p.bStride == 0 || p.bStride == s.K * s.N) && !(flags & 1),
+                "call @{}: bad matrix shape or a signed a", k);
+  AICC_RT_CHECK(s.azp >= 0 && s.azp <= 255 && p.bzp >= (p.bSigned ? -128 : 0) &&
+                    p.bzp <= (p.bSigned ? 127 : 255) && s.yzp >= (s.ySigned ? -128 : 0) &&
+                    s.yzp <= (s.ySigned ? 127 : 255),
+                "call @{}: zero point out of range", k);
+  const auto last = [&](int64_t stride, int64_t one) { return stride * (p.batches - 1) + one; };
+  const auto* x = static_cast<const uint8_t*>(bytesAt(k, a, 0, last(p.aStride, s.R * s.K), 1, "a"));
+  const auto* b = static_cast<const uint8_t*>(bytesAt(k, a, 1, last(p.bStride, s.K * s.N), 1, "b"));
+  p.factor = *static_cast<const double*>(bytesAt(k, a, 2, 1, 8, "factor"));
+  auto* y = static_cast<uint8_t*>(bytesAt(k, a, 3, p.batches * s.R * s.N, 1, "y"));
+  AICC_RT_CHECK(std::isfinite(p.factor), "call @{}: factor is not finite", k);
+  kernels::qmatmulPairs(d, s, p, x, b, y, pool);
 }
 
 void callQConvRows(const kernels::KernelDesc& d, const std::string& k, std::vector<KernelArg>& a,

@@ -243,16 +243,17 @@ TEST(JitQuant, QLinearMatMulAddAndPoolMatchExactly) {
             "  %ys = const f32[] [0.05]\n  %yz = const i8[] [-3]\n"
             "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n",
         "QLinearMatMul i8 per column", "accumulation = \"int32\"");
-  // A classifier: constant int8 weights -> the runtime kernel; the same with b a graph input ->
-  // the loop nest.
+  // A classifier: constant int8 weights -> the runtime kernel; the same with b a graph input and
+  // an i8 a -> the loop nest (a u8 a takes the int8 tiles:
+  // MatMulOfTwoRuntimeOperandsMatchesExactly).
   check("graph @g(%a: u8[1,300]) {\n  %as = const f32[] [0.02]\n  %az = const u8[] [7]\n" +
             constText("b", DType::I8, {300, 45}, rng) +
             constText("bs", DType::F32, {45}, rng, 0, {0.001, 0.0005, 0.002}) +
             "  %bz = const i8[] [0]\n  %ys = const f32[] [0.03]\n  %yz = const u8[] [100]\n"
             "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n",
         "QLinearMatMul constant int8 b", "micro_kernel = \"qmatmul_u8s8\"");
-  check("graph @g(%a: u8[3,37], %b: i8[37,21]) {\n  %as = const f32[] [0.02]\n"
-        "  %az = const u8[] [7]\n  %bs = const f32[] [0.004]\n  %bz = const i8[] [2]\n"
+  check("graph @g(%a: i8[3,37], %b: i8[37,21]) {\n  %as = const f32[] [0.02]\n"
+        "  %az = const i8[] [7]\n  %bs = const f32[] [0.004]\n  %bz = const i8[] [2]\n"
         "  %ys = const f32[] [0.03]\n  %yz = const u8[] [100]\n"
         "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n  return %y\n}\n",
         "QLinearMatMul b at run time", "accumulation = \"int32\", kind = \"matmul\", op");
@@ -394,6 +395,45 @@ TEST(JitQuant, RowsOnInt8TilesMatchExactly) {
                      "int8 rows", [&](kernels::Isa isa) {
                        const auto* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, isa);
                        return kd ? std::string(kd->name) : std::string("int8");
+                     });
+  }
+}
+
+// QLinearMatMul of two run-time operands (fold-qdq's QDQ attention: Q K^T, P V), batched: b
+// packed per product for the int8 GEMM tiles (@qmatmul_pairs_*, u8 a; b u8 or i8, one operand's
+// batch broadcast), and the loop nest where they do not apply (an i8 a, batch dims broadcasting
+// both ways). Saturating outputs, odd sizes (partial tiles, K not a multiple of 4). Bit-identical
+// to the interpreter on every ISA level.
+TEST(JitQuant, MatMulOfTwoRuntimeOperandsMatchesExactly) {
+  const std::string scales = "  %as = const f32[] [0.02]\n  %az = const u8[] [121]\n"
+                             "  %bs = const f32[] [0.03]\n  %ys = const f32[] [0.31]\n"
+                             "  %yz = const u8[] [128]\n  %yzs = const i8[] [-3]\n";
+  const std::string tiles =
+      "graph @g(%a: u8[2,3,19,42], %b: u8[2,3,42,37], %c: u8[3,19,42], %d: i8[1,42,5]) {\n" +
+      scales +
+      "  %bz = const u8[] [119]\n  %dz = const i8[] [4]\n"
+      "  %y = QLinearMatMul(%a, %as, %az, %b, %bs, %bz, %ys, %yz)\n"
+      "  %y2 = QLinearMatMul(%c, %as, %az, %d, %bs, %dz, %ys, %yzs)\n  return %y, %y2\n}\n";
+  const std::string loops =
+      "graph @g(%a: i8[2,1,5,9], %b: u8[1,3,9,4], %c: u8[3,7], %d: u8[2,7,6]) {\n" + scales +
+      "  %az8 = const i8[] [-7]\n  %bz = const u8[] [119]\n"
+      "  %y = QLinearMatMul(%a, %as, %az8, %b, %bs, %bz, %ys, %yz)\n"
+      "  %y2 = QLinearMatMul(%c, %as, %az, %d, %bs, %bz, %ys, %yz)\n  return %y, %y2\n}\n";
+  for (const auto& [text, onTiles] : {std::pair{tiles, true}, {loops, false}}) {
+    Model m = parseWithShapes(text);
+    std::vector<RValue> in;
+    std::mt19937 r(8);
+    for (const Value* v : m.graph->inputs)
+      in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), r)));
+    const auto want = interpret(*m.graph, in);
+    SCOPED_TRACE(text);
+    expectOnEveryIsa(m, in, want, {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::Avx2},
+                     "QLinearMatMul of two run-time operands", [&](kernels::Isa isa) {
+                       const auto* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, isa);
+                       return kd && onTiles
+                                  ? "micro_kernel = \"" + std::string(kd->name) +
+                                        "\", op = \"QLinearMatMul\", packing"
+                                  : std::string("kind = \"matmul\", op = \"QLinearMatMul\"");
                      });
   }
 }
