@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -20,14 +21,27 @@ namespace {
 AICC_KERNEL_CLONES void scaleRow(float* x, int64_t n, float scale) {
   for (int64_t j = 0; j < n; ++j) x[j] *= scale;
 }
+// The maximum in 16 independent lanes (lane l takes j = l mod 16, a GCC vector: the vectorizer
+// leaves a running maximum through one register scalar, 7% of bert_like_encoder's bf16 run),
+// combined after; the maximum is the same in any order (NaNs are counted apart).
 AICC_KERNEL_CLONES float rowMax(const float* x, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
-  bool nan = false;
-  for (int64_t j = 0; j < n; ++j) {
-    mx = x[j] > mx ? x[j] : mx;
-    nan |= x[j] != x[j];
+  using V = float __attribute__((vector_size(64)));
+  using VI = int32_t __attribute__((vector_size(64)));
+  const float ninf = -std::numeric_limits<float>::infinity();
+  V lane = V{} + ninf;
+  VI nan = VI{};
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    V v;
+    std::memcpy(&v, x + j, sizeof v);
+    lane = v > lane ? v : lane;
+    nan |= v != v;
   }
-  return nan ? std::numeric_limits<float>::quiet_NaN() : mx;
+  float mx = ninf;
+  bool anyNan = false;
+  for (int l = 0; l < 16; ++l) mx = lane[l] > mx ? lane[l] : mx, anyNan |= nan[l] != 0;
+  for (; j < n; ++j) mx = x[j] > mx ? x[j] : mx, anyNan |= x[j] != x[j];
+  return anyNan ? std::numeric_limits<float>::quiet_NaN() : mx;
 }
 
 // Scores row i of one head -> probabilities, in place (bias from the mask / causal bound); qk:
