@@ -7,6 +7,8 @@
 //   qdwconv/<kernel>/HxWxC/s<S>/threads:T, qconv/<kernel>/...: the int8 QLinearConv kernels
 //   (kernels/qconv.h), in GOP/s (2 per multiply-add)
 //   dqgemm/<kernel>/MxNxK/threads:T: the int8 GEMM with f32 results (kernels/dqgemm.h), GOP/s
+//   attention/<gemm kernel>/BxHxSxD/threads:T: f32 (bf16 kernels: bf16 operands) scaled dot-product
+//   attention (kernels/attention.h), GFLOP/s of its two products
 //   qmatmul_pairs/<kernel>/BxMxNxK/threads:T: QLinearMatMul of two run-time operands (attention's
 //   Q K^T and P V; kernels/qmatmul.h), GOP/s, b's packing included
 // Run: ./build/aicc_bench [--benchmark_filter=gemm/.*14x32] (see bench/README.md).
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/conv.h"
 #include "kernels/conv_nchwc.h"
 #include "kernels/dqgemm.h"
@@ -233,6 +236,25 @@ void benchDqGemm(benchmark::State& st, const KernelDesc* kd, int64_t M, int64_t 
   setFlops(st, 2.0 * double(M * N) * double(K), threads, t0, kd->isa);
 }
 
+void benchAttention(benchmark::State& st, const KernelDesc* kd, int64_t H, int64_t S, int64_t D,
+                    int threads) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> q(size_t(H * S * D)), k(q.size()), v(q.size()), y(q.size());
+  for (auto* t : {&q, &k, &v})
+    for (auto& x : *t) x = u(rng);
+  AttentionShape s;
+  s.Hq = s.Hkv = H, s.Sq = s.Skv = S, s.D = s.Dv = D;
+  s.scale = 1.0f / std::sqrt(float(D));
+  ThreadPool* pool = poolFor(threads);
+  const auto t0 = Clock::now();
+  for (auto _ : st) {
+    attentionF32(*kd, s, q.data(), k.data(), v.data(), y.data(), pool);
+    benchmark::ClobberMemory();
+  }
+  setFlops(st, 4.0 * double(H * S * S) * double(D), threads, t0, kd->isa);
+}
+
 void benchQMatMulPairs(benchmark::State& st, const KernelDesc* kd, int64_t B, int64_t M, int64_t N,
                        int64_t K, int threads) {
   std::mt19937 rng(5);
@@ -331,6 +353,16 @@ void registerAll() {
                                  "/threads:" + std::to_string(t);
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
           benchDqGemm(st, kd, s.M, s.N, s.K, t);
+        })->UseRealTime();
+      }
+  // BERT-base's attention at 128 tokens, 12 heads of 64 (the default f32 and bf16 kernels).
+  for (KernelOp op : {KernelOp::Gemm, KernelOp::GemmBf16})
+    if (const KernelDesc* kd = bestKernel(op, bestIsa()))
+      for (int t : {1, 2}) {
+        const std::string name =
+            "attention/" + std::string(kd->name) + "/1x12x128x64/threads:" + std::to_string(t);
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          benchAttention(st, kd, 12, 128, 64, t);
         })->UseRealTime();
       }
   // BERT-base's attention at 128 tokens, 12 heads of 64: Q K^T and P V.
