@@ -57,6 +57,12 @@ bool matchesType(const RValue& v, const Type& t, std::map<std::string, int64_t>*
     const Dim& d = (*t.shape)[i];
     int64_t actual = v.tensor.shape()[i];
     if (d.isStatic() && d.value != actual) return false;
+    if (d.derived) { // an expression of symbols: checked once they are all bound
+      auto e = dimExpr(d);
+      auto want = e && syms ? e->evaluate(*syms) : std::nullopt;
+      if (want && *want != actual) return false;
+      continue;
+    }
     if (!d.isStatic() && !d.symbol.empty() && syms) {
       auto [it, inserted] = syms->emplace(d.symbol, actual);
       if (!inserted && it->second != actual) return false;

@@ -10,6 +10,51 @@
 
 namespace aicc {
 
+std::optional<DimExpr> dimExpr(const Dim& d) {
+  if (d.isStatic()) return DimExpr::constant(d.value);
+  if (d.symbol.empty()) return std::nullopt;
+  if (!d.derived) return DimExpr::symbol(d.symbol);
+  return DimExpr::parse(d.symbol);
+}
+
+Dim dimOf(const DimExpr& e) {
+  if (auto c = e.constantValue()) return *c >= 0 ? Dim::known(*c) : Dim{};
+  if (auto s = e.singleSymbol()) return Dim::sym(*s);
+  return Dim{-1, e.str(), true};
+}
+
+namespace {
+
+template <typename F> Dim dimCombine(const Dim& a, const Dim& b, F f) {
+  auto x = dimExpr(a), y = dimExpr(b);
+  if (!x || !y) return Dim{};
+  try {
+    return dimOf(f(*x, *y));
+  } catch (const std::exception&) { // (overflow)
+    return Dim{};
+  }
+}
+
+} // namespace
+
+Dim dimAdd(const Dim& a, const Dim& b) {
+  return dimCombine(a, b, [](const DimExpr& x, const DimExpr& y) { return x + y; });
+}
+Dim dimSub(const Dim& a, const Dim& b) {
+  return dimCombine(a, b, [](const DimExpr& x, const DimExpr& y) { return x - y; });
+}
+Dim dimMul(const Dim& a, const Dim& b) {
+  return dimCombine(a, b, [](const DimExpr& x, const DimExpr& y) { return x * y; });
+}
+Dim dimFloorDiv(const Dim& a, int64_t d) {
+  if (d <= 0) return Dim{};
+  return dimCombine(a, a, [&](const DimExpr& x, const DimExpr&) { return x.floorDiv(d); });
+}
+Dim dimCeilDiv(const Dim& a, int64_t d) {
+  if (d <= 0) return Dim{};
+  return dimCombine(a, a, [&](const DimExpr& x, const DimExpr&) { return x.ceilDiv(d); });
+}
+
 std::string formatShape(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) {

@@ -11,6 +11,7 @@
 // Invariants are listed and checked in ir/verifier.h.
 #pragma once
 
+#include "ir/dim_expr.h"
 #include "ir/tensor.h"
 
 #include <map>
@@ -26,16 +27,31 @@ struct OpDef;
 class Graph;
 class Node;
 
-// One dimension: a static size (value >= 0), a named symbol, or unknown (value < 0, empty symbol).
+// One dimension: a static size (value >= 0), a named symbol, an expression of symbols that shape
+// inference derived (`derived`: `symbol` holds its normal-form text, ir/dim_expr.h, so equal
+// expressions compare equal as symbols do), or unknown (value < 0, empty symbol).
 struct Dim {
   int64_t value = -1;
   std::string symbol;
+  bool derived = false;
 
-  static Dim known(int64_t v) { return {v, {}}; }
-  static Dim sym(std::string s) { return {-1, std::move(s)}; }
+  static Dim known(int64_t v) { return {v, {}, false}; }
+  static Dim sym(std::string s) { return {-1, std::move(s), false}; }
   bool isStatic() const { return value >= 0; }
   bool operator==(const Dim&) const = default;
 };
+
+// A dim as an expression (nullopt when unknown), and back: static when constant, a plain symbol
+// when one symbol, else derived (or unknown when it could be negative: a constant below 0).
+std::optional<DimExpr> dimExpr(const Dim& d);
+Dim dimOf(const DimExpr& e);
+// Dim arithmetic for shape inference: static when both are, an expression when both are known,
+// else unknown (also when an expression would overflow int64).
+Dim dimAdd(const Dim& a, const Dim& b);
+Dim dimSub(const Dim& a, const Dim& b);
+Dim dimMul(const Dim& a, const Dim& b);
+Dim dimFloorDiv(const Dim& a, int64_t d);
+Dim dimCeilDiv(const Dim& a, int64_t d);
 
 using Shape = std::vector<Dim>;
 

@@ -325,22 +325,68 @@ private:
     while (!accept(']')) {
       if (!s.empty()) expect(',');
       Pos at = pos();
-      if (accept('?'))
+      if (accept('?')) {
         s.push_back(Dim{});
-      else if (peek('"'))
-        s.push_back(Dim::sym(str()));
-      else {
-        std::string w = word("a dimension");
-        if (w[0] >= '0' && w[0] <= '9') {
-          auto v = toInt<int64_t>(w, at, "dimension");
-          s.push_back(Dim::known(v));
-        } else if (w[0] == '-' || w[0] == '+') {
-          errorAt(at, fmt::format("bad dimension '{}'", w));
-        } else
-          s.push_back(Dim::sym(w));
+        continue;
       }
+      if (peek('"')) { // a quoted symbol, unless an expression starts with one
+        const char* b = p_;
+        const int line = line_, col = col_;
+        std::string name = str();
+        if (peek(',') || peek(']')) {
+          s.push_back(Dim::sym(name));
+          continue;
+        }
+        p_ = b, line_ = line, col_ = col;
+      }
+      std::string text = dimText();
+      if (text.empty()) error("expected a dimension");
+      if (std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        s.push_back(Dim::known(toInt<int64_t>(text, at, "dimension")));
+        continue;
+      }
+      // A symbol, or an expression of symbols (ir/dim_expr.h: a derived dim).
+      std::string why;
+      auto e = DimExpr::parse(text, &why);
+      if (!e) errorAt(at, fmt::format("bad dimension '{}': {}", text, why));
+      Dim d = dimOf(*e);
+      if (!d.isStatic() && d.symbol.empty()) errorAt(at, fmt::format("bad dimension '{}'", text));
+      s.push_back(d);
     }
     return s;
+  }
+  // The text of one dimension: up to the next ',' or ']' outside parentheses and quotes.
+  std::string dimText() {
+    skipWs();
+    const char* b = p_;
+    int depth = 0;
+    bool quoted = false;
+    while (p_ != end_) {
+      const char c = *p_;
+      if (quoted) {
+        if (c == '\\' && p_ + 1 != end_)
+          advance();
+        else if (c == '"')
+          quoted = false;
+        else if (c == '\n')
+          break;
+      } else if (c == '"') {
+        quoted = true;
+      } else if (c == '(') {
+        ++depth;
+      } else if (c == ')') {
+        if (depth == 0) break;
+        --depth;
+      } else if ((c == ',' || c == ']') && depth == 0) {
+        break;
+      } else if (c == '\n') {
+        break;
+      }
+      advance();
+    }
+    std::string t(b, static_cast<size_t>(p_ - b));
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t' || t.back() == '\r')) t.pop_back();
+    return t;
   }
 
   // ---- Tensors ----------------------------------------------------------------------------

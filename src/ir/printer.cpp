@@ -325,6 +325,8 @@ std::string printType(const Type& t) {
         s += std::to_string(d.value);
       else if (d.symbol.empty())
         s += "?";
+      else if (d.derived) // an expression's own text (ir/dim_expr.h)
+        s += d.symbol;
       else
         s += isBareSymbol(d.symbol) ? d.symbol : quoteString(d.symbol);
     }

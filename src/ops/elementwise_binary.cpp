@@ -126,8 +126,8 @@ void inferCompare(InferCtx& c) {
   inferBroadcast(c, DType::Bool);
 }
 
-// Shape arithmetic on propagated shape values: static values are computed, symbols survive only
-// the identities x+0, x-0, x*1, x/1.
+// Shape arithmetic on propagated shape values: static values are computed, symbolic ones become
+// dim expressions (ir/dim_expr.h), so `Shape -> Gather -> Mul -> Concat -> Reshape` keeps N*S.
 void propagateArith(InferCtx& c, char op) {
   const auto* pa = c.shapeValue(0);
   if (!pa) return;
@@ -143,32 +143,28 @@ void propagateArith(InferCtx& c, char op) {
     const Dim& x = av[av.size() == 1 ? 0 : i];
     const Dim& y = bv[bv.size() == 1 ? 0 : i];
     auto isK = [](const Dim& d, int64_t k) { return d.isStatic() && d.value == k; };
-    if (x.isStatic() && y.isStatic()) {
-      int64_t v = -1;
-      bool overflow = false; // then unknown
-      switch (op) {
-      case '+':
-        overflow = __builtin_add_overflow(x.value, y.value, &v);
-        break;
-      case '-':
-        overflow = __builtin_sub_overflow(x.value, y.value, &v);
-        break;
-      case '*':
-        overflow = __builtin_mul_overflow(x.value, y.value, &v);
-        break;
-      case '/':
-        v = y.value != 0 ? x.value / y.value : -1;
-        break;
-      }
-      if (v >= 0 && !overflow) out[i] = Dim::known(v);
-    } else if ((op == '+' || op == '-') && isK(y, 0))
-      out[i] = x;
-    else if (op == '+' && isK(x, 0))
-      out[i] = y;
-    else if ((op == '*' || op == '/') && isK(y, 1))
-      out[i] = x;
-    else if (op == '*' && isK(x, 1))
-      out[i] = y;
+    // Static or symbolic (ir/dim_expr.h; unknown when a result could be negative or overflows).
+    // '/' of sizes: integer division, exact for dims (never negative), by a positive constant
+    // or an exact divisor.
+    switch (op) {
+    case '+':
+      out[i] = dimAdd(x, y);
+      break;
+    case '-':
+      out[i] = dimSub(x, y);
+      break;
+    case '*':
+      out[i] = dimMul(x, y);
+      break;
+    case '/':
+      if (isK(y, 1))
+        out[i] = x;
+      else if (y.isStatic() && y.value > 0)
+        out[i] = dimFloorDiv(x, y.value);
+      else if (auto ex = dimExpr(x), ey = dimExpr(y); ex && ey)
+        if (auto q = ex->exactDiv(*ey)) out[i] = dimOf(*q);
+      break;
+    }
   }
   c.setShapeValue(0, std::move(out));
 }

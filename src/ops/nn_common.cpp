@@ -114,6 +114,22 @@ Window slideDim(const WindowAttrs& a, size_t i, int64_t in, int64_t kernel, bool
   return w;
 }
 
+// slideDim's output size for a symbolic input size (an expression, ir/dim_expr.h; ceil_mode
+// excluded): SAME ceil(in / s), else floor((in + pads - extent) / s) + 1.
+Dim slideSymbolic(const WindowAttrs& a, size_t i, const Dim& in, int64_t kernel) {
+  const int64_t stride = a.strides[i], ext = a.dilations[i] * (kernel - 1) + 1;
+  if (a.autoPad == "SAME_UPPER" || a.autoPad == "SAME_LOWER") return dimCeilDiv(in, stride);
+  const size_t sp = a.strides.size();
+  const int64_t pads = a.autoPad == "NOTSET" ? a.pads[i] + a.pads[i + sp] : 0;
+  auto e = dimExpr(in);
+  if (!e) return Dim{};
+  try { // floor((in + pads - ext) / s) + 1 = floor((in + pads - ext + s) / s)
+    return dimOf((*e + DimExpr::constant(pads - ext + stride)).floorDiv(stride));
+  } catch (const std::exception&) {
+    return Dim{};
+  }
+}
+
 std::vector<Window> slideDims(const WindowAttrs& a, const Dims& inSpatial, const Dims& kernel,
                               bool ceilMode) {
   AICC_CHECK(inSpatial.size() == kernel.size(), "kernel has {} spatial dims, input has {}",
@@ -151,7 +167,9 @@ void inferSliding(InferCtx& c, Dim channels, const std::optional<Dims>& kernel, 
     Dim d = xs ? (*xs)[i + 2] : Dim{};
     if (kernel && d.isStatic())
       out.push_back(Dim::known(slideDim(a, i, d.value, (*kernel)[i], ceilMode).out));
-    else
+    else if (kernel && !ceilMode)
+      out.push_back(slideSymbolic(a, i, d, (*kernel)[i]));
+    else // (ceil_mode drops a last window that starts in the end padding: not one expression)
       out.push_back(Dim{});
   }
   c.setTensor(0, dt, out);

@@ -269,6 +269,26 @@ void convTransposeInfer(InferCtx& c) {
   auto in = toDims(Shape(xs->begin() + 2, xs->end()));
   if (kernel && in) {
     for (const auto& w : transposeDims(c.node, *in, *kernel)) out.push_back(Dim::known(w.out));
+  } else if (kernel && kernel->size() == sp) {
+    // A symbolic input size: every form of the output size (pads, SAME, output_shape) is affine in
+    // it, out = a * in + b, so two static sizes give a and b (ir/dim_expr.h).
+    try {
+      const auto w1 = transposeDims(c.node, Dims(sp, 1), *kernel);
+      const auto w2 = transposeDims(c.node, Dims(sp, 2), *kernel);
+      for (size_t i = 0; i < sp; ++i) {
+        const Dim d = (*xs)[i + 2];
+        auto e = d.isStatic() ? std::nullopt : dimExpr(d);
+        if (d.isStatic()) {
+          out.push_back(Dim::known(transposeDims(c.node, Dims(sp, d.value), *kernel)[i].out));
+          continue;
+        }
+        const int64_t a = w2[i].out - w1[i].out, b = w1[i].out - a;
+        out.push_back(e ? dimOf(*e * DimExpr::constant(a) + DimExpr::constant(b)) : Dim{});
+      }
+    } catch (const std::exception&) {
+      out.resize(2);
+      for (size_t i = 0; i < sp; ++i) out.push_back(Dim{});
+    }
   } else {
     for (size_t i = 0; i < sp; ++i) out.push_back(Dim{});
   }

@@ -14,36 +14,36 @@ namespace {
 // Solves the single unknown output dim of a reshape from the element count, symbolically:
 // symbols on both sides cancel; the rest must be static (or one leftover symbol).
 Dim solveReshapeDim(const Shape& in, const Shape& out, size_t unknownAt) {
-  int64_t pin = 1, pout = 1;
-  std::vector<std::string> syms;
-  for (const Dim& d : in) {
-    if (d.isStatic()) {
-      if (__builtin_mul_overflow(pin, d.value, &pin)) return Dim{}; // no such tensor: unknown
-    } else if (!d.symbol.empty())
-      syms.push_back(d.symbol);
-    else
-      return Dim{};
+  // The input's element count over the other output dims': static, or an exact quotient of two
+  // symbolic products (ir/dim_expr.h: [N,128,768] into [N,-1,64] gives 1536).
+  std::optional<DimExpr> num = DimExpr::constant(1), den = DimExpr::constant(1);
+  bool allStatic = true;
+  try {
+    for (const Dim& d : in) {
+      auto e = dimExpr(d);
+      if (!e) return Dim{};
+      allStatic &= d.isStatic();
+      num = *num * *e;
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (i == unknownAt) continue;
+      auto e = dimExpr(out[i]);
+      if (!e) return Dim{};
+      allStatic &= out[i].isStatic();
+      den = *den * *e;
+    }
+  } catch (const std::exception&) { // (overflow: no such tensor)
+    return Dim{};
   }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (i == unknownAt) continue;
-    const Dim& d = out[i];
-    if (d.isStatic()) {
-      if (__builtin_mul_overflow(pout, d.value, &pout)) return Dim{};
-    } else if (!d.symbol.empty()) {
-      auto it = std::find(syms.begin(), syms.end(), d.symbol);
-      if (it == syms.end()) return Dim{};
-      syms.erase(it);
-    } else
-      return Dim{};
-  }
-  if (pout == 0) return Dim{};
-  if (syms.empty()) {
+  if (den->constantValue() == 0) return Dim{};
+  if (allStatic) {
+    const int64_t pin = *num->constantValue(), pout = *den->constantValue();
     AICC_CHECK(pin % pout == 0, "cannot reshape {} into {}: element counts do not divide",
                formatShape(in), formatShape(out));
     return Dim::known(pin / pout);
   }
-  if (syms.size() == 1 && pin == pout) return Dim::sym(syms[0]);
-  return Dim{};
+  auto q = num->exactDiv(*den);
+  return q ? dimOf(*q) : Dim{};
 }
 
 void inferReshape(InferCtx& c) {

@@ -282,7 +282,12 @@ void inferResize(InferCtx& c) {
       double o = std::floor(static_cast<double>(d.value) * s[i]);
       if (d.isStatic())
         d = o >= 0 && o < 1e15 ? Dim::known(static_cast<int64_t>(o)) : Dim{};
-      else if (s[i] != 1.0)
+      else if (s[i] >= 1 && s[i] == std::floor(s[i]) && s[i] < 1e6) // floor(d * k) = k d
+        d = dimMul(d, Dim::known(static_cast<int64_t>(s[i])));
+      else if (s[i] > 0 && s[i] < 1 && 1 / s[i] == std::floor(1 / s[i]) &&
+               s[i] * std::floor(1 / s[i]) == 1)
+        d = dimFloorDiv(d, static_cast<int64_t>(1 / s[i])); // floor(d / k), s = 1/k exactly
+      else
         d = Dim{};
     }
     return c.setTensor(0, dt, out);

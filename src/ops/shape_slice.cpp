@@ -38,12 +38,7 @@ void inferConcat(InferCtx& c) {
     for (size_t d = 0; d < s->size(); ++d) {
       const Dim& a = (*s)[d];
       if (d == axis) {
-        if (sum.isStatic() && a.isStatic())
-          sum = Dim::known(sum.value + a.value);
-        else if (sum.isStatic() && sum.value == 0)
-          sum = a;
-        else if (!(a.isStatic() && a.value == 0))
-          sum = Dim{};
+        sum = dimAdd(sum, a); // (static, or a symbolic sum: ir/dim_expr.h)
         continue;
       }
       Dim& o = (*out)[d];

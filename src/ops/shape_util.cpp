@@ -174,11 +174,8 @@ std::optional<std::vector<int64_t>> knownInts(InferCtx& c, size_t i) {
 }
 
 Dim mulDim(const Dim& a, const Dim& b) {
-  if (a.isStatic() && b.isStatic()) return Dim::known(a.value * b.value);
-  if (a.isStatic() && a.value == 1) return b;
-  if (b.isStatic() && b.value == 1) return a;
   if ((a.isStatic() && a.value == 0) || (b.isStatic() && b.value == 0)) return Dim::known(0);
-  return Dim{};
+  return dimMul(a, b); // (static, or a symbolic product: ir/dim_expr.h)
 }
 
 std::optional<int64_t> inRank(InferCtx& c, size_t i) {
