@@ -114,8 +114,6 @@ Window slideDim(const WindowAttrs& a, size_t i, int64_t in, int64_t kernel, bool
   return w;
 }
 
-// slideDim's output size for a symbolic input size (an expression, ir/dim_expr.h; ceil_mode
-// excluded): SAME ceil(in / s), else floor((in + pads - extent) / s) + 1.
 Dim slideSymbolic(const WindowAttrs& a, size_t i, const Dim& in, int64_t kernel) {
   const int64_t stride = a.strides[i], ext = a.dilations[i] * (kernel - 1) + 1;
   if (a.autoPad == "SAME_UPPER" || a.autoPad == "SAME_LOWER") return dimCeilDiv(in, stride);

@@ -1,6 +1,7 @@
 // Quantized convolutions: QLinearConv and ConvInteger. Integer im2col + int32 accumulation over
 // raw pointers (mobilenetv2-12-int8 runs through here), 1 to 3 spatial dims.
 #include "ops/helpers.h"
+#include "ops/nn.h"
 #include "ops/quant_util.h"
 
 #include <algorithm>
@@ -85,10 +86,16 @@ void inferConv(InferCtx& c, size_t xi, size_t wi, DType dt) {
     return;
   }
   Shape out{(*x)[0], (*w)[0]};
-  auto xs = toDims(*x), ws = toDims(*w);
+  Shape one = *x; // the geometry does not depend on the batch
+  one[0] = Dim::known(1);
+  auto xs = toDims(one), ws = toDims(*w);
   if (xs && ws) {
     ConvGeom g = convGeometry(c.node, *xs, *ws);
     for (size_t i = 2; i < g.outShape.size(); ++i) out.push_back(Dim::known(g.outShape[i]));
+  } else if (auto k = ws ? std::optional<Dims>(Dims(ws->begin() + 2, ws->end())) : std::nullopt;
+             k && k->size() + 2 == x->size()) { // symbolic spatial sizes (ir/dim_expr.h)
+    const WindowAttrs a = readWindowAttrs(c.node, k->size());
+    for (size_t i = 0; i < k->size(); ++i) out.push_back(slideSymbolic(a, i, (*x)[i + 2], (*k)[i]));
   } else {
     for (size_t i = 2; i < x->size(); ++i) out.push_back(Dim{});
   }
