@@ -14,7 +14,7 @@ const std::map<std::string, std::string>& floatMath() {
       {"Erf", "erf"},     {"Floor", "floor"}, {"Ceil", "ceil"},       {"Round", "round"},
       {"Sin", "sin"},     {"Cos", "cos"},     {"Sigmoid", "sigmoid"}, {"Atan", "atan"},
       {"Acos", "acos"},   {"Asin", "asin"},   {"Acosh", "acosh"},     {"Asinh", "asinh"},
-      {"Atanh", "atanh"}, {"Cosh", "cosh"},
+      {"Atanh", "atanh"}, {"Cosh", "cosh"},   {"Sinh", "sinh"},       {"Tan", "tan"},
   };
   return k;
 }

@@ -233,6 +233,8 @@ const std::map<std::string, MathFunction>& mathFunctions() {
       {"asinh", {1, "asinh", ::asinh, nullptr}},
       {"atanh", {1, "atanh", ::atanh, nullptr}},
       {"cosh", {1, "cosh", ::cosh, nullptr}},
+      {"sinh", {1, "sinh", ::sinh, nullptr}},
+      {"tan", {1, "tan", ::tan, nullptr}},
       {"pow", {2, "pow", nullptr, ::pow}},
       {"fmod", {2, "fmod", nullptr, ::fmod}},
       {"sigmoid", {1, nullptr, sigmoidHost, nullptr}},

@@ -91,6 +91,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "LogSoftmax",
                                             "LayerNormalization",
                                             "RMSNormalization",
+                                            "InstanceNormalization",
+                                            "GroupNormalization",
                                             "BatchNormalization",
                                             "Reshape",
                                             "Flatten",

@@ -315,25 +315,46 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
 }
 
 // LayerNormalization (with its optional Mean and InvStdDev outputs) and RMSNormalization (no
-// mean, no bias: y = x / sqrt(mean(x^2) + eps) * scale), as the reference kernel.
+// mean, no bias: y = x / sqrt(mean(x^2) + eps) * scale), and InstanceNormalization and
+// GroupNormalization (rows of N*C channels, or N*G groups of C/G channels, each normalized over its
+// S = H*W... values, then scale and bias of the element's channel), as the reference kernels.
 std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const LowerOptions& o) {
-  const bool rms = n.op == "RMSNormalization";
-  b.setKind(rms ? "rmsnorm" : "layernorm");
+  const bool rms = n.op == "RMSNormalization", inst = n.op == "InstanceNormalization",
+             group = n.op == "GroupNormalization";
+  b.setKind(rms ? "rmsnorm" : inst || group ? "instancenorm" : "layernorm");
   std::string out = b.output(0);
   Dims id = staticDims(n.inputs.at(0), "input");
   DType t = n.outputs[0]->type.dtype;
   if (!isComputeFloat(t) || id.empty()) no("a float input is needed");
   std::string meanOut, invOut; // LayerNormalization's statistics outputs, when asked for
-  for (size_t k = 1; k < n.outputs.size() && !rms; ++k) {
+  for (size_t k = 1; k < n.outputs.size() && !rms && !inst && !group; ++k) {
     if (!n.outputs[k]) continue;
     if (n.outputs[k]->type.dtype != t) no("Mean/InvStdDev in a stash type other than the input's");
     (k == 1 ? meanOut : invOut) = b.output(k);
   }
-  size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
-  Split3 s = split3(id, axis, id.size());
-  Dims norm(id.begin() + static_cast<std::ptrdiff_t>(axis), id.end());
+  size_t axis = inst || group ? 2 : static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
+  if ((inst || group) && id.size() < 2) no("an input [N, C, ...] is needed");
+  Split3 s = split3(id, std::min(axis, id.size()), id.size());
+  Dims norm(id.begin() + static_cast<std::ptrdiff_t>(std::min(axis, id.size())), id.end());
+  // Instance / group: one row per channel / group, its values one axis (the lanes below); the
+  // scale and bias index of element k of row `ov` (per channel [C]).
+  std::function<ExprPtr(const ExprPtr& ov, const ExprPtr& k)> channelOf;
+  if (inst || group) {
+    const int64_t C = id[1], S = s.len, G = group ? n.attrInt("num_groups") : C;
+    if (G < 1 || C % G != 0) no("num_groups must divide the channels");
+    s.outer = id[0] * G, s.len = C / G * S;
+    norm = {s.len};
+    channelOf = [C, G, S](const ExprPtr& ov, const ExprPtr& k) {
+      ExprPtr c0 = mul(mod(ov, intImm(G)), intImm(C / G));
+      return C == G ? c0 : add(c0, div(k, intImm(std::max<int64_t>(S, 1))));
+    };
+    for (size_t i : {1, 2})
+      if (!n.hasInput(i) || numel(staticDims(n.inputs[i], "scale/bias")) != C)
+        no("per-channel scale and bias are needed");
+  }
   auto param = [&](size_t i) -> std::pair<std::string, std::vector<int64_t>> {
     if (!n.hasInput(i)) return {"", {}};
+    if (channelOf) return {b.input(n.inputs[i]), {}};
     Dims pd = staticDims(n.inputs[i], "scale/bias");
     if (pd.size() > norm.size()) no("scale/bias of a higher rank than the normalized shape");
     std::vector<int64_t> st(norm.size(), 0), ps = strides(pd);
@@ -410,8 +431,11 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
   if (!meanOut.empty()) body.push_back(Stmt::store(meanOut, var(ov), mu));
   if (!invOut.empty()) body.push_back(Stmt::store(invOut, var(ov), vr));
   ExprPtr y = mul(sub(load(in, at(l3), t), mu), vr);
-  if (!sc.empty()) y = mul(y, load(sc, linearIndex(vars(l3), scSt), t));
-  if (!bi.empty()) y = add(y, load(bi, linearIndex(vars(l3), biSt), t));
+  auto paramAt = [&](const std::vector<int64_t>& st) {
+    return channelOf ? channelOf(var(ov), var(l3[0])) : linearIndex(vars(l3), st);
+  };
+  if (!sc.empty()) y = mul(y, load(sc, paramAt(scSt), t));
+  if (!bi.empty()) y = add(y, load(bi, paramAt(biSt), t));
   for (auto& st :
        nest(l3, norm, {Stmt::store(out, at(l3), y)}, false, vectorWidthFor(o, t, norm.back())))
     body.push_back(std::move(st));
@@ -470,7 +494,9 @@ std::optional<LoweredNode> lowerReductionInto(const Node& n, FuncBuilder& b,
   if (op == "TopK") return lowerTopK(n, b, o);
   if (op == "LRN") return lowerLrn(n, b, o);
   if (op == "LogSoftmax") return lowerSoftmax(n, b, o, true);
-  if (op == "LayerNormalization" || op == "RMSNormalization") return lowerLayerNorm(n, b, o);
+  if (op == "LayerNormalization" || op == "RMSNormalization" || op == "InstanceNormalization" ||
+      op == "GroupNormalization")
+    return lowerLayerNorm(n, b, o);
   return std::nullopt;
 }
 

@@ -171,5 +171,39 @@ TEST(JitReduceAxes, RowsInLanesMatchTheInterpreter) {
   }
 }
 
+// InstanceNormalization and GroupNormalization on the LayerNorm lowering (rows of one channel or
+// one group, the scale and bias of each element's channel): against the interpreter, spatial
+// sizes with a vector tail, groups of one channel (= instance) and of all channels.
+TEST(JitReduceAxes, InstanceAndGroupNormalizationMatchTheInterpreter) {
+  struct Case {
+    std::string op;
+    int64_t groups;
+    Dims dims;
+  };
+  for (const Case& c :
+       {Case{"InstanceNormalization", 0, {2, 3, 5, 7}},
+        Case{"InstanceNormalization", 0, {1, 4, 37}}, Case{"GroupNormalization", 3, {2, 6, 4, 5}},
+        Case{"GroupNormalization", 6, {2, 6, 9}}, Case{"GroupNormalization", 1, {1, 4, 33, 3}}}) {
+    std::string d = "[";
+    for (size_t k = 0; k < c.dims.size(); ++k) d += (k ? "," : "") + std::to_string(c.dims[k]);
+    d += "]";
+    const std::string ch = "[" + std::to_string(c.dims[1]) + "]";
+    const std::string attrs = c.groups ? " {num_groups = " + std::to_string(c.groups) + "}" : "";
+    Model m = parseModel("graph @g(%x: f32" + d + ", %s: f32" + ch + ", %b: f32" + ch +
+                         ") {\n  %y = " + c.op + "(%x, %s, %b)" + attrs + " : f32" + d +
+                         "\n  return %y\n}\n");
+    inferShapes(*m.graph);
+    Tensor x = values(c.dims, 12);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = x.data<float>()[i] * 7.0f + 3.0f;
+    std::vector<RValue> in = {RValue::of(x), RValue::of(values({c.dims[1]}, 13)),
+                              RValue::of(values({c.dims[1]}, 14))};
+    const auto want = interpret(*m.graph, in);
+    runtime::JitExecutable exe(*m.graph);
+    EXPECT_EQ(exe.stats().fallback, 0) << c.op << d;
+    auto diff = compareValues(want[0], exe.run(in)[0], {1e-5, 1e-5});
+    EXPECT_FALSE(diff) << c.op << d << ": " << *diff;
+  }
+}
+
 } // namespace
 } // namespace aicc
