@@ -327,6 +327,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "CenterCropPad") return lowerCenterCropPad(n, name, o);
   if (op == "Pad") return lowerPad(n, name, o);
   if (op == "Resize") return lowerResize(n, name, o);
+  if (op == "DFT") return lowerDft(n, name, o);
   return lowerRearrange(n, name, o);
 }
 

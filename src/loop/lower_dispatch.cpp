@@ -107,6 +107,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Trilu",
                                             "Pad",
                                             "Resize",
+                                            "DFT",
                                             "ScatterND",
                                             "ScatterElements",
                                             "GridSample",

@@ -143,6 +143,8 @@ Split3 split3(const Dims& d, size_t a0, size_t a1);
 // and ops along one axis (lower_axis.cpp).
 std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
                                        const LowerOptions& o);
+// DFT as a constant f64 matrix over each lane (lower_signal.cpp).
+std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, const LowerOptions& o);
 std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
                                               const LowerOptions& o);
 std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);

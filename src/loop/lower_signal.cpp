@@ -1,0 +1,110 @@
+// DFT as a constant linear map. Every form of ONNX DFT (forward, inverse, one-sided, truncated or
+// zero-padded to dft_length, the inverse real transform's Hermitian mirror) is linear in the
+// input lane's n * comp values, so the compiler runs the reference kernel (src/ops/signal.cpp)
+// on each unit lane, in f64, and stores the columns as a matrix M [outLen * outComp, n * comp]:
+//   y[k, c] = sum over (j, c') of M[(k, c), (j, c')] * x[j, c']    (summed in f64, then rounded)
+// the same map as the reference's f64 FFT up to the order of its f64 sums. The direct sum costs
+// outLen * n multiply-adds per lane, so transforms longer than kMaxLength (an audio frame of
+// 512 and up) keep the reference's FFT.
+#include "interp/interpreter.h"
+#include "loop/lower_ops.h"
+
+#include <map>
+
+namespace aicc::loop::detail {
+
+namespace {
+
+constexpr int64_t kMaxLength = 256;
+
+// A scalar integer input that is a constant, or nullopt when absent.
+std::optional<int64_t> constScalar(const Node& n, size_t i, const char* what) {
+  if (!n.hasInput(i)) return std::nullopt;
+  const Value* v = n.inputs[i];
+  if (!v->constant || v->constant->numel() != 1)
+    no(n.describe() + ": " + what + " is not a constant scalar");
+  return v->constant->getI64(0);
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, const LowerOptions& o) {
+  const Value *xv = n.inputs.at(0), *yv = n.outputs.at(0);
+  const DType t = xv->type.dtype;
+  if (t != DType::F32 && t != DType::F64) no(n.describe() + ": DFT is lowered for f32/f64");
+  const Dims xd = staticDims(xv, "input"), yd = staticDims(yv, "output");
+  const int64_t rank = int64_t(xd.size());
+  if (rank < 2 || (xd.back() != 1 && xd.back() != 2)) no(n.describe() + ": input [..., 1|2]");
+  int64_t axis = constScalar(n, 2, "axis").value_or(-2);
+  constScalar(n, 1, "dft_length"); // (a constant: the output shape is static)
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank - 2 || yd.size() != xd.size())
+    no(n.describe() + ": axis or output shape out of range");
+  const int64_t len = xd[size_t(axis)], comp = xd.back(), outLen = yd[size_t(axis)],
+                outComp = yd.back();
+  if (std::max(len, outLen) > kMaxLength)
+    no(n.describe() + ": a DFT longer than " + std::to_string(kMaxLength) +
+       " keeps the reference FFT (the direct sum grows as the square)");
+  // M's columns: the reference on each unit lane [1.., len, ..1, comp] in f64.
+  Dims lane(xd.size(), 1);
+  lane[size_t(axis)] = len, lane.back() = comp;
+  const int64_t cols = len * comp, rows = outLen * outComp;
+  Tensor M(DType::F64, {rows, cols});
+  std::map<const Value*, RValue> consts; // dft_length, axis
+  for (const Value* v : n.inputs)
+    if (v && v->constant) consts[v] = RValue::of(*v->constant);
+  if (!o.probe)
+    for (int64_t q = 0; q < cols; ++q) {
+      Tensor e(DType::F64, lane);
+      e.data<double>()[q] = 1.0;
+      const RValue in = RValue::of(std::move(e));
+      std::vector<RValue> out;
+      try {
+        out = runReferenceKernel(n, [&](const Value* v) -> const RValue* {
+          if (v == xv) return &in;
+          auto it = consts.find(v);
+          return it == consts.end() ? nullptr : &it->second;
+        });
+      } catch (const std::exception& ex) {
+        no(n.describe() + ": " + ex.what());
+      }
+      const Tensor& r = out.at(0).tensor;
+      if (r.numel() != rows) no(n.describe() + ": unexpected reference output");
+      for (int64_t k = 0; k < rows; ++k) M.data<double>()[k * cols + q] = r.getF64(k);
+    }
+  FuncBuilder b(n, name, "signal");
+  const std::string Y = b.output(0), X = b.input(xv);
+  const std::string MB = b.constant("dft_matrix", std::move(M), "f64 [outLen*outComp, len*comp]");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= xd[size_t(d)];
+  for (int64_t d = axis + 1; d < rank - 1; ++d) inner *= xd[size_t(d)];
+  const std::string ov = b.loopVar("o"), iv = b.loopVar("i"), rv = b.loopVar("r"),
+                    qv = b.loopVar("q"), acc = b.temp("acc", DType::F64, {outer, inner, rows});
+  const ExprPtr o_ = var(ov), i_ = var(iv), r_ = var(rv), q_ = var(qv);
+  const ExprPtr at = add(mul(add(mul(o_, intImm(inner)), i_), intImm(rows)), r_);
+  // x[o, j, i, c'] for q = j * comp + c'; y[o, k, i, c] for r = k * outComp + c.
+  const ExprPtr xIdx =
+      add(mul(add(mul(add(mul(o_, intImm(len)), div(q_, intImm(comp))), intImm(inner)), i_),
+              intImm(comp)),
+          mod(q_, intImm(comp)));
+  const ExprPtr yIdx =
+      add(mul(add(mul(add(mul(o_, intImm(outLen)), div(r_, intImm(outComp))), intImm(inner)), i_),
+              intImm(outComp)),
+          mod(r_, intImm(outComp)));
+  Block lanes = {Stmt::store(acc, at, constant(DType::F64, 0))};
+  for (auto& s : nest({qv}, {cols},
+                      {Stmt::store(acc, at,
+                                   add(load(acc, at, DType::F64),
+                                       mul(load(MB, add(mul(r_, intImm(cols)), q_), DType::F64),
+                                           cast(DType::F64, load(X, xIdx, t)))))},
+                      false))
+    lanes.push_back(std::move(s));
+  lanes.push_back(Stmt::store(Y, yIdx, cast(t, load(acc, at, DType::F64))));
+  Schedule sched;
+  sched["axis"] = axis;
+  sched["layout"] = std::string("direct sum over a constant f64 matrix");
+  return b.finish(nest({ov, iv, rv}, {outer, inner, rows}, std::move(lanes), true),
+                  std::move(sched), o);
+}
+
+} // namespace aicc::loop::detail
