@@ -252,6 +252,47 @@ CallArg residualArg(const FusedClamp* clamp, ExprPtr offset) {
   return CallArg{"", nullptr, intImm(0)};
 }
 
+namespace {
+
+// Batch strides of an operand [..batch.., r, c] broadcast to `batch`.
+std::vector<int64_t> batchStrides(const Dims& d, size_t inner, const Dims& batch) {
+  std::vector<int64_t> s(batch.size(), 0);
+  int64_t st = 1;
+  for (size_t k = d.size(); k-- > 0;) {
+    if (k + inner >= d.size()) {
+      st *= d[k];
+      continue;
+    }
+    size_t ob = batch.size() - (d.size() - inner - k);
+    if (d[k] != 1) s[ob] = st;
+    st *= d[k];
+  }
+  return s;
+}
+
+} // namespace
+
+MatMulShape matmulShape(const Dims& ad, const Dims& bd) {
+  if (ad.empty() || bd.empty()) no("MatMul of a scalar");
+  MatMulShape m;
+  m.M = ad.size() == 1 ? 1 : ad[ad.size() - 2], m.K = ad.back();
+  m.N = bd.size() == 1 ? 1 : bd.back();
+  const int64_t kb = bd.size() == 1 ? bd[0] : bd[bd.size() - 2];
+  if (kb != m.K) no("MatMul inner dimensions differ");
+  const size_t ar = ad.size() >= 2 ? ad.size() - 2 : 0, br = bd.size() >= 2 ? bd.size() - 2 : 0;
+  const size_t rank = std::max(ar, br);
+  m.batch.assign(rank, 1);
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t x = k + ar >= rank ? ad[k + ar - rank] : 1;
+    const int64_t y = k + br >= rank ? bd[k + br - rank] : 1;
+    if (x != y && x != 1 && y != 1) no("MatMul batch dimensions do not broadcast");
+    m.batch[k] = std::max(x, y);
+  }
+  m.aBatch = batchStrides(ad, ad.size() >= 2 ? 2 : 1, m.batch);
+  m.bBatch = batchStrides(bd, bd.size() >= 2 ? 2 : 1, m.batch);
+  return m;
+}
+
 std::vector<CallArg> clampArgs(FusedClamp* clamp, bool takesResidual) {
   int64_t flags = 0;
   double lo = 0, hi = 0;

@@ -44,22 +44,6 @@ struct GemmShape {
   std::vector<int64_t> aBatch, bBatch; // per output batch dim: element stride (0 = broadcast)
 };
 
-// Batch strides of an operand [..batch.., r, c] broadcast to `batch`.
-std::vector<int64_t> batchStrides(const Dims& d, size_t inner, const Dims& batch) {
-  std::vector<int64_t> s(batch.size(), 0);
-  int64_t st = 1;
-  for (size_t k = d.size(); k-- > 0;) {
-    if (k + inner >= d.size()) {
-      st *= d[k];
-      continue;
-    }
-    size_t ob = batch.size() - (d.size() - inner - k);
-    if (d[k] != 1) s[ob] = st;
-    st *= d[k];
-  }
-  return s;
-}
-
 // MatMulInteger with a constant 2-D B, exactly on a float GEMM kernel: |a - a_zero_point| <= 255
 // and |b - b_zero_point| <= maxB (read off the constant), so over K blocks of
 // (2^24 - 1) / (255 * maxB) values every partial sum is an integer below 2^24 in magnitude, exact
@@ -162,22 +146,9 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
     g.N = g.transB ? bd[0] : bd[1];
     if ((g.transB ? bd[1] : bd[0]) != g.K) no("Gemm inner dimensions differ");
   } else {
-    if (ad.empty() || bd.empty()) no("MatMul of a scalar");
-    g.M = ad.size() == 1 ? 1 : ad[ad.size() - 2], g.K = ad.back();
-    g.N = bd.size() == 1 ? 1 : bd.back();
-    int64_t kb = bd.size() == 1 ? bd[0] : bd[bd.size() - 2];
-    if (kb != g.K) no("MatMul inner dimensions differ");
-    size_t ar = ad.size() >= 2 ? ad.size() - 2 : 0, br = bd.size() >= 2 ? bd.size() - 2 : 0;
-    size_t rank = std::max(ar, br);
-    g.batch.assign(rank, 1);
-    for (size_t k = 0; k < rank; ++k) {
-      int64_t x = k + ar >= rank ? ad[k + ar - rank] : 1;
-      int64_t y = k + br >= rank ? bd[k + br - rank] : 1;
-      if (x != y && x != 1 && y != 1) no("MatMul batch dimensions do not broadcast");
-      g.batch[k] = std::max(x, y);
-    }
-    g.aBatch = batchStrides(ad, ad.size() >= 2 ? 2 : 1, g.batch);
-    g.bBatch = batchStrides(bd, bd.size() >= 2 ? 2 : 1, g.batch);
+    const MatMulShape ms = matmulShape(ad, bd);
+    g.M = ms.M, g.K = ms.K, g.N = ms.N;
+    g.batch = ms.batch, g.aBatch = ms.aBatch, g.bBatch = ms.bBatch;
   }
   std::string A = b.input(av), B = b.input(bv);
   int64_t lda = g.transA ? g.M : g.K, ldb = bd.size() == 1 ? 1 : (g.transB ? g.K : g.N);

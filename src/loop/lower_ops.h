@@ -133,6 +133,15 @@ std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& n
 LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
                        const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value,
                        const LowerOptions& o, Schedule sched = {}, Block prefix = {});
+// A MatMul's shape, numpy's matmul (a 1-D operand promoted, the batch dims broadcast): M, K, N,
+// the result's batch dims and each operand's element stride per batch dim (0: broadcast).
+// Declines (no) inner dims that differ and batch dims that do not broadcast.
+struct MatMulShape {
+  int64_t M = 0, K = 0, N = 0;
+  Dims batch;
+  std::vector<int64_t> aBatch, bBatch;
+};
+MatMulShape matmulShape(const Dims& ad, const Dims& bd);
 // [outer, len, inner] around dims [a0, a1) (len = their product).
 struct Split3 {
   int64_t outer = 1, len = 1, inner = 1;

@@ -230,55 +230,40 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
   return fb.finish({Stmt::callKernel("qmatmul_u8s8", std::move(args))}, std::move(sched), o);
 }
 
-// The batch layout of QLinearMatMul's operands: y [batch..., M, N] from a [abatch..., M, K] and
-// b [bbatch..., K, N] (numpy broadcasting of the batch dims; a 2-D b is shared by every row).
-struct MatMulBatch {
-  Dims batch;          // the result's batch dims
-  Dims aBatch, bBatch; // the operands' batch dims, right-aligned to `batch` (1 where absent)
-  int64_t M = 0, K = 0, N = 0;
-  int64_t count() const { return numel(batch); }
-};
-
-MatMulBatch matmulBatch(const Node& n, const Dims& ad, const Dims& bd) {
-  if (ad.size() < 2 || bd.size() < 2 || ad.back() != bd[bd.size() - 2])
-    no(n.describe() + ": QLinearMatMul is lowered for a [..., M, K] x b [..., K, N] only");
-  MatMulBatch mb;
-  mb.M = ad[ad.size() - 2], mb.K = ad.back(), mb.N = bd.back();
-  const size_t rank = std::max(ad.size(), bd.size()) - 2;
-  mb.aBatch.assign(rank, 1), mb.bBatch.assign(rank, 1), mb.batch.assign(rank, 1);
-  for (size_t d = 0; d + 2 < ad.size(); ++d) mb.aBatch[rank - (ad.size() - 2) + d] = ad[d];
-  for (size_t d = 0; d + 2 < bd.size(); ++d) mb.bBatch[rank - (bd.size() - 2) + d] = bd[d];
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t x = mb.aBatch[d], y = mb.bBatch[d];
-    if (x != y && x != 1 && y != 1)
-      no(n.describe() + ": batch dims " + formatDims(ad) + " and " + formatDims(bd) +
-         " do not broadcast");
-    mb.batch[d] = x == 1 ? y : x;
+// The element stride of an operand's matrices over the batch when it is one (0: every product
+// reads the same matrix, mat: consecutive matrices of `mat` elements), else -1 (a broadcast of
+// some batch dims only).
+int64_t wholeStride(const std::vector<int64_t>& st, const Dims& batch, int64_t mat) {
+  bool zero = true, dense = true;
+  int64_t expect = mat;
+  for (size_t d = batch.size(); d-- > 0;) {
+    if (batch[d] == 1) continue;
+    zero &= st[d] == 0, dense &= st[d] == expect;
+    expect *= batch[d];
   }
-  return mb;
+  return zero ? 0 : dense ? mat : -1;
 }
 
 // QLinearMatMul of two run-time operands on the int8 GEMM tiles (@qmatmul_pairs_, one product per
 // batch index, b packed per call), or nullopt: a not u8, no DqGemm kernel, scales or zero points
 // not per-tensor constants, or batch dims that broadcast otherwise than whole operands.
 std::optional<LoweredNode> qmatmulPairsCall(const Node& n, const std::string& name,
-                                            const LowerOptions& o, const MatMulBatch& mb) {
+                                            const LowerOptions& o, const MatMulShape& ms) {
   const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
   const kernels::KernelDesc* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, o.kernelIsa);
-  if (!kd || av->type.dtype != DType::U8 || mb.K >= (int64_t(1) << 15)) return std::nullopt;
+  if (!kd || av->type.dtype != DType::U8 || ms.K >= (int64_t(1) << 15)) return std::nullopt;
   auto q = qmatmulConsts(n, 1);
   if (!q) return std::nullopt;
-  const int64_t B = mb.count();
-  const int64_t an = numel(mb.aBatch), bn = numel(mb.bBatch);
-  if ((an != 1 && an != B) || (bn != 1 && bn != B)) return std::nullopt;
+  const int64_t B = numel(ms.batch), aStride = wholeStride(ms.aBatch, ms.batch, ms.M * ms.K),
+                bStride = wholeStride(ms.bBatch, ms.batch, ms.K * ms.N);
+  if (aStride < 0 || bStride < 0) return std::nullopt;
   FuncBuilder fb(n, name, "matmul");
   std::string Y = fb.output(0), A = fb.input(av), Bn = fb.input(bv);
   std::vector<CallArg> args = {bufferArg(A), bufferArg(Bn),
                                bufferArg(fb.constant("factor", std::move(q->factor), "f64 [1]")),
                                bufferArg(Y)};
   for (int64_t v :
-       {B, mb.M, mb.K, mb.N, an == 1 ? 0 : mb.M * mb.K, bn == 1 ? 0 : mb.K * mb.N, q->az,
-        int64_t(q->bz[0]), q->yz,
+       {B, ms.M, ms.K, ms.N, aStride, bStride, q->az, int64_t(q->bz[0]), q->yz,
         int64_t(yv->type.dtype == DType::I8) << 1 | int64_t(bv->type.dtype == DType::I8) << 2})
     args.push_back(intArg(v));
   Schedule sched;
@@ -297,29 +282,30 @@ std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& 
   if (!isQ8(av->type.dtype) || !isQ8(bv->type.dtype) || !isQ8(yv->type.dtype))
     no(n.describe() + ": QLinearMatMul is lowered for u8/i8 only");
   const Dims ad = staticDims(av, "a"), bd = staticDims(bv, "b");
-  const MatMulBatch mb = matmulBatch(n, ad, bd);
-  const int64_t K = mb.K, N = mb.N, M = mb.M;
+  if (ad.size() < 2 || bd.size() < 2)
+    no("QLinearMatMul is lowered for a [..., M, K] x b [..., K, N]");
+  const MatMulShape ms = matmulShape(ad, bd);
+  const int64_t K = ms.K, N = ms.N, M = ms.M;
   if (bd.size() == 2 && bv->constant)
     if (auto call = qmatmulCall(n, name, o, numel(ad) / K, K, N)) return call;
-  if (auto call = qmatmulPairsCall(n, name, o, mb)) return call;
+  if (auto call = qmatmulPairsCall(n, name, o, ms)) return call;
   // The loop nest: rows r of the result [batch * M, N]; batch index r / M picks a's and b's
   // matrices (a broadcast batch dim steps by 0).
   const DType i32 = DType::I32, f = DType::F32;
-  const int64_t R = mb.count() * M;
+  const int64_t R = numel(ms.batch) * M;
   FuncBuilder b(n, name, "matmul");
   std::string Y = b.output(0), A = b.input(av), B = b.input(bv);
   std::string ACC = b.temp("acc", i32, {R, N});
   std::string rv = b.loopVar("r"), nv = b.loopVar("n"), kv = b.loopVar("k");
   ExprPtr r = var(rv), col = var(nv), kk = var(kv), yIdx = add(mul(r, intImm(N)), col);
   // Element offsets of the batch's a and b matrices.
-  ExprPtr aOff = intImm(0), bOff = intImm(0), bi = div(r, intImm(M));
-  int64_t aStride = M * K, bStride = K * N, inner = 1;
-  for (size_t d = mb.batch.size(); d-- > 0;) {
-    ExprPtr idx = mod(div(bi, intImm(inner)), intImm(mb.batch[d]));
-    if (mb.aBatch[d] != 1) aOff = add(aOff, mul(idx, intImm(aStride)));
-    if (mb.bBatch[d] != 1) bOff = add(bOff, mul(idx, intImm(bStride)));
-    aStride *= mb.aBatch[d], bStride *= mb.bBatch[d], inner *= mb.batch[d];
+  std::vector<ExprPtr> bi(ms.batch.size());
+  ExprPtr rest = div(r, intImm(M));
+  for (size_t d = ms.batch.size(); d-- > 0;) {
+    bi[d] = mod(rest, intImm(ms.batch[d]));
+    rest = div(rest, intImm(ms.batch[d]));
   }
+  ExprPtr aOff = linearIndex(bi, ms.aBatch), bOff = linearIndex(bi, ms.bBatch);
   ExprPtr acc = load(ACC, yIdx, i32);
   ExprPtr a =
       sub(cast(i32, load(A, add(aOff, add(mul(mod(r, intImm(M)), intImm(K)), kk)), av->type.dtype)),

@@ -22,7 +22,7 @@ std::optional<int64_t> constScalar(const Node& n, size_t i, const char* what) {
   if (!n.hasInput(i)) return std::nullopt;
   const Value* v = n.inputs[i];
   if (!v->constant || v->constant->numel() != 1)
-    no(n.describe() + ": " + what + " is not a constant scalar");
+    no(std::string(what) + " is not a constant scalar");
   return v->constant->getI64(0);
 }
 
@@ -31,19 +31,19 @@ std::optional<int64_t> constScalar(const Node& n, size_t i, const char* what) {
 std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, const LowerOptions& o) {
   const Value *xv = n.inputs.at(0), *yv = n.outputs.at(0);
   const DType t = xv->type.dtype;
-  if (t != DType::F32 && t != DType::F64) no(n.describe() + ": DFT is lowered for f32/f64");
+  if (t != DType::F32 && t != DType::F64) no("DFT is lowered for f32/f64");
   const Dims xd = staticDims(xv, "input"), yd = staticDims(yv, "output");
   const int64_t rank = int64_t(xd.size());
-  if (rank < 2 || (xd.back() != 1 && xd.back() != 2)) no(n.describe() + ": input [..., 1|2]");
+  if (rank < 2 || (xd.back() != 1 && xd.back() != 2)) no("DFT is lowered for an input [..., 1|2]");
   int64_t axis = constScalar(n, 2, "axis").value_or(-2);
   constScalar(n, 1, "dft_length"); // (a constant: the output shape is static)
   if (axis < 0) axis += rank;
   if (axis < 0 || axis > rank - 2 || yd.size() != xd.size())
-    no(n.describe() + ": axis or output shape out of range");
+    no("axis or output shape out of range");
   const int64_t len = xd[size_t(axis)], comp = xd.back(), outLen = yd[size_t(axis)],
                 outComp = yd.back();
   if (std::max(len, outLen) > kMaxLength)
-    no(n.describe() + ": a DFT longer than " + std::to_string(kMaxLength) +
+    no("a DFT longer than " + std::to_string(kMaxLength) +
        " keeps the reference FFT (the direct sum grows as the square)");
   // M's columns: the reference on each unit lane [1.., len, ..1, comp] in f64.
   Dims lane(xd.size(), 1);
@@ -66,10 +66,10 @@ std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, cons
           return it == consts.end() ? nullptr : &it->second;
         });
       } catch (const std::exception& ex) {
-        no(n.describe() + ": " + ex.what());
+        no(ex.what());
       }
       const Tensor& r = out.at(0).tensor;
-      if (r.numel() != rows) no(n.describe() + ": unexpected reference output");
+      if (r.numel() != rows) no("unexpected reference output");
       for (int64_t k = 0; k < rows; ++k) M.data<double>()[k * cols + q] = r.getF64(k);
     }
   FuncBuilder b(n, name, "signal");
