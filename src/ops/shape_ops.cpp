@@ -443,6 +443,24 @@ void inferRange(InferCtx& c) {
     }
     return;
   }
+  // A symbolic limit (a dim, ir/dim_expr.h) from start <= 0 by delta > 0: ceil((limit - start) /
+  // delta) values, exact as the limit is never negative (position ids: Range(0, S, 1) has S).
+  int64_t start = 1; // (> 0: not taken)
+  if (const auto* sv = c.shapeValue(0); sv && sv->size() == 1 && (*sv)[0].isStatic())
+    start = (*sv)[0].value;
+  if (const Tensor* t = c.constInput(0); t && t->numel() == 1 && isInteger(t->dtype()))
+    start = t->getI64(0); // (a negative start is no dim)
+  const auto* dv = c.shapeValue(2);
+  const auto* lv = c.shapeValue(1);
+  if (isInteger(dt) && start <= 0 && dv && dv->size() == 1 && (*dv)[0].isStatic() &&
+      (*dv)[0].value > 0 && lv && lv->size() == 1)
+    if (auto e = dimExpr((*lv)[0])) {
+      try {
+        return c.setTensor(0, dt,
+                           Shape{dimOf((*e - DimExpr::constant(start)).ceilDiv((*dv)[0].value))});
+      } catch (const std::exception&) { // (overflow)
+      }
+    }
   c.setTensor(0, dt, Shape{Dim{}});
 }
 
