@@ -236,6 +236,7 @@ struct ExprParser {
   const std::string& s;
   size_t i = 0;
   std::string error;
+  int depth = 0; // parentheses open (bounded: no stack exhaustion on hostile text)
 
   void skip() {
     while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
@@ -258,7 +259,9 @@ struct ExprParser {
     skip();
     if (i >= s.size()) return error = "unexpected end", std::nullopt;
     if (accept('(')) {
+      if (++depth > 64) return error = "parentheses nested deeper than 64", std::nullopt;
       auto e = expr();
+      --depth;
       if (!e || !accept(')')) return error = error.empty() ? "expected ')'" : error, std::nullopt;
       return e;
     }
@@ -326,7 +329,7 @@ struct ExprParser {
 } // namespace
 
 std::optional<DimExpr> DimExpr::parse(const std::string& text, std::string* error) {
-  ExprParser p{text, 0, {}};
+  ExprParser p{text, 0, {}, 0};
   std::optional<DimExpr> e;
   try {
     e = p.expr();

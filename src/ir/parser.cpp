@@ -348,9 +348,11 @@ private:
       // A symbol, or an expression of symbols (ir/dim_expr.h: a derived dim).
       std::string why;
       auto e = DimExpr::parse(text, &why);
-      if (!e) errorAt(at, fmt::format("bad dimension '{}': {}", text, why));
+      std::string shown = text; // (at most 60 characters of it in the message)
+      if (shown.size() > 60) shown.resize(57), shown.append("...");
+      if (!e) errorAt(at, fmt::format("bad dimension '{}': {}", shown, why));
       Dim d = dimOf(*e);
-      if (!d.isStatic() && d.symbol.empty()) errorAt(at, fmt::format("bad dimension '{}'", text));
+      if (!d.isStatic() && d.symbol.empty()) errorAt(at, fmt::format("bad dimension '{}'", shown));
       s.push_back(d);
     }
     return s;

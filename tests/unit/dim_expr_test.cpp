@@ -50,7 +50,10 @@ TEST(DimExpr, NormalFormAndText) {
 }
 
 TEST(DimExpr, ParseRejectsWhatIsNotAnExpression) {
-  for (const char* bad : {"", "H+", "(H", "H/0", "H/W", "2H", "H)", ".x", "H/-2"}) {
+  const std::string deep = std::string(100000, '(') + "H" + std::string(100000, ')');
+  for (const std::string bad :
+       {"", "H+", "(H", "H/0", "H/W", "2H", "H)", ".x", "H/-2", "99999999999999999999",
+        "9999999999*9999999999*9999999999", deep.c_str()}) {
     std::string why;
     EXPECT_FALSE(DimExpr::parse(bad, &why)) << bad;
     EXPECT_FALSE(why.empty()) << bad;
