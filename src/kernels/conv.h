@@ -15,8 +15,10 @@
 
 // Marks a portable loop of conv.cpp / qconv.cpp (compiled at -O3) to be cloned for the x86 vector
 // ISAs, the best clone picked at load time (the baseline x86-64 has only SSE2). Not under
-// ThreadSanitizer: the clones' resolvers run during relocation, before its runtime starts.
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+// ThreadSanitizer: the clones' resolvers run during relocation, before its runtime starts. Not
+// under clang (only the fuzzing build, scripts/fuzz.sh): clang 14 does not multiversion function
+// templates, so that build runs the baseline code.
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__clang__)
 #define AICC_KERNEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define AICC_KERNEL_CLONES

@@ -351,7 +351,7 @@ bool cpuSupports(Isa isa) {
   case Isa::Avx2:
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   case Isa::AvxVnni:
-    return cpuSupports(Isa::Avx2) && __builtin_cpu_supports("avxvnni");
+    return cpuSupports(Isa::Avx2) && (hostCpuFeatures() >> uint32_t(CpuFeature::AVXVNNI) & 1);
   case Isa::Avx512:
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
            __builtin_cpu_supports("fma");

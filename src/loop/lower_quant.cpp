@@ -126,7 +126,8 @@ std::optional<LoweredNode> lowerQuantize(const Node& n, const std::string& name,
                       : q);
     });
   }
-  const auto [lo, hi] = quantRange(out);
+  const auto range = quantRange(out); // (no structured binding: lambdas capture it below)
+  const auto lo = range.first, hi = range.second;
   if (n.attrInt("precision") != 0 && n.attrInt("precision") != 1)
     no(n.describe() + ": QuantizeLinear with a precision other than float");
   return quantNest(n, name, o, [&](FuncBuilder& b, const ExprPtr& i, const ExprPtr& s) {

@@ -129,8 +129,11 @@ uint64_t readCpuFeatures() {
   set(F::AVX512BF16, __builtin_cpu_supports("avx512bf16"));
 #if !defined(__clang__)
   set(F::AVX512FP16, __builtin_cpu_supports("avx512fp16"));
-  set(F::AVXVNNI, __builtin_cpu_supports("avxvnni"));
 #endif
+  { // AVX-VNNI: cpuid leaf 7 subleaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports lacks it)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    set(F::AVXVNNI, __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1u));
+  }
   {
     // cpuid leaf 7: EDX bits 22 (AMX-BF16), 24 (AMX-TILE), 25 (AMX-INT8); the tile state must be
     // enabled in XCR0 (bits 17, 18) and granted by the OS (amxPermitted).

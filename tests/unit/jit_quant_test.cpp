@@ -419,7 +419,9 @@ TEST(JitQuant, MatMulOfTwoRuntimeOperandsMatchesExactly) {
       "  %az8 = const i8[] [-7]\n  %bz = const u8[] [119]\n"
       "  %y = QLinearMatMul(%a, %as, %az8, %b, %bs, %bz, %ys, %yz)\n"
       "  %y2 = QLinearMatMul(%c, %as, %az, %d, %bs, %bz, %ys, %yz)\n  return %y, %y2\n}\n";
-  for (const auto& [text, onTiles] : {std::pair{tiles, true}, {loops, false}}) {
+  for (const auto& tc : {std::pair{tiles, true}, {loops, false}}) {
+    const std::string& text = tc.first;
+    const bool onTiles = tc.second; // (a plain local: lambdas below capture it)
     Model m = parseWithShapes(text);
     std::vector<RValue> in;
     std::mt19937 r(8);
@@ -513,7 +515,8 @@ TEST(JitQuant, ConvIntegerOnInt8KernelsMatchesExactly) {
            constText("wz", DType::U8, {6}, rng, 0, {3, 250, 128, 0, 17, 99}) +
            "  %y = ConvInteger(%x, %w, %xz, %wz) {pads = [1, 1, 1, 1]}\n  return %y\n}\n",
        "qconv2d_nchw_"}};
-  for (const auto& [text, callee] : graphs) {
+  for (const auto& g : graphs) {
+    const std::string &text = g.first, &callee = g.second; // (captured below)
     Model m = parseWithShapes(text);
     std::vector<RValue> in;
     std::mt19937 r(5);

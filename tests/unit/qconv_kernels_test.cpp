@@ -351,8 +351,8 @@ TEST(DqGemmKernels, MatchReferenceOnEveryIsa) {
         EXPECT_EQ(got, want) << (p ? "2 threads" : "1 thread");
         std::vector<int32_t> got32(sums.size(), -7); // the sums alone (QLinearMatMul's)
         dqgemmSums(kd, M, N, K, a.data(), lda, azp, packed.data(), colSum.data(), p,
-                   [&](int64_t r0, int64_t r1, const int32_t* s) {
-                     std::copy(s + r0 * N, s + r1 * N, got32.begin() + r0 * N);
+                   [&, n = N](int64_t r0, int64_t r1, const int32_t* s) {
+                     std::copy(s + r0 * n, s + r1 * n, got32.begin() + r0 * n);
                    });
         EXPECT_EQ(got32, sums) << "int32, " << (p ? "2 threads" : "1 thread");
       }
