@@ -25,14 +25,18 @@ Dim dimOf(const DimExpr& e) {
 
 namespace {
 
+// f of the dims' expressions as a dim: unknown when one is, or when f overflows.
 template <typename F> Dim dimCombine(const Dim& a, const Dim& b, F f) {
   auto x = dimExpr(a), y = dimExpr(b);
   if (!x || !y) return Dim{};
   try {
     return dimOf(f(*x, *y));
-  } catch (const std::exception&) { // (overflow)
+  } catch (const std::exception&) {
     return Dim{};
   }
+}
+template <typename F> Dim dimApply(const Dim& a, F f) {
+  return dimCombine(a, Dim::known(0), [&](const DimExpr& x, const DimExpr&) { return f(x); });
 }
 
 } // namespace
@@ -47,12 +51,10 @@ Dim dimMul(const Dim& a, const Dim& b) {
   return dimCombine(a, b, [](const DimExpr& x, const DimExpr& y) { return x * y; });
 }
 Dim dimFloorDiv(const Dim& a, int64_t d) {
-  if (d <= 0) return Dim{};
-  return dimCombine(a, a, [&](const DimExpr& x, const DimExpr&) { return x.floorDiv(d); });
+  return d <= 0 ? Dim{} : dimApply(a, [&](const DimExpr& x) { return x.floorDiv(d); });
 }
 Dim dimCeilDiv(const Dim& a, int64_t d) {
-  if (d <= 0) return Dim{};
-  return dimCombine(a, a, [&](const DimExpr& x, const DimExpr&) { return x.ceilDiv(d); });
+  return d <= 0 ? Dim{} : dimApply(a, [&](const DimExpr& x) { return x.ceilDiv(d); });
 }
 
 std::string formatShape(const Shape& s) {

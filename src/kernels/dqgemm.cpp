@@ -36,16 +36,11 @@ int64_t dqgemmPackedBytes(const KernelDesc& kd, int64_t K, int64_t N) {
 }
 
 void packDqGemmWeights(const KernelDesc& kd, int64_t K, int64_t N, const int16_t* w, void* dst) {
-  const int64_t kg = kgroupsOf(kd, K), NR = kd.nr;
-  auto* d = static_cast<uint8_t*>(dst);
-  std::memset(d, 0, size_t(dqgemmPackedBytes(kd, K, N)));
-  for (int64_t p = 0; p * NR < N; ++p)
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < NR && p * NR + j < N; ++j) {
-        const int v = w[k * N + p * NR + j];
-        d[((p * kg + k / 4) * NR + j) * 4 + k % 4] =
-            kd.aRows ? static_cast<uint8_t>(static_cast<int8_t>(v)) : static_cast<uint8_t>(v + 128);
-      }
+  // w within int8 as its bytes: the run-time packer's i8 form (c = 0).
+  std::vector<uint8_t> bytes(size_t(K * N));
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(int8_t(w[i]));
+  std::vector<int32_t> colSum(static_cast<size_t>(N)); // (the callers keep their own)
+  packDqGemmBytes(kd, K, N, bytes.data(), true, dst, colSum.data());
 }
 
 // Four input rows interleaved into int8 quads: d[j * 4 + c] = r[c][j] ^ flip for j < n.
@@ -74,12 +69,13 @@ void interleave4(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* d)
 void packDqGemmBytes(const KernelDesc& kd, int64_t K, int64_t N, const uint8_t* b, bool bSigned,
                      void* dst, int32_t* colSum) {
   // The packed byte of w: AMX's signed operand holds w (u8: b ^ 0x80), the VNNI tile's unsigned
-  // one w + 128 (i8: b ^ 0x80); padding is w = 0.
-  const uint8_t flip = kd.aRows != bSigned ? 0x80 : 0, pad = kd.aRows ? 0 : 128;
+  // one w + 128 (i8: b ^ 0x80); padding (k past K, columns past N) is byte 0, which adds nothing
+  // in either orientation (the activations past K are packed as 0 too).
+  const uint8_t flip = kd.aRows != bSigned ? 0x80 : 0;
   const int64_t kg = kgroupsOf(kd, K), NR = kd.nr;
   auto* d = static_cast<uint8_t*>(dst);
-  std::memset(d, pad, size_t(dqgemmPackedBytes(kd, K, N)));
-  const std::vector<uint8_t> padRow(size_t(NR), uint8_t(pad ^ flip)); // k beyond K
+  std::memset(d, 0, size_t(dqgemmPackedBytes(kd, K, N)));
+  const std::vector<uint8_t> padRow(size_t(NR), flip); // k past K: flip ^ flip = 0
   for (int64_t p = 0; p * NR < N; ++p) {
     const int64_t n0 = p * NR, nr = std::min(NR, N - n0);
     for (int64_t k = 0; k < K; k += 4) {

@@ -28,7 +28,8 @@ class ThreadPool;
 bool dqgemmTakes(const int16_t* w, int64_t count);
 // Bytes of w [K, N] packed for `kd`: ceil(N / NR) panels of kgroups x NR x 4 bytes.
 int64_t dqgemmPackedBytes(const KernelDesc& kd, int64_t K, int64_t N);
-// Packs w [K, N] (int16 values within int8) into dst (dqgemmPackedBytes bytes).
+// Packs w [K, N] (int16 values within int8) into dst (dqgemmPackedBytes bytes): packDqGemmBytes
+// of its bytes.
 void packDqGemmWeights(const KernelDesc& kd, int64_t K, int64_t N, const int16_t* w, void* dst);
 // Four byte rows interleaved into quads, the packed layout: d[j * 4 + c] = r[c][j] ^ flip, j < n.
 void interleave4(const uint8_t* const r[4], int64_t n, uint8_t flip, uint8_t* d);

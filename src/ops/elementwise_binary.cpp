@@ -142,7 +142,6 @@ void propagateArith(InferCtx& c, char op) {
   for (size_t i = 0; i < n; ++i) {
     const Dim& x = av[av.size() == 1 ? 0 : i];
     const Dim& y = bv[bv.size() == 1 ? 0 : i];
-    auto isK = [](const Dim& d, int64_t k) { return d.isStatic() && d.value == k; };
     // Static or symbolic (ir/dim_expr.h; unknown when a result could be negative or overflows).
     // '/' of sizes: integer division, exact for dims (never negative), by a positive constant
     // or an exact divisor.
@@ -157,9 +156,7 @@ void propagateArith(InferCtx& c, char op) {
       out[i] = dimMul(x, y);
       break;
     case '/':
-      if (isK(y, 1))
-        out[i] = x;
-      else if (y.isStatic() && y.value > 0)
+      if (y.isStatic() && y.value > 0)
         out[i] = dimFloorDiv(x, y.value);
       else if (auto ex = dimExpr(x), ey = dimExpr(y); ex && ey)
         if (auto q = ex->exactDiv(*ey)) out[i] = dimOf(*q);

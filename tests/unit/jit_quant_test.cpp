@@ -41,6 +41,14 @@ Tensor randomTensor(DType t, const Dims& d, std::mt19937& rng, double lim = 4) {
   return x;
 }
 
+// randomTensor for each graph input of m, in order.
+std::vector<RValue> randomInputs(const Model& m, std::mt19937& rng, double lim = 4) {
+  std::vector<RValue> in;
+  for (const Value* v : m.graph->inputs)
+    in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng, lim)));
+  return in;
+}
+
 // "%name = const <t><dims> [values]" with random values (see randomTensor), or the given ones.
 std::string constText(const std::string& name, DType t, const Dims& d, std::mt19937& rng,
                       double lim = 4, std::vector<double> vals = {}) {
@@ -385,10 +393,8 @@ TEST(JitQuant, RowsOnInt8TilesMatchExactly) {
                                conv.substr(conv.find("  %xs"));
   for (const std::string& text : {mm, convText}) {
     Model m = parseWithShapes(text);
-    std::vector<RValue> in;
     std::mt19937 r(6);
-    for (const Value* v : m.graph->inputs)
-      in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), r)));
+    const std::vector<RValue> in = randomInputs(m, r);
     const auto want = interpret(*m.graph, in);
     SCOPED_TRACE(text);
     expectOnEveryIsa(m, in, want, {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::Avx2},
@@ -423,10 +429,8 @@ TEST(JitQuant, MatMulOfTwoRuntimeOperandsMatchesExactly) {
     const std::string& text = tc.first;
     const bool onTiles = tc.second; // (a plain local: lambdas below capture it)
     Model m = parseWithShapes(text);
-    std::vector<RValue> in;
     std::mt19937 r(8);
-    for (const Value* v : m.graph->inputs)
-      in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), r)));
+    const std::vector<RValue> in = randomInputs(m, r);
     const auto want = interpret(*m.graph, in);
     SCOPED_TRACE(text);
     expectOnEveryIsa(m, in, want, {kernels::Isa::Amx, kernels::Isa::Avx512Vnni, kernels::Isa::Avx2},
@@ -466,9 +470,7 @@ TEST(JitQuant, EightBitRegionsRunAsTableLookups) {
       "  return %y1, %y2, %y3, %y4, %y5\n}\n";
   Model m = parseWithShapes(text);
   std::mt19937 rng(15);
-  std::vector<RValue> in;
-  for (const Value* v : m.graph->inputs)
-    in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng)));
+  const std::vector<RValue> in = randomInputs(m, rng);
   const auto want = interpret(*m.graph, in);
   ASSERT_TRUE(fuseElementwise(m));
   int lookups = 0;
@@ -518,10 +520,8 @@ TEST(JitQuant, ConvIntegerOnInt8KernelsMatchesExactly) {
   for (const auto& g : graphs) {
     const std::string &text = g.first, &callee = g.second; // (captured below)
     Model m = parseWithShapes(text);
-    std::vector<RValue> in;
     std::mt19937 r(5);
-    for (const Value* v : m.graph->inputs)
-      in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), r)));
+    const std::vector<RValue> in = randomInputs(m, r);
     const auto want = interpret(*m.graph, in);
     SCOPED_TRACE(text);
     expectOnEveryIsa(m, in, want,
@@ -612,9 +612,7 @@ TEST(JitQuant, QuantizationFusedIntoElementwiseRegionsMatchesExactly) {
   Model m = parseModel(text);
   inferShapes(*m.graph);
   std::mt19937 rng(8);
-  std::vector<RValue> in;
-  for (const Value* v : m.graph->inputs)
-    in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng, 200)));
+  const std::vector<RValue> in = randomInputs(m, rng, 200);
   const auto expected = interpret(*m.graph, in);
   ASSERT_TRUE(fuseElementwise(m));
   int fused = 0;
