@@ -42,7 +42,9 @@ void aicc_model_free(aicc_model* m);
 int aicc_model_num_inputs(const aicc_model* m);
 int aicc_model_num_outputs(const aicc_model* m);
 /* Name, element type, rank and dims (up to max_rank written) of input / output i; NULL or -1 on
- * a bad index. An output of run-time size (a data-dependent shape: NonZero, NonMaxSuppression,
+ * a bad index. A symbolic input dim (a batch compiled to run any size up to its bound) reads -1;
+ * an output's dims are the last run's (before a run: at the symbols' bounds). An output of run-time
+ * size (a data-dependent shape: NonZero, NonMaxSuppression,
  * ...) has the element type and dims of the last run's value (NULL / -1 before a run, or when it
  * is a sequence or optional, which only `aicc run` and the Python package read). */
 const char* aicc_model_input_name(const aicc_model* m, int i);
@@ -53,8 +55,13 @@ const char* aicc_model_output_name(const aicc_model* m, int i);
 const char* aicc_model_output_dtype(const aicc_model* m, int i);
 int aicc_model_output_dims(const aicc_model* m, int i, int64_t* dims, int max_rank);
 
-/* The data is read during aicc_model_run (not copied); `bytes` must equal the input's size. */
+/* The data is read during aicc_model_run (not copied); `bytes` must equal the input's size. An
+ * input with one symbolic dim takes its value from `bytes`; aicc_model_set_input_dims gives the
+ * dims (checked against the declaration: rank, static dims; at run: each symbol's range and one
+ * value per symbol across the inputs). */
 int aicc_model_set_input(aicc_model* m, int i, const void* data, size_t bytes);
+int aicc_model_set_input_dims(aicc_model* m, int i, const void* data, size_t bytes,
+                              const int64_t* dims, int rank);
 int aicc_model_run(aicc_model* m);
 /* Points into the model's arena (an output of run-time size: into the last run's value); valid
  * until the next run or aicc_model_free. */

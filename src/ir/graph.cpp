@@ -23,6 +23,15 @@ Dim dimOf(const DimExpr& e) {
   return Dim{-1, e.str(), true};
 }
 
+Shape withSymbols(const Shape& s, const std::map<std::string, int64_t>& values) {
+  Shape out = s;
+  for (Dim& d : out)
+    if (!d.isStatic() && !d.symbol.empty())
+      if (auto e = dimExpr(d))
+        if (auto v = e->evaluate(values); v && *v >= 0) d = Dim::known(*v);
+  return out;
+}
+
 namespace {
 
 // f of the dims' expressions as a dim: unknown when one is, or when f overflows.

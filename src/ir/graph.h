@@ -54,6 +54,8 @@ Dim dimFloorDiv(const Dim& a, int64_t d);
 Dim dimCeilDiv(const Dim& a, int64_t d);
 
 using Shape = std::vector<Dim>;
+// s with the given symbols' values: their dims (symbols and expressions of them alone) static.
+Shape withSymbols(const Shape& s, const std::map<std::string, int64_t>& values);
 
 std::string formatShape(const Shape& s); // "[1,N,?]"
 Shape staticShape(const Dims& d);

@@ -63,6 +63,8 @@ struct LoweredNode {
   std::vector<std::pair<std::string, const Value*>> outputs; // `out` param -> node output
   // `in` params bound to data made at compile time (packed weights), owned here.
   std::vector<std::pair<std::string, Tensor>> constants;
+  // The `in` param bound to the run's shape block (loop/per_sample.h), or "".
+  std::string symbolsParam;
 
   // The graph value bound to param p (input or output), or null (a temp or a constant).
   const Value* valueOf(const std::string& p) const;

@@ -29,6 +29,14 @@ static std::vector<RValue> runFused(KernelCtx& c) {
 
 void registerFusedOps(OpRegistry& r) {
   r.op("Fused", kAiccDomain)
+      .perSample([](const Node& n) { // when every node of the body is
+        const Attribute* b = n.attr("body");
+        const GraphPtr* g = b ? std::get_if<GraphPtr>(&b->v) : nullptr;
+        if (!g || !*g) return false;
+        for (const auto& inner : (*g)->nodes)
+          if (!computesPerSample(*inner)) return false;
+        return true;
+      })
       .inputs(0, 1 << 30)
       .outputs(1, 1 << 30)
       .attr("body", Attribute::Kind::Graph, /*required=*/true)

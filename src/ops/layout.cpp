@@ -87,6 +87,7 @@ Tensor unblockChannels(const Tensor& x, int64_t channels) {
 
 void registerLayoutOps(OpRegistry& r) {
   r.op("Reorder", kAiccDomain)
+      .perSample()
       .inputs(1, 1)
       .outputs(1, 1)
       .attr("to", Attribute::Kind::String, /*required=*/true)

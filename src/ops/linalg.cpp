@@ -158,8 +158,9 @@ void gemmInfer(InferCtx& c) {
 } // namespace
 
 void registerLinalgOps(OpRegistry& r) {
-  r.op("MatMul").inputs(2, 2).infer(matmulInfer).kernel(matmulKernel);
+  r.op("MatMul").perSample().inputs(2, 2).infer(matmulInfer).kernel(matmulKernel);
   r.op("Gemm")
+      .perSample()
       .attrFloat("alpha", 1.0f)
       .attrFloat("beta", 1.0f)
       .attrInt("transA", 0)

@@ -352,12 +352,12 @@ OpBuilder convAttrs(OpBuilder b) {
 } // namespace
 
 void registerNnConvOps(OpRegistry& r) {
-  convAttrs(r.op("Conv")).inputs(2, 3).infer(convInfer).kernel(convKernel);
-  convAttrs(r.op("ConvNchwc", kAiccDomain))
+  convAttrs(r.op("Conv").perSample()).inputs(2, 3).infer(convInfer).kernel(convKernel);
+  convAttrs(r.op("ConvNchwc", kAiccDomain).perSample())
       .inputs(2, 3)
       .infer(convNchwcInfer)
       .kernel(convNchwcKernel);
-  convAttrs(r.op("ConvTranspose"))
+  convAttrs(r.op("ConvTranspose").perSample())
       .attr("output_padding", Attribute::Kind::Ints)
       .attr("output_shape", Attribute::Kind::Ints)
       .inputs(2, 3)

@@ -360,6 +360,8 @@ std::vector<RValue> lrnKernel(KernelCtx& c) {
 
 void registerNnNormOps(OpRegistry& r) {
   r.op("BatchNormalization")
+      .perSample([](const Node& n) { return n.attrInt("training_mode") == 0; })
+      .perSample([](const Node& n) { return n.attrInt("training_mode") == 0; })
       .attrFloat("epsilon", 1e-5f)
       .attrFloat("momentum", 0.9f)
       .attrInt("training_mode", 0)
@@ -372,6 +374,7 @@ void registerNnNormOps(OpRegistry& r) {
                 {"spatial", Attribute::Kind::Int, std::nullopt, false},
                 {"consumed_inputs", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("InstanceNormalization")
+      .perSample()
       .attrFloat("epsilon", 1e-5f)
       .inputs(3, 3)
       .infer(inferSameAsInput0)
@@ -379,6 +382,8 @@ void registerNnNormOps(OpRegistry& r) {
       .upgrade(1, 5, [](ImportCtx& c) { c.node.attrs.erase("consumed_inputs"); },
                {{"consumed_inputs", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("LayerNormalization")
+      .perSample(perSampleUnlessAxis0(-1))
+      .perSample(perSampleUnlessAxis0(-1))
       .since(17)
       .attrInt("axis", -1)
       .attrFloat("epsilon", 1e-5f)
@@ -388,6 +393,8 @@ void registerNnNormOps(OpRegistry& r) {
       .infer(layerNormInfer)
       .kernel([](KernelCtx& c) { return layerNormKernel(c, false); });
   r.op("RMSNormalization")
+      .perSample(perSampleUnlessAxis0(-1))
+      .perSample(perSampleUnlessAxis0(-1))
       .since(23)
       .attrInt("axis", -1)
       .attrFloat("epsilon", 1e-5f)
@@ -396,6 +403,7 @@ void registerNnNormOps(OpRegistry& r) {
       .infer(inferSameAsInput0)
       .kernel([](KernelCtx& c) { return layerNormKernel(c, true); });
   r.op("GroupNormalization")
+      .perSample()
       .since(18)
       .attrFloat("epsilon", 1e-5f)
       .attr("num_groups", Attribute::Kind::Int, true)
@@ -410,6 +418,7 @@ void registerNnNormOps(OpRegistry& r) {
       .infer(inferSameAsInput0)
       .kernel(mvnKernel);
   r.op("LRN")
+      .perSample()
       .attrFloat("alpha", 1e-4f)
       .attrFloat("beta", 0.75f)
       .attrFloat("bias", 1.0f)

@@ -288,38 +288,50 @@ void maxUnpoolInfer(InferCtx& c) {
 } // namespace
 
 void registerNnPoolOps(OpRegistry& r) {
-  poolAttrs(r.op("MaxPool")).attrInt("storage_order", 0).outputs(1, 2).kernel([](KernelCtx& c) {
-    PoolParams pp;
-    pp.kind = PoolKind::Max;
-    int64_t so = c.node.attrInt("storage_order");
-    AICC_CHECK(so == 0 || so == 1, "attribute 'storage_order' is {}, expected 0 or 1", so);
-    pp.colMajorIndices = so == 1;
-    return runPool(c, poolWindows(c, c.node.attrInt("ceil_mode")), pp);
-  });
-  poolAttrs(r.op("AveragePool")).attrInt("count_include_pad", 0).kernel([](KernelCtx& c) {
-    PoolParams pp;
-    pp.kind = PoolKind::Avg;
-    pp.includePad = c.node.attrInt("count_include_pad") != 0;
-    return runPool(c, poolWindows(c, c.node.attrInt("ceil_mode")), pp);
-  });
-  poolAttrs(r.op("LpPool")).attrInt("p", 2).kernel([](KernelCtx& c) {
+  poolAttrs(r.op("MaxPool").perSample())
+      .attrInt("storage_order", 0)
+      .outputs(1, 2)
+      .kernel([](KernelCtx& c) {
+        PoolParams pp;
+        pp.kind = PoolKind::Max;
+        int64_t so = c.node.attrInt("storage_order");
+        AICC_CHECK(so == 0 || so == 1, "attribute 'storage_order' is {}, expected 0 or 1", so);
+        pp.colMajorIndices = so == 1;
+        return runPool(c, poolWindows(c, c.node.attrInt("ceil_mode")), pp);
+      });
+  poolAttrs(r.op("AveragePool").perSample())
+      .attrInt("count_include_pad", 0)
+      .kernel([](KernelCtx& c) {
+        PoolParams pp;
+        pp.kind = PoolKind::Avg;
+        pp.includePad = c.node.attrInt("count_include_pad") != 0;
+        return runPool(c, poolWindows(c, c.node.attrInt("ceil_mode")), pp);
+      });
+  poolAttrs(r.op("LpPool").perSample()).attrInt("p", 2).kernel([](KernelCtx& c) {
     PoolParams pp;
     pp.kind = PoolKind::Lp;
     pp.p = c.node.attrInt("p");
     AICC_CHECK(pp.p >= 1, "attribute 'p' is {}, expected a positive integer", pp.p);
     return runPool(c, poolWindows(c, c.node.attrInt("ceil_mode")), pp);
   });
-  r.op("GlobalMaxPool").inputs(1, 1).infer(globalPoolInfer).kernel([](KernelCtx& c) {
+  r.op("GlobalMaxPool").perSample().inputs(1, 1).infer(globalPoolInfer).kernel([](KernelCtx& c) {
     return globalPool(c, PoolKind::Max, 1);
   });
-  r.op("GlobalAveragePool").inputs(1, 1).infer(globalPoolInfer).kernel([](KernelCtx& c) {
-    return globalPool(c, PoolKind::Avg, 1);
-  });
-  r.op("GlobalLpPool").attrInt("p", 2).inputs(1, 1).infer(globalPoolInfer).kernel([](KernelCtx& c) {
-    int64_t p = c.node.attrInt("p");
-    AICC_CHECK(p >= 1, "attribute 'p' is {}, expected a positive integer", p);
-    return globalPool(c, PoolKind::Lp, p);
-  });
+  r.op("GlobalAveragePool")
+      .perSample()
+      .inputs(1, 1)
+      .infer(globalPoolInfer)
+      .kernel([](KernelCtx& c) { return globalPool(c, PoolKind::Avg, 1); });
+  r.op("GlobalLpPool")
+      .perSample()
+      .attrInt("p", 2)
+      .inputs(1, 1)
+      .infer(globalPoolInfer)
+      .kernel([](KernelCtx& c) {
+        int64_t p = c.node.attrInt("p");
+        AICC_CHECK(p >= 1, "attribute 'p' is {}, expected a positive integer", p);
+        return globalPool(c, PoolKind::Lp, p);
+      });
   r.op("MaxUnpool")
       .attr("kernel_shape", Attribute::Kind::Ints, true)
       .attr("pads", Attribute::Kind::Ints)

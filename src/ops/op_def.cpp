@@ -10,6 +10,22 @@ const AttrSpec* OpDef::findAttr(const std::string& n) const {
   return nullptr;
 }
 
+bool computesPerSample(const Node& n) {
+  if (!n.def) return false;
+  return (n.def->props & kElementwise) || (n.def->perSample && n.def->perSample(n));
+}
+
+std::function<bool(const Node&)> perSampleUnlessAxis0(int64_t dflt) {
+  return [dflt](const Node& n) {
+    const Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+    if (!x || !x->type.shape) return false;
+    const int64_t r = int64_t(x->type.shape->size());
+    int64_t a = n.attrInt("axis", dflt);
+    if (a < 0) a += r;
+    return a > 0 && a < r;
+  };
+}
+
 std::string OpDef::qualifiedName() const { return domain.empty() ? op : domain + "." + op; }
 
 std::string domainDisplay(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }

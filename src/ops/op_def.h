@@ -83,6 +83,12 @@ struct OpDef {
   GradFn grad; // nullptr: not differentiable (autodiff reports an error naming the op)
   std::vector<ImportRule> imports;
   uint32_t props = 0;
+  // Per-sample ops (dynamic batch, loop/per_sample.h): given inputs whose symbolic dim is their
+  // leading one (and outputs that have it there too), whether output sample i is computed from
+  // input sample i alone and does not depend on i (Softmax over axis 0, a Gather on axis 0 of
+  // batched data, or a reversing Slice of axis 0 mix samples). Elementwise ops are per-sample
+  // without it; null elsewhere: not per-sample.
+  std::function<bool(const Node&)> perSample;
 
   const AttrSpec* findAttr(const std::string& n) const;
   std::string qualifiedName() const; // "Conv" or "com.microsoft.QLinearAdd"
@@ -109,6 +115,11 @@ public:
   OpBuilder& infer(InferFn f) { d_.infer = std::move(f); return *this; }
   OpBuilder& kernel(KernelFn f) { d_.kernel = std::move(f); return *this; }
   OpBuilder& grad(GradFn f) { d_.grad = std::move(f); return *this; }
+  // Per-sample (OpDef::perSample): always, or when `f` says so.
+  OpBuilder& perSample(std::function<bool(const Node&)> f = [](const Node&) { return true; }) {
+    d_.perSample = std::move(f);
+    return *this;
+  }
   OpBuilder& upgrade(int from, int to, ImportFn f, std::vector<AttrSpec> legacyAttrs = {}) {
     d_.imports.push_back({from, to, std::move(legacyAttrs), std::move(f)});
     return *this;
@@ -145,6 +156,11 @@ inline constexpr const char* kMlDomain = "ai.onnx.ml";
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 inline constexpr const char* kAiccDomain = "aicc"; // ops created by aicc's own passes (aicc.Fused)
 std::string domainDisplay(const std::string& domain); // "" -> "ai.onnx"
+// OpDef::perSample of n (elementwise ops: true), false for an op without the knowledge.
+bool computesPerSample(const Node& n);
+// OpDef::perSample for ops with an `axis` attribute: per sample unless it names axis 0 of
+// input 0 (default `dflt`; negative axes count from the end).
+std::function<bool(const Node&)> perSampleUnlessAxis0(int64_t dflt);
 
 // ---- Interpreter kernels ---------------------------------------------------------------------
 class KernelCtx {

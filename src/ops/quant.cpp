@@ -198,6 +198,10 @@ Tensor dequantize(const Node& n, const Tensor& x, const Tensor& scale, const Ten
 
 void registerQuantizeOps(OpRegistry& r) {
   r.op("QuantizeLinear")
+      .perSample([](const Node& n) { // per tensor, or per channel of another axis
+        const Value* s = n.inputs[1];
+        return (s->type.shape && s->type.shape->size() == 0) || perSampleUnlessAxis0(1)(n);
+      })
       .since(10)
       .inputs(2, 3)
       .attrInt("axis", 1)
@@ -215,6 +219,10 @@ void registerQuantizeOps(OpRegistry& r) {
       });
 
   r.op("DequantizeLinear")
+      .perSample([](const Node& n) { // per tensor, or per channel of another axis
+        const Value* s = n.inputs[1];
+        return (s->type.shape && s->type.shape->size() == 0) || perSampleUnlessAxis0(1)(n);
+      })
       .since(10)
       .inputs(2, 3)
       .attrInt("axis", 1)
@@ -337,6 +345,7 @@ std::vector<int32_t> intMatMul(const MatMulPlan& p, const Tensor& a, const Quant
 
 void registerMatMulOps(OpRegistry& r) {
   r.op("MatMulInteger")
+      .perSample()
       .since(10)
       .inputs(2, 4)
       .infer(
@@ -393,6 +402,7 @@ void registerMatMulOps(OpRegistry& r) {
       });
 
   r.op("QLinearMatMul")
+      .perSample()
       .since(10)
       .inputs(8, 8)
       .infer([](InferCtx& c) {

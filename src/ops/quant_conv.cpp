@@ -182,7 +182,7 @@ int32_t scalarZeroPoint(KernelCtx& c, size_t i, const char* what) {
 } // namespace
 
 void registerQuantConvOps(OpRegistry& r) {
-  convAttrs(r.op("ConvInteger").since(10).inputs(2, 4))
+  convAttrs(r.op("ConvInteger").perSample().since(10).inputs(2, 4))
       .infer([](InferCtx& c) { inferConv(c, 0, 1, DType::I32); })
       .kernel([](KernelCtx& c) {
         const Tensor& x = c.in(0);
@@ -196,7 +196,7 @@ void registerQuantConvOps(OpRegistry& r) {
         return std::vector<RValue>{RValue::of(y)};
       });
 
-  convAttrs(r.op("QLinearConv").since(10).inputs(8, 9))
+  convAttrs(r.op("QLinearConv").perSample().since(10).inputs(8, 9))
       .infer([](InferCtx& c) { inferConv(c, 0, 3, c.has(7) ? c.inDType(7) : c.inDType(0)); })
       .kernel([](KernelCtx& c) {
         const Tensor& x = c.in(0);

@@ -370,6 +370,7 @@ void inferReduce(InferCtx& c) {
 void registerReduce(OpRegistry& r, const char* name, RK k, int axesInputSince) {
   AttrSpec legacyAxes{"axes", Attribute::Kind::Ints, std::nullopt, false};
   r.op(name)
+      .perSample()
       .inputs(1, 2)
       .attrInt("keepdims", 1)
       .attrInt("noop_with_empty_axes", 0)

@@ -448,6 +448,7 @@ void inferBlocks(InferCtx& c, bool toSpace) {
 
 void registerShapeMiscOps(OpRegistry& r) {
   r.op("Pad")
+      .perSample()
       .inputs(1, 4)
       .attrString("mode", "constant")
       .props(kInjective)
@@ -493,6 +494,7 @@ void registerShapeMiscOps(OpRegistry& r) {
       .infer([](InferCtx& c) { c.setTensor(0, eyeDType(c.node, c.inDType(0)), c.inShape(0)); })
       .kernel(kernelEyeLike);
   r.op("DepthToSpace")
+      .perSample()
       .inputs(1, 1)
       .attr("blocksize", Attribute::Kind::Int, true)
       .attrString("mode", "DCR")
@@ -500,6 +502,7 @@ void registerShapeMiscOps(OpRegistry& r) {
       .infer([](InferCtx& c) { inferBlocks(c, true); })
       .kernel(kernelDepthToSpace);
   r.op("SpaceToDepth")
+      .perSample()
       .inputs(1, 1)
       .attr("blocksize", Attribute::Kind::Int, true)
       .props(kInjective)

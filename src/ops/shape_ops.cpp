@@ -488,6 +488,7 @@ std::vector<RValue> kernelRange(KernelCtx& c) {
 
 void registerShapeOps(OpRegistry& r) {
   r.op("Reshape")
+      .perSample()
       .inputs(1, 2)
       .attrInt("allowzero", 0)
       .props(kInjective)
@@ -497,12 +498,14 @@ void registerShapeOps(OpRegistry& r) {
                {{"shape", Attribute::Kind::Ints, std::nullopt, false},
                 {"consumed_inputs", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("Transpose")
+      .perSample()
       .inputs(1, 1)
       .attr("perm", Attribute::Kind::Ints)
       .props(kInjective)
       .infer(inferTranspose)
       .kernel(kernelTranspose);
   r.op("Squeeze")
+      .perSample()
       .inputs(1, 2)
       .props(kInjective)
       .infer(inferSqueeze)
@@ -510,6 +513,7 @@ void registerShapeOps(OpRegistry& r) {
       .upgrade(1, 12, [](ImportCtx& c) { c.attrToInput("axes", 1); },
                {{"axes", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("Unsqueeze")
+      .perSample()
       .inputs(1, 2)
       .props(kInjective)
       .infer(inferUnsqueeze)
@@ -517,6 +521,7 @@ void registerShapeOps(OpRegistry& r) {
       .upgrade(1, 12, [](ImportCtx& c) { c.attrToInput("axes", 1); },
                {{"axes", Attribute::Kind::Ints, std::nullopt, true}});
   r.op("Flatten")
+      .perSample()
       .inputs(1, 1)
       .attrInt("axis", 1)
       .props(kInjective)
@@ -533,6 +538,7 @@ void registerShapeOps(OpRegistry& r) {
     return std::vector<RValue>{RValue::of(Tensor::fromI64({c.in(0).numel()}).reshaped({}))};
   });
   r.op("Identity")
+      .perSample()
       .inputs(1, 1)
       .props(kInjective)
       .infer([](InferCtx& c) {
@@ -557,8 +563,15 @@ void registerShapeOps(OpRegistry& r) {
       .attr("value", Attribute::Kind::Tensor)
       .infer(inferConstantOfShape)
       .kernel(kernelConstantOfShape);
-  r.op("Expand").since(8).inputs(2, 2).props(kInjective).infer(inferExpand).kernel(kernelExpand);
+  r.op("Expand")
+      .perSample()
+      .since(8)
+      .inputs(2, 2)
+      .props(kInjective)
+      .infer(inferExpand)
+      .kernel(kernelExpand);
   r.op("Tile")
+      .perSample()
       .inputs(2, 2)
       .props(kInjective)
       .infer(inferTile)

@@ -319,6 +319,9 @@ void toResize(ImportCtx& c) {
 
 void registerShapeResizeOps(OpRegistry& r) {
   r.op("Resize")
+      .perSample([](const Node& n) { // a crop's box may span samples
+        return n.attrString("coordinate_transformation_mode") != "tf_crop_and_resize";
+      })
       .since(10)
       .inputs(1, 4)
       .attrInt("antialias", 0)

@@ -38,6 +38,19 @@ std::string dimsText(const std::vector<int64_t>& d) {
   return s + "]";
 }
 
+// "f32[N,3,224,224]" (symbols by name, with their ranges after).
+std::string declText(const TensorDesc& t, const std::vector<Symbol>& symbols) {
+  std::string s = std::string(dtypeName(t.dtype)) + "[", ranges;
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    const int32_t j = t.symbolAt(i);
+    s += (i ? "," : "") + (j < 0 ? std::to_string(t.dims[i]) : symbols[size_t(j)].name);
+    if (j >= 0 && ranges.find(symbols[size_t(j)].name + " ") == std::string::npos)
+      ranges += format("{}{} in {}..{}", ranges.empty() ? "" : ", ", symbols[size_t(j)].name,
+                       symbols[size_t(j)].lo, symbols[size_t(j)].hi);
+  }
+  return s + "]" + (ranges.empty() ? "" : " (" + ranges + ")");
+}
+
 // Names in the plan file are percent-encoded so they hold no spaces or newlines.
 std::string dec(const std::string& s) {
   if (s == "%") return "";
@@ -100,6 +113,9 @@ Binding parseBinding(const std::string& s, const std::string& file) {
   case 'D':
     b.region = Region::Dynamic;
     break;
+  case 'Z':
+    b.region = Region::Symbols;
+    break;
   default:
     raise(format("{}: bad region in '{}'", file, s));
   }
@@ -116,18 +132,27 @@ bool alignedFor(const Binding& b, int64_t elem) {
   return b.region == Region::Input || b.offset % elem == 0;
 }
 
-std::vector<int64_t> parseDims(const std::string& s) {
-  std::vector<int64_t> d;
-  if (s == "-") return d;
+// Dims, each a size or a symbol's name (then its hi, and its index in t.syms).
+void parseDims(const std::string& s, const std::vector<Symbol>& symbols, TensorDesc& t) {
+  if (s == "-") return;
   size_t i = 0;
   while (i <= s.size()) {
     size_t j = s.find(',', i);
     if (j == std::string::npos) j = s.size();
-    d.push_back(parseCount(s.substr(i, j - i)));
-    AICC_RT_CHECK(d.back() <= (int64_t(1) << 40), "absurd dimension in '{}'", s);
+    const std::string w = dec(s.substr(i, j - i));
+    auto sym =
+        std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& x) { return x.name == w; });
+    if (sym != symbols.end()) {
+      t.syms.resize(t.dims.size(), -1);
+      t.syms.push_back(int32_t(sym - symbols.begin()));
+      t.dims.push_back(sym->hi);
+    } else {
+      t.dims.push_back(parseCount(w));
+    }
+    AICC_RT_CHECK(t.dims.back() <= (int64_t(1) << 40), "absurd dimension in '{}'", s);
     i = j + 1;
   }
-  return d;
+  if (!t.syms.empty()) t.syms.resize(t.dims.size(), -1);
 }
 
 using Kind = Plan::Kind;
@@ -219,6 +244,14 @@ struct TaskLine {
 void setFallbackProvider(FallbackProvider p) { fallbackProvider.store(p); }
 void setDynamicTensorView(DynamicTensorView v) { dynamicTensorView.store(v); }
 
+std::vector<int64_t> TensorDesc::dimsFor(const std::vector<int64_t>& values) const {
+  std::vector<int64_t> d = dims;
+  for (size_t k = 0; k < d.size(); ++k)
+    if (int32_t j = symbolAt(k); j >= 0 && size_t(j) < values.size() && values[size_t(j)] >= 0)
+      d[k] = values[size_t(j)];
+  return d;
+}
+
 int64_t TensorDesc::bytes() const {
   if (!dynamic.empty()) return 0;
   int64_t n = int64_t(dtypeSize(dtype));
@@ -262,6 +295,11 @@ struct Artifact::Impl {
   Plan plan;
   Plan::Bytes arena, scratch;
   std::vector<const void*> inputs;
+  // Symbolic inputs: the dims each was set with; the symbols' values of the run (-1: none yet),
+  // and the shape block the tasks read them from.
+  std::vector<std::vector<int64_t>> inputDims;
+  std::vector<int64_t> values;
+  Plan::Bytes symbolBlock;
   // Dynamic values (rt/artifact.h): the slots, and the values of dynamic inputs.
   mutable std::vector<std::shared_ptr<void>> slots, dynamicInputs;
   std::vector<void*> ptrs;
@@ -285,10 +323,14 @@ struct Artifact::Impl {
       return reinterpret_cast<std::byte*>(&dynamicInputs[size_t(b.offset)]);
     case Region::Dynamic:
       return reinterpret_cast<std::byte*>(&slots[size_t(b.offset)]);
+    case Region::Symbols:
+      return symbolBlock.get() + b.offset;
     }
     return nullptr;
   }
-  void setInput(const std::vector<TensorDesc>& decl, size_t i, const void* data, int64_t bytes);
+  void setInput(const std::vector<TensorDesc>& decl, size_t i, const void* data, int64_t bytes,
+                const std::vector<int64_t>* dims);
+  void resolveSymbols(const std::vector<TensorDesc>& decl);
   void run(const std::vector<TensorDesc>& decl);
 };
 
@@ -300,6 +342,9 @@ Artifact::Artifact(Plan plan) : impl_(std::make_unique<Impl>()) {
   impl_->arena = Plan::allocate(plan.arenaBytes);
   impl_->scratch = Plan::allocate(plan.scratchBytes);
   impl_->inputs.assign(inputs_.size(), nullptr);
+  impl_->inputDims.resize(inputs_.size());
+  impl_->values.assign(plan.symbols.size(), -1);
+  impl_->symbolBlock = Plan::allocate(int64_t(8 * std::max<size_t>(plan.symbols.size(), 1)));
   impl_->dynamicInputs.resize(inputs_.size());
   size_t slots = 0; // dynamic slots: one past the highest bound
   auto count = [&](const Binding& b) {
@@ -404,7 +449,12 @@ Plan readPlan(const PlanSource& src) {
       return w[i];
     };
     try {
-      if (kind == "arena") {
+      if (kind == "symbol") { // before the inputs that name it
+        Symbol sym{dec(word(1)), parseCount(word(2)), parseCount(word(3))};
+        AICC_RT_CHECK(sym.lo <= sym.hi && sym.hi <= (int64_t(1) << 40),
+                      "{}: symbol '{}' has the range {}..{}", planFile, sym.name, sym.lo, sym.hi);
+        plan.symbols.push_back(sym);
+      } else if (kind == "arena") {
         plan.arenaBytes = parseCount(word(1));
       } else if (kind == "scratch") {
         plan.scratchBytes = parseCount(word(1));
@@ -433,8 +483,8 @@ Plan readPlan(const PlanSource& src) {
         const bool dynamic = word(2) == "dynamic";
         auto dtype = dynamic ? std::optional<DType>(DType::Undefined) : dtypeFromName(word(2));
         AICC_RT_CHECK(dtype, "{}: unknown element type '{}'", planFile, word(2));
-        TensorDesc t{dec(word(1)), *dtype, dynamic ? std::vector<int64_t>{} : parseDims(word(3)),
-                     dynamic ? dec(word(3)) : ""};
+        TensorDesc t{dec(word(1)), *dtype, {}, dynamic ? dec(word(3)) : "", {}};
+        if (!dynamic) parseDims(word(3), plan.symbols, t);
         int64_t elems = 1; // checked before multiplying: no overflow, no negative dim
         for (int64_t x : t.dims) {
           AICC_RT_CHECK(x >= 0 && (x == 0 || elems <= (int64_t(1) << 40) / x),
@@ -478,6 +528,7 @@ Plan readPlan(const PlanSource& src) {
     const int64_t size = b.region == Region::Arena     ? plan.arenaBytes
                          : b.region == Region::Weights ? plan.weightBytes
                          : b.region == Region::Scratch ? plan.scratchBytes
+                         : b.region == Region::Symbols ? int64_t(8 * plan.symbols.size())
                                                        : -1;
     if (b.region == Region::Input) {
       AICC_RT_CHECK(b.offset < int64_t(plan.inputs.size()) &&
@@ -644,10 +695,13 @@ Plan readPlan(const PlanSource& src) {
                 "thread, or the checked run that waits)",                                          \
                 what)
 
-void Artifact::setInput(size_t i, const void* data, int64_t bytes) {
+void Artifact::setInput(size_t i, const void* data, int64_t bytes,
+                        const std::vector<int64_t>* dims) {
   AICC_RAW_LOCK("setting an input");
-  impl_->setInput(inputs_, i, data, bytes);
+  impl_->setInput(inputs_, i, data, bytes, dims);
 }
+
+const std::vector<Symbol>& Artifact::symbols() const { return impl_->plan.symbols; }
 
 void Artifact::run() {
   AICC_RAW_LOCK("run");
@@ -656,13 +710,14 @@ void Artifact::run() {
 
 void Artifact::runWaiting(const std::vector<const void*>& data, const std::vector<int64_t>& bytes,
                           const std::function<void()>& whileHeld,
-                          const std::vector<std::shared_ptr<void>>& dynamic) {
+                          const std::vector<std::shared_ptr<void>>& dynamic,
+                          const std::vector<std::vector<int64_t>>* dims) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   AICC_RT_CHECK(data.size() == inputs_.size() && bytes.size() == inputs_.size(),
                 "the model takes {} inputs, got {}", inputs_.size(), data.size());
   for (size_t i = 0; i < data.size(); ++i) {
     if (inputs_[i].dynamic.empty()) {
-      impl_->setInput(inputs_, i, data[i], bytes[i]);
+      impl_->setInput(inputs_, i, data[i], bytes[i], dims ? &(*dims)[i] : nullptr);
       continue;
     }
     AICC_RT_CHECK(i < dynamic.size() && dynamic[i], "input '{}' ({}) was not given",
@@ -675,7 +730,7 @@ void Artifact::runWaiting(const std::vector<const void*>& data, const std::vecto
 }
 
 void Artifact::Impl::setInput(const std::vector<TensorDesc>& decl, size_t i, const void* data,
-                              int64_t bytes) {
+                              int64_t bytes, const std::vector<int64_t>* dims) {
   AICC_RT_CHECK(i < decl.size(), "input index {} out of range: the model has {} inputs", i,
                 decl.size());
   AICC_RT_CHECK(decl[i].dynamic.empty(),
@@ -683,15 +738,79 @@ void Artifact::Impl::setInput(const std::vector<TensorDesc>& decl, size_t i, con
                 "Python package pass",
                 decl[i].name, decl[i].dynamic);
   AICC_RT_CHECK(data, "input '{}': null data", decl[i].name);
-  AICC_RT_CHECK(bytes == decl[i].bytes(), "input '{}': expected {} bytes ({}{}), got {}",
-                decl[i].name, decl[i].bytes(), dtypeName(decl[i].dtype), dimsText(decl[i].dims),
+  const TensorDesc& d = decl[i];
+  if (d.syms.empty() && !dims) {
+    AICC_RT_CHECK(bytes == d.bytes(), "input '{}': expected {} bytes ({}{}), got {}", d.name,
+                  d.bytes(), dtypeName(d.dtype), dimsText(d.dims), bytes);
+    inputs[i] = data;
+    return;
+  }
+  const std::string decl1 = declText(d, plan.symbols);
+  std::vector<int64_t> have;
+  if (dims) {
+    have = *dims;
+    AICC_RT_CHECK(have.size() == d.dims.size(),
+                  "input '{}' has rank {}, the model takes rank {} {}", d.name, have.size(),
+                  d.dims.size(), decl1);
+  } else { // the one symbolic dim from the size
+    int64_t rest = int64_t(dtypeSize(d.dtype)), at = -1, count = 0;
+    for (size_t k = 0; k < d.dims.size(); ++k) {
+      if (d.symbolAt(k) < 0)
+        rest *= d.dims[k];
+      else
+        at = int64_t(k), ++count;
+    }
+    AICC_RT_CHECK(count == 1, "input '{}' is {}: give its dims (aicc_model_set_input_dims)", d.name,
+                  decl1);
+    AICC_RT_CHECK(rest > 0 && bytes % rest == 0,
+                  "input '{}' is {}: {} bytes is not a whole number of {}-byte rows", d.name, decl1,
+                  bytes, rest);
+    have = d.dims;
+    have[size_t(at)] = bytes / rest;
+  }
+  int64_t n = int64_t(dtypeSize(d.dtype));
+  for (size_t k = 0; k < have.size(); ++k) {
+    AICC_RT_CHECK(have[k] >= 0 && (d.symbolAt(k) >= 0 || have[k] == d.dims[k]),
+                  "input '{}': dim {} is {}, the model takes {} {}", d.name, k, have[k], d.dims[k],
+                  decl1);
+    AICC_RT_CHECK(have[k] <= (int64_t(1) << 40), "input '{}': dim {} is {}: absurd", d.name, k,
+                  have[k]);
+    n *= have[k];
+  }
+  AICC_RT_CHECK(bytes == n, "input '{}': dims {} take {} bytes, got {}", d.name, dimsText(have), n,
                 bytes);
+  inputDims[i] = std::move(have);
   inputs[i] = data;
+}
+
+// Each symbol's value from the inputs that have it: within its range, one value for all.
+void Artifact::Impl::resolveSymbols(const std::vector<TensorDesc>& decl) {
+  std::fill(values.begin(), values.end(), -1);
+  std::vector<size_t> from(values.size());
+  for (size_t i = 0; i < decl.size(); ++i)
+    for (size_t k = 0; k < decl[i].syms.size(); ++k) {
+      const int32_t j = decl[i].syms[k];
+      if (j < 0) continue;
+      const Symbol& sym = plan.symbols[size_t(j)];
+      const int64_t v = inputDims[i][k];
+      AICC_RT_CHECK(v >= sym.lo && v <= sym.hi,
+                    "input '{}': dim {} ({}) is {}, outside the range {}..{} it was compiled for "
+                    "(compile with --dim {}={}..{})",
+                    decl[i].name, k, sym.name, v, sym.lo, sym.hi, sym.name, std::min(sym.lo, v),
+                    std::max(sym.hi, v));
+      AICC_RT_CHECK(values[size_t(j)] < 0 || values[size_t(j)] == v,
+                    "input '{}': dim {} ({}) is {}, but input '{}' gives {} = {}", decl[i].name, k,
+                    sym.name, v, decl[from[size_t(j)]].name, sym.name, values[size_t(j)]);
+      values[size_t(j)] = v;
+      from[size_t(j)] = i;
+    }
+  std::memcpy(symbolBlock.get(), values.data(), 8 * values.size());
 }
 
 void Artifact::Impl::run(const std::vector<TensorDesc>& decl) {
   for (size_t i = 0; i < decl.size(); ++i)
     AICC_RT_CHECK(inputs[i], "input '{}' was not set", decl[i].name);
+  if (!values.empty()) resolveSymbols(decl);
   using Clock = std::chrono::steady_clock;
   for (size_t ti = 0; ti < plan.tasks.size();) {
     const size_t index = ti;
@@ -740,6 +859,18 @@ const void* Artifact::output(size_t i) const {
   AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
                 outputs_.size());
   return impl_->at(impl_->plan.outputBindings[i]);
+}
+
+std::vector<int64_t> Artifact::outputDims(size_t i) const {
+  AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
+                outputs_.size());
+  return outputs_[i].dimsFor(impl_->values);
+}
+
+int64_t Artifact::outputBytes(size_t i) const {
+  int64_t n = int64_t(dtypeSize(outputs_[i].dtype));
+  for (int64_t d : outputDims(i)) n *= d;
+  return outputs_[i].dynamic.empty() ? n : 0;
 }
 
 bool Artifact::dynamicOutput(size_t i, DynamicTensor& out) const {

@@ -31,12 +31,14 @@ namespace aicc::rt {
 // call contracts model.so relies on. 4: a convolution's packed weights follow
 // kernels::convRowsFor (B panels for pixel rows). 5: @attention_ takes softcap, the causal
 // offset, the operand layouts and the scores output (rt/callees.cpp).
-inline constexpr const char* kPlanHeader = "aicc-artifact 5";
+// 6: `symbol` lines, symbolic input/output dims and the shape block region (Z).
+inline constexpr const char* kPlanHeader = "aicc-artifact 6";
 
-enum class Region { Arena, Weights, Input, Scratch, Dynamic };
+enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols };
 
 // A region and an offset: the arena, the weights blob, input k (offset = k), the per-task
-// scratch area, or dynamic slot k (offset = k, bytes = 0).
+// scratch area, dynamic slot k (offset = k, bytes = 0), or the shape block (the run's value of
+// every symbol, i64 each, in the plan's order: loop/per_sample.h).
 //
 // Dynamic values: what no static plan can place (a data-dependent shape, a sequence, an optional,
 // strings) lives in a slot of the instance, an opaque value (std::shared_ptr<void>) that only the
@@ -48,12 +50,23 @@ struct Binding {
   int64_t bytes = 0;
 };
 
+// A symbolic dim of the inputs (issue #12): its name and the values a run may give it; the plan
+// is made for `hi` (the memory of every value at its largest).
+struct Symbol {
+  std::string name;
+  int64_t lo = 1, hi = 1;
+};
+
 struct TensorDesc {
   std::string name;
   DType dtype = DType::F32;
-  std::vector<int64_t> dims;
+  std::vector<int64_t> dims; // a symbolic dim: its symbol's hi
   std::string dynamic;   // a dynamic value: its IR type ("seq<f32[2,3]>", "f32[?]"); dims unused
-  int64_t bytes() const; // 0 for a dynamic value
+  std::vector<int32_t> syms; // per dim: its symbol's index, -1 when static (empty: all static)
+  int64_t bytes() const;     // 0 for a dynamic value; at the symbols' hi
+  int32_t symbolAt(size_t k) const { return k < syms.size() ? syms[k] : -1; }
+  // The dims with the symbols' values.
+  std::vector<int64_t> dimsFor(const std::vector<int64_t>& values) const;
 };
 
 // A fallback task runs a node that has no lowering through the compiler's reference interpreter
@@ -104,6 +117,7 @@ struct Plan {
   using Bytes = std::unique_ptr<std::byte[], Free>;
   static Bytes allocate(int64_t bytes); // 64-byte aligned; throws when out of memory
 
+  std::vector<Symbol> symbols;
   std::vector<TensorDesc> inputs, outputs;
   std::vector<Binding> outputBindings; // where each output lives
   std::vector<Task> tasks;
@@ -134,12 +148,20 @@ public:
 
   const std::vector<TensorDesc>& inputs() const { return inputs_; }
   const std::vector<TensorDesc>& outputs() const { return outputs_; }
+  const std::vector<Symbol>& symbols() const;
   // Input data by position (read during run, not copied), bytes checked against the declaration.
-  // A dynamic input is refused: only runWaiting's `dynamic` values set those.
-  void setInput(size_t i, const void* data, int64_t bytes);
+  // A dynamic input is refused: only runWaiting's `dynamic` values set those. An input with
+  // symbolic dims takes its dims (checked: rank, static dims; the symbols' ranges and that every
+  // input gives a symbol one value are checked by run); without them, the one symbolic dim of
+  // an input that has one follows from `bytes`.
+  void setInput(size_t i, const void* data, int64_t bytes,
+                const std::vector<int64_t>* dims = nullptr);
   void run(); // throws if an input is missing or a task fails
   // Valid until the next run. A dynamic output's address is its std::shared_ptr<void>.
   const void* output(size_t i) const;
+  // Output i's dims and bytes in the last run (before one: at the symbols' largest values).
+  std::vector<int64_t> outputDims(size_t i) const;
+  int64_t outputBytes(size_t i) const;
   // Output i of the last run when it is dynamic and a tensor (setDynamicTensorView), else false.
   bool dynamicOutput(size_t i, DynamicTensor& out) const;
   // setInput for every input (dynamic[i] for a dynamic input: the fallback provider's value,
@@ -147,7 +169,8 @@ public:
   // throughout (waiting for another thread's run of it).
   void runWaiting(const std::vector<const void*>& data, const std::vector<int64_t>& bytes,
                   const std::function<void()>& whileHeld = {},
-                  const std::vector<std::shared_ptr<void>>& dynamic = {});
+                  const std::vector<std::shared_ptr<void>>& dynamic = {},
+                  const std::vector<std::vector<int64_t>>* dims = nullptr);
 
   // Tools: per-task timing of later runs (two clock reads per task), and a function called after
   // each task with its index (fault injection for `aicc debug-numerics`).

@@ -37,9 +37,11 @@ const aicc::rt::TensorDesc* desc(const aicc_model* m, int i, bool input) {
   return i >= 0 && size_t(i) < v.size() ? &v[size_t(i)] : nullptr;
 }
 
+// A symbolic dim reads -1.
 int dims(const aicc::rt::TensorDesc* d, int64_t* out, int max) {
   if (!d) return -1;
-  for (size_t k = 0; k < d->dims.size() && int(k) < max; ++k) out[k] = d->dims[k];
+  for (size_t k = 0; k < d->dims.size() && int(k) < max; ++k)
+    out[k] = d->symbolAt(k) < 0 ? d->dims[k] : -1;
   return int(d->dims.size());
 }
 
@@ -109,7 +111,10 @@ int aicc_model_output_dims(const aicc_model* m, int i, int64_t* d, int max) {
     for (size_t k = 0; k < t.dims.size() && int(k) < max; ++k) d[k] = t.dims[k];
     return int(t.dims.size());
   }
-  return dims(o, d, max);
+  if (!o) return -1;
+  const std::vector<int64_t> now = m->art->outputDims(size_t(i)); // the last run's
+  for (size_t k = 0; k < now.size() && int(k) < max; ++k) d[k] = now[k];
+  return int(now.size());
 }
 size_t aicc_model_input_bytes(const aicc_model* m, int i) {
   auto* d = desc(m, i, true);
@@ -121,6 +126,18 @@ int aicc_model_set_input(aicc_model* m, int i, const void* data, size_t bytes) {
     AICC_RT_CHECK(m, "aicc_model_set_input: null model");
     AICC_RT_CHECK(i >= 0, "input index {} out of range", i);
     m->art->setInput(size_t(i), data, int64_t(bytes));
+  });
+}
+
+int aicc_model_set_input_dims(aicc_model* m, int i, const void* data, size_t bytes,
+                              const int64_t* dims, int rank) {
+  return guarded([&] {
+    AICC_RT_CHECK(m, "aicc_model_set_input_dims: null model");
+    AICC_RT_CHECK(i >= 0, "input index {} out of range", i);
+    AICC_RT_CHECK(rank >= 0 && rank <= 64 && (dims || rank == 0),
+                  "aicc_model_set_input_dims: rank {} with {} dims", rank, dims ? "" : "null");
+    const std::vector<int64_t> d(dims, dims + rank);
+    m->art->setInput(size_t(i), data, int64_t(bytes), &d);
   });
 }
 
@@ -148,7 +165,7 @@ const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes) {
       return;
     }
     p = m->art->output(size_t(i));
-    if (bytes) *bytes = size_t(m->art->outputs()[size_t(i)].bytes());
+    if (bytes) *bytes = size_t(m->art->outputBytes(size_t(i)));
   });
   return p;
 }

@@ -40,13 +40,20 @@ const char* regionName(Region r) {
   case Region::Scratch: return "S";
   case Region::Dynamic:
     return "D";
+  case Region::Symbols:
+    return "Z";
   }
   return "?";
 }
 
-std::string dimsText(const Dims& d) {
+// Sizes, and symbols by name (percent-encoded, commas too).
+std::string dimsText(const TensorDesc& t, const std::vector<rt::Symbol>& symbols) {
   std::string s;
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    std::string name = t.symbolAt(i) < 0 ? "" : enc(symbols[size_t(t.symbolAt(i))].name);
+    for (size_t at; (at = name.find(',')) != std::string::npos;) name.replace(at, 1, "%2C");
+    s += (i ? "," : "") + (name.empty() ? std::to_string(t.dims[i]) : name);
+  }
   return s.empty() ? "-" : s;
 }
 
@@ -72,10 +79,13 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
     if (target.has(static_cast<CpuFeature>(i))) p << " " << cpuFeatureName(static_cast<CpuFeature>(i));
   p << "\n";
   // A dynamic input or output: "dynamic" and its IR type (rt/artifact.h).
-  auto type = [](const TensorDesc& t) {
-    return t.dynamic.empty() ? std::string(dtypeName(t.dtype)) + " " + dimsText(t.dims)
+  auto type = [&](const TensorDesc& t) {
+    return t.dynamic.empty() ? std::string(dtypeName(t.dtype)) + " " + dimsText(t, spec.symbols)
                              : "dynamic " + enc(t.dynamic);
   };
+  // Symbolic dims of the inputs (before the inputs that name them): the range a run may give.
+  for (const rt::Symbol& sym : spec.symbols)
+    p << "symbol " << enc(sym.name) << " " << sym.lo << " " << sym.hi << "\n";
   for (const TensorDesc& t : spec.inputs) p << "input " << enc(t.name) << " " << type(t) << "\n";
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << type(t) << " " << regionName(b.region) << ":"
@@ -276,6 +286,7 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
   std::vector<const void*> data;
   std::vector<int64_t> bytes;
   std::vector<std::shared_ptr<void>> dynamic(in.size()); // the values of dynamic inputs
+  std::vector<std::vector<int64_t>> dims(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
     const TensorDesc& d = decl[i];
     if (!d.dynamic.empty()) { // against its declared type, as the interpreter checks inputs
@@ -294,9 +305,10 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
     AICC_CHECK(t.shape().size() == d.dims.size(), "input '{}': rank {}, the model takes rank {} {}",
                d.name, t.shape().size(), d.dims.size(), formatDims(d.dims));
     for (size_t k = 0; k < d.dims.size(); ++k)
-      AICC_CHECK(t.shape()[k] == d.dims[k],
+      AICC_CHECK(t.shape()[k] == d.dims[k] || d.symbolAt(k) >= 0,
                  "input '{}': dim {} is {}, the model was compiled for {} {}", d.name, k,
                  t.shape()[k], d.dims[k], formatDims(d.dims));
+    dims[i] = t.shape(); // symbols: checked by the runtime
     data.push_back(t.raw());
     bytes.push_back(int64_t(t.nbytes()));
   }
@@ -312,13 +324,13 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
             out.push_back(owned(*static_cast<const RValue*>(slot.get())));
             continue;
           }
-          Tensor t(art.outputs()[i].dtype, art.outputs()[i].dims);
-          if (art.outputs()[i].bytes() > 0)
-            std::memcpy(t.raw(), art.output(i), size_t(art.outputs()[i].bytes()));
+          Tensor t(art.outputs()[i].dtype, art.outputDims(i));
+          if (art.outputBytes(i) > 0)
+            std::memcpy(t.raw(), art.output(i), size_t(art.outputBytes(i)));
           out.push_back(RValue::of(std::move(t)));
         }
       },
-      dynamic);
+      dynamic, &dims);
   return out;
 }
 

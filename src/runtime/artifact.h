@@ -21,12 +21,15 @@
 // A binding is a region and an offset: the arena, the weights blob, input k, or the per-task
 // scratch area (temps), or a dynamic slot. Every static-size buffer is fixed at compile time, so
 // a run of a static graph allocates nothing. Nodes without a lowering become fallback tasks.
+// Symbolic input dims (a batch N): the plan is made at each symbol's upper bound (`symbol` lines
+// give the ranges), every buffer of a smaller run is a prefix of its region, and the runtime
+// writes the run's values into the shape block the per-sample tasks read (loop/per_sample.h).
 // Dynamic regions: values without a static size (data-dependent shapes, sequences, optionals,
 // strings) live in dynamic slots, and every node that reads or writes one is a fallback task
 // (the reference kernel, on the values of this run); graph inputs and outputs may be such values
 // (`aicc run` and the Python package pass them; the C API takes static tensors only). The compile
-// report lists every fallback and why. Tensor inputs need static shapes: symbolic dims are fixed
-// with --dim, unnamed ones with --shape (the error names the missing ones).
+// report lists every fallback and why. Unnamed input dims ("?") need --shape (the error names
+// them); a symbol that some node cannot take per sample needs --dim (the error names the node).
 #pragma once
 
 #include "codegen/llvm/aot.h"
@@ -62,6 +65,7 @@ struct ArtifactTask {
 };
 
 struct ArtifactSpec {
+  std::vector<rt::Symbol> symbols; // the inputs' symbolic dims, with the ranges planned for
   std::vector<TensorDesc> inputs;
   std::vector<std::pair<TensorDesc, Binding>> outputs;
   std::vector<ArtifactTask> tasks;
@@ -80,9 +84,15 @@ struct ArtifactSpec {
   std::vector<std::string> fallbacks;
 };
 
-// Lowers and plans g (optimized, static shapes) into a spec (artifact_build.cpp). Throws
-// aicc::Error listing every node that has no lowering.
-ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower);
+// The bound a symbolic input dim is planned for when no range is given (--dim N=1..64).
+inline constexpr int64_t kDefaultSymbolBound = 16;
+
+// Lowers and plans g (optimized) into a spec (artifact_build.cpp). Symbolic input dims take the
+// ranges given (others 1..kDefaultSymbolBound): memory is planned at their upper bounds and each
+// node that has them runs per sample (loop/per_sample.h). Throws aicc::Error listing every node
+// that has no lowering.
+ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
+                           const std::vector<rt::Symbol>& ranges = {});
 
 struct WrittenArtifact {
   int64_t objectBytes = 0, sharedBytes = 0, weightBytes = 0;

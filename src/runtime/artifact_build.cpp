@@ -26,6 +26,7 @@
 #include "backend/memory_plan.h"
 #include "ir/printer.h"
 #include "kernels/gemm.h"
+#include "loop/per_sample.h"
 #include "loop/printer.h"
 #include "loop/verifier.h"
 
@@ -54,13 +55,13 @@ enum class Io { None, Input, Output };
 TensorDesc describe(const Value* v, const char* what, Io io = Io::None) {
   if (io != Io::None && isDynamic(v) &&
       (!v->type.isTensor() || v->type.dtype == DType::String || io == Io::Output))
-    return {v->name, DType::Undefined, {}, formatType(v->type)};
+    return {v->name, DType::Undefined, {}, formatType(v->type), {}};
   AICC_CHECK(v->type.isTensor() && v->type.shape, "{} '{}' is not a tensor of known shape", what,
              v->name);
   auto d = toDims(*v->type.shape);
   AICC_CHECK(d, "{} '{}' has the dynamic shape {}; fix it with --dim NAME=VALUE (symbolic dims) "
              "or --shape NAME=D0,D1,... (unnamed ones)", what, v->name, formatShape(*v->type.shape));
-  return {v->name, v->type.dtype, *d, ""};
+  return {v->name, v->type.dtype, *d, "", {}};
 }
 
 const Graph* branchOf(const Node& n, const char* which) {
@@ -140,7 +141,8 @@ std::set<const Value*> bf16Activations(const Graph& g, const loop::LowerOptions&
 
 class Builder {
 public:
-  Builder(ArtifactSpec& spec, const loop::LowerOptions& lower) : spec_(spec), lower_(lower) {}
+  Builder(ArtifactSpec& spec, const loop::LowerOptions& lower, const loop::PerSampleContext& ctx)
+      : spec_(spec), lower_(lower), ctx_(ctx) {}
 
   // Emits the tasks of s.g; returns the end of the arena part s and its branches use.
   int64_t emit(const Scope& s) {
@@ -214,10 +216,18 @@ private:
   void emitCall(const Scope& s, const Node& n) {
     std::string why = dynamicIo(n), name = "task" + std::to_string(spec_.code.funcs.size());
     std::optional<loop::LoweredNode> ln;
+    const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);
     try {
-      if (why.empty()) ln = loop::lowerNode(n, name, &why, lower_);
+      if (why.empty())
+        ln = symbolic ? loop::lowerPerSample(n, name, lower_, ctx_, &why)
+                      : loop::lowerNode(n, name, &why, lower_);
     } catch (const Error& e) {
       why = e.what();
+    }
+    if (!ln && symbolic) { // the reference kernel would run at the bound's sizes
+      missing.push_back(
+          fmt::format("{}: {}; fix the symbol with --dim NAME=VALUE", n.describe(), why));
+      return;
     }
     if (!ln) {
       if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
@@ -239,7 +249,9 @@ private:
       const Value* v = ln->valueOf(b.name);
       const Tensor* c = ln->constantOf(b.name);
       int64_t bytes = b.numel() * int64_t(dtypeSize(b.dtype));
-      if (v) {
+      if (b.name == ln->symbolsParam) {
+        t.params.push_back({Region::Symbols, 0, bytes});
+      } else if (v) {
         AICC_CHECK(!lower_.bf16Activations || !lower_.bf16Activations->count(v) ||
                        b.dtype == DType::BF16,
                    "{}: internal: '{}' is stored as bf16 but lowered as {}", n.describe(), v->name,
@@ -427,21 +439,103 @@ private:
 
   ArtifactSpec& spec_;
   const loop::LowerOptions& lower_;
+  const loop::PerSampleContext& ctx_;
   std::map<const Value*, int64_t> weightAt_;
 };
 
 } // namespace
 
-ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
+namespace {
+
+// Every value of g and of the graphs nested in its nodes.
+void allValues(const Graph& g, std::vector<Value*>& out) {
+  out.insert(out.end(), g.inputs.begin(), g.inputs.end());
+  for (const auto& n : g.nodes) {
+    for (Value* v : n->outputs)
+      if (v) out.push_back(v);
+    for (const auto& [_, a] : n->attrs) {
+      if (auto* sg = std::get_if<GraphPtr>(&a.v); sg && *sg) allValues(**sg, out);
+      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+        for (const auto& x : *sgs)
+          if (x) allValues(*x, out);
+    }
+  }
+}
+
+// The symbols of g's inputs (plain symbolic dims, in order of appearance) with their ranges.
+std::vector<rt::Symbol> inputSymbols(const Graph& g, const std::vector<rt::Symbol>& ranges) {
+  std::vector<rt::Symbol> out;
+  for (const Value* v : g.inputs) {
+    if (!v->type.isTensor() || !v->type.shape) continue;
+    for (const Dim& d : *v->type.shape) {
+      if (d.isStatic() || d.derived || d.symbol.empty()) continue;
+      auto has = [&](const rt::Symbol& s) { return s.name == d.symbol; };
+      if (std::any_of(out.begin(), out.end(), has)) continue;
+      auto r = std::find_if(ranges.begin(), ranges.end(), has);
+      out.push_back(r != ranges.end() ? *r : rt::Symbol{d.symbol, 1, kDefaultSymbolBound});
+    }
+  }
+  return out;
+}
+
+// An input or output with its symbolic dims (by `symbolic`, its type with symbols) named.
+TensorDesc describeSymbolic(const Value* v, const Type& symbolic, const char* what, Io io,
+                            const std::vector<rt::Symbol>& symbols) {
+  TensorDesc t = describe(v, what, io);
+  if (!t.dynamic.empty() || !symbolic.shape) return t;
+  for (size_t k = 0; k < symbolic.shape->size(); ++k) {
+    const Dim& d = (*symbolic.shape)[k];
+    if (d.isStatic()) continue;
+    auto it = std::find_if(symbols.begin(), symbols.end(),
+                           [&](const rt::Symbol& s) { return !d.derived && s.name == d.symbol; });
+    AICC_CHECK(it != symbols.end(),
+               "{} '{}' is {}: its dim {} is not a symbol of the inputs; fix the symbols with "
+               "--dim NAME=VALUE",
+               what, v->name, formatType(symbolic), k);
+    t.syms.resize(t.dims.size(), -1);
+    t.syms[k] = int32_t(it - symbols.begin());
+  }
+  return t;
+}
+
+} // namespace
+
+ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
+                           const std::vector<rt::Symbol>& ranges) {
   ArtifactSpec spec;
-  for (const Value* v : g.inputs) spec.inputs.push_back(describe(v, "input", Io::Input));
+  // Symbolic dims: every value at the symbols' upper bounds while planning (the graph's types
+  // are restored on return); the nodes that have them lower per sample.
+  spec.symbols = inputSymbols(g, ranges);
+  loop::PerSampleContext ctx;
+  std::map<const Value*, Type> symbolicTypes;
+  loop::TypeSwap atBound;
+  if (!spec.symbols.empty()) {
+    std::map<std::string, int64_t> hi;
+    for (size_t k = 0; k < spec.symbols.size(); ++k) {
+      const rt::Symbol& s = spec.symbols[k];
+      AICC_CHECK(s.lo >= 0 && s.lo <= s.hi, "--dim {}={}..{}: an empty range", s.name, s.lo, s.hi);
+      hi[s.name] = s.hi;
+      ctx.symbols[s.name] = {int64_t(k), s.hi};
+    }
+    std::vector<Value*> all;
+    allValues(g, all);
+    for (Value* v : all)
+      if (v->type.isTensor() && v->type.shape && !toDims(*v->type.shape)) {
+        symbolicTypes.emplace(v, v->type);
+        atBound.set(v, Type::tensor(v->type.dtype, withSymbols(*v->type.shape, hi)));
+      }
+    ctx.types = &symbolicTypes;
+  }
+  auto symbolicType = [&](const Value* v) { return ctx.typeOf(v); };
+  for (const Value* v : g.inputs)
+    spec.inputs.push_back(describeSymbolic(v, symbolicType(v), "input", Io::Input, spec.symbols));
   const std::set<const Value*> bf16 = bf16Activations(g, lower);
   loop::LowerOptions lo = lower;
   lo.bf16Activations = bf16.empty() ? nullptr : &bf16;
   MemoryPlanOptions po;
   po.bf16Values = lo.bf16Activations;
   spec.bf16Activations = int64_t(bf16.size());
-  Builder b(spec, lo);
+  Builder b(spec, lo, ctx);
   Scope top{&g, planMemory(g, po), 0, nullptr};
   b.slots = top.plan.dynamicValues;
   spec.lowerBoundBytes = top.plan.lowerBoundBytes;
@@ -455,7 +549,8 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower) {
   }
   spec.failBranches = std::move(b.failBranches);
   for (const Value* o : g.outputs)
-    spec.outputs.push_back({describe(o, "output", Io::Output), b.bind(top, o)});
+    spec.outputs.push_back(
+        {describeSymbolic(o, symbolicType(o), "output", Io::Output, spec.symbols), b.bind(top, o)});
   spec.dynamicValues = b.slots;
   spec.runtimeShapes = int64_t(b.runtimeShapes.size());
   return spec;

@@ -168,9 +168,24 @@ std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs) 
   for (const auto& s : specs) {
     auto eq = s.find('=');
     AICC_CHECK(eq != std::string::npos && eq > 0, "--dim expects NAME=VALUE, got '{}'", s);
+    if (s.find("..", eq) != std::string::npos) continue; // a range: parseDimRanges
     dims[s.substr(0, eq)] = parseInt(s.substr(eq + 1), "--dim " + s.substr(0, eq), 0);
   }
   return dims;
+}
+
+std::vector<rt::Symbol> parseDimRanges(const std::vector<std::string>& specs) {
+  std::vector<rt::Symbol> out;
+  for (const auto& s : specs) {
+    const auto eq = s.find('='), dots = s.find("..", eq == std::string::npos ? 0 : eq);
+    if (eq == std::string::npos || dots == std::string::npos) continue;
+    const std::string name = s.substr(0, eq), what = "--dim " + name;
+    rt::Symbol sym{name, parseInt(s.substr(eq + 1, dots - eq - 1), what, 0),
+                   parseInt(s.substr(dots + 2), what, 1)};
+    AICC_CHECK(sym.lo <= sym.hi, "--dim {}: the range {}..{} is empty", s, sym.lo, sym.hi);
+    out.push_back(sym);
+  }
+  return out;
 }
 
 std::string summarize(const RValue& v, size_t maxElems) {

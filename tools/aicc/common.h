@@ -43,7 +43,10 @@ std::string jsonEscape(const std::string& s);
 void applyShapes(ImportedModel& m, const std::vector<std::string>& specs);
 
 // Parses "NAME=VALUE" strings into a dims map.
+// --dim NAME=VALUE specs (ranges skipped), and NAME=LO..HI ranges (aicc compile: the symbol stays
+// symbolic, planned for HI).
 std::map<std::string, int64_t> parseDims(const std::vector<std::string>& specs);
+std::vector<rt::Symbol> parseDimRanges(const std::vector<std::string>& specs);
 
 // One-line summary of a value: "f32[1,10] = [0.1, 0.2, ...]".
 std::string summarize(const RValue& v, size_t maxElems = 8);

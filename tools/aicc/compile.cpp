@@ -170,7 +170,7 @@ int compileCommand(const CompileArgs& a) {
     chosen[n.describe()] = c.name;
     return c;
   };
-  runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo);
+  runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo, parseDimRanges(a.dims));
   rep.phases.push_back({"plan + lower", since(t)});
   runtime::WriteOptions wo;
   wo.staticRuntime = a.staticRuntime;
@@ -180,6 +180,11 @@ int compileCommand(const CompileArgs& a) {
   rep.phases.push_back({"link", w.linkSeconds});
   rep.numbers.push_back({"target", jsonStr(formatTarget(target))});
   rep.numbers.push_back({"tasks", std::to_string(spec.tasks.size())});
+  std::string symbols = "{";
+  for (size_t i = 0; i < spec.symbols.size(); ++i)
+    symbols += fmt::format("{}{}: [{}, {}]", i ? ", " : "", jsonStr(spec.symbols[i].name),
+                           spec.symbols[i].lo, spec.symbols[i].hi);
+  rep.numbers.push_back({"symbols", symbols + "}"});
   std::string fallbacks = "[";
   for (size_t i = 0; i < spec.fallbacks.size(); ++i)
     fallbacks += (i ? ", " : "") + jsonStr(spec.fallbacks[i]);
@@ -237,6 +242,11 @@ int compileCommand(const CompileArgs& a) {
     std::cerr << "aicc: note: runs through the reference kernel (no lowering): " << f << "\n";
   for (const auto& f : spec.failBranches) // the run fails if it takes one
     std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
+  for (const rt::Symbol& sym : spec.symbols) // what the arena was planned for
+    if (!a.quiet)
+      std::cout << fmt::format("symbolic dim {}: runs any value in {}..{} (the arena is planned "
+                               "for {}; --dim {}=LO..HI to change)\n",
+                               sym.name, sym.lo, sym.hi, sym.hi, sym.name);
   if (bf16 && !a.quiet) // the per-task precision is in report.txt (precision = ...)
     std::cout << fmt::format("precision: bf16 GEMM kernels (f32 accumulation) in {} of {} tasks; "
                              "the others f32\n",

@@ -1,0 +1,199 @@
+#include "loop/per_sample.h"
+
+#include "ops/op_def.h"
+
+#include <set>
+
+namespace aicc::loop {
+
+TypeSwap::~TypeSwap() {
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) it->first->type = it->second;
+}
+
+void TypeSwap::set(Value* v, Type t) {
+  saved_.emplace_back(v, v->type);
+  v->type = std::move(t);
+}
+
+const Type& PerSampleContext::typeOf(const Value* v) const {
+  if (types)
+    if (auto it = types->find(v); it != types->end()) return it->second;
+  return v->type;
+}
+
+namespace {
+
+// The tensors n reads and writes and those of its bodies (graph attributes), without constants.
+void valuesOf(const Node& n, std::vector<Value*>& out) {
+  for (const auto* vs : {&n.inputs, &n.outputs})
+    for (Value* v : *vs)
+      if (v && !v->constant) out.push_back(v);
+  for (const auto& [_, a] : n.attrs)
+    if (auto* g = std::get_if<GraphPtr>(&a.v); g && *g) {
+      for (Value* v : (*g)->inputs) out.push_back(v);
+      for (const auto& inner : (*g)->nodes) valuesOf(*inner, out);
+    }
+}
+
+bool symbolic(const Type& t) {
+  if (!t.isTensor() || !t.shape) return false;
+  for (const Dim& d : *t.shape)
+    if (!d.isStatic()) return true;
+  return false;
+}
+
+// The symbol at dim 0 of a type that has symbolic dims only there (rule 1), else nullopt and
+// *why set.
+std::optional<std::string> leadingSymbol(const Value* v, const Type& t, std::string* why) {
+  const Shape& s = *t.shape;
+  bool ok = !s.empty() && !s[0].isStatic() && !s[0].derived && !s[0].symbol.empty();
+  for (size_t k = 1; ok && k < s.size(); ++k) ok = s[k].isStatic();
+  if (ok) return s[0].symbol;
+  *why =
+      fmt::format("'{}' is {}: a symbolic dim other than a leading symbol", v->name, formatType(t));
+  return std::nullopt;
+}
+
+std::string pick(const std::string& base, const std::set<std::string>& used) {
+  std::string n = base;
+  for (int k = 1; used.count(n); ++k) n = base + std::to_string(k);
+  return n;
+}
+
+void namesIn(const Block& b, std::set<std::string>& used) {
+  for (const Stmt& s : b) {
+    if (s.kind == StmtKind::For || s.kind == StmtKind::Let) used.insert(s.name);
+    namesIn(s.body, used);
+    namesIn(s.orelse, used);
+  }
+}
+
+// Offsets every access to the buffers of `shift` by their expression.
+class Shifter {
+public:
+  explicit Shifter(std::map<std::string, ExprPtr> shift) : shift_(std::move(shift)) {}
+
+  ExprPtr expr(const ExprPtr& e) const {
+    if (!e || e->args.empty()) return e;
+    auto c = std::make_shared<Expr>(*e);
+    for (ExprPtr& a : c->args) a = expr(a);
+    if (c->op == Op::Load)
+      if (auto it = shift_.find(c->name); it != shift_.end())
+        c->args[0] = add(c->args[0], it->second);
+    return c;
+  }
+
+  void block(Block& b) const {
+    for (Stmt& s : b) {
+      s.lo = expr(s.lo);
+      s.hi = expr(s.hi);
+      s.index = expr(s.index);
+      s.value = expr(s.value);
+      if (s.kind == StmtKind::Store)
+        if (auto it = shift_.find(s.name); it != shift_.end()) s.index = add(s.index, it->second);
+      for (CallArg& a : s.args) {
+        a.offset = expr(a.offset);
+        a.value = expr(a.value);
+        if (auto it = shift_.find(a.buffer); !a.buffer.empty() && it != shift_.end())
+          a.offset = a.offset ? add(a.offset, it->second) : it->second;
+      }
+      block(s.body);
+      block(s.orelse);
+    }
+  }
+
+private:
+  std::map<std::string, ExprPtr> shift_;
+};
+
+} // namespace
+
+bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx) {
+  std::vector<Value*> vs;
+  valuesOf(n, vs);
+  for (const Value* v : vs)
+    if (symbolic(ctx.typeOf(v))) return true;
+  return false;
+}
+
+std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& funcName,
+                                          const LowerOptions& o, const PerSampleContext& ctx,
+                                          std::string* whyNot) {
+  std::string why;
+  auto no = [&](std::string reason) -> std::optional<LoweredNode> {
+    if (whyNot) *whyNot = std::move(reason);
+    return std::nullopt;
+  };
+  // Rule 1: one leading symbol.
+  std::vector<Value*> vs;
+  valuesOf(n, vs);
+  std::string sym;
+  std::set<const Value*> batched;
+  for (const Value* v : vs) {
+    const Type& t = ctx.typeOf(v);
+    if (!symbolic(t)) continue;
+    auto s = leadingSymbol(v, t, &why);
+    if (!s) return no(why);
+    if (!sym.empty() && *s != sym)
+      return no(fmt::format("it reads or writes two symbolic dims ({}, {})", sym, *s));
+    sym = *s;
+    batched.insert(v);
+  }
+  auto slot = ctx.symbols.find(sym);
+  if (slot == ctx.symbols.end())
+    return no(fmt::format("'{}' is not a symbol of the model's inputs", sym));
+  // Rule 2: from the inputs' samples to every output's.
+  bool fromInput = false;
+  for (const Value* v : n.inputs) fromInput = fromInput || batched.count(v);
+  for (const Value* v : n.outputs)
+    if (v && !batched.count(v))
+      return no(fmt::format("its result '{}' ({}) does not have the batch dim {} of its inputs",
+                            v->name, formatType(ctx.typeOf(v)), sym));
+  if (!fromInput) return no(fmt::format("its results have the dim {} but no input has it", sym));
+  // Rule 3: the op's knowledge.
+  if (!computesPerSample(n))
+    return no(fmt::format("{} does not compute each sample of {} alone here", n.op, sym));
+
+  std::optional<LoweredNode> ln;
+  {
+    TypeSwap one;
+    const std::map<std::string, int64_t> unit = {{sym, 1}};
+    for (const Value* v : batched) {
+      const Type& t = ctx.typeOf(v);
+      one.set(const_cast<Value*>(v), Type::tensor(t.dtype, withSymbols(*t.shape, unit)));
+    }
+    ln = lowerNode(n, funcName, &why, o);
+  }
+  if (!ln) return no(why);
+
+  // The wrap: the shape block, the sample loop and the shifted accesses.
+  Func& f = ln->func;
+  std::set<std::string> used;
+  for (const Buffer& b : f.params) used.insert(b.name);
+  namesIn(f.body, used);
+  const std::string block = pick("symbols", used), s = pick("sample", used),
+                    count = pick("samples", used);
+  const int64_t bound = slot->second.bound;
+  std::map<std::string, ExprPtr> shift;
+  for (Buffer& b : f.params) {
+    const Value* v = ln->valueOf(b.name);
+    if (!v || !batched.count(v)) continue;
+    if (b.shape.empty() || b.shape[0] != 1)
+      return no(fmt::format("internal: its lowering's buffer for '{}' is not one sample", v->name));
+    shift[b.name] = mul(var(s), intImm(b.numel()));
+    b.shape[0] = bound;
+  }
+  Shifter(std::move(shift)).block(f.body);
+  f.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
+  ExprPtr samples =
+      min(max(load(block, intImm(slot->second.slot), DType::I64), intImm(1)), intImm(bound));
+  Block body;
+  body.push_back(Stmt::let(count, samples));
+  body.push_back(Stmt::forLoop(s, intImm(0), var(count), std::move(f.body)));
+  f.body = std::move(body);
+  f.schedule["per_sample"] = sym;
+  ln->symbolsParam = block;
+  return ln;
+}
+
+} // namespace aicc::loop

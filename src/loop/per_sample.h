@@ -1,0 +1,68 @@
+// Dynamic batch (issue #12, docs/backend.md "Dynamic shapes"): a node whose values carry a
+// symbolic leading dim S (a batch) is lowered once for one sample and runs in a loop over S's
+// run-time value.
+//
+// S's value reaches the task through the shape block: an i64 buffer parameter (one element per
+// symbol of the model, in the plan's order) that the runtime fills from the inputs before the
+// first task. A node runs per sample when
+//   1. every tensor it reads or writes (and every value of its bodies) either has no symbolic
+//      dim, or has the one symbol S as its leading dim and static dims after it;
+//   2. some input has S, and every output has it;
+//   3. its op computes each sample alone and independently of its index (computesPerSample,
+//      ops/op_def.h: Softmax over axis 0 has the shapes of rule 1 but mixes samples).
+// Row-major, a sample of such a value is one contiguous block, the same for every value that
+// has S: so the node is lowered with S = 1 (the values' types set to one sample while lowering),
+// and the Func is wrapped in `for %sample in 0..clamp(%symbols[k], 1, bound)`, every access to
+// a buffer bound to a value with S offset by %sample times its elements per sample, those
+// buffers' shapes at the bound (the memory plan's sizes, so the verifier bounds every index).
+// Temps stay one sample's (the sample loop is serial; the body keeps its own schedule, parallel
+// loops included). Values without S (weights, broadcast operands) are read whole.
+#pragma once
+
+#include "loop/lower.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aicc::loop {
+
+// Sets values' types and restores them when destroyed (lowering a node at other sizes than the
+// graph's).
+class TypeSwap {
+public:
+  TypeSwap() = default;
+  TypeSwap(const TypeSwap&) = delete;
+  TypeSwap& operator=(const TypeSwap&) = delete;
+  ~TypeSwap();
+  void set(Value* v, Type t);
+
+private:
+  std::vector<std::pair<Value*, Type>> saved_;
+};
+
+// The model's symbols: each one's slot in the shape block and the largest value the plan holds.
+struct SymbolSlot {
+  int64_t slot = 0;
+  int64_t bound = 1;
+};
+
+struct PerSampleContext {
+  std::map<std::string, SymbolSlot> symbols;
+  // The symbolic type of every value of the graph (the graph's values hold their bound types
+  // while the artifact is built); a value missing here has its own type.
+  const std::map<const Value*, Type>* types = nullptr;
+  const Type& typeOf(const Value* v) const;
+};
+
+// Whether n's values have a symbolic dim (by ctx's types), counting its bodies' values.
+bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx);
+
+// n lowered per sample (see above), its Func taking the shape block as parameter
+// LoweredNode::symbolsParam; nullopt with *whyNot set when n does not qualify or does not lower.
+std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& funcName,
+                                          const LowerOptions& o, const PerSampleContext& ctx,
+                                          std::string* whyNot);
+
+} // namespace aicc::loop

@@ -1,0 +1,213 @@
+// Dynamic batch (loop/per_sample.h, issue #12): a graph with a symbolic batch dim compiles once and
+// its artifact, loaded through the C API, matches the interpreter at every batch size in the
+// range; the per-sample lowering's loop IR; inputs that break the declaration give one-line
+// errors naming the input and dim; nodes that mix samples are refused by name.
+#include "aicc/runtime.h"
+#include "backend/target.h"
+#include "interp/compare.h"
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "loop/per_sample.h"
+#include "loop/printer.h"
+#include "loop/verifier.h"
+#include "runtime/artifact.h"
+#include "shared_models.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+namespace aicc {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A small convolutional classifier over a batch N, and an MLP head: per-sample ops of every kind
+// the zoo models use (Conv, pools, Flatten, Gemm, Softmax over axis 1, Concat of channels).
+const char* kNet = R"(graph @net(%x: f32[N,3,12,10], %w: f32[8,3,3,3], %w2: f32[4,3,1,1],
+                                  %fc: f32[5,192], %b: f32[5]) {
+  %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[N,8,12,10]
+  %c2 = Conv(%x, %w2) : f32[N,4,12,10]
+  %k = Concat(%c, %c2) {axis = 1} : f32[N,12,12,10]
+  %r = Relu(%k) : f32[N,12,12,10]
+  %p = MaxPool(%r) {kernel_shape = [2, 2], strides = [2, 2]} : f32[N,12,6,5]
+  %q = AveragePool(%p) {kernel_shape = [3, 3], strides = [3, 3], pads = [0, 0, 0, 1]} : f32[N,12,2,2]
+  %f = Flatten(%q) : f32[N,48]
+  %t = Concat(%f, %f, %f, %f) {axis = 1} : f32[N,192]
+  %g = Gemm(%t, %fc, %b) {transB = 1} : f32[N,5]
+  %s = Softmax(%g) {axis = 1} : f32[N,5]
+  return %s, %p
+}
+)";
+
+Tensor random(const Dims& d, uint32_t seed) {
+  Tensor t(DType::F32, d);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+fs::path compile(Model& m, const std::string& name, std::vector<rt::Symbol> ranges) {
+  test::optimize(m, 2);
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  fs::path dir = fs::temp_directory_path() / ("aicc_dynamic_batch_" + name);
+  fs::remove_all(dir);
+  runtime::writeArtifact(runtime::buildArtifact(*m.graph, lo, ranges), dir.string(),
+                         nativeTarget());
+  return dir;
+}
+
+// Constants for the net's weights (its graph inputs after x become constants).
+Model netModel() {
+  Model m = parseModel(kNet);
+  Graph& g = *m.graph;
+  std::vector<Value*> keep = {g.inputs[0]};
+  for (size_t i = 1; i < g.inputs.size(); ++i) {
+    Value* w = g.inputs[i];
+    Value* c = g.addConstant(w->name + "_c", random(*toDims(*w->type.shape), 7 + uint32_t(i)));
+    for (const auto& n : g.nodes)
+      for (Value*& in : n->inputs)
+        if (in == w) in = c;
+  }
+  g.inputs = keep;
+  return m;
+}
+
+TEST(DynamicBatch, OneArtifactMatchesTheInterpreterAtEveryBatchSize) {
+  Model ref = netModel(), m = netModel();
+  fs::path dir = compile(m, "net", {{"N", 1, 6}});
+  aicc_model* am = aicc_model_load(dir.c_str());
+  ASSERT_TRUE(am) << aicc_last_error();
+  int64_t dims[4];
+  ASSERT_EQ(aicc_model_input_dims(am, 0, dims, 4), 4);
+  EXPECT_EQ(dims[0], -1); // symbolic
+  EXPECT_EQ(dims[1], 3);
+  for (int64_t n : {1, 2, 5, 6, 3}) {
+    Tensor x = random({n, 3, 12, 10}, uint32_t(n));
+    auto want = interpret(*ref.graph, {RValue::of(x)});
+    // By dims, and (one symbolic dim) by size alone.
+    if (n % 2)
+      ASSERT_EQ(aicc_model_set_input_dims(am, 0, x.raw(), x.nbytes(), x.shape().data(), 4), 0)
+          << aicc_last_error();
+    else
+      ASSERT_EQ(aicc_model_set_input(am, 0, x.raw(), x.nbytes()), 0) << aicc_last_error();
+    ASSERT_EQ(aicc_model_run(am), 0) << aicc_last_error();
+    for (int k = 0; k < 2; ++k) {
+      int64_t od[4];
+      const int rank = aicc_model_output_dims(am, k, od, 4);
+      ASSERT_EQ(Dims(od, od + rank), want[size_t(k)].tensor.shape()) << "batch " << n;
+      size_t bytes = 0;
+      const void* p = aicc_model_output(am, k, &bytes);
+      ASSERT_TRUE(p);
+      Tensor got(DType::F32, want[size_t(k)].tensor.shape());
+      ASSERT_EQ(bytes, got.nbytes());
+      std::memcpy(got.raw(), p, bytes);
+      test::expectOutputsClose({want[size_t(k)]}, {RValue::of(got)}, {1e-5, 1e-6});
+    }
+  }
+  aicc_model_free(am);
+}
+
+TEST(DynamicBatch, PerSampleLoweringLoopsOverTheShapeBlock) {
+  Model m = parseModel("graph @g(%x: f32[N,16], %y: f32[16]) {\n"
+                       "  %z = Add(%x, %y) : f32[N,16]\n  return %z\n}\n");
+  std::map<const Value*, Type> types;
+  loop::PerSampleContext ctx;
+  ctx.symbols["N"] = {0, 8};
+  ctx.types = &types;
+  std::string why;
+  auto ln = loop::lowerPerSample(*m.graph->nodes[0], "add", {}, ctx, &why);
+  ASSERT_TRUE(ln) << why;
+  EXPECT_TRUE(loop::verifyMessages(ln->func).empty()) << loop::verifyMessages(ln->func)[0];
+  const std::string text = loop::printFunc(ln->func);
+  // The shape block parameter, the clamped sample count, the sample loop and the shifted access.
+  EXPECT_NE(text.find(ln->symbolsParam + ": i64[1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("max(%" + ln->symbolsParam + "[0], 1), 8)"), std::string::npos) << text;
+  EXPECT_NE(text.find("for %sample in 0..%samples"), std::string::npos) << text;
+  EXPECT_NE(text.find("%sample * 16"), std::string::npos) << text;
+  EXPECT_NE(text.find("f32[8,16]"), std::string::npos) << text; // buffers at the bound
+  // The graph's types are untouched.
+  EXPECT_EQ(formatType(m.graph->nodes[0]->outputs[0]->type), "f32[N,16]");
+}
+
+TEST(DynamicBatch, NodesThatMixSamplesAreRefusedByName) {
+  struct Case {
+    const char* ir;
+    const char* reason;
+  } cases[] = {
+      {"%s = Softmax(%x) {axis = 0} : f32[N,4]\n  return %s", "Softmax does not compute each "
+                                                              "sample of N alone"},
+      {"%s = Reshape(%x, %shape) : f32[?]\n  %t = Relu(%s) : f32[?]\n  return %t",
+       "symbolic dim other than a leading"},
+      {"%s = ReduceSum(%x, %axes) {keepdims = 1} : f32[1,4]\n  return %s",
+       "does not have the batch dim N"},
+  };
+  for (const Case& c : cases) {
+    Model m = parseModel(std::string("graph @g(%x: f32[N,4]) {\n  %shape = Constant() {value = "
+                                     "tensor i64[1] [-1]} : i64[1]\n  %axes = Constant() {value = "
+                                     "tensor i64[1] [0]} : i64[1]\n  ") +
+                         c.ir + "\n}\n");
+    try {
+      compile(m, "refused", {});
+      ADD_FAILURE() << c.ir << ": compiled";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(c.reason), std::string::npos) << msg;
+      EXPECT_NE(msg.find("--dim NAME=VALUE"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("node "), std::string::npos) << msg;
+    }
+  }
+}
+
+// One-line errors naming the input and the dim: wrong rank, a static dim, the range, a symbol
+// given two values; the model runs again after each.
+TEST(DynamicBatch, BadInputsNameTheInputAndTheDim) {
+  Model m = parseModel("graph @g(%x: f32[N,4], %y: f32[N,4]) {\n"
+                       "  %z = Add(%x, %y) : f32[N,4]\n  return %z\n}\n");
+  fs::path dir = compile(m, "bad", {{"N", 2, 5}});
+  aicc_model* am = aicc_model_load(dir.c_str());
+  ASSERT_TRUE(am) << aicc_last_error();
+  std::vector<float> buf(64, 1.0f);
+  auto error = [&](int rc) {
+    EXPECT_NE(rc, 0);
+    const std::string e = aicc_last_error();
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    return e;
+  };
+  auto has = [](const std::string& e, const char* want) {
+    EXPECT_NE(e.find(want), std::string::npos) << e;
+  };
+  const int64_t rank3[3] = {2, 4, 1}, dim1[2] = {3, 5}, ok3[2] = {3, 4}, ok4[2] = {4, 4},
+                big[2] = {6, 4}, small[2] = {1, 4};
+  has(error(aicc_model_set_input_dims(am, 0, buf.data(), 32, rank3, 3)),
+      "input 'x' has rank 3, the model takes rank 2 f32[N,4] (N in 2..5)");
+  has(error(aicc_model_set_input_dims(am, 0, buf.data(), 60, dim1, 2)),
+      "input 'x': dim 1 is 5, the model takes 4");
+  has(error(aicc_model_set_input(am, 0, buf.data(), 10)), "10 bytes is not a whole number");
+  ASSERT_EQ(aicc_model_set_input_dims(am, 0, buf.data(), 96, big, 2), 0) << aicc_last_error();
+  ASSERT_EQ(aicc_model_set_input_dims(am, 1, buf.data(), 96, big, 2), 0) << aicc_last_error();
+  has(error(aicc_model_run(am)),
+      "input 'x': dim 0 (N) is 6, outside the range 2..5 it was compiled for (compile with --dim "
+      "N=2..6)");
+  ASSERT_EQ(aicc_model_set_input_dims(am, 0, buf.data(), 16, small, 2), 0);
+  ASSERT_EQ(aicc_model_set_input_dims(am, 1, buf.data(), 16, small, 2), 0);
+  has(error(aicc_model_run(am)), "input 'x': dim 0 (N) is 1, outside the range 2..5");
+  ASSERT_EQ(aicc_model_set_input_dims(am, 0, buf.data(), 48, ok3, 2), 0);
+  ASSERT_EQ(aicc_model_set_input_dims(am, 1, buf.data(), 64, ok4, 2), 0);
+  has(error(aicc_model_run(am)), "input 'y': dim 0 (N) is 4, but input 'x' gives N = 3");
+  ASSERT_EQ(aicc_model_set_input(am, 1, buf.data(), 48), 0) << aicc_last_error();
+  ASSERT_EQ(aicc_model_run(am), 0) << aicc_last_error();
+  size_t bytes = 0;
+  const float* z = static_cast<const float*>(aicc_model_output(am, 0, &bytes));
+  ASSERT_TRUE(z);
+  EXPECT_EQ(bytes, 48u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(z[i], 2.0f);
+  aicc_model_free(am);
+}
+
+} // namespace
+} // namespace aicc
