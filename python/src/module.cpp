@@ -291,8 +291,8 @@ public:
     py::gil_scoped_release nogil;
     art_ = std::make_unique<runtime::LoadedArtifact>(dir);
   }
-  std::vector<ArgInfo> inputs() const { return infos(art_->inputs()); }
-  std::vector<ArgInfo> outputs() const { return infos(art_->outputs()); }
+  std::vector<ArgInfo> inputs() const { return infos(art_->inputs(), art_->symbols()); }
+  std::vector<ArgInfo> outputs() const { return infos(art_->outputs(), art_->symbols()); }
   py::list run(const py::list& arrays) {
     std::vector<std::string> names;
     for (const auto& d : art_->inputs()) names.push_back(d.name);
@@ -307,11 +307,16 @@ public:
   }
 
 private:
-  static std::vector<ArgInfo> infos(const std::vector<runtime::TensorDesc>& ds) {
+  // Dims: ints, a symbolic batch by its name (as the model's inputs() give symbols).
+  static std::vector<ArgInfo> infos(const std::vector<runtime::TensorDesc>& ds,
+                                    const std::vector<rt::Symbol>& symbols) {
     std::vector<ArgInfo> r;
     for (const auto& d : ds) {
       std::vector<py::object> dims;
-      for (int64_t x : d.dims) dims.push_back(py::int_(x));
+      for (size_t k = 0; k < d.dims.size(); ++k)
+        dims.push_back(d.symbolAt(k) < 0
+                           ? py::object(py::int_(d.dims[k]))
+                           : py::object(py::str(symbols[size_t(d.symbolAt(k))].name)));
       r.emplace_back(d.name, std::string(dtypeName(d.dtype)), dims);
     }
     return r;

@@ -10,9 +10,13 @@
 namespace aicc {
 namespace {
 
+// A value's dims, a symbolic batch (a leading symbol) counted as 1: every decision here is per
+// image, and the blocked types keep the symbol (blockedType).
 std::optional<Dims> staticDims(const Value* v) {
   if (!v || !v->type.isTensor() || !v->type.shape) return std::nullopt;
-  return toDims(*v->type.shape);
+  Shape s = *v->type.shape;
+  if (!s.empty() && !s[0].isStatic() && !s[0].derived && !s[0].symbol.empty()) s[0] = Dim::known(1);
+  return toDims(s);
 }
 
 bool isF32Rank4(const Value* v) {
@@ -24,8 +28,9 @@ bool isF32Rank4(const Value* v) {
 Type blockedType(const Value* v) {
   Dims d = *staticDims(v);
   return Type::tensor(v->type.dtype,
-                      Shape{Dim::known(d[0]), Dim::known((d[1] + kLayoutBlock - 1) / kLayoutBlock),
-                            Dim::known(d[2]), Dim::known(d[3]), Dim::known(kLayoutBlock)});
+                      Shape{v->type.shape->front(),
+                            Dim::known((d[1] + kLayoutBlock - 1) / kLayoutBlock), Dim::known(d[2]),
+                            Dim::known(d[3]), Dim::known(kLayoutBlock)});
 }
 
 // What kernels/conv_nchwc.h runs (nchwcConvApplies); under 16 input channels only group 1 (a

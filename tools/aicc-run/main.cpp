@@ -120,13 +120,17 @@ struct Model {
   }
 };
 
-// Fixed pseudo-random values (f32 in [-1, 1), integers 0, bools false) for bench inputs.
+// Fixed pseudo-random values (f32 in [-1, 1), integers 0, bools false) for bench inputs; a
+// symbolic dim (-1) takes 1.
 HostTensor generated(const Model& mod, int i) {
   HostTensor t;
   t.name = aicc_model_input_name(mod.m, i);
   t.onnxType = aicc_run::onnxTypeOf(aicc_model_input_dtype(mod.m, i));
   t.dims = mod.dims(i, true);
-  t.data.assign(aicc_model_input_bytes(mod.m, i), 0);
+  size_t elems = 1;
+  for (int64_t& d : t.dims) elems *= size_t(d < 0 ? (d = 1) : d);
+  const size_t bytes = elems * size_t(aicc_run::elementBytes(t.onnxType));
+  t.data.assign(bytes, 0);
   if (t.onnxType == 1) {
     uint32_t s = 12345u + uint32_t(i);
     for (size_t k = 0; k + 4 <= t.data.size(); k += 4) {
@@ -177,16 +181,19 @@ std::vector<HostTensor> bindInputs(const Model& mod, const Args& a, bool generat
     if (t.onnxType != aicc_run::onnxTypeOf(want))
       fail("input '" + name + "': expected element type " + want + ", got ONNX type " +
            std::to_string(t.onnxType));
-    if (t.dims != mod.dims(i, true))
-      fail("input '" + name + "': expected shape " + dimsText(mod.dims(i, true)) + ", got " +
-           dimsText(t.dims));
+    const std::vector<int64_t> decl = mod.dims(i, true); // -1: symbolic, checked by the runtime
+    bool same = t.dims.size() == decl.size();
+    for (size_t k = 0; same && k < decl.size(); ++k) same = decl[k] < 0 || t.dims[k] == decl[k];
+    if (!same)
+      fail("input '" + name + "': expected shape " + dimsText(decl) + ", got " + dimsText(t.dims));
   }
   return in;
 }
 
 void setInputs(const Model& mod, const std::vector<HostTensor>& in) {
   for (size_t i = 0; i < in.size(); ++i)
-    if (aicc_model_set_input(mod.m, int(i), in[i].data.data(), in[i].data.size()) != 0)
+    if (aicc_model_set_input_dims(mod.m, int(i), in[i].data.data(), in[i].data.size(),
+                                  in[i].dims.data(), int(in[i].dims.size())) != 0)
       fail(aicc_last_error());
 }
 

@@ -86,7 +86,7 @@ int benchCommand(const BenchArgs& a) {
   if (isArtifactDir(a.model)) { // a compiled artifact: load it (no compiler involved)
     if (a.precision != "f32") fail("--precision applies to a model, not to a compiled folder");
     art = std::make_unique<runtime::LoadedArtifact>(a.model);
-    inputs = bindArtifactInputs(*art, a.inputs);
+    inputs = bindArtifactInputs(*art, a.inputs, parseDims(a.dims));
     engine = "artifact";
   } else {
     owned = std::make_unique<ImportedModel>(loadModel(a.model, parseDims(a.dims)));

@@ -64,18 +64,23 @@ bool isArtifactDir(const std::string& path) {
          (std::filesystem::exists(p / "model.plan") || std::filesystem::exists(p / "model.so"));
 }
 
-Type typeOf(const runtime::TensorDesc& d) {
+Type typeOf(const runtime::TensorDesc& d, const std::vector<rt::Symbol>& symbols) {
   if (!d.dynamic.empty()) return parseType(d.dynamic); // a sequence, optional or strings
   Shape s;
-  for (int64_t x : d.dims) s.push_back(Dim::known(x));
+  for (size_t k = 0; k < d.dims.size(); ++k)
+    s.push_back(d.symbolAt(k) < 0 ? Dim::known(d.dims[k])
+                                  : Dim::sym(symbols[size_t(d.symbolAt(k))].name));
   return Type::tensor(d.dtype, s);
 }
 
-std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const InputSpec& spec) {
+std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const InputSpec& spec,
+                                       const std::map<std::string, int64_t>& dims) {
   ImportedModel m; // a graph of just the inputs, so the usual binding rules apply
   m.model.graph = std::make_shared<Graph>();
   for (const auto& d : art.inputs()) {
-    m.model.graph->addInput(d.name, typeOf(d));
+    Type t = typeOf(d, art.symbols());
+    if (t.shape) *t.shape = withSymbols(*t.shape, dims); // --dim: generated inputs' sizes
+    m.model.graph->addInput(d.name, t);
     m.allInputNames.push_back(d.name);
   }
   return bindInputs(m, spec);

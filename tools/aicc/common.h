@@ -30,9 +30,11 @@ void specializeToInputs(ImportedModel& m, const std::vector<RValue>& inputs);
 
 // An `aicc compile --emit so` folder (holds model.plan).
 bool isArtifactDir(const std::string& path);
-Type typeOf(const runtime::TensorDesc& d);
+Type typeOf(const runtime::TensorDesc& d, const std::vector<rt::Symbol>& symbols);
 // Inputs for a loaded artifact, by the rules of bindInputs (input_<i>.pb, NAME=FILE, generated).
-std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const InputSpec& spec);
+// Inputs of a compiled folder (generated ones: symbolic dims from `dims`, --dim).
+std::vector<RValue> bindArtifactInputs(const runtime::LoadedArtifact& art, const InputSpec& spec,
+                                       const std::map<std::string, int64_t>& dims = {});
 
 // s escaped for a JSON string body (quotes, backslashes, control characters as \uXXXX).
 std::string jsonEscape(const std::string& s);

@@ -16,7 +16,7 @@ namespace {
 // `aicc run ARTIFACT_DIR`: the compiled model, no compiler involved.
 int runArtifact(const RunArgs& a) {
   runtime::LoadedArtifact art(a.model);
-  std::vector<RValue> inputs = bindArtifactInputs(art, a.inputs);
+  std::vector<RValue> inputs = bindArtifactInputs(art, a.inputs, parseDims(a.dims));
   auto t0 = std::chrono::steady_clock::now();
   std::vector<RValue> outputs = art.run(inputs);
   double runSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -25,7 +25,8 @@ int runArtifact(const RunArgs& a) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const runtime::TensorDesc& d = art.outputs()[i];
     if (!a.outputDir.empty())
-      writeValueFile(fmt::format("{}/output_{}.pb", a.outputDir, i), outputs[i], typeOf(d), d.name);
+      writeValueFile(fmt::format("{}/output_{}.pb", a.outputDir, i), outputs[i],
+                     typeOf(d, art.symbols()), d.name);
     else
       std::cout << d.name << ": " << summarize(outputs[i]) << "\n";
   }
