@@ -1,5 +1,6 @@
 #include "loop/per_sample.h"
 
+#include "loop/lower_ops.h"
 #include "ops/op_def.h"
 
 #include <set>
@@ -116,6 +117,43 @@ bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx) {
   return false;
 }
 
+// Shape and Size of a value with symbols: its dims from the shape block.
+std::optional<LoweredNode> lowerShapeOf(const Node& n, const std::string& funcName,
+                                        const LowerOptions& o, const PerSampleContext& ctx,
+                                        std::string* whyNot) {
+  const Type& t = ctx.typeOf(n.inputs[0]);
+  detail::FuncBuilder b(n, funcName, "shape");
+  const std::string out = b.output(0), block = b.fresh("symbols");
+  std::vector<ExprPtr> dims;
+  for (const Dim& d : *t.shape) {
+    auto slot = ctx.symbols.find(d.symbol);
+    if (!d.isStatic() && (d.derived || slot == ctx.symbols.end())) {
+      if (whyNot)
+        *whyNot = fmt::format("'{}' is {}: its shape holds a dim that is not an input symbol",
+                              n.inputs[0]->name, formatType(t));
+      return std::nullopt;
+    }
+    dims.push_back(d.isStatic() ? intImm(d.value)
+                                : load(block, intImm(slot->second.slot), DType::I64));
+  }
+  Block body;
+  if (n.op == "Size") {
+    ExprPtr p = intImm(1);
+    for (const ExprPtr& d : dims) p = mul(p, d);
+    body.push_back(Stmt::store(out, intImm(0), p));
+  } else {
+    const int64_t r = int64_t(dims.size());
+    auto clampAxis = [r](int64_t a) { return std::clamp(a < 0 ? a + r : a, int64_t(0), r); };
+    const int64_t start = clampAxis(n.attrInt("start", 0)), end = clampAxis(n.attrInt("end", r));
+    for (int64_t k = start; k < end; ++k)
+      body.push_back(Stmt::store(out, intImm(k - start), dims[size_t(k)]));
+  }
+  LoweredNode ln = b.finish(std::move(body), {}, o);
+  ln.func.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
+  ln.symbolsParam = block;
+  return ln;
+}
+
 std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& funcName,
                                           const LowerOptions& o, const PerSampleContext& ctx,
                                           std::string* whyNot) {
@@ -124,6 +162,10 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
     if (whyNot) *whyNot = std::move(reason);
     return std::nullopt;
   };
+  if ((n.op == "Shape" || n.op == "Size") && n.domain.empty() && n.inputs.size() == 1 &&
+      n.outputs.size() == 1 && n.outputs[0] && ctx.typeOf(n.inputs[0]).shape &&
+      ctx.typeOf(n.outputs[0]).shape && toDims(*ctx.typeOf(n.outputs[0]).shape))
+    return lowerShapeOf(n, funcName, o, ctx, whyNot);
   // Rule 1: one leading symbol.
   std::vector<Value*> vs;
   valuesOf(n, vs);

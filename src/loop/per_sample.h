@@ -61,6 +61,8 @@ bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx);
 
 // n lowered per sample (see above), its Func taking the shape block as parameter
 // LoweredNode::symbolsParam; nullopt with *whyNot set when n does not qualify or does not lower.
+// Shape and Size of a symbolic value are no per-sample ops: they read the run's dims from the
+// shape block.
 std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& funcName,
                                           const LowerOptions& o, const PerSampleContext& ctx,
                                           std::string* whyNot);

@@ -75,27 +75,39 @@ template <typename F> Tensor qUnary(const KernelCtx& c, F f) {
 } // namespace
 
 void registerQuantMsOps(OpRegistry& r) {
-  r.op("QLinearAdd", kMsDomain).since(1).inputs(7, 8).infer(inferQBinary).kernel([](KernelCtx& c) {
-    float ac = scalarF(c, 1, "A_scale") / scalarF(c, 6, "C_scale");
-    float bc = scalarF(c, 4, "B_scale") / scalarF(c, 6, "C_scale");
-    // float32 with the zero points folded into one constant, as ONNX Runtime computes it.
-    return std::vector<RValue>{
-        RValue::of(qBinary(c, [&](int32_t a, int32_t b, int32_t za, int32_t zb, int32_t zc) {
+  r.op("QLinearAdd", kMsDomain)
+      .perSample()
+      .since(1)
+      .inputs(7, 8)
+      .infer(inferQBinary)
+      .kernel([](KernelCtx& c) {
+        float ac = scalarF(c, 1, "A_scale") / scalarF(c, 6, "C_scale");
+        float bc = scalarF(c, 4, "B_scale") / scalarF(c, 6, "C_scale");
+        // float32 with the zero points folded into one constant, as ONNX Runtime computes it.
+        return std::vector<RValue>{RValue::of(qBinary(c, [&](int32_t a, int32_t b, int32_t za,
+                                                             int32_t zb, int32_t zc) {
           float k =
               static_cast<float>(zc) - ac * static_cast<float>(za) - bc * static_cast<float>(zb);
           return static_cast<double>(static_cast<float>(a) * ac + static_cast<float>(b) * bc + k);
         }))};
-  });
+      });
 
-  r.op("QLinearMul", kMsDomain).since(1).inputs(7, 8).infer(inferQBinary).kernel([](KernelCtx& c) {
-    float ratio = scalarF(c, 1, "A_scale") * scalarF(c, 4, "B_scale") / scalarF(c, 6, "C_scale");
-    return std::vector<RValue>{
-        RValue::of(qBinary(c, [&](int32_t a, int32_t b, int32_t za, int32_t zb, int32_t zc) {
-          return std::nearbyint(static_cast<float>((a - za) * (b - zb)) * ratio) + zc;
-        }))};
-  });
+  r.op("QLinearMul", kMsDomain)
+      .perSample()
+      .since(1)
+      .inputs(7, 8)
+      .infer(inferQBinary)
+      .kernel([](KernelCtx& c) {
+        float ratio =
+            scalarF(c, 1, "A_scale") * scalarF(c, 4, "B_scale") / scalarF(c, 6, "C_scale");
+        return std::vector<RValue>{
+            RValue::of(qBinary(c, [&](int32_t a, int32_t b, int32_t za, int32_t zb, int32_t zc) {
+              return std::nearbyint(static_cast<float>((a - za) * (b - zb)) * ratio) + zc;
+            }))};
+      });
 
   r.op("QLinearGlobalAveragePool", kMsDomain)
+      .perSample()
       .since(1)
       .inputs(5, 5)
       .attrInt("channels_last", 0)
@@ -142,6 +154,7 @@ void registerQuantMsOps(OpRegistry& r) {
       });
 
   r.op("QLinearSigmoid", kMsDomain)
+      .perSample()
       .since(1)
       .inputs(4, 5)
       .infer(inferSameAsInput0)
@@ -151,6 +164,7 @@ void registerQuantMsOps(OpRegistry& r) {
       });
 
   r.op("QLinearLeakyRelu", kMsDomain)
+      .perSample()
       .since(1)
       .inputs(4, 5)
       .attrFloat("alpha", 0.01f)
@@ -162,6 +176,7 @@ void registerQuantMsOps(OpRegistry& r) {
       });
 
   r.op("QLinearConcat", kMsDomain)
+      .perSample()
       .since(1)
       .inputs(5, 1 << 30)
       .attr("axis", Attribute::Kind::Int, true)

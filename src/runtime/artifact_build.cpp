@@ -417,6 +417,14 @@ private:
                      int64_t base) {
     const std::string where = n.describe() + " " + which;
     if (auto why = unresolvedShape(b)) {
+      // With symbolic dims the shapes are the bound's, not a run's: not a branch a run never
+      // takes, so the compile refuses.
+      if (!ctx_.symbols.empty()) {
+        missing.push_back(where + ": " + *why +
+                          " at the symbols' bounds; fix the symbols with "
+                          "--dim NAME=VALUE");
+        return base;
+      }
       failBranches.push_back(where + ": " + *why);
       push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0, nullptr, {}}, "If",
            "fail (branch not compiled)");

@@ -1,10 +1,11 @@
-"""Dynamic batch (issue #12): every zoo model with its batch dim renamed to the symbol N compiles
-once (`aicc compile`, no fixed size) and its artifact matches the reference interpreter at three
-batch sizes. Exports that fix the batch inside the graph (a Reshape to [1, ...]) cannot run other
+"""Dynamic batch (issue #12): every zoo model with its batch dim renamed to the symbol N, and every
+shared model whose inputs' only symbolic dim is a leading batch, compiles once (`aicc compile`,
+no fixed size) and its artifact matches the reference interpreter at three batch sizes. Exports that fix the batch inside the graph (a Reshape to [1, ...]) cannot run other
 batches anywhere (the interpreter and ONNX Runtime refuse them too): for those the compile must
 refuse the symbol, naming the node and --dim, and the skip says so.
 
-usage: check_dynamic_batch.py AICC ZOO_DIR SHARED_ZOO_DIR (materialized models; their references)
+usage: check_dynamic_batch.py AICC ZOO_DIR SHARED_ZOO_DIR [SHARED_MODELS_DIR]
+(the materialized zoo models; their references in ../shared/zoo; ../shared/models)
 """
 import os
 import subprocess
@@ -16,6 +17,7 @@ import onnx
 from onnx import numpy_helper
 
 AICC, ZOO, REFS = sys.argv[1], sys.argv[2], sys.argv[3]
+SHARED = sys.argv[4] if len(sys.argv) > 4 else ""
 SIZES = [1, 2, 3]
 BOUND = 4
 if not os.path.isdir(ZOO):
@@ -25,6 +27,16 @@ if not os.path.isdir(ZOO):
 
 def run(*args):
     return subprocess.run([AICC, *args], capture_output=True, text=True)
+
+
+def batch_only(model):
+    """Whether every input's only symbolic dim is its leading one (a batch)."""
+    m = onnx.load(model, load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    ins = [i for i in m.graph.input if i.name not in inits]
+    dims = [list(i.type.tensor_type.shape.dim) for i in ins]
+    return bool(ins) and all(len(d) >= 2 and d[0].dim_param and
+                             all(x.HasField("dim_value") for x in d[1:]) for d in dims)
 
 
 def batched(model, out_path):
@@ -39,13 +51,20 @@ def batched(model, out_path):
 
 
 failures, checked = [], 0
-models = sorted(f[:-5] for f in os.listdir(ZOO) if f.endswith(".onnx"))
+# (name, model, references, a copy with dim 0 renamed N to remove after)
+cases = []
+for name in sorted(f[:-5] for f in os.listdir(ZOO) if f.endswith(".onnx") and not f.startswith(".")):
+    # Next to the original, so its external weights resolve.
+    copy = os.path.join(ZOO, f".{name}.batchN.onnx")
+    batched(os.path.join(ZOO, name + ".onnx"), copy)
+    cases.append((name, copy, os.path.join(REFS, name, "test_data_set_0"), copy))
+for name in sorted(os.listdir(SHARED)) if SHARED and os.path.isdir(SHARED) else []:
+    model = os.path.join(SHARED, name, "model.onnx")
+    refs = os.path.join(SHARED, name, "test_data_set_0")
+    if os.path.isfile(model) and os.path.isdir(refs) and batch_only(model):
+        cases.append((name, model, refs, None))
 with tempfile.TemporaryDirectory() as tmp:
-    for name in models:
-        ref = os.path.join(REFS, name, "test_data_set_0")
-        # Next to the original, so its external weights resolve.
-        model = os.path.join(ZOO, f".{name}.batchN.onnx")
-        batched(os.path.join(ZOO, name + ".onnx"), model)
+    for name, model, ref, copy in cases:
         try:
             inputs = sorted(f for f in os.listdir(ref) if f.startswith("input_"))
             base = [numpy_helper.to_array(onnx.load_tensor(os.path.join(ref, f))) for f in inputs]
@@ -102,7 +121,8 @@ with tempfile.TemporaryDirectory() as tmp:
                         failures.append(f"{name} batch {b} output {k}: shape {g.shape} vs "
                                         f"{w.shape}, max|diff| {err:.3g}")
         finally:
-            os.remove(model)
+            if copy:
+                os.remove(copy)
 print(f"{checked} outputs checked")
 for f in failures:
     print("FAIL:", f)

@@ -134,6 +134,31 @@ TEST(DynamicBatch, PerSampleLoweringLoopsOverTheShapeBlock) {
   EXPECT_EQ(formatType(m.graph->nodes[0]->outputs[0]->type), "f32[N,16]");
 }
 
+// Shape and Size of a batched value read the run's batch from the shape block (the flatten an
+// exporter writes as Shape -> Gather -> Concat -> Reshape).
+TEST(DynamicBatch, ShapeAndSizeReadTheRunsBatch) {
+  const char* ir = R"(graph @g(%x: f32[N,2,3]) {
+  %s = Shape(%x) : i64[3]
+  %t = Shape(%x) {start = -2} : i64[2]
+  %n = Size(%x) : i64[]
+  %idx = Constant() {value = tensor i64[1] [0]} : i64[1]
+  %b = Gather(%s, %idx) : i64[1]
+  %m = Constant() {value = tensor i64[1] [-1]} : i64[1]
+  %shape = Concat(%b, %m) {axis = 0} : i64[2]
+  %f = Reshape(%x, %shape) : f32[N,6]
+  %y = Relu(%f) : f32[N,6]
+  return %s, %t, %n, %y
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  fs::path dir = compile(m, "shape", {{"N", 1, 8}});
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t n : {1, 7, 4}) {
+    std::vector<RValue> in = {RValue::of(random({n, 2, 3}, uint32_t(n)))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
+  }
+}
+
 TEST(DynamicBatch, NodesThatMixSamplesAreRefusedByName) {
   struct Case {
     const char* ir;
