@@ -53,6 +53,11 @@ struct LowerOptions {
   // probes, which; bf16ConvIo says whether a lowered node can): the convolution's buffers for
   // them are bf16 and its call says so (kernels::Epilogue::bf16). Null: none.
   const std::set<const Value*>* bf16Activations = nullptr;
+  // Per-sample lowering (loop/per_sample.h): the node is typed for one sample and its batched
+  // values hold `samples` of them (an i64 expression of the run). A lowering that takes them all
+  // in one call (GEMM: M rows per sample, samples * M rows) uses it and sets the schedule's
+  // `samples` entry; otherwise the wrap loops over the samples. Null: not per sample.
+  ExprPtr samples;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.

@@ -182,11 +182,20 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
       clamp->consumed = true;
     }
     bool biasInKernel = cv != nullptr;
-    std::vector<CallArg> a = {CallArg{A, nullptr, nullptr}, CallArg{BP, nullptr, nullptr},
+    // Per sample (LowerOptions::samples): A's and C's rows of every sample follow each other,
+    // so all samples are one call of samples * M rows.
+    const bool allSamples = o.samples && !g.transA;
+    if (allSamples) sched["samples"] = std::string("rows of one call");
+    ExprPtr rows = intImm(batchCount * g.M);
+    if (allSamples) rows = mul(o.samples, rows);
+    std::vector<CallArg> a = {CallArg{A, nullptr, nullptr},
+                              CallArg{BP, nullptr, nullptr},
                               CallArg{outParam, nullptr, nullptr},
-                              CallArg{"", nullptr, intImm(batchCount * g.M)},
-                              CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(g.K)},
-                              CallArg{"", nullptr, intImm(lda)}, CallArg{"", nullptr, intImm(g.N)},
+                              CallArg{"", nullptr, rows},
+                              CallArg{"", nullptr, intImm(g.N)},
+                              CallArg{"", nullptr, intImm(g.K)},
+                              CallArg{"", nullptr, intImm(lda)},
+                              CallArg{"", nullptr, intImm(g.N)},
                               biasInKernel ? CallArg{b.input(cv), nullptr, nullptr}
                                            : CallArg{"", nullptr, intImm(0)}};
     for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
@@ -209,9 +218,15 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
 
   Block inner;
   if (kd) {
+    // Per sample, 2-D A: every sample's rows in one call (as the packed path).
+    ExprPtr rows = intImm(g.M);
+    if (o.samples && g.batch.empty() && !g.transA) {
+      rows = mul(o.samples, rows);
+      sched["samples"] = std::string("rows of one call");
+    }
     inner.push_back(Stmt::callKernel(
         kd->name, {CallArg{A, offA, nullptr}, CallArg{B, offB, nullptr},
-                   CallArg{outParam, offC, nullptr}, CallArg{"", nullptr, intImm(g.M)},
+                   CallArg{outParam, offC, nullptr}, CallArg{"", nullptr, rows},
                    CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(g.K)},
                    CallArg{"", nullptr, intImm(lda)}, CallArg{"", nullptr, intImm(ldb)},
                    CallArg{"", nullptr, intImm(g.N)}, CallArg{"", nullptr, intImm(g.transB)}}));

@@ -24,6 +24,9 @@ const Type& PerSampleContext::typeOf(const Value* v) const {
 
 namespace {
 
+// LowerOptions::samples while lowering (renamed after, clear of the Func's names).
+constexpr const char* kSamplesVar = "samples_of_run";
+
 // The tensors n reads and writes and those of its bodies (graph attributes), without constants.
 void valuesOf(const Node& n, std::vector<Value*>& out) {
   for (const auto* vs : {&n.inputs, &n.outputs})
@@ -204,17 +207,22 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
       const Type& t = ctx.typeOf(v);
       one.set(const_cast<Value*>(v), Type::tensor(t.dtype, withSymbols(*t.shape, unit)));
     }
-    ln = lowerNode(n, funcName, &why, o);
+    LowerOptions all = o;
+    all.samples = var(kSamplesVar);
+    ln = lowerNode(n, funcName, &why, all);
   }
   if (!ln) return no(why);
+  const bool inCall = ln->func.schedule.count("samples") > 0; // the lowering took them all
 
   // The wrap: the shape block, the sample loop and the shifted accesses.
   Func& f = ln->func;
   std::set<std::string> used;
   for (const Buffer& b : f.params) used.insert(b.name);
   namesIn(f.body, used);
+  used.erase(kSamplesVar);
   const std::string block = pick("symbols", used), s = pick("sample", used),
                     count = pick("samples", used);
+  substitute(f.body, kSamplesVar, var(count));
   const int64_t bound = slot->second.bound;
   std::map<std::string, ExprPtr> shift;
   for (Buffer& b : f.params) {
@@ -225,13 +233,16 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
     shift[b.name] = mul(var(s), intImm(b.numel()));
     b.shape[0] = bound;
   }
-  Shifter(std::move(shift)).block(f.body);
+  if (!inCall) Shifter(std::move(shift)).block(f.body);
   f.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
   ExprPtr samples =
       min(max(load(block, intImm(slot->second.slot), DType::I64), intImm(1)), intImm(bound));
   Block body;
   body.push_back(Stmt::let(count, samples));
-  body.push_back(Stmt::forLoop(s, intImm(0), var(count), std::move(f.body)));
+  if (inCall)
+    for (Stmt& st : f.body) body.push_back(std::move(st));
+  else
+    body.push_back(Stmt::forLoop(s, intImm(0), var(count), std::move(f.body)));
   f.body = std::move(body);
   f.schedule["per_sample"] = sym;
   ln->symbolsParam = block;

@@ -132,6 +132,21 @@ TEST(DynamicBatch, PerSampleLoweringLoopsOverTheShapeBlock) {
   EXPECT_NE(text.find("f32[8,16]"), std::string::npos) << text; // buffers at the bound
   // The graph's types are untouched.
   EXPECT_EQ(formatType(m.graph->nodes[0]->outputs[0]->type), "f32[N,16]");
+  // A GEMM with constant weights takes every sample in one call: samples * M rows, no loop.
+  Model gm =
+      parseModel("graph @g(%x: f32[N,16]) {\n  %w = Constant() {value = tensor f32[16,2] "
+                 "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, "
+                 "21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]} : f32[16,2]\n  %y = "
+                 "MatMul(%x, %w) : f32[N,2]\n  return %y\n}\n");
+  loop::LowerOptions rk;
+  rk.runtimeKernels = true;
+  const Node& mm = *gm.graph->nodes.back();
+  auto gl = loop::lowerPerSample(mm, "mm", rk, ctx, &why);
+  ASSERT_TRUE(gl) << why;
+  const std::string gtext = loop::printFunc(gl->func);
+  EXPECT_EQ(gtext.find("for %sample"), std::string::npos) << gtext;
+  EXPECT_NE(gtext.find("gemm_"), std::string::npos) << gtext;
+  EXPECT_NE(gtext.find("%samples, 2, 16"), std::string::npos) << gtext; // M, N, K
 }
 
 // Shape and Size of a batched value read the run's batch from the shape block (the flatten an
