@@ -147,7 +147,8 @@ class InferenceSession:
 
     @property
     def compiled_shapes(self) -> int:
-        """How many input shape signatures have been compiled so far."""
+        """How many executables are compiled and kept: one for every batch of a model whose only
+        symbolic dims are a leading batch, else one per input shape signature seen."""
         return self._sess.compiled_shapes()
 
 

@@ -179,8 +179,10 @@ ArgInfo argInfo(const Value& v) {
   return {v.name, type, dims};
 }
 
-// An ONNX model run by the JIT (or the reference interpreter), compiled on first use for each
-// input shape signature.
+// An ONNX model run by the JIT (or the reference interpreter). A model whose only symbolic input
+// dims are leading ones (a batch) is compiled once for every batch up to a bound (per-sample
+// tasks, loop/per_sample.h; the bound doubles when a run exceeds it); other models, or one that
+// cannot run per sample, are compiled on first use for each input shape signature.
 class Session {
 public:
   Session(std::string bytes, std::string baseDir, std::string engine, int optLevel,
@@ -193,6 +195,7 @@ public:
     py::gil_scoped_release nogil;
     model_ = import();
     for (const Value* v : model_.model.graph->inputs) inputNames_.push_back(v->name);
+    batchOnly_ = !batchSymbols(*model_.model.graph).empty();
   }
 
   std::vector<ArgInfo> inputs() const { return infos(model_.model.graph->inputs); }
@@ -213,7 +216,7 @@ public:
 
   int64_t compiledShapes() {
     std::lock_guard<std::mutex> lock(mu_);
-    return int64_t(cache_.size());
+    return int64_t(cache_.size()) + (batch_ ? 1 : 0);
   }
 
 private:
@@ -234,6 +237,52 @@ private:
     return r;
   }
 
+  // The symbols of g's inputs when every symbolic dim is a leading plain symbol, else none.
+  static std::set<std::string> batchSymbols(const Graph& g) {
+    std::set<std::string> out;
+    for (const Value* v : g.inputs) {
+      if (!v->type.isTensor() || !v->type.shape) return {};
+      for (size_t k = 0; k < v->type.shape->size(); ++k) {
+        const Dim& d = (*v->type.shape)[k];
+        if (d.isStatic()) continue;
+        if (k != 0 || d.derived || d.symbol.empty()) return {};
+        out.insert(d.symbol);
+      }
+    }
+    return out;
+  }
+
+  // The run through the one batch executable, or nullopt when the model does not take that path.
+  std::optional<std::vector<RValue>> runBatched(const std::vector<RValue>& in) {
+    if (!batchOnly_) return std::nullopt;
+    std::set<std::string> conflicting;
+    const auto values = cli::dimsFromInputs(*model_.model.graph, in, &conflicting);
+    if (!conflicting.empty()) return std::nullopt;
+    int64_t largest = 1;
+    for (const auto& [_, v] : values) largest = std::max(largest, v);
+    if (!batch_ || largest > batchBound_) {
+      batch_.reset();
+      auto c = std::make_unique<Compiled>(Compiled{import(), nullptr});
+      cli::OptArgs o;
+      o.optLevel = optLevel_;
+      o.layoutBlock = cli::jitLayoutBlock();
+      cli::optimize(c->model.model, o);
+      runtime::JitRunOptions jo;
+      // Doubled when a run exceeds it: a few compiles for any growth.
+      const int64_t bound = std::max({2 * batchBound_, largest, runtime::kDefaultSymbolBound});
+      for (const std::string& s : batchSymbols(*c->model.model.graph))
+        jo.symbols.push_back({s, 1, bound});
+      c->exe = std::make_unique<runtime::JitExecutable>(*c->model.model.graph, jo);
+      if (!c->exe->stats().planned) { // not per sample: one executable per shape instead
+        batchOnly_ = false;
+        return std::nullopt;
+      }
+      batch_ = std::move(c);
+      batchBound_ = bound;
+    }
+    return batch_->exe->run(in);
+  }
+
   std::vector<RValue> runLocked(const std::vector<RValue>& in) {
     if (engine_ == "interp") {
       if (!optimizedInterp_) {
@@ -245,6 +294,7 @@ private:
       return interpret(*model_.model.graph, in); // checks the inputs itself
     }
     checkGraphInputs(*model_.model.graph, in); // names the input and dim before compiling
+    if (auto out = runBatched(in)) return std::move(*out);
     std::string sig;
     for (const RValue& v : in) {
       for (int64_t d : v.tensor.shape()) sig += std::to_string(d) + ",";
@@ -275,6 +325,10 @@ private:
   std::map<std::string, int64_t> dims_;
   ImportedModel model_; // imported once: metadata, the interpreter's graph
   bool optimizedInterp_ = false;
+  // A batch-only model: the executable of every batch up to batchBound_.
+  bool batchOnly_ = false;
+  std::unique_ptr<Compiled> batch_;
+  int64_t batchBound_ = 0;
   std::vector<std::string> inputNames_;
   // Compiled code and arena per input shape signature, at most kMaxCompiledShapes (a server fed
   // ever-new sizes keeps the most recently used ones).

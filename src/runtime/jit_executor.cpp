@@ -154,7 +154,7 @@ JitExecutable::~JitExecutable() = default;
 bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
   std::optional<ArtifactSpec> spec;
   try {
-    spec = buildArtifact(g_, opts.lower);
+    spec = buildArtifact(g_, opts.lower, opts.symbols);
   } catch (const Error& e) {
     stats_.planNote = std::string("node by node: ") + e.what();
     return false;
@@ -187,6 +187,7 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
   stats_.compileSeconds = engine_->compileSeconds();
 
   rt::Plan plan;
+  plan.symbols = spec->symbols;
   plan.inputs = spec->inputs;
   for (const auto& [desc, where] : spec->outputs) {
     plan.outputs.push_back(desc);

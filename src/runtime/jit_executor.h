@@ -33,6 +33,9 @@ struct JitRunOptions {
   // Fault injection, for testing `aicc debug-numerics`: after the compiled task of the node of
   // this name runs, its first f32 output's first element is changed (a wrong kernel).
   std::string injectFaultAt;
+  // A graph with a symbolic batch (loop/per_sample.h): the range each symbol is planned for
+  // (others: 1..kDefaultSymbolBound).
+  std::vector<rt::Symbol> symbols;
   // Runtime micro-kernels, with each node's candidate picked by the cost model for this CPU.
   loop::LowerOptions lower = [] {
     loop::LowerOptions o;

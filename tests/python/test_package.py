@@ -48,16 +48,16 @@ def shared(name):
     return d
 
 
-def tiny_mlp(batch="N"):
-    """x[batch, 4] -> Relu(x W + b) -> y[batch, 3], W and b initializers."""
+def tiny_mlp(batch="N", lead=()):
+    """x[*lead, batch, 4] -> Relu(x W + b) -> y[*lead, batch, 3], W and b initializers."""
     rng = np.random.default_rng(0)
     w = rng.standard_normal((4, 3)).astype(np.float32)
     b = rng.standard_normal(3).astype(np.float32)
     g = helper.make_graph(
         [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Add", ["h", "b"], ["z"]),
          helper.make_node("Relu", ["z"], ["y"])],
-        "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 3])],
+        "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [*lead, batch, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [*lead, batch, 3])],
         [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "b")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     return m, w, b
@@ -147,7 +147,12 @@ def test_inputs_as_path_bytes_and_model_proto_and_symbolic_batch():
         assert_close(y, want, f"batch {n}", rtol=1e-5)
         (y2,) = sess_bytes.run(None, [x])
         np.testing.assert_array_equal(y, y2)
-    assert sess_proto.compiled_shapes == 3  # 1, 5, 3: the second batch-1 run reused its code
+    # A symbolic batch: one executable for batches 1 to 16 (per-sample tasks), not one per size.
+    assert sess_proto.compiled_shapes == 1
+    for n in (17, 40):  # past the bound: compiled again for twice as many, then reused
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        assert_close(sess_proto.run(None, [x])[0], np.maximum(x @ w + b, 0), f"batch {n}", rtol=1e-5)
+    assert sess_proto.compiled_shapes == 1
 
 
 def test_interpreter_engine_agrees_with_jit():
@@ -364,9 +369,9 @@ def test_debug_numerics_names_a_deliberately_broken_node(node):
 
 
 def test_compiled_shapes_are_bounded_and_evicted_least_recently_used():
-    m, w, b = tiny_mlp()
+    m, w, b = tiny_mlp(lead=(2,))  # the symbol is not a leading batch: one executable per shape
     sess = aicc.InferenceSession(m)
     for n in list(range(1, 21)) + [20, 1]:  # 1 was evicted by then: compiled again, still right
-        x = np.full((n, 4), 0.5, np.float32)
+        x = np.full((2, n, 4), 0.5, np.float32)
         assert_close(sess.run(None, {"x": x})[0], np.maximum(x @ w + b, 0), f"batch {n}", rtol=1e-5)
     assert sess.compiled_shapes == 16
