@@ -104,6 +104,12 @@ int compileCommand(const CompileArgs& a) {
   rep.numbers.push_back({"opt_level", std::to_string(a.optLevel)});
   rep.numbers.push_back({"nodes", std::to_string(g.nodes.size())});
   if (a.emit == "c") {
+    // The portable bundle has no shape block: fixed sizes only.
+    for (const Value* v : g.inputs)
+      if (v->type.isTensor() && v->type.shape && !toDims(*v->type.shape))
+        fail("--emit c compiles fixed sizes, and input '{}' is {}: fix its dims with --dim "
+             "NAME=VALUE or --shape (a dynamic batch is for --emit so)",
+             v->name, formatType(v->type));
     t = Clock::now();
     MemoryPlan plan = planMemory(g);
     codegen::CBundleOptions co;
