@@ -58,6 +58,11 @@ struct LowerOptions {
   // in one call (GEMM: M rows per sample, samples * M rows) uses it and sets the schedule's
   // `samples` entry; otherwise the wrap loops over the samples. Null: not per sample.
   ExprPtr samples;
+  // Symbolic lowerings (loop/per_sample.h lowerSymbolic): the run's size of dim k of v when it is
+  // symbolic (an i64 expression), null when it is static. The values' types hold their bound's
+  // sizes meanwhile: only the lowerings that read this (Transpose, Attention) are given symbolic
+  // nodes. Null: static sizes only.
+  std::function<ExprPtr(const Value* v, size_t k)> runDim;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.

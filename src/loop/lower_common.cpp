@@ -171,6 +171,47 @@ Block nest(const std::vector<std::string>& vs, const Dims& ext, Block body, bool
   return body;
 }
 
+std::vector<ExprPtr> runDims(const LowerOptions& o, const Value* v, const Dims& d) {
+  std::vector<ExprPtr> out;
+  for (size_t k = 0; k < d.size(); ++k) {
+    ExprPtr e = o.runDim ? o.runDim(v, k) : nullptr;
+    out.push_back(e ? e : intImm(d[k]));
+  }
+  return out;
+}
+
+std::vector<ExprPtr> stridesOf(const std::vector<ExprPtr>& dims) {
+  std::vector<ExprPtr> s(dims.size());
+  ExprPtr acc = intImm(1);
+  for (size_t k = dims.size(); k-- > 0;) {
+    s[k] = acc;
+    acc = mul(acc, dims[k]);
+  }
+  return s;
+}
+
+ExprPtr runIndex(const std::vector<ExprPtr>& idx, const std::vector<ExprPtr>& stride) {
+  ExprPtr e = intImm(0);
+  for (size_t k = 0; k < idx.size() && k < stride.size(); ++k)
+    if (idx[k]) e = add(e, mul(idx[k], stride[k]));
+  return e;
+}
+
+Block runNest(const std::vector<std::string>& vs, const std::vector<ExprPtr>& ext, Block body,
+              bool parallelOuter, int64_t vectorWidth) {
+  for (size_t k = vs.size(); k-- > 0;) {
+    const bool vec = k + 1 == vs.size() && vectorWidth > 1;
+    const LoopKind kind = vec                       ? LoopKind::Vectorize
+                          : k == 0 && parallelOuter ? LoopKind::Parallel
+                                                    : LoopKind::Serial;
+    Block b;
+    b.push_back(
+        Stmt::forLoop(vs[k], intImm(0), ext[k], std::move(body), kind, vec ? vectorWidth : 1));
+    body = std::move(b);
+  }
+  return body;
+}
+
 Block inLanes(FuncBuilder& b, int64_t len, int64_t L,
               const std::function<Block(const ExprPtr& lane, const ExprPtr& k)>& step) {
   const int64_t full = len / L;

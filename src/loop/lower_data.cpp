@@ -36,12 +36,29 @@ std::optional<LoweredNode> lowerTranspose(const Node& n, const std::string& name
   for (size_t k = 0; k < perm.size(); ++k) perm[k] = static_cast<int64_t>(perm.size() - 1 - k);
   perm = n.attrInts("perm", perm);
   if (perm.size() != id.size()) no("perm of the wrong length");
-  auto is = strides(id);
-  std::vector<int64_t> st(od.size());
-  for (size_t k = 0; k < od.size(); ++k) st[k] = is.at(normAxis(perm[k], id.size(), n));
   DType t = n.outputs[0]->type.dtype;
   Schedule s;
   s["perm"] = perm;
+  if (o.runDim) { // symbolic dims: extents and strides of the run
+    const auto ie = runDims(o, n.inputs[0], id), oe = runDims(o, n.outputs[0], od);
+    const auto is = stridesOf(ie), os = stridesOf(oe);
+    std::vector<ExprPtr> st(od.size());
+    std::vector<std::string> vs;
+    for (size_t k = 0; k < od.size(); ++k) {
+      st[k] = is.at(size_t(normAxis(perm[k], id.size(), n)));
+      vs.push_back(b.fresh("i" + std::to_string(k)));
+    }
+    const int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
+    s["vector_width"] = w;
+    const auto vv = vars(vs);
+    return b.finish(runNest(vs, oe,
+                            {Stmt::store(out, runIndex(vv, os), load(in, runIndex(vv, st), t))},
+                            true, w),
+                    std::move(s), o);
+  }
+  auto is = strides(id);
+  std::vector<int64_t> st(od.size());
+  for (size_t k = 0; k < od.size(); ++k) st[k] = is.at(normAxis(perm[k], id.size(), n));
   return gatherNest(
       b, out, od, [&](const std::vector<ExprPtr>& v) { return load(in, linearIndex(v, st), t); }, o,
       s);

@@ -81,6 +81,13 @@ inline ExprPtr loadI64(FuncBuilder& b, const Value* v, int64_t k) {
 Block nest(const std::vector<std::string>& vars, const Dims& ext, Block body,
            bool parallelOuter = true, int64_t vectorWidth = 1);
 std::vector<ExprPtr> vars(const std::vector<std::string>& names);
+// The sizes of v's dims d as expressions: the run's for symbolic dims (LowerOptions::runDim),
+// immediates for the others; their row-major strides; a nest over such extents (as nest()).
+std::vector<ExprPtr> runDims(const LowerOptions& o, const Value* v, const Dims& d);
+std::vector<ExprPtr> stridesOf(const std::vector<ExprPtr>& dims);
+ExprPtr runIndex(const std::vector<ExprPtr>& idx, const std::vector<ExprPtr>& stride);
+Block runNest(const std::vector<std::string>& vars, const std::vector<ExprPtr>& ext, Block body,
+              bool parallelOuter = true, int64_t vectorWidth = 1);
 // `len` elements in L vector lanes: step(lane, k) for element k, in lane k mod L over the whole
 // vectors (vectorized), then the tail in lane 0. Reductions keep one partial value per lane (a
 // max, a min or a sum) and combine the L after: the same max and min in any order, the sums

@@ -24,8 +24,10 @@ const Type& PerSampleContext::typeOf(const Value* v) const {
 
 namespace {
 
-// LowerOptions::samples while lowering (renamed after, clear of the Func's names).
+// LowerOptions::samples and runDim's variables while lowering (renamed after, clear of the
+// Func's names).
 constexpr const char* kSamplesVar = "samples_of_run";
+constexpr const char* kDimVar = "dim_of_run_";
 
 // The tensors n reads and writes and those of its bodies (graph attributes), without constants.
 void valuesOf(const Node& n, std::vector<Value*>& out) {
@@ -46,13 +48,16 @@ bool symbolic(const Type& t) {
   return false;
 }
 
-// The symbol at dim 0 of a type that has symbolic dims only there (rule 1), else nullopt and
-// *why set.
-std::optional<std::string> leadingSymbol(const Value* v, const Type& t, std::string* why) {
+// The leading symbol of a type (rule 1: the first dim that is not 1, its other dims static) and
+// its position, else nullopt and *why set.
+std::optional<std::pair<std::string, size_t>> leadingSymbol(const Value* v, const Type& t,
+                                                            std::string* why) {
   const Shape& s = *t.shape;
-  bool ok = !s.empty() && !s[0].isStatic() && !s[0].derived && !s[0].symbol.empty();
-  for (size_t k = 1; ok && k < s.size(); ++k) ok = s[k].isStatic();
-  if (ok) return s[0].symbol;
+  size_t at = 0;
+  while (at < s.size() && s[at] == Dim::known(1)) ++at;
+  bool ok = at < s.size() && !s[at].isStatic() && !s[at].derived && !s[at].symbol.empty();
+  for (size_t k = at + 1; ok && k < s.size(); ++k) ok = s[k].isStatic();
+  if (ok) return std::make_pair(s[at].symbol, at);
   *why =
       fmt::format("'{}' is {}: a symbolic dim other than a leading symbol", v->name, formatType(t));
   return std::nullopt;
@@ -120,6 +125,8 @@ bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx) {
   return false;
 }
 
+namespace {
+
 // Shape and Size of a value with symbols: its dims from the shape block.
 std::optional<LoweredNode> lowerShapeOf(const Node& n, const std::string& funcName,
                                         const LowerOptions& o, const PerSampleContext& ctx,
@@ -157,9 +164,68 @@ std::optional<LoweredNode> lowerShapeOf(const Node& n, const std::string& funcNa
   return ln;
 }
 
-std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& funcName,
-                                          const LowerOptions& o, const PerSampleContext& ctx,
-                                          std::string* whyNot) {
+// Lowered with the run's sizes (LowerOptions::runDim): the ops whose lowerings read them, when
+// their symbolic dims are input symbols.
+std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcName,
+                                         const LowerOptions& o, const PerSampleContext& ctx,
+                                         std::string* whyNot) {
+  auto no = [&](std::string reason) -> std::optional<LoweredNode> {
+    if (whyNot) *whyNot = std::move(reason);
+    return std::nullopt;
+  };
+  if (!n.domain.empty() || (n.op != "Transpose" && n.op != "Attention"))
+    return no(n.op + " has no lowering for symbolic sizes");
+  std::vector<Value*> vs;
+  valuesOf(n, vs);
+  std::map<std::string, std::string> placeholder; // symbol -> its variable while lowering
+  for (const Value* v : vs) {
+    const Type& t = ctx.typeOf(v);
+    if (!t.shape) return no(fmt::format("'{}' has no known rank", v->name));
+    for (const Dim& d : *t.shape) {
+      if (d.isStatic()) continue;
+      auto slot = ctx.symbols.find(d.symbol);
+      if (d.derived || slot == ctx.symbols.end())
+        return no(
+            fmt::format("'{}' is {}: a dim that is not an input symbol", v->name, formatType(t)));
+      placeholder[d.symbol] = kDimVar + std::to_string(slot->second.slot);
+    }
+  }
+  LowerOptions so = o;
+  so.runDim = [&](const Value* v, size_t k) -> ExprPtr {
+    const Type& t = ctx.typeOf(v);
+    if (!t.shape || k >= t.shape->size() || (*t.shape)[k].isStatic()) return nullptr;
+    return var(placeholder.at((*t.shape)[k].symbol));
+  };
+  std::string why;
+  auto ln = lowerNode(n, funcName, &why, so);
+  if (!ln) return no(why);
+  Func& f = ln->func;
+  std::set<std::string> used;
+  for (const Buffer& b : f.params) used.insert(b.name);
+  namesIn(f.body, used);
+  const std::string block = pick("symbols", used);
+  Block body;
+  std::vector<std::string> names;
+  for (const auto& [sym, ph] : placeholder) {
+    const SymbolSlot& slot = ctx.symbols.at(sym);
+    const std::string name = pick("dim" + std::to_string(slot.slot), used);
+    used.insert(name);
+    substitute(f.body, ph, var(name));
+    body.push_back(Stmt::let(
+        name, min(max(load(block, intImm(slot.slot), DType::I64), intImm(0)), intImm(slot.bound))));
+    names.push_back(sym);
+  }
+  for (Stmt& st : f.body) body.push_back(std::move(st));
+  f.body = std::move(body);
+  f.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
+  f.schedule["symbolic"] = names;
+  ln->symbolsParam = block;
+  return ln;
+}
+
+std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcName,
+                                        const LowerOptions& o, const PerSampleContext& ctx,
+                                        std::string* whyNot) {
   std::string why;
   auto no = [&](std::string reason) -> std::optional<LoweredNode> {
     if (whyNot) *whyNot = std::move(reason);
@@ -173,16 +239,16 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
   std::vector<Value*> vs;
   valuesOf(n, vs);
   std::string sym;
-  std::set<const Value*> batched;
+  std::map<const Value*, size_t> batched; // the values with S, and its position
   for (const Value* v : vs) {
     const Type& t = ctx.typeOf(v);
     if (!symbolic(t)) continue;
     auto s = leadingSymbol(v, t, &why);
     if (!s) return no(why);
-    if (!sym.empty() && *s != sym)
-      return no(fmt::format("it reads or writes two symbolic dims ({}, {})", sym, *s));
-    sym = *s;
-    batched.insert(v);
+    if (!sym.empty() && s->first != sym)
+      return no(fmt::format("it reads or writes two symbolic dims ({}, {})", sym, s->first));
+    sym = s->first;
+    batched[v] = s->second;
   }
   auto slot = ctx.symbols.find(sym);
   if (slot == ctx.symbols.end())
@@ -203,7 +269,7 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
   {
     TypeSwap one;
     const std::map<std::string, int64_t> unit = {{sym, 1}};
-    for (const Value* v : batched) {
+    for (const auto& [v, _] : batched) {
       const Type& t = ctx.typeOf(v);
       one.set(const_cast<Value*>(v), Type::tensor(t.dtype, withSymbols(*t.shape, unit)));
     }
@@ -228,15 +294,18 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
   for (Buffer& b : f.params) {
     const Value* v = ln->valueOf(b.name);
     if (!v || !batched.count(v)) continue;
-    if (b.shape.empty() || b.shape[0] != 1)
-      return no(fmt::format("internal: its lowering's buffer for '{}' is not one sample", v->name));
     shift[b.name] = mul(var(s), intImm(b.numel()));
-    b.shape[0] = bound;
+    // At the bound: the symbol's dim when the buffer has the value's dims, else flat.
+    const size_t at = batched.at(v);
+    if (b.shape.size() == ctx.typeOf(v).shape->size() && b.shape[at] == 1)
+      b.shape[at] = bound;
+    else
+      b.shape = Dims{b.numel() * bound}, b.layout.clear();
   }
   if (!inCall) Shifter(std::move(shift)).block(f.body);
   f.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
   ExprPtr samples =
-      min(max(load(block, intImm(slot->second.slot), DType::I64), intImm(1)), intImm(bound));
+      min(max(load(block, intImm(slot->second.slot), DType::I64), intImm(0)), intImm(bound));
   Block body;
   body.push_back(Stmt::let(count, samples));
   if (inCall)
@@ -247,6 +316,18 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
   f.schedule["per_sample"] = sym;
   ln->symbolsParam = block;
   return ln;
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& funcName,
+                                          const LowerOptions& o, const PerSampleContext& ctx,
+                                          std::string* whyNot) {
+  std::string perSample, symbolic;
+  if (auto ln = lowerSamples(n, funcName, o, ctx, &perSample)) return ln;
+  if (auto ln = lowerSymbolic(n, funcName, o, ctx, &symbolic)) return ln;
+  if (whyNot) *whyNot = perSample;
+  return std::nullopt;
 }
 
 } // namespace aicc::loop

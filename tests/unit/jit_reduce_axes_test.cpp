@@ -8,6 +8,7 @@
 #include "ir/parser.h"
 #include "passes/shape_inference.h"
 #include "runtime/jit_executor.h"
+#include "shared_models.h"
 
 #include <gtest/gtest.h>
 
@@ -16,13 +17,7 @@
 namespace aicc {
 namespace {
 
-Tensor values(const Dims& d, uint32_t seed) {
-  Tensor x(DType::F32, d);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-2, 2);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
-  return x;
-}
+Tensor values(const Dims& d, uint32_t seed) { return test::uniformTensor(d, seed, -2, 2); }
 
 Tensor axes(std::vector<int64_t> a) {
   Tensor t(DType::I64, {int64_t(a.size())});

@@ -4,6 +4,7 @@
 #include "passes/pipelines.h"
 
 #include <gtest/gtest.h>
+#include <random>
 
 namespace fs = std::filesystem;
 
@@ -60,6 +61,14 @@ std::string modelParamName(const std::string& name) {
   for (char& c : n)
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   return n;
+}
+
+Tensor uniformTensor(const Dims& d, uint32_t seed, float lo, float hi) {
+  Tensor x(DType::F32, d);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  return x;
 }
 
 void optimize(Model& m, int level) {

@@ -39,4 +39,7 @@ std::string modelParamName(const std::string& name);
 // Runs the -O<level> graph pipeline (passes/pipelines.h) on m.
 void optimize(Model& m, int level);
 
+// An f32 tensor of uniform draws in [lo, hi) (std::mt19937 seeded with `seed`).
+Tensor uniformTensor(const Dims& d, uint32_t seed, float lo = -1, float hi = 1);
+
 } // namespace aicc::test

@@ -1,10 +1,12 @@
-"""Dynamic batch (issue #12): every zoo model with its batch dim renamed to the symbol N, and every
+"""Dynamic shapes (issue #12): every zoo model with its batch dim renamed to the symbol N, and every
 shared model whose inputs' only symbolic dim is a leading batch, compiles once (`aicc compile`,
-no fixed size) and its artifact matches the reference interpreter at three batch sizes. Exports that fix the batch inside the graph (a Reshape to [1, ...]) cannot run other
+no fixed size) and its artifact matches the reference interpreter at three batch sizes; the zoo's
+bert_like_encoder with its sequence length symbolic (S: its export baked 128 into Reshape shapes,
+rewritten to -1 here, as an export with dynamic axes writes them) at lengths 1, 17 and 128. Exports that fix the batch inside the graph (a Reshape to [1, ...]) cannot run other
 batches anywhere (the interpreter and ONNX Runtime refuse them too): for those the compile must
 refuse the symbol, naming the node and --dim, and the skip says so.
 
-usage: check_dynamic_batch.py AICC ZOO_DIR SHARED_ZOO_DIR [SHARED_MODELS_DIR]
+usage: check_dynamic_shapes.py AICC ZOO_DIR SHARED_ZOO_DIR [SHARED_MODELS_DIR]
 (the materialized zoo models; their references in ../shared/zoo; ../shared/models)
 """
 import os
@@ -39,43 +41,69 @@ def batch_only(model):
                              all(x.HasField("dim_value") for x in d[1:]) for d in dims)
 
 
-def batched(model, out_path):
-    """The model with dim 0 of every input and output named N (weights stay where they are)."""
+def renamed(model, axis, symbol):
+    """The model (weights where they are) with dim `axis` of every input and output named."""
     m = onnx.load(model, load_external_data=False)
     for v in list(m.graph.input) + list(m.graph.output):
-        d = v.type.tensor_type.shape.dim[0]
+        d = v.type.tensor_type.shape.dim[axis]
         d.ClearField("dim_value")
-        d.dim_param = "N"
+        d.dim_param = symbol
     del m.graph.value_info[:]
+    return m
+
+
+def sequence(model, out_path):
+    """bert_like_encoder ([1, 128, 768]) with its length symbolic: dim 1 of the input and output
+    named S, each Reshape shape holding 128 (and no -1) with -1 there."""
+    m = renamed(model, 1, "S")
+    shapes = {n.input[1] for n in m.graph.node if n.op_type == "Reshape"}
+    consts = {n.output[0]: n.attribute[0].t for n in m.graph.node if n.op_type == "Constant"}
+    consts.update({t.name: t for t in m.graph.initializer})
+    for name in shapes & set(consts):
+        a = numpy_helper.to_array(consts[name]).copy()
+        if 128 in a and -1 not in a:
+            a[a == 128] = -1
+            consts[name].CopyFrom(numpy_helper.from_array(a, consts[name].name))
     onnx.save(m, out_path)
 
 
 failures, checked = [], 0
-# (name, model, references, a copy with dim 0 renamed N to remove after)
+# (name, model, references, a copy to remove after, the symbolic axis, its sizes, --dim range)
 cases = []
 for name in sorted(f[:-5] for f in os.listdir(ZOO) if f.endswith(".onnx") and not f.startswith(".")):
     # Next to the original, so its external weights resolve.
     copy = os.path.join(ZOO, f".{name}.batchN.onnx")
-    batched(os.path.join(ZOO, name + ".onnx"), copy)
-    cases.append((name, copy, os.path.join(REFS, name, "test_data_set_0"), copy))
+    onnx.save(renamed(os.path.join(ZOO, name + ".onnx"), 0, "N"), copy)
+    cases.append((name, copy, os.path.join(REFS, name, "test_data_set_0"), copy, 0, SIZES,
+                  f"N=1..{BOUND}"))
+    if name == "bert_like_encoder":
+        copy = os.path.join(ZOO, f".{name}.seqS.onnx")
+        sequence(os.path.join(ZOO, name + ".onnx"), copy)
+        cases.append((name + " (length S)", copy, os.path.join(REFS, name, "test_data_set_0"), copy,
+                      1, [1, 17, 128], "S=1..128"))
 for name in sorted(os.listdir(SHARED)) if SHARED and os.path.isdir(SHARED) else []:
     model = os.path.join(SHARED, name, "model.onnx")
     refs = os.path.join(SHARED, name, "test_data_set_0")
     if os.path.isfile(model) and os.path.isdir(refs) and batch_only(model):
-        cases.append((name, model, refs, None))
+        cases.append((name, model, refs, None, 0, SIZES, f"N=1..{BOUND}"))
 with tempfile.TemporaryDirectory() as tmp:
-    for name, model, ref, copy in cases:
+    for name, model, ref, copy, axis, sizes, dim in cases:
         try:
             inputs = sorted(f for f in os.listdir(ref) if f.startswith("input_"))
             base = [numpy_helper.to_array(onnx.load_tensor(os.path.join(ref, f))) for f in inputs]
-            art = os.path.join(tmp, name)
-            c = run("compile", model, "-o", art, "--dim", f"N=1..{BOUND}")
+            art = os.path.join(tmp, name.replace(" ", "_"))
+            c = run("compile", model, "-o", art, "--dim", dim)
             rng = np.random.default_rng(0)
 
             def inputs_for(b):
-                ins = os.path.join(tmp, f"{name}_in{b}")
+                ins = os.path.join(tmp, f"{name}_in{b}".replace(" ", "_"))
                 os.makedirs(ins, exist_ok=True)
                 for f, x in zip(inputs, base):
+                    if axis:  # a length: the reference's first b positions, cyclically
+                        t = numpy_helper.from_array(np.ascontiguousarray(
+                            np.take(x, np.arange(b) % x.shape[axis], axis=axis)))
+                        onnx.save_tensor(t, os.path.join(ins, f))
+                        continue
                     one = x[:1]
                     if np.issubdtype(x.dtype, np.floating):
                         xs = [one * (1 + 0.25 * i) + rng.normal(0, 0.1, one.shape) for i in range(b)]
@@ -86,7 +114,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 return ins
 
             def outputs(what, ins, tag):
-                od = os.path.join(tmp, f"{name}_{tag}")
+                od = os.path.join(tmp, f"{name}_{tag}".replace(" ", "_"))
                 r = run("run", what, "--inputs-dir", ins, "--output-dir", od)
                 if r.returncode:
                     return r.stderr.strip().splitlines()[-1]
@@ -103,22 +131,22 @@ with tempfile.TemporaryDirectory() as tmp:
                 else:
                     failures.append(f"{name}: compile failed: {c.stderr.strip()[-400:]}")
                 continue
-            for b in SIZES:
+            for b in sizes:
                 ins = inputs_for(b)
                 want, got = outputs(model, ins, f"interp{b}"), outputs(art, ins, f"artifact{b}")
                 if isinstance(want, str) or isinstance(got, str):
-                    failures.append(f"{name} batch {b}: interpreter: {want if isinstance(want, str) else 'ok'}; "
+                    failures.append(f"{name} size {b}: interpreter: {want if isinstance(want, str) else 'ok'}; "
                                     f"artifact: {got if isinstance(got, str) else 'ok'}")
                     continue
                 for k, (g, w) in enumerate(zip(got, want)):
                     err = float(np.abs(g.astype(np.float64) - w).max()) if w.size else 0.0
                     scale = float(np.abs(w).max()) if w.size else 0.0
                     ok = g.shape == w.shape and err <= 1e-4 * max(1.0, scale)
-                    print(f"{name} batch {b} output {k}: shape {g.shape} max|diff| {err:.3g} "
+                    print(f"{name} size {b} output {k}: shape {g.shape} max|diff| {err:.3g} "
                           f"(max|y| {scale:.3g}) {'ok' if ok else 'MISMATCH'}")
                     checked += 1
                     if not ok:
-                        failures.append(f"{name} batch {b} output {k}: shape {g.shape} vs "
+                        failures.append(f"{name} size {b} output {k}: shape {g.shape} vs "
                                         f"{w.shape}, max|diff| {err:.3g}")
         finally:
             if copy:
