@@ -180,9 +180,10 @@ ArgInfo argInfo(const Value& v) {
 }
 
 // An ONNX model run by the JIT (or the reference interpreter). A model whose only symbolic input
-// dims are leading ones (a batch) is compiled once for every batch up to a bound (per-sample
-// tasks, loop/per_sample.h; the bound doubles when a run exceeds it); other models, or one that
-// cannot run per sample, are compiled on first use for each input shape signature.
+// dims are leading ones (a batch, or a length after a batch of 1) is compiled once for every size
+// up to a bound (per-sample and symbolic tasks, loop/per_sample.h; the bound doubles when a run
+// exceeds it); other models, or one whose nodes cannot take the symbol, are compiled on first use
+// for each input shape signature.
 class Session {
 public:
   Session(std::string bytes, std::string baseDir, std::string engine, int optLevel,
@@ -237,16 +238,21 @@ private:
     return r;
   }
 
-  // The symbols of g's inputs when every symbolic dim is a leading plain symbol, else none.
+  // The symbols of g's inputs when every symbolic dim is a leading plain symbol (the first dim
+  // that is not 1: a batch, or a sequence after a batch of 1), else none.
   static std::set<std::string> batchSymbols(const Graph& g) {
     std::set<std::string> out;
     for (const Value* v : g.inputs) {
       if (!v->type.isTensor() || !v->type.shape) return {};
-      for (size_t k = 0; k < v->type.shape->size(); ++k) {
-        const Dim& d = (*v->type.shape)[k];
-        if (d.isStatic()) continue;
-        if (k != 0 || d.derived || d.symbol.empty()) return {};
+      bool before = true; // only 1s so far
+      for (const Dim& d : *v->type.shape) {
+        if (d.isStatic()) {
+          before = before && d.value == 1;
+          continue;
+        }
+        if (!before || d.derived || d.symbol.empty()) return {};
         out.insert(d.symbol);
+        before = false;
       }
     }
     return out;

@@ -368,6 +368,28 @@ def test_debug_numerics_names_a_deliberately_broken_node(node):
     assert missing.returncode == 1 and "NoSuchNode" in missing.stderr, missing.stderr
 
 
+def test_a_sequence_length_compiles_once():
+    """x[1, S, 8] -> MatMul -> heads [S, 2, 4] -> Transpose [2, S, 4]: per-token ops and a
+    transpose with the run's length, one executable for every S (vs the interpreter)."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((8, 8)).astype(np.float32)
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"]),
+         helper.make_node("Reshape", ["h", "shape"], ["r"]),
+         helper.make_node("Transpose", ["r"], ["y"], perm=[1, 0, 2])],
+        "heads", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "S", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "S", 4])],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.array([-1, 2, 4]), "shape")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess, ref = aicc.InferenceSession(m), aicc.InferenceSession(m, engine="interp")
+    for s in (1, 9, 30, 2):
+        x = rng.standard_normal((1, s, 8)).astype(np.float32)
+        (y,) = sess.run(None, [x])
+        assert y.shape == (2, s, 4)
+        assert_close(y, ref.run(None, [x])[0], f"length {s}", rtol=1e-5)
+    assert sess.compiled_shapes == 1
+
+
 def test_compiled_shapes_are_bounded_and_evicted_least_recently_used():
     m, w, b = tiny_mlp(lead=(2,))  # the symbol is not a leading batch: one executable per shape
     sess = aicc.InferenceSession(m)
