@@ -169,19 +169,26 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
     pastLen = pk[2];
   }
   const int64_t Skv = pastLen + K.S; // the total key length
-  // Symbolic sequence lengths (LowerOptions::runDim): the run's, in the plain form only (no past,
-  // present, mask or scores output: their sizes follow the lengths); batch, heads and head size
-  // static.
+  // Symbolic sequence lengths and batch (LowerOptions::runDim): the run's, in the plain form only
+  // (no past, present, mask or scores output: their sizes follow the lengths); heads and head
+  // size static.
   auto runDim = [&](const Value* x, size_t d) { return o.runDim ? o.runDim(x, d) : nullptr; };
-  const ExprPtr SqRun = runDim(q, Q.seqMajor ? 1 : 2), SkRun = runDim(k, K.seqMajor ? 1 : 2);
-  if (SqRun || SkRun || runDim(v, V.seqMajor ? 1 : 2)) {
+  const ExprPtr SqRun = runDim(q, Q.seqMajor ? 1 : 2), SkRun = runDim(k, K.seqMajor ? 1 : 2),
+                BRun = runDim(q, 0);
+  if (SqRun || SkRun || BRun || runDim(v, V.seqMajor ? 1 : 2)) {
     const bool plain = !past && n.outputs.size() == 1 && !n.hasInput(3);
     if (!plain) no("Attention with symbolic lengths and a past, present, mask or scores output");
     for (const Value* x : {q, k, v, static_cast<const Value*>(n.outputs[0])})
       for (size_t d = 0; d < x->type.shape->size(); ++d)
-        if (runDim(x, d) && d != (x->type.shape->size() == 4 ? 2u : 1u))
-          no("Attention with a symbolic dim other than the sequence length");
-    if (!SkRun || !runDim(v, V.seqMajor ? 1 : 2)) no("Attention with K and V of different lengths");
+        if (runDim(x, d) && d != 0 && d != (x->type.shape->size() == 4 ? 2u : 1u))
+          no("Attention with a symbolic dim other than the batch and sequence length");
+    // One symbol each: K's and V's lengths, the batch of all four, Q's and Y's lengths.
+    const Value* y = n.outputs[0];
+    auto same = [](const ExprPtr& a, const ExprPtr& c) { return a ? c && equal(a, c) : !c; };
+    if (!same(SkRun, runDim(v, V.seqMajor ? 1 : 2)) ||
+        !same(SqRun, runDim(y, Q.seqMajor ? 1 : 2)) || !same(BRun, runDim(k, 0)) ||
+        !same(BRun, runDim(v, 0)) || !same(BRun, runDim(y, 0)))
+      no("Attention operands of different symbolic sizes");
   }
   FuncBuilder b(n, name, "attention");
   std::string Y = b.output(0);
@@ -239,7 +246,8 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
   for (int64_t x : {B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, st[0], st[1], st[2], st[3],
                     n.attrInt("is_causal") != 0 ? int64_t(1) : int64_t(0)})
     args.push_back(intArg(x));
-  if (SqRun) args[8].value = SqRun; // Sq, Skv: the run's
+  if (BRun) args[5].value = BRun; // B, Sq, Skv: the run's
+  if (SqRun) args[8].value = SqRun;
   if (SkRun) args[9].value = SkRun;
   args.push_back(CallArg{"", nullptr, floatImm(scale, DType::F32)});
   args.push_back(CallArg{"", nullptr, floatImm(softcap > 0 ? softcap : 0.0f, DType::F32)});

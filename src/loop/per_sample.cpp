@@ -48,16 +48,21 @@ bool symbolic(const Type& t) {
   return false;
 }
 
-// The leading symbol of a type (rule 1: the first dim that is not 1, its other dims static) and
-// its position, else nullopt and *why set.
-std::optional<std::pair<std::string, size_t>> leadingSymbol(const Value* v, const Type& t,
-                                                            std::string* why) {
+// The leading symbols of a type (rule 1: its dims before the last symbolic one are symbols or 1s,
+// the others static) and their positions, else nullopt and *why set.
+std::optional<std::vector<std::pair<std::string, size_t>>>
+leadingSymbols(const Value* v, const Type& t, std::string* why) {
   const Shape& s = *t.shape;
-  size_t at = 0;
-  while (at < s.size() && s[at] == Dim::known(1)) ++at;
-  bool ok = at < s.size() && !s[at].isStatic() && !s[at].derived && !s[at].symbol.empty();
-  for (size_t k = at + 1; ok && k < s.size(); ++k) ok = s[k].isStatic();
-  if (ok) return std::make_pair(s[at].symbol, at);
+  std::vector<std::pair<std::string, size_t>> out;
+  size_t k = 0;
+  for (; k < s.size() && (s[k] == Dim::known(1) || !s[k].isStatic()); ++k) {
+    if (s[k].isStatic()) continue;
+    if (s[k].derived || s[k].symbol.empty()) break;
+    out.emplace_back(s[k].symbol, k);
+  }
+  bool ok = !out.empty();
+  for (; ok && k < s.size(); ++k) ok = s[k].isStatic();
+  if (ok) return out;
   *why =
       fmt::format("'{}' is {}: a symbolic dim other than a leading symbol", v->name, formatType(t));
   return std::nullopt;
@@ -235,24 +240,34 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
       n.outputs.size() == 1 && n.outputs[0] && ctx.typeOf(n.inputs[0]).shape &&
       ctx.typeOf(n.outputs[0]).shape && toDims(*ctx.typeOf(n.outputs[0]).shape))
     return lowerShapeOf(n, funcName, o, ctx, whyNot);
-  // Rule 1: one leading symbol.
+  // Rule 1: the same leading symbols (a sample is one index of each: a batch, a batch and a
+  // length).
   std::vector<Value*> vs;
   valuesOf(n, vs);
-  std::string sym;
-  std::map<const Value*, size_t> batched; // the values with S, and its position
+  std::vector<std::string> syms;
+  std::map<const Value*, std::vector<size_t>> batched; // the values with them, and where
   for (const Value* v : vs) {
     const Type& t = ctx.typeOf(v);
     if (!symbolic(t)) continue;
-    auto s = leadingSymbol(v, t, &why);
-    if (!s) return no(why);
-    if (!sym.empty() && s->first != sym)
-      return no(fmt::format("it reads or writes two symbolic dims ({}, {})", sym, s->first));
-    sym = s->first;
-    batched[v] = s->second;
+    auto lead = leadingSymbols(v, t, &why);
+    if (!lead) return no(why);
+    std::vector<std::string> names;
+    std::vector<size_t> where;
+    for (const auto& [name, at] : *lead) names.push_back(name), where.push_back(at);
+    batched[v] = where; // (a value read twice is listed twice)
+    if (!syms.empty() && names != syms)
+      return no(fmt::format("it reads or writes different symbolic dims ({}; {})",
+                            fmt::join(syms, ", "), fmt::join(names, ", ")));
+    syms = names;
   }
-  auto slot = ctx.symbols.find(sym);
-  if (slot == ctx.symbols.end())
-    return no(fmt::format("'{}' is not a symbol of the model's inputs", sym));
+  int64_t bound = 1;
+  for (const std::string& x : syms) {
+    auto slot = ctx.symbols.find(x);
+    if (slot == ctx.symbols.end())
+      return no(fmt::format("'{}' is not a symbol of the model's inputs", x));
+    bound *= slot->second.bound;
+  }
+  const std::string sym = fmt::format("{}", fmt::join(syms, "*"));
   // Rule 2: from the inputs' samples to every output's.
   bool fromInput = false;
   for (const Value* v : n.inputs) fromInput = fromInput || batched.count(v);
@@ -268,7 +283,8 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
   std::optional<LoweredNode> ln;
   {
     TypeSwap one;
-    const std::map<std::string, int64_t> unit = {{sym, 1}};
+    std::map<std::string, int64_t> unit;
+    for (const std::string& x : syms) unit[x] = 1;
     for (const auto& [v, _] : batched) {
       const Type& t = ctx.typeOf(v);
       one.set(const_cast<Value*>(v), Type::tensor(t.dtype, withSymbols(*t.shape, unit)));
@@ -289,23 +305,28 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
   const std::string block = pick("symbols", used), s = pick("sample", used),
                     count = pick("samples", used);
   substitute(f.body, kSamplesVar, var(count));
-  const int64_t bound = slot->second.bound;
   std::map<std::string, ExprPtr> shift;
   for (Buffer& b : f.params) {
     const Value* v = ln->valueOf(b.name);
     if (!v || !batched.count(v)) continue;
     shift[b.name] = mul(var(s), intImm(b.numel()));
-    // At the bound: the symbol's dim when the buffer has the value's dims, else flat.
-    const size_t at = batched.at(v);
-    if (b.shape.size() == ctx.typeOf(v).shape->size() && b.shape[at] == 1)
-      b.shape[at] = bound;
+    // At the bounds: the symbols' dims when the buffer has the value's dims, else flat.
+    const std::vector<size_t>& at = batched.at(v);
+    bool same = b.shape.size() == ctx.typeOf(v).shape->size();
+    for (size_t a : at) same = same && b.shape[a] == 1;
+    if (same)
+      for (size_t i = 0; i < at.size(); ++i) b.shape[at[i]] = ctx.symbols.at(syms[i]).bound;
     else
       b.shape = Dims{b.numel() * bound}, b.layout.clear();
   }
   if (!inCall) Shifter(std::move(shift)).block(f.body);
   f.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
-  ExprPtr samples =
-      min(max(load(block, intImm(slot->second.slot), DType::I64), intImm(0)), intImm(bound));
+  ExprPtr samples = intImm(1);
+  for (const std::string& x : syms) {
+    const SymbolSlot& slot = ctx.symbols.at(x);
+    samples = mul(samples, min(max(load(block, intImm(slot.slot), DType::I64), intImm(0)),
+                               intImm(slot.bound)));
+  }
   Block body;
   body.push_back(Stmt::let(count, samples));
   if (inCall)

@@ -199,6 +199,32 @@ TEST(DynamicSequence, AttentionAndTransposesTakeTheRunsLength) {
   }
 }
 
+// A batch and a length, both symbolic ([N, S, 8]): token-wise ops per (batch, position) row, the
+// heads' transposes and attention with the run's batch and length.
+TEST(DynamicSequence, BatchAndLengthTogether) {
+  const char* ir = R"(graph @g(%x: f32[N,S,8]) {
+  %w = Constant() {value = tensor f32[8,4] [0.1, -0.2, 0.3, 0.05, -0.1, 0.2, 0.0, 0.4, 0.2, 0.1, -0.3, 0.25, 0.1, 0.0, -0.2, 0.1, -0.1, 0.3, 0.2, -0.05, 0.15, 0.1, 0.2, -0.3, 0.3, 0.0, 0.1, 0.2, -0.2, 0.1, 0.05, 0.0]} : f32[8,4]
+  %h = MatMul(%x, %w) : f32[N,S,4]
+  %shape = Constant() {value = tensor i64[4] [0, 0, 2, 2]} : i64[4]
+  %r = Reshape(%h, %shape) : f32[N,S,2,2]
+  %t = Transpose(%r) {perm = [0, 2, 1, 3]} : f32[N,2,S,2]
+  %a = Attention(%t, %t, %t) : f32[N,2,S,2]
+  %b = Transpose(%a) {perm = [0, 2, 1, 3]} : f32[N,S,2,2]
+  %flat = Constant() {value = tensor i64[3] [0, 0, 4]} : i64[3]
+  %y = Reshape(%b, %flat) : f32[N,S,4]
+  %z = Relu(%y) : f32[N,S,4]
+  return %z
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  fs::path dir = compile(m, "batch_and_length", {{"N", 1, 4}, {"S", 1, 16}});
+  runtime::LoadedArtifact art(dir.string());
+  for (auto [n, s] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 16}, {4, 5}, {2, 9}}) {
+    std::vector<RValue> in = {RValue::of(random({n, s, 8}, uint32_t(7 * n + s)))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-5, 1e-6});
+  }
+}
+
 TEST(DynamicBatch, NodesThatMixSamplesAreRefusedByName) {
   struct Case {
     const char* ir;
