@@ -42,8 +42,9 @@ void aicc_model_free(aicc_model* m);
 int aicc_model_num_inputs(const aicc_model* m);
 int aicc_model_num_outputs(const aicc_model* m);
 /* Name, element type, rank and dims (up to max_rank written) of input / output i; NULL or -1 on
- * a bad index. A symbolic input dim (a batch compiled to run any size up to its bound) reads -1;
- * an output's dims are the last run's (before a run: at the symbols' bounds). An output of run-time
+ * a bad index. A symbolic input dim (a batch compiled to run any size up to its bound) reads -1,
+ * and aicc_model_input_bytes is then the size at the bounds; an output's dims are the last run's
+ * (before a run: at the symbols' bounds). An output of run-time
  * size (a data-dependent shape: NonZero, NonMaxSuppression,
  * ...) has the element type and dims of the last run's value (NULL / -1 before a run, or when it
  * is a sequence or optional, which only `aicc run` and the Python package read). */
