@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +22,15 @@
 #include <vector>
 
 namespace aicc {
+
+// The constructors of another algebra a dim expression can be rebuilt in (DimExpr::fold): the loop
+// IR's integer expressions, for instance. floorDiv's value is never negative.
+template <typename T> struct DimAlgebra {
+  std::function<T(int64_t)> constant;
+  std::function<T(const std::string&)> symbol;
+  std::function<T(const T&, const T&)> add, mul;
+  std::function<T(const T&, int64_t)> floorDiv;
+};
 
 class DimExpr {
 public:
@@ -45,6 +55,20 @@ public:
   void symbols(std::vector<std::string>& out) const;
   std::string str() const;
   bool operator==(const DimExpr& o) const { return str() == o.str(); }
+  // The expression rebuilt bottom-up through f (sums of coefficient * product of atoms).
+  template <typename T> T fold(const DimAlgebra<T>& f) const {
+    std::optional<T> sum;
+    for (const auto& [t, c] : terms_) {
+      T v = f.constant(c);
+      for (const std::string& k : t) {
+        const Atom& a = atoms_.at(k);
+        const T x = a.num ? f.floorDiv(a.num->fold(f), a.den) : f.symbol(a.sym);
+        v = c == 1 && &k == &t.front() ? x : f.mul(v, x);
+      }
+      sum = sum ? f.add(*sum, v) : v;
+    }
+    return sum ? *sum : f.constant(0);
+  }
 
 private:
   struct Atom {

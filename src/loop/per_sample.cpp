@@ -122,6 +122,16 @@ private:
 
 } // namespace
 
+ExprPtr loopExprOf(const DimExpr& e, const std::function<ExprPtr(const std::string&)>& symbol) {
+  DimAlgebra<ExprPtr> f;
+  f.constant = [](int64_t c) { return intImm(c); };
+  f.symbol = symbol;
+  f.add = [](const ExprPtr& a, const ExprPtr& b) { return add(a, b); };
+  f.mul = [](const ExprPtr& a, const ExprPtr& b) { return mul(a, b); };
+  f.floorDiv = [](const ExprPtr& a, int64_t d) { return div(a, intImm(d)); };
+  return e.fold(f);
+}
+
 bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx) {
   std::vector<Value*> vs;
   valuesOf(n, vs);
@@ -188,18 +198,25 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
     if (!t.shape) return no(fmt::format("'{}' has no known rank", v->name));
     for (const Dim& d : *t.shape) {
       if (d.isStatic()) continue;
-      auto slot = ctx.symbols.find(d.symbol);
-      if (d.derived || slot == ctx.symbols.end())
-        return no(
-            fmt::format("'{}' is {}: a dim that is not an input symbol", v->name, formatType(t)));
-      placeholder[d.symbol] = kDimVar + std::to_string(slot->second.slot);
+      std::vector<std::string> syms; // a symbol, or an expression of symbols
+      if (auto e = dimExpr(d)) e->symbols(syms);
+      if (syms.empty())
+        return no(fmt::format("'{}' is {}: an unknown dim", v->name, formatType(t)));
+      for (const std::string& x : syms) {
+        auto slot = ctx.symbols.find(x);
+        if (slot == ctx.symbols.end())
+          return no(
+              fmt::format("'{}' is {}: '{}' is not an input symbol", v->name, formatType(t), x));
+        placeholder[x] = kDimVar + std::to_string(slot->second.slot);
+      }
     }
   }
   LowerOptions so = o;
   so.runDim = [&](const Value* v, size_t k) -> ExprPtr {
     const Type& t = ctx.typeOf(v);
     if (!t.shape || k >= t.shape->size() || (*t.shape)[k].isStatic()) return nullptr;
-    return var(placeholder.at((*t.shape)[k].symbol));
+    return loopExprOf(*dimExpr((*t.shape)[k]),
+                      [&](const std::string& x) { return var(placeholder.at(x)); });
   };
   std::string why;
   auto ln = lowerNode(n, funcName, &why, so);

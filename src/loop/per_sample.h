@@ -19,6 +19,7 @@
 // loops included). Values without S (weights, broadcast operands) are read whole.
 #pragma once
 
+#include "ir/dim_expr.h"
 #include "loop/lower.h"
 
 #include <map>
@@ -55,6 +56,10 @@ struct PerSampleContext {
   const std::map<const Value*, Type>* types = nullptr;
   const Type& typeOf(const Value* v) const;
 };
+
+// A dim expression as an i64 loop-IR expression, its symbols given by `symbol` (floor divisions
+// of never-negative values as `/`).
+ExprPtr loopExprOf(const DimExpr& e, const std::function<ExprPtr(const std::string&)>& symbol);
 
 // Whether n's values have a symbolic dim (by ctx's types), counting its bodies' values.
 bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx);
