@@ -2,7 +2,8 @@
 shared model whose inputs' only symbolic dim is a leading batch, compiles once (`aicc compile`,
 no fixed size) and its artifact matches the reference interpreter at three batch sizes; the zoo's
 bert_like_encoder with its sequence length symbolic (S: its export baked 128 into Reshape shapes,
-rewritten to -1 here, as an export with dynamic axes writes them) at lengths 1, 17 and 128. Exports that fix the batch inside the graph (a Reshape to [1, ...]) cannot run other
+rewritten to -1 here, as an export with dynamic axes writes them) at lengths 1, 17 and 128; and
+resnet18's int8 and bf16 dynamic artifacts bit for bit the fixed-size ones at batch 1 and 3. Exports that fix the batch inside the graph (a Reshape to [1, ...]) cannot run other
 batches anywhere (the interpreter and ONNX Runtime refuse them too): for those the compile must
 refuse the symbol, naming the node and --dim, and the skip says so.
 
@@ -151,6 +152,48 @@ with tempfile.TemporaryDirectory() as tmp:
         finally:
             if copy:
                 os.remove(copy)
+
+    # int8 and bf16: a dynamic artifact gives bit for bit the fixed-size artifact's outputs (the
+    # same kernels; a batch's GEMM is one call of all its rows in both).
+    name = "resnet18"
+    if os.path.isfile(os.path.join(ZOO, name + ".onnx")):
+        copy = os.path.join(ZOO, f".{name}.batchN.onnx")
+        onnx.save(renamed(os.path.join(ZOO, name + ".onnx"), 0, "N"), copy)
+        ref = os.path.join(REFS, name, "test_data_set_0")
+        x = numpy_helper.to_array(onnx.load_tensor(os.path.join(ref, "input_0.pb")))[:1]
+        try:
+            for prec in ("int8", "bf16"):
+                for b in (1, 3):
+                    # The batch, also the int8 calibration set (one for both artifacts).
+                    ins = os.path.join(tmp, f"{prec}_in{b}")
+                    os.makedirs(ins, exist_ok=True)
+                    batch = np.concatenate([x * (1 + 0.25 * i) for i in range(b)]).astype(np.float32)
+                    onnx.save_tensor(numpy_helper.from_array(batch), os.path.join(ins, "input_0.pb"))
+                    extra = ["--calibration", ins] if prec == "int8" else []
+                    dyn, fixed = os.path.join(tmp, f"dyn_{prec}{b}"), os.path.join(tmp, f"fixed_{prec}{b}")
+                    d = run("compile", copy, "-o", dyn, "--precision", prec, "--dim", "N=1..4", *extra)
+                    if d.returncode and prec == "bf16" and "AVX512-BF16" in d.stderr:
+                        print(f"skip: {name} bf16: this CPU lacks AVX512-BF16 ({d.stderr.strip()[:120]})")
+                        break
+                    c = run("compile", copy, "-o", fixed, "--precision", prec, "--dim", f"N={b}",
+                            *extra)
+                    if c.returncode or d.returncode:
+                        failures.append(f"{name} {prec}: compile failed: {(c.stderr + d.stderr)[-400:]}")
+                        break
+                    want = outputs(fixed, ins, f"{prec}_fixed{b}")
+                    got = outputs(dyn, ins, f"{prec}_dyn{b}")
+                    if isinstance(want, str) or isinstance(got, str):
+                        failures.append(f"{name} {prec} batch {b}: a run failed: {want} / {got}")
+                        continue
+                    same = np.array_equal(want[0], got[0])
+                    print(f"{name} {prec} batch {b}: dynamic {'equals' if same else 'DIFFERS FROM'} "
+                          f"the fixed-size artifact bit for bit")
+                    checked += 1
+                    if not same:
+                        failures.append(f"{name} {prec} batch {b}: dynamic differs from fixed by "
+                                        f"{float(np.abs(want[0] - got[0]).max()):.3g}")
+        finally:
+            os.remove(copy)
 print(f"{checked} outputs checked")
 for f in failures:
     print("FAIL:", f)
