@@ -233,8 +233,9 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
     const std::string name = pick("dim" + std::to_string(slot.slot), used);
     used.insert(name);
     substitute(f.body, ph, var(name));
-    body.push_back(Stmt::let(
-        name, min(max(load(block, intImm(slot.slot), DType::I64), intImm(0)), intImm(slot.bound))));
+    body.push_back(
+        Stmt::let(name, min(max(load(block, intImm(slot.slot), DType::I64), intImm(slot.lo)),
+                            intImm(slot.bound))));
     names.push_back(sym);
   }
   for (Stmt& st : f.body) body.push_back(std::move(st));
@@ -341,7 +342,7 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
   ExprPtr samples = intImm(1);
   for (const std::string& x : syms) {
     const SymbolSlot& slot = ctx.symbols.at(x);
-    samples = mul(samples, min(max(load(block, intImm(slot.slot), DType::I64), intImm(0)),
+    samples = mul(samples, min(max(load(block, intImm(slot.slot), DType::I64), intImm(slot.lo)),
                                intImm(slot.bound)));
   }
   Block body;

@@ -12,7 +12,7 @@
 //      ops/op_def.h: Softmax over axis 0 has the shapes of rule 1 but mixes samples).
 // Row-major, a sample of such a value is one contiguous block, the same for every value that
 // has S: so the node is lowered with S = 1 (the values' types set to one sample while lowering),
-// and the Func is wrapped in `for %sample in 0..clamp(%symbols[k], 1, bound)`, every access to
+// and the Func is wrapped in `for %sample in 0..clamp(%symbols[k], lo, bound)`, every access to
 // a buffer bound to a value with S offset by %sample times its elements per sample, those
 // buffers' shapes at the bound (the memory plan's sizes, so the verifier bounds every index).
 // Temps stay one sample's (the sample loop is serial; the body keeps its own schedule, parallel
@@ -43,10 +43,13 @@ private:
   std::vector<std::pair<Value*, Type>> saved_;
 };
 
-// The model's symbols: each one's slot in the shape block and the largest value the plan holds.
+// The model's symbols: each one's slot in the shape block, the largest value the plan holds and
+// the smallest a run may give (the runtime checks both; the code clamps into them, so the
+// verifier bounds every index).
 struct SymbolSlot {
   int64_t slot = 0;
   int64_t bound = 1;
+  int64_t lo = 0;
 };
 
 struct PerSampleContext {

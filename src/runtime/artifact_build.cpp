@@ -523,12 +523,20 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
       const rt::Symbol& s = spec.symbols[k];
       AICC_CHECK(s.lo >= 0 && s.lo <= s.hi, "--dim {}={}..{}: an empty range", s.name, s.lo, s.hi);
       hi[s.name] = s.hi;
-      ctx.symbols[s.name] = {int64_t(k), s.hi};
+      ctx.symbols[s.name] = {int64_t(k), s.hi, s.lo};
     }
     std::vector<Value*> all;
     allValues(g, all);
     for (Value* v : all)
       if (v->type.isTensor() && v->type.shape && !toDims(*v->type.shape)) {
+        // A dim negative at the bounds: the range does not fit the model (an audio length of
+        // 16 samples); say so rather than "no static size" at some node.
+        for (const Dim& d : *v->type.shape)
+          if (auto e = dimExpr(d); e && !d.isStatic())
+            if (auto x = e->evaluate(hi); x && *x < 0)
+              fail("'{}' is {}: its dim {} is {} at the symbols' upper bounds; give each symbol "
+                   "the range the model takes with --dim NAME=LO..HI",
+                   v->name, formatType(v->type), d.symbol, *x);
         symbolicTypes.emplace(v, v->type);
         atBound.set(v, Type::tensor(v->type.dtype, withSymbols(*v->type.shape, hi)));
       }

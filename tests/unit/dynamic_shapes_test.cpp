@@ -254,6 +254,26 @@ TEST(DynamicBatch, NodesThatMixSamplesAreRefusedByName) {
   }
 }
 
+// A range in which a derived dim would be negative (a length shorter than a kernel) is refused
+// at compile time, naming the value and the symbols' ranges.
+TEST(DynamicBatch, ARangeTheModelCannotTakeIsNamed) {
+  Model m = parseModel(R"(graph @g(%x: f32[1,1,L]) {
+  %w = Constant() {value = tensor f32[1,1,5] [1, 1, 1, 1, 1]} : f32[1,1,5]
+  %y = Conv(%x, %w) : f32[1,1,L-4]
+  return %y
+}
+)");
+  try {
+    compile(m, "short", {{"L", 1, 3}});
+    ADD_FAILURE() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("its dim L-4 is -1 at the symbols' upper bounds; give "
+                                         "each symbol the range the model takes with --dim"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // One-line errors naming the input and the dim: wrong rank, a static dim, the range, a symbol
 // given two values; the model runs again after each.
 TEST(DynamicBatch, BadInputsNameTheInputAndTheDim) {
