@@ -162,6 +162,15 @@ std::optional<std::string> DimExpr::singleSymbol() const {
   return a.num ? std::nullopt : std::optional<std::string>(a.sym);
 }
 
+bool DimExpr::nondecreasing() const {
+  for (const auto& [t, c] : terms_) {
+    if (!t.empty() && c < 0) return false;
+    for (const std::string& k : t)
+      if (const Atom& a = atoms_.at(k); a.num && !a.num->nondecreasing()) return false;
+  }
+  return true;
+}
+
 std::optional<int64_t> DimExpr::evaluate(const std::map<std::string, int64_t>& symbols) const {
   try {
     int64_t sum = 0;

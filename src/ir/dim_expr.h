@@ -48,6 +48,10 @@ public:
   std::optional<DimExpr> exactDiv(const DimExpr& o) const;
 
   std::optional<int64_t> constantValue() const;    // when it has no symbols
+  // Whether it never decreases when a symbol grows: every term but the constant has a positive
+  // coefficient (division numerators are so by the normal form). Memory planned at the symbols'
+  // upper bounds holds every smaller run only for such dims.
+  bool nondecreasing() const;
   std::optional<std::string> singleSymbol() const; // when it is one symbol, coefficient 1
   // The value with the symbols given (nullopt when one is missing or a division overflows).
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& symbols) const;

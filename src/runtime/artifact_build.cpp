@@ -531,12 +531,20 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
       if (v->type.isTensor() && v->type.shape && !toDims(*v->type.shape)) {
         // A dim negative at the bounds: the range does not fit the model (an audio length of
         // 16 samples); say so rather than "no static size" at some node.
-        for (const Dim& d : *v->type.shape)
-          if (auto e = dimExpr(d); e && !d.isStatic())
-            if (auto x = e->evaluate(hi); x && *x < 0)
-              fail("'{}' is {}: its dim {} is {} at the symbols' upper bounds; give each symbol "
-                   "the range the model takes with --dim NAME=LO..HI",
-                   v->name, formatType(v->type), d.symbol, *x);
+        for (const Dim& d : *v->type.shape) {
+          auto e = dimExpr(d);
+          if (!e || d.isStatic()) continue;
+          if (auto x = e->evaluate(hi); x && *x < 0)
+            fail("'{}' is {}: its dim {} is {} at the symbols' upper bounds; give each symbol "
+                 "the range the model takes with --dim NAME=LO..HI",
+                 v->name, formatType(v->type), d.symbol, *x);
+          // The plan at the bounds holds a smaller run only if no dim grows as a symbol shrinks.
+          AICC_CHECK(e->nondecreasing(),
+                     "'{}' is {}: its dim {} can grow as a symbol shrinks, so memory planned at "
+                     "the symbols' upper bounds would not hold every run; fix the symbols with "
+                     "--dim NAME=VALUE",
+                     v->name, formatType(v->type), d.symbol);
+        }
         symbolicTypes.emplace(v, v->type);
         atBound.set(v, Type::tensor(v->type.dtype, withSymbols(*v->type.shape, hi)));
       }

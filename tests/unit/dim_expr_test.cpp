@@ -51,6 +51,13 @@ TEST(DimExpr, NormalFormAndText) {
   EXPECT_FALSE(H.exactDiv(DimExpr::constant(2)));
 }
 
+TEST(DimExpr, NondecreasingWhenNoTermHasANegativeCoefficient) {
+  for (const char* t :
+       {"N", "H-4", "(H+3)/4", "S+T", "2*N*S", "(W+1)/2*3-7", "(samples+128)/160-3"})
+    EXPECT_TRUE(P(t).nondecreasing()) << t;
+  for (const char* t : {"S-T", "10-N", "N*(4-H)"}) EXPECT_FALSE(P(t).nondecreasing()) << t;
+}
+
 TEST(DimExpr, ParseRejectsWhatIsNotAnExpression) {
   const std::string deep = std::string(100000, '(') + "H" + std::string(100000, ')');
   for (const std::string bad :
