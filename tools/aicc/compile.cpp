@@ -176,7 +176,14 @@ int compileCommand(const CompileArgs& a) {
     chosen[n.describe()] = c.name;
     return c;
   };
-  runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo, parseDimRanges(a.dims));
+  const std::vector<rt::Symbol> ranges = parseDimRanges(a.dims);
+  runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo, ranges);
+  for (const rt::Symbol& r : ranges) // a range for a name the inputs do not have: a typo?
+    if (std::none_of(spec.symbols.begin(), spec.symbols.end(),
+                     [&](const rt::Symbol& s) { return s.name == r.name; }))
+      std::cerr << fmt::format("aicc: warning: --dim {}={}..{}: the model's inputs have no "
+                               "symbolic dim '{}'\n",
+                               r.name, r.lo, r.hi, r.name);
   rep.phases.push_back({"plan + lower", since(t)});
   runtime::WriteOptions wo;
   wo.staticRuntime = a.staticRuntime;
