@@ -97,7 +97,8 @@ for name in sorted(os.listdir(SHARED)) if SHARED and os.path.isdir(SHARED) else 
     model = os.path.join(SHARED, name, "model.onnx")
     refs = os.path.join(SHARED, name, "test_data_set_0")
     if os.path.isfile(model) and os.path.isdir(refs) and batch_only(model):
-        cases.append((name, model, refs, None, 0, SIZES, f"N=1..{BOUND}"))
+        sym = onnx.load(model, load_external_data=False).graph.input[0].type.tensor_type.shape.dim[0].dim_param
+        cases.append((name, model, refs, None, 0, SIZES, f"{sym}=1..{BOUND}"))
 with tempfile.TemporaryDirectory() as tmp:
     for name, model, ref, copy, axis, sizes, dim in cases:
         try:
@@ -143,6 +144,14 @@ with tempfile.TemporaryDirectory() as tmp:
                 else:
                     failures.append(f"{name}: compile failed: {c.stderr.strip()[-400:]}")
                 continue
+            if axis == 0:  # past the bound: status 1, one line naming the input and the dim
+                r = run("run", art, "--inputs-dir", inputs_for(BOUND + 1), "--output-dir",
+                        os.path.join(tmp, "past_bound"))
+                msg = r.stderr.strip()
+                record(f"{name} batch {BOUND + 1}",
+                       r.returncode == 1 and "\n" not in msg and
+                       f"dim 0 ({dim.split('=')[0]}) is {BOUND + 1}, outside the range 1..{BOUND}" in msg,
+                       f"refused: status {r.returncode}, '{msg[:160]}'")
             for b in sizes:
                 ins = inputs_for(b)
                 want, got = outputs(model, ins, f"interp{b}"), outputs(art, ins, f"artifact{b}")
