@@ -52,6 +52,12 @@ const char* aicc_model_input_name(const aicc_model* m, int i);
 const char* aicc_model_input_dtype(const aicc_model* m, int i);
 int aicc_model_input_dims(const aicc_model* m, int i, int64_t* dims, int max_rank);
 size_t aicc_model_input_bytes(const aicc_model* m, int i);
+/* The symbol of input / output i's dim k ("N"), with the range a run may give it, or NULL for a
+ * static dim (or a bad index). */
+const char* aicc_model_input_dim_symbol(const aicc_model* m, int i, int k, int64_t* lo,
+                                        int64_t* hi);
+const char* aicc_model_output_dim_symbol(const aicc_model* m, int i, int k, int64_t* lo,
+                                         int64_t* hi);
 const char* aicc_model_output_name(const aicc_model* m, int i);
 const char* aicc_model_output_dtype(const aicc_model* m, int i);
 int aicc_model_output_dims(const aicc_model* m, int i, int64_t* dims, int max_rank);

@@ -37,6 +37,16 @@ const aicc::rt::TensorDesc* desc(const aicc_model* m, int i, bool input) {
   return i >= 0 && size_t(i) < v.size() ? &v[size_t(i)] : nullptr;
 }
 
+// The symbol of dim k of d (and its range), or null.
+const char* dimSymbol(const aicc_model* m, const aicc::rt::TensorDesc* d, int k, int64_t* lo,
+                      int64_t* hi) {
+  if (!d || k < 0 || d->symbolAt(size_t(k)) < 0) return nullptr;
+  const aicc::rt::Symbol& s = m->art->symbols()[size_t(d->symbolAt(size_t(k)))];
+  if (lo) *lo = s.lo;
+  if (hi) *hi = s.hi;
+  return s.name.c_str();
+}
+
 // A symbolic dim reads -1.
 int dims(const aicc::rt::TensorDesc* d, int64_t* out, int max) {
   if (!d) return -1;
@@ -116,6 +126,15 @@ int aicc_model_output_dims(const aicc_model* m, int i, int64_t* d, int max) {
   for (size_t k = 0; k < now.size() && int(k) < max; ++k) d[k] = now[k];
   return int(now.size());
 }
+const char* aicc_model_input_dim_symbol(const aicc_model* m, int i, int k, int64_t* lo,
+                                        int64_t* hi) {
+  return dimSymbol(m, desc(m, i, true), k, lo, hi);
+}
+const char* aicc_model_output_dim_symbol(const aicc_model* m, int i, int k, int64_t* lo,
+                                         int64_t* hi) {
+  return dimSymbol(m, desc(m, i, false), k, lo, hi);
+}
+
 size_t aicc_model_input_bytes(const aicc_model* m, int i) {
   auto* d = desc(m, i, true);
   return d ? size_t(d->bytes()) : 0;

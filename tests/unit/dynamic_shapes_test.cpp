@@ -81,6 +81,12 @@ TEST(DynamicBatch, OneArtifactMatchesTheInterpreterAtEveryBatchSize) {
   ASSERT_EQ(aicc_model_input_dims(am, 0, dims, 4), 4);
   EXPECT_EQ(dims[0], -1); // symbolic
   EXPECT_EQ(dims[1], 3);
+  int64_t lo = 0, hi = 0;
+  const char* sym = aicc_model_input_dim_symbol(am, 0, 0, &lo, &hi);
+  ASSERT_TRUE(sym);
+  EXPECT_EQ(std::string(sym) + " " + std::to_string(lo) + ".." + std::to_string(hi), "N 1..6");
+  EXPECT_EQ(aicc_model_input_dim_symbol(am, 0, 1, nullptr, nullptr), nullptr);
+  EXPECT_STREQ(aicc_model_output_dim_symbol(am, 0, 0, nullptr, nullptr), "N");
   for (int64_t n : {1, 2, 5, 6, 3}) {
     Tensor x = random({n, 3, 12, 10}, uint32_t(n));
     auto want = interpret(*ref.graph, {RValue::of(x)});

@@ -257,11 +257,24 @@ int info(const Args& a) {
   for (int io = 0; io < 2; ++io) {
     const bool input = io == 0;
     const int n = input ? aicc_model_num_inputs(mod.m) : aicc_model_num_outputs(mod.m);
-    for (int i = 0; i < n; ++i)
-      std::printf("%s %d %s: %s%s\n", input ? "input" : "output", i,
+    for (int i = 0; i < n; ++i) {
+      // Symbolic dims by name, with their ranges ("[N,3,224,224] N in 1..16").
+      const std::vector<int64_t> d = mod.dims(i, input);
+      std::string dims = "[", ranges;
+      for (size_t k = 0; k < d.size(); ++k) {
+        int64_t lo = 0, hi = 0;
+        const char* sym = input ? aicc_model_input_dim_symbol(mod.m, i, int(k), &lo, &hi)
+                                : aicc_model_output_dim_symbol(mod.m, i, int(k), &lo, &hi);
+        dims += (k ? "," : "") + (sym ? std::string(sym) : std::to_string(d[k]));
+        if (sym)
+          ranges +=
+              " " + std::string(sym) + " in " + std::to_string(lo) + ".." + std::to_string(hi);
+      }
+      std::printf("%s %d %s: %s%s]%s\n", input ? "input" : "output", i,
                   input ? aicc_model_input_name(mod.m, i) : aicc_model_output_name(mod.m, i),
                   input ? aicc_model_input_dtype(mod.m, i) : aicc_model_output_dtype(mod.m, i),
-                  dimsText(mod.dims(i, input)).c_str());
+                  dims.c_str(), ranges.c_str());
+    }
   }
   return 0;
 }
