@@ -1,22 +1,25 @@
-// Dynamic batch (issue #12, docs/backend.md "Dynamic shapes"): a node whose values carry a
-// symbolic leading dim S (a batch) is lowered once for one sample and runs in a loop over S's
-// run-time value.
+// Dynamic shapes (issue #12, docs/backend.md "Dynamic shapes"): a node whose values carry symbolic
+// leading dims S (a batch, a sequence length, both) is lowered once for one sample and runs in a
+// loop over the run's samples; Transpose and Attention, which mix positions, take the run's sizes
+// instead (lowerSymbolic, LowerOptions::runDim).
 //
-// S's value reaches the task through the shape block: an i64 buffer parameter (one element per
-// symbol of the model, in the plan's order) that the runtime fills from the inputs before the
-// first task. A node runs per sample when
+// The symbols' values reach the task through the shape block: an i64 buffer parameter (one
+// element per symbol of the model, in the plan's order) that the runtime fills from the inputs
+// before the first task. A node runs per sample when
 //   1. every tensor it reads or writes (and every value of its bodies) either has no symbolic
-//      dim, or has the one symbol S as its leading dim and static dims after it;
+//      dim, or has the same leading symbols S (its dims up to the last symbolic one are symbols
+//      or 1s) and static dims after them;
 //   2. some input has S, and every output has it;
 //   3. its op computes each sample alone and independently of its index (computesPerSample,
 //      ops/op_def.h: Softmax over axis 0 has the shapes of rule 1 but mixes samples).
 // Row-major, a sample of such a value is one contiguous block, the same for every value that
 // has S: so the node is lowered with S = 1 (the values' types set to one sample while lowering),
-// and the Func is wrapped in `for %sample in 0..clamp(%symbols[k], lo, bound)`, every access to
-// a buffer bound to a value with S offset by %sample times its elements per sample, those
-// buffers' shapes at the bound (the memory plan's sizes, so the verifier bounds every index).
+// and the Func is wrapped in `for %sample in 0..prod clamp(%symbols[k], lo, bound)`, every access
+// to a buffer bound to a value with S offset by %sample times its elements per sample, those
+// buffers' shapes at the bounds (the memory plan's sizes, so the verifier bounds every index).
 // Temps stay one sample's (the sample loop is serial; the body keeps its own schedule, parallel
-// loops included). Values without S (weights, broadcast operands) are read whole.
+// loops included). Values without S (weights, broadcast operands) are read whole. A lowering that
+// takes every sample in one call (a GEMM: samples * M rows, LowerOptions::samples) needs no loop.
 #pragma once
 
 #include "ir/dim_expr.h"
