@@ -371,6 +371,28 @@ void mapExprs(Block& b, const std::function<ExprPtr(const ExprPtr&)>& f) {
   }
 }
 
+namespace {
+void collectNames(const Block& b, std::set<std::string>& out) {
+  for (const auto& s : b) {
+    if (s.kind == StmtKind::For || s.kind == StmtKind::Let) out.insert(s.name);
+    collectNames(s.body, out);
+    collectNames(s.orelse, out);
+  }
+}
+} // namespace
+
+NameGen::NameGen(const Func& f) {
+  for (const auto& b : f.params) used_.insert(b.name);
+  collectNames(f.body, used_);
+}
+
+std::string NameGen::fresh(const std::string& base) {
+  std::string n = base;
+  for (int k = 0; used_.count(n); ++k) n = base + "_" + std::to_string(k);
+  used_.insert(n);
+  return n;
+}
+
 void substitute(Block& b, const std::string& v, const ExprPtr& e) {
   std::map<std::string, ExprPtr> m{{v, e}};
   mapExprs(b, [&](const ExprPtr& x) { return substitute(x, m); });

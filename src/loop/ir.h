@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -202,5 +203,16 @@ struct Module {
 void mapExprs(Block& b, const std::function<ExprPtr(const ExprPtr&)>& f);
 // Replaces variable `v` by `e` in every statement of b.
 void substitute(Block& b, const std::string& v, const ExprPtr& e);
+
+// Fresh names in a Func: not a parameter, nor a loop variable or let of its body (nor a name it
+// handed out before): base, then base_0, base_1, ...
+class NameGen {
+public:
+  explicit NameGen(const Func& f);
+  std::string fresh(const std::string& base);
+
+private:
+  std::set<std::string> used_;
+};
 
 } // namespace aicc::loop

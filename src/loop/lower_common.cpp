@@ -153,22 +153,12 @@ ExprPtr linearIndex(const std::vector<ExprPtr>& idx, const std::vector<int64_t>&
 
 Block nest(const std::vector<std::string>& vs, const Dims& ext, Block body, bool parallelOuter,
            int64_t vectorWidth) {
-  for (int64_t e : ext)
-    if (e == 0) return {};
-  for (size_t k = vs.size(); k-- > 0;) {
-    LoopKind kind = LoopKind::Serial;
-    int64_t f = 1;
-    if (k + 1 == vs.size() && vectorWidth > 1) {
-      kind = LoopKind::Vectorize;
-      f = vectorWidth;
-    } else if (k == 0 && parallelOuter) {
-      kind = LoopKind::Parallel;
-    }
-    Block b;
-    b.push_back(Stmt::forLoop(vs[k], intImm(0), intImm(ext[k]), std::move(body), kind, f));
-    body = std::move(b);
+  std::vector<ExprPtr> e;
+  for (int64_t x : ext) {
+    if (x == 0) return {};
+    e.push_back(intImm(x));
   }
-  return body;
+  return runNest(vs, e, std::move(body), parallelOuter, vectorWidth);
 }
 
 std::vector<ExprPtr> runDims(const LowerOptions& o, const Value* v, const Dims& d) {

@@ -16,31 +16,6 @@ namespace loop {
 
 namespace {
 
-void collectNames(const Block& b, std::set<std::string>& out) {
-  for (const auto& s : b) {
-    if (s.kind == StmtKind::For || s.kind == StmtKind::Let) out.insert(s.name);
-    collectNames(s.body, out);
-    collectNames(s.orelse, out);
-  }
-}
-
-class NameGen {
-public:
-  explicit NameGen(const Func& f) {
-    for (const auto& b : f.params) used_.insert(b.name);
-    collectNames(f.body, used_);
-  }
-  std::string fresh(const std::string& base) {
-    std::string n = base;
-    for (int k = 0; used_.count(n); ++k) n = base + "_" + std::to_string(k);
-    used_.insert(n);
-    return n;
-  }
-
-private:
-  std::set<std::string> used_;
-};
-
 // A copy of `body` with `v` replaced by `e` and its top-level lets renamed (so copies can sit
 // in one block).
 Block instantiate(const Block& body, const std::string& v, const ExprPtr& e, int64_t copyIndex,

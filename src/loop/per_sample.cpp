@@ -68,57 +68,43 @@ leadingSymbols(const Value* v, const Type& t, std::string* why) {
   return std::nullopt;
 }
 
-std::string pick(const std::string& base, const std::set<std::string>& used) {
-  std::string n = base;
-  for (int k = 1; used.count(n); ++k) n = base + std::to_string(k);
-  return n;
-}
-
-void namesIn(const Block& b, std::set<std::string>& used) {
-  for (const Stmt& s : b) {
-    if (s.kind == StmtKind::For || s.kind == StmtKind::Let) used.insert(s.name);
-    namesIn(s.body, used);
-    namesIn(s.orelse, used);
-  }
-}
-
-// Offsets every access to the buffers of `shift` by their expression.
-class Shifter {
-public:
-  explicit Shifter(std::map<std::string, ExprPtr> shift) : shift_(std::move(shift)) {}
-
-  ExprPtr expr(const ExprPtr& e) const {
-    if (!e || e->args.empty()) return e;
+// Offsets every access to the buffers of `shift` by their expression: loads (mapExprs), then
+// stores and call arguments.
+void shiftAccesses(Block& b, const std::map<std::string, ExprPtr>& shift) {
+  std::function<ExprPtr(const ExprPtr&)> loads = [&](const ExprPtr& e) -> ExprPtr {
+    if (e->args.empty()) return e;
     auto c = std::make_shared<Expr>(*e);
-    for (ExprPtr& a : c->args) a = expr(a);
-    if (c->op == Op::Load)
-      if (auto it = shift_.find(c->name); it != shift_.end())
-        c->args[0] = add(c->args[0], it->second);
+    for (ExprPtr& a : c->args) a = loads(a);
+    if (auto it = shift.find(c->name); c->op == Op::Load && it != shift.end())
+      c->args[0] = add(c->args[0], it->second);
     return c;
-  }
-
-  void block(Block& b) const {
-    for (Stmt& s : b) {
-      s.lo = expr(s.lo);
-      s.hi = expr(s.hi);
-      s.index = expr(s.index);
-      s.value = expr(s.value);
-      if (s.kind == StmtKind::Store)
-        if (auto it = shift_.find(s.name); it != shift_.end()) s.index = add(s.index, it->second);
-      for (CallArg& a : s.args) {
-        a.offset = expr(a.offset);
-        a.value = expr(a.value);
-        if (auto it = shift_.find(a.buffer); !a.buffer.empty() && it != shift_.end())
+  };
+  mapExprs(b, loads);
+  std::function<void(Block&)> writes = [&](Block& blk) {
+    for (Stmt& st : blk) {
+      if (auto it = shift.find(st.name); st.kind == StmtKind::Store && it != shift.end())
+        st.index = add(st.index, it->second);
+      for (CallArg& a : st.args)
+        if (auto it = shift.find(a.buffer); !a.buffer.empty() && it != shift.end())
           a.offset = a.offset ? add(a.offset, it->second) : it->second;
-      }
-      block(s.body);
-      block(s.orelse);
+      writes(st.body);
+      writes(st.orelse);
     }
-  }
+  };
+  writes(b);
+}
 
-private:
-  std::map<std::string, ExprPtr> shift_;
-};
+// A symbol's value in the run: the shape block's element, clamped into the range the runtime
+// checked (so the verifier sees the real bounds).
+ExprPtr symbolValue(const std::string& block, const SymbolSlot& slot) {
+  return min(max(load(block, intImm(slot.slot), DType::I64), intImm(slot.lo)), intImm(slot.bound));
+}
+
+// The shape block as ln's parameter `block`.
+void addShapeBlock(LoweredNode& ln, const std::string& block, const PerSampleContext& ctx) {
+  ln.func.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
+  ln.symbolsParam = block;
+}
 
 } // namespace
 
@@ -158,8 +144,7 @@ std::optional<LoweredNode> lowerShapeOf(const Node& n, const std::string& funcNa
                               n.inputs[0]->name, formatType(t));
       return std::nullopt;
     }
-    dims.push_back(d.isStatic() ? intImm(d.value)
-                                : load(block, intImm(slot->second.slot), DType::I64));
+    dims.push_back(d.isStatic() ? intImm(d.value) : symbolValue(block, slot->second));
   }
   Block body;
   if (n.op == "Size") {
@@ -174,8 +159,7 @@ std::optional<LoweredNode> lowerShapeOf(const Node& n, const std::string& funcNa
       body.push_back(Stmt::store(out, intImm(k - start), dims[size_t(k)]));
   }
   LoweredNode ln = b.finish(std::move(body), {}, o);
-  ln.func.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
-  ln.symbolsParam = block;
+  addShapeBlock(ln, block, ctx);
   return ln;
 }
 
@@ -222,27 +206,21 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
   auto ln = lowerNode(n, funcName, &why, so);
   if (!ln) return no(why);
   Func& f = ln->func;
-  std::set<std::string> used;
-  for (const Buffer& b : f.params) used.insert(b.name);
-  namesIn(f.body, used);
-  const std::string block = pick("symbols", used);
+  NameGen fresh(f);
+  const std::string block = fresh.fresh("symbols");
   Block body;
   std::vector<std::string> names;
   for (const auto& [sym, ph] : placeholder) {
     const SymbolSlot& slot = ctx.symbols.at(sym);
-    const std::string name = pick("dim" + std::to_string(slot.slot), used);
-    used.insert(name);
+    const std::string name = fresh.fresh("dim" + std::to_string(slot.slot));
     substitute(f.body, ph, var(name));
-    body.push_back(
-        Stmt::let(name, min(max(load(block, intImm(slot.slot), DType::I64), intImm(slot.lo)),
-                            intImm(slot.bound))));
+    body.push_back(Stmt::let(name, symbolValue(block, slot)));
     names.push_back(sym);
   }
   for (Stmt& st : f.body) body.push_back(std::move(st));
   f.body = std::move(body);
-  f.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
   f.schedule["symbolic"] = names;
-  ln->symbolsParam = block;
+  addShapeBlock(*ln, block, ctx);
   return ln;
 }
 
@@ -316,12 +294,9 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
 
   // The wrap: the shape block, the sample loop and the shifted accesses.
   Func& f = ln->func;
-  std::set<std::string> used;
-  for (const Buffer& b : f.params) used.insert(b.name);
-  namesIn(f.body, used);
-  used.erase(kSamplesVar);
-  const std::string block = pick("symbols", used), s = pick("sample", used),
-                    count = pick("samples", used);
+  NameGen fresh(f);
+  const std::string block = fresh.fresh("symbols"), s = fresh.fresh("sample"),
+                    count = fresh.fresh("samples");
   substitute(f.body, kSamplesVar, var(count));
   std::map<std::string, ExprPtr> shift;
   for (Buffer& b : f.params) {
@@ -337,14 +312,9 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
     else
       b.shape = Dims{b.numel() * bound}, b.layout.clear();
   }
-  if (!inCall) Shifter(std::move(shift)).block(f.body);
-  f.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
+  if (!inCall) shiftAccesses(f.body, shift);
   ExprPtr samples = intImm(1);
-  for (const std::string& x : syms) {
-    const SymbolSlot& slot = ctx.symbols.at(x);
-    samples = mul(samples, min(max(load(block, intImm(slot.slot), DType::I64), intImm(slot.lo)),
-                               intImm(slot.bound)));
-  }
+  for (const std::string& x : syms) samples = mul(samples, symbolValue(block, ctx.symbols.at(x)));
   Block body;
   body.push_back(Stmt::let(count, samples));
   if (inCall)
@@ -353,7 +323,7 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
     body.push_back(Stmt::forLoop(s, intImm(0), var(count), std::move(f.body)));
   f.body = std::move(body);
   f.schedule["per_sample"] = sym;
-  ln->symbolsParam = block;
+  addShapeBlock(*ln, block, ctx);
   return ln;
 }
 
@@ -362,9 +332,10 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
 std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& funcName,
                                           const LowerOptions& o, const PerSampleContext& ctx,
                                           std::string* whyNot) {
-  std::string perSample, symbolic;
+  // Refused by both: the per-sample reason (the rules' account of the node's shapes).
+  std::string perSample;
   if (auto ln = lowerSamples(n, funcName, o, ctx, &perSample)) return ln;
-  if (auto ln = lowerSymbolic(n, funcName, o, ctx, &symbolic)) return ln;
+  if (auto ln = lowerSymbolic(n, funcName, o, ctx, nullptr)) return ln;
   if (whyNot) *whyNot = perSample;
   return std::nullopt;
 }

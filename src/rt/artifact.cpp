@@ -244,18 +244,22 @@ struct TaskLine {
 void setFallbackProvider(FallbackProvider p) { fallbackProvider.store(p); }
 void setDynamicTensorView(DynamicTensorView v) { dynamicTensorView.store(v); }
 
+int64_t TensorDesc::dimFor(size_t k, const std::vector<int64_t>& values) const {
+  const int32_t j = symbolAt(k);
+  return j >= 0 && size_t(j) < values.size() && values[size_t(j)] >= 0 ? values[size_t(j)]
+                                                                       : dims[k];
+}
+
 std::vector<int64_t> TensorDesc::dimsFor(const std::vector<int64_t>& values) const {
-  std::vector<int64_t> d = dims;
-  for (size_t k = 0; k < d.size(); ++k)
-    if (int32_t j = symbolAt(k); j >= 0 && size_t(j) < values.size() && values[size_t(j)] >= 0)
-      d[k] = values[size_t(j)];
+  std::vector<int64_t> d(dims.size());
+  for (size_t k = 0; k < d.size(); ++k) d[k] = dimFor(k, values);
   return d;
 }
 
-int64_t TensorDesc::bytes() const {
+int64_t TensorDesc::bytes(const std::vector<int64_t>& values) const {
   if (!dynamic.empty()) return 0;
   int64_t n = int64_t(dtypeSize(dtype));
-  for (int64_t d : dims) n *= d;
+  for (size_t k = 0; k < dims.size(); ++k) n *= dimFor(k, values); // (no allocation: per run)
   return n;
 }
 
@@ -298,6 +302,7 @@ struct Artifact::Impl {
   // Symbolic inputs: the dims each was set with; the symbols' values of the run (-1: none yet),
   // and the shape block the tasks read them from.
   std::vector<std::vector<int64_t>> inputDims;
+  std::vector<int64_t> scratchDims; // setInput's, swapped with inputDims[i]
   std::vector<int64_t> values;
   Plan::Bytes symbolBlock;
   // Dynamic values (rt/artifact.h): the slots, and the values of dynamic inputs.
@@ -745,13 +750,14 @@ void Artifact::Impl::setInput(const std::vector<TensorDesc>& decl, size_t i, con
     inputs[i] = data;
     return;
   }
-  const std::string decl1 = declText(d, plan.symbols);
-  std::vector<int64_t> have;
+  // The dims are checked in a scratch vector swapped in on success (no allocation once warm; a
+  // refused input leaves the previous one set); messages are formatted only on failure.
+  std::vector<int64_t>& have = scratchDims;
   if (dims) {
-    have = *dims;
+    have.assign(dims->begin(), dims->end());
     AICC_RT_CHECK(have.size() == d.dims.size(),
                   "input '{}' has rank {}, the model takes rank {} {}", d.name, have.size(),
-                  d.dims.size(), decl1);
+                  d.dims.size(), declText(d, plan.symbols));
   } else { // the one symbolic dim from the size
     int64_t rest = int64_t(dtypeSize(d.dtype)), at = -1, count = 0;
     for (size_t k = 0; k < d.dims.size(); ++k) {
@@ -761,32 +767,38 @@ void Artifact::Impl::setInput(const std::vector<TensorDesc>& decl, size_t i, con
         at = int64_t(k), ++count;
     }
     AICC_RT_CHECK(count == 1, "input '{}' is {}: give its dims (aicc_model_set_input_dims)", d.name,
-                  decl1);
+                  declText(d, plan.symbols));
     AICC_RT_CHECK(rest > 0 && bytes % rest == 0,
-                  "input '{}' is {}: {} bytes is not a whole number of {}-byte rows", d.name, decl1,
-                  bytes, rest);
-    have = d.dims;
+                  "input '{}' is {}: {} bytes is not a whole number of {}-byte rows", d.name,
+                  declText(d, plan.symbols), bytes, rest);
+    have.assign(d.dims.begin(), d.dims.end());
     have[size_t(at)] = bytes / rest;
   }
   int64_t n = int64_t(dtypeSize(d.dtype));
   for (size_t k = 0; k < have.size(); ++k) {
     AICC_RT_CHECK(have[k] >= 0 && (d.symbolAt(k) >= 0 || have[k] == d.dims[k]),
                   "input '{}': dim {} is {}, the model takes {} {}", d.name, k, have[k], d.dims[k],
-                  decl1);
+                  declText(d, plan.symbols));
     AICC_RT_CHECK(have[k] <= (int64_t(1) << 40), "input '{}': dim {} is {}: absurd", d.name, k,
                   have[k]);
     n *= have[k];
   }
   AICC_RT_CHECK(bytes == n, "input '{}': dims {} take {} bytes, got {}", d.name, dimsText(have), n,
                 bytes);
-  inputDims[i] = std::move(have);
+  std::swap(inputDims[i], have);
   inputs[i] = data;
 }
 
 // Each symbol's value from the inputs that have it: within its range, one value for all.
 void Artifact::Impl::resolveSymbols(const std::vector<TensorDesc>& decl) {
   std::fill(values.begin(), values.end(), -1);
-  std::vector<size_t> from(values.size());
+  // The first input that gives symbol j (for the message only: nothing allocated per run).
+  auto giver = [&](int32_t j) -> const std::string& {
+    for (const TensorDesc& t : decl)
+      for (int32_t x : t.syms)
+        if (x == j) return t.name;
+    return decl[0].name;
+  };
   for (size_t i = 0; i < decl.size(); ++i)
     for (size_t k = 0; k < decl[i].syms.size(); ++k) {
       const int32_t j = decl[i].syms[k];
@@ -800,9 +812,8 @@ void Artifact::Impl::resolveSymbols(const std::vector<TensorDesc>& decl) {
                     std::max(sym.hi, v));
       AICC_RT_CHECK(values[size_t(j)] < 0 || values[size_t(j)] == v,
                     "input '{}': dim {} ({}) is {}, but input '{}' gives {} = {}", decl[i].name, k,
-                    sym.name, v, decl[from[size_t(j)]].name, sym.name, values[size_t(j)]);
+                    sym.name, v, giver(j), sym.name, values[size_t(j)]);
       values[size_t(j)] = v;
-      from[size_t(j)] = i;
     }
   std::memcpy(symbolBlock.get(), values.data(), 8 * values.size());
 }
@@ -868,9 +879,9 @@ std::vector<int64_t> Artifact::outputDims(size_t i) const {
 }
 
 int64_t Artifact::outputBytes(size_t i) const {
-  int64_t n = int64_t(dtypeSize(outputs_[i].dtype));
-  for (int64_t d : outputDims(i)) n *= d;
-  return outputs_[i].dynamic.empty() ? n : 0;
+  AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
+                outputs_.size());
+  return outputs_[i].bytes(impl_->values);
 }
 
 bool Artifact::dynamicOutput(size_t i, DynamicTensor& out) const {

@@ -63,9 +63,11 @@ struct TensorDesc {
   std::vector<int64_t> dims; // a symbolic dim: its symbol's hi
   std::string dynamic;   // a dynamic value: its IR type ("seq<f32[2,3]>", "f32[?]"); dims unused
   std::vector<int32_t> syms; // per dim: its symbol's index, -1 when static (empty: all static)
-  int64_t bytes() const;     // 0 for a dynamic value; at the symbols' hi
+  // 0 for a dynamic value; with the symbols' values (unset ones, and by default all: their hi).
+  int64_t bytes(const std::vector<int64_t>& values = {}) const;
   int32_t symbolAt(size_t k) const { return k < syms.size() ? syms[k] : -1; }
-  // The dims with the symbols' values.
+  // Dim k, and all dims, with the symbols' values (unset ones: their hi).
+  int64_t dimFor(size_t k, const std::vector<int64_t>& values) const;
   std::vector<int64_t> dimsFor(const std::vector<int64_t>& values) const;
 };
 

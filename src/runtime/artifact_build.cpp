@@ -64,6 +64,29 @@ TensorDesc describe(const Value* v, const char* what, Io io = Io::None) {
   return {v->name, v->type.dtype, *d, "", {}};
 }
 
+// The bodies (graph attributes) of a node.
+std::vector<const Graph*> bodiesOf(const Node& n) {
+  std::vector<const Graph*> bodies;
+  for (const auto& [_, a] : n.attrs) {
+    if (auto* sg = std::get_if<GraphPtr>(&a.v); sg && *sg) bodies.push_back(sg->get());
+    if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+      for (const auto& x : *sgs)
+        if (x) bodies.push_back(x.get());
+  }
+  return bodies;
+}
+
+// The values g and the graphs nested in it define (inputs, constants, results), in graph order.
+void definedValues(const Graph& g, std::vector<Value*>& out) {
+  out.insert(out.end(), g.inputs.begin(), g.inputs.end());
+  out.insert(out.end(), g.constants.begin(), g.constants.end());
+  for (const auto& n : g.nodes) {
+    for (Value* v : n->outputs)
+      if (v) out.push_back(v);
+    for (const Graph* b : bodiesOf(*n)) definedValues(*b, out);
+  }
+}
+
 const Graph* branchOf(const Node& n, const char* which) {
   const Attribute* a = n.attr(which);
   const GraphPtr* g = a ? std::get_if<GraphPtr>(&a->v) : nullptr;
@@ -103,17 +126,11 @@ std::set<const Value*> bf16Activations(const Graph& g, const loop::LowerOptions&
   std::set<const Value*> excluded(g.outputs.begin(), g.outputs.end());
   // What bodies (If branches, Loop/Scan) read of the enclosing graph stays f32.
   std::function<void(const Node&)> bodyReads = [&](const Node& n) {
-    for (const auto& [_, a] : n.attrs) {
-      std::vector<const Graph*> bodies;
-      if (auto* sg = std::get_if<GraphPtr>(&a.v)) bodies.push_back(sg->get());
-      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-        for (const auto& x : *sgs) bodies.push_back(x.get());
-      for (const Graph* b : bodies) {
-        excluded.insert(b->outputs.begin(), b->outputs.end());
-        for (const auto& inner : b->nodes) {
-          excluded.insert(inner->inputs.begin(), inner->inputs.end());
-          bodyReads(*inner);
-        }
+    for (const Graph* b : bodiesOf(n)) {
+      excluded.insert(b->outputs.begin(), b->outputs.end());
+      for (const auto& inner : b->nodes) {
+        excluded.insert(inner->inputs.begin(), inner->inputs.end());
+        bodyReads(*inner);
       }
     }
   };
@@ -277,25 +294,6 @@ private:
     spec_.code.funcs.push_back(std::move(ln->func));
   }
 
-  // The bodies (graph attributes) of a node.
-  static std::vector<const Graph*> bodiesOf(const Node& n) {
-    std::vector<const Graph*> bodies;
-    for (const auto& [_, a] : n.attrs) {
-      if (auto* sg = std::get_if<GraphPtr>(&a.v)) bodies.push_back(sg->get());
-      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-        for (const auto& x : *sgs) bodies.push_back(x.get());
-    }
-    return bodies;
-  }
-  // The values a graph and the graphs nested in it define (inputs, results, constants).
-  static void ownValues(const Graph& g, std::set<const Value*>& own) {
-    own.insert(g.inputs.begin(), g.inputs.end());
-    own.insert(g.constants.begin(), g.constants.end());
-    for (const auto& n : g.nodes) {
-      own.insert(n->outputs.begin(), n->outputs.end());
-      for (const Graph* b : bodiesOf(*n)) ownValues(*b, own);
-    }
-  }
   // What graph g (with those nested in it) reads that `own` does not hold, in first-read order.
   static void readsOutside(const Graph& g, const std::set<const Value*>& own,
                            std::vector<const Value*>& out) {
@@ -313,7 +311,11 @@ private:
   static std::vector<const Value*> outerReads(const Node& n) {
     std::set<const Value*> own;
     std::vector<const Value*> out;
-    for (const Graph* b : bodiesOf(n)) ownValues(*b, own);
+    for (const Graph* b : bodiesOf(n)) {
+      std::vector<Value*> vs;
+      definedValues(*b, vs);
+      own.insert(vs.begin(), vs.end());
+    }
     for (const Graph* b : bodiesOf(n)) readsOutside(*b, own, out);
     return out;
   }
@@ -455,21 +457,6 @@ private:
 
 namespace {
 
-// Every value of g and of the graphs nested in its nodes.
-void allValues(const Graph& g, std::vector<Value*>& out) {
-  out.insert(out.end(), g.inputs.begin(), g.inputs.end());
-  for (const auto& n : g.nodes) {
-    for (Value* v : n->outputs)
-      if (v) out.push_back(v);
-    for (const auto& [_, a] : n->attrs) {
-      if (auto* sg = std::get_if<GraphPtr>(&a.v); sg && *sg) allValues(**sg, out);
-      if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-        for (const auto& x : *sgs)
-          if (x) allValues(*x, out);
-    }
-  }
-}
-
 // The symbols of g's inputs (plain symbolic dims, in order of appearance) with their ranges.
 std::vector<rt::Symbol> inputSymbols(const Graph& g, const std::vector<rt::Symbol>& ranges) {
   std::vector<rt::Symbol> out;
@@ -526,7 +513,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
       ctx.symbols[s.name] = {int64_t(k), s.hi, s.lo};
     }
     std::vector<Value*> all;
-    allValues(g, all);
+    definedValues(g, all);
     for (Value* v : all)
       if (v->type.isTensor() && v->type.shape && !toDims(*v->type.shape)) {
         // A dim negative at the bounds: the range does not fit the model (an audio length of
