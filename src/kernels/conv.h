@@ -97,6 +97,10 @@ void conv2dNchwPacked(const KernelDesc& gemmKernel, const Conv2dShape& s, const 
 // compiler (packing the weights) and the runtime (running them) agree.
 enum class ConvRows { Channels, Pixels };
 ConvRows convRowsFor(const KernelDesc& gemmKernel, const Conv2dShape& s);
+// The form as a flag of @conv2d_nchw_packed_'s last argument (beside kBf16*): the compiler's
+// choice, which the runtime follows for any run size (a symbolic map's weights are packed for
+// one form, chosen at the planned size). Neither flag: convRowsFor of the call's shape.
+enum : unsigned { kConvChannelRows = 8u, kConvPixelRows = 16u };
 // The floats of one group's packed weights for conv2dNchwPacked, and the packing of W [Cout, K].
 int64_t convPackedWeightFloats(const KernelDesc& gemmKernel, const Conv2dShape& s);
 void packConvWeights(const KernelDesc& gemmKernel, const Conv2dShape& s, const float* w,

@@ -56,7 +56,8 @@ private:
     const Value* outer; // the value the caller binds
     std::string param;
     Dims shape;
-    std::vector<int64_t> stride; // per loop
+    std::vector<ExprPtr> run;    // the run's dims (symbolic sizes; else shape's immediates)
+    std::vector<ExprPtr> stride; // per loop
   };
 
   std::string fresh(const std::string& base) {
@@ -117,9 +118,14 @@ private:
     // The iteration domain: the (common) static shape of the outputs.
     AICC_CHECK(!n_.outputs.empty() && n_.outputs[0], "{}: no output", n_.describe());
     dims_ = staticDims(n_.outputs[0], "output");
+    // Symbolic sizes (LowerOptions::runDim): the loops run the run's extents.
+    runOut_ = detail::runDims(opts_, n_.outputs[0], dims_);
+    for (const ExprPtr& e : runOut_) symbolic_ |= !isImm(e);
     for (const Value* o : n_.outputs) {
       if (!o) no("an omitted output");
-      if (staticDims(o, "output") != dims_) no("outputs of different shapes");
+      if (staticDims(o, "output") != dims_ ||
+          !detail::sameRunDims(dims_, detail::runDims(opts_, o, dims_), runOut_))
+        no("outputs of different shapes");
     }
 
     LoweredNode ln;
@@ -130,7 +136,8 @@ private:
     for (const Value* o : n_.outputs) outParams.push_back(fresh(o->name));
     collectLeaves(innerOut);
     for (auto& l : leaves_) l.param = fresh(l.inner->name);
-    if (auto table = tableLookup(funcName, innerOut, outParams)) return table;
+    if (auto table = symbolic_ ? std::nullopt : tableLookup(funcName, innerOut, outParams))
+      return table;
 
     coalesce();
     std::vector<std::string> vars;
@@ -172,8 +179,7 @@ private:
         parallelVar = vars[j];
       }
       Block b;
-      b.push_back(
-          Stmt::forLoop(vars[j], intImm(0), intImm(extents_[j]), std::move(nest), k, factor));
+      b.push_back(Stmt::forLoop(vars[j], intImm(0), runExtents_[j], std::move(nest), k, factor));
       nest = std::move(b);
     }
     if (anyZero) nest.clear();
@@ -334,6 +340,9 @@ private:
         if (l.shape[d] != 1 && l.shape[d] != dims_[off + d])
           no(fmt::format("input '{}' of shape {} does not broadcast to {}", v->name,
                          formatDims(l.shape), formatDims(dims_)));
+      l.run = detail::runDims(opts_, l.outer, l.shape);
+      if (!detail::sameRunDims(l.shape, l.run, runOut_))
+        no(fmt::format("input '{}' has symbolic dims other than the output's", v->name));
       leafIndex_[v] = leaves_.size();
       leaves_.push_back(std::move(l));
     };
@@ -349,18 +358,16 @@ private:
     const DType dt = n_.outputs[0]->type.dtype;
     const int64_t lanes =
         std::max<int64_t>(1, opts_.vectorBytes / std::max<int64_t>(1, dtypeSize(dt)));
-    detail::FlatSpace fs = detail::flatSpace(dims_, shapes, lanes);
+    detail::FlatSpace fs = detail::flatSpace(dims_, shapes, lanes, runOut_);
     extents_ = fs.extents();
+    runExtents_ = fs.runExtents();
     parallel_ = fs.parallel;
-    outStride_ = fs.strideOf(dims_);
-    for (auto& l : leaves_) l.stride = fs.strideOf(l.shape);
+    outStride_ = fs.runStrideOf(dims_, runOut_);
+    for (auto& l : leaves_) l.stride = fs.runStrideOf(l.shape, l.run);
   }
 
-  ExprPtr linear(const std::vector<int64_t>& stride) {
-    ExprPtr e = intImm(0);
-    for (size_t j = 0; j < stride.size(); ++j)
-      if (stride[j] != 0) e = add(e, mul(var(loopVars_[j]), intImm(stride[j])));
-    return e;
+  ExprPtr linear(const std::vector<ExprPtr>& stride) {
+    return detail::runIndex(detail::vars(loopVars_), stride);
   }
 
   ExprPtr valueExpr(const Value* v) {
@@ -403,8 +410,10 @@ private:
   std::map<const Value*, ExprPtr> memo_;
   std::vector<Leaf> leaves_;
   Dims dims_;
-  std::vector<int64_t> extents_;
-  std::vector<int64_t> outStride_;
+  std::vector<int64_t> extents_; // at the bounds (symbolic sizes)
+  std::vector<ExprPtr> runExtents_, runOut_;
+  std::vector<ExprPtr> outStride_;
+  bool symbolic_ = false;
   bool parallel_ = false;
   std::vector<std::string> loopVars_;
   std::set<std::string> used_;

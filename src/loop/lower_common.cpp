@@ -183,7 +183,7 @@ std::vector<ExprPtr> stridesOf(const std::vector<ExprPtr>& dims) {
 ExprPtr runIndex(const std::vector<ExprPtr>& idx, const std::vector<ExprPtr>& stride) {
   ExprPtr e = intImm(0);
   for (size_t k = 0; k < idx.size() && k < stride.size(); ++k)
-    if (idx[k]) e = add(e, mul(idx[k], stride[k]));
+    if (idx[k] && asInt(stride[k]) != 0) e = add(e, mul(idx[k], stride[k]));
   return e;
 }
 
@@ -381,9 +381,61 @@ std::vector<int64_t> FlatSpace::strideOf(const Dims& shape) const {
   return r;
 }
 
-FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t lanes) {
+std::vector<ExprPtr> FlatSpace::runExtents() const {
+  std::vector<ExprPtr> e;
+  for (const Loop& l : loops) {
+    if (runOut.empty() || l.mult != 1 || loops.size() != groups.size()) {
+      e.push_back(intImm(l.extent));
+      continue;
+    }
+    ExprPtr x = intImm(1);
+    for (size_t d = groups[l.group].first; d < groups[l.group].second; ++d) x = mul(x, runOut[d]);
+    e.push_back(x);
+  }
+  return e;
+}
+
+std::vector<ExprPtr> FlatSpace::runStrideOf(const Dims& shape,
+                                            const std::vector<ExprPtr>& run) const {
+  if (runOut.empty()) {
+    std::vector<ExprPtr> r;
+    for (int64_t st : strideOf(shape)) r.push_back(intImm(st));
+    return r;
+  }
+  std::vector<ExprPtr> st(out.size(), intImm(0));
+  ExprPtr s = intImm(1);
+  for (size_t k = shape.size(); k-- > 0;) {
+    size_t d = out.size() - shape.size() + k;
+    if (shape[k] != 1) st[d] = s;
+    s = mul(s, run[k]);
+  }
+  std::vector<ExprPtr> r;
+  for (const Loop& l : loops) {
+    auto [d0, d1] = groups[l.group];
+    ExprPtr g = intImm(0); // the stride of the group's innermost non-unit dim
+    for (size_t d = d1; d-- > d0;)
+      if (out[d] != 1) {
+        if (fullAt(out, shape, d)) g = st[d];
+        break;
+      }
+    r.push_back(g);
+  }
+  return r;
+}
+
+bool sameRunDims(const Dims& shape, const std::vector<ExprPtr>& run,
+                 const std::vector<ExprPtr>& out) {
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] != 1 && !equal(run[k], out[out.size() - shape.size() + k])) return false;
+  return true;
+}
+
+FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t lanes,
+                    const std::vector<ExprPtr>& runOut) {
   FlatSpace fs;
   fs.out = out;
+  for (const ExprPtr& e : runOut)
+    if (!isImm(e)) fs.runOut = runOut;
   std::vector<std::vector<bool>> patterns;
   std::vector<int64_t> ext;
   for (size_t d = 0; d < out.size(); ++d) {
@@ -403,7 +455,7 @@ FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t 
   const int64_t total = numel(out);
   fs.parallel = total >= kParallelElements;
   // One loop: split off a block (a divisor, a multiple of the vector width) for the threads.
-  if (fs.parallel && fs.loops.size() == 1) {
+  if (fs.parallel && fs.loops.size() == 1 && fs.runOut.empty()) {
     const int64_t e = fs.loops[0].extent, step = std::max<int64_t>(lanes, 1);
     for (int64_t b = std::min(kMaxBlock, e / 4) / step * step; b >= kMinBlock; b -= step)
       if (e % b == 0) {
@@ -424,7 +476,10 @@ LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
   DType t = b.node.outputs[0]->type.dtype;
   int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
   Block body = std::move(prefix);
-  for (auto& s : nest(vs, od, {Stmt::store(out, linearIndex(vv, strides(od)), value(vv))}, true, w))
+  // Symbolic sizes: the output's run extents (value() reads the inputs at the run's strides).
+  const std::vector<ExprPtr> oe = runDims(o, b.node.outputs[0], od);
+  for (auto& s :
+       runNest(vs, oe, {Stmt::store(out, runIndex(vv, stridesOf(oe)), value(vv))}, true, w))
     body.push_back(std::move(s));
   sched["vector_width"] = w;
   return b.finish(std::move(body), std::move(sched), o);
@@ -438,16 +493,31 @@ Split3 split3(const Dims& d, size_t a0, size_t a1) {
 
 Block checkIndices(const std::string& ind, DType it, int64_t count, int64_t dim,
                    const LowerOptions& o) {
-  if (dim == 0 && count > 0) no("indices into an empty dimension");
+  return checkIndices(ind, it, intImm(count), intImm(dim), o);
+}
+
+Block checkIndices(const std::string& ind, DType it, ExprPtr count, ExprPtr dim,
+                   const LowerOptions& o) {
+  if (asInt(dim) == 0 && asInt(count).value_or(1) > 0) no("indices into an empty dimension");
   if (!o.runtimeKernels) return {};
   return {Stmt::callKernel(it == DType::I64 ? "check_indices_i64" : "check_indices_i32",
-                           {CallArg{ind, nullptr, nullptr}, CallArg{"", nullptr, intImm(count)},
-                            CallArg{"", nullptr, intImm(dim)}})};
+                           {CallArg{ind, nullptr, nullptr}, CallArg{"", nullptr, std::move(count)},
+                            CallArg{"", nullptr, std::move(dim)}})};
+}
+
+ExprPtr clampIndex(ExprPtr i, ExprPtr dim) {
+  if (auto d = asInt(dim)) return clampIndex(std::move(i), *d);
+  // (a run's dim may be 0, which the runtime's index checks report: still in bounds here)
+  return max(min(std::move(i), sub(std::move(dim), intImm(1))), intImm(0));
 }
 
 ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim) {
+  return clampedIndex(std::move(k), it, intImm(dim));
+}
+
+ExprPtr clampedIndex(ExprPtr k, DType it, ExprPtr dim) {
   if (it != DType::I64) k = cast(DType::I64, k);
-  return clampIndex(select(cmp(Op::Lt, k, intImm(0)), add(k, intImm(dim)), k), dim);
+  return clampIndex(select(cmp(Op::Lt, k, intImm(0)), add(k, dim), k), dim);
 }
 
 } // namespace aicc::loop::detail

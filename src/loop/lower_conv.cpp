@@ -66,9 +66,10 @@ namespace {
 
 // ConvTranspose as a gather loop nest: y[n, m, o] = bias[m] + sum over the input channels c of
 // m's group and kernel taps k of x[n, c, i] * w[c, m % Mg, k] where i * stride = o + pad - k * dil.
+// Symbolic sizes (LowerOptions::runDim): the run's extents and strides.
 Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
-                        const std::string& outParam, const std::string& candidate,
-                        Schedule& sched) {
+                        const std::string& outParam, const LowerOptions& o,
+                        const std::string& candidate, Schedule& sched) {
   if (!candidate.empty() && candidate != kLoopCandidate)
     no("ConvTranspose has only the loop candidate");
   const Value* xv = outerOf(bind, head.inputs.at(0));
@@ -91,6 +92,11 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
   if (st.size() != r || dl.size() != r || op.size() != r) no("attributes of the wrong rank");
   std::string ap = head.attrString("auto_pad");
   Dims outShape = head.attrInts("output_shape", {});
+  const std::vector<ExprPtr> xr = runDims(o, xv, xd), yr = runDims(o, head.outputs[0], yd);
+  bool symbolic = false;
+  for (size_t d = 0; d < xr.size(); ++d) symbolic |= !isImm(xr[d]) || !isImm(yr[d]);
+  if (symbolic && (ap != "NOTSET" || !outShape.empty()))
+    no("ConvTranspose with symbolic sizes takes explicit pads only");
   Dims pb(r, 0);
   for (size_t d = 0; d < r; ++d) {
     int64_t full = st[d] * (in[d] - 1) + op[d] + dl[d] * (k[d] - 1) + 1;
@@ -106,27 +112,30 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
     }
   }
   std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
-  int64_t inSz = numel(in), outSz = numel(out), kSz = numel(k);
+  const int64_t kSz = numel(k);
+  const std::vector<ExprPtr> inE(xr.begin() + 2, xr.end()), outE(yr.begin() + 2, yr.end());
+  ExprPtr inSz = intImm(1), outSz = intImm(1);
+  for (size_t d = 0; d < r; ++d) inSz = mul(inSz, inE[d]), outSz = mul(outSz, outE[d]);
   std::string nv = b.fresh("n"), mv = b.fresh("m"), cv = b.fresh("c");
   std::vector<std::string> ov, kv;
   for (size_t d = 0; d < r; ++d) ov.push_back(b.fresh("o" + std::to_string(d)));
   for (size_t d = 0; d < r; ++d) kv.push_back(b.fresh("k" + std::to_string(d)));
   ExprPtr n = var(nv), m = var(mv), c = var(cv);
-  ExprPtr yIdx = add(add(mul(n, intImm(M * outSz)), mul(m, intImm(outSz))),
-                     linearIndex(vars(ov), strides(out)));
+  ExprPtr yIdx =
+      add(add(mul(n, mul(intImm(M), outSz)), mul(m, outSz)), runIndex(vars(ov), stridesOf(outE)));
   ExprPtr ic = add(mul(div(m, intImm(Mg)), intImm(Cg)), c);
   std::vector<ExprPtr> pos;
   ExprPtr cond;
   for (size_t d = 0; d < r; ++d) {
     ExprPtr tt = sub(add(var(ov[d]), intImm(pb[d])), mul(var(kv[d]), intImm(dl[d])));
     ExprPtr ok =
-        binary(Op::And, cmp(Op::Ge, tt, intImm(0)), cmp(Op::Lt, tt, intImm(in[d] * st[d])));
+        binary(Op::And, cmp(Op::Ge, tt, intImm(0)), cmp(Op::Lt, tt, mul(inE[d], intImm(st[d]))));
     if (st[d] != 1) ok = binary(Op::And, ok, cmp(Op::Eq, mod(tt, intImm(st[d])), intImm(0)));
     cond = cond ? binary(Op::And, cond, ok) : ok;
     pos.push_back(st[d] == 1 ? tt : div(tt, intImm(st[d])));
   }
   ExprPtr xIdx =
-      add(add(mul(n, intImm(C * inSz)), mul(ic, intImm(inSz))), linearIndex(pos, strides(in)));
+      add(add(mul(n, mul(intImm(C), inSz)), mul(ic, inSz)), runIndex(pos, stridesOf(inE)));
   ExprPtr wIdx = add(add(mul(ic, intImm(Mg * kSz)), mul(mod(m, intImm(Mg)), intImm(kSz))),
                      linearIndex(vars(kv), strides(k)));
   Stmt accum = Stmt::store(outParam, yIdx,
@@ -138,11 +147,11 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
   for (auto& s2 : nest(red, redExt, {Stmt::ifThen(cond, {accum})}, false))
     pix.push_back(std::move(s2));
   std::vector<std::string> outer = {nv, mv};
-  Dims outerExt = {xd[0], M};
-  for (size_t d = 0; d < r; ++d) outer.push_back(ov[d]), outerExt.push_back(out[d]);
+  std::vector<ExprPtr> outerExt = {xr[0], intImm(M)};
+  for (size_t d = 0; d < r; ++d) outer.push_back(ov[d]), outerExt.push_back(outE[d]);
   sched["candidate"] = std::string(kLoopCandidate);
   sched["parallel"] = std::vector<std::string>{nv};
-  return nest(outer, outerExt, std::move(pix), true);
+  return runNest(outer, outerExt, std::move(pix), true);
 }
 
 // aicc.ConvNchwc (ops/layout.h): the blocked convolution kernel per image, weights packed at
@@ -212,7 +221,7 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                const LowerOptions& o, const std::string& candidate, Schedule& sched,
                FusedClamp* clamp) {
   if (head.op == "ConvTranspose" && head.domain.empty())
-    return convTransposeBody(b, head, bind, outParam, candidate, sched);
+    return convTransposeBody(b, head, bind, outParam, o, candidate, sched);
   if (head.op == "ConvNchwc" && head.domain == kAiccDomain)
     return convNchwcBody(b, head, bind, outParam, o, sched, clamp);
   // ConvInteger: u8/i8 operands less their zero points (x's a scalar, w's one or one per output
@@ -231,10 +240,21 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
               : !isComputeFloat(t) || wt != t || (bv && bv->type.dtype != t))
     no(integer ? "ConvInteger is lowered for u8/i8 operands only"
                : "Conv is lowered for f32/f64 only");
-  ConvShape s = convShape(head, staticDims(xv, "X"), staticDims(wv, "W"), staticDims(yv, "Y"));
+  const Dims xd = staticDims(xv, "X"), yd = staticDims(yv, "Y");
+  ConvShape s = convShape(head, xd, staticDims(wv, "W"), yd);
   std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
   size_t r = s.in.size();
   int64_t inSz = numel(s.in), outSz = numel(s.out);
+  // Symbolic sizes (LowerOptions::runDim): the run's batch and spatial sizes, as the micro-kernel
+  // calls' arguments and offsets (their planned sizes are the symbols' bounds).
+  const std::vector<ExprPtr> xr = runDims(o, xv, xd), yr = runDims(o, yv, yd);
+  bool symbolic = false;
+  for (size_t d = 0; d < xr.size(); ++d) symbolic |= !isImm(xr[d]) || !isImm(yr[d]);
+  if (symbolic && head.attrString("auto_pad").rfind("SAME", 0) == 0)
+    no("Conv with auto_pad " + head.attrString("auto_pad") +
+       " and symbolic sizes (its pads follow the size)");
+  ExprPtr inSzE = intImm(1), outSzE = intImm(1);
+  for (size_t d = 2; d < xr.size(); ++d) inSzE = mul(inSzE, xr[d]), outSzE = mul(outSzE, yr[d]);
 
   // Micro-kernel applicability.
   bool f32 = t == DType::F32, dilOne = true, padsOne = true;
@@ -280,28 +300,38 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   const Dims st2 = two ? s.stride : Dims{1, s.stride[0]}, dl2 = two ? s.dil : Dims{1, s.dil[0]};
   const Dims pb = two ? s.padBegin : Dims{0, s.padBegin[0]};
   const Dims pe = two ? s.padEnd : Dims{0, s.padEnd[0]};
+  const std::vector<ExprPtr> in2E =
+      two ? std::vector<ExprPtr>{xr[2], xr[3]} : std::vector<ExprPtr>{intImm(1), xr[2]};
   int64_t Cg = s.C / s.G, Mg = s.M / s.G, kSz = numel(s.k);
+  if (symbolic && !(o.runtimeKernels && kd && f32 && (r == 1 || r == 2) && s.k.size() == r &&
+                    ((Cg == 1 && kd->op == kernels::KernelOp::DepthwiseConvNchw) ||
+                     (kernels::isGemmOp(kd->op) && wv->constant))))
+    no("Conv with symbolic sizes runs on the NCHW micro-kernels only (f32, 1-D or 2-D, "
+       "constant weights or depthwise)");
   // NCHW micro-kernels without layout copies (JIT): depthwise of any size, and GEMM convolution
   // with the weights packed at compile time.
   if (o.runtimeKernels && kd && f32 && (r == 1 || r == 2) && s.k.size() == r) {
     ExprPtr n = var(nv);
     auto geometry = [&](std::vector<CallArg>& a) {
-      for (int64_t v : {in2[0], in2[1], k2[0], k2[1], st2[0], st2[1], pb[0], pb[1], pe[0], pe[1],
-                        dl2[0], dl2[1]})
+      a.push_back(CallArg{"", nullptr, in2E[0]});
+      a.push_back(CallArg{"", nullptr, in2E[1]});
+      for (int64_t v : {k2[0], k2[1], st2[0], st2[1], pb[0], pb[1], pe[0], pe[1], dl2[0], dl2[1]})
         a.push_back(val(v));
     };
+    const ExprPtr xImage = mul(n, mul(intImm(s.C), inSzE)),
+                  yImage = mul(n, mul(intImm(s.M), outSzE));
     if (Cg == 1 && kd->op == kernels::KernelOp::DepthwiseConvNchw) { // channel multiplier Mg
       const auto* dk = kd;
-      std::vector<CallArg> a = {buf(X, mul(n, intImm(s.C * inSz))), buf(W, nullptr),
-                                bv ? buf(B, nullptr) : val(0),
-                                buf(outParam, mul(n, intImm(s.M * outSz))), val(s.C), val(Mg)};
+      std::vector<CallArg> a = {
+          buf(X, xImage),        buf(W, nullptr), bv ? buf(B, nullptr) : val(0),
+          buf(outParam, yImage), val(s.C),        val(Mg)};
       geometry(a);
       for (auto& c : clampArgs(clamp)) a.push_back(std::move(c));
       markKernel(sched, dk->name, clamp);
       sched["layout"] = std::string("nchw");
       sched["parallel"] = std::vector<std::string>{"channels"};
-      return nest({nv}, {s.N}, {Stmt::callKernel(std::string("dwconv_nchw_") + dk->name, a)},
-                  false);
+      return runNest({nv}, {xr[0]}, {Stmt::callKernel(std::string("dwconv_nchw_") + dk->name, a)},
+                     false);
     }
     if (kernels::isGemmOp(kd->op) && wv->constant) {
       // One group's geometry, as the runtime sees it: it picks the same GEMM layout
@@ -321,14 +351,16 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                                   std::string(pixelRows ? "packed_b:" : "packed_a:") + kd->name);
       std::string gv = b.fresh("g");
       ExprPtr g = var(gv);
-      std::vector<CallArg> a = {
-          buf(X, add(mul(n, intImm(s.C * inSz)), mul(g, intImm(Cg * inSz)))),
-          buf(WP, mul(g, intImm(per))), bv ? buf(B, mul(g, intImm(Mg))) : val(0),
-          buf(outParam, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))), val(Cg),
-          val(Mg)};
+      const ExprPtr yOff = add(yImage, mul(g, mul(intImm(Mg), outSzE)));
+      std::vector<CallArg> a = {buf(X, add(xImage, mul(g, mul(intImm(Cg), inSzE)))),
+                                buf(WP, mul(g, intImm(per))),
+                                bv ? buf(B, mul(g, intImm(Mg))) : val(0),
+                                buf(outParam, yOff),
+                                val(Cg),
+                                val(Mg)};
       geometry(a);
       for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
-      a.push_back(residualArg(clamp, add(mul(n, intImm(s.M * outSz)), mul(g, intImm(Mg * outSz)))));
+      a.push_back(residualArg(clamp, yOff));
       // Activations stored as bf16 (LowerOptions::bf16Activations; bf16 kernels, which run
       // channel rows only): their buffers are bf16 and one more argument says which
       // (kernels::Epilogue::bf16).
@@ -347,7 +379,9 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
           stored(a.back().buffer, kernels::kBf16Residual);
         }
       }
-      if (io) a.push_back(val(int64_t(io)));
+      // The GEMM form chosen here (the weights are packed for it), whatever the run's sizes.
+      a.push_back(
+          val(int64_t(io) | (pixelRows ? kernels::kConvPixelRows : kernels::kConvChannelRows)));
       if (io)
         sched["bf16_activations"] = std::string((io & kernels::kBf16Input ? "in " : "")) +
                                     (io & kernels::kBf16Output ? "out " : "") +
@@ -357,8 +391,8 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
                                                 "pixels as rows)"
                                               : "nchw; weights packed at compile time (A panels)");
       sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
-      return nest({nv, gv}, {s.N, s.G},
-                  {Stmt::callKernel(std::string("conv2d_nchw_packed_") + kd->name, a)}, false);
+      return runNest({nv, gv}, {xr[0], intImm(s.G)},
+                     {Stmt::callKernel(std::string("conv2d_nchw_packed_") + kd->name, a)}, false);
     }
   }
   if (kd && kd->op == kernels::KernelOp::DepthwiseConv3x3) {

@@ -73,6 +73,47 @@ std::optional<LoweredNode> lowerConcat(const Node& n, const std::string& name,
   DType t = n.outputs[0]->type.dtype;
   Block body;
   int64_t offset = 0;
+  // Symbolic sizes: each input a block copy of `outer` runs of `inner` elements, at the run's
+  // sizes (its place along the axis: the sum of the inputs' run dims before it).
+  const std::vector<ExprPtr> ore = runDims(o, n.outputs[0], od);
+  bool symbolic = false;
+  std::vector<std::vector<ExprPtr>> irs;
+  for (const Value* v : n.inputs) {
+    irs.push_back(v ? runDims(o, v, staticDims(v, "input")) : std::vector<ExprPtr>{});
+    for (const ExprPtr& e : irs.back()) symbolic |= !isImm(e);
+  }
+  if (symbolic) {
+    ExprPtr at = intImm(0), after = intImm(1), outBlock = intImm(1); // along the axis
+    for (size_t d = size_t(axis); d < ore.size(); ++d) outBlock = mul(outBlock, ore[d]);
+    for (size_t d = size_t(axis) + 1; d < ore.size(); ++d) after = mul(after, ore[d]);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (!n.inputs[k]) continue;
+      const std::vector<ExprPtr>& ir = irs[k];
+      if (ir.size() != ore.size()) no("inputs of different ranks");
+      ExprPtr outer = intImm(1), inner = intImm(1);
+      for (size_t d = 0; d < ir.size(); ++d) {
+        if (int64_t(d) < axis) {
+          if (!equal(ir[d], ore[d])) no("an input whose dims differ from the output's");
+          outer = mul(outer, ir[d]);
+        } else {
+          if (int64_t(d) > axis && !equal(ir[d], ore[d]))
+            no("an input whose dims differ from the output's");
+          inner = mul(inner, ir[d]);
+        }
+      }
+      const std::string in = b.input(n.inputs[k]), i0 = b.fresh("i0"), i1 = b.fresh("i1");
+      ExprPtr oi = add(add(mul(var(i0), outBlock), mul(at, after)), var(i1));
+      for (auto& st :
+           runNest({i0, i1}, {outer, inner},
+                   {Stmt::store(out, oi, load(in, add(mul(var(i0), inner), var(i1)), t))}, true,
+                   vectorWidthFor(o, t, 1 << 20)))
+        body.push_back(std::move(st));
+      at = add(at, ir[size_t(axis)]);
+    }
+    Schedule s;
+    s["axis"] = axis;
+    return b.finish(std::move(body), std::move(s), o);
+  }
   auto os = strides(od);
   // Each input is a block copy: `outer` runs (the dims before the axis) of `inner` contiguous
   // elements. With one run (batch 1, or axis 0) the copy is one flat loop, split for the threads
@@ -171,18 +212,23 @@ std::optional<LoweredNode> lowerGather(const Node& n, const std::string& name,
   int64_t axis = normAxis(n.attrInt("axis"), id.size(), n);
   if (od.size() != id.size() - 1 + xd.size()) no("output rank mismatch");
   std::string in = b.input(n.inputs[0]), ind = b.input(n.inputs[1]);
-  auto is = strides(id), xs = strides(xd);
+  // Symbolic sizes: the run's dims of the data and the indices (their count and range).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), xr = runDims(o, n.inputs[1], xd);
+  const auto is = stridesOf(ir), xs = stridesOf(xr);
+  ExprPtr count = intImm(1);
+  for (const ExprPtr& e : xr) count = mul(count, e);
   DType t = n.outputs[0]->type.dtype;
-  Block check = checkIndices(ind, it, numel(xd), id[axis], o);
+  Block check =
+      checkIndices(ind, it, asInt(count) ? intImm(*asInt(count)) : count, ir[size_t(axis)], o);
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {
         std::vector<ExprPtr> xi(v.begin() + axis, v.begin() + axis + xd.size());
-        ExprPtr k = clampedIndex(load(ind, linearIndex(xi, xs), it), it, id[axis]);
+        ExprPtr k = clampedIndex(load(ind, runIndex(xi, xs), it), it, ir[size_t(axis)]);
         std::vector<ExprPtr> idx(v.begin(), v.begin() + axis);
         idx.push_back(k);
         idx.insert(idx.end(), v.begin() + axis + xd.size(), v.end());
-        return load(in, linearIndex(idx, is), t);
+        return load(in, runIndex(idx, is), t);
       },
       o, {}, std::move(check));
 }
@@ -252,6 +298,11 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
   Block pre;
   auto pads = constInts(n, 1);
   auto axesC = n.hasInput(3) ? constInts(n, 3) : std::optional<std::vector<int64_t>>();
+  // Symbolic sizes: the input's run dims for the edges, wraps, reflections and strides.
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  runDims(o, n.outputs[0], od); // (gatherNest's loops run the output's)
+  bool symbolic = false;
+  for (const ExprPtr& e : ir) symbolic |= !isImm(e);
   if (pads && (axesC || !n.hasInput(3))) {
     for (int64_t k = 0; k < A; ++k)
       before[size_t(axesC ? normAxis((*axesC)[size_t(k)], id.size(), n) : k)] =
@@ -260,6 +311,7 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
     // Pads (or axes) given at run time: each dim's leading pad into a temp and the output dims
     // they imply checked against the compiled shape (@check_values_i64), as Slice does.
     if (!o.runtimeKernels) no("non-constant pads (checked by the runtime only)");
+    if (symbolic) no("pads given at run time with symbolic sizes");
     std::string beg = b.temp("before", DType::I64, {rank}),
                 cnt = b.temp("dims", DType::I64, {rank});
     for (int64_t d = 0; d < rank; ++d) {
@@ -291,7 +343,7 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
   for (int64_t x : id)
     if (x == 0) no("an empty input");
   std::string in = b.input(n.inputs[0]);
-  auto is = strides(id);
+  const auto is = stridesOf(ir);
   Schedule s;
   s["mode"] = mode;
   return gatherNest(
@@ -301,24 +353,23 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
         ExprPtr inside;
         for (size_t d = 0; d < v.size(); ++d) {
           ExprPtr p = sub(v[d], before[d]);
-          ExprPtr last = intImm(id[d] - 1);
+          const ExprPtr dim = ir[d], last = sub(dim, intImm(1));
           if (mode == "edge") {
-            p = clampIndex(p, id[d]);
+            p = clampIndex(p, dim);
           } else if (mode == "wrap") { // ((p % n) + n) % n, as the reference
-            const ExprPtr dim = intImm(id[d]);
             p = binary(Op::Mod, add(binary(Op::Mod, p, dim), dim), dim);
           } else if (mode == "reflect") {
             p = select(cmp(Op::Lt, p, intImm(0)), neg(p), p);
-            p = select(cmp(Op::Gt, p, last), sub(intImm(2 * (id[d] - 1)), p), p);
-            p = clampIndex(p, id[d]);
+            p = select(cmp(Op::Gt, p, last), sub(mul(intImm(2), last), p), p);
+            p = clampIndex(p, dim);
           } else {
             ExprPtr ok = binary(Op::And, cmp(Op::Ge, p, intImm(0)), cmp(Op::Le, p, last));
             inside = inside ? binary(Op::And, inside, ok) : ok;
-            p = clampIndex(p, id[d]); // a safe index for the eager select
+            p = clampIndex(p, dim); // a safe index for the eager select
           }
           idx.push_back(p);
         }
-        ExprPtr x = load(in, linearIndex(idx, is), t);
+        ExprPtr x = load(in, runIndex(idx, is), t);
         return inside ? select(inside, x, cval) : x;
       },
       o, s, std::move(pre));

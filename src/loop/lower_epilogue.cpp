@@ -60,9 +60,10 @@ namespace {
 // One loop nest over `dims` storing the chain's value of `result` into `dst`; `seed` (if any) is
 // read back from `seedParam` at the same element. The loops are those of flatSpace: merged where
 // the operands allow, parallel and vectorized over the merged extents.
+// `dims` are the sizes of value `runOf` (symbolic sizes: its bounds, the loops run its run's).
 Block chainNest(FuncBuilder& b, const std::vector<const Node*>& chain, const Bind& bind,
-                const Value* result, const std::string& dst, const Dims& dims, DType t,
-                const Value* seed, const std::string& seedParam, const LowerOptions& o,
+                const Value* result, const std::string& dst, const Dims& dims, const Value* runOf,
+                DType t, const Value* seed, const std::string& seedParam, const LowerOptions& o,
                 Schedule& sched) {
   std::map<const Value*, const Node*> producer;
   for (const Node* x : chain)
@@ -85,28 +86,33 @@ Block chainNest(FuncBuilder& b, const std::vector<const Node*>& chain, const Bin
     if (!isScalar(outerOf(v))) leaves.push_back(v);
   };
   collect(result);
+  const std::vector<ExprPtr> runOut = runDims(o, runOf, dims);
   std::vector<Dims> shapes;
+  std::vector<std::vector<ExprPtr>> runs;
   for (const Value* v : leaves) {
     Dims vd = staticDims(outerOf(v), "operand");
     if (vd.size() > dims.size()) no("an operand of higher rank than the output");
     for (size_t d = 0; d < vd.size(); ++d)
       if (vd[d] != 1 && vd[d] != dims[dims.size() - vd.size() + d])
         no("an operand that does not broadcast");
+    runs.push_back(runDims(o, outerOf(v), vd));
+    if (!sameRunDims(vd, runs.back(), runOut))
+      no(fmt::format("operand '{}' has symbolic dims other than the output's", v->name));
     shapes.push_back(vd);
   }
   const int64_t lanes = vectorWidthFor(o, t, 1 << 20);
-  FlatSpace fs = flatSpace(dims, shapes, lanes);
+  FlatSpace fs = flatSpace(dims, shapes, lanes, runOut);
   const Dims ext = fs.extents();
   std::vector<std::string> vs;
   for (size_t d = 0; d < ext.size(); ++d) vs.push_back(b.fresh("e" + std::to_string(d)));
   std::vector<ExprPtr> vv = vars(vs);
-  ExprPtr flat = linearIndex(vv, fs.strideOf(dims));
+  ExprPtr flat = runIndex(vv, fs.runStrideOf(dims, runOut));
   std::map<const Value*, ExprPtr> memo;
   if (seed) memo[seed] = load(seedParam, flat, t);
   for (size_t k = 0; k < leaves.size(); ++k) {
     const Value* outer = outerOf(leaves[k]);
     memo[leaves[k]] =
-        load(b.input(outer), linearIndex(vv, fs.strideOf(shapes[k])), outer->type.dtype);
+        load(b.input(outer), runIndex(vv, fs.runStrideOf(shapes[k], runs[k])), outer->type.dtype);
   }
   std::function<ExprPtr(const Value*)> expr = [&](const Value* v) -> ExprPtr {
     if (auto it = memo.find(v); it != memo.end()) return it->second;
@@ -133,7 +139,7 @@ Block chainNest(FuncBuilder& b, const std::vector<const Node*>& chain, const Bin
   sched["vector_width"] = w;
   sched["chain_loops"] = ext;
   if (ext.empty()) return {Stmt::store(dst, intImm(0), value)};
-  return nest(vs, ext, {Stmt::store(dst, flat, value)}, fs.parallel, w);
+  return runNest(vs, fs.runExtents(), {Stmt::store(dst, flat, value)}, fs.parallel, w);
 }
 
 // Relu, or Clip whose bounds are absent or constant scalars, as a clamp; HardSwish, Sigmoid and
@@ -241,7 +247,7 @@ std::optional<LoweredNode> lowerFusedReduction(const Node& n, const std::string&
   DType t = v0->type.dtype;
   std::string tmp = b.temp("prologue", t, dims);
   Schedule ignored;
-  b.prologue = chainNest(b, chain, bind, v0, tmp, dims, t, nullptr, "", o, ignored);
+  b.prologue = chainNest(b, chain, bind, v0, tmp, dims, v0, t, nullptr, "", o, ignored);
   b.bindInput(v0, tmp);
   auto r = lowerReductionInto(*root, b, o);
   if (!r) no("reduction root " + root->op + " is not lowered");
@@ -307,8 +313,11 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
         clamp.residual = b.input(r);
       }
     }
-    // Add(head, residual) [then a clamp]: the GEMM kernels add the residual in the register tile.
-    if (const Value* r = residualOf(chain, head->outputs[0], g.outputs[0], bind, dims)) {
+    // Add(head, residual) [then a clamp]: the GEMM kernels add the residual in the register tile
+    // (symbolic sizes: the output's).
+    const Value* r = residualOf(chain, head->outputs[0], g.outputs[0], bind, dims);
+    if (r && !sameRunDims(dims, runDims(o, r, dims), runDims(o, n.outputs[0], dims))) r = nullptr;
+    if (r) {
       if (chain.size() == 2) clamp = clampOf(*chain[1], bind);
       if (chain.size() == 1 || clamp.hasLo || clamp.hasHi || clamp.act) clamp.residual = b.input(r);
     }
@@ -319,6 +328,9 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
     else
       no("epilogue head " + head->op + " is not lowered");
     if (clamp.consumed) chain.clear();
+    // The head's result and the node's have one shape (symbolic sizes: the same run dims).
+    if (!sameRunDims(dims, runDims(o, n.outputs[0], dims), runDims(o, head->outputs[0], dims)))
+      no("the head's result and the output differ in their symbolic dims");
     sched["head"] = head->op;
   } else {
     chain.push_back(&n);
@@ -326,7 +338,7 @@ std::optional<LoweredNode> lowerEpilogueFamily(const Node& n, const std::string&
 
   // The chain: one loop per output dim, the head's result read back from the output buffer.
   if (!chain.empty())
-    for (auto& s : chainNest(b, chain, bind, result, out, dims, t,
+    for (auto& s : chainNest(b, chain, bind, result, out, dims, n.outputs[0], t,
                              head ? head->outputs[0] : nullptr, out, o, sched))
       body.push_back(std::move(s));
   return b.finish(std::move(body), std::move(sched), o);

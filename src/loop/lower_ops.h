@@ -112,8 +112,21 @@ struct FlatSpace {
   Dims extents() const;
   // Per loop, the element stride of an operand of shape `shape` (0 where it is broadcast).
   std::vector<int64_t> strideOf(const Dims& shape) const;
+  // Symbolic sizes: the run's dims of out (runDims; the Dims above are their bounds), the loops'
+  // run extents, and an operand's run strides given its run dims (`run`, right-aligned as
+  // `shape`). Without symbolic dims these are the immediates of extents() and strideOf().
+  std::vector<ExprPtr> runOut;
+  std::vector<ExprPtr> runExtents() const;
+  std::vector<ExprPtr> runStrideOf(const Dims& shape, const std::vector<ExprPtr>& run) const;
 };
-FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t lanes);
+// A symbolic `runOut` (runDims of the output) keeps one loop per merged group (no split for the
+// threads, which needs a divisor of a known extent).
+FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t lanes,
+                    const std::vector<ExprPtr>& runOut = {});
+// Whether an operand's run dims `run` (right-aligned) match the output's `out` wherever the
+// operand is not broadcast (bound 1): symbolic dims must be the same expression.
+bool sameRunDims(const Dims& shape, const std::vector<ExprPtr>& run,
+                 const std::vector<ExprPtr>& out);
 
 // The vector width for innermost loops of `extent` elements of type t.
 int64_t vectorWidthFor(const LowerOptions& o, DType t, int64_t extent);
@@ -121,6 +134,7 @@ int64_t vectorWidthFor(const LowerOptions& o, DType t, int64_t extent);
 int64_t normAxis(int64_t a, size_t rank, const Node& n);
 // An i64 index expression clamped into [0, dim) (dim >= 1): a load at it stays inside the dim.
 ExprPtr clampIndex(ExprPtr i, int64_t dim);
+ExprPtr clampIndex(ExprPtr i, ExprPtr dim); // a run's dim (symbolic sizes), >= 1
 // a > c for values of type t, with NaN above every number and not above NaN (ArgMax, TopK).
 ExprPtr greaterNanFirst(DType t, ExprPtr a, ExprPtr c);
 // The contents of a constant integer input (nullopt when absent or not constant).
@@ -137,6 +151,7 @@ std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& n
                                              const LowerOptions& o);
 // A copy of every element of the output from an input index expression (after `prefix`):
 // value(output indices) stored at each output element, the nest's innermost loop vectorized.
+// Symbolic sizes: the loops run the output's run extents (runDims).
 LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
                        const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value,
                        const LowerOptions& o, Schedule sched = {}, Block prefix = {});
@@ -174,8 +189,11 @@ std::optional<LoweredNode> lowerLrn(const Node& n, FuncBuilder& b, const LowerOp
 // bundle has no error path (as for integer division by zero) and takes the nearest element.
 Block checkIndices(const std::string& ind, DType it, int64_t count, int64_t dim,
                    const LowerOptions& o);
+Block checkIndices(const std::string& ind, DType it, ExprPtr count, ExprPtr dim,
+                   const LowerOptions& o); // (symbolic sizes: the run's)
 // Index k (int32/int64, negative from the end) into [0, dim).
 ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim);
+ExprPtr clampedIndex(ExprPtr k, DType it, ExprPtr dim);
 std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name,
                                           const LowerOptions& o); // lower_scatter.cpp
 std::optional<LoweredNode> lowerScatterElements(const Node& n, const std::string& name,

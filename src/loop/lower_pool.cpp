@@ -18,13 +18,18 @@ std::optional<LoweredNode> lowerGlobal(const Node& n, const std::string& name,
   DType t = n.outputs[0]->type.dtype;
   if (!isComputeFloat(t) || id.size() < 2) no("a float input of rank >= 2 is needed");
   int64_t rows = id[0] * id[1], len = numel(id) / std::max<int64_t>(1, rows);
+  // Symbolic sizes: the run's rows (N * C) and row length (the spatial dims).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  const std::vector<ExprPtr> orr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "output"));
+  if (orr.empty() || !equal(orr[0], ir[0])) no("the result's batch is not the input's");
+  ExprPtr rowsE = mul(ir[0], ir[1]), lenE = intImm(1);
+  for (size_t d = 2; d < ir.size(); ++d) lenE = mul(lenE, ir[d]);
   std::string in = b.input(n.inputs[0]);
   // f32 GlobalAveragePool with runtime kernels: vector row sums, rows over the threads.
   if (!isMax && o.runtimeKernels && t == DType::F32 && rows >= 1 && len >= 1) {
     const auto& kd = kernels::defaultKernel(kernels::KernelOp::DepthwiseConvNchw, o.kernelIsa);
     std::vector<CallArg> a = {CallArg{in, nullptr, nullptr}, CallArg{out, nullptr, nullptr},
-                              CallArg{"", nullptr, intImm(rows)},
-                              CallArg{"", nullptr, intImm(len)}};
+                              CallArg{"", nullptr, rowsE}, CallArg{"", nullptr, lenE}};
     Schedule sch;
     markKernel(sch, kd.name);
     sch["parallel"] = std::vector<std::string>{"rows"};
@@ -32,18 +37,22 @@ std::optional<LoweredNode> lowerGlobal(const Node& n, const std::string& name,
                     o);
   }
   std::string r = b.fresh("r"), k = b.fresh("k");
-  ExprPtr acc = load(out, var(r), t), x = load(in, add(mul(var(r), intImm(len)), var(k)), t);
+  ExprPtr acc = load(out, var(r), t), x = load(in, add(mul(var(r), lenE), var(k)), t);
   Block body = {Stmt::store(
       out, var(r), isMax ? constant(t, -std::numeric_limits<double>::infinity()) : constant(t, 0))};
-  for (auto& s :
-       nest({k}, {len},
-            {Stmt::store(out, var(r), isMax ? select(cmp(Op::Gt, x, acc), x, acc) : add(acc, x))},
-            false))
-    body.push_back(std::move(s));
-  if (!isMax) body.push_back(Stmt::store(out, var(r), div(acc, constant(t, double(len)))));
+  if (len > 0)
+    for (auto& s : runNest(
+             {k}, {lenE},
+             {Stmt::store(out, var(r), isMax ? select(cmp(Op::Gt, x, acc), x, acc) : add(acc, x))},
+             false))
+      body.push_back(std::move(s));
+  if (!isMax)
+    body.push_back(
+        Stmt::store(out, var(r), div(acc, isImm(lenE) ? constant(t, double(len)) : cast(t, lenE))));
   Schedule sch;
   sch["parallel"] = std::vector<std::string>{r};
-  return b.finish(nest({r}, {rows}, std::move(body), true), std::move(sch), o);
+  if (rows == 0) return b.finish({}, std::move(sch), o);
+  return b.finish(runNest({r}, {rowsE}, std::move(body), true), std::move(sch), o);
 }
 
 std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
@@ -77,6 +86,12 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   } else if (ap != "VALID") {
     no("auto_pad " + ap);
   }
+  // Symbolic sizes: the run's batch and spatial sizes, on the runtime kernels only.
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), orr = runDims(o, n.outputs[0], od);
+  bool symbolic = false;
+  for (size_t d = 0; d < id.size(); ++d) symbolic |= !isImm(ir[d]) || !isImm(orr[d]);
+  if (symbolic && ap != "NOTSET" && ap != "VALID")
+    no("auto_pad " + ap + " with symbolic sizes (its pads follow the size)");
   // LpPool: the sum of |x|^p over the window's inside positions, then its p-th root.
   const int64_t lp = n.op == "LpPool" ? n.attrInt("p") : 0;
   if (n.op == "LpPool" && lp < 1) no("LpPool with p < 1");
@@ -96,12 +111,15 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
     std::string nv = b.fresh("n");
     ExprPtr nn = var(nv);
     const int64_t C = blocked ? id[1] * kernels::kNchwcBlock : id[1];
-    std::vector<CallArg> a = {CallArg{in, mul(nn, intImm(C * id[2] * id[3])), nullptr},
-                              CallArg{out, mul(nn, intImm(C * od[2] * od[3])), nullptr}};
-    for (int64_t v : {C, int64_t(0), int64_t(0), int64_t(0), id[2], id[3], k[0], k[1], st[0], st[1],
-                      pb[0], pb[1], pe[0], pe[1], dl[0], dl[1], od[2], od[3]})
-      a.push_back(CallArg{"", nullptr, intImm(v)});
-    if (!isMax) a.push_back(CallArg{"", nullptr, intImm(countPad ? 1 : 0)});
+    std::vector<CallArg> a = {CallArg{in, mul(nn, mul(intImm(C), mul(ir[2], ir[3]))), nullptr},
+                              CallArg{out, mul(nn, mul(intImm(C), mul(orr[2], orr[3]))), nullptr}};
+    auto arg = [&](ExprPtr v) { a.push_back(CallArg{"", nullptr, std::move(v)}); };
+    for (int64_t v : {C, int64_t(0), int64_t(0), int64_t(0)}) arg(intImm(v));
+    arg(ir[2]), arg(ir[3]);
+    for (int64_t v : {k[0], k[1], st[0], st[1], pb[0], pb[1], pe[0], pe[1], dl[0], dl[1]})
+      arg(intImm(v));
+    arg(orr[2]), arg(orr[3]);
+    if (!isMax) arg(intImm(countPad ? 1 : 0));
     Schedule sch;
     markKernel(sch, kd.name);
     sch["layout"] = std::string(blocked ? "nchw16c" : "nchw; padded planes");
@@ -109,8 +127,10 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
                               : std::vector<std::string>{"channels"};
     const std::string callee =
         std::string(isMax ? "maxpool_nchw" : "avgpool_nchw") + (blocked ? "16c_" : "_") + kd.name;
-    return b.finish(nest({nv}, {id[0]}, {Stmt::callKernel(callee, a)}, false), std::move(sch), o);
+    return b.finish(runNest({nv}, {ir[0]}, {Stmt::callKernel(callee, a)}, false), std::move(sch),
+                    o);
   }
+  if (symbolic) no(n.op + " with symbolic sizes runs on the 2-D f32 pooling kernels only");
   // One loop over batch x channels (the parallel one: batch is usually 1), then the window.
   std::vector<std::string> ov = {b.fresh("nc")}, kv;
   for (size_t d = 0; d < r; ++d) ov.push_back(b.fresh("o" + std::to_string(d)));

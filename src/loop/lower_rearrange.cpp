@@ -100,15 +100,19 @@ std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
   if (n.hasInput(4)) steps = *constInts(n, 4);
   if (axes.size() != starts->size() || steps.size() != starts->size()) no("inconsistent inputs");
   std::vector<int64_t> begin(id.size(), 0), step(id.size(), 1);
+  // Symbolic sizes: the run's strides; the sliced dims must be static (the bounds of a slice
+  // along a symbolic dim follow its size).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
   for (size_t k = 0; k < axes.size(); ++k) {
     int64_t a = normAxis(axes[k], id.size(), n), dim = id[a], st = steps[k];
     if (st == 0) no("a zero step");
+    if (!isImm(ir[size_t(a)])) no("a Slice along a symbolic dim");
     int64_t s = (*starts)[k];
     if (s < 0) s += dim;
     s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
     begin[a] = s, step[a] = st;
   }
-  auto is = strides(id);
+  const auto is = stridesOf(ir);
   DType t = n.outputs[0]->type.dtype;
   std::string in = b.input(n.inputs[0]);
   return gatherNest(
@@ -117,7 +121,7 @@ std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
         std::vector<ExprPtr> idx;
         for (size_t d = 0; d < v.size(); ++d)
           idx.push_back(add(intImm(begin[d]), mul(v[d], intImm(step[d]))));
-        return load(in, linearIndex(idx, is), t);
+        return load(in, runIndex(idx, is), t);
       },
       o);
 }

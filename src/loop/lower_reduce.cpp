@@ -99,22 +99,25 @@ Block checkRuntimeAxes(const Node& n, FuncBuilder& b, const Dims& in, const std:
                             intArg(reduced), intArg(ones), intArg(flags)})};
 }
 
-// The reduction of `in` over the dims of `red` into `out` (dense over the kept dims).
-Block reduceNest(const Node& n, FuncBuilder& b, const Dims& id, const std::vector<bool>& red,
-                 const std::string& out, DType t) {
+// The reduction of `in` over the dims of `red` into `out` (dense over the kept dims); `ir` the
+// input's run dims (symbolic sizes: runDims; else id's immediates).
+Block reduceNest(const Node& n, FuncBuilder& b, const Dims& id, const std::vector<ExprPtr>& ir,
+                 const std::vector<bool>& red, const std::string& out, DType t) {
   std::string in = b.input(n.inputs[0]);
   std::vector<std::string> kept, rv;
-  std::vector<ExprPtr> idx;
-  Dims keptExt, redExt;
+  std::vector<ExprPtr> idx, keptExt, redExt;
+  Dims keptBound;
   for (size_t d = 0; d < id.size(); ++d) {
     std::string v = b.fresh((red[d] ? "r" : "i") + std::to_string(d));
     (red[d] ? rv : kept).push_back(v);
-    (red[d] ? redExt : keptExt).push_back(id[d]);
+    (red[d] ? redExt : keptExt).push_back(ir[d]);
+    if (!red[d]) keptBound.push_back(id[d]);
     idx.push_back(var(v));
   }
-  int64_t count = numel(redExt);
-  ExprPtr y = linearIndex(vars(kept), strides(keptExt));
-  ExprPtr x = load(in, linearIndex(idx, strides(id)), t), acc = load(out, y, t);
+  ExprPtr count = intImm(1);
+  for (const ExprPtr& e : redExt) count = mul(count, e);
+  ExprPtr y = runIndex(vars(kept), stridesOf(keptExt));
+  ExprPtr x = load(in, runIndex(idx, stridesOf(ir)), t), acc = load(out, y, t);
   const std::string& op = n.op;
   double init = op == "ReduceMax"    ? -std::numeric_limits<double>::infinity()
                 : op == "ReduceMin"  ? std::numeric_limits<double>::infinity()
@@ -132,26 +135,30 @@ Block reduceNest(const Node& n, FuncBuilder& b, const Dims& id, const std::vecto
   if (op == "ReduceLogSumExp") {
     // As the reference: m = the max (NaN wins), then m + log(sum exp(x - m)) when m is finite,
     // else m.
-    const std::string mx = b.temp("max", t, {numel(keptExt)});
+    const std::string mx = b.temp("max", t, {numel(keptBound)});
     ExprPtr m = load(mx, y, t), inf = constant(t, std::numeric_limits<double>::infinity());
     ExprPtr finite = cmp(Op::Lt, call("abs", {m}), inf);
     body.push_back(Stmt::store(mx, y, neg(inf)));
     for (auto& s :
-         nest(rv, redExt,
-              {Stmt::store(mx, y,
-                           select(binary(Op::Or, cmp(Op::Gt, x, m), cmp(Op::Ne, x, x)), x, m))},
-              false))
+         runNest(rv, redExt,
+                 {Stmt::store(mx, y,
+                              select(binary(Op::Or, cmp(Op::Gt, x, m), cmp(Op::Ne, x, x)), x, m))},
+                 false))
       body.push_back(std::move(s));
     step = add(acc, select(finite, call("exp", {sub(x, m)}), constant(t, 0)));
     result = select(finite, add(m, call("log", {acc})), m);
   }
   body.push_back(Stmt::store(out, y, constant(t, init)));
-  for (auto& s : nest(rv, redExt, {Stmt::store(out, y, step)}, false)) body.push_back(std::move(s));
-  if (op == "ReduceMean") result = div(acc, constant(t, double(count)));
+  for (auto& s : runNest(rv, redExt, {Stmt::store(out, y, step)}, false))
+    body.push_back(std::move(s));
+  if (op == "ReduceMean")
+    result = div(acc, asInt(count) ? constant(t, double(*asInt(count))) : cast(t, count));
   if (op == "ReduceL2") result = call("sqrt", {acc});
   if (op == "ReduceLogSum") result = call("log", {acc});
   if (result) body.push_back(Stmt::store(out, y, result));
-  return nest(kept, keptExt, std::move(body), true);
+  for (const ExprPtr& e : keptExt) // an empty nest, as nest() leaves it
+    if (asInt(e) == 0) return {};
+  return runNest(kept, keptExt, std::move(body), true);
 }
 
 std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const LowerOptions& o) {
@@ -160,12 +167,18 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
   Dims id = staticDims(n.inputs.at(0), "input");
   DType t = n.outputs[0]->type.dtype;
   if (!isComputeFloat(t)) no("a float input is needed");
+  // Symbolic sizes: the run's dims; the result's symbolic dims are the kept ones.
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id),
+                             orr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "output"));
+  bool symbolic = false;
+  for (const ExprPtr& e : ir) symbolic |= !isImm(e);
   std::vector<bool> red(id.size(), false);
   std::vector<int64_t> axes;
   Block check;
   const std::optional<std::vector<int64_t>> given = constInts(n, 1);
   if (n.hasInput(1) && !given) {
     const auto sets = axesFromShapes(n, id, staticDims(n.outputs[0], "output"));
+    if (symbolic) no("run-time axes with symbolic sizes");
     if (sets.size() > 1) {
       // The shapes leave the reduced dims open ([3,2,2] -> [3,2] is axis 1 or 2): one nest per
       // candidate, chosen by the run's axes; other axes reach the check of the first, which
@@ -178,7 +191,7 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
         for (size_t d = 0; d < id.size(); ++d)
           if (sets[c][d]) bits |= int64_t(1) << d;
         Block then = checkRuntimeAxes(n, b, id, sets[c], o);
-        for (auto& st : reduceNest(n, b, id, sets[c], out, t)) then.push_back(std::move(st));
+        for (auto& st : reduceNest(n, b, id, ir, sets[c], out, t)) then.push_back(std::move(st));
         chain = {Stmt::ifThen(cmp(Op::Eq, load(mask, intImm(0), DType::I64), intImm(bits)),
                               std::move(then), std::move(chain))};
       }
@@ -195,7 +208,16 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
     }
     for (int64_t a : axes) red[normAxis(a, id.size(), n)] = true;
   }
-  for (auto& st : reduceNest(n, b, id, red, out, t)) check.push_back(std::move(st));
+  std::vector<ExprPtr> keptRun, outRun; // (static 1s aside)
+  for (size_t d = 0; d < id.size(); ++d)
+    if (!red[d] && asInt(ir[d]) != 1) keptRun.push_back(ir[d]);
+  for (const ExprPtr& e : orr)
+    if (asInt(e) != 1) outRun.push_back(e);
+  if (keptRun.size() != outRun.size() ||
+      !std::equal(keptRun.begin(), keptRun.end(), outRun.begin(),
+                  [](const ExprPtr& a, const ExprPtr& c) { return equal(a, c); }))
+    no("the result's dims are not the kept dims of the input");
+  for (auto& st : reduceNest(n, b, id, ir, red, out, t)) check.push_back(std::move(st));
   return b.finish(std::move(check), {}, o);
 }
 

@@ -46,7 +46,18 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
       scale[d] = static_cast<double>(od[d]) / static_cast<double>(id[d]);
   }
   std::string in = b.input(n.inputs[0]);
-  auto is = strides(id);
+  // Symbolic sizes: the run's input dims for strides and edge clamps, where the coordinate
+  // mapping does not read the sizes (constant scales; not align_corners, pytorch_half_pixel or
+  // half_pixel_symmetric).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), ore = runDims(o, n.outputs[0], od);
+  bool symbolic = false;
+  for (size_t d = 0; d < id.size(); ++d) symbolic |= !isImm(ir[d]) || !isImm(ore[d]);
+  if (symbolic &&
+      (!n.hasInput(2) || !n.inputs[2]->constant || !runScales.empty() || ctm == "align_corners" ||
+       ctm == "pytorch_half_pixel" || ctm == "half_pixel_symmetric"))
+    no("Resize with symbolic sizes takes constant scales and a mapping that does not read the "
+       "sizes");
+  const std::vector<ExprPtr> is = stridesOf(ir);
   DType t = n.outputs[0]->type.dtype;
   Schedule sch;
   sch["coordinate_transformation_mode"] = ctm;
@@ -119,11 +130,10 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
               ExprPtr w = cubic ? cubicWeight(dist) : max(c(0), sub(c(1), dist));
               ExprPtr idx = add(bi, intImm(i));
               if (exclude)
-                w = select(
-                    binary(Op::And, cmp(Op::Ge, idx, intImm(0)), cmp(Op::Lt, idx, intImm(id[d]))),
-                    w, c(0));
+                w = select(binary(Op::And, cmp(Op::Ge, idx, intImm(0)), cmp(Op::Lt, idx, ir[d])), w,
+                           c(0));
               sum = sum ? add(sum, w) : w;
-              taps[d].push_back({clampIndex(idx, id[d]), w});
+              taps[d].push_back({clampIndex(idx, ir[d]), w});
             }
             if (exclude || antialias)
               for (auto& tp : taps[d])
@@ -143,7 +153,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
               idx[d] = tp.first;
               w = w ? mul(w, tp.second) : tp.second;
             }
-            ExprPtr term = cast(DType::F64, load(in, linearIndex(idx, is), t));
+            ExprPtr term = cast(DType::F64, load(in, runIndex(idx, is), t));
             // A zero weight skips its tap, as the reference (0 * inf would be NaN).
             if (w) term = select(cmp(Op::Eq, w, c(0)), c(0), mul(w, term));
             sum = sum ? add(sum, term) : term;
@@ -173,9 +183,9 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
             r = call("ceil", {xo});
           else
             no("nearest_mode " + nm);
-          idx.push_back(clampIndex(cast(DType::I64, r), id[d]));
+          idx.push_back(clampIndex(cast(DType::I64, r), ir[d]));
         }
-        return load(in, linearIndex(idx, is), t);
+        return load(in, runIndex(idx, is), t);
       },
       o, sch);
 }

@@ -48,17 +48,18 @@ bool symbolic(const Type& t) {
   return false;
 }
 
-// The leading symbols of a type (rule 1: its dims before the last symbolic one are symbols or 1s,
-// the others static) and their positions, else nullopt and *why set.
-std::optional<std::vector<std::pair<std::string, size_t>>>
-leadingSymbols(const Value* v, const Type& t, std::string* why) {
+// The leading symbolic dims of a type (rule 1: its dims before the last symbolic one are
+// symbols, expressions of them, or 1s, the others static) and their positions, else nullopt and
+// *why set.
+std::optional<std::vector<std::pair<Dim, size_t>>> leadingSymbols(const Value* v, const Type& t,
+                                                                  std::string* why) {
   const Shape& s = *t.shape;
-  std::vector<std::pair<std::string, size_t>> out;
+  std::vector<std::pair<Dim, size_t>> out;
   size_t k = 0;
   for (; k < s.size() && (s[k] == Dim::known(1) || !s[k].isStatic()); ++k) {
     if (s[k].isStatic()) continue;
-    if (s[k].derived || s[k].symbol.empty()) break;
-    out.emplace_back(s[k].symbol, k);
+    if (s[k].symbol.empty()) break;
+    out.emplace_back(s[k], k);
   }
   bool ok = !out.empty();
   for (; ok && k < s.size(); ++k) ok = s[k].isStatic();
@@ -97,12 +98,16 @@ void shiftAccesses(Block& b, const std::map<std::string, ExprPtr>& shift) {
 // A symbol's value in the run: the shape block's element, clamped into the range the runtime
 // checked (so the verifier sees the real bounds).
 ExprPtr symbolValue(const std::string& block, const SymbolSlot& slot) {
-  return min(max(load(block, intImm(slot.slot), DType::I64), intImm(slot.lo)), intImm(slot.bound));
+  ExprPtr v = load(block, intImm(slot.slot), DType::I64);
+  if (slot.divisor > 1) v = div(v, intImm(slot.divisor));
+  return min(max(v, intImm(slot.lo)), intImm(slot.bound));
 }
 
 // The shape block as ln's parameter `block`.
 void addShapeBlock(LoweredNode& ln, const std::string& block, const PerSampleContext& ctx) {
-  ln.func.params.push_back({block, DType::I64, Dims{int64_t(ctx.symbols.size())}, "", Role::In});
+  int64_t slots = 0; // (a stepped symbol's "S/step" reads S's slot)
+  for (const auto& [_, s] : ctx.symbols) slots = std::max(slots, s.slot + 1);
+  ln.func.params.push_back({block, DType::I64, Dims{slots}, "", Role::In});
   ln.symbolsParam = block;
 }
 
@@ -137,14 +142,24 @@ std::optional<LoweredNode> lowerShapeOf(const Node& n, const std::string& funcNa
   const std::string out = b.output(0), block = b.fresh("symbols");
   std::vector<ExprPtr> dims;
   for (const Dim& d : *t.shape) {
-    auto slot = ctx.symbols.find(d.symbol);
-    if (!d.isStatic() && (d.derived || slot == ctx.symbols.end())) {
+    if (d.isStatic()) {
+      dims.push_back(intImm(d.value));
+      continue;
+    }
+    std::vector<std::string> syms;
+    const auto e = dimExpr(d);
+    if (e) e->symbols(syms);
+    if (!e || syms.empty() || std::any_of(syms.begin(), syms.end(), [&](const std::string& x) {
+          return !ctx.symbols.count(x);
+        })) {
       if (whyNot)
-        *whyNot = fmt::format("'{}' is {}: its shape holds a dim that is not an input symbol",
+        *whyNot = fmt::format("'{}' is {}: its shape holds a dim that is not an expression of "
+                              "input symbols",
                               n.inputs[0]->name, formatType(t));
       return std::nullopt;
     }
-    dims.push_back(d.isStatic() ? intImm(d.value) : symbolValue(block, slot->second));
+    dims.push_back(loopExprOf(
+        *e, [&](const std::string& x) { return symbolValue(block, ctx.symbols.at(x)); }));
   }
   Block body;
   if (n.op == "Size") {
@@ -163,8 +178,9 @@ std::optional<LoweredNode> lowerShapeOf(const Node& n, const std::string& funcNa
   return ln;
 }
 
-// Lowered with the run's sizes (LowerOptions::runDim): the ops whose lowerings read them, when
-// their symbolic dims are input symbols.
+// Lowered with the run's sizes (LowerOptions::runDim), when the node's symbolic dims are
+// expressions of input symbols and its lowering read the run's size of every symbolic dim of
+// its inputs and results (a lowering that does not know runDim reads none: refused).
 std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcName,
                                          const LowerOptions& o, const PerSampleContext& ctx,
                                          std::string* whyNot) {
@@ -172,8 +188,6 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
     if (whyNot) *whyNot = std::move(reason);
     return std::nullopt;
   };
-  if (!n.domain.empty() || (n.op != "Transpose" && n.op != "Attention"))
-    return no(n.op + " has no lowering for symbolic sizes");
   std::vector<Value*> vs;
   valuesOf(n, vs);
   std::map<std::string, std::string> placeholder; // symbol -> its variable while lowering
@@ -191,20 +205,32 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
         if (slot == ctx.symbols.end())
           return no(
               fmt::format("'{}' is {}: '{}' is not an input symbol", v->name, formatType(t), x));
-        placeholder[x] = kDimVar + std::to_string(slot->second.slot);
+        placeholder.emplace(x, "");
       }
     }
   }
+  for (int k = 0; auto& [x, ph] : placeholder) ph = kDimVar + std::to_string(k++);
   LowerOptions so = o;
+  std::set<std::pair<const Value*, size_t>> read;
   so.runDim = [&](const Value* v, size_t k) -> ExprPtr {
     const Type& t = ctx.typeOf(v);
     if (!t.shape || k >= t.shape->size() || (*t.shape)[k].isStatic()) return nullptr;
+    read.emplace(v, k);
     return loopExprOf(*dimExpr((*t.shape)[k]),
                       [&](const std::string& x) { return var(placeholder.at(x)); });
   };
   std::string why;
   auto ln = lowerNode(n, funcName, &why, so);
   if (!ln) return no(why);
+  for (const auto* list : {&n.inputs, &n.outputs})
+    for (const Value* v : *list) {
+      if (!v || v->constant || !ctx.typeOf(v).shape) continue;
+      const Shape& sh = *ctx.typeOf(v).shape;
+      for (size_t k = 0; k < sh.size(); ++k)
+        if (!sh[k].isStatic() && !read.count({v, k}))
+          return no(fmt::format("'{}' is {}: {} has no lowering for symbolic sizes there", v->name,
+                                formatType(ctx.typeOf(v)), opLabel(n)));
+    }
   Func& f = ln->func;
   NameGen fresh(f);
   const std::string block = fresh.fresh("symbols");
@@ -241,6 +267,7 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
   std::vector<Value*> vs;
   valuesOf(n, vs);
   std::vector<std::string> syms;
+  std::vector<Dim> leading; // the leading dims (syms are their printed forms)
   std::map<const Value*, std::vector<size_t>> batched; // the values with them, and where
   for (const Value* v : vs) {
     const Type& t = ctx.typeOf(v);
@@ -249,19 +276,27 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
     if (!lead) return no(why);
     std::vector<std::string> names;
     std::vector<size_t> where;
-    for (const auto& [name, at] : *lead) names.push_back(name), where.push_back(at);
+    for (const auto& [d, at] : *lead) names.push_back(d.symbol), where.push_back(at);
+    if (syms.empty())
+      for (const auto& [d, _] : *lead) leading.push_back(d);
     batched[v] = where; // (a value read twice is listed twice)
     if (!syms.empty() && names != syms)
       return no(fmt::format("it reads or writes different symbolic dims ({}; {})",
                             fmt::join(syms, ", "), fmt::join(names, ", ")));
     syms = names;
   }
+  // Each leading dim's bound (its value at the symbols' upper bounds).
+  std::map<std::string, int64_t> hi;
+  for (const auto& [name, slot] : ctx.symbols) hi[name] = slot.bound;
   int64_t bound = 1;
-  for (const std::string& x : syms) {
-    auto slot = ctx.symbols.find(x);
-    if (slot == ctx.symbols.end())
-      return no(fmt::format("'{}' is not a symbol of the model's inputs", x));
-    bound *= slot->second.bound;
+  std::vector<int64_t> bounds;
+  for (const Dim& d : leading) {
+    const auto e = dimExpr(d);
+    const auto b = e ? e->evaluate(hi) : std::nullopt;
+    if (!b)
+      return no(fmt::format("'{}' is not an expression of the model's input symbols", d.symbol));
+    bounds.push_back(*b);
+    bound *= *b;
   }
   const std::string sym = fmt::format("{}", fmt::join(syms, "*"));
   // Rule 2: from the inputs' samples to every output's.
@@ -279,11 +314,11 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
   std::optional<LoweredNode> ln;
   {
     TypeSwap one;
-    std::map<std::string, int64_t> unit;
-    for (const std::string& x : syms) unit[x] = 1;
-    for (const auto& [v, _] : batched) {
+    for (const auto& [v, at] : batched) {
       const Type& t = ctx.typeOf(v);
-      one.set(const_cast<Value*>(v), Type::tensor(t.dtype, withSymbols(*t.shape, unit)));
+      Shape unit = *t.shape;
+      for (size_t a : at) unit[a] = Dim::known(1);
+      one.set(const_cast<Value*>(v), Type::tensor(t.dtype, unit));
     }
     LowerOptions all = o;
     all.samples = var(kSamplesVar);
@@ -308,13 +343,16 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
     bool same = b.shape.size() == ctx.typeOf(v).shape->size();
     for (size_t a : at) same = same && b.shape[a] == 1;
     if (same)
-      for (size_t i = 0; i < at.size(); ++i) b.shape[at[i]] = ctx.symbols.at(syms[i]).bound;
+      for (size_t i = 0; i < at.size(); ++i) b.shape[at[i]] = bounds[i];
     else
       b.shape = Dims{b.numel() * bound}, b.layout.clear();
   }
   if (!inCall) shiftAccesses(f.body, shift);
   ExprPtr samples = intImm(1);
-  for (const std::string& x : syms) samples = mul(samples, symbolValue(block, ctx.symbols.at(x)));
+  for (const Dim& d : leading)
+    samples = mul(samples, loopExprOf(*dimExpr(d), [&](const std::string& x) {
+                    return symbolValue(block, ctx.symbols.at(x));
+                  }));
   Block body;
   body.push_back(Stmt::let(count, samples));
   if (inCall)
@@ -332,11 +370,12 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
 std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& funcName,
                                           const LowerOptions& o, const PerSampleContext& ctx,
                                           std::string* whyNot) {
-  // Refused by both: the per-sample reason (the rules' account of the node's shapes).
-  std::string perSample;
+  // Refused by both: both reasons (the per-sample rules' account of the node's shapes, then why
+  // the lowering with the run's sizes did not take it).
+  std::string perSample, symbolic;
   if (auto ln = lowerSamples(n, funcName, o, ctx, &perSample)) return ln;
-  if (auto ln = lowerSymbolic(n, funcName, o, ctx, nullptr)) return ln;
-  if (whyNot) *whyNot = perSample;
+  if (auto ln = lowerSymbolic(n, funcName, o, ctx, &symbolic)) return ln;
+  if (whyNot) *whyNot = perSample + (symbolic.empty() ? "" : "; with the run's sizes: " + symbolic);
   return std::nullopt;
 }
 

@@ -43,9 +43,11 @@ WindowAttrs readWindowAttrs(const Node& n, size_t spatial);
 // Output size and padding of one dimension for Conv / pooling (ceilMode for pooling only).
 // Throws when the window does not fit.
 Window slideDim(const WindowAttrs& a, size_t i, int64_t in, int64_t kernel, bool ceilMode);
-// The output size of a symbolic input size `in` (ir/dim_expr.h; without ceil_mode): SAME
-// ceil(in / stride), else floor((in + pads - extent) / stride) + 1; unknown when `in` is.
-Dim slideSymbolic(const WindowAttrs& a, size_t i, const Dim& in, int64_t kernel);
+// The output size of a symbolic input size `in` (ir/dim_expr.h): SAME ceil(in / stride), else
+// floor((in + pads - extent) / stride) + 1 (ceilMode: ceil, where no last window can start in the
+// end padding; else unknown); unknown when `in` is.
+Dim slideSymbolic(const WindowAttrs& a, size_t i, const Dim& in, int64_t kernel,
+                  bool ceilMode = false);
 std::vector<Window> slideDims(const WindowAttrs& a, const Dims& inSpatial, const Dims& kernel,
                               bool ceilMode);
 

@@ -114,15 +114,21 @@ Window slideDim(const WindowAttrs& a, size_t i, int64_t in, int64_t kernel, bool
   return w;
 }
 
-Dim slideSymbolic(const WindowAttrs& a, size_t i, const Dim& in, int64_t kernel) {
+Dim slideSymbolic(const WindowAttrs& a, size_t i, const Dim& in, int64_t kernel, bool ceilMode) {
   const int64_t stride = a.strides[i], ext = a.dilations[i] * (kernel - 1) + 1;
   if (a.autoPad == "SAME_UPPER" || a.autoPad == "SAME_LOWER") return dimCeilDiv(in, stride);
   const size_t sp = a.strides.size();
-  const int64_t pads = a.autoPad == "NOTSET" ? a.pads[i] + a.pads[i + sp] : 0;
+  const int64_t padEnd = a.autoPad == "NOTSET" ? a.pads[i + sp] : 0;
+  const int64_t pads = a.autoPad == "NOTSET" ? a.pads[i] + padEnd : 0;
+  // ceil_mode: ceil((in + pads - ext) / s) + 1, when no last window can start in the end padding
+  // (its start (out - 1) s <= in + pads - ext + s - 1 stays below in + padBegin: s <= ext -
+  // padEnd).
+  if (ceilMode && stride > ext - padEnd) return Dim{};
+  const int64_t up = ceilMode ? stride - 1 : 0;
   auto e = dimExpr(in);
   if (!e) return Dim{};
-  try { // floor((in + pads - ext) / s) + 1 = floor((in + pads - ext + s) / s)
-    return dimOf((*e + DimExpr::constant(pads - ext + stride)).floorDiv(stride));
+  try { // floor((in + pads - ext [+ s - 1]) / s) + 1 = floor((in + pads - ext [+ s - 1] + s) / s)
+    return dimOf((*e + DimExpr::constant(pads - ext + stride + up)).floorDiv(stride));
   } catch (const std::exception&) {
     return Dim{};
   }
@@ -165,9 +171,9 @@ void inferSliding(InferCtx& c, Dim channels, const std::optional<Dims>& kernel, 
     Dim d = xs ? (*xs)[i + 2] : Dim{};
     if (kernel && d.isStatic())
       out.push_back(Dim::known(slideDim(a, i, d.value, (*kernel)[i], ceilMode).out));
-    else if (kernel && !ceilMode)
-      out.push_back(slideSymbolic(a, i, d, (*kernel)[i]));
-    else // (ceil_mode drops a last window that starts in the end padding: not one expression)
+    else if (kernel)
+      out.push_back(slideSymbolic(a, i, d, (*kernel)[i], ceilMode));
+    else
       out.push_back(Dim{});
   }
   c.setTensor(0, dt, out);

@@ -99,8 +99,15 @@ const std::optional<Shape>& InferCtx::inShape(size_t i) const {
 }
 
 const Tensor* InferCtx::constInput(size_t i) const {
-  if (!has(i) || !node.inputs[i]->constant) return nullptr;
-  return &*node.inputs[i]->constant;
+  if (!has(i)) return nullptr;
+  const Value* v = node.inputs[i];
+  if (v->constant) return &*v->constant;
+  // A Constant node's tensor, before constant folding makes it a constant value (an exporter's
+  // Resize scales).
+  if (const Node* p = v->producer; p && p->op == "Constant" && p->domain.empty())
+    if (const Attribute* a = p->attr("value"))
+      if (const auto* t = std::get_if<Tensor>(&a->v)) return t;
+  return nullptr;
 }
 
 const std::vector<Dim>* InferCtx::shapeValue(size_t i) {

@@ -200,7 +200,8 @@ public:
   // Element type / shape of tensor input i (Undefined / nullopt when unknown).
   DType inDType(size_t i) const;
   const std::optional<Shape>& inShape(size_t i) const;
-  // The value of input i when it is a constant (initializer), else nullptr.
+  // The value of input i when it is a constant (an initializer, or a Constant node's tensor),
+  // else nullptr.
   const Tensor* constInput(size_t i) const;
   // The contents of a small integer input known symbolically (data propagation through
   // Shape -> Gather -> Concat chains), else nullptr. Constants are covered too.

@@ -101,8 +101,9 @@ void inferPad(InferCtx& c) {
       AICC_CHECK(out[d].value + add >= 0, "pads {} make dim {} of {} negative", formatDims(*pads),
                  d, formatShape(*in));
       out[d] = Dim::known(out[d].value + add);
-    } else if (add != 0)
-      out[d] = Dim{};
+    } else if (add != 0) {
+      out[d] = dimAdd(out[d], Dim::known(add)); // (unknown when it could be negative)
+    }
   }
   c.setTensor(0, dt, out);
 }

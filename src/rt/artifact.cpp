@@ -43,10 +43,30 @@ std::string declText(const TensorDesc& t, const std::vector<Symbol>& symbols) {
   std::string s = std::string(dtypeName(t.dtype)) + "[", ranges;
   for (size_t i = 0; i < t.dims.size(); ++i) {
     const int32_t j = t.symbolAt(i);
+    if (i < t.exprs.size() && !t.exprs[i].empty()) { // infix, from the postfix program
+      std::vector<std::string> st;
+      const auto& p = t.exprs[i];
+      for (size_t k = 0; k + 1 < p.size(); k += 2) {
+        if (p[k] == kDimConst || p[k] == kDimSymbol) {
+          st.push_back(p[k] == kDimConst ? std::to_string(p[k + 1])
+                                         : symbols.at(size_t(p[k + 1])).name);
+        } else if (p[k] == kDimDiv && !st.empty()) {
+          st.back() = "(" + st.back() + ")/" + std::to_string(p[k + 1]);
+        } else if (st.size() >= 2) {
+          const std::string b = st.back();
+          st.pop_back();
+          st.back() = st.back() + (p[k] == kDimAdd ? "+" : "*") + b;
+        }
+      }
+      s += (i ? "," : "") + (st.size() == 1 ? st[0] : "?");
+      continue;
+    }
     s += (i ? "," : "") + (j < 0 ? std::to_string(t.dims[i]) : symbols[size_t(j)].name);
-    if (j >= 0 && ranges.find(symbols[size_t(j)].name + " ") == std::string::npos)
-      ranges += format("{}{} in {}..{}", ranges.empty() ? "" : ", ", symbols[size_t(j)].name,
-                       symbols[size_t(j)].lo, symbols[size_t(j)].hi);
+    if (j >= 0 && ranges.find(symbols[size_t(j)].name + " ") == std::string::npos) {
+      const Symbol& x = symbols[size_t(j)];
+      ranges += format("{}{} in {}..{}", ranges.empty() ? "" : ", ", x.name, x.lo, x.hi);
+      if (x.step > 1) ranges += format(", multiples of {}", x.step);
+    }
   }
   return s + "]" + (ranges.empty() ? "" : " (" + ranges + ")");
 }
@@ -69,6 +89,43 @@ std::string dec(const std::string& s) {
 
 // A line that does not parse (caught by the plan reader: "malformed line").
 struct Malformed {};
+
+// A derived dim's value (TensorDesc::exprs) with the symbols' values (unset ones: their hi via
+// `hi`); -1 when the program is malformed.
+int64_t evalDim(const std::vector<int64_t>& prog, const std::vector<int64_t>& values,
+                const std::vector<int64_t>* hi) {
+  int64_t stack[kMaxDimProgram];
+  size_t top = 0;
+  for (size_t i = 0; i + 1 < prog.size() && i / 2 < kMaxDimProgram; i += 2) {
+    const int64_t op = prog[i], arg = prog[i + 1];
+    if (op == kDimConst || op == kDimSymbol) {
+      int64_t v = arg;
+      if (op == kDimSymbol) {
+        if (arg < 0 || (size_t(arg) >= values.size() && (!hi || size_t(arg) >= hi->size())))
+          return -1;
+        v = size_t(arg) < values.size() && values[size_t(arg)] >= 0 ? values[size_t(arg)]
+            : hi                                                    ? (*hi)[size_t(arg)]
+                                                                    : -1;
+      }
+      stack[top++] = v;
+      continue;
+    }
+    if (top < (op == kDimDiv ? 1u : 2u)) return -1;
+    if (op == kDimDiv) {
+      if (arg < 1) return -1;
+      stack[top - 1] = stack[top - 1] >= 0 ? stack[top - 1] / arg : -1;
+    } else if (op == kDimAdd || op == kDimMul) {
+      const int64_t a = stack[top - 2], b = stack[top - 1];
+      int64_t r = 0;
+      if ((op == kDimAdd ? __builtin_add_overflow(a, b, &r) : __builtin_mul_overflow(a, b, &r)))
+        return -1;
+      stack[--top - 1] = r;
+    } else {
+      return -1;
+    }
+  }
+  return top == 1 ? stack[0] : -1;
+}
 
 // A non-negative integer that is the whole word.
 int64_t parseCount(const std::string& w) {
@@ -132,9 +189,38 @@ bool alignedFor(const Binding& b, int64_t elem) {
   return b.region == Region::Input || b.offset % elem == 0;
 }
 
-// Dims, each a size or a symbol's name (then its hi, and its index in t.syms).
+// A derived dim's program from its plan text, "=" then postfix tokens joined by ':' (an integer,
+// perhaps negative, $K for symbol K, + and *, /D to divide by D): "=$1:3:+:/8" is (S1+3)/8.
+std::vector<int64_t> parseDimProgram(const std::string& w, size_t symbols) {
+  std::vector<int64_t> prog;
+  size_t i = 1;
+  while (i <= w.size()) {
+    size_t j = w.find(':', i);
+    if (j == std::string::npos) j = w.size();
+    const std::string tok = w.substr(i, j - i);
+    if (tok == "+" || tok == "*") {
+      prog.insert(prog.end(), {tok == "+" ? kDimAdd : kDimMul, 0});
+    } else if (!tok.empty() && (tok[0] == '/' || tok[0] == '$')) {
+      const int64_t v = parseCount(tok.substr(1));
+      if (tok[0] == '$' && size_t(v) >= symbols) throw Malformed{};
+      prog.insert(prog.end(), {tok[0] == '/' ? kDimDiv : kDimSymbol, v});
+    } else { // a constant, perhaps negative (a normal form's "-3 + ...")
+      const bool minus = !tok.empty() && tok[0] == '-';
+      const int64_t v = parseCount(minus ? tok.substr(1) : tok);
+      prog.insert(prog.end(), {kDimConst, minus ? -v : v});
+    }
+    i = j + 1;
+  }
+  if (prog.empty() || prog.size() / 2 > kMaxDimProgram) throw Malformed{};
+  return prog;
+}
+
+// Dims, each a size, a symbol's name (then its hi, and its index in t.syms) or a derived dim's
+// program (then its value at the symbols' hi, and the program in t.exprs).
 void parseDims(const std::string& s, const std::vector<Symbol>& symbols, TensorDesc& t) {
   if (s == "-") return;
+  std::vector<int64_t> hi;
+  for (const Symbol& x : symbols) hi.push_back(x.hi);
   size_t i = 0;
   while (i <= s.size()) {
     size_t j = s.find(',', i);
@@ -142,7 +228,12 @@ void parseDims(const std::string& s, const std::vector<Symbol>& symbols, TensorD
     const std::string w = dec(s.substr(i, j - i));
     auto sym =
         std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& x) { return x.name == w; });
-    if (sym != symbols.end()) {
+    if (!w.empty() && w[0] == '=') {
+      t.exprs.resize(t.dims.size());
+      t.exprs.push_back(parseDimProgram(w, symbols.size()));
+      t.dims.push_back(evalDim(t.exprs.back(), {}, &hi));
+      AICC_RT_CHECK(t.dims.back() >= 0, "a malformed derived dim '{}' in '{}'", w, s);
+    } else if (sym != symbols.end()) {
       t.syms.resize(t.dims.size(), -1);
       t.syms.push_back(int32_t(sym - symbols.begin()));
       t.dims.push_back(sym->hi);
@@ -153,6 +244,7 @@ void parseDims(const std::string& s, const std::vector<Symbol>& symbols, TensorD
     i = j + 1;
   }
   if (!t.syms.empty()) t.syms.resize(t.dims.size(), -1);
+  if (!t.exprs.empty()) t.exprs.resize(t.dims.size());
 }
 
 using Kind = Plan::Kind;
@@ -245,6 +337,10 @@ void setFallbackProvider(FallbackProvider p) { fallbackProvider.store(p); }
 void setDynamicTensorView(DynamicTensorView v) { dynamicTensorView.store(v); }
 
 int64_t TensorDesc::dimFor(size_t k, const std::vector<int64_t>& values) const {
+  if (k < exprs.size() && !exprs[k].empty()) {
+    const int64_t v = evalDim(exprs[k], values, nullptr);
+    return v >= 0 ? v : dims[k];
+  }
   const int32_t j = symbolAt(k);
   return j >= 0 && size_t(j) < values.size() && values[size_t(j)] >= 0 ? values[size_t(j)]
                                                                        : dims[k];
@@ -455,9 +551,12 @@ Plan readPlan(const PlanSource& src) {
     };
     try {
       if (kind == "symbol") { // before the inputs that name it
-        Symbol sym{dec(word(1)), parseCount(word(2)), parseCount(word(3))};
-        AICC_RT_CHECK(sym.lo <= sym.hi && sym.hi <= (int64_t(1) << 40),
-                      "{}: symbol '{}' has the range {}..{}", planFile, sym.name, sym.lo, sym.hi);
+        Symbol sym{dec(word(1)), parseCount(word(2)), parseCount(word(3)),
+                   w.size() > 4 ? parseCount(word(4)) : 1};
+        AICC_RT_CHECK(sym.lo <= sym.hi && sym.hi <= (int64_t(1) << 40) && sym.step >= 1 &&
+                          sym.step <= sym.hi,
+                      "{}: symbol '{}' has the range {}..{} (step {})", planFile, sym.name, sym.lo,
+                      sym.hi, sym.step);
         plan.symbols.push_back(sym);
       } else if (kind == "arena") {
         plan.arenaBytes = parseCount(word(1));
@@ -488,7 +587,7 @@ Plan readPlan(const PlanSource& src) {
         const bool dynamic = word(2) == "dynamic";
         auto dtype = dynamic ? std::optional<DType>(DType::Undefined) : dtypeFromName(word(2));
         AICC_RT_CHECK(dtype, "{}: unknown element type '{}'", planFile, word(2));
-        TensorDesc t{dec(word(1)), *dtype, {}, dynamic ? dec(word(3)) : "", {}};
+        TensorDesc t{dec(word(1)), *dtype, {}, dynamic ? dec(word(3)) : "", {}, {}};
         if (!dynamic) parseDims(word(3), plan.symbols, t);
         int64_t elems = 1; // checked before multiplying: no overflow, no negative dim
         for (int64_t x : t.dims) {
@@ -810,6 +909,10 @@ void Artifact::Impl::resolveSymbols(const std::vector<TensorDesc>& decl) {
                     "(compile with --dim {}={}..{})",
                     decl[i].name, k, sym.name, v, sym.lo, sym.hi, sym.name, std::min(sym.lo, v),
                     std::max(sym.hi, v));
+      AICC_RT_CHECK(v % sym.step == 0,
+                    "input '{}': dim {} ({}) is {}, not a multiple of {} (the model's shapes agree "
+                    "only for multiples of {}: pad or resize the input)",
+                    decl[i].name, k, sym.name, v, sym.step, sym.step);
       AICC_RT_CHECK(values[size_t(j)] < 0 || values[size_t(j)] == v,
                     "input '{}': dim {} ({}) is {}, but input '{}' gives {} = {}", decl[i].name, k,
                     sym.name, v, giver(j), sym.name, values[size_t(j)]);

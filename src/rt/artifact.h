@@ -31,7 +31,8 @@ namespace aicc::rt {
 // call contracts model.so relies on. 4: a convolution's packed weights follow
 // kernels::convRowsFor (B panels for pixel rows). 5: @attention_ takes softcap, the causal
 // offset, the operand layouts and the scores output (rt/callees.cpp).
-// 6: `symbol` lines, symbolic input/output dims and the shape block region (Z).
+// 6: `symbol` lines (NAME LO HI [STEP]), symbolic input/output dims and the shape block region
+// (Z).
 inline constexpr const char* kPlanHeader = "aicc-artifact 6";
 
 enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols };
@@ -51,11 +52,18 @@ struct Binding {
 };
 
 // A symbolic dim of the inputs (issue #12): its name and the values a run may give it; the plan
-// is made for `hi` (the memory of every value at its largest).
+// is made for `hi` (the memory of every value at its largest). A step > 1: the values are
+// multiples of it (a model whose shapes agree only there: passes/dim_steps.h).
 struct Symbol {
   std::string name;
   int64_t lo = 1, hi = 1;
+  int64_t step = 1;
 };
+
+// A derived dim's program (TensorDesc::exprs): push a constant, push symbol `arg`'s value, add or
+// multiply the top two, divide the top by `arg` (rounding down; dims are never negative).
+enum : int64_t { kDimConst, kDimSymbol, kDimAdd, kDimMul, kDimDiv };
+inline constexpr size_t kMaxDimProgram = 64; // ops, as a depth bound for the evaluation stack
 
 struct TensorDesc {
   std::string name;
@@ -63,6 +71,9 @@ struct TensorDesc {
   std::vector<int64_t> dims; // a symbolic dim: its symbol's hi
   std::string dynamic;   // a dynamic value: its IR type ("seq<f32[2,3]>", "f32[?]"); dims unused
   std::vector<int32_t> syms; // per dim: its symbol's index, -1 when static (empty: all static)
+  // Per dim: a derived dim's program (an output's (W+3)/8; empty when none, and empty for all
+  // when no dim is derived), in postfix: pairs (op, arg) of kDim* ops over the symbols' values.
+  std::vector<std::vector<int64_t>> exprs;
   // 0 for a dynamic value; with the symbols' values (unset ones, and by default all: their hi).
   int64_t bytes(const std::vector<int64_t>& values = {}) const;
   int32_t symbolAt(size_t k) const { return k < syms.size() ? syms[k] : -1; }

@@ -10,9 +10,10 @@
 //   @dwconv_nchw_<nchw dw desc>(x, w, bias | 0, y, C, mult, H, W, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW, clampFlags, lo, hi)   any depthwise, NCHW, one image
 //   @conv2d_nchw_packed_<gemm desc>(x, wp, bias | 0, y, Cin, Cout, H, W, KH, KW, sH, sW, padTop,
-//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0 [, bf16])   one
+//       padLeft, padBottom, padRight, dilH, dilW, clampFlags, lo, hi, res | 0 [, flags])   one
 //       image, one group, wp = the group's weights packed by kernels::packConvWeights (NCHW
-//       output); bf16 (bf16 kernels): which of x, y, res hold bf16 (kernels::kBf16*)
+//       output); flags: which of x, y, res hold bf16 (kernels::kBf16*, bf16 kernels) and the GEMM
+//       form wp is packed for (kernels::kConv*Rows; absent: kernels::convRowsFor)
 //   @conv2d_nchw16c_<nchw16c desc>(the arguments of @conv2d_nchw_packed_)   x, y and res in
 //       NCHW16c (kernels/conv_nchwc.h), wp packed by kernels::packNchwcWeights
 //   @dwconv_nchw16c_<nchw16c desc>(the same, Cin == Cout)   depthwise, wp packed by
@@ -395,12 +396,19 @@ void callConvPacked(const kernels::KernelDesc& d, const std::string& k, std::vec
   s.Cin = ival(k, a, 4), s.Cout = ival(k, a, 5);
   AICC_RT_CHECK(s.Cin > 0 && s.Cout > 0 && s.OH() > 0 && s.OW() > 0,
                 "call @{}: bad convolution shape", k);
-  // Argument 22: which activations are stored as bf16 (kernels::kBf16*; bf16 kernels only).
-  const int64_t io = a.size() == 23 ? ival(k, a, 22) : 0;
-  AICC_RT_CHECK(io >= 0 && io <= 7 && (io == 0 || d.op == kernels::KernelOp::GemmBf16),
-                "call @{}: bad bf16 storage flags {}", k, io);
+  // Argument 22: which activations are stored as bf16 (kernels::kBf16*; bf16 kernels only) and
+  // the GEMM form the weights were packed for (kernels::kConv*Rows; absent: convRowsFor).
+  const int64_t flags = a.size() == 23 ? ival(k, a, 22) : 0, io = flags & 7;
+  const int64_t form = flags & ~int64_t(7);
+  AICC_RT_CHECK((io == 0 || d.op == kernels::KernelOp::GemmBf16) &&
+                    (form == 0 || form == kernels::kConvChannelRows ||
+                     (form == kernels::kConvPixelRows && d.op == kernels::KernelOp::Gemm)),
+                "call @{}: bad storage / form flags {}", k, flags);
+  const kernels::ConvRows rows = form == kernels::kConvPixelRows     ? kernels::ConvRows::Pixels
+                                 : form == kernels::kConvChannelRows ? kernels::ConvRows::Channels
+                                                                     : kernels::convRowsFor(d, s);
   const float* x = activations(k, a, 0, s.Cin * s.H * s.W, io & kernels::kBf16Input, "x");
-  const float* wp = span(k, a, 1, kernels::convPackedWeightFloats(d, s), "packed weights");
+  const float* wp = span(k, a, 1, kernels::convPackedWeightFloats(d, s, rows), "packed weights");
   const float* bias = optionalBias(k, a, 2, s.Cout);
   const int64_t n = s.Cout * s.OH() * s.OW();
   float* y = activations(k, a, 3, n, io & kernels::kBf16Output, "y");
@@ -408,7 +416,7 @@ void callConvPacked(const kernels::KernelDesc& d, const std::string& k, std::vec
   if (a[21].isBuffer)
     ep.residual = activations(k, a, 21, n, io & kernels::kBf16Residual, "residual");
   ep.bf16 = unsigned(io);
-  kernels::conv2dNchwPacked(d, s, wp, x, y, ep, pool);
+  kernels::conv2dNchwPacked(d, s, rows, wp, x, y, ep, pool);
 }
 
 // The convolutions to NCHW16c, dense (@conv2d_nchw16c_), depthwise (@dwconv_nchw16c_, Cin ==

@@ -50,6 +50,18 @@ const char* regionName(Region r) {
 std::string dimsText(const TensorDesc& t, const std::vector<rt::Symbol>& symbols) {
   std::string s;
   for (size_t i = 0; i < t.dims.size(); ++i) {
+    if (i < t.exprs.size() && !t.exprs[i].empty()) { // a derived dim: "=" and its program
+      std::string prog;
+      const auto& p = t.exprs[i];
+      for (size_t k = 0; k + 1 < p.size(); k += 2)
+        prog += (k ? ":" : "=") + (p[k] == rt::kDimConst    ? std::to_string(p[k + 1])
+                                   : p[k] == rt::kDimSymbol ? "$" + std::to_string(p[k + 1])
+                                   : p[k] == rt::kDimDiv    ? "/" + std::to_string(p[k + 1])
+                                   : p[k] == rt::kDimAdd    ? std::string("+")
+                                                            : std::string("*"));
+      s += (i ? "," : "") + enc(prog);
+      continue;
+    }
     std::string name = t.symbolAt(i) < 0 ? "" : enc(symbols[size_t(t.symbolAt(i))].name);
     for (size_t at; (at = name.find(',')) != std::string::npos;) name.replace(at, 1, "%2C");
     s += (i ? "," : "") + (name.empty() ? std::to_string(t.dims[i]) : name);
@@ -85,7 +97,8 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
   };
   // Symbolic dims of the inputs (before the inputs that name them): the range a run may give.
   for (const rt::Symbol& sym : spec.symbols)
-    p << "symbol " << enc(sym.name) << " " << sym.lo << " " << sym.hi << "\n";
+    p << "symbol " << enc(sym.name) << " " << sym.lo << " " << sym.hi
+      << (sym.step > 1 ? " " + std::to_string(sym.step) : "") << "\n";
   for (const TensorDesc& t : spec.inputs) p << "input " << enc(t.name) << " " << type(t) << "\n";
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << type(t) << " " << regionName(b.region) << ":"

@@ -84,8 +84,13 @@ struct ArtifactSpec {
   std::vector<std::string> fallbacks;
 };
 
-// The bound a symbolic input dim is planned for when no range is given (--dim N=1..64).
+// The bound a symbolic input dim is planned for when no range is given (--dim N=1..64): a batch
+// (a symbol only ever dim 0 of the inputs) 16, a length or an image side 1024.
 inline constexpr int64_t kDefaultSymbolBound = 16;
+inline constexpr int64_t kDefaultSizeBound = 1024;
+// A stepped symbol's default range (passes/dim_steps.h): step..kDefaultSteps * step (an image
+// side in multiples of 32: 32..1024).
+inline constexpr int64_t kDefaultSteps = 32;
 
 // Lowers and plans g (optimized) into a spec (artifact_build.cpp). Symbolic input dims take the
 // ranges given (others 1..kDefaultSymbolBound): memory is planned at their upper bounds and each

@@ -21,6 +21,7 @@
 // value of run-time size (a dynamic slot, rt/artifact.h), becomes a Fallback task (its reference
 // kernel, run by the loader on its bindings); one whose kernel the interpreter lacks makes the
 // build fail, listing every such node.
+#include "passes/dim_steps.h"
 #include "runtime/artifact.h"
 
 #include "backend/memory_plan.h"
@@ -55,13 +56,13 @@ enum class Io { None, Input, Output };
 TensorDesc describe(const Value* v, const char* what, Io io = Io::None) {
   if (io != Io::None && isDynamic(v) &&
       (!v->type.isTensor() || v->type.dtype == DType::String || io == Io::Output))
-    return {v->name, DType::Undefined, {}, formatType(v->type), {}};
+    return {v->name, DType::Undefined, {}, formatType(v->type), {}, {}};
   AICC_CHECK(v->type.isTensor() && v->type.shape, "{} '{}' is not a tensor of known shape", what,
              v->name);
   auto d = toDims(*v->type.shape);
   AICC_CHECK(d, "{} '{}' has the dynamic shape {}; fix it with --dim NAME=VALUE (symbolic dims) "
              "or --shape NAME=D0,D1,... (unnamed ones)", what, v->name, formatShape(*v->type.shape));
-  return {v->name, v->type.dtype, *d, "", {}};
+  return {v->name, v->type.dtype, *d, "", {}, {}};
 }
 
 // The bodies (graph attributes) of a node.
@@ -457,20 +458,127 @@ private:
 
 namespace {
 
-// The symbols of g's inputs (plain symbolic dims, in order of appearance) with their ranges.
+// The input symbol an input's dim is: a plain symbol, or step * stepSymbol(S, step) for a
+// symbol S of `ranges` with that step (passes/dim_steps.h); nullopt otherwise.
+std::optional<std::string> inputSymbolOf(const Dim& d, const std::vector<rt::Symbol>& ranges) {
+  if (d.isStatic() || d.symbol.empty()) return std::nullopt;
+  if (!d.derived) return d.symbol;
+  for (const rt::Symbol& r : ranges)
+    if (r.step > 1 &&
+        dimExpr(d) == DimExpr::constant(r.step) * DimExpr::symbol(stepSymbol(r.name, r.step)))
+      return r.name;
+  return std::nullopt;
+}
+
+// A derived dim as a program over the symbols' values (rt::TensorDesc::exprs), the stepped
+// symbols' "S/step" read as S / step; nullopt when it reads anything else.
+std::optional<std::vector<int64_t>> dimProgram(const Dim& d,
+                                               const std::vector<rt::Symbol>& symbols) {
+  const auto e = dimExpr(d);
+  if (!e) return std::nullopt;
+  bool ok = true;
+  DimAlgebra<std::vector<int64_t>> f;
+  f.constant = [](int64_t c) { return std::vector<int64_t>{rt::kDimConst, c}; };
+  f.symbol = [&](const std::string& x) {
+    for (size_t k = 0; k < symbols.size(); ++k) {
+      if (symbols[k].name == x) return std::vector<int64_t>{rt::kDimSymbol, int64_t(k)};
+      if (symbols[k].step > 1 && stepSymbol(symbols[k].name, symbols[k].step) == x)
+        return std::vector<int64_t>{rt::kDimSymbol, int64_t(k), rt::kDimDiv, symbols[k].step};
+    }
+    ok = false;
+    return std::vector<int64_t>{rt::kDimConst, 0};
+  };
+  auto both = [](int64_t op) {
+    return [op](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+      std::vector<int64_t> r = a;
+      r.insert(r.end(), b.begin(), b.end());
+      r.insert(r.end(), {op, 0});
+      return r;
+    };
+  };
+  f.add = both(rt::kDimAdd);
+  f.mul = both(rt::kDimMul);
+  f.floorDiv = [](const std::vector<int64_t>& a, int64_t k) {
+    std::vector<int64_t> r = a;
+    r.insert(r.end(), {rt::kDimDiv, k});
+    return r;
+  };
+  std::vector<int64_t> prog = e->fold(f);
+  if (!ok || prog.size() / 2 > rt::kMaxDimProgram) return std::nullopt;
+  return prog;
+}
+
+// The symbols of g's inputs (in order of appearance) with their ranges: those given, else
+// 1..kDefaultSymbolBound for a batch (a symbol only ever dim 0 of the inputs) and
+// 1..kDefaultSizeBound for a length or an image side.
 std::vector<rt::Symbol> inputSymbols(const Graph& g, const std::vector<rt::Symbol>& ranges) {
   std::vector<rt::Symbol> out;
+  std::set<std::string> sizes; // the symbols that are some input's dim > 0
   for (const Value* v : g.inputs) {
     if (!v->type.isTensor() || !v->type.shape) continue;
-    for (const Dim& d : *v->type.shape) {
-      if (d.isStatic() || d.derived || d.symbol.empty()) continue;
-      auto has = [&](const rt::Symbol& s) { return s.name == d.symbol; };
+    for (size_t k = 0; k < v->type.shape->size(); ++k) {
+      const auto name = inputSymbolOf((*v->type.shape)[k], ranges);
+      if (!name) continue;
+      if (k > 0) sizes.insert(*name);
+      auto has = [&](const rt::Symbol& s) { return s.name == *name; };
       if (std::any_of(out.begin(), out.end(), has)) continue;
       auto r = std::find_if(ranges.begin(), ranges.end(), has);
-      out.push_back(r != ranges.end() ? *r : rt::Symbol{d.symbol, 1, kDefaultSymbolBound});
+      out.push_back(r != ranges.end() ? *r : rt::Symbol{*name, 1, 0});
     }
   }
+  for (rt::Symbol& s : out)
+    if (s.hi == 0) s.hi = sizes.count(s.name) ? kDefaultSizeBound : kDefaultSymbolBound;
   return out;
+}
+
+// The symbols' values as the graph's dims read them: S, and a stepped S's "S/step".
+std::map<std::string, int64_t> symbolValues(const std::vector<rt::Symbol>& symbols, bool atHi) {
+  std::map<std::string, int64_t> at;
+  for (const rt::Symbol& s : symbols) {
+    at[s.name] = atHi ? s.hi : s.lo;
+    if (s.step > 1)
+      at[stepSymbol(s.name, s.step)] = atHi ? s.hi / s.step : (s.lo + s.step - 1) / s.step;
+  }
+  return at;
+}
+
+// The first dim of `values` below `least` with the symbols at `at`: its value, dim and size.
+std::optional<std::tuple<const Value*, std::string, int64_t>>
+dimBelow(const std::vector<Value*>& values, const std::map<std::string, int64_t>& at,
+         int64_t least) {
+  for (const Value* v : values)
+    if (v->type.isTensor() && v->type.shape)
+      for (const Dim& d : *v->type.shape)
+        if (auto e = dimExpr(d); e && !d.isStatic())
+          if (auto x = e->evaluate(at); x && *x < least) return std::tuple{v, d.symbol, *x};
+  return std::nullopt;
+}
+
+// A default range starts at the smallest size the model takes (an audio model's input of 16
+// samples has a negative number of frames, or none): each defaulted symbol's lo is raised until
+// no dim is below 1 with every symbol at its lo (dims never shrink as a symbol grows: checked
+// below).
+void raiseDefaultLowerEnds(std::vector<rt::Symbol>& symbols, const std::vector<rt::Symbol>& given,
+                           const std::vector<Value*>& values) {
+  for (rt::Symbol& s : symbols) {
+    if (std::any_of(given.begin(), given.end(),
+                    [&](const rt::Symbol& r) { return r.name == s.name; }))
+      continue;
+    int64_t lo = s.lo, hi = s.hi;
+    auto fits = [&](int64_t v) {
+      const int64_t keep = s.lo;
+      s.lo = v;
+      const bool ok = !dimBelow(values, symbolValues(symbols, false), 1);
+      s.lo = keep;
+      return ok;
+    };
+    if (fits(lo) || !fits(hi)) continue;
+    while (lo + 1 < hi) { // fits(hi), not fits(lo)
+      const int64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? hi : lo) = mid;
+    }
+    s.lo = hi;
+  }
 }
 
 // An input or output with its symbolic dims (by `symbolic`, its type with symbols) named.
@@ -481,8 +589,15 @@ TensorDesc describeSymbolic(const Value* v, const Type& symbolic, const char* wh
   for (size_t k = 0; k < symbolic.shape->size(); ++k) {
     const Dim& d = (*symbolic.shape)[k];
     if (d.isStatic()) continue;
+    const auto name = inputSymbolOf(d, symbols);
     auto it = std::find_if(symbols.begin(), symbols.end(),
-                           [&](const rt::Symbol& s) { return !d.derived && s.name == d.symbol; });
+                           [&](const rt::Symbol& s) { return name && s.name == *name; });
+    if (it == symbols.end() && io == Io::Output)
+      if (auto prog = dimProgram(d, symbols)) { // a derived dim: its program over the symbols
+        t.exprs.resize(t.dims.size());
+        t.exprs[k] = std::move(*prog);
+        continue;
+      }
     AICC_CHECK(it != symbols.end(),
                "{} '{}' is {}: its dim {} is not a symbol of the inputs; fix the symbols with "
                "--dim NAME=VALUE",
@@ -505,26 +620,35 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
   std::map<const Value*, Type> symbolicTypes;
   loop::TypeSwap atBound;
   if (!spec.symbols.empty()) {
-    std::map<std::string, int64_t> hi;
+    std::vector<Value*> all;
+    definedValues(g, all);
+    raiseDefaultLowerEnds(spec.symbols, ranges, all);
     for (size_t k = 0; k < spec.symbols.size(); ++k) {
       const rt::Symbol& s = spec.symbols[k];
       AICC_CHECK(s.lo >= 0 && s.lo <= s.hi, "--dim {}={}..{}: an empty range", s.name, s.lo, s.hi);
-      hi[s.name] = s.hi;
       ctx.symbols[s.name] = {int64_t(k), s.hi, s.lo};
+      if (s.step > 1) { // the graph's dims read S / step (passes/dim_steps.h)
+        const int64_t lo = (s.lo + s.step - 1) / s.step, bound = s.hi / s.step;
+        AICC_CHECK(lo <= bound, "--dim {}={}..{}: no multiple of {} in the range", s.name, s.lo,
+                   s.hi, s.step);
+        ctx.symbols[stepSymbol(s.name, s.step)] = {int64_t(k), bound, lo, s.step};
+      }
     }
-    std::vector<Value*> all;
-    definedValues(g, all);
+    const std::map<std::string, int64_t> hi = symbolValues(spec.symbols, true);
+    // A dim negative at the bounds or the lower ends: sizes in the range the model cannot take
+    // (an audio length of 16 samples); say so rather than "no static size" at some node.
+    for (bool atHi : {true, false})
+      if (auto neg = dimBelow(all, symbolValues(spec.symbols, atHi), 0)) {
+        const auto& [v, d, x] = *neg;
+        fail("'{}' is {}: its dim {} is {} at the symbols' {}; give each symbol the range the "
+             "model takes with --dim NAME=LO..HI",
+             v->name, formatType(v->type), d, x, atHi ? "upper bounds" : "lower ends");
+      }
     for (Value* v : all)
       if (v->type.isTensor() && v->type.shape && !toDims(*v->type.shape)) {
-        // A dim negative at the bounds: the range does not fit the model (an audio length of
-        // 16 samples); say so rather than "no static size" at some node.
         for (const Dim& d : *v->type.shape) {
           auto e = dimExpr(d);
           if (!e || d.isStatic()) continue;
-          if (auto x = e->evaluate(hi); x && *x < 0)
-            fail("'{}' is {}: its dim {} is {} at the symbols' upper bounds; give each symbol "
-                 "the range the model takes with --dim NAME=LO..HI",
-                 v->name, formatType(v->type), d.symbol, *x);
           // The plan at the bounds holds a smaller run only if no dim grows as a symbol shrinks.
           AICC_CHECK(e->nondecreasing(),
                      "'{}' is {}: its dim {} can grow as a symbol shrinks, so memory planned at "

@@ -170,6 +170,107 @@ with tempfile.TemporaryDirectory() as tmp:
             if copy:
                 os.remove(copy)
 
+    # Image and audio sizes: the zoo CNNs with N, H and W symbolic (random images), and the shared
+    # models with every symbolic dim as exported (their reference input tiled): ppocrv4-det (its
+    # shapes agree only for multiples of 32, which the compile finds and the artifact enforces),
+    # ppocrv4-rec and oww-melspectrogram, at three sizes each against the interpreter.
+    def spatial(model, out_path):
+        m = renamed(model, 0, "N")
+        for v in m.graph.input:
+            for k, sym in ((2, "H"), (3, "W")):
+                d = v.type.tensor_type.shape.dim[k]
+                d.ClearField("dim_value")
+                d.dim_param = sym
+        onnx.save(m, out_path)
+
+    def sizes_case(name, model, shapes, dims, refuse=None, base=None, others=()):
+        """One artifact at each shape of input 0, against the interpreter: random, or (base) the
+        reference input tiled to each shape (its batch scaled); `others`: the model's other
+        inputs as they are."""
+        art = os.path.join(tmp, f"{name}_sized")
+        c = run("compile", model, "-o", art, *sum((["--dim", d] for d in dims), []))
+        if c.returncode:
+            failures.append(f"{name} (sizes): compile failed: {c.stderr.strip()[-400:]}")
+            return
+        rng = np.random.default_rng(1)
+        for shape in shapes + ([refuse] if refuse else []):
+            tag = "x".join(map(str, shape))
+            ins = os.path.join(tmp, f"{name}_in{tag}")
+            os.makedirs(ins, exist_ok=True)
+            x = rng.normal(0, 1, shape).astype(np.float32)
+            if base is not None:
+                x = base[:1]
+                for axis in range(1, len(shape)):
+                    x = np.take(x, np.arange(shape[axis]) % base.shape[axis], axis=axis)
+                x = np.concatenate([x * (1 - 0.1 * i) for i in range(shape[0])]).astype(np.float32)
+            onnx.save_tensor(numpy_helper.from_array(x), os.path.join(ins, "input_0.pb"))
+            for k, other in enumerate(others, 1):
+                onnx.save_tensor(numpy_helper.from_array(other), os.path.join(ins, f"input_{k}.pb"))
+            got = []
+            for what, kind in ((model, "interp"), (art, "artifact")):
+                od = os.path.join(tmp, f"{name}_{kind}{tag}")
+                r = run("run", what, "--inputs-dir", ins, "--output-dir", od)
+                got.append(r if r.returncode else
+                           [numpy_helper.to_array(onnx.load_tensor(os.path.join(od, f)))
+                            for f in sorted(os.listdir(od))])
+            if shape == refuse:  # not a multiple of the step: status 1, one line
+                r = got[1]
+                msg = r.stderr.strip() if not isinstance(r, list) else ""
+                record(f"{name} {tag}", isinstance(r, subprocess.CompletedProcess) and
+                       r.returncode == 1 and "\n" not in msg and "not a multiple of 32" in msg,
+                       f"refused: '{msg[:160]}'")
+                continue
+            want, have = got
+            if not isinstance(want, list) or not isinstance(have, list):
+                failures.append(f"{name} {tag}: a run failed: " + "; ".join(
+                    r.stderr.strip()[-200:] for r in got if not isinstance(r, list)))
+                continue
+            for k, (g, wv) in enumerate(zip(have, want)):
+                err = float(np.abs(g.astype(np.float64) - wv).max()) if wv.size else 0.0
+                scale = float(np.abs(wv).max()) if wv.size else 0.0
+                # relative to the output's size (a detector's map of small probabilities)
+                record(f"{name} {tag} output {k}",
+                       g.shape == wv.shape and err <= 1e-4 * max(scale, 1e-6),
+                       f"shape {g.shape} (interpreter {wv.shape}) max|diff| {err:.3g} "
+                       f"(max|y| {scale:.3g})")
+
+    def reference_input(model, k=0):
+        return numpy_helper.to_array(onnx.load_tensor(os.path.join(
+            os.path.dirname(model), "test_data_set_0", f"input_{k}.pb")))
+
+    IMAGE_SIZES = [(1, 3, 224, 224), (2, 3, 160, 192), (1, 3, 320, 256)]
+    for name in ("mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0"):
+        if not os.path.isfile(os.path.join(ZOO, name + ".onnx")):
+            continue
+        copy = os.path.join(ZOO, f".{name}.hw.onnx")
+        spatial(os.path.join(ZOO, name + ".onnx"), copy)
+        try:
+            sizes_case(name, copy, IMAGE_SIZES, ["N=1..2", "H=32..320", "W=32..320"])
+        finally:
+            os.remove(copy)
+    p = "p2o.DynamicDimension."
+    shared = [  # (model, input shapes, --dim ranges, a shape to refuse)
+        ("ppocrv4-det", [(1, 3, 320, 320), (2, 3, 160, 192), (1, 3, 96, 512)],
+         [f"{p}0=1..2", f"{p}1=32..512", f"{p}2=32..512"], (1, 3, 100, 128)),
+        ("ppocrv4-rec", [(1, 3, 48, 320), (2, 3, 48, 100), (1, 3, 48, 640)],
+         [f"{p}0=1..2", f"{p}1=8..640"], None),  # a text line: batch and width
+        ("oww-melspectrogram", [(1, 1760), (2, 4000), (1, 16000)],
+         ["batch_size=1..2", "samples=400..16000"], None),  # audio: batch and length
+    ]
+    for name, shapes, dims, refuse in shared:
+        model = os.path.join(SHARED, name, "model.onnx") if SHARED else ""
+        if os.path.isfile(model):
+            sizes_case(name, model, shapes, dims, refuse, reference_input(model))
+    # silero-vad: its audio chunk's length symbolic, through both branches of its If on the sample
+    # rate (input 1; the state, input 2, as in the reference).
+    silero = os.path.join(SHARED, "silero-vad-op18-ifless", "model.onnx") if SHARED else ""
+    if os.path.isfile(silero):
+        state = reference_input(silero, 2)
+        for rate in (16000, 8000):
+            sizes_case(f"silero-vad-op18-ifless {rate // 1000} kHz", silero,
+                       [(1, 256), (1, 512), (1, 960)], ["batch=1..1", "sequence=256..1024"],
+                       base=reference_input(silero), others=(np.array(rate, np.int64), state))
+
     # int8 and bf16: a dynamic artifact gives bit for bit the fixed-size artifact's outputs (the
     # same kernels; a batch's GEMM is one call of all its rows in both).
     name = "resnet18"

@@ -14,6 +14,7 @@
 #include "backend/target.h"
 #include "codegen/c/bundle.h"
 #include "kernels/registry.h"
+#include "passes/dim_steps.h"
 #include "runtime/artifact.h"
 #include "support/memory.h"
 
@@ -85,6 +86,24 @@ int compileCommand(const CompileArgs& a) {
   auto t = Clock::now();
   ImportedModel im = loadModel(a.model, parseDims(a.dims));
   applyShapes(im, a.shapes);
+  // Symbols whose shapes agree only at multiples of a step (passes/dim_steps.h): written as
+  // step * "S/step", the artifact takes multiples of the step.
+  std::vector<rt::Symbol> ranges = parseDimRanges(a.dims);
+  if (a.emit == "so") {
+    const std::map<std::string, int64_t> steps = findDimSteps(*im.model.graph);
+    applyDimSteps(*im.model.graph, steps);
+    for (const auto& [name, step] : steps) {
+      auto r = std::find_if(ranges.begin(), ranges.end(),
+                            [&](const rt::Symbol& x) { return x.name == name; });
+      if (r == ranges.end()) // multiples of the step up to kDefaultSteps of them
+        r = ranges.insert(ranges.end(), {name, step, step * runtime::kDefaultSteps});
+      r->step = step;
+      if (!a.quiet)
+        std::cout << fmt::format("symbolic dim {}: multiples of {} only (the model's shapes "
+                                 "agree for those)\n",
+                                 name, step);
+    }
+  }
   const bool bf16 = applyPrecision(im, a.precision, a.calibration);
   AICC_CHECK(!bf16 || a.emit == "so",
              "--precision bf16 is for --emit so (the C bundle is portable f32 code)");
@@ -176,7 +195,6 @@ int compileCommand(const CompileArgs& a) {
     chosen[n.describe()] = c.name;
     return c;
   };
-  const std::vector<rt::Symbol> ranges = parseDimRanges(a.dims);
   runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo, ranges);
   for (const rt::Symbol& r : ranges) // a range for a name the inputs do not have: a typo?
     if (std::none_of(spec.symbols.begin(), spec.symbols.end(),
@@ -195,8 +213,10 @@ int compileCommand(const CompileArgs& a) {
   rep.numbers.push_back({"tasks", std::to_string(spec.tasks.size())});
   std::string symbols = "{";
   for (size_t i = 0; i < spec.symbols.size(); ++i)
-    symbols += fmt::format("{}{}: [{}, {}]", i ? ", " : "", jsonStr(spec.symbols[i].name),
-                           spec.symbols[i].lo, spec.symbols[i].hi);
+    symbols += fmt::format("{}{}: [{}, {}{}]", i ? ", " : "", jsonStr(spec.symbols[i].name),
+                           spec.symbols[i].lo, spec.symbols[i].hi,
+                           spec.symbols[i].step > 1 ? fmt::format(", {}", spec.symbols[i].step)
+                                                    : ""); // [lo, hi(, step)]
   rep.numbers.push_back({"symbols", symbols + "}"});
   std::string fallbacks = "[";
   for (size_t i = 0; i < spec.fallbacks.size(); ++i)
@@ -257,9 +277,11 @@ int compileCommand(const CompileArgs& a) {
     std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
   for (const rt::Symbol& sym : spec.symbols) // what the arena was planned for
     if (!a.quiet)
-      std::cout << fmt::format("symbolic dim {}: runs any value in {}..{} (the arena is planned "
-                               "for {}; --dim {}=LO..HI to change)\n",
-                               sym.name, sym.lo, sym.hi, sym.hi, sym.name);
+      std::cout << fmt::format("symbolic dim {}: runs any value in {}..{}{} (the arena is "
+                               "planned for {}; --dim {}=LO..HI to change)\n",
+                               sym.name, sym.lo, sym.hi,
+                               sym.step > 1 ? fmt::format(", multiples of {}", sym.step) : "",
+                               sym.hi, sym.name);
   if (bf16 && !a.quiet) // the per-task precision is in report.txt (precision = ...)
     std::cout << fmt::format("precision: bf16 GEMM kernels (f32 accumulation) in {} of {} tasks; "
                              "the others f32\n",

@@ -1,0 +1,112 @@
+#include "passes/dim_steps.h"
+
+#include "ir/dim_expr.h"
+#include "passes/shape_inference.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <vector>
+
+namespace aicc {
+
+namespace {
+
+void forEachValue(const Graph& g, const std::function<void(Value&)>& f) {
+  for (const auto& v : g.values()) f(*v);
+  for (const auto& n : g.nodes)
+    for (const auto& [_, a] : n->attrs) {
+      if (const auto* sg = std::get_if<GraphPtr>(&a.v); sg && *sg) forEachValue(**sg, f);
+      if (const auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+        for (const auto& s : *sgs) forEachValue(*s, f);
+    }
+}
+
+Dim substituted(const Dim& d, const std::map<std::string, DimExpr>& with) {
+  if (d.isStatic() || d.symbol.empty()) return d;
+  const auto e = dimExpr(d);
+  if (!e) return d;
+  DimAlgebra<DimExpr> f;
+  f.constant = [](int64_t c) { return DimExpr::constant(c); };
+  f.symbol = [&](const std::string& s) {
+    auto it = with.find(s);
+    return it != with.end() ? it->second : DimExpr::symbol(s);
+  };
+  f.add = [](const DimExpr& a, const DimExpr& b) { return a + b; };
+  f.mul = [](const DimExpr& a, const DimExpr& b) { return a * b; };
+  f.floorDiv = [](const DimExpr& a, int64_t k) { return a.floorDiv(k); };
+  return dimOf(e->fold(f));
+}
+
+void substitute(Type& t, const std::map<std::string, DimExpr>& with) {
+  if (t.elem) {
+    auto elem = std::make_shared<Type>(*t.elem);
+    substitute(*elem, with);
+    t.elem = std::move(elem);
+  }
+  if (t.isTensor() && t.shape)
+    for (Dim& d : *t.shape) d = substituted(d, with);
+}
+
+} // namespace
+
+std::string stepSymbol(const std::string& symbol, int64_t step) {
+  return fmt::format("{}/{}", symbol, step);
+}
+
+void applyDimSteps(Graph& g, const std::map<std::string, int64_t>& steps) {
+  if (steps.empty()) return;
+  std::map<std::string, DimExpr> with;
+  for (const auto& [s, k] : steps)
+    with.emplace(s, DimExpr::constant(k) * DimExpr::symbol(stepSymbol(s, k)));
+  forEachValue(g, [&](Value& v) { substitute(v.type, with); });
+  inferShapes(g);
+}
+
+int64_t countUnknownDims(const Graph& g) {
+  int64_t unknown = 0;
+  forEachValue(g, [&](Value& v) {
+    if (!v.type.isTensor()) return;
+    if (!v.type.shape) {
+      ++unknown;
+      return;
+    }
+    for (const Dim& d : *v.type.shape) unknown += !d.isStatic() && d.symbol.empty();
+  });
+  return unknown;
+}
+
+std::map<std::string, int64_t> findDimSteps(Graph& g) {
+  inferShapes(g); // the baseline: what inference knows without steps
+  const int64_t before = countUnknownDims(g);
+  if (before == 0) return {};
+  std::vector<std::string> symbols; // the inputs' plain symbols, in order
+  for (const Value* v : g.inputs)
+    if (v->type.isTensor() && v->type.shape)
+      for (const Dim& d : *v->type.shape)
+        if (!d.isStatic() && !d.derived && !d.symbol.empty() &&
+            std::find(symbols.begin(), symbols.end(), d.symbol) == symbols.end())
+          symbols.push_back(d.symbol);
+  std::vector<std::pair<Value*, Type>> saved;
+  forEachValue(g, [&](Value& v) { saved.emplace_back(&v, v.type); });
+  auto restore = [&] {
+    for (auto& [v, t] : saved) v->type = t;
+  };
+  std::map<std::string, int64_t> steps;
+  for (const std::string& s : symbols) {
+    int64_t best = before, chosen = 0;
+    for (int64_t k = 2; k <= 128; k *= 2) {
+      try {
+        applyDimSteps(g, {{s, k}});
+        const int64_t now = countUnknownDims(g);
+        if (now < best) best = now, chosen = k;
+      } catch (const Error&) { // a step the shapes refuse: not this one
+      }
+      restore();
+    }
+    if (chosen) steps[s] = chosen;
+  }
+  return steps;
+}
+
+} // namespace aicc

@@ -1,0 +1,38 @@
+// Symbolic dims that are multiples of a step (issue #12). Many image models only have consistent
+// shapes for sizes that are multiples of their total stride: PaddleOCR's detector adds a map
+// upsampled from 1/32 scale, 2*((H+31)/32), to one at 1/16 scale, (H+15)/16, which agree exactly
+// when H is a multiple of 32 (ONNX Runtime fails at run time for other sizes). Shape inference
+// cannot equate the two expressions, so those dims stay unknown ('?') and nothing past them
+// compiles for symbolic sizes.
+//
+// Writing such a symbol as H = 32 * Q, with the symbol "H/32" standing for Q, makes the algebra
+// exact: (32*Q+15)/16 = 2*Q = 2*((32*Q+31)/32) (ir/dim_expr.h's normal form). findDimSteps
+// finds, for each symbol of the inputs, the smallest power-of-two step (2..128) that leaves fewer
+// unknown dims than none, and applyDimSteps rewrites every value's dims with it; the compiled
+// artifact then takes H in multiples of the step only and says so for any other size
+// (runtime/artifact.h, rt::Symbol::step).
+#pragma once
+
+#include "ir/graph.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace aicc {
+
+// The symbol standing for `symbol` / step: "H/32".
+std::string stepSymbol(const std::string& symbol, int64_t step);
+
+// Every dim of every value (subgraphs included) with each symbol s of `steps` replaced by
+// step * stepSymbol(s, step), then shapes re-inferred.
+void applyDimSteps(Graph& g, const std::map<std::string, int64_t>& steps);
+
+// The steps that make unknown dims of g known (empty when none is unknown or no step helps).
+// g is left with its shapes re-inferred, and no step applied.
+std::map<std::string, int64_t> findDimSteps(Graph& g);
+
+// The number of unknown dims (and tensors of unknown rank) over g's values, subgraphs included.
+int64_t countUnknownDims(const Graph& g);
+
+} // namespace aicc
