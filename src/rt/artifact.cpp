@@ -406,6 +406,9 @@ struct Artifact::Impl {
   std::vector<void*> ptrs;
   std::vector<std::byte*> bound;
   std::mutex mu; // one run at a time per instance
+  // Fixed-size variants (Plan::variants), and the one the last run took (null: this plan).
+  std::vector<std::unique_ptr<Artifact>> variants;
+  Artifact* ran = nullptr;
   bool profiling = false;
   std::vector<TaskTime> times;
   std::function<void(size_t)> afterTask;
@@ -433,9 +436,29 @@ struct Artifact::Impl {
                 const std::vector<int64_t>* dims);
   void resolveSymbols(const std::vector<TensorDesc>& decl);
   void run(const std::vector<TensorDesc>& decl);
+  // The variant whose inputs have exactly this run's dims, run on this run's inputs; or false.
+  bool runVariant(const std::vector<TensorDesc>& decl);
+  const Artifact& last(const Artifact& self) const { return ran ? *ran : self; }
 };
 
-Artifact::Artifact(const std::string& dir) : Artifact(readFolder(dir)) {}
+Artifact::Artifact(const std::string& dir) : Artifact(readFolder(dir)) {
+  // The variants: whole artifacts of the same inputs and outputs at static sizes in the ranges.
+  for (const std::string& v : impl_->plan.variants) {
+    auto a = std::make_unique<Artifact>(dir + "/" + v);
+    bool same = a->inputs_.size() == inputs_.size() && a->outputs_.size() == outputs_.size();
+    for (size_t i = 0; same && i < inputs_.size(); ++i)
+      same = a->inputs_[i].name == inputs_[i].name && a->inputs_[i].dtype == inputs_[i].dtype &&
+             a->inputs_[i].dims.size() == inputs_[i].dims.size() && a->inputs_[i].syms.empty() &&
+             a->inputs_[i].dynamic.empty() && inputs_[i].dynamic.empty();
+    for (size_t i = 0; same && i < outputs_.size(); ++i)
+      same = a->outputs_[i].name == outputs_[i].name && a->outputs_[i].dtype == outputs_[i].dtype;
+    AICC_RT_CHECK(same && a->impl_->plan.variants.empty(),
+                  "{}/model.plan: variant '{}' is not a fixed-size artifact of the same inputs and "
+                  "outputs",
+                  dir, v);
+    impl_->variants.push_back(std::move(a));
+  }
+}
 
 Artifact::Artifact(Plan plan) : impl_(std::make_unique<Impl>()) {
   inputs_ = plan.inputs;
@@ -558,6 +581,12 @@ Plan readPlan(const PlanSource& src) {
                       "{}: symbol '{}' has the range {}..{} (step {})", planFile, sym.name, sym.lo,
                       sym.hi, sym.step);
         plan.symbols.push_back(sym);
+      } else if (kind == "variant") { // a folder inside this one
+        plan.variants.push_back(dec(word(1)));
+        AICC_RT_CHECK(!plan.variants.back().empty() && plan.variants.back()[0] != '/' &&
+                          plan.variants.back().find("..") == std::string::npos,
+                      "{}: variant '{}' is not a folder inside the artifact's", planFile,
+                      plan.variants.back());
       } else if (kind == "arena") {
         plan.arenaBytes = parseCount(word(1));
       } else if (kind == "scratch") {
@@ -921,10 +950,26 @@ void Artifact::Impl::resolveSymbols(const std::vector<TensorDesc>& decl) {
   std::memcpy(symbolBlock.get(), values.data(), 8 * values.size());
 }
 
+bool Artifact::Impl::runVariant(const std::vector<TensorDesc>& decl) {
+  for (const auto& v : variants) {
+    bool match = true;
+    for (size_t i = 0; match && i < decl.size(); ++i) match = v->inputs_[i].dims == inputDims[i];
+    if (!match) continue;
+    for (size_t i = 0; i < decl.size(); ++i)
+      v->impl_->setInput(v->inputs_, i, inputs[i], v->inputs_[i].bytes(), &inputDims[i]);
+    v->impl_->run(v->inputs_);
+    ran = v.get();
+    return true;
+  }
+  return false;
+}
+
 void Artifact::Impl::run(const std::vector<TensorDesc>& decl) {
   for (size_t i = 0; i < decl.size(); ++i)
     AICC_RT_CHECK(inputs[i], "input '{}' was not set", decl[i].name);
   if (!values.empty()) resolveSymbols(decl);
+  ran = nullptr;
+  if (!variants.empty() && runVariant(decl)) return;
   using Clock = std::chrono::steady_clock;
   for (size_t ti = 0; ti < plan.tasks.size();) {
     const size_t index = ti;
@@ -972,19 +1017,22 @@ void Artifact::Impl::run(const std::vector<TensorDesc>& decl) {
 const void* Artifact::output(size_t i) const {
   AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
                 outputs_.size());
-  return impl_->at(impl_->plan.outputBindings[i]);
+  const Artifact& a = impl_->last(*this);
+  return a.impl_->at(a.impl_->plan.outputBindings[i]);
 }
 
 std::vector<int64_t> Artifact::outputDims(size_t i) const {
   AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
                 outputs_.size());
-  return outputs_[i].dimsFor(impl_->values);
+  const Artifact& a = impl_->last(*this);
+  return a.outputs_[i].dimsFor(a.impl_->values);
 }
 
 int64_t Artifact::outputBytes(size_t i) const {
   AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
                 outputs_.size());
-  return outputs_[i].bytes(impl_->values);
+  const Artifact& a = impl_->last(*this);
+  return a.outputs_[i].bytes(a.impl_->values);
 }
 
 bool Artifact::dynamicOutput(size_t i, DynamicTensor& out) const {

@@ -133,6 +133,9 @@ struct Plan {
   std::vector<Symbol> symbols;
   std::vector<TensorDesc> inputs, outputs;
   std::vector<Binding> outputBindings; // where each output lives
+  // Fixed-size variants (`aicc compile --specialize`): folders relative to the plan's, each a
+  // whole artifact of static sizes, run instead when a run's inputs have exactly their dims.
+  std::vector<std::string> variants;
   std::vector<Task> tasks;
   int64_t arenaBytes = 0, scratchBytes = 0, weightBytes = 0;
   Bytes weights;
@@ -172,7 +175,8 @@ public:
   void run(); // throws if an input is missing or a task fails
   // Valid until the next run. A dynamic output's address is its std::shared_ptr<void>.
   const void* output(size_t i) const;
-  // Output i's dims and bytes in the last run (before one: at the symbols' largest values).
+  // Output i's dims and bytes in the last run (before one: at the symbols' largest values). A run
+  // whose inputs match a variant's sizes (Plan::variants) runs it; its outputs are these then.
   std::vector<int64_t> outputDims(size_t i) const;
   int64_t outputBytes(size_t i) const;
   // Output i of the last run when it is dynamic and a tensor (setDynamicTensorView), else false.

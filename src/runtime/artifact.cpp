@@ -100,6 +100,7 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
     p << "symbol " << enc(sym.name) << " " << sym.lo << " " << sym.hi
       << (sym.step > 1 ? " " + std::to_string(sym.step) : "") << "\n";
   for (const TensorDesc& t : spec.inputs) p << "input " << enc(t.name) << " " << type(t) << "\n";
+  for (const std::string& v : spec.variants) p << "variant " << enc(v) << "\n";
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << type(t) << " " << regionName(b.region) << ":"
       << b.offset << ":" << b.bytes << "\n";

@@ -66,6 +66,7 @@ struct ArtifactTask {
 
 struct ArtifactSpec {
   std::vector<rt::Symbol> symbols; // the inputs' symbolic dims, with the ranges planned for
+  std::vector<std::string> variants; // fixed-size variants' folders (rt::Plan::variants)
   std::vector<TensorDesc> inputs;
   std::vector<std::pair<TensorDesc, Binding>> outputs;
   std::vector<ArtifactTask> tasks;

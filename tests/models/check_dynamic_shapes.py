@@ -250,6 +250,56 @@ with tempfile.TemporaryDirectory() as tmp:
             sizes_case(name, copy, IMAGE_SIZES, ["N=1..2", "H=32..320", "W=32..320"])
         finally:
             os.remove(copy)
+    # --specialize: a dynamic artifact with a fixed-size variant at 1x3x224x224 runs the variant
+    # there (its output bit for bit the fixed-size artifact's, whose blocked kernels round
+    # differently from the dynamic plan's NCHW ones) and the dynamic plan elsewhere.
+    name = "mobilenet_v2"
+    if os.path.isfile(os.path.join(ZOO, name + ".onnx")):
+        copy = os.path.join(ZOO, f".{name}.spec.onnx")
+        spatial(os.path.join(ZOO, name + ".onnx"), copy)
+        try:
+            ranges = ["--dim", "N=1..2", "--dim", "H=32..320", "--dim", "W=32..320"]
+            arts = {k: os.path.join(tmp, f"{name}_{k}") for k in ("spec", "dyn", "fixed")}
+            cs = [run("compile", copy, "-o", arts["spec"], *ranges, "--specialize",
+                      "input=1,3,224,224"),
+                  run("compile", copy, "-o", arts["dyn"], *ranges),
+                  run("compile", os.path.join(ZOO, name + ".onnx"), "-o", arts["fixed"])]
+            if any(c.returncode for c in cs):
+                failures.append(f"{name} --specialize: compile failed: "
+                                + " ".join(c.stderr.strip()[-300:] for c in cs))
+            else:
+                outs = {}
+                for shape in ((1, 3, 224, 224), (2, 3, 160, 192)):
+                    ins = os.path.join(tmp, f"spec_in{shape[2]}")
+                    os.makedirs(ins, exist_ok=True)
+                    x = np.random.default_rng(2).normal(0, 1, shape).astype(np.float32)
+                    onnx.save_tensor(numpy_helper.from_array(x), os.path.join(ins, "input_0.pb"))
+                    for k in ("spec", "dyn", "fixed", "interp"):
+                        if k == "fixed" and shape[2] != 224:
+                            continue
+                        od = os.path.join(tmp, f"spec_{k}{shape[2]}")
+                        r = run("run", copy if k == "interp" else arts[k], "--inputs-dir", ins,
+                                "--output-dir", od)
+                        outs[k, shape[2]] = (r.stderr.strip()[-200:] if r.returncode else
+                                             numpy_helper.to_array(onnx.load_tensor(
+                                                 os.path.join(od, "output_0.pb"))))
+                if any(isinstance(v, str) for v in outs.values()):
+                    failures.append(f"{name} --specialize: a run failed: {outs}")
+                else:
+                    record(f"{name} --specialize at 1x3x224x224", np.array_equal(
+                        outs["spec", 224], outs["fixed", 224]),
+                        "the variant ran: bit for bit the fixed-size artifact "
+                        f"(the dynamic plan differs by {np.abs(outs['dyn', 224] - outs['fixed', 224]).max():.3g})")
+                    if np.array_equal(outs["dyn", 224], outs["fixed", 224]):
+                        print("note: the dynamic plan matches the fixed one bit for bit here, so "
+                              "the check above cannot tell which ran")
+                    err = float(np.abs(outs["spec", 160] - outs["interp", 160]).max())
+                    record(f"{name} --specialize at 2x3x160x192", np.array_equal(
+                        outs["spec", 160], outs["dyn", 160]) and err <= 1e-4 * 10,
+                        f"the dynamic plan ran (= the dynamic artifact), interpreter max|diff| {err:.3g}")
+        finally:
+            os.remove(copy)
+
     p = "p2o.DynamicDimension."
     shared = [  # (model, input shapes, --dim ranges, a shape to refuse)
         ("ppocrv4-det", [(1, 3, 320, 320), (2, 3, 160, 192), (1, 3, 96, 512)],

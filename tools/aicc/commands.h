@@ -127,6 +127,10 @@ std::vector<PassRecord> optimize(Model& m, const OptArgs& a);
 struct CompileArgs { // tools/aicc/compile.cpp
   std::string model, outputDir, emit = "so", prefix = "model", target = "native", tuningCache;
   std::vector<std::string> dims, shapes, selects;
+  // --specialize INPUT=D0,D1,...: a fixed-size variant (rt::Plan::variants) per value; in the
+  // variant's own compile, the value it was made for (every input must then be static).
+  std::vector<std::string> specializes;
+  std::string variantOf;
   std::string precision = "f32";        // "int8": quantize first (aicc quantize, min-max)
   std::vector<std::string> calibration; // with int8: the calibration folders
   int optLevel = 2;

@@ -77,15 +77,50 @@ struct Report {
 
 } // namespace
 
+namespace {
+
+// --specialize: each a fixed-size compile of the model into DIR/variants/K (a whole artifact),
+// which the runtime runs when a run's inputs have exactly its sizes (rt::Plan::variants).
+std::vector<std::string> compileVariants(const CompileArgs& a) {
+  std::vector<std::string> out;
+  if (a.specializes.empty()) return out;
+  AICC_CHECK(!a.staticRuntime, "--specialize is for compiled folders (not --static-runtime)");
+  std::filesystem::remove_all(std::filesystem::path(a.outputDir) / "variants");
+  for (size_t k = 0; k < a.specializes.size(); ++k) {
+    CompileArgs v = a;
+    v.specializes.clear();
+    v.variantOf = a.specializes[k];
+    v.shapes.push_back(a.specializes[k]);
+    out.push_back("variants/" + std::to_string(k));
+    v.outputDir = (std::filesystem::path(a.outputDir) / out.back()).string();
+    v.quiet = true;
+    v.reportHtml.clear();
+    compileCommand(v);
+    if (!a.quiet)
+      std::cout << fmt::format("variant {}: {} (fixed sizes; runs when the inputs are these)\n",
+                               out.back(), a.specializes[k]);
+  }
+  return out;
+}
+
+} // namespace
+
 int compileCommand(const CompileArgs& a) {
   AICC_CHECK(a.emit == "so" || a.emit == "c", "compile: --emit {} is not supported (so, c)",
              a.emit);
+  AICC_CHECK(a.specializes.empty() || a.emit == "so",
+             "--specialize is for --emit so (a C bundle has fixed sizes)");
   AICC_CHECK(!a.staticRuntime || a.emit == "so",
              "--static-runtime is for --emit so (a C bundle needs no runtime)");
   Report rep;
   auto t = Clock::now();
   ImportedModel im = loadModel(a.model, parseDims(a.dims));
   applyShapes(im, a.shapes);
+  if (!a.variantOf.empty())
+    for (const Value* v : im.model.graph->inputs)
+      AICC_CHECK(!v->type.isTensor() || (v->type.shape && toDims(*v->type.shape)),
+                 "--specialize {}: input '{}' is still {}; a variant fixes every input's size",
+                 a.variantOf, v->name, formatType(v->type));
   // Symbols whose shapes agree only at multiples of a step (passes/dim_steps.h): written as
   // step * "S/step", the artifact takes multiples of the step.
   std::vector<rt::Symbol> ranges = parseDimRanges(a.dims);
@@ -203,6 +238,7 @@ int compileCommand(const CompileArgs& a) {
                                "symbolic dim '{}'\n",
                                r.name, r.lo, r.hi, r.name);
   rep.phases.push_back({"plan + lower", since(t)});
+  spec.variants = compileVariants(a);
   runtime::WriteOptions wo;
   wo.staticRuntime = a.staticRuntime;
   wo.embedWeights = a.embedWeights;

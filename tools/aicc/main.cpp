@@ -189,8 +189,14 @@ int main(int argc, char** argv) {
   ccCmd->add_flag("--embed-weights", cc.embedWeights, "The weights in the artifact: --emit c, a const array in model_weights.c (flash/rodata; no stdio, no file to read); --static-runtime, read-only data of model.so / model.a");
   ccCmd->add_flag("--static-runtime", cc.staticRuntime, "--emit so: self-contained model.so (needs only libc/libm) and model.a with the runtime and the plan linked in, plus aicc_runtime.h; load with aicc_model_load_linked (docs/runtime.md)");
   ccCmd->add_option("--prefix", cc.prefix, "API prefix and file names (default model)");
-  ccCmd->add_option("--dim", cc.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  ccCmd->add_option(
+      "--dim", cc.dims,
+      "NAME=VALUE fixes a symbolic input dimension, NAME=LO..HI gives the range the artifact runs "
+      "(default 1..16 for a batch, 1..1024 for other sizes); repeatable");
   ccCmd->add_option("--shape", cc.shapes, "NAME=D0,D1,... fixes input NAME's whole shape; repeatable");
+  ccCmd->add_option("--specialize", cc.specializes,
+                    "NAME=D0,D1,... adds a fixed-size variant for input NAME's shape, run when a "
+                    "run's inputs have exactly those sizes (variants/K in the folder); repeatable");
   ccCmd->add_option("--select", cc.selects,
                     "NODE=CANDIDATE pins a node's kernel (loop, ukernel:<kernel>) over the cost "
                     "model; repeatable");
