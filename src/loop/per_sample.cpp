@@ -307,8 +307,12 @@ std::optional<LoweredNode> lowerSamples(const Node& n, const std::string& funcNa
       return no(fmt::format("its result '{}' ({}) does not have the batch dim {} of its inputs",
                             v->name, formatType(ctx.typeOf(v)), sym));
   if (!fromInput) return no(fmt::format("its results have the dim {} but no input has it", sym));
-  // Rule 3: the op's knowledge.
-  if (!computesPerSample(n))
+  // Rule 3: the op's knowledge, given how many leading dims the samples span (of input 0 when it
+  // has them, else of the first result: a batch 1, a batch and a length 2).
+  const Value* ref = n.inputs.empty() || !batched.count(n.inputs[0]) ? n.outputs[0] : n.inputs[0];
+  if (!batched.count(ref)) ref = batched.begin()->first;
+  const size_t dims = batched.at(ref).back() + 1;
+  if (!computesPerSample(n, dims))
     return no(fmt::format("{} does not compute each sample of {} alone here", n.op, sym));
 
   std::optional<LoweredNode> ln;

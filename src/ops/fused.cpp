@@ -29,12 +29,12 @@ static std::vector<RValue> runFused(KernelCtx& c) {
 
 void registerFusedOps(OpRegistry& r) {
   r.op("Fused", kAiccDomain)
-      .perSample([](const Node& n) { // when every node of the body is
+      .perSampleDims([](const Node& n, size_t dims) { // when every node of the body is
         const Attribute* b = n.attr("body");
         const GraphPtr* g = b ? std::get_if<GraphPtr>(&b->v) : nullptr;
         if (!g || !*g) return false;
         for (const auto& inner : (*g)->nodes)
-          if (!computesPerSample(*inner)) return false;
+          if (!computesPerSample(*inner, dims)) return false;
         return true;
       })
       .inputs(0, 1 << 30)

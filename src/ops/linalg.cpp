@@ -158,7 +158,15 @@ void gemmInfer(InferCtx& c) {
 } // namespace
 
 void registerLinalgOps(OpRegistry& r) {
-  r.op("MatMul").perSample().inputs(2, 2).infer(matmulInfer).kernel(matmulKernel);
+  // Per row of A: its last dim (the sum's) no sample dim.
+  r.op("MatMul")
+      .perSampleDims([](const Node& n, size_t dims) {
+        const Value* a = n.inputs[0];
+        return a->type.shape && dims < a->type.shape->size();
+      })
+      .inputs(2, 2)
+      .infer(matmulInfer)
+      .kernel(matmulKernel);
   r.op("Gemm")
       .perSample()
       .attrFloat("alpha", 1.0f)

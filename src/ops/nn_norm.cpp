@@ -382,8 +382,8 @@ void registerNnNormOps(OpRegistry& r) {
       .upgrade(1, 5, [](ImportCtx& c) { c.node.attrs.erase("consumed_inputs"); },
                {{"consumed_inputs", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("LayerNormalization")
-      .perSample(perSampleUnlessAxis0(-1))
-      .perSample(perSampleUnlessAxis0(-1))
+      .perSampleDims(perSampleOutsideAxis(-1))
+      .perSampleDims(perSampleOutsideAxis(-1))
       .since(17)
       .attrInt("axis", -1)
       .attrFloat("epsilon", 1e-5f)
@@ -393,8 +393,8 @@ void registerNnNormOps(OpRegistry& r) {
       .infer(layerNormInfer)
       .kernel([](KernelCtx& c) { return layerNormKernel(c, false); });
   r.op("RMSNormalization")
-      .perSample(perSampleUnlessAxis0(-1))
-      .perSample(perSampleUnlessAxis0(-1))
+      .perSampleDims(perSampleOutsideAxis(-1))
+      .perSampleDims(perSampleOutsideAxis(-1))
       .since(23)
       .attrInt("axis", -1)
       .attrFloat("epsilon", 1e-5f)

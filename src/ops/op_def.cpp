@@ -10,21 +10,23 @@ const AttrSpec* OpDef::findAttr(const std::string& n) const {
   return nullptr;
 }
 
-bool computesPerSample(const Node& n) {
+bool computesPerSample(const Node& n, size_t dims) {
   if (!n.def) return false;
-  return (n.def->props & kElementwise) || (n.def->perSample && n.def->perSample(n));
+  return (n.def->props & kElementwise) || (n.def->perSample && n.def->perSample(n, dims));
 }
 
-std::function<bool(const Node&)> perSampleUnlessAxis0(int64_t dflt) {
-  return [dflt](const Node& n) {
+std::function<bool(const Node&, size_t)> perSampleOutsideAxis(int64_t dflt) {
+  return [dflt](const Node& n, size_t dims) {
     const Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
     if (!x || !x->type.shape) return false;
     const int64_t r = int64_t(x->type.shape->size());
     int64_t a = n.attrInt("axis", dflt);
     if (a < 0) a += r;
-    return a > 0 && a < r;
+    return a >= int64_t(dims) && a < r;
   };
 }
+
+bool perSampleAnyDims(const Node&, size_t) { return true; }
 
 std::string OpDef::qualifiedName() const { return domain.empty() ? op : domain + "." + op; }
 

@@ -83,12 +83,13 @@ struct OpDef {
   GradFn grad; // nullptr: not differentiable (autodiff reports an error naming the op)
   std::vector<ImportRule> imports;
   uint32_t props = 0;
-  // Per-sample ops (dynamic batch, loop/per_sample.h): given inputs whose symbolic dim is their
-  // leading one (and outputs that have it there too), whether output sample i is computed from
-  // input sample i alone and does not depend on i (Softmax over axis 0, a Gather on axis 0 of
-  // batched data, or a reversing Slice of axis 0 mix samples). Elementwise ops are per-sample
-  // without it; null elsewhere: not per-sample.
-  std::function<bool(const Node&)> perSample;
+  // Per-sample ops (dynamic shapes, loop/per_sample.h): given inputs whose leading `dims` dims
+  // are the symbolic ones (a batch: 1; a batch and a length: 2; and outputs that have them there
+  // too), whether output sample i (one index of those dims) is computed from input sample i alone
+  // and does not depend on i (Softmax over a sample dim, a Gather along one, a reversing Slice of
+  // one, a convolution's channels as a second sample dim mix samples). Elementwise ops are
+  // per-sample without it; null elsewhere: not per-sample.
+  std::function<bool(const Node&, size_t dims)> perSample;
 
   const AttrSpec* findAttr(const std::string& n) const;
   std::string qualifiedName() const; // "Conv" or "com.microsoft.QLinearAdd"
@@ -115,8 +116,13 @@ public:
   OpBuilder& infer(InferFn f) { d_.infer = std::move(f); return *this; }
   OpBuilder& kernel(KernelFn f) { d_.kernel = std::move(f); return *this; }
   OpBuilder& grad(GradFn f) { d_.grad = std::move(f); return *this; }
-  // Per-sample (OpDef::perSample): always, or when `f` says so.
+  // Per-sample (OpDef::perSample) over a batch (one sample dim): always, or when `f` says so.
   OpBuilder& perSample(std::function<bool(const Node&)> f = [](const Node&) { return true; }) {
+    d_.perSample = [f = std::move(f)](const Node& n, size_t dims) { return dims == 1 && f(n); };
+    return *this;
+  }
+  // Per-sample over any number of leading sample dims, when `f` says so.
+  OpBuilder& perSampleDims(std::function<bool(const Node&, size_t dims)> f) {
     d_.perSample = std::move(f);
     return *this;
   }
@@ -156,11 +162,16 @@ inline constexpr const char* kMlDomain = "ai.onnx.ml";
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
 inline constexpr const char* kAiccDomain = "aicc"; // ops created by aicc's own passes (aicc.Fused)
 std::string domainDisplay(const std::string& domain); // "" -> "ai.onnx"
-// OpDef::perSample of n (elementwise ops: true), false for an op without the knowledge.
-bool computesPerSample(const Node& n);
-// OpDef::perSample for ops with an `axis` attribute: per sample unless it names axis 0 of
-// input 0 (default `dflt`; negative axes count from the end).
-std::function<bool(const Node&)> perSampleUnlessAxis0(int64_t dflt);
+// OpDef::perSample of n over `dims` leading sample dims (elementwise ops: true), false for an op
+// without the knowledge.
+bool computesPerSample(const Node& n, size_t dims);
+// OpDef::perSample for ops with an `axis` attribute: per sample unless it names one of the sample
+// dims of input 0 (default `dflt`; negative axes count from the end).
+std::function<bool(const Node&, size_t)> perSampleOutsideAxis(int64_t dflt);
+// OpDef::perSample for ops that keep their inputs' leading dims in place and mix none of them (a
+// Reshape, Transpose or Concat whose results keep the same sample dims: loop/per_sample.cpp's
+// rule 1 checks that): any number of sample dims.
+bool perSampleAnyDims(const Node&, size_t);
 
 // ---- Interpreter kernels ---------------------------------------------------------------------
 class KernelCtx {

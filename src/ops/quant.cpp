@@ -198,9 +198,9 @@ Tensor dequantize(const Node& n, const Tensor& x, const Tensor& scale, const Ten
 
 void registerQuantizeOps(OpRegistry& r) {
   r.op("QuantizeLinear")
-      .perSample([](const Node& n) { // per tensor, or per channel of another axis
+      .perSampleDims([](const Node& n, size_t dims) { // per tensor, or per channel of another axis
         const Value* s = n.inputs[1];
-        return (s->type.shape && s->type.shape->size() == 0) || perSampleUnlessAxis0(1)(n);
+        return (s->type.shape && s->type.shape->size() == 0) || perSampleOutsideAxis(1)(n, dims);
       })
       .since(10)
       .inputs(2, 3)
@@ -219,9 +219,9 @@ void registerQuantizeOps(OpRegistry& r) {
       });
 
   r.op("DequantizeLinear")
-      .perSample([](const Node& n) { // per tensor, or per channel of another axis
+      .perSampleDims([](const Node& n, size_t dims) { // per tensor, or per channel of another axis
         const Value* s = n.inputs[1];
-        return (s->type.shape && s->type.shape->size() == 0) || perSampleUnlessAxis0(1)(n);
+        return (s->type.shape && s->type.shape->size() == 0) || perSampleOutsideAxis(1)(n, dims);
       })
       .since(10)
       .inputs(2, 3)

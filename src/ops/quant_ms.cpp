@@ -76,7 +76,7 @@ template <typename F> Tensor qUnary(const KernelCtx& c, F f) {
 
 void registerQuantMsOps(OpRegistry& r) {
   r.op("QLinearAdd", kMsDomain)
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .since(1)
       .inputs(7, 8)
       .infer(inferQBinary)
@@ -93,7 +93,7 @@ void registerQuantMsOps(OpRegistry& r) {
       });
 
   r.op("QLinearMul", kMsDomain)
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .since(1)
       .inputs(7, 8)
       .infer(inferQBinary)
@@ -154,7 +154,7 @@ void registerQuantMsOps(OpRegistry& r) {
       });
 
   r.op("QLinearSigmoid", kMsDomain)
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .since(1)
       .inputs(4, 5)
       .infer(inferSameAsInput0)
@@ -164,7 +164,7 @@ void registerQuantMsOps(OpRegistry& r) {
       });
 
   r.op("QLinearLeakyRelu", kMsDomain)
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .since(1)
       .inputs(4, 5)
       .attrFloat("alpha", 0.01f)
@@ -176,7 +176,7 @@ void registerQuantMsOps(OpRegistry& r) {
       });
 
   r.op("QLinearConcat", kMsDomain)
-      .perSample()
+      .perSampleDims(perSampleOutsideAxis(0))
       .since(1)
       .inputs(5, 1 << 30)
       .attr("axis", Attribute::Kind::Int, true)

@@ -216,7 +216,7 @@ std::vector<RValue> cumsumKernel(KernelCtx& c) {
 void registerIndexReductionOps(OpRegistry& r) {
   for (bool isMax : {true, false})
     r.op(isMax ? "ArgMax" : "ArgMin")
-        .perSample()
+        .perSampleDims(perSampleOutsideAxis(0))
         .inputs(1, 1)
         .attrInt("axis", 0)
         .attrInt("keepdims", 1)

@@ -122,7 +122,7 @@ void upgradeFlattening(ImportCtx& c) {
 
 void registerSoftmaxLike(OpRegistry& r, const char* name, SK k) {
   r.op(name)
-      .perSample(perSampleUnlessAxis0(-1))
+      .perSampleDims(perSampleOutsideAxis(-1))
       .inputs(1, 1)
       .attrInt("axis", -1)
       .infer(inferAxisOp)

@@ -449,7 +449,7 @@ void inferBlocks(InferCtx& c, bool toSpace) {
 
 void registerShapeMiscOps(OpRegistry& r) {
   r.op("Pad")
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .inputs(1, 4)
       .attrString("mode", "constant")
       .props(kInjective)

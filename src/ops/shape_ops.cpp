@@ -488,7 +488,7 @@ std::vector<RValue> kernelRange(KernelCtx& c) {
 
 void registerShapeOps(OpRegistry& r) {
   r.op("Reshape")
-      .perSample()
+      .perSampleDims(perSampleAnyDims) // (the results keep the sample dims: per_sample's rule 1)
       .inputs(1, 2)
       .attrInt("allowzero", 0)
       .props(kInjective)
@@ -498,14 +498,14 @@ void registerShapeOps(OpRegistry& r) {
                {{"shape", Attribute::Kind::Ints, std::nullopt, false},
                 {"consumed_inputs", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("Transpose")
-      .perSample()
+      .perSampleDims(perSampleAnyDims) // (the results keep the sample dims: per_sample's rule 1)
       .inputs(1, 1)
       .attr("perm", Attribute::Kind::Ints)
       .props(kInjective)
       .infer(inferTranspose)
       .kernel(kernelTranspose);
   r.op("Squeeze")
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .inputs(1, 2)
       .props(kInjective)
       .infer(inferSqueeze)
@@ -513,7 +513,7 @@ void registerShapeOps(OpRegistry& r) {
       .upgrade(1, 12, [](ImportCtx& c) { c.attrToInput("axes", 1); },
                {{"axes", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("Unsqueeze")
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .inputs(1, 2)
       .props(kInjective)
       .infer(inferUnsqueeze)
@@ -521,7 +521,7 @@ void registerShapeOps(OpRegistry& r) {
       .upgrade(1, 12, [](ImportCtx& c) { c.attrToInput("axes", 1); },
                {{"axes", Attribute::Kind::Ints, std::nullopt, true}});
   r.op("Flatten")
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .inputs(1, 1)
       .attrInt("axis", 1)
       .props(kInjective)
@@ -538,7 +538,7 @@ void registerShapeOps(OpRegistry& r) {
     return std::vector<RValue>{RValue::of(Tensor::fromI64({c.in(0).numel()}).reshaped({}))};
   });
   r.op("Identity")
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .inputs(1, 1)
       .props(kInjective)
       .infer([](InferCtx& c) {
@@ -564,14 +564,14 @@ void registerShapeOps(OpRegistry& r) {
       .infer(inferConstantOfShape)
       .kernel(kernelConstantOfShape);
   r.op("Expand")
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .since(8)
       .inputs(2, 2)
       .props(kInjective)
       .infer(inferExpand)
       .kernel(kernelExpand);
   r.op("Tile")
-      .perSample()
+      .perSampleDims(perSampleAnyDims)
       .inputs(2, 2)
       .props(kInjective)
       .infer(inferTile)

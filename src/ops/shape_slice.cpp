@@ -525,14 +525,14 @@ std::vector<RValue> kernelNonZero(KernelCtx& c) {
 
 void registerShapeSliceOps(OpRegistry& r) {
   r.op("Concat")
-      .perSample()
+      .perSampleDims(perSampleOutsideAxis(0))
       .inputs(1, 1 << 30)
       .attr("axis", Attribute::Kind::Int, true)
       .props(kInjective)
       .infer(inferConcat)
       .kernel(kernelConcat);
   r.op("Split")
-      .perSample()
+      .perSampleDims(perSampleOutsideAxis(0))
       .inputs(1, 2)
       .outputs(1, 1 << 30)
       .attrInt("axis", 0)
@@ -543,12 +543,14 @@ void registerShapeSliceOps(OpRegistry& r) {
       .upgrade(1, 12, [](ImportCtx& c) { c.attrToInput("split", 1); },
                {{"split", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("Slice")
-      .perSample([](const Node& n) { // axis 0 not sliced (a constant `axes` without it)
+      .perSampleDims([](const Node& n, size_t dims) { // no sample dim sliced (constant `axes`)
         const Value* axes = n.hasInput(3) ? n.inputs[3] : nullptr;
         if (!axes || !axes->constant || !n.inputs[0]->type.shape) return false;
         const int64_t r = int64_t(n.inputs[0]->type.shape->size());
-        for (int64_t i = 0; i < axes->constant->numel(); ++i)
-          if (int64_t a = axes->constant->getI64(i); a == 0 || a == -r) return false;
+        for (int64_t i = 0; i < axes->constant->numel(); ++i) {
+          const int64_t a = axes->constant->getI64(i);
+          if ((a < 0 ? a + r : a) < int64_t(dims)) return false;
+        }
         return true;
       })
       .inputs(1, 5)
@@ -565,9 +567,9 @@ void registerShapeSliceOps(OpRegistry& r) {
                 {"ends", Attribute::Kind::Ints, std::nullopt, true},
                 {"axes", Attribute::Kind::Ints, std::nullopt, false}});
   r.op("Gather")
-      .perSample([](const Node& n) { // not across samples of the data
+      .perSampleDims([](const Node& n, size_t dims) { // not across samples of the data
         const Value* d = n.inputs[0];
-        return perSampleUnlessAxis0(0)(n) ||
+        return perSampleOutsideAxis(0)(n, dims) ||
                (d->type.shape && !d->type.shape->empty() && d->type.shape->front().isStatic());
       })
       .inputs(2, 2)

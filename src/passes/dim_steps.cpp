@@ -76,6 +76,46 @@ int64_t countUnknownDims(const Graph& g) {
   return unknown;
 }
 
+std::vector<std::string> nameUnknownInputDims(Graph& g) {
+  std::vector<std::string> names;
+  for (Value* v : g.inputs)
+    if (v->type.isTensor() && v->type.shape)
+      for (size_t k = 0; k < v->type.shape->size(); ++k)
+        if (Dim& d = (*v->type.shape)[k]; !d.isStatic() && d.symbol.empty()) {
+          d = Dim::sym(fmt::format("{}.{}", v->name, k));
+          names.push_back(d.symbol);
+        }
+  if (!names.empty()) inferShapes(g);
+  return names;
+}
+
+std::map<std::string, std::string> mergeNamedDims(Graph& g, const std::vector<std::string>& names) {
+  std::map<std::string, std::string> merged;
+  if (names.size() < 2) return merged;
+  std::vector<std::pair<Value*, Type>> saved;
+  forEachValue(g, [&](Value& v) { saved.emplace_back(&v, v.type); });
+  int64_t unknown = countUnknownDims(g);
+  for (size_t i = 0; i < names.size() && unknown > 0; ++i)
+    for (size_t j = i + 1; j < names.size() && unknown > 0; ++j) {
+      if (merged.count(names[i]) || merged.count(names[j])) continue;
+      for (auto& [v, t] : saved) t = v->type; // the state to return to
+      try {
+        forEachValue(g, [&](Value& v) {
+          substitute(v.type, {{names[j], DimExpr::symbol(names[i])}});
+        });
+        inferShapes(g);
+        if (const int64_t now = countUnknownDims(g); now < unknown) {
+          unknown = now;
+          merged[names[j]] = names[i];
+          continue;
+        }
+      } catch (const Error&) { // shapes that refuse the merge: not this pair
+      }
+      for (auto& [v, t] : saved) v->type = t;
+    }
+  return merged;
+}
+
 std::map<std::string, int64_t> findDimSteps(Graph& g) {
   inferShapes(g); // the baseline: what inference knows without steps
   const int64_t before = countUnknownDims(g);

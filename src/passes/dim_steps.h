@@ -35,4 +35,13 @@ std::map<std::string, int64_t> findDimSteps(Graph& g);
 // The number of unknown dims (and tensors of unknown rank) over g's values, subgraphs included.
 int64_t countUnknownDims(const Graph& g);
 
+// Unnamed input dims ('?': exporters write them for a batch or a length they did not name) get a
+// symbol each, "<input>.<k>" (silero-vad-v5's `input: f32[?,?]` becomes [input.0, input.1]); the
+// names given, in order. Then, as ONNX Runtime does at run time, dims that meet in a broadcast
+// must be equal: of those names, each pair whose merging leaves fewer unknown dims is merged
+// (state.1 into input.0 where the LSTM state's batch meets the audio's). Shapes re-inferred;
+// returns the merges (name -> the name kept).
+std::vector<std::string> nameUnknownInputDims(Graph& g);
+std::map<std::string, std::string> mergeNamedDims(Graph& g, const std::vector<std::string>& names);
+
 } // namespace aicc

@@ -397,6 +397,11 @@ private:
     if (!ok) { // the whole If through the interpreter
       const std::string why = "only an If with two input-less branches and static results is "
                               "compiled";
+      if (!ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_)) { // (the bound's sizes)
+        missing.push_back(
+            fmt::format("{}: {}; fix the symbols with --dim NAME=VALUE", n.describe(), why));
+        return base;
+      }
       if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
         emitFallback(s, n, outer, why);
       else

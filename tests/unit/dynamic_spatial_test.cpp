@@ -126,5 +126,24 @@ TEST(DynamicSpatial, DerivedOutputDimsAndReductionsAreTheRuns) {
   }
 }
 
+// Unnamed dims ('?') become symbols; two that meet in a broadcast are merged (as ONNX Runtime
+// requires them equal at run time), one that meets nothing stays apart.
+TEST(DynamicSpatial, UnnamedDimsAreNamedAndMergedWhereTheyMeet) {
+  Model m = parseModel(R"(graph @g(%x: f32[?,4], %s: f32[?,4], %t: f32[?,3]) {
+  %y = Add(%x, %s) : f32[?,4]
+  %z = Relu(%t) : f32[?,3]
+  return %y, %z
+}
+)");
+  const std::vector<std::string> named = nameUnknownInputDims(*m.graph);
+  EXPECT_EQ(named, (std::vector<std::string>{"x.0", "s.0", "t.0"}));
+  EXPECT_EQ(countUnknownDims(*m.graph), 1); // y: x.0 and s.0 may differ
+  const auto merged = mergeNamedDims(*m.graph, named);
+  EXPECT_EQ(merged, (std::map<std::string, std::string>{{"s.0", "x.0"}}));
+  EXPECT_EQ(countUnknownDims(*m.graph), 0);
+  EXPECT_EQ(formatType(m.graph->outputs[0]->type), "f32[x.0,4]");
+  EXPECT_EQ(formatType(m.graph->outputs[1]->type), "f32[t.0,3]");
+}
+
 } // namespace
 } // namespace aicc

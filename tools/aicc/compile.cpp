@@ -125,6 +125,13 @@ int compileCommand(const CompileArgs& a) {
   // step * "S/step", the artifact takes multiples of the step.
   std::vector<rt::Symbol> ranges = parseDimRanges(a.dims);
   if (a.emit == "so") {
+    // Unnamed dims ('?') as symbols, merged where the shapes need them equal.
+    const std::vector<std::string> named = nameUnknownInputDims(*im.model.graph);
+    const std::map<std::string, std::string> merged = mergeNamedDims(*im.model.graph, named);
+    if (!a.quiet)
+      for (const std::string& n : named)
+        std::cout << fmt::format("unnamed dim {}: symbolic{}\n", n,
+                                 merged.count(n) ? " (equal to " + merged.at(n) + ")" : "");
     const std::map<std::string, int64_t> steps = findDimSteps(*im.model.graph);
     applyDimSteps(*im.model.graph, steps);
     for (const auto& [name, step] : steps) {

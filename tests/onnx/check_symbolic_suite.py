@@ -1,0 +1,90 @@
+"""The ONNX backend node tests with their inputs' dims made symbolic (issue #12): every dim of 2 or
+more of every graph input becomes a symbol (equal sizes share one: `d7` for every 7) with the range
+V..V+3, so each run is smaller than the plan's bound; the test is compiled as `aicc compile` does
+and its artifact run on the test's inputs must give the expected outputs (rtol 1e-3, atol 1e-4;
+exact for integers and bools), or the compile must refuse it. This exercises every lowering that
+takes the run's sizes (LowerOptions::runDim) and the per-sample rules on many ops and shapes;
+a lowering that does not read the run's sizes is refused by construction, so the failures this
+finds are wrong answers.
+
+usage: check_symbolic_suite.py AICC NODE_DIR [--every N] (N: every Nth test, for CI time)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+AICC, ROOT = sys.argv[1], sys.argv[2]
+EVERY = int(sys.argv[sys.argv.index("--every") + 1]) if "--every" in sys.argv else 1
+if not os.path.isdir(ROOT):
+    print(f"skip: no ONNX backend node tests at {ROOT}")
+    sys.exit(77)
+
+
+def outputs_match(ds, od):
+    for f in sorted(x for x in os.listdir(ds) if x.startswith("output_")):
+        want = numpy_helper.to_array(onnx.load_tensor(os.path.join(ds, f)))
+        path = os.path.join(od, f)
+        if not os.path.isfile(path):
+            return f"{f} missing"
+        got = numpy_helper.to_array(onnx.load_tensor(path))
+        if want.shape != got.shape:
+            return f"{f}: shape {got.shape}, expected {want.shape}"
+        if want.dtype.kind == "V":  # bfloat16, float8 (ml_dtypes)
+            want, got = want.astype(np.float32), got.astype(np.float32)
+        ok = (np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-3, atol=1e-4,
+                          equal_nan=True) if want.dtype.kind in "fc" else np.array_equal(got, want))
+        if not ok:
+            return f"{f}: values differ"
+    return ""
+
+
+counts = {"matched": 0, "refused": 0, "not symbolic": 0}
+wrong = []
+with tempfile.TemporaryDirectory() as tmp:
+    for k, name in enumerate(sorted(os.listdir(ROOT))):
+        d = os.path.join(ROOT, name)
+        ds = os.path.join(d, "test_data_set_0")
+        if k % EVERY or not name.startswith("test_") or not os.path.isdir(ds):
+            continue
+        m = onnx.load(os.path.join(d, "model.onnx"))
+        inits = {t.name for t in m.graph.initializer}
+        sizes = set()
+        for i in m.graph.input:
+            if i.name in inits or not i.type.HasField("tensor_type"):
+                continue
+            for dim in i.type.tensor_type.shape.dim:
+                if dim.HasField("dim_value") and dim.dim_value >= 2:
+                    sizes.add(dim.dim_value)
+                    v = dim.dim_value
+                    dim.ClearField("dim_value")
+                    dim.dim_param = f"d{v}"
+        if not sizes:
+            counts["not symbolic"] += 1
+            continue
+        for o in m.graph.output:  # the declared output shapes name the old sizes
+            if o.type.HasField("tensor_type"):
+                o.type.tensor_type.ClearField("shape")
+        del m.graph.value_info[:]
+        model, art, od = (os.path.join(tmp, name + x) for x in (".onnx", "_art", "_out"))
+        onnx.save(m, model)
+        ranges = sum((["--dim", f"d{v}={v}..{v + 3}"] for v in sorted(sizes)), [])
+        if subprocess.run([AICC, "compile", model, "-o", art] + ranges,
+                          capture_output=True, text=True).returncode:
+            counts["refused"] += 1
+            continue
+        r = subprocess.run([AICC, "run", art, "--inputs-dir", ds, "--output-dir", od],
+                           capture_output=True, text=True)
+        why = r.stderr.strip().splitlines()[-1] if r.returncode else outputs_match(ds, od)
+        if why:
+            wrong.append(f"{name}: {why[:200]}")
+        else:
+            counts["matched"] += 1
+print(f"symbolic inputs, every {EVERY} test(s): {counts}, wrong {len(wrong)}")
+for w in wrong:
+    print("WRONG:", w)
+sys.exit(1 if wrong or not counts["matched"] else 0)
