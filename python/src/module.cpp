@@ -13,6 +13,7 @@
 #include "frontend/onnx/onnx_importer.h"
 #include "interp/interpreter.h"
 #include "rt/parallel.h"
+#include "passes/dim_steps.h"
 #include "runtime/jit_executor.h"
 #include "support/error.h"
 
@@ -196,7 +197,7 @@ public:
     py::gil_scoped_release nogil;
     model_ = import();
     for (const Value* v : model_.model.graph->inputs) inputNames_.push_back(v->name);
-    batchOnly_ = !batchSymbols(*model_.model.graph).empty();
+    symbolic_ = !inputSymbols(*model_.model.graph).empty();
   }
 
   std::vector<ArgInfo> inputs() const { return infos(model_.model.graph->inputs); }
@@ -217,7 +218,7 @@ public:
 
   int64_t compiledShapes() {
     std::lock_guard<std::mutex> lock(mu_);
-    return int64_t(cache_.size()) + (batch_ ? 1 : 0);
+    return int64_t(cache_.size()) + (once_ ? 1 : 0);
   }
 
 private:
@@ -238,55 +239,60 @@ private:
     return r;
   }
 
-  // The symbols of g's inputs when every symbolic dim is a leading plain symbol (the first dim
-  // that is not 1: a batch, or a sequence after a batch of 1), else none.
-  static std::set<std::string> batchSymbols(const Graph& g) {
+  // The symbols of g's inputs when every symbolic dim is a named plain symbol (a batch, a length,
+  // an image side), else none (an unnamed or derived dim: one executable per shape).
+  static std::set<std::string> inputSymbols(const Graph& g) {
     std::set<std::string> out;
     for (const Value* v : g.inputs) {
       if (!v->type.isTensor() || !v->type.shape) return {};
-      bool before = true; // only 1s so far
       for (const Dim& d : *v->type.shape) {
-        if (d.isStatic()) {
-          before = before && d.value == 1;
-          continue;
-        }
-        if (!before || d.derived || d.symbol.empty()) return {};
+        if (d.isStatic()) continue;
+        if (d.derived || d.symbol.empty()) return {};
         out.insert(d.symbol);
-        before = false;
       }
     }
     return out;
   }
 
-  // The run through the one batch executable, or nullopt when the model does not take that path.
-  std::optional<std::vector<RValue>> runBatched(const std::vector<RValue>& in) {
-    if (!batchOnly_) return std::nullopt;
+  // The run through the one executable of every size (compiled with the symbols symbolic, their
+  // bound doubled when a run exceeds it), or nullopt when the model does not take that path.
+  std::optional<std::vector<RValue>> runOnce(const std::vector<RValue>& in) {
+    if (!symbolic_) return std::nullopt;
     std::set<std::string> conflicting;
     const auto values = cli::dimsFromInputs(*model_.model.graph, in, &conflicting);
     if (!conflicting.empty()) return std::nullopt;
     int64_t largest = 1;
     for (const auto& [_, v] : values) largest = std::max(largest, v);
-    if (!batch_ || largest > batchBound_) {
-      batch_.reset();
+    if (!once_ || largest > bound_) {
+      once_.reset();
       auto c = std::make_unique<Compiled>(Compiled{import(), nullptr});
+      // Symbols whose shapes agree only at multiples of a step (passes/dim_steps.h).
+      const std::map<std::string, int64_t> steps = findDimSteps(*c->model.model.graph);
+      applyDimSteps(*c->model.model.graph, steps);
       cli::OptArgs o;
       o.optLevel = optLevel_;
       o.layoutBlock = cli::jitLayoutBlock();
       cli::optimize(c->model.model, o);
       runtime::JitRunOptions jo;
       // Doubled when a run exceeds it: a few compiles for any growth.
-      const int64_t bound = std::max({2 * batchBound_, largest, runtime::kDefaultSymbolBound});
-      for (const std::string& s : batchSymbols(*c->model.model.graph))
-        jo.symbols.push_back({s, 1, bound});
-      c->exe = std::make_unique<runtime::JitExecutable>(*c->model.model.graph, jo);
-      if (!c->exe->stats().planned) { // not per sample: one executable per shape instead
-        batchOnly_ = false;
+      const int64_t bound = std::max({2 * bound_, largest, runtime::kDefaultSymbolBound});
+      for (const std::string& s : inputSymbols(*model_.model.graph)) {
+        const auto step = steps.find(s);
+        const int64_t k = step == steps.end() ? 1 : step->second;
+        jo.symbols.push_back({s, k, std::max(k, bound / k * k), k});
+      }
+      try {
+        c->exe = std::make_unique<runtime::JitExecutable>(*c->model.model.graph, jo);
+      } catch (const Error&) { // a node without a lowering for symbolic sizes
+      }
+      if (!c->exe || !c->exe->stats().planned) { // one executable per shape instead
+        symbolic_ = false;
         return std::nullopt;
       }
-      batch_ = std::move(c);
-      batchBound_ = bound;
+      once_ = std::move(c);
+      bound_ = bound;
     }
-    return batch_->exe->run(in);
+    return once_->exe->run(in);
   }
 
   std::vector<RValue> runLocked(const std::vector<RValue>& in) {
@@ -300,7 +306,7 @@ private:
       return interpret(*model_.model.graph, in); // checks the inputs itself
     }
     checkGraphInputs(*model_.model.graph, in); // names the input and dim before compiling
-    if (auto out = runBatched(in)) return std::move(*out);
+    if (auto out = runOnce(in)) return std::move(*out);
     std::string sig;
     for (const RValue& v : in) {
       for (int64_t d : v.tensor.shape()) sig += std::to_string(d) + ",";
@@ -331,10 +337,10 @@ private:
   std::map<std::string, int64_t> dims_;
   ImportedModel model_; // imported once: metadata, the interpreter's graph
   bool optimizedInterp_ = false;
-  // A batch-only model: the executable of every batch up to batchBound_.
-  bool batchOnly_ = false;
-  std::unique_ptr<Compiled> batch_;
-  int64_t batchBound_ = 0;
+  // A model with symbolic input dims: the executable of every size up to bound_.
+  bool symbolic_ = false;
+  std::unique_ptr<Compiled> once_;
+  int64_t bound_ = 0;
   std::vector<std::string> inputNames_;
   // Compiled code and arena per input shape signature, at most kMaxCompiledShapes (a server fed
   // ever-new sizes keeps the most recently used ones).
