@@ -12,8 +12,8 @@
 #include "frontend/onnx/onnx_exporter.h"
 #include "frontend/onnx/onnx_importer.h"
 #include "interp/interpreter.h"
-#include "rt/parallel.h"
 #include "passes/dim_steps.h"
+#include "rt/parallel.h"
 #include "runtime/jit_executor.h"
 #include "support/error.h"
 
