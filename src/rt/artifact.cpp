@@ -106,6 +106,7 @@ int64_t evalDim(const std::vector<int64_t>& prog, const std::vector<int64_t>& va
         v = size_t(arg) < values.size() && values[size_t(arg)] >= 0 ? values[size_t(arg)]
             : hi                                                    ? (*hi)[size_t(arg)]
                                                                     : -1;
+        if (v < 0) return -1; // a symbol without a value (before the first run)
       }
       stack[top++] = v;
       continue;

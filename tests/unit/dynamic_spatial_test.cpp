@@ -118,6 +118,7 @@ TEST(DynamicSpatial, DerivedOutputDimsAndReductionsAreTheRuns) {
   Model ref = parseModel(ir), m = parseModel(ir);
   fs::path dir = compile(m, "flat", {{"N", 1, 5}});
   runtime::LoadedArtifact art(dir.string());
+  EXPECT_EQ(art.outputDims(0), Dims{20}); // before a run: at the bound (4 * 5)
   for (int64_t n : {1, 3, 5}) {
     std::vector<RValue> in = {RValue::of(test::uniformTensor({n, 4}, uint32_t(n)))};
     const std::vector<RValue> got = art.run(in);
