@@ -325,6 +325,19 @@ int compileCommand(const CompileArgs& a) {
                                sym.name, sym.lo, sym.hi,
                                sym.step > 1 ? fmt::format(", multiples of {}", sym.step) : "",
                                sym.hi, sym.name);
+  // Default ranges can plan a large arena (a detector's 16 pages of 1024x1024): say so, with the
+  // flag that sizes it.
+  constexpr int64_t kLargeArena = int64_t(512) << 20;
+  const std::vector<rt::Symbol> given = parseDimRanges(a.dims);
+  std::vector<std::string> defaulted;
+  for (const rt::Symbol& sym : spec.symbols)
+    if (std::none_of(given.begin(), given.end(),
+                     [&](const rt::Symbol& g) { return g.name == sym.name; }))
+      defaulted.push_back(sym.name);
+  if (spec.arenaBytes >= kLargeArena && !defaulted.empty())
+    std::cerr << fmt::format("aicc: warning: the arena is {} MiB, planned for the default ranges "
+                             "of {}; give the sizes you run with --dim NAME=LO..HI\n",
+                             spec.arenaBytes >> 20, fmt::join(defaulted, ", "));
   if (bf16 && !a.quiet) // the per-task precision is in report.txt (precision = ...)
     std::cout << fmt::format("precision: bf16 GEMM kernels (f32 accumulation) in {} of {} tasks; "
                              "the others f32\n",
