@@ -233,7 +233,7 @@ void parseDims(const std::string& s, const std::vector<Symbol>& symbols, TensorD
       t.exprs.resize(t.dims.size());
       t.exprs.push_back(parseDimProgram(w, symbols.size()));
       t.dims.push_back(evalDim(t.exprs.back(), {}, &hi));
-      AICC_RT_CHECK(t.dims.back() >= 0, "a malformed derived dim '{}' in '{}'", w, s);
+      if (t.dims.back() < 0) throw Malformed{}; // (the plan reader names the line)
     } else if (sym != symbols.end()) {
       t.syms.resize(t.dims.size(), -1);
       t.syms.push_back(int32_t(sym - symbols.begin()));

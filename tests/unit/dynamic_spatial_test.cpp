@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace aicc {
 namespace {
@@ -125,6 +126,46 @@ TEST(DynamicSpatial, DerivedOutputDimsAndReductionsAreTheRuns) {
     ASSERT_EQ(got[0].tensor.shape(), Dims{4 * n});
     test::expectOutputsClose(interpret(*ref.graph, in), got, {1e-6, 1e-6});
   }
+}
+
+// A plan whose derived dim or variant line is damaged is refused at load, naming the plan and the
+// reason (the runtime evaluates the dim programs and opens variants: never out of its folder).
+TEST(DynamicSpatial, DamagedDimProgramsAndVariantsAreRefused) {
+  Model m = parseModel(R"(graph @g(%x: f32[N,4]) {
+  %shape = Constant() {value = tensor i64[1] [-1]} : i64[1]
+  %s = Reshape(%x, %shape) : f32[4*N]
+  return %s
+}
+)");
+  const fs::path dir = compile(m, "damaged", {{"N", 1, 5}});
+  std::string plan;
+  {
+    std::ifstream in(dir / "model.plan");
+    plan.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_NE(plan.find("=4:$0:*"), std::string::npos) << plan; // 4*N as a postfix program
+  auto refused = [&](const std::string& text, const char* want) {
+    {
+      std::ofstream out(dir / "model.plan");
+      out << text;
+    }
+    try {
+      rt::Artifact a(dir.string());
+      ADD_FAILURE() << "loaded: " << want;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string t = plan;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  refused(edited("=4:$0:*", "=4:$7:*"), "model.plan: malformed line 'output s f32 =4:$7:*");
+  refused(edited("=4:$0:*", "=4:*"), "model.plan: malformed line");
+  refused(edited("=4:$0:*", "=4:$0:/0"), "model.plan: malformed line");
+  refused(edited("\ninput ", "\nvariant ../elsewhere\ninput "), "not a folder inside");
+  refused(edited("\ninput ", "\nvariant variants/0\ninput "), "variants/0");
 }
 
 // Unnamed dims ('?') become symbols; two that meet in a broadcast are merged (as ONNX Runtime
