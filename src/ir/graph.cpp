@@ -295,4 +295,15 @@ void Graph::eraseUnusedValues() {
   });
 }
 
+void forEachValue(const Graph& g, const std::function<void(Value&)>& f) {
+  for (const auto& v : g.values()) f(*v);
+  for (const auto& n : g.nodes)
+    for (const auto& [_, a] : n->attrs) {
+      if (const auto* sg = std::get_if<GraphPtr>(&a.v); sg && *sg) forEachValue(**sg, f);
+      if (const auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
+        for (const auto& s : *sgs)
+          if (s) forEachValue(*s, f);
+    }
+}
+
 } // namespace aicc

@@ -14,6 +14,7 @@
 #include "ir/dim_expr.h"
 #include "ir/tensor.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -180,6 +181,10 @@ private:
   std::map<std::string, Value*> byName_;
   int64_t nameCounter_ = 0;
 };
+
+// Every value of g and of the subgraphs of its nodes (graph and graph-list attributes),
+// recursively.
+void forEachValue(const Graph& g, const std::function<void(Value&)>& f);
 
 struct Model {
   GraphPtr graph;

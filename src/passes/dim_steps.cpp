@@ -5,22 +5,11 @@
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <vector>
 
 namespace aicc {
 
 namespace {
-
-void forEachValue(const Graph& g, const std::function<void(Value&)>& f) {
-  for (const auto& v : g.values()) f(*v);
-  for (const auto& n : g.nodes)
-    for (const auto& [_, a] : n->attrs) {
-      if (const auto* sg = std::get_if<GraphPtr>(&a.v); sg && *sg) forEachValue(**sg, f);
-      if (const auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-        for (const auto& s : *sgs) forEachValue(*s, f);
-    }
-}
 
 Dim substituted(const Dim& d, const std::map<std::string, DimExpr>& with) {
   if (d.isStatic() || d.symbol.empty()) return d;

@@ -2,8 +2,6 @@
 
 #include "ops/op_def.h"
 
-#include <functional>
-
 namespace aicc {
 
 Type mergeTypes(const Type& declared, const Type& inferred, const std::string& what) {
@@ -60,16 +58,7 @@ void inferShapes(Graph& g, ShapeValues& shapeValues) {
 
 bool refreshShapes(Model& m) {
   std::vector<std::pair<Value*, Type>> before;
-  std::function<void(const Graph&)> collect = [&](const Graph& g) {
-    for (const auto& v : g.values()) before.push_back({v.get(), v->type});
-    for (const auto& n : g.nodes)
-      for (const auto& [_, a] : n->attrs) {
-        if (auto* sg = std::get_if<GraphPtr>(&a.v)) collect(**sg);
-        if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
-          for (const auto& s : *sgs) collect(*s);
-      }
-  };
-  collect(*m.graph);
+  forEachValue(*m.graph, [&](Value& v) { before.push_back({&v, v.type}); });
   inferShapes(*m.graph);
   for (const auto& [v, t] : before)
     if (!(v->type == t)) return true;
