@@ -170,14 +170,31 @@ std::vector<ExprPtr> runDims(const LowerOptions& o, const Value* v, const Dims& 
   return out;
 }
 
+namespace {
+// a * b, folded when both are immediates or one is 1.
+ExprPtr mulFolded(const ExprPtr& a, const ExprPtr& b) {
+  const auto x = asInt(a), y = asInt(b);
+  if (x && y) return intImm(*x * *y);
+  if (x == 1) return b;
+  if (y == 1) return a;
+  return mul(a, b);
+}
+} // namespace
+
 std::vector<ExprPtr> stridesOf(const std::vector<ExprPtr>& dims) {
   std::vector<ExprPtr> s(dims.size());
   ExprPtr acc = intImm(1);
   for (size_t k = dims.size(); k-- > 0;) {
     s[k] = acc;
-    acc = mul(acc, dims[k]);
+    acc = mulFolded(acc, dims[k]);
   }
   return s;
+}
+
+ExprPtr product(const std::vector<ExprPtr>& dims, size_t from, size_t to) {
+  ExprPtr p = intImm(1);
+  for (size_t k = from; k < std::min(to, dims.size()); ++k) p = mulFolded(p, dims[k]);
+  return p;
 }
 
 ExprPtr runIndex(const std::vector<ExprPtr>& idx, const std::vector<ExprPtr>& stride) {
@@ -388,9 +405,7 @@ std::vector<ExprPtr> FlatSpace::runExtents() const {
       e.push_back(intImm(l.extent));
       continue;
     }
-    ExprPtr x = intImm(1);
-    for (size_t d = groups[l.group].first; d < groups[l.group].second; ++d) x = mul(x, runOut[d]);
-    e.push_back(x);
+    e.push_back(product(runOut, groups[l.group].first, groups[l.group].second));
   }
   return e;
 }
@@ -403,12 +418,9 @@ std::vector<ExprPtr> FlatSpace::runStrideOf(const Dims& shape,
     return r;
   }
   std::vector<ExprPtr> st(out.size(), intImm(0));
-  ExprPtr s = intImm(1);
-  for (size_t k = shape.size(); k-- > 0;) {
-    size_t d = out.size() - shape.size() + k;
-    if (shape[k] != 1) st[d] = s;
-    s = mul(s, run[k]);
-  }
+  const std::vector<ExprPtr> own = stridesOf(run); // the operand's, placed on out's dims
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] != 1) st[out.size() - shape.size() + k] = own[k];
   std::vector<ExprPtr> r;
   for (const Loop& l : loops) {
     auto [d0, d1] = groups[l.group];

@@ -114,8 +114,7 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
   std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
   const int64_t kSz = numel(k);
   const std::vector<ExprPtr> inE(xr.begin() + 2, xr.end()), outE(yr.begin() + 2, yr.end());
-  ExprPtr inSz = intImm(1), outSz = intImm(1);
-  for (size_t d = 0; d < r; ++d) inSz = mul(inSz, inE[d]), outSz = mul(outSz, outE[d]);
+  const ExprPtr inSz = product(inE), outSz = product(outE);
   std::string nv = b.fresh("n"), mv = b.fresh("m"), cv = b.fresh("c");
   std::vector<std::string> ov, kv;
   for (size_t d = 0; d < r; ++d) ov.push_back(b.fresh("o" + std::to_string(d)));
@@ -253,8 +252,7 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   if (symbolic && head.attrString("auto_pad").rfind("SAME", 0) == 0)
     no("Conv with auto_pad " + head.attrString("auto_pad") +
        " and symbolic sizes (its pads follow the size)");
-  ExprPtr inSzE = intImm(1), outSzE = intImm(1);
-  for (size_t d = 2; d < xr.size(); ++d) inSzE = mul(inSzE, xr[d]), outSzE = mul(outSzE, yr[d]);
+  const ExprPtr inSzE = product(xr, 2), outSzE = product(yr, 2);
 
   // Micro-kernel applicability.
   bool f32 = t == DType::F32, dilOne = true, padsOne = true;

@@ -83,24 +83,16 @@ std::optional<LoweredNode> lowerConcat(const Node& n, const std::string& name,
     for (const ExprPtr& e : irs.back()) symbolic |= !isImm(e);
   }
   if (symbolic) {
-    ExprPtr at = intImm(0), after = intImm(1), outBlock = intImm(1); // along the axis
-    for (size_t d = size_t(axis); d < ore.size(); ++d) outBlock = mul(outBlock, ore[d]);
-    for (size_t d = size_t(axis) + 1; d < ore.size(); ++d) after = mul(after, ore[d]);
+    ExprPtr at = intImm(0); // along the axis
+    const ExprPtr outBlock = product(ore, size_t(axis)), after = product(ore, size_t(axis) + 1);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       if (!n.inputs[k]) continue;
       const std::vector<ExprPtr>& ir = irs[k];
       if (ir.size() != ore.size()) no("inputs of different ranks");
-      ExprPtr outer = intImm(1), inner = intImm(1);
-      for (size_t d = 0; d < ir.size(); ++d) {
-        if (int64_t(d) < axis) {
-          if (!equal(ir[d], ore[d])) no("an input whose dims differ from the output's");
-          outer = mul(outer, ir[d]);
-        } else {
-          if (int64_t(d) > axis && !equal(ir[d], ore[d]))
-            no("an input whose dims differ from the output's");
-          inner = mul(inner, ir[d]);
-        }
-      }
+      for (size_t d = 0; d < ir.size(); ++d)
+        if (int64_t(d) != axis && !equal(ir[d], ore[d]))
+          no("an input whose dims differ from the output's");
+      const ExprPtr outer = product(ir, 0, size_t(axis)), inner = product(ir, size_t(axis));
       const std::string in = b.input(n.inputs[k]), i0 = b.fresh("i0"), i1 = b.fresh("i1");
       ExprPtr oi = add(add(mul(var(i0), outBlock), mul(at, after)), var(i1));
       for (auto& st :
@@ -215,11 +207,8 @@ std::optional<LoweredNode> lowerGather(const Node& n, const std::string& name,
   // Symbolic sizes: the run's dims of the data and the indices (their count and range).
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), xr = runDims(o, n.inputs[1], xd);
   const auto is = stridesOf(ir), xs = stridesOf(xr);
-  ExprPtr count = intImm(1);
-  for (const ExprPtr& e : xr) count = mul(count, e);
   DType t = n.outputs[0]->type.dtype;
-  Block check =
-      checkIndices(ind, it, asInt(count) ? intImm(*asInt(count)) : count, ir[size_t(axis)], o);
+  Block check = checkIndices(ind, it, product(xr), ir[size_t(axis)], o);
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {
@@ -300,7 +289,6 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
   auto axesC = n.hasInput(3) ? constInts(n, 3) : std::optional<std::vector<int64_t>>();
   // Symbolic sizes: the input's run dims for the edges, wraps, reflections and strides.
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
-  runDims(o, n.outputs[0], od); // (gatherNest's loops run the output's)
   bool symbolic = false;
   for (const ExprPtr& e : ir) symbolic |= !isImm(e);
   if (pads && (axesC || !n.hasInput(3))) {

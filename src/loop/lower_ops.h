@@ -85,6 +85,9 @@ std::vector<ExprPtr> vars(const std::vector<std::string>& names);
 // immediates for the others; their row-major strides; a nest over such extents (as nest()).
 std::vector<ExprPtr> runDims(const LowerOptions& o, const Value* v, const Dims& d);
 std::vector<ExprPtr> stridesOf(const std::vector<ExprPtr>& dims);
+// The product of dims [from, to) (immediates folded: static dims give an immediate, so the
+// compile-time checks on sizes still see them).
+ExprPtr product(const std::vector<ExprPtr>& dims, size_t from = 0, size_t to = size_t(-1));
 ExprPtr runIndex(const std::vector<ExprPtr>& idx, const std::vector<ExprPtr>& stride);
 Block runNest(const std::vector<std::string>& vars, const std::vector<ExprPtr>& ext, Block body,
               bool parallelOuter = true, int64_t vectorWidth = 1);

@@ -22,8 +22,7 @@ std::optional<LoweredNode> lowerGlobal(const Node& n, const std::string& name,
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
   const std::vector<ExprPtr> orr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "output"));
   if (orr.empty() || !equal(orr[0], ir[0])) no("the result's batch is not the input's");
-  ExprPtr rowsE = mul(ir[0], ir[1]), lenE = intImm(1);
-  for (size_t d = 2; d < ir.size(); ++d) lenE = mul(lenE, ir[d]);
+  const ExprPtr rowsE = product(ir, 0, 2), lenE = product(ir, 2);
   std::string in = b.input(n.inputs[0]);
   // f32 GlobalAveragePool with runtime kernels: vector row sums, rows over the threads.
   if (!isMax && o.runtimeKernels && t == DType::F32 && rows >= 1 && len >= 1) {
@@ -48,7 +47,7 @@ std::optional<LoweredNode> lowerGlobal(const Node& n, const std::string& name,
       body.push_back(std::move(s));
   if (!isMax)
     body.push_back(
-        Stmt::store(out, var(r), div(acc, isImm(lenE) ? constant(t, double(len)) : cast(t, lenE))));
+        Stmt::store(out, var(r), div(acc, asInt(lenE) ? constant(t, double(len)) : cast(t, lenE))));
   Schedule sch;
   sch["parallel"] = std::vector<std::string>{r};
   if (rows == 0) return b.finish({}, std::move(sch), o);
@@ -111,8 +110,8 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
     std::string nv = b.fresh("n");
     ExprPtr nn = var(nv);
     const int64_t C = blocked ? id[1] * kernels::kNchwcBlock : id[1];
-    std::vector<CallArg> a = {CallArg{in, mul(nn, mul(intImm(C), mul(ir[2], ir[3]))), nullptr},
-                              CallArg{out, mul(nn, mul(intImm(C), mul(orr[2], orr[3]))), nullptr}};
+    std::vector<CallArg> a = {CallArg{in, mul(nn, product({intImm(C), ir[2], ir[3]})), nullptr},
+                              CallArg{out, mul(nn, product({intImm(C), orr[2], orr[3]})), nullptr}};
     auto arg = [&](ExprPtr v) { a.push_back(CallArg{"", nullptr, std::move(v)}); };
     for (int64_t v : {C, int64_t(0), int64_t(0), int64_t(0)}) arg(intImm(v));
     arg(ir[2]), arg(ir[3]);

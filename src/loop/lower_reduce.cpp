@@ -114,8 +114,7 @@ Block reduceNest(const Node& n, FuncBuilder& b, const Dims& id, const std::vecto
     if (!red[d]) keptBound.push_back(id[d]);
     idx.push_back(var(v));
   }
-  ExprPtr count = intImm(1);
-  for (const ExprPtr& e : redExt) count = mul(count, e);
+  const ExprPtr count = product(redExt);
   ExprPtr y = runIndex(vars(kept), stridesOf(keptExt));
   ExprPtr x = load(in, runIndex(idx, stridesOf(ir)), t), acc = load(out, y, t);
   const std::string& op = n.op;

@@ -1,7 +1,8 @@
 // Dynamic shapes (issue #12, docs/backend.md "Dynamic shapes"): a node whose values carry symbolic
 // leading dims S (a batch, a sequence length, both) is lowered once for one sample and runs in a
-// loop over the run's samples; Transpose and Attention, which mix positions, take the run's sizes
-// instead (lowerSymbolic, LowerOptions::runDim).
+// loop over the run's samples; any other node with symbolic dims is lowered with the run's sizes
+// instead (lowerSymbolic, LowerOptions::runDim), when its lowering reads the run's size of every
+// symbolic dim of its values (convolutions, pools, resizes, elementwise regions, Transpose, ...).
 //
 // The symbols' values reach the task through the shape block: an i64 buffer parameter (one
 // element per symbol of the model, in the plan's order) that the runtime fills from the inputs
@@ -10,8 +11,9 @@
 //      dim, or has the same leading symbols S (its dims up to the last symbolic one are symbols
 //      or 1s) and static dims after them;
 //   2. some input has S, and every output has it;
-//   3. its op computes each sample alone and independently of its index (computesPerSample,
-//      ops/op_def.h: Softmax over axis 0 has the shapes of rule 1 but mixes samples).
+//   3. its op computes each sample alone and independently of its index, over as many leading
+//      dims as S spans (computesPerSample, ops/op_def.h: Softmax over a sample dim has the shapes
+//      of rule 1 but mixes samples).
 // Row-major, a sample of such a value is one contiguous block, the same for every value that
 // has S: so the node is lowered with S = 1 (the values' types set to one sample while lowering),
 // and the Func is wrapped in `for %sample in 0..prod clamp(%symbols[k], lo, bound)`, every access

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <vector>
 
 namespace aicc {
@@ -37,19 +38,42 @@ void substitute(Type& t, const std::map<std::string, DimExpr>& with) {
     for (Dim& d : *t.shape) d = substituted(d, with);
 }
 
+// g's types with the symbols of `with` replaced, shapes re-inferred.
+void substituteSymbols(Graph& g, const std::map<std::string, DimExpr>& with) {
+  forEachValue(g, [&](Value& v) { substitute(v.type, with); });
+  inferShapes(g);
+}
+
+// substituteSymbols, kept when `keep(the unknown dims left)` says so; else (and when inference
+// refuses it) g's types as they were.
+bool trySymbols(Graph& g, const std::map<std::string, DimExpr>& with,
+                const std::function<bool(int64_t)>& keep) {
+  std::vector<std::pair<Value*, Type>> saved;
+  forEachValue(g, [&](Value& v) { saved.emplace_back(&v, v.type); });
+  try {
+    substituteSymbols(g, with);
+    if (keep(countUnknownDims(g))) return true;
+  } catch (const Error&) { // shapes that refuse it
+  }
+  for (auto& [v, t] : saved) v->type = t;
+  return false;
+}
+
 } // namespace
 
 std::string stepSymbol(const std::string& symbol, int64_t step) {
   return fmt::format("{}/{}", symbol, step);
 }
 
+DimExpr steppedDim(const std::string& symbol, int64_t step) {
+  return DimExpr::constant(step) * DimExpr::symbol(stepSymbol(symbol, step));
+}
+
 void applyDimSteps(Graph& g, const std::map<std::string, int64_t>& steps) {
   if (steps.empty()) return;
   std::map<std::string, DimExpr> with;
-  for (const auto& [s, k] : steps)
-    with.emplace(s, DimExpr::constant(k) * DimExpr::symbol(stepSymbol(s, k)));
-  forEachValue(g, [&](Value& v) { substitute(v.type, with); });
-  inferShapes(g);
+  for (const auto& [s, k] : steps) with.emplace(s, steppedDim(s, k));
+  substituteSymbols(g, with);
 }
 
 int64_t countUnknownDims(const Graph& g) {
@@ -81,27 +105,13 @@ std::vector<std::string> nameUnknownInputDims(Graph& g) {
 std::map<std::string, std::string> mergeNamedDims(Graph& g, const std::vector<std::string>& names) {
   std::map<std::string, std::string> merged;
   if (names.size() < 2) return merged;
-  std::vector<std::pair<Value*, Type>> saved;
-  forEachValue(g, [&](Value& v) { saved.emplace_back(&v, v.type); });
   int64_t unknown = countUnknownDims(g);
   for (size_t i = 0; i < names.size() && unknown > 0; ++i)
-    for (size_t j = i + 1; j < names.size() && unknown > 0; ++j) {
-      if (merged.count(names[i]) || merged.count(names[j])) continue;
-      for (auto& [v, t] : saved) t = v->type; // the state to return to
-      try {
-        forEachValue(g, [&](Value& v) {
-          substitute(v.type, {{names[j], DimExpr::symbol(names[i])}});
-        });
-        inferShapes(g);
-        if (const int64_t now = countUnknownDims(g); now < unknown) {
-          unknown = now;
-          merged[names[j]] = names[i];
-          continue;
-        }
-      } catch (const Error&) { // shapes that refuse the merge: not this pair
-      }
-      for (auto& [v, t] : saved) v->type = t;
-    }
+    for (size_t j = i + 1; j < names.size() && unknown > 0; ++j)
+      if (!merged.count(names[i]) && !merged.count(names[j]) &&
+          trySymbols(g, {{names[j], DimExpr::symbol(names[i])}},
+                     [&](int64_t now) { return now < unknown ? (unknown = now, true) : false; }))
+        merged[names[j]] = names[i];
   return merged;
 }
 
@@ -116,23 +126,14 @@ std::map<std::string, int64_t> findDimSteps(Graph& g) {
         if (!d.isStatic() && !d.derived && !d.symbol.empty() &&
             std::find(symbols.begin(), symbols.end(), d.symbol) == symbols.end())
           symbols.push_back(d.symbol);
-  std::vector<std::pair<Value*, Type>> saved;
-  forEachValue(g, [&](Value& v) { saved.emplace_back(&v, v.type); });
-  auto restore = [&] {
-    for (auto& [v, t] : saved) v->type = t;
-  };
   std::map<std::string, int64_t> steps;
   for (const std::string& s : symbols) {
     int64_t best = before, chosen = 0;
-    for (int64_t k = 2; k <= 128; k *= 2) {
-      try {
-        applyDimSteps(g, {{s, k}});
-        const int64_t now = countUnknownDims(g);
+    for (int64_t k = 2; k <= 128; k *= 2) // (each trial undone)
+      trySymbols(g, {{s, steppedDim(s, k)}}, [&](int64_t now) {
         if (now < best) best = now, chosen = k;
-      } catch (const Error&) { // a step the shapes refuse: not this one
-      }
-      restore();
-    }
+        return false;
+      });
     if (chosen) steps[s] = chosen;
   }
   return steps;

@@ -21,8 +21,9 @@
 
 namespace aicc {
 
-// The symbol standing for `symbol` / step: "H/32".
+// The symbol standing for `symbol` / step: "H/32", and the dim `symbol` becomes: 32*"H/32".
 std::string stepSymbol(const std::string& symbol, int64_t step);
+DimExpr steppedDim(const std::string& symbol, int64_t step);
 
 // Every dim of every value (subgraphs included) with each symbol s of `steps` replaced by
 // step * stepSymbol(s, step), then shapes re-inferred.

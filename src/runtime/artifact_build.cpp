@@ -469,9 +469,7 @@ std::optional<std::string> inputSymbolOf(const Dim& d, const std::vector<rt::Sym
   if (d.isStatic() || d.symbol.empty()) return std::nullopt;
   if (!d.derived) return d.symbol;
   for (const rt::Symbol& r : ranges)
-    if (r.step > 1 &&
-        dimExpr(d) == DimExpr::constant(r.step) * DimExpr::symbol(stepSymbol(r.name, r.step)))
-      return r.name;
+    if (r.step > 1 && dimExpr(d) == steppedDim(r.name, r.step)) return r.name;
   return std::nullopt;
 }
 
@@ -628,22 +626,23 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
     std::vector<Value*> all;
     definedValues(g, all);
     raiseDefaultLowerEnds(spec.symbols, ranges, all);
+    const std::map<std::string, int64_t> lo = symbolValues(spec.symbols, false),
+                                         hi = symbolValues(spec.symbols, true);
     for (size_t k = 0; k < spec.symbols.size(); ++k) {
       const rt::Symbol& s = spec.symbols[k];
       AICC_CHECK(s.lo >= 0 && s.lo <= s.hi, "--dim {}={}..{}: an empty range", s.name, s.lo, s.hi);
       ctx.symbols[s.name] = {int64_t(k), s.hi, s.lo};
       if (s.step > 1) { // the graph's dims read S / step (passes/dim_steps.h)
-        const int64_t lo = (s.lo + s.step - 1) / s.step, bound = s.hi / s.step;
-        AICC_CHECK(lo <= bound, "--dim {}={}..{}: no multiple of {} in the range", s.name, s.lo,
-                   s.hi, s.step);
-        ctx.symbols[stepSymbol(s.name, s.step)] = {int64_t(k), bound, lo, s.step};
+        const std::string q = stepSymbol(s.name, s.step);
+        AICC_CHECK(lo.at(q) <= hi.at(q), "--dim {}={}..{}: no multiple of {} in the range", s.name,
+                   s.lo, s.hi, s.step);
+        ctx.symbols[q] = {int64_t(k), hi.at(q), lo.at(q), s.step};
       }
     }
-    const std::map<std::string, int64_t> hi = symbolValues(spec.symbols, true);
     // A dim negative at the bounds or the lower ends: sizes in the range the model cannot take
     // (an audio length of 16 samples); say so rather than "no static size" at some node.
     for (bool atHi : {true, false})
-      if (auto neg = dimBelow(all, symbolValues(spec.symbols, atHi), 0)) {
+      if (auto neg = dimBelow(all, atHi ? hi : lo, 0)) {
         const auto& [v, d, x] = *neg;
         fail("'{}' is {}: its dim {} is {} at the symbols' {}; give each symbol the range the "
              "model takes with --dim NAME=LO..HI",

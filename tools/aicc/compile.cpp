@@ -123,7 +123,8 @@ int compileCommand(const CompileArgs& a) {
                  a.variantOf, v->name, formatType(v->type));
   // Symbols whose shapes agree only at multiples of a step (passes/dim_steps.h): written as
   // step * "S/step", the artifact takes multiples of the step.
-  std::vector<rt::Symbol> ranges = parseDimRanges(a.dims);
+  const std::vector<rt::Symbol> given = parseDimRanges(a.dims); // the user's ranges
+  std::vector<rt::Symbol> ranges = given;                       // with the steps found
   if (a.emit == "so") {
     // Unnamed dims ('?') as symbols, merged where the shapes need them equal.
     const std::vector<std::string> named = nameUnknownInputDims(*im.model.graph);
@@ -328,7 +329,6 @@ int compileCommand(const CompileArgs& a) {
   // Default ranges can plan a large arena (a detector's 16 pages of 1024x1024): say so, with the
   // flag that sizes it.
   constexpr int64_t kLargeArena = int64_t(512) << 20;
-  const std::vector<rt::Symbol> given = parseDimRanges(a.dims);
   std::vector<std::string> defaulted;
   for (const rt::Symbol& sym : spec.symbols)
     if (std::none_of(given.begin(), given.end(),
