@@ -4,7 +4,6 @@
 // errors naming the input and dim; nodes that mix samples are refused by name; a sequence length
 // through per-token ops, a symbolic Transpose and Attention.
 #include "aicc/runtime.h"
-#include "backend/target.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -45,15 +44,8 @@ const char* kNet = R"(graph @net(%x: f32[N,3,12,10], %w: f32[8,3,3,3], %w2: f32[
 
 Tensor random(const Dims& d, uint32_t seed) { return test::uniformTensor(d, seed); }
 
-fs::path compile(Model& m, const std::string& name, std::vector<rt::Symbol> ranges) {
-  test::optimize(m, 2);
-  loop::LowerOptions lo;
-  lo.runtimeKernels = true;
-  fs::path dir = fs::temp_directory_path() / ("aicc_dynamic_batch_" + name);
-  fs::remove_all(dir);
-  runtime::writeArtifact(runtime::buildArtifact(*m.graph, lo, ranges), dir.string(),
-                         nativeTarget());
-  return dir;
+fs::path compile(Model& m, const std::string& name, const std::vector<rt::Symbol>& ranges) {
+  return test::compileArtifact(m, "aicc_dynamic_batch_" + name, ranges);
 }
 
 // Constants for the net's weights (its graph inputs after x become constants).

@@ -5,7 +5,6 @@
 // run's; a size off the step is refused with one line; a derived output dim of the batch (a
 // Reshape to [4 * N]) is the run's too, and a reduction over the batch sums the run's samples.
 #include "aicc/runtime.h"
-#include "backend/target.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -64,14 +63,7 @@ Model weightsToConstants(Model m) {
 }
 
 fs::path compile(Model& m, const std::string& name, const std::vector<rt::Symbol>& ranges) {
-  test::optimize(m, 2);
-  loop::LowerOptions lo;
-  lo.runtimeKernels = true;
-  fs::path dir = fs::temp_directory_path() / ("aicc_dynamic_spatial_" + name);
-  fs::remove_all(dir);
-  runtime::writeArtifact(runtime::buildArtifact(*m.graph, lo, ranges), dir.string(),
-                         nativeTarget());
-  return dir;
+  return test::compileArtifact(m, "aicc_dynamic_spatial_" + name, ranges);
 }
 
 TEST(DynamicSpatial, OneArtifactMatchesTheInterpreterAtEveryImageSize) {

@@ -1,7 +1,9 @@
 #include "shared_models.h"
 
+#include "backend/target.h"
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
+#include "runtime/artifact.h"
 
 #include <gtest/gtest.h>
 #include <random>
@@ -75,6 +77,18 @@ void optimize(Model& m, int level) {
   PassManager<Model> pm;
   for (auto& p : optPipeline(level)) pm.add(std::move(p));
   pm.run(m);
+}
+
+std::filesystem::path compileArtifact(Model& m, const std::string& folder,
+                                      const std::vector<rt::Symbol>& ranges) {
+  optimize(m, 2);
+  loop::LowerOptions lo;
+  lo.runtimeKernels = true;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / folder;
+  std::filesystem::remove_all(dir);
+  runtime::writeArtifact(runtime::buildArtifact(*m.graph, lo, ranges), dir.string(),
+                         nativeTarget());
+  return dir;
 }
 
 } // namespace aicc::test

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace aicc::rt {
+struct Symbol;
+}
+
 namespace aicc::test {
 
 std::filesystem::path sharedModelsDir();
@@ -41,5 +45,10 @@ void optimize(Model& m, int level);
 
 // An f32 tensor of uniform draws in [lo, hi) (std::mt19937 seeded with `seed`).
 Tensor uniformTensor(const Dims& d, uint32_t seed, float lo = -1, float hi = 1);
+
+// m optimized (-O2) and compiled as `aicc compile` does (runtime kernels, the symbols' ranges
+// given) into a fresh temp folder `folder`, returned.
+std::filesystem::path compileArtifact(Model& m, const std::string& folder,
+                                      const std::vector<rt::Symbol>& ranges);
 
 } // namespace aicc::test
