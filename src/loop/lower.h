@@ -63,6 +63,11 @@ struct LowerOptions {
   // sizes meanwhile: only the lowerings that read this (Transpose, Attention) are given symbolic
   // nodes. Null: static sizes only.
   std::function<ExprPtr(const Value* v, size_t k)> runDim;
+  // Data-dependent dims (passes/data_dims.h): when dim k of result v is a data symbol this node
+  // produces, the statement storing the run's `value` of it into the shape block; runDim(., .)
+  // of that symbol is `value` from then on (the lowering computes it before any use). nullopt:
+  // not such a dim (or no symbolic lowering: null).
+  std::function<std::optional<Stmt>(const Value* v, size_t k, const ExprPtr& value)> setDataDim;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.
@@ -73,8 +78,10 @@ struct LoweredNode {
   std::vector<std::pair<std::string, const Value*>> outputs; // `out` param -> node output
   // `in` params bound to data made at compile time (packed weights), owned here.
   std::vector<std::pair<std::string, Tensor>> constants;
-  // The `in` param bound to the run's shape block (loop/per_sample.h), or "".
+  // The `in` param bound to the run's shape block (loop/per_sample.h), or "" (an `out` param
+  // when the node writes data symbols into it: dataSymbols).
   std::string symbolsParam;
+  std::vector<std::string> dataSymbols;
 
   // The graph value bound to param p (input or output), or null (a temp or a constant).
   const Value* valueOf(const std::string& p) const;

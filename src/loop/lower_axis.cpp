@@ -126,7 +126,8 @@ std::optional<LoweredNode> lowerScan(const Node& n, FuncBuilder& b, const LowerO
 // (NaN above every number; a strictly better one replaces the best so far, so ties keep the
 // smaller index first, as the reference orders them); values and indices in that order. k is an
 // input: the declared output shape gives it, and the runtime checks the value given
-// (@check_values_i64).
+// (@check_values_i64); or, a data symbol (passes/data_dims.h), the run's k is its value (checked
+// to be at most the axis). Symbolic sizes: the rows and the axis are the run's.
 std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerOptions& o) {
   b.setKind("reduce");
   if (n.outputs.size() != 2 || !n.outputs[0] || !n.outputs[1]) no("TopK without both outputs");
@@ -136,50 +137,70 @@ std::optional<LoweredNode> lowerTopK(const Node& n, FuncBuilder& b, const LowerO
       id.size() != od.size() || id.empty())
     no("TopK on a float or integer input");
   const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
-  const Split3 s = split3(id, axis, axis + 1);
-  const int64_t k = od[axis];
-  if (k < 1) no("TopK with k = 0");
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  const ExprPtr outer = product(ir, 0, axis), len = ir[axis], inner = product(ir, axis + 1);
+  const Split3 bounds = split3(id, axis, axis + 1);
   if (n.inputs.at(1)->type.dtype != DType::I64 || numel(staticDims(n.inputs[1], "K")) != 1)
     no("K not one int64");
-  if (n.inputs[1]->constant && n.inputs[1]->constant->getI64(0) != k)
-    no("K differs from the declared output shape");
-  if (!o.runtimeKernels && !n.inputs[1]->constant)
-    no("K given at run time (checked by the runtime only)");
+  Block all;
+  const std::string kv = b.fresh("k");
+  const ExprPtr given = loadI64(b, n.inputs[1], 0);
+  ExprPtr k = intImm(od[axis]);
+  if (auto set = o.setDataDim ? o.setDataDim(n.outputs[0], axis, var(kv)) : std::nullopt) {
+    // (k past the axis, or negative, is the run's error)
+    all.push_back(
+        checkValuesI64(b.input(n.inputs[1]), std::vector{max(min(given, len), intImm(0))}));
+    all.push_back(Stmt::let(kv, max(min(given, len), intImm(0))));
+    all.push_back(std::move(*set));
+    k = var(kv);
+  } else {
+    if (od[axis] < 1) no("TopK with k = 0");
+    if (n.inputs[1]->constant && n.inputs[1]->constant->getI64(0) != od[axis])
+      no("K differs from the declared output shape");
+    if (!o.runtimeKernels && !n.inputs[1]->constant)
+      no("K given at run time (checked by the runtime only)");
+    k = runDims(o, n.outputs[0], od)[axis];
+    if (o.runtimeKernels) all.push_back(checkValuesI64(b.input(n.inputs[1]), std::vector{k}));
+  }
+  // (The results' dims other than k are the input's: read as theirs.)
+  for (const Value* r : n.outputs) runDims(o, r, od);
   const bool largest = n.attrInt("largest") != 0;
   std::string vals = b.output(0), idxs = b.output(1), in = b.input(n.inputs[0]);
   std::string taken = b.temp("taken", DType::U8, {numel(id)}),
-              best = b.temp("best", DType::I64, {s.outer * s.inner});
+              best =
+                  b.temp("best", DType::I64, {std::max<int64_t>(bounds.outer * bounds.inner, 1)});
   std::string ov = b.fresh("o"), iv = b.fresh("i"), qv = b.fresh("q"), jv = b.fresh("j"),
               zv = b.fresh("z");
-  ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
-  auto at = [&](ExprPtr j, int64_t len) {
-    return add(add(mul(var(ov), intImm(len * s.inner)), mul(j, intImm(s.inner))), var(iv));
+  ExprPtr row = add(mul(var(ov), inner), var(iv));
+  auto at = [&](ExprPtr j, ExprPtr rowLen) {
+    return add(add(mul(mul(var(ov), rowLen), inner), mul(j, inner)), var(iv));
   };
   auto greater = [&](ExprPtr a, ExprPtr c) { return greaterNanFirst(t, a, c); };
   ExprPtr bi = load(best, row, DType::I64);
-  ExprPtr xj = load(in, at(var(jv), s.len), t), xb = load(in, at(clampIndex(bi, s.len), s.len), t);
-  ExprPtr free = cmp(Op::Eq, load(taken, at(var(jv), s.len), DType::U8), intImm(0, DType::U8));
+  ExprPtr xj = load(in, at(var(jv), len), t), xb = load(in, at(clampIndex(bi, len), len), t);
+  ExprPtr free = cmp(Op::Eq, load(taken, at(var(jv), len), DType::U8), intImm(0, DType::U8));
   ExprPtr better =
       binary(Op::Or, cmp(Op::Lt, bi, intImm(0)), largest ? greater(xj, xb) : greater(xb, xj));
   Block pass = {Stmt::store(best, row, intImm(-1))};
-  for (auto& st : nest({jv}, {s.len},
-                       {Stmt::ifThen(binary(Op::And, free, better),
-                                     {Stmt::store(best, row, cast(DType::I64, var(jv)))})},
-                       false))
+  for (auto& st : runNest({jv}, {len},
+                          {Stmt::ifThen(binary(Op::And, free, better),
+                                        {Stmt::store(best, row, cast(DType::I64, var(jv)))})},
+                          false))
     pass.push_back(std::move(st));
-  ExprPtr chosen = clampIndex(bi, s.len);
-  pass.push_back(Stmt::store(taken, at(chosen, s.len), intImm(1, DType::U8)));
-  pass.push_back(Stmt::store(vals, at(var(qv), k), load(in, at(chosen, s.len), t)));
+  ExprPtr chosen = clampIndex(bi, len);
+  pass.push_back(Stmt::store(taken, at(chosen, len), intImm(1, DType::U8)));
+  pass.push_back(Stmt::store(vals, at(var(qv), k), load(in, at(chosen, len), t)));
   pass.push_back(Stmt::store(idxs, at(var(qv), k), chosen));
   Block body =
-      nest({zv}, {s.len}, {Stmt::store(taken, at(var(zv), s.len), intImm(0, DType::U8))}, false);
-  for (auto& st : nest({qv}, {k}, std::move(pass), false)) body.push_back(std::move(st));
-  Block all;
-  if (o.runtimeKernels) all.push_back(checkValuesI64(b.input(n.inputs[1]), {k}));
-  for (auto& st : nest({ov, iv}, {s.outer, s.inner}, std::move(body), true))
+      runNest({zv}, {len}, {Stmt::store(taken, at(var(zv), len), intImm(0, DType::U8))}, false);
+  for (auto& st : runNest({qv}, {k}, std::move(pass), false)) body.push_back(std::move(st));
+  for (auto& st : runNest({ov, iv}, {outer, inner}, std::move(body), true))
     all.push_back(std::move(st));
   Schedule sch;
-  sch["k"] = k;
+  if (auto kk = asInt(k))
+    sch["k"] = *kk;
+  else
+    sch["k"] = std::string("run-time");
   return b.finish(std::move(all), std::move(sch), o);
 }
 

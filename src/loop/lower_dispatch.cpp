@@ -38,7 +38,8 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerConvFamily(n, funcName, opts, cand)) &&
         !(r = lowerEpilogueFamily(n, funcName, opts, cand)) &&
         !(r = lowerPoolFamily(n, funcName, opts)) && !(r = lowerReduceFamily(n, funcName, opts)) &&
-        !(r = lowerDataFamily(n, funcName, opts)) && !(r = lowerRnnFamily(n, funcName, opts)) &&
+        !(r = lowerDataFamily(n, funcName, opts)) && !(r = lowerSelectFamily(n, funcName, opts)) &&
+        !(r = lowerRnnFamily(n, funcName, opts)) &&
         !(r = lowerAttentionFamily(n, funcName, opts)) &&
         !(r = lowerLossFamily(n, funcName, opts)) && !(r = lowerQuantFamily(n, funcName, opts)))
       return false;
@@ -101,6 +102,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Transpose",
                                             "Concat",
                                             "Slice",
+                                            "NonZero",
+                                            "Compress",
                                             "Split",
                                             "Gather",
                                             "GatherElements",

@@ -66,11 +66,17 @@ ExprPtr linearIndex(const std::vector<ExprPtr>& idx, const std::vector<int64_t>&
 inline CallArg bufferArg(const std::string& b) { return CallArg{b, nullptr, nullptr}; }
 inline CallArg intArg(int64_t v) { return CallArg{"", nullptr, intImm(v)}; }
 // The runtime's check that int64 buffer `buf` holds `want` (a shape-like value given at run time
-// equals the compiled one; else the run's error): @check_values_i64.
-inline Stmt checkValuesI64(const std::string& buf, const std::vector<int64_t>& want) {
+// equals the compiled one, or with symbolic sizes the run's dims (runDims); else the run's
+// error): @check_values_i64.
+inline Stmt checkValuesI64(const std::string& buf, const std::vector<ExprPtr>& want) {
   std::vector<CallArg> args = {bufferArg(buf), intArg(int64_t(want.size()))};
-  for (int64_t w : want) args.push_back(intArg(w));
+  for (const ExprPtr& w : want) args.push_back(CallArg{"", nullptr, w});
   return Stmt::callKernel("check_values_i64", std::move(args));
+}
+inline Stmt checkValuesI64(const std::string& buf, const std::vector<int64_t>& want) {
+  std::vector<ExprPtr> w;
+  for (int64_t x : want) w.push_back(intImm(x));
+  return checkValuesI64(buf, w);
 }
 // Element k of a run-time integer input as i64 (Slice's starts, Pad's pads, ...).
 inline ExprPtr loadI64(FuncBuilder& b, const Value* v, int64_t k) {
@@ -151,6 +157,9 @@ std::optional<LoweredNode> lowerConvFamily(const Node& n, const std::string& nam
 std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o);
 std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& name,
+                                             const LowerOptions& o);
+// NonZero, Compress: sizes the run's data decide (data symbols, LowerOptions::setDataDim).
+std::optional<LoweredNode> lowerSelectFamily(const Node& n, const std::string& name,
                                              const LowerOptions& o);
 // A copy of every element of the output from an input index expression (after `prefix`):
 // value(output indices) stored at each output element, the nest's innermost loop vectorized.

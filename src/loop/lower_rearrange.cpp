@@ -12,11 +12,13 @@ namespace {
 
 // The run-time int64 input `input` must hold `want` (what the static output shape implies): a
 // constant is compared now, anything else by the runtime before the nest.
-Block checkShapeInput(FuncBuilder& b, const Node& n, size_t input, const std::vector<int64_t>& want,
+Block checkShapeInput(FuncBuilder& b, const Node& n, size_t input, const std::vector<ExprPtr>& want,
                       const LowerOptions& o) {
   const Value* v = n.inputs.at(input);
   if (auto c = constInts(n, input)) {
-    if (*c != want) no("input " + std::to_string(input) + " disagrees with the output shape");
+    bool same = c->size() == want.size();
+    for (size_t k = 0; same && k < want.size(); ++k) same = asInt(want[k]) == (*c)[k];
+    if (!same) no("input " + std::to_string(input) + " disagrees with the output shape");
     return {};
   }
   if (v->type.dtype != DType::I64) no("a run-time shape input that is not int64");
@@ -27,7 +29,8 @@ Block checkShapeInput(FuncBuilder& b, const Node& n, size_t input, const std::ve
 // Slice with starts, ends, axes or steps given at run time: each dim's first element and step
 // are computed by the runtime (ONNX's normalization and clamping) into small temps, and the
 // element counts they imply are checked against the compiled output shape (@check_values_i64),
-// so other values are the run's error, not a wrong answer.
+// so other values are the run's error, not a wrong answer; the counts of dims that are data
+// symbols are their values instead.
 std::optional<LoweredNode> lowerSliceAtRunTime(const Node& n, FuncBuilder& b, const Dims& od,
                                                const Dims& id, const LowerOptions& o) {
   if (!o.runtimeKernels) no("non-constant starts/ends (checked by the runtime only)");
@@ -69,7 +72,13 @@ std::optional<LoweredNode> lowerSliceAtRunTime(const Node& n, FuncBuilder& b, co
     pre.push_back(Stmt::store(step, i64(d), st));
     pre.push_back(Stmt::store(count, i64(d), cnt));
   }
-  pre.push_back(checkValuesI64(count, od));
+  // Dims only the run's values decide (data symbols, passes/data_dims.h): each count is its
+  // value (a negative one, from a zero step, then fails the check).
+  for (size_t d = 0; d < od.size() && o.setDataDim; ++d)
+    if (auto set =
+            o.setDataDim(n.outputs[0], d, max(load(count, i64(int64_t(d)), DType::I64), i64(0))))
+      pre.push_back(std::move(*set));
+  pre.push_back(checkValuesI64(count, runDims(o, n.outputs[0], od)));
   std::string in = b.input(n.inputs[0]);
   const std::string out = b.output(0);
   DType t = n.outputs[0]->type.dtype;
@@ -139,7 +148,7 @@ std::optional<LoweredNode> lowerTile(const Node& n, const std::string& name,
     repeats.push_back(id[k] == 0 ? 0 : od[k] / id[k]);
   }
   if (numel(od) == 0) no("an empty output");
-  Block check = checkShapeInput(b, n, 1, repeats, o);
+  Block check = checkShapeInput(b, n, 1, runDims({}, nullptr, repeats), o);
   std::string in = b.input(n.inputs[0]);
   DType t = n.outputs[0]->type.dtype;
   Schedule s;
@@ -217,7 +226,7 @@ std::optional<LoweredNode> lowerOneHot(const Node& n, const std::string& name,
     if (!o.runtimeKernels) no("a depth given at run time (checked by the runtime only)");
     const std::string d = b.temp("depth", DType::I64, {1});
     pre.push_back(Stmt::store(d, intImm(0), loadI64(b, n.inputs[1], 0)));
-    pre.push_back(checkValuesI64(d, {depth}));
+    pre.push_back(checkValuesI64(d, std::vector<int64_t>{depth}));
   }
   std::string ind = b.input(n.inputs[0]), vals = b.input(n.inputs[2]);
   Schedule s;
@@ -270,7 +279,7 @@ std::optional<LoweredNode> lowerConstantOfShape(const Node& n, const std::string
     if (isInteger(t) && int64_t(v) != tv.getI64(0)) no("an integer value beyond 2^53");
   }
   // An empty output is a nest of extent 0 (its shape input still checked).
-  Block check = od.empty() ? Block{} : checkShapeInput(b, n, 0, od, o);
+  Block check = od.empty() ? Block{} : checkShapeInput(b, n, 0, runDims(o, n.outputs[0], od), o);
   return gatherNest(
       b, out, od, [&](const std::vector<ExprPtr>&) { return constant(t, v); }, o, {},
       std::move(check));
@@ -305,7 +314,7 @@ std::optional<LoweredNode> lowerRange(const Node& n, const std::string& name,
   }
   const std::string c = b.temp("count", DType::I64, {1});
   Block pre = {Stmt::store(c, intImm(0), select(zeroDelta, bad, count)),
-               checkValuesI64(c, {od[0]})};
+               checkValuesI64(c, {runDims(o, n.outputs[0], od)[0]})};
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& i) { return cast(t, add(start, mul(cast(w, i[0]), delta))); },

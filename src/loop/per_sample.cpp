@@ -28,6 +28,7 @@ namespace {
 // Func's names).
 constexpr const char* kSamplesVar = "samples_of_run";
 constexpr const char* kDimVar = "dim_of_run_";
+constexpr const char* kBlockVar = "shape_block_of_run"; // (setDataDim's stores, renamed after)
 
 // The tensors n reads and writes and those of its bodies (graph attributes), without constants.
 void valuesOf(const Node& n, std::vector<Value*>& out) {
@@ -103,12 +104,37 @@ ExprPtr symbolValue(const std::string& block, const SymbolSlot& slot) {
   return min(max(v, intImm(slot.lo)), intImm(slot.bound));
 }
 
-// The shape block as ln's parameter `block`.
+// The shape block as ln's parameter `block` (written when ln sets data symbols).
 void addShapeBlock(LoweredNode& ln, const std::string& block, const PerSampleContext& ctx) {
   int64_t slots = 0; // (a stepped symbol's "S/step" reads S's slot)
   for (const auto& [_, s] : ctx.symbols) slots = std::max(slots, s.slot + 1);
-  ln.func.params.push_back({block, DType::I64, Dims{slots}, "", Role::In});
+  ln.func.params.push_back(
+      {block, DType::I64, Dims{slots}, "", ln.dataSymbols.empty() ? Role::In : Role::Out});
   ln.symbolsParam = block;
+}
+
+// The data symbols n produces: those of its results that none of its inputs has.
+std::set<std::string> producedSymbols(const Node& n, const PerSampleContext& ctx) {
+  std::set<std::string> produced, inputSyms;
+  for (const Value* v : n.inputs)
+    if (v && ctx.typeOf(v).shape)
+      for (const Dim& d : *ctx.typeOf(v).shape) inputSyms.insert(d.symbol);
+  for (const Value* v : n.outputs)
+    if (v && ctx.typeOf(v).shape)
+      for (const Dim& d : *ctx.typeOf(v).shape)
+        if (auto s = ctx.symbols.find(d.symbol);
+            !d.derived && s != ctx.symbols.end() && s->second.data && !inputSyms.count(d.symbol))
+          produced.insert(d.symbol);
+  return produced;
+}
+
+// Renames buffer `from` to `to` in the stores of b (the shape block's name while lowering).
+void renameStores(Block& b, const std::string& from, const std::string& to) {
+  for (Stmt& st : b) {
+    if (st.kind == StmtKind::Store && st.name == from) st.name = to;
+    renameStores(st.body, from, to);
+    renameStores(st.orelse, from, to);
+  }
 }
 
 } // namespace
@@ -210,27 +236,43 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
     }
   }
   for (int k = 0; auto& [x, ph] : placeholder) ph = kDimVar + std::to_string(k++);
+  const std::set<std::string> produced = producedSymbols(n, ctx);
   LowerOptions so = o;
   std::set<std::pair<const Value*, size_t>> read;
+  std::map<std::string, ExprPtr> written; // data symbol -> the lowering's value of it
   so.runDim = [&](const Value* v, size_t k) -> ExprPtr {
     const Type& t = ctx.typeOf(v);
     if (!t.shape || k >= t.shape->size() || (*t.shape)[k].isStatic()) return nullptr;
     read.emplace(v, k);
+    if (auto w = written.find((*t.shape)[k].symbol); w != written.end()) return w->second;
     return loopExprOf(*dimExpr((*t.shape)[k]),
                       [&](const std::string& x) { return var(placeholder.at(x)); });
+  };
+  so.setDataDim = [&](const Value* v, size_t k, const ExprPtr& value) -> std::optional<Stmt> {
+    const Type& t = ctx.typeOf(v);
+    if (!t.shape || k >= t.shape->size() || !produced.count((*t.shape)[k].symbol) ||
+        std::find(n.outputs.begin(), n.outputs.end(), v) == n.outputs.end())
+      return std::nullopt;
+    const std::string& x = (*t.shape)[k].symbol;
+    written[x] = value;
+    return Stmt::store(kBlockVar, intImm(ctx.symbols.at(x).slot), value);
   };
   std::string why;
   auto ln = lowerNode(n, funcName, &why, so);
   if (!ln) return no(why);
+  for (const std::string& x : produced) // (a lowering that knows nothing of them reads them)
+    if (!written.count(x))
+      return no(fmt::format("{} does not compute its data-dependent dim {} here", opLabel(n), x));
   for (const auto* list : {&n.inputs, &n.outputs})
     for (const Value* v : *list) {
       if (!v || v->constant || !ctx.typeOf(v).shape) continue;
       const Shape& sh = *ctx.typeOf(v).shape;
       for (size_t k = 0; k < sh.size(); ++k)
-        if (!sh[k].isStatic() && !read.count({v, k}))
+        if (!sh[k].isStatic() && !read.count({v, k}) && !written.count(sh[k].symbol))
           return no(fmt::format("'{}' is {}: {} has no lowering for symbolic sizes there", v->name,
                                 formatType(ctx.typeOf(v)), opLabel(n)));
     }
+  for (const auto& [x, _] : written) ln->dataSymbols.push_back(x);
   Func& f = ln->func;
   NameGen fresh(f);
   const std::string block = fresh.fresh("symbols");
@@ -245,6 +287,7 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
   }
   for (Stmt& st : f.body) body.push_back(std::move(st));
   f.body = std::move(body);
+  renameStores(f.body, kBlockVar, block);
   f.schedule["symbolic"] = names;
   addShapeBlock(*ln, block, ctx);
   return ln;
@@ -377,7 +420,10 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
   // Refused by both: both reasons (the per-sample rules' account of the node's shapes, then why
   // the lowering with the run's sizes did not take it).
   std::string perSample, symbolic;
-  if (auto ln = lowerSamples(n, funcName, o, ctx, &perSample)) return ln;
+  if (!producedSymbols(n, ctx).empty()) // (the symbol is written, not a sample count)
+    perSample = "it produces a data-dependent dim";
+  else if (auto ln = lowerSamples(n, funcName, o, ctx, &perSample))
+    return ln;
   if (auto ln = lowerSymbolic(n, funcName, o, ctx, &symbolic)) return ln;
   if (whyNot) *whyNot = perSample + (symbolic.empty() ? "" : "; with the run's sizes: " + symbolic);
   return std::nullopt;

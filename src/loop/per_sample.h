@@ -56,6 +56,7 @@ struct SymbolSlot {
   int64_t bound = 1;
   int64_t lo = 0;
   int64_t divisor = 1; // a stepped symbol's "S/step" (passes/dim_steps.h): slot's value / step
+  bool data = false;   // a data symbol (rt::Symbol::data): written by the node producing it
 };
 
 struct PerSampleContext {

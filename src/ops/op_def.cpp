@@ -28,6 +28,30 @@ std::function<bool(const Node&, size_t)> perSampleOutsideAxis(int64_t dflt) {
 
 bool perSampleAnyDims(const Node&, size_t) { return true; }
 
+std::function<std::optional<DataDim>(const Node&, size_t, size_t)>
+dataDimAlongAxis(std::optional<int64_t> dflt) {
+  return [dflt](const Node& n, size_t, size_t) -> std::optional<DataDim> {
+    const Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+    if (!x || !x->type.shape) return std::nullopt;
+    const Shape& s = *x->type.shape;
+    const auto axis = n.attrs.count("axis") ? std::optional<int64_t>(n.attrInt("axis", 0)) : dflt;
+    if (!axis) { // the elements
+      Dim e = Dim::known(1);
+      for (const Dim& d : s) e = dimMul(e, d);
+      return DataDim{e, 0};
+    }
+    const int64_t a = *axis < 0 ? *axis + int64_t(s.size()) : *axis;
+    if (a < 0 || a >= int64_t(s.size())) return std::nullopt;
+    return DataDim{s[size_t(a)], 0};
+  };
+}
+
+std::optional<DataDim> dataDimOfInput0(const Node& n, size_t out, size_t dim) {
+  const Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+  if (out != 0 || !x || !x->type.shape || dim >= x->type.shape->size()) return std::nullopt;
+  return DataDim{(*x->type.shape)[dim], int(dim)};
+}
+
 std::string OpDef::qualifiedName() const { return domain.empty() ? op : domain + "." + op; }
 
 std::string domainDisplay(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }

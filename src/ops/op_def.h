@@ -71,6 +71,12 @@ enum OpProp : uint32_t {
   kNondeterministic = 1u << 5, // random ops: never constant-folded or CSE'd
 };
 
+// A data-dependent dim's upper bound, and which of its node's counts it is (OpDef::dataDim).
+struct DataDim {
+  Dim bound;
+  int count = 0;
+};
+
 struct OpDef {
   std::string domain; // "" = ai.onnx
   std::string op;
@@ -90,6 +96,12 @@ struct OpDef {
   // one, a convolution's channels as a second sample dim mix samples). Elementwise ops are
   // per-sample without it; null elsewhere: not per-sample.
   std::function<bool(const Node&, size_t dims)> perSample;
+  // Data-dependent result dims (passes/data_dims.h): for dim `dim` of result `out` that shape
+  // inference leaves unknown because the run's values decide it (NonZero's count, TopK's
+  // run-time k), an upper bound as a dim of the inputs' (static or an expression of their
+  // symbols: NonZero's input's elements) and which count of the node it is (dims of one node
+  // with the same count are one size: TopK's values and indices); nullopt when there is none.
+  std::function<std::optional<DataDim>(const Node&, size_t out, size_t dim)> dataDim;
 
   const AttrSpec* findAttr(const std::string& n) const;
   std::string qualifiedName() const; // "Conv" or "com.microsoft.QLinearAdd"
@@ -124,6 +136,10 @@ public:
   // Per-sample over any number of leading sample dims, when `f` says so.
   OpBuilder& perSampleDims(std::function<bool(const Node&, size_t dims)> f) {
     d_.perSample = std::move(f);
+    return *this;
+  }
+  OpBuilder& dataDim(std::function<std::optional<DataDim>(const Node&, size_t out, size_t dim)> f) {
+    d_.dataDim = std::move(f);
     return *this;
   }
   OpBuilder& upgrade(int from, int to, ImportFn f, std::vector<AttrSpec> legacyAttrs = {}) {
@@ -172,6 +188,13 @@ std::function<bool(const Node&, size_t)> perSampleOutsideAxis(int64_t dflt);
 // Reshape, Transpose or Concat whose results keep the same sample dims: loop/per_sample.cpp's
 // rule 1 checks that): any number of sample dims.
 bool perSampleAnyDims(const Node&, size_t);
+// OpDef::dataDim for one count bounded by input 0's dim along the `axis` attribute (default
+// `dflt`), or by its elements when the node has no axis (NonZero, Compress without axis, Unique
+// without axis); and for ops whose result dim k is at most input 0's dim k, each its own count
+// (Slice with run-time starts).
+std::function<std::optional<DataDim>(const Node&, size_t, size_t)>
+dataDimAlongAxis(std::optional<int64_t> dflt);
+std::optional<DataDim> dataDimOfInput0(const Node& n, size_t out, size_t dim);
 
 // ---- Interpreter kernels ---------------------------------------------------------------------
 class KernelCtx {

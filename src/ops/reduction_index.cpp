@@ -233,6 +233,7 @@ void registerIndexReductionOps(OpRegistry& r) {
       .attrInt("largest", 1)
       .attrInt("sorted", 1)
       .infer(inferTopK)
+      .dataDim(dataDimAlongAxis(-1))
       .kernel(topkKernel)
       .upgrade(1, 9, [](ImportCtx& c) { c.attrToInput("k", 1); },
                {AttrSpec{"k", Attribute::Kind::Int, std::nullopt, true}});

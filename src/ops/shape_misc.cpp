@@ -473,6 +473,7 @@ void registerShapeMiscOps(OpRegistry& r) {
       .attr("axis", Attribute::Kind::Int)
       .attrInt("sorted", 1)
       .infer(inferUnique)
+      .dataDim(dataDimAlongAxis(std::nullopt))
       .kernel(kernelUnique);
   r.op("Trilu")
       .since(14)

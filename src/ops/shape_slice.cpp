@@ -556,6 +556,7 @@ void registerShapeSliceOps(OpRegistry& r) {
       .inputs(1, 5)
       .props(kInjective)
       .infer(inferSlice)
+      .dataDim(dataDimOfInput0)
       .kernel(kernelSlice)
       .upgrade(1, 9,
                [](ImportCtx& c) {
@@ -620,6 +621,7 @@ void registerShapeSliceOps(OpRegistry& r) {
       .inputs(2, 2)
       .attr("axis", Attribute::Kind::Int)
       .infer(inferCompress)
+      .dataDim(dataDimAlongAxis(std::nullopt))
       .kernel(kernelCompress);
   r.op("NonZero")
       .since(9)
@@ -628,6 +630,7 @@ void registerShapeSliceOps(OpRegistry& r) {
         auto rank = inRank(c, 0);
         c.setTensor(0, DType::I64, Shape{rank ? Dim::known(*rank) : Dim{}, Dim{}});
       })
+      .dataDim(dataDimAlongAxis(std::nullopt))
       .kernel(kernelNonZero);
 }
 

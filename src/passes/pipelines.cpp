@@ -6,6 +6,7 @@
 #include "passes/assign_layout.h"
 #include "passes/common_subexpression_elimination.h"
 #include "passes/constant_folding.h"
+#include "passes/data_dims.h"
 #include "passes/dead_code_elimination.h"
 #include "passes/fold_affine_into_conv.h"
 #include "passes/fold_qdq.h"
@@ -30,6 +31,8 @@ const std::vector<GraphPassInfo>& graphPasses() {
       {"constant-fold",
        "evaluate nodes whose inputs are all constants with the reference interpreter"},
       {"inline-if", "replace an If whose condition is a constant by the branch it takes"},
+      {"name-data-dims", "give data-dependent dims with a known bound (NonZero's count, TopK's "
+                         "run-time k) a symbol of their own"},
       {"dce", "remove nodes and constants whose results are unused"},
       {"cse",
        "merge identical nodes (same op, inputs and attributes, subgraphs compared structurally)"},
@@ -55,6 +58,8 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
   else if (name == "fold-shapes") p.run = [](Model& m) { return foldShapeOps(m); };
   else if (name == "constant-fold") p.run = [opts](Model& m) { return foldConstants(m, opts.constantFoldLimit); };
   else if (name == "inline-if") p.run = [](Model& m) { return inlineConstantIfs(m); };
+  else if (name == "name-data-dims")
+    p.run = [](Model& m) { return nameDataDims(m); };
   else if (name == "dce") p.run = [](Model& m) { return eliminateDeadCode(m); };
   else if (name == "cse") p.run = [](Model& m) { return eliminateCommonSubexpressions(m); };
   else if (name == "simplify") p.run = [](Model& m) { return simplifyAlgebra(m); };
@@ -89,6 +94,8 @@ std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts) {
                                {pass("fold-shapes"), pass("constant-fold"), pass("inline-if"),
                                 pass("dce"), pass("cse")},
                                /*toFixpoint=*/true));
+  // Data-dependent sizes with a bound get symbols: what follows them is planned and compiled.
+  p.push_back(pass("name-data-dims"));
   if (level == 1) return p;
   // Algebra: identities, inverse pairs, constants folded into Conv/Gemm weights, then cleanup again.
   p.push_back(GraphPass::group("algebra",

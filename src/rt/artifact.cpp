@@ -575,8 +575,12 @@ Plan readPlan(const PlanSource& src) {
     };
     try {
       if (kind == "symbol") { // before the inputs that name it
+        // NAME LO HI [STEP], or NAME 0 HI data (a data symbol: set by a task)
+        const bool data = w.size() == 5 && w[4] == "data";
         Symbol sym{dec(word(1)), parseCount(word(2)), parseCount(word(3)),
-                   w.size() > 4 ? parseCount(word(4)) : 1};
+                   w.size() > 4 && !data ? parseCount(word(4)) : 1, data};
+        AICC_RT_CHECK(!data || sym.lo == 0, "{}: data symbol '{}' does not start at 0", planFile,
+                      sym.name);
         AICC_RT_CHECK(sym.lo <= sym.hi && sym.hi <= (int64_t(1) << 40) && sym.step >= 1 &&
                           sym.step <= sym.hi,
                       "{}: symbol '{}' has the range {}..{} (step {})", planFile, sym.name, sym.lo,
@@ -812,7 +816,7 @@ Plan readPlan(const PlanSource& src) {
                     "interpreter, which this runtime (libaicc_rt) does not include; run the "
                     "folder with `aicc run`",
                     planFile, i, task.node);
-      task.fallback = provider(t.fn, task.node, task.params, planFile);
+      task.fallback = provider(t.fn, task.node, task.params, plan.symbols, planFile);
     }
     plan.tasks.push_back(std::move(task));
   }
@@ -1013,6 +1017,9 @@ void Artifact::Impl::run(const std::vector<TensorDesc>& decl) {
     }
     if (afterTask) afterTask(index);
   }
+  // The data symbols the tasks wrote (rt::Symbol::data), for the outputs' dims.
+  for (size_t j = 0; j < values.size(); ++j)
+    if (plan.symbols[j].data) std::memcpy(&values[j], symbolBlock.get() + 8 * j, 8);
 }
 
 const void* Artifact::output(size_t i) const {

@@ -32,8 +32,9 @@ namespace aicc::rt {
 // kernels::convRowsFor (B panels for pixel rows). 5: @attention_ takes softcap, the causal
 // offset, the operand layouts and the scores output (rt/callees.cpp).
 // 6: `symbol` lines (NAME LO HI [STEP]), symbolic input/output dims and the shape block region
-// (Z).
-inline constexpr const char* kPlanHeader = "aicc-artifact 6";
+// (Z). 7: data symbols (`symbol NAME 0 HI data`, set by the tasks), fallback tasks of symbolic
+// nodes binding the shape block last and running at the run's sizes.
+inline constexpr const char* kPlanHeader = "aicc-artifact 7";
 
 enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols };
 
@@ -53,11 +54,15 @@ struct Binding {
 
 // A symbolic dim of the inputs (issue #12): its name and the values a run may give it; the plan
 // is made for `hi` (the memory of every value at its largest). A step > 1: the values are
-// multiples of it (a model whose shapes agree only there: passes/dim_steps.h).
+// multiples of it (a model whose shapes agree only there: passes/dim_steps.h). A data symbol is
+// a data-dependent size instead (NonZero's count, TopK's run-time k: passes/data_dims.h): no
+// input gives it; the task producing it writes its value into the shape block during the run
+// (0..hi), and the tasks after it read it there.
 struct Symbol {
   std::string name;
   int64_t lo = 1, hi = 1;
   int64_t step = 1;
+  bool data = false;
 };
 
 // A derived dim's program (TensorDesc::exprs): push a constant, push symbol `arg`'s value, add or
@@ -85,12 +90,15 @@ struct TensorDesc {
 // A fallback task runs a node that has no lowering through the compiler's reference interpreter
 // (the plan holds the node as a one-node graph in the IR text form). The runtime has no
 // interpreter: a process that has one (the compiler library) provides it here. Given the node's
-// text, its description, its bindings (present inputs, then present results) and the plan file
-// (for errors), it checks them and returns the function that runs the node on the bound
-// addresses; it throws aicc::Error when they do not match.
+// text, its description, its bindings (present inputs, then present results, then the shape block
+// when the node's values have symbolic dims: it runs at the run's sizes and writes the data
+// symbols its results have), the plan's symbols and the plan file (for errors), it checks them
+// and returns the function that runs the node on the bound addresses; it throws aicc::Error when
+// they do not match.
 using FallbackRun = std::function<void(const std::vector<std::byte*>& bound)>;
 using FallbackProvider = FallbackRun (*)(const std::string& nodeText, const std::string& node,
                                          const std::vector<Binding>& params,
+                                         const std::vector<Symbol>& symbols,
                                          const std::string& planFile);
 // The provider artifacts loaded from now on use (null: none, the default of libaicc_rt; loading
 // an artifact with fallback tasks then fails, naming the node).

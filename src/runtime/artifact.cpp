@@ -6,6 +6,7 @@
 #include "interp/interpreter.h"
 #include "ir/dtype.h"
 #include "ir/parser.h"
+#include "passes/dim_steps.h"
 #include "rt/hash.h"
 #include "runtime/static_link.h"
 #include "support/file.h"
@@ -98,7 +99,10 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
   // Symbolic dims of the inputs (before the inputs that name them): the range a run may give.
   for (const rt::Symbol& sym : spec.symbols)
     p << "symbol " << enc(sym.name) << " " << sym.lo << " " << sym.hi
-      << (sym.step > 1 ? " " + std::to_string(sym.step) : "") << "\n";
+      << (sym.data       ? std::string(" data")
+          : sym.step > 1 ? " " + std::to_string(sym.step)
+                         : "")
+      << "\n";
   for (const TensorDesc& t : spec.inputs) p << "input " << enc(t.name) << " " << type(t) << "\n";
   for (const std::string& v : spec.variants) p << "variant " << enc(v) << "\n";
   for (const auto& [t, b] : spec.outputs)
@@ -192,10 +196,25 @@ RValue owned(RValue r) {
 }
 } // namespace
 
+std::map<std::string, int64_t> symbolMap(const std::vector<rt::Symbol>& symbols,
+                                         const std::function<int64_t(size_t)>& value) {
+  std::map<std::string, int64_t> at;
+  for (size_t k = 0; k < symbols.size(); ++k) {
+    at[symbols[k].name] = value(k);
+    if (symbols[k].step > 1)
+      at[stepSymbol(symbols[k].name, symbols[k].step)] = value(k) / symbols[k].step;
+  }
+  return at;
+}
+
 // A fallback task's one-node model, checked against its bindings (inputs, then results, each of
-// its static size and aligned for its elements), and the function that runs it on them.
+// its size at the symbols' bounds and aligned for its elements; then the shape block when its
+// types have symbols), and the function that runs it on them: at the run's sizes, writing the
+// data symbols (rt::Symbol::data) its results have.
 rt::FallbackRun interpreterFallback(const std::string& text, const std::string& node,
-                                    const std::vector<Binding>& params, const std::string& file) {
+                                    const std::vector<Binding>& params,
+                                    const std::vector<rt::Symbol>& symbols,
+                                    const std::string& file) {
   std::shared_ptr<Model> m;
   try {
     m = std::make_shared<Model>(parseModel(text));
@@ -203,36 +222,67 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
     fail("{}: fallback task for {}: {}", file, node, e.what());
   }
   const Graph& g = *m->graph;
-  AICC_CHECK(g.nodes.size() == 1 && g.inputs.size() + g.outputs.size() == params.size(),
+  const bool symbolic = !params.empty() && params.back().region == Region::Symbols;
+  AICC_CHECK(g.nodes.size() == 1 &&
+                 g.inputs.size() + g.outputs.size() + (symbolic ? 1 : 0) == params.size(),
              "{}: fallback task for {} does not match its bindings", file, node);
   std::vector<const Value*> vals(g.inputs.begin(), g.inputs.end());
   vals.insert(vals.end(), g.outputs.begin(), g.outputs.end());
+  const auto hi = symbolMap(symbols, [&](size_t k) { return symbols[k].hi; });
   std::vector<bool> dynamic; // bound to a dynamic slot or input (rt/artifact.h)
+  // Per value: its dims as expressions of the symbols (static ones constant), when symbolic.
+  std::vector<std::vector<DimExpr>> runDims(vals.size());
   for (size_t i = 0; i < vals.size(); ++i) {
-    auto d = vals[i]->type.shape ? toDims(*vals[i]->type.shape) : std::nullopt;
-    dynamic.push_back(hasDynamicSize(vals[i]->type)); // as the builder bound it
+    const Type& t = vals[i]->type;
+    dynamic.push_back(hasDynamicSize(t) &&
+                      !(symbolic && t.isTensor() && t.shape && toDims(withSymbols(*t.shape, hi))));
     if (dynamic.back()) {
       AICC_CHECK(params[i].bytes == 0 &&
                      (params[i].region == Region::Dynamic || params[i].region == Region::Input),
                  "{}: fallback task for {}: '{}' ({}) is not bound to a dynamic value", file, node,
-                 vals[i]->name, formatType(vals[i]->type));
+                 vals[i]->name, formatType(t));
       continue;
     }
     int64_t bytes = -1;
-    if (vals[i]->type.isTensor() && d) {
-      bytes = int64_t(dtypeSize(vals[i]->type.dtype));
-      for (int64_t x : *d) bytes *= x;
-    }
+    if (t.isTensor() && t.shape)
+      if (auto d = toDims(withSymbols(*t.shape, hi))) {
+        bytes = int64_t(dtypeSize(t.dtype));
+        for (int64_t x : *d) bytes *= x;
+        if (!toDims(*t.shape))
+          for (const Dim& x : *t.shape) runDims[i].push_back(*dimExpr(x));
+      }
     AICC_CHECK(bytes == params[i].bytes,
                "{}: fallback task for {}: '{}' is {} but bound to {} bytes", file, node,
-               vals[i]->name, formatType(vals[i]->type), params[i].bytes);
-    const int64_t elem = std::max<int64_t>(1, int64_t(dtypeSize(vals[i]->type.dtype)));
+               vals[i]->name, formatType(t), params[i].bytes);
+    const int64_t elem = std::max<int64_t>(1, int64_t(dtypeSize(t.dtype)));
     AICC_CHECK(params[i].region == Region::Input || params[i].offset % elem == 0,
                "{}: fallback task for {}: '{}' is bound at offset {}, not aligned for its elements",
                file, node, vals[i]->name, params[i].offset);
   }
-  return [m, node, dynamic](const std::vector<std::byte*>& bound) {
+  return [m, node, dynamic, runDims, symbols, symbolic](const std::vector<std::byte*>& bound) {
     const Graph& g = *m->graph;
+    std::byte* block = symbolic ? bound.back() : nullptr;
+    std::map<std::string, int64_t> at; // the run's symbols, data symbols as far as written
+    auto valueAt = [&](size_t i) {
+      return i < g.inputs.size() ? g.inputs[i] : g.outputs[i - g.inputs.size()];
+    };
+    auto dimsOf = [&](size_t i) {
+      if (runDims[i].empty()) return *toDims(*valueAt(i)->type.shape);
+      if (at.empty())
+        at = symbolMap(symbols, [&](size_t k) {
+          int64_t v;
+          std::memcpy(&v, block + 8 * k, 8);
+          return v;
+        });
+      Dims d;
+      for (const DimExpr& e : runDims[i]) {
+        const auto v = e.evaluate(at);
+        AICC_CHECK(v && *v >= 0, "{}: '{}' has dim {} = {} in this run", node, valueAt(i)->name,
+                   e.str(), v ? fmt::to_string(*v) : std::string("unknown"));
+        d.push_back(*v);
+      }
+      return d;
+    };
     std::vector<RValue> in;
     for (size_t i = 0; i < g.inputs.size(); ++i) {
       if (dynamic[i]) {
@@ -242,28 +292,49 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
         in.push_back(*static_cast<const RValue*>(slot.get()));
         continue;
       }
-      in.push_back(RValue::of(Tensor::view(g.inputs[i]->type.dtype,
-                                           *toDims(*g.inputs[i]->type.shape), nullptr, bound[i])));
+      in.push_back(RValue::of(Tensor::view(g.inputs[i]->type.dtype, dimsOf(i), nullptr, bound[i])));
     }
     std::vector<RValue> out;
     try {
       out = interpret(g, in);
-    } catch (const Error& e) {
-      fail("{}: {}", node, e.what());
+    } catch (const Error& e) { // (the interpreter's message names the node already)
+      const std::string msg = e.what();
+      if (msg.rfind(node, 0) == 0) throw;
+      fail("{}: {}", node, msg);
     }
     for (size_t k = 0; k < out.size(); ++k) {
       const Value* v = g.outputs[k];
-      if (dynamic[g.inputs.size() + k]) { // owned: a result may view a buffer the plan reuses
-        *reinterpret_cast<std::shared_ptr<void>*>(bound[g.inputs.size() + k]) =
+      const size_t i = g.inputs.size() + k;
+      if (dynamic[i]) { // owned: a result may view a buffer the plan reuses
+        *reinterpret_cast<std::shared_ptr<void>*>(bound[i]) =
             std::make_shared<RValue>(owned(std::move(out[k])));
         continue;
       }
       Tensor& t = out[k].tensor;
       AICC_CHECK(out[k].kind == RValue::Kind::Tensor && t.dtype() == v->type.dtype &&
-                     t.shape() == *toDims(*v->type.shape),
+                     t.shape().size() == v->type.shape->size(),
                  "{}: result {} is not the planned {}", node, k, formatType(v->type));
+      // A data symbol first met here takes the result's dim (within the plan's bound).
+      if (!runDims[i].empty())
+        for (size_t d = 0; d < t.shape().size(); ++d) {
+          const Dim& x = (*v->type.shape)[d];
+          for (size_t s = 0; s < symbols.size(); ++s) {
+            if (!symbols[s].data || x.derived || x.symbol != symbols[s].name) continue;
+            int64_t have;
+            std::memcpy(&have, block + 8 * s, 8);
+            if (have >= 0) continue; // written earlier in this run (checked below)
+            const int64_t n = t.shape()[d];
+            AICC_CHECK(n <= symbols[s].hi,
+                       "{}: result {} has {} = {}, more than the {} the plan holds", node, k,
+                       symbols[s].name, n, symbols[s].hi);
+            std::memcpy(block + 8 * s, &n, 8);
+            at.clear();
+          }
+        }
+      AICC_CHECK(t.shape() == dimsOf(i), "{}: result {} is {}, not the planned {}", node, k,
+                 formatShape(staticShape(t.shape())), formatType(v->type));
       if (t.nbytes()) // may alias an input
-        std::memmove(bound[g.inputs.size() + k], t.raw(), t.nbytes());
+        std::memmove(bound[i], t.raw(), t.nbytes());
     }
   };
 }

@@ -129,10 +129,17 @@ public:
   std::vector<RValue> run(const std::vector<RValue>& inputs);
 };
 
+// The symbols' values as dims read them: each symbol, and a stepped one's "S/step"
+// (passes/dim_steps.h), from `value(k)` (symbol k's).
+std::map<std::string, int64_t> symbolMap(const std::vector<rt::Symbol>& symbols,
+                                         const std::function<int64_t(size_t)>& value);
+
 // The runtime's fallback provider of the compiler library: runs a fallback task's node (IR text)
 // through the reference interpreter on its bindings (rt::FallbackProvider).
 rt::FallbackRun interpreterFallback(const std::string& nodeText, const std::string& node,
-                                    const std::vector<Binding>& params, const std::string& file);
+                                    const std::vector<Binding>& params,
+                                    const std::vector<rt::Symbol>& symbols,
+                                    const std::string& file);
 
 // Checked tensors in, owned copies of the outputs out: dtype and shape of each input against the
 // declaration, by position (the engines' common run on tensors).

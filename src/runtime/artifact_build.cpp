@@ -20,8 +20,10 @@
 // reason; the compile report lists it. A node without a lowering, or one that reads or writes a
 // value of run-time size (a dynamic slot, rt/artifact.h), becomes a Fallback task (its reference
 // kernel, run by the loader on its bindings); one whose kernel the interpreter lacks makes the
-// build fail, listing every such node.
-#include "passes/dim_steps.h"
+// build fail, listing every such node. With symbolic dims, a node no lowering takes at the run's
+// sizes (and an If whose branch resolves only at a run's sizes) is a fallback task that runs at
+// the run's sizes: it binds the shape block, and writes the data symbols (passes/data_dims.h) of
+// its results.
 #include "runtime/artifact.h"
 
 #include "backend/memory_plan.h"
@@ -30,6 +32,8 @@
 #include "loop/per_sample.h"
 #include "loop/printer.h"
 #include "loop/verifier.h"
+#include "passes/data_dims.h"
+#include "passes/dim_steps.h"
 
 #include <algorithm>
 #include <cstring>
@@ -159,8 +163,9 @@ std::set<const Value*> bf16Activations(const Graph& g, const loop::LowerOptions&
 
 class Builder {
 public:
-  Builder(ArtifactSpec& spec, const loop::LowerOptions& lower, const loop::PerSampleContext& ctx)
-      : spec_(spec), lower_(lower), ctx_(ctx) {}
+  Builder(ArtifactSpec& spec, const loop::LowerOptions& lower, const loop::PerSampleContext& ctx,
+          const std::map<const Node*, std::set<std::string>>& dataProducers)
+      : spec_(spec), lower_(lower), ctx_(ctx), dataProducers_(dataProducers) {}
 
   // Emits the tasks of s.g; returns the end of the arena part s and its branches use.
   int64_t emit(const Scope& s) {
@@ -242,11 +247,14 @@ private:
     } catch (const Error& e) {
       why = e.what();
     }
-    if (!ln && symbolic) { // the reference kernel would run at the bound's sizes
-      missing.push_back(
-          fmt::format("{}: {}; fix the symbol with --dim NAME=VALUE", n.describe(), why));
-      return;
-    }
+    // A data symbol's producer: compiled only when its task writes the symbol (lowerSymbolic
+    // checks that too), else its reference kernel does.
+    if (auto it = dataProducers_.find(&n); ln && it != dataProducers_.end())
+      for (const std::string& x : it->second)
+        if (std::find(ln->dataSymbols.begin(), ln->dataSymbols.end(), x) == ln->dataSymbols.end()) {
+          why = fmt::format("its lowering does not compute the data-dependent dim {}", x);
+          ln.reset();
+        }
     if (!ln) {
       if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
         emitFallback(s, n, outer, why);
@@ -371,17 +379,38 @@ private:
     return printModel(m, po);
   }
 
-  // `outer`: outerReads(n).
+  // `outer`: outerReads(n). A node with symbolic values is printed with its symbolic types and
+  // binds the shape block last: the reference kernel runs at the run's sizes (rt/artifact.h
+  // FallbackProvider), and writes the data symbols its results have.
   void emitFallback(const Scope& s, const Node& n, const std::vector<const Value*>& outer,
                     const std::string& why) {
-    ArtifactTask t{
-        ArtifactTask::Kind::Fallback, nodeAsModel(n, outer), n.describe(), {}, 0, &n, {}};
+    const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);
+    std::string text;
+    {
+      loop::TypeSwap symbolicTypes; // (the graph's types are the bound's while building)
+      auto restore = [&](Value* v) {
+        if (v && ctx_.types)
+          if (auto it = ctx_.types->find(v); it != ctx_.types->end())
+            symbolicTypes.set(v, it->second);
+      };
+      for (const auto* vs : {&n.inputs, &n.outputs})
+        for (Value* v : *vs) restore(v);
+      for (const Value* v : outer) restore(const_cast<Value*>(v));
+      for (const Graph* b : bodiesOf(n)) {
+        std::vector<Value*> vs;
+        definedValues(*b, vs);
+        for (Value* v : vs) restore(v);
+      }
+      text = nodeAsModel(n, outer);
+    }
+    ArtifactTask t{ArtifactTask::Kind::Fallback, text, n.describe(), {}, 0, &n, {}};
     for (const Value* v : n.inputs)
       if (v && !embedded(v)) t.params.push_back(bind(s, v));
     for (const Value* v : outer) // (in nodeAsModel's order; constants are printed)
       if (!v->constant) t.params.push_back(bind(s, v));
     for (const Value* v : n.outputs)
       if (v) t.params.push_back(bind(s, v));
+    if (symbolic) t.params.push_back({Region::Symbols, 0, int64_t(8 * spec_.symbols.size())});
     for (const Value* v : n.outputs)
       if (v) t.results.push_back({v, bind(s, v)});
     spec_.fallbacks.push_back(n.describe() + ": " + why);
@@ -394,14 +423,13 @@ private:
     bool ok = br[0] && br[1] && n.hasInput(0);
     for (const Value* o : n.outputs)
       ok = ok && o && o->type.isTensor() && o->type.shape && toDims(*o->type.shape);
+    // A branch that does not resolve at the symbols' bounds may at a run's sizes: the whole If
+    // runs at the run's sizes then.
+    const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);
+    for (const Graph* b : br) ok = ok && !(symbolic && b && unresolvedShape(*b));
     if (!ok) { // the whole If through the interpreter
-      const std::string why = "only an If with two input-less branches and static results is "
-                              "compiled";
-      if (!ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_)) { // (the bound's sizes)
-        missing.push_back(
-            fmt::format("{}: {}; fix the symbols with --dim NAME=VALUE", n.describe(), why));
-        return base;
-      }
+      const std::string why = "only an If with two input-less branches and results of static "
+                              "size is compiled";
       if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
         emitFallback(s, n, outer, why);
       else
@@ -424,15 +452,7 @@ private:
   int64_t emitBranch(const Scope& s, const Node& n, const Graph& b, const char* which,
                      int64_t base) {
     const std::string where = n.describe() + " " + which;
-    if (auto why = unresolvedShape(b)) {
-      // With symbolic dims the shapes are the bound's, not a run's: not a branch a run never
-      // takes, so the compile refuses.
-      if (!ctx_.symbols.empty()) {
-        missing.push_back(where + ": " + *why +
-                          " at the symbols' bounds; fix the symbols with "
-                          "--dim NAME=VALUE");
-        return base;
-      }
+    if (auto why = unresolvedShape(b)) { // (with symbols, emitIf made the If a fallback)
       failBranches.push_back(where + ": " + *why);
       push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0, nullptr, {}}, "If",
            "fail (branch not compiled)");
@@ -456,6 +476,7 @@ private:
   ArtifactSpec& spec_;
   const loop::LowerOptions& lower_;
   const loop::PerSampleContext& ctx_;
+  const std::map<const Node*, std::set<std::string>>& dataProducers_; // (addDataSymbols)
   std::map<const Value*, int64_t> weightAt_;
 };
 
@@ -511,14 +532,16 @@ std::optional<std::vector<int64_t>> dimProgram(const Dim& d,
   return prog;
 }
 
-// The symbols of g's inputs (in order of appearance) with their ranges: those given, else
+// The symbols of g's tensor inputs (in order of appearance) with their ranges: those given, else
 // 1..kDefaultSymbolBound for a batch (a symbol only ever dim 0 of the inputs) and
 // 1..kDefaultSizeBound for a length or an image side.
 std::vector<rt::Symbol> inputSymbols(const Graph& g, const std::vector<rt::Symbol>& ranges) {
   std::vector<rt::Symbol> out;
   std::set<std::string> sizes; // the symbols that are some input's dim > 0
   for (const Value* v : g.inputs) {
-    if (!v->type.isTensor() || !v->type.shape) continue;
+    // (Strings are opaque to the runtime, so they give no symbol its value: what has their
+    // symbols is of run-time size.)
+    if (!v->type.isTensor() || !v->type.shape || v->type.dtype == DType::String) continue;
     for (size_t k = 0; k < v->type.shape->size(); ++k) {
       const auto name = inputSymbolOf((*v->type.shape)[k], ranges);
       if (!name) continue;
@@ -534,15 +557,14 @@ std::vector<rt::Symbol> inputSymbols(const Graph& g, const std::vector<rt::Symbo
   return out;
 }
 
-// The symbols' values as the graph's dims read them: S, and a stepped S's "S/step".
+// The symbols' values as the graph's dims read them (symbolMap) at their upper or lower ends.
+// (Data symbols are at their hi at both ends: the run decides them, the dims the model takes
+// are not theirs to check.)
 std::map<std::string, int64_t> symbolValues(const std::vector<rt::Symbol>& symbols, bool atHi) {
-  std::map<std::string, int64_t> at;
-  for (const rt::Symbol& s : symbols) {
-    at[s.name] = atHi ? s.hi : s.lo;
-    if (s.step > 1)
-      at[stepSymbol(s.name, s.step)] = atHi ? s.hi / s.step : (s.lo + s.step - 1) / s.step;
-  }
-  return at;
+  return symbolMap(symbols, [&](size_t k) {
+    const rt::Symbol& s = symbols[k];
+    return atHi || s.data ? s.hi : (s.lo + s.step - 1) / s.step * s.step;
+  });
 }
 
 // The first dim of `values` below `least` with the symbols at `at`: its value, dim and size.
@@ -584,10 +606,36 @@ void raiseDefaultLowerEnds(std::vector<rt::Symbol>& symbols, const std::vector<r
   }
 }
 
+// The data symbols of g (passes/data_dims.h), after `symbols` (the inputs'), in the order their
+// producers run: each 0..its bound at the symbols' upper ends; and the nodes producing them.
+std::map<const Node*, std::set<std::string>> addDataSymbols(const Graph& g,
+                                                            std::vector<rt::Symbol>& symbols) {
+  std::map<const Node*, std::set<std::string>> producers;
+  for (const auto& np : g.nodes)
+    for (const Value* v : np->outputs) {
+      if (!v || !v->type.isTensor() || !v->type.shape) continue;
+      for (const Dim& d : *v->type.shape) {
+        if (d.isStatic() || d.derived || d.symbol.empty() ||
+            std::any_of(symbols.begin(), symbols.end(),
+                        [&](const rt::Symbol& s) { return s.name == d.symbol; }))
+          continue;
+        const auto ds = dataSymbolOf(g, d.symbol);
+        if (!ds || ds->producer != np.get()) continue;
+        const auto e = dimExpr(ds->bound);
+        const auto hi = e ? e->evaluate(symbolValues(symbols, true)) : std::nullopt;
+        if (!hi) continue; // (stays a value of run-time size)
+        symbols.push_back({d.symbol, 0, std::max<int64_t>(*hi, 1), 1, true});
+        producers[np.get()].insert(d.symbol);
+      }
+    }
+  return producers;
+}
+
 // An input or output with its symbolic dims (by `symbolic`, its type with symbols) named.
 TensorDesc describeSymbolic(const Value* v, const Type& symbolic, const char* what, Io io,
                             const std::vector<rt::Symbol>& symbols) {
   TensorDesc t = describe(v, what, io);
+  if (!t.dynamic.empty()) t.dynamic = formatType(symbolic); // (strings: any size of the symbols)
   if (!t.dynamic.empty() || !symbolic.shape) return t;
   for (size_t k = 0; k < symbolic.shape->size(); ++k) {
     const Dim& d = (*symbolic.shape)[k];
@@ -619,19 +667,25 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
   // Symbolic dims: every value at the symbols' upper bounds while planning (the graph's types
   // are restored on return); the nodes that have them lower per sample.
   spec.symbols = inputSymbols(g, ranges);
+  for (rt::Symbol& s : spec.symbols) // a stepped range from its first multiple to its last
+    if (const int64_t lo = (s.lo + s.step - 1) / s.step * s.step, hi = s.hi / s.step * s.step;
+        s.step > 1 && lo <= hi)
+      s.lo = lo, s.hi = hi;
+  std::vector<Value*> all;
+  definedValues(g, all);
+  raiseDefaultLowerEnds(spec.symbols, ranges, all);
+  const std::map<const Node*, std::set<std::string>> dataProducers =
+      addDataSymbols(g, spec.symbols);
   loop::PerSampleContext ctx;
   std::map<const Value*, Type> symbolicTypes;
   loop::TypeSwap atBound;
   if (!spec.symbols.empty()) {
-    std::vector<Value*> all;
-    definedValues(g, all);
-    raiseDefaultLowerEnds(spec.symbols, ranges, all);
     const std::map<std::string, int64_t> lo = symbolValues(spec.symbols, false),
                                          hi = symbolValues(spec.symbols, true);
     for (size_t k = 0; k < spec.symbols.size(); ++k) {
       const rt::Symbol& s = spec.symbols[k];
       AICC_CHECK(s.lo >= 0 && s.lo <= s.hi, "--dim {}={}..{}: an empty range", s.name, s.lo, s.hi);
-      ctx.symbols[s.name] = {int64_t(k), s.hi, s.lo};
+      ctx.symbols[s.name] = {int64_t(k), s.hi, s.lo, 1, s.data};
       if (s.step > 1) { // the graph's dims read S / step (passes/dim_steps.h)
         const std::string q = stepSymbol(s.name, s.step);
         AICC_CHECK(lo.at(q) <= hi.at(q), "--dim {}={}..{}: no multiple of {} in the range", s.name,
@@ -674,7 +728,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
   MemoryPlanOptions po;
   po.bf16Values = lo.bf16Activations;
   spec.bf16Activations = int64_t(bf16.size());
-  Builder b(spec, lo, ctx);
+  Builder b(spec, lo, ctx, dataProducers);
   Scope top{&g, planMemory(g, po), 0, nullptr};
   b.slots = top.plan.dynamicValues;
   spec.lowerBoundBytes = top.plan.lowerBoundBytes;

@@ -216,7 +216,7 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
       info.engine = "jit";
       ++stats_.lowered;
     } else if (t.kind == K::Fallback) {
-      task.fallback = interpreterFallback(t.fn, t.node, t.params, "jit");
+      task.fallback = interpreterFallback(t.fn, t.node, t.params, spec->symbols, "jit");
       info.engine = "fallback";
       info.why = info.schedule.substr(info.schedule.find(": ") + 2);
       info.schedule.clear();

@@ -167,6 +167,12 @@ with tempfile.TemporaryDirectory() as tmp:
             for b in sizes:
                 ins = inputs_for(b)
                 want, got = outputs(model, ins, f"interp{b}"), outputs(art, ins, f"artifact{b}")
+                if isinstance(want, str) and isinstance(got, str) and want.split(":")[:3] == got.split(":")[:3]:
+                    # An export that fixes the batch inside (Reshape shapes): the interpreter
+                    # (and ONNX Runtime) refuse this batch, and so does the artifact, naming the
+                    # same node (the node runs on its reference kernel at the run's sizes).
+                    record(f"{name} size {b}", True, f"refused as the interpreter does: {got[:160]}")
+                    continue
                 if isinstance(want, str) or isinstance(got, str):
                     failures.append(f"{name} size {b}: interpreter: {want if isinstance(want, str) else 'ok'}; "
                                     f"artifact: {got if isinstance(got, str) else 'ok'}")
@@ -321,8 +327,8 @@ with tempfile.TemporaryDirectory() as tmp:
     KNOWN = {"superres-prepost-customops": "onnxruntime-extensions' DecodeImage / EncodeImage "
                                            "(ONNX Runtime needs the extensions library too)",
              "silero-vad-v5": "its unnamed dims get symbols, but spox's export is one If of "
-                              "nested Ifs with results of symbolic shapes, which only compile "
-                              "static"}
+                              "nested Ifs with results of unnamed size: that If runs on the "
+                              "reference kernels at the run's sizes (checked below)"}
     for name in sorted(os.listdir(SHARED)) if SHARED and os.path.isdir(SHARED) else []:
         model = os.path.join(SHARED, name, "model.onnx")
         if not os.path.isfile(model):
@@ -361,6 +367,18 @@ with tempfile.TemporaryDirectory() as tmp:
             sizes_case(f"silero-vad-op18-ifless {rate // 1000} kHz", silero,
                        [(1, 256), (1, 512), (1, 960)], ["batch=1..1", "sequence=256..1024"],
                        base=reference_input(silero), others=(np.array(rate, np.int64), state))
+
+    # silero-vad-v5 compiled with no flags (its audio length and state's batch symbolic; the If
+    # that is the whole model a fallback task at the run's sizes), both rates.
+    v5 = os.path.join(SHARED, "silero-vad-v5", "model.onnx") if SHARED else ""
+    if os.path.isfile(v5):
+        for rate in (16000, 8000):
+            # (the LSTM inside takes 256 or 512 samples at 16 kHz, 256 at 8 kHz: ONNX Runtime
+            # and the interpreter refuse the others)
+            sizes_case(f"silero-vad-v5 {rate // 1000} kHz", v5,
+                       [(1, 256), (1, 512)] if rate == 16000 else [(1, 256)], [],
+                       base=reference_input(v5), others=(reference_input(v5, 1),
+                                                         np.array(rate, np.int64)))
 
     # int8 and bf16: a dynamic artifact gives bit for bit the fixed-size artifact's outputs (the
     # same kernels; a batch's GEMM is one call of all its rows in both).

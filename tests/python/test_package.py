@@ -413,15 +413,21 @@ def test_image_sizes_compile_once():
 
 
 def test_compiled_shapes_are_bounded_and_evicted_least_recently_used():
-    # CumSum along the symbolic dim has no lowering for symbolic sizes: one executable per shape
+    # A dim that shrinks as N grows (100 - N: the padding to a fixed length) cannot be planned at
+    # N's upper bound, so N does not stay symbolic: one executable per shape
     g = helper.make_graph(
-        [helper.make_node("CumSum", ["x", "axis"], ["y"])], "cumsum",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "N", 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "N", 4])],
-        [numpy_helper.from_array(np.array(1, np.int64), "axis")])
+        [helper.make_node("Shape", ["x"], ["n"]),
+         helper.make_node("Sub", ["hundred", "n"], ["rest"]),
+         helper.make_node("ConstantOfShape", ["rest"], ["pad"],
+                          value=numpy_helper.from_array(np.array([0.25], np.float32))),
+         helper.make_node("Concat", ["x", "pad"], ["y"], axis=0)], "pad_to_100",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [100])],
+        [numpy_helper.from_array(np.array([100], np.int64), "hundred")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     sess = aicc.InferenceSession(m)
     for n in list(range(1, 21)) + [20, 1]:  # 1 was evicted by then: compiled again, still right
-        x = np.full((2, n, 4), 0.5, np.float32)
-        assert_close(sess.run(None, {"x": x})[0], np.cumsum(x, axis=1), f"length {n}", rtol=1e-5)
+        x = np.arange(n, dtype=np.float32)
+        want = np.concatenate([x, np.full(100 - n, 0.25, np.float32)])
+        assert_close(sess.run(None, {"x": x})[0], want, f"length {n}", rtol=1e-6)
     assert sess.compiled_shapes == 16

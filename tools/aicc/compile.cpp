@@ -320,7 +320,11 @@ int compileCommand(const CompileArgs& a) {
   for (const auto& f : spec.failBranches) // the run fails if it takes one
     std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
   for (const rt::Symbol& sym : spec.symbols) // what the arena was planned for
-    if (!a.quiet)
+    if (!a.quiet && sym.data)
+      std::cout << fmt::format("data-dependent dim {}: 0..{}, set during the run (the arena is "
+                               "planned for {}: the most the model's shapes allow)\n",
+                               sym.name, sym.hi, sym.hi);
+    else if (!a.quiet)
       std::cout << fmt::format("symbolic dim {}: runs any value in {}..{}{} (the arena is "
                                "planned for {}; --dim {}=LO..HI to change)\n",
                                sym.name, sym.lo, sym.hi,
@@ -331,8 +335,8 @@ int compileCommand(const CompileArgs& a) {
   constexpr int64_t kLargeArena = int64_t(512) << 20;
   std::vector<std::string> defaulted;
   for (const rt::Symbol& sym : spec.symbols)
-    if (std::none_of(given.begin(), given.end(),
-                     [&](const rt::Symbol& g) { return g.name == sym.name; }))
+    if (!sym.data && std::none_of(given.begin(), given.end(),
+                                  [&](const rt::Symbol& g) { return g.name == sym.name; }))
       defaulted.push_back(sym.name);
   if (spec.arenaBytes >= kLargeArena && !defaulted.empty())
     std::cerr << fmt::format("aicc: warning: the arena is {} MiB, planned for the default ranges "

@@ -1,0 +1,29 @@
+// Data-dependent dims (issue #12). A result dim that shape inference leaves unknown because the
+// run's values decide it (NonZero's count, TopK's k read at run time, Compress, Unique, a Slice
+// of run-time starts) gets a symbol of its own, "nonzero.0", when its op knows an upper bound
+// for it (OpDef::dataDim: NonZero's count is at most its input's elements). Shapes are then
+// re-inferred, so the nodes after it carry the symbol ([nonzero.0, 2] after a Transpose) instead
+// of '?': the backend plans them at the bound and lowers them with the run's value, which the
+// task producing it writes into the shape block (rt::Symbol::data) — where before every node
+// after a data-dependent size ran on the reference kernels with values of run-time size.
+#pragma once
+
+#include "ir/graph.h"
+
+#include <optional>
+
+namespace aicc {
+
+// The "name-data-dims" pass (top-level graph): returns whether some dim got a symbol.
+bool nameDataDims(Model& m);
+
+// The bound of data symbol `symbol` and the node whose result introduces it (its first dim
+// of that plain symbol, among the nodes of g's top level with OpDef::dataDim), or nullopt when
+// no such node has it.
+struct DataSymbol {
+  const Node* producer = nullptr;
+  Dim bound;
+};
+std::optional<DataSymbol> dataSymbolOf(const Graph& g, const std::string& symbol);
+
+} // namespace aicc

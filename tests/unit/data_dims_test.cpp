@@ -1,0 +1,124 @@
+// Data-dependent dims (passes/data_dims.h, issue #12): NonZero's count, Compress's kept columns
+// and TopK's run-time k get symbols with bounds; the artifact plans them at the bound, the task
+// producing each writes its value into the shape block, and the nodes after it run compiled at
+// the run's sizes. Every run matches the interpreter, zero counts included; a k past its axis is
+// a one-line error naming the node.
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "runtime/artifact.h"
+#include "shared_models.h"
+#include "support/file.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+
+namespace aicc {
+namespace {
+
+const char* kDataNet = R"(graph @g(%x: f32[N,6], %c: bool[6], %k: i64[1]) {
+  %zero = Constant() {value = tensor f32[] [0]} : f32[]
+  %two = Constant() {value = tensor f32[] [2]} : f32[]
+  %pos = Greater(%x, %zero) : bool[N,6]
+  %nz = NonZero(%pos) : i64[2,?]
+  %nzt = Transpose(%nz) {perm = [1, 0]} : i64[?,2]
+  %nzf = Cast(%nzt) {to = 1} : f32[?,2]
+  %y = Mul(%nzf, %two) : f32[?,2]
+  %xc = Compress(%x, %c) {axis = 1} : f32[N,?]
+  %xr = Relu(%xc) : f32[N,?]
+  %s = ReduceSum(%xr) {keepdims = 1} : f32[1,1]
+  %v, %i = TopK(%x, %k) {axis = 1} : f32[N,?], i64[N,?]
+  %vs = Sigmoid(%v) : f32[N,?]
+  return %y, %xr, %s, %vs, %i
+}
+)";
+
+Tensor boolTensor(const std::vector<int>& v) {
+  Tensor t(DType::Bool, {int64_t(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.setI64(int64_t(i), v[i]);
+  return t;
+}
+
+TEST(DataDims, RunsMatchTheInterpreterAtEveryCount) {
+  Model ref = parseModel(kDataNet), m = parseModel(kDataNet);
+  const auto dir = test::compileArtifact(m, "aicc_data_dims_net", {{"N", 1, 4}});
+  const std::string plan = readFile((dir / "model.plan").string());
+  // Bounds: NonZero of [4,6] has at most 24; Compress keeps at most 6 columns; k at most 6.
+  for (const char* line :
+       {"symbol nonzero.0 0 24 data", "symbol compress.0 0 6 data", "symbol topk.0 0 6 data"})
+    EXPECT_NE(plan.find(line), std::string::npos) << line << "\n" << plan;
+  // Every node compiled: the producers write their counts themselves (no fallback task).
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  struct Case {
+    int64_t n;
+    std::vector<int> keep;
+    int64_t k;
+    float shift; // all below 0: NonZero finds none
+  } cases[] = {{1, {1, 0, 1, 1, 0, 0}, 3, 0},
+               {3, {0, 0, 0, 0, 0, 0}, 0, 0},
+               {4, {1, 1, 1, 1, 1, 1}, 6, 0},
+               {2, {0, 1, 0, 0, 0, 1}, 1, -2}};
+  for (const Case& c : cases) {
+    std::vector<RValue> in = {
+        RValue::of(test::uniformTensor({c.n, 6}, uint32_t(c.n * 13), -1 + c.shift, 1 + c.shift)),
+        RValue::of(boolTensor(c.keep)), RValue::of(Tensor::fromI64({c.k}))};
+    const std::vector<RValue> want = interpret(*ref.graph, in), got = art.run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i].tensor.shape(), want[i].tensor.shape()) << "output " << i << ", N=" << c.n;
+    test::expectOutputsClose(want, got, {1e-6, 1e-6});
+  }
+  // k past its axis: the producing task's error, naming the node, in one line.
+  std::vector<RValue> in = {RValue::of(test::uniformTensor({2, 6}, 5)),
+                            RValue::of(boolTensor({1, 1, 1, 1, 1, 1})),
+                            RValue::of(Tensor::fromI64({7}))};
+  try {
+    art.run(in);
+    ADD_FAILURE() << "k = 7 of 6 ran";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("TopK"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+// A Slice of run-time starts and ends: each dim of its result its own data symbol, the tasks
+// after it at the run's sizes; a zero step is the run's error.
+TEST(DataDims, ASliceOfRunTimeBoundsSetsEachDim) {
+  const char* ir = R"(graph @g(%x: f32[5,7], %st: i64[2], %en: i64[2], %sp: i64[2]) {
+  %axes = Constant() {value = tensor i64[2] [0, 1]} : i64[2]
+  %s = Slice(%x, %st, %en, %axes, %sp) : f32[?,?]
+  %t = Transpose(%s) {perm = [1, 0]} : f32[?,?]
+  %y = Exp(%t) : f32[?,?]
+  return %y
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_data_dims_slice", {});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_NE(plan.find("symbol slice.0 0 5 data"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("symbol slice.1 0 7 data"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  const Tensor x = test::uniformTensor({5, 7}, 3);
+  for (const auto& [st, en, sp] :
+       std::vector<std::array<std::vector<int64_t>, 3>>{{{{0, 0}, {5, 7}, {1, 1}}},
+                                                        {{{1, 2}, {4, 3}, {1, 1}}},
+                                                        {{{4, -1}, {0, 0}, {-1, -2}}},
+                                                        {{{3, 3}, {3, 3}, {1, 1}}},
+                                                        {{{-100, 1}, {100, 6}, {2, 3}}}}) {
+    std::vector<RValue> in = {RValue::of(x), RValue::of(Tensor::fromI64(st)),
+                              RValue::of(Tensor::fromI64(en)), RValue::of(Tensor::fromI64(sp))};
+    const std::vector<RValue> want = interpret(*ref.graph, in), got = art.run(in);
+    EXPECT_EQ(got[0].tensor.shape(), want[0].tensor.shape());
+    test::expectOutputsClose(want, got, {1e-6, 1e-6});
+  }
+  std::vector<RValue> in = {RValue::of(x), RValue::of(Tensor::fromI64({0, 0})),
+                            RValue::of(Tensor::fromI64({5, 7})),
+                            RValue::of(Tensor::fromI64({1, 0}))};
+  EXPECT_THROW(art.run(in), Error);
+}
+
+} // namespace
+} // namespace aicc
