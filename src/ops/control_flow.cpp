@@ -153,6 +153,14 @@ void registerLoop(OpRegistry& r) {
       .inputs(2, 1 << 30)
       .outputs(1, 1 << 30)
       .attr("body", Attribute::Kind::Graph, true)
+      // The scan outputs' rows: one per iteration run, at most a constant trip count.
+      .dataDim([](const Node& n, size_t out, size_t dim) -> std::optional<DataDim> {
+        const Value* m = n.hasInput(0) ? n.inputs[0] : nullptr;
+        if (out + 2 < n.inputs.size() || dim != 0 || !m || !m->constant ||
+            m->constant->numel() != 1)
+          return std::nullopt;
+        return DataDim{Dim::known(std::max<int64_t>(m->constant->getI64(0), 0)), 0};
+      })
       .infer([](InferCtx& c) {
         Graph& body = graphAttr(c.node, "body");
         size_t n = c.numInputs() - 2;

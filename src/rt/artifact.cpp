@@ -257,6 +257,7 @@ std::optional<Kind> taskKind(const std::string& s) {
   if (s == "jump") return Kind::Jump;
   if (s == "fail") return Kind::Fail;
   if (s == "fallback") return Kind::Fallback;
+  if (s == "repeat") return Kind::Repeat;
   return std::nullopt;
 }
 
@@ -329,7 +330,7 @@ struct TaskLine {
   Kind kind = Kind::Call;
   std::string fn, node;
   std::vector<Binding> params;
-  int64_t target = 0;
+  int64_t target = 0, limit = 0;
 };
 
 } // namespace
@@ -437,6 +438,7 @@ struct Artifact::Impl {
                 const std::vector<int64_t>* dims);
   void resolveSymbols(const std::vector<TensorDesc>& decl);
   void run(const std::vector<TensorDesc>& decl);
+  void runTasks(size_t from, size_t to); // tasks [from, to): jumps and loop bodies inside
   // The variant whose inputs have exactly this run's dims, run on this run's inputs; or false.
   bool runVariant(const std::vector<TensorDesc>& decl);
   const Artifact& last(const Artifact& self) const { return ran ? *ran : self; }
@@ -646,6 +648,8 @@ Plan readPlan(const PlanSource& src) {
         for (; i < w.size(); ++i) {
           if (w[i][0] == '@')
             t.target = parseCount(w[i].substr(1));
+          else if (w[i][0] == '#') // Repeat: its limit
+            t.limit = parseCount(w[i].substr(1));
           else
             t.params.push_back(parseBinding(w[i], planFile));
         }
@@ -698,7 +702,7 @@ Plan readPlan(const PlanSource& src) {
                     "{}: {} binds a dynamic value but is not a fallback task", planFile, where);
     }
     // Calls are checked against the library's signature below, fallbacks by their provider.
-    if (t.kind != Kind::Call && t.kind != Kind::Fallback) {
+    if (t.kind != Kind::Call && t.kind != Kind::Fallback && t.kind != Kind::Repeat) {
       const size_t want = t.kind == Kind::Copy ? 2 : t.kind == Kind::JumpIfZero ? 1 : 0;
       AICC_RT_CHECK(t.params.size() == want, "{}: {} has {} bindings, not {}", planFile, where,
                     t.params.size(), want);
@@ -707,9 +711,27 @@ Plan readPlan(const PlanSource& src) {
                   "{}: {} copies between bindings of different sizes", planFile, where);
     AICC_RT_CHECK(t.kind != Kind::JumpIfZero || t.params[0].bytes >= 1,
                   "{}: {} reads an empty condition", planFile, where);
-    if (t.kind == Kind::JumpIfZero || t.kind == Kind::Jump) // forward only: every run ends
+    if (t.kind == Kind::JumpIfZero || t.kind == Kind::Jump || t.kind == Kind::Repeat)
       AICC_RT_CHECK(t.target > int64_t(i) && t.target <= int64_t(taskLines.size()),
                     "{}: {} jumps to {}, not forward within the plan", planFile, where, t.target);
+    if (t.kind == Kind::Repeat) {
+      // count, index, then an optional condition and an optional Symbols binding (in that
+      // order); every jump and body inside ends inside (runs end: bodies run at most `limit`
+      // times, and only forward jumps).
+      const auto& p = t.params;
+      const size_t n = p.size(), sym = n > 2 && p.back().region == Region::Symbols ? 1 : 0;
+      AICC_RT_CHECK(
+          n >= 2 && n - sym <= 3 && p[0].bytes == 8 && p[1].bytes == 8 &&
+              p[1].region != Region::Weights && p[1].region != Region::Input &&
+              (n - sym < 3 || p[2].bytes >= 1) && (!sym || p.back().bytes == 8) && t.limit >= 0,
+          "{}: {} is not a repeat of (count, index[, condition][, iterations])", planFile, where);
+      for (int64_t j = int64_t(i) + 1; j < t.target; ++j)
+        AICC_RT_CHECK(!(taskLines[size_t(j)].kind == Kind::JumpIfZero ||
+                        taskLines[size_t(j)].kind == Kind::Jump ||
+                        taskLines[size_t(j)].kind == Kind::Repeat) ||
+                          taskLines[size_t(j)].target <= t.target,
+                      "{}: task {} leaves the loop body of {}", planFile, j, where);
+    }
   }
   for (size_t i = 0; i < plan.outputBindings.size();
        ++i) { // outputs are read as their declared type
@@ -791,7 +813,8 @@ Plan readPlan(const PlanSource& src) {
   const FallbackProvider provider = fallbackProvider.load();
   for (size_t i = 0; i < taskLines.size(); ++i) {
     TaskLine& t = taskLines[i];
-    Plan::Task task{t.kind, nullptr, std::move(t.node), std::move(t.params), size_t(t.target), {}};
+    Plan::Task task{t.kind,  nullptr, std::move(t.node), std::move(t.params), size_t(t.target),
+                    t.limit, {}};
     if (t.kind == Kind::Call) {
       auto sig = signature.find(t.fn);
       task.fn = reinterpret_cast<int32_t (*)(void**)>(lookup(t.fn));
@@ -975,8 +998,15 @@ void Artifact::Impl::run(const std::vector<TensorDesc>& decl) {
   if (!values.empty()) resolveSymbols(decl);
   ran = nullptr;
   if (!variants.empty() && runVariant(decl)) return;
+  runTasks(0, plan.tasks.size());
+  // The data symbols the tasks wrote (rt::Symbol::data), for the outputs' dims.
+  for (size_t j = 0; j < values.size(); ++j)
+    if (plan.symbols[j].data) std::memcpy(&values[j], symbolBlock.get() + 8 * j, 8);
+}
+
+void Artifact::Impl::runTasks(size_t from, size_t to) {
   using Clock = std::chrono::steady_clock;
-  for (size_t ti = 0; ti < plan.tasks.size();) {
+  for (size_t ti = from; ti < to;) {
     const size_t index = ti;
     const Plan::Task& t = plan.tasks[ti++];
     trace::TaskScope traced(t.node, "task");
@@ -1014,12 +1044,25 @@ void Artifact::Impl::run(const std::vector<TensorDesc>& decl) {
       for (size_t i = 0; i < t.params.size(); ++i) bound[i] = at(t.params[i]);
       t.fallback(bound);
       break;
+    case Kind::Repeat: { // (checked at load: count, index[, condition][, iterations])
+      const auto& p = t.params;
+      const bool sym = p.back().region == Region::Symbols;
+      const Binding* cond = p.size() - (sym ? 1 : 0) == 3 ? &p[2] : nullptr;
+      int64_t count, i = 0;
+      std::memcpy(&count, at(p[0]), 8);
+      for (; i < count && (!cond || *at(*cond) != std::byte{0}); ++i) {
+        AICC_RT_CHECK(i < t.limit, "{}: more than the {} iterations the plan holds", t.node,
+                      t.limit);
+        std::memcpy(at(p[1]), &i, 8);
+        runTasks(index + 1, t.target);
+      }
+      if (sym) std::memcpy(at(p.back()), &i, 8);
+      ti = t.target;
+      break;
+    }
     }
     if (afterTask) afterTask(index);
   }
-  // The data symbols the tasks wrote (rt::Symbol::data), for the outputs' dims.
-  for (size_t j = 0; j < values.size(); ++j)
-    if (plan.symbols[j].data) std::memcpy(&values[j], symbolBlock.get() + 8 * j, 8);
 }
 
 const void* Artifact::output(size_t i) const {

@@ -32,8 +32,8 @@ namespace aicc::rt {
 // kernels::convRowsFor (B panels for pixel rows). 5: @attention_ takes softcap, the causal
 // offset, the operand layouts and the scores output (rt/callees.cpp).
 // 6: `symbol` lines (NAME LO HI [STEP]), symbolic input/output dims and the shape block region
-// (Z). 7: data symbols (`symbol NAME 0 HI data`, set by the tasks), fallback tasks of symbolic
-// nodes binding the shape block last and running at the run's sizes.
+// (Z). 7: `repeat` tasks (loop bodies), data symbols (`symbol NAME 0 HI data`, set by the tasks),
+// fallback tasks of symbolic nodes binding the shape block last and running at the run's sizes.
 inline constexpr const char* kPlanHeader = "aicc-artifact 7";
 
 enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols };
@@ -125,13 +125,21 @@ struct PlanBytesFree {
 // A task sequence with its code resolved, ready to run: what a folder's model.plan describes
 // (Artifact(dir) reads and checks one), or what the JIT builds in memory (runtime/jit_executor.h).
 struct Plan {
-  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail, Fallback };
+  // Repeat: runs the tasks after it up to `target` (exclusive) as a loop body (a compiled Loop
+  // or Scan): at most params[0] (an i64) times and never more than `limit`, the iteration number
+  // written to params[1] (an i64) before each one; while params[2] (a bool, when bound: a
+  // Loop's condition, which the body updates) is nonzero; the iterations run written to the
+  // Symbols binding last (when bound: the data symbol of a Loop's scan outputs). Bodies nest;
+  // no task inside jumps out of one.
+  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail, Fallback, Repeat };
   struct Task {
     Kind kind = Kind::Call;
     int32_t (*fn)(void**) = nullptr; // Call: the task function (0 = success)
     std::string node;                // Node::describe(), for errors and profiles (Fail: message)
     std::vector<Binding> params;     // Call: the function's; Copy: {from, to}; JumpIfZero: {cond}
-    size_t target = 0;               // jumps: the task to continue at (forward only)
+    size_t target = 0;               // jumps: the task to continue at (forward only); Repeat:
+                                     // the end of its body
+    int64_t limit = 0;               // Repeat: the most iterations the plan holds
     FallbackRun fallback;            // Fallback
   };
   using Free = PlanBytesFree;

@@ -108,7 +108,7 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << type(t) << " " << regionName(b.region) << ":"
       << b.offset << ":" << b.bytes << "\n";
-  static const char* kKinds[] = {"task", "copy", "jumpz", "jump", "fail", "fallback"};
+  static const char* kKinds[] = {"task", "copy", "jumpz", "jump", "fail", "fallback", "repeat"};
   for (const ArtifactTask& t : spec.tasks) {
     p << kKinds[int(t.kind)];
     if (t.kind == ArtifactTask::Kind::Call) p << " " << t.fn;
@@ -116,8 +116,10 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
     p << " " << enc(t.node);
     for (const Binding& b : t.params)
       p << " " << regionName(b.region) << ":" << b.offset << ":" << b.bytes;
-    if (t.kind == ArtifactTask::Kind::JumpIfZero || t.kind == ArtifactTask::Kind::Jump)
+    if (t.kind == ArtifactTask::Kind::JumpIfZero || t.kind == ArtifactTask::Kind::Jump ||
+        t.kind == ArtifactTask::Kind::Repeat)
       p << " @" << t.target;
+    if (t.kind == ArtifactTask::Kind::Repeat) p << " #" << t.limit;
     p << "\n";
   }
   return p.str();

@@ -57,7 +57,8 @@ struct ArtifactTask {
   // Call: the function's; Copy: {from, to}; JumpIfZero: {cond}; Fallback: present inputs, then
   // present results.
   std::vector<Binding> params;
-  int64_t target = 0; // jumps: index of the task to continue at
+  int64_t target = 0; // jumps: index of the task to continue at; Repeat: the end of its body
+  int64_t limit = 0;  // Repeat: the most iterations the plan holds
   // In memory only (not in the plan file), for tools: the node a Call or Fallback task computes
   // and where each of its present results lives.
   const Node* source = nullptr;

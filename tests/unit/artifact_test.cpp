@@ -348,12 +348,18 @@ TEST(Artifact, NodesWithoutLoweringRunAsFallbackTasks) {
   test::expectOutputsClose(want, got, {1e-6, 1e-6});
 }
 
-// A node with a body (Scan, Loop) runs as a fallback task: the node printed alone as a model,
-// declaring what its body reads of the enclosing graph (an input or result of it: one more
-// binding; a constant: printed). A name that would clash with the printed node's own (in0..,
-// out0..) keeps it out.
-TEST(Artifact, NodesWithBodiesRunAsFallbackTasks) {
-  auto scan = [](const std::string& w, const std::string& addend) {
+// A Scan of static sizes compiles to a repeat region (runtime/artifact_build.cpp emitLoop), its
+// body reading the enclosing graph's values in place. One that does not (here: strings in its
+// body) runs as a fallback task: the node printed alone as a model, declaring what its body
+// reads of the enclosing graph (an input or result of it: one more binding; a constant:
+// printed). A name that would clash with the printed node's own (in0.., out0..) keeps it out.
+TEST(Artifact, NodesWithBodiesCompileOrRunAsFallbackTasks) {
+  auto scan = [](const std::string& w, const std::string& addend, bool strings) {
+    // (the string round trip keeps these values exact)
+    const std::string next = strings ? "%nf" : "%next",
+                      viaStrings = strings ? "%ns = Cast(%next) {to = 8} : string[2]\n      "
+                                             "%nf = Cast(%ns) {to = 1} : f32[2]\n      "
+                                           : "";
     return parseModel(R"(model opsets={"": 9} {
 graph @g(%init: f32[2], %x: f32[3,2], %)" +
                       w + R"(: f32[2]) {
@@ -361,8 +367,8 @@ graph @g(%init: f32[2], %x: f32[3,2], %)" +
   %x2 = Mul(%x, %x) : f32[3,2]
   %y, %z = Scan(%init, %x2) {
     body = graph @body(%sum_in: f32[2], %next: f32[2]) {
-      %t = Add(%next, )" +
-                      addend + R"() : f32[2]
+      )" + viaStrings +
+                      "%t = Add(" + next + ", " + addend + R"() : f32[2]
       %sum_out = Add(%sum_in, %t) : f32[2]
       %scan_out = Identity(%sum_out) : f32[2]
       return %sum_out, %scan_out
@@ -382,16 +388,24 @@ graph @g(%init: f32[2], %x: f32[3,2], %)" +
   // Its own values only; the enclosing graph's input %w (%init: the Scan's own input too); a
   // constant of the enclosing graph.
   int variant = 0;
-  for (const char* addend : {"%next", "%w", "%init", "%k"}) {
-    Model m = scan("w", addend);
-    runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
-    ASSERT_EQ(spec.fallbacks.size(), 1u) << addend;
-    EXPECT_NE(spec.fallbacks[0].find("Scan"), std::string::npos) << spec.fallbacks[0];
-    test::expectOutputsClose(
-        interpret(*m.graph, in),
-        compileAndRun(*m.graph, freshDir("scan" + std::to_string(variant++)), in), {0, 0});
-  }
-  Model clash = scan("in0", "%in0");
+  for (bool strings : {false, true})
+    for (const char* addend : {"%next", "%w", "%init", "%k"}) {
+      Model m = scan("w", addend, strings);
+      runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
+      ASSERT_EQ(spec.fallbacks.size(), strings ? 1u : 0u) << addend;
+      if (strings) {
+        EXPECT_NE(spec.fallbacks[0].find("Scan"), std::string::npos) << spec.fallbacks[0];
+      }
+      EXPECT_EQ(std::any_of(spec.tasks.begin(), spec.tasks.end(),
+                            [](const runtime::ArtifactTask& t) {
+                              return t.kind == runtime::ArtifactTask::Kind::Repeat;
+                            }),
+                !strings);
+      test::expectOutputsClose(
+          interpret(*m.graph, in),
+          compileAndRun(*m.graph, freshDir("scan" + std::to_string(variant++)), in), {0, 0});
+    }
+  Model clash = scan("in0", "%in0", true);
   try {
     runtime::buildArtifact(*clash.graph, lo);
     ADD_FAILURE() << "no error";

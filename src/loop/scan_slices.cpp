@@ -1,0 +1,35 @@
+#include "loop/scan_slices.h"
+
+#include "loop/simplify.h"
+
+namespace aicc::loop {
+
+Func sliceCopyFunc(const std::string& name, DType t, const Dims& full, size_t axis, bool reverse,
+                   bool toSlice) {
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < axis; ++k) outer *= full[k];
+  for (size_t k = axis + 1; k < full.size(); ++k) inner *= full[k];
+  const int64_t len = full.at(axis);
+  Dims slice = full;
+  slice.erase(slice.begin() + int64_t(axis));
+  Func f;
+  f.name = name;
+  f.params = {{"full", t, full, "", toSlice ? Role::In : Role::Out},
+              {"slice", t, slice, "", toSlice ? Role::Out : Role::In},
+              {"index", DType::I64, {1}, "", Role::In}};
+  // (the index is the Repeat's iteration, below the axis's length: clamped for the verifier)
+  ExprPtr i = max(min(load("index", intImm(0), DType::I64), intImm(len - 1)), intImm(0));
+  if (reverse) i = sub(intImm(len - 1), i);
+  const ExprPtr at = add(mul(add(mul(var("o"), intImm(len)), i), intImm(inner)), var("j")),
+                part = add(mul(var("o"), intImm(inner)), var("j"));
+  Stmt copy = toSlice ? Stmt::store("slice", part, load("full", at, t))
+                      : Stmt::store("full", at, load("slice", part, t));
+  f.body = {Stmt::forLoop("o", intImm(0), intImm(outer),
+                          {Stmt::forLoop("j", intImm(0), intImm(inner), {copy})})};
+  f.schedule["kind"] = std::string("data");
+  f.schedule["op"] = std::string(toSlice ? "scan slice in" : "scan slice out");
+  simplifyFunc(f);
+  return f;
+}
+
+} // namespace aicc::loop

@@ -1,0 +1,127 @@
+// Loop and Scan compiled as `repeat` regions of the task sequence (runtime/artifact_build.cpp
+// emitLoop, rt::Plan::Kind::Repeat): a Scan with a reversed input and an output stacked along
+// axis 1, a while-Loop whose scan output has its iteration count as a data symbol, and the
+// nested Scans of an opset-8 Scan. Every run matches the interpreter with no fallback task; a
+// plan whose task leaves a loop body is refused at load.
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "runtime/artifact.h"
+#include "shared_models.h"
+#include "support/file.h"
+
+#include <gtest/gtest.h>
+
+namespace aicc {
+namespace {
+
+std::filesystem::path compileLoops(const char* ir, const std::string& name) {
+  Model m = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_loops_" + name, {});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_NE(plan.find("\nrepeat "), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  return dir;
+}
+
+TEST(CompiledLoops, ScanWithReversedInputAndAxis1Output) {
+  const char* ir = R"(graph @g(%init: f32[2], %xs: f32[4,2]) {
+  %final, %ys = Scan(%init, %xs) {
+    body = graph @b(%s: f32[2], %x: f32[2]) {
+      %t = Add(%s, %x) : f32[2]
+      %u = Tanh(%t) : f32[2]
+      return %t, %u
+    },
+    num_scan_inputs = 1,
+    scan_input_directions = [1],
+    scan_output_axes = [1]
+  } : f32[2], f32[2,4]
+  return %final, %ys
+}
+)";
+  const auto dir = compileLoops(ir, "scan");
+  Model ref = parseModel(ir);
+  runtime::LoadedArtifact art(dir.string());
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    std::vector<RValue> in = {RValue::of(test::uniformTensor({2}, seed)),
+                              RValue::of(test::uniformTensor({4, 2}, seed + 10))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
+  }
+}
+
+TEST(CompiledLoops, WhileLoopRowsAreADataSymbol) {
+  const char* ir = R"(graph @g(%x: f32[3], %limit: f32[]) {
+  %m = Constant() {value = tensor i64[] [10]} : i64[]
+  %c = Constant() {value = tensor bool[] [1]} : bool[]
+  %acc, %rows = Loop(%m, %c, %x) {
+    body = graph @body(%i: i64[], %cond: bool[], %a: f32[3]) {
+      %two = Constant() {value = tensor f32[] [2]} : f32[]
+      %b = Mul(%a, %two) : f32[3]
+      %s = ReduceSum(%b) {keepdims = 0} : f32[]
+      %go = Less(%s, %limit) : bool[]
+      return %go, %b, %b
+    }
+  } : f32[3], f32[?,3]
+  return %acc, %rows
+}
+)";
+  const auto dir = compileLoops(ir, "while");
+  EXPECT_NE(readFile((dir / "model.plan").string()).find("symbol loop.0 0 10 data"),
+            std::string::npos);
+  Model ref = parseModel(ir);
+  runtime::LoadedArtifact art(dir.string());
+  const Tensor x = Tensor::fromF32({1, 1, 1});
+  for (float limit : {1.f, 20.f, 100.f, 1e9f}) { // 1, 3, 5 and all 10 iterations
+    std::vector<RValue> in = {RValue::of(x), RValue::of(Tensor::scalar(DType::F32, limit))};
+    const std::vector<RValue> want = interpret(*ref.graph, in), got = art.run(in);
+    EXPECT_EQ(got[1].tensor.shape(), want[1].tensor.shape()) << "limit " << limit;
+    test::expectOutputsClose(want, got, {1e-6, 1e-6});
+  }
+}
+
+// Scan-8's batch as an outer Scan around the inner one (what the importer makes of it): nested
+// repeat regions. A plan whose inner body reaches past the outer's end is refused at load.
+TEST(CompiledLoops, NestedScansAndABodyThatLeavesItsLoop) {
+  const char* ir = R"(graph @g(%initial: f32[2,2], %x: f32[2,3,2]) {
+  %y, %z = Scan(%initial, %x) {
+    body = graph @outer(%s0: f32[2], %x0: f32[3,2]) {
+      %s1, %z1 = Scan(%s0, %x0) {
+        body = graph @inner(%s: f32[2], %v: f32[2]) {
+          %t = Add(%s, %v) : f32[2]
+          %u = Identity(%t) : f32[2]
+          return %t, %u
+        },
+        num_scan_inputs = 1
+      } : f32[2], f32[3,2]
+      return %s1, %z1
+    },
+    num_scan_inputs = 2
+  } : f32[2,2], f32[2,3,2]
+  return %y, %z
+}
+)";
+  const auto dir = compileLoops(ir, "nested");
+  Model ref = parseModel(ir);
+  {
+    runtime::LoadedArtifact art(dir.string());
+    std::vector<RValue> in = {RValue::of(test::uniformTensor({2, 2}, 4)),
+                              RValue::of(test::uniformTensor({2, 3, 2}, 5))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
+  }
+  // The outer repeat's end moved before the inner's: the inner body leaves the outer.
+  std::string plan = readFile((dir / "model.plan").string());
+  const size_t outer = plan.find("\nrepeat "), inner = plan.find("\nrepeat ", outer + 1);
+  ASSERT_NE(inner, std::string::npos);
+  const size_t at = plan.find(" @", outer), innerAt = plan.find(" @", inner);
+  const int64_t innerEnd = std::stoll(plan.substr(innerAt + 2));
+  plan.replace(at + 2, plan.find(' ', at + 2) - at - 2, std::to_string(innerEnd - 1));
+  writeFile((dir / "model.plan").string(), plan);
+  try {
+    runtime::LoadedArtifact bad(dir.string());
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves the loop body"), std::string::npos) << e.what();
+  }
+}
+
+} // namespace
+} // namespace aicc
