@@ -1,0 +1,283 @@
+// The builder's control flow (runtime/artifact_builder.h): an If with static results as jumps
+// in the task sequence,
+//
+//   jumpz  cond -> ELSE
+//   <then branch's tasks>, copy each then-result into the If's result
+//   jump   -> END
+//   ELSE: <else branch's tasks>, copy each else-result into the If's result
+//   END:
+//
+// each branch planned on its own (planMemory of the branch graph; the enclosing graph's values it
+// reads are external to it) and placed after the enclosing graph's arena part: only one branch
+// runs and its values die with the If, so both branches, and the branches of every If of the
+// same graph, share that region. Jumps only go forward, so every run ends. A Loop or Scan as a
+// repeat region over its body's tasks (emitLoop below).
+#include "runtime/artifact_builder.h"
+
+#include "loop/scan_slices.h"
+#include "loop/verifier.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace aicc::runtime::detail {
+
+// Returns the end of the arena region the branches use (from base).
+int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
+  const Graph* br[2] = {branchOf(n, "then_branch"), branchOf(n, "else_branch")};
+  bool ok = br[0] && br[1] && n.hasInput(0);
+  for (const Value* o : n.outputs)
+    ok = ok && o && o->type.isTensor() && o->type.shape && toDims(*o->type.shape);
+  // A branch that does not resolve at the symbols' bounds may at a run's sizes: the whole If
+  // runs at the run's sizes then.
+  const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);
+  for (const Graph* b : br) ok = ok && !(symbolic && b && unresolvedShape(*b));
+  if (!ok) { // the whole If through the interpreter
+    const std::string why = "only an If with two input-less branches and results of static "
+                            "size is compiled";
+    if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
+      emitFallback(s, n, outer, why);
+    else
+      missing.push_back(n.describe() + ": " + why);
+    return base;
+  }
+  const size_t jz = spec_.tasks.size();
+  push(
+      {ArtifactTask::Kind::JumpIfZero, "", n.describe(), {bind(s, n.inputs[0])}, 0, 0, nullptr, {}},
+      "If", "jumpz to else_branch");
+  int64_t end = emitBranch(s, n, *br[0], "then_branch", base);
+  const size_t j = spec_.tasks.size();
+  push({ArtifactTask::Kind::Jump, "", n.describe(), {}, 0, 0, nullptr, {}}, "If",
+       "jump past else_branch");
+  spec_.tasks[jz].target = int64_t(spec_.tasks.size());
+  end = std::max(end, emitBranch(s, n, *br[1], "else_branch", base));
+  spec_.tasks[j].target = int64_t(spec_.tasks.size());
+  return end;
+}
+
+int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const char* which,
+                            int64_t base) {
+  const std::string where = n.describe() + " " + which;
+  if (auto why = unresolvedShape(b)) { // (with symbols, emitIf made the If a fallback)
+    failBranches.push_back(where + ": " + *why);
+    push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0, 0, nullptr, {}},
+         "If", "fail (branch not compiled)");
+    return base;
+  }
+  Scope bs{&b, planMemory(b), base, &s, slots, {}};
+  slots += bs.plan.dynamicValues;
+  int64_t end = emit(bs);
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    Binding from = bind(bs, b.outputs[k]), to = bind(s, n.outputs[k]);
+    AICC_CHECK(from.region != Region::Dynamic, "{}: result {} has no static size ({})", where, k,
+               formatType(b.outputs[k]->type));
+    AICC_CHECK(from.bytes == to.bytes, "{}: result {} has {} bytes, the If's {}", where, k,
+               from.bytes, to.bytes);
+    push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0, 0, nullptr, {}}, "If",
+         "copy branch result");
+  }
+  return end;
+}
+
+// A Loop or Scan whose values all have static sizes (a Loop's scan outputs may have its
+// iteration count as a data symbol) as a `repeat` region: the body planned like an If branch
+// after its graph inputs' arena slots, from `base`. Returns the end of what it uses (any
+// other Loop or Scan runs on its reference kernel, the reason in the report).
+//   copy initial states (and a Loop's condition) into the body's input slots
+//   repeat count, index[, condition][, iterations] @END
+//     Scan: each scan input's slice i into its slot     (sliceCopyFunc)
+//     <the body's tasks>
+//     the new states (and condition) into the slots    (through staging where a result is
+//                                                        another input's slot)
+//     each scan result into row i of its output          (sliceCopyFunc)
+//   END: copy the final states out
+int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
+  const bool scan = n.op == "Scan";
+  auto refuse = [&](const std::string& why) {
+    if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
+      emitFallback(s, n, outer, why);
+    else
+      missing.push_back(n.describe() + ": " + why);
+    return base;
+  };
+  const Attribute* a = n.attr("body");
+  const GraphPtr* bp = a ? std::get_if<GraphPtr>(&a->v) : nullptr;
+  const Graph* body = bp ? bp->get() : nullptr;
+  const size_t N0 =
+      scan ? n.inputs.size() - size_t(n.attrInt("num_scan_inputs")) : n.inputs.size() - 2;
+  if (!body || body->inputs.size() != (scan ? n.inputs.size() : N0 + 2) ||
+      body->outputs.size() != (scan ? n.outputs.size() : n.outputs.size() + 1))
+    return refuse("a body that does not match its inputs and outputs");
+  if (auto why = unresolvedShape(*body)) return refuse("its body: " + *why);
+  // Static sizes only, but for a Loop's iteration count (its data symbol, written by the
+  // repeat task).
+  std::string iterations; // the data symbol
+  const size_t N = N0;    // states
+  for (size_t k = N; !scan && k < n.outputs.size(); ++k)
+    if (const Value* o = n.outputs[k]; o && ctx_.typeOf(o).shape && !ctx_.typeOf(o).shape->empty())
+      if (const Dim& d = ctx_.typeOf(o).shape->front(); !d.isStatic()) iterations = d.symbol;
+  std::vector<Value*> vals;
+  definedValues(*body, vals);
+  for (const auto* vs : {&n.inputs, &n.outputs})
+    for (Value* v : *vs)
+      if (v) vals.push_back(v);
+  for (const Value* v : vals) {
+    if (v->constant) continue;
+    if (!v->type.isTensor() || !v->type.shape || !toDims(*v->type.shape) || isDynamic(v) ||
+        v->type.dtype == DType::String)
+      return refuse(fmt::format("'{}' is {}: a loop is compiled with values of static size",
+                                v->name, formatType(v->type)));
+    const Type& t = ctx_.typeOf(v);
+    for (size_t k = 0; k < t.shape->size(); ++k)
+      if (!(*t.shape)[k].isStatic() &&
+          !(k == 0 && !iterations.empty() && (*t.shape)[k].symbol == iterations))
+        return refuse(fmt::format("'{}' is {}: a loop is compiled with static sizes", v->name,
+                                  formatType(t)));
+  }
+  auto bytesOf = [](const Value* v) { return describe(v, "value").bytes(); };
+  int64_t count = 0, limit = 0; // a Scan's trip count; the most iterations planned
+  std::vector<int64_t> axes, dirs, outAxes, outDirs;
+  if (scan) {
+    const size_t M = n.inputs.size() - N;
+    axes = n.attrInts("scan_input_axes", std::vector<int64_t>(M, 0));
+    dirs = n.attrInts("scan_input_directions", std::vector<int64_t>(M, 0));
+    const size_t K = n.outputs.size() - N;
+    outAxes = n.attrInts("scan_output_axes", std::vector<int64_t>(K, 0));
+    outDirs = n.attrInts("scan_output_directions", std::vector<int64_t>(K, 0));
+    if (M == 0 || axes.size() != M || dirs.size() != M || outAxes.size() != K ||
+        outDirs.size() != K)
+      return refuse("scan axes or directions that do not match its inputs and outputs");
+    for (size_t m = 0; m < M; ++m) {
+      const Dims d = *toDims(*n.inputs[N + m]->type.shape);
+      const int64_t a = axes[m] < 0 ? axes[m] + int64_t(d.size()) : axes[m];
+      if (a < 0 || a >= int64_t(d.size()) || (m && d[size_t(a)] != count))
+        return refuse("scan inputs of different lengths");
+      axes[m] = a, count = d[size_t(a)];
+    }
+    for (size_t k = 0; k < K; ++k) {
+      const int64_t r = int64_t(n.outputs[N + k]->type.shape->size());
+      outAxes[k] = outAxes[k] < 0 ? outAxes[k] + r : outAxes[k];
+      if (outAxes[k] < 0 || outAxes[k] >= r) return refuse("a scan output axis out of range");
+    }
+    if (count < 1) return refuse("no iteration");
+    limit = count;
+  } else {
+    // (scan outputs: rows for the iterations planned, the output's dim 0 at its bound; the
+    // rows a run writes must be its dim: a data symbol, or a fixed count run to the end)
+    const Value* m = n.hasInput(0) ? n.inputs[0] : nullptr;
+    const bool alwaysOn =
+        !n.hasInput(1) || (n.inputs[1]->constant && n.inputs[1]->constant->getI64(0) != 0);
+    limit = std::numeric_limits<int64_t>::max();
+    for (size_t k = N; k < n.outputs.size(); ++k) {
+      if (!n.outputs[k]) continue;
+      const int64_t rows = toDims(*n.outputs[k]->type.shape)->front();
+      if (iterations.empty() &&
+          !(m && m->constant && m->constant->getI64(0) == rows && alwaysOn &&
+            body->outputs[0]->constant && body->outputs[0]->constant->getI64(0) != 0))
+        return refuse("scan outputs whose row count is neither a data-dependent dim nor the "
+                      "fixed trip count");
+      limit = std::min(limit, rows);
+    }
+  }
+  // The body's input slots from `base`, then its plan (and what it nests after that, then the
+  // staging of results that are inputs).
+  int64_t end = aligned(base);
+  auto slot = [&](int64_t bytes) {
+    const Binding b{Region::Arena, end, bytes};
+    end = aligned(end + std::max<int64_t>(bytes, 1));
+    return b;
+  };
+  std::vector<Binding> inputSlots;
+  for (const Value* in : body->inputs) inputSlots.push_back(slot(bytesOf(in)));
+  const Binding index = scan ? slot(8) : inputSlots[0];
+  Scope bs{body, planMemory(*body), end, &s, slots, std::move(inputSlots)};
+  slots += bs.plan.dynamicValues;
+  end = aligned(bs.base + bs.plan.arenaBytes);
+  std::vector<ArtifactTask> pre; // before the repeat
+  auto copy = [&](std::vector<ArtifactTask>& to, Binding from, Binding into) {
+    if (from.region != into.region || from.offset != into.offset)
+      to.push_back({ArtifactTask::Kind::Copy, "", n.describe(), {from, into}, 0, 0, nullptr, {}});
+  };
+  const size_t first = scan ? 0 : 2; // the body's first state input
+  for (size_t k = 0; k < N; ++k)
+    copy(pre, bind(s, n.inputs[scan ? k : k + 2]), bs.inputs[first + k]);
+  Binding countAt;
+  std::vector<Binding> repeatParams;
+  auto constantI64 = [&](int64_t v) {
+    return Binding{Region::Weights, place(Tensor::fromI64({v})), 8};
+  };
+  if (scan) {
+    countAt = constantI64(count);
+    repeatParams = {countAt, index};
+  } else {
+    countAt = n.hasInput(0) ? bind(s, n.inputs[0]) : constantI64(limit);
+    Tensor on(DType::Bool, {});
+    on.setI64(0, 1);
+    copy(pre, n.hasInput(1) ? bind(s, n.inputs[1]) : Binding{Region::Weights, place(on), 1},
+         bs.inputs[1]);
+    repeatParams = {countAt, index, bs.inputs[1]};
+    if (!iterations.empty())
+      repeatParams.push_back({Region::Symbols, 8 * ctx_.symbols.at(iterations).slot, 8});
+  }
+  if (countAt.bytes != 8) return refuse("a trip count that is not one int64");
+  for (ArtifactTask& t : pre) push(std::move(t), n.op, "copy initial state");
+  const size_t repeatAt = spec_.tasks.size();
+  push({ArtifactTask::Kind::Repeat, "", n.describe(), repeatParams, 0, limit, nullptr, {}}, n.op,
+       scan ? fmt::format("repeat {} times", count) : "repeat while the condition holds");
+  auto call = [&](loop::Func f, std::vector<Binding> params, const char* what) {
+    const std::string fn = "task" + std::to_string(spec_.code.funcs.size());
+    f.name = fn;
+    auto msgs = loop::verifyMessages(f);
+    AICC_CHECK(msgs.empty(), "{}: {} produced invalid loop IR: {}", n.describe(), what, msgs[0]);
+    ArtifactTask t{ArtifactTask::Kind::Call, fn, n.describe(), std::move(params), 0, 0, &n, {}};
+    push(std::move(t), n.op, what);
+    spec_.code.funcs.push_back(std::move(f));
+  };
+  if (scan)
+    for (size_t m = 0; N + m < n.inputs.size(); ++m) {
+      const Value* x = n.inputs[N + m];
+      call(loop::sliceCopyFunc("", x->type.dtype, *toDims(*x->type.shape), size_t(axes[m]),
+                               dirs[m] != 0, true),
+           {bind(s, x), bs.inputs[N + m], index}, "scan slice in");
+    }
+  end = std::max(end, emit(bs));
+  // The new states (a Loop's condition first): staged where a result is an input's slot.
+  std::vector<std::pair<Binding, Binding>> updates; // from, into
+  if (!scan) updates.push_back({bind(bs, body->outputs[0]), bs.inputs[1]});
+  for (size_t k = 0; k < N; ++k)
+    updates.push_back({bind(bs, body->outputs[scan ? k : k + 1]), bs.inputs[first + k]});
+  std::vector<ArtifactTask> staged, direct, unstage;
+  for (auto& [from, into] : updates) {
+    const bool isInput = std::any_of(bs.inputs.begin(), bs.inputs.end(), [&](const Binding& b) {
+      return b.region == from.region && b.offset == from.offset;
+    });
+    if (!isInput) {
+      copy(direct, from, into);
+    } else if (from.offset != into.offset || from.region != into.region) {
+      const Binding tmp = slot(from.bytes);
+      copy(staged, from, tmp);
+      copy(unstage, tmp, into);
+    }
+  }
+  for (auto* list : {&staged, &direct, &unstage})
+    for (ArtifactTask& t : *list) push(std::move(t), n.op, "copy state");
+  const size_t K = n.outputs.size() - N;
+  for (size_t k = 0; k < K; ++k) {
+    const Value* y = n.outputs[N + k];
+    if (!y) continue;
+    const Value* part = body->outputs[(scan ? N : N + 1) + k];
+    call(loop::sliceCopyFunc("", y->type.dtype, *toDims(*y->type.shape),
+                             scan ? size_t(outAxes[k]) : 0, scan && outDirs[k] != 0, false),
+         {bind(s, y), bind(bs, part), index}, "scan slice out");
+  }
+  spec_.tasks[repeatAt].target = int64_t(spec_.tasks.size());
+  for (size_t k = 0; k < N; ++k)
+    if (n.outputs[k]) {
+      std::vector<ArtifactTask> out;
+      copy(out, bs.inputs[first + k], bind(s, n.outputs[k]));
+      for (ArtifactTask& t : out) push(std::move(t), n.op, "copy final state");
+    }
+  return end;
+}
+
+} // namespace aicc::runtime::detail
