@@ -16,11 +16,15 @@ Func sliceCopyFunc(const std::string& name, DType t, const Dims& full, size_t ax
   f.name = name;
   f.params = {{"full", t, full, "", toSlice ? Role::In : Role::Out},
               {"slice", t, slice, "", toSlice ? Role::Out : Role::In},
-              {"index", DType::I64, {1}, "", Role::In}};
-  // (the index is the Repeat's iteration, below the axis's length: clamped for the verifier)
-  ExprPtr i = max(min(load("index", intImm(0), DType::I64), intImm(len - 1)), intImm(0));
-  if (reverse) i = sub(intImm(len - 1), i);
-  const ExprPtr at = add(mul(add(mul(var("o"), intImm(len)), i), intImm(inner)), var("j")),
+              {"index", DType::I64, {1}, "", Role::In},
+              {"length", DType::I64, {1}, "", Role::In}};
+  // (the index is the Repeat's iteration, below the run's length, at most the bound `len`:
+  // clamped for the verifier)
+  const ExprPtr n = max(min(load("length", intImm(0), DType::I64), intImm(len)), intImm(1));
+  ExprPtr i = load("index", intImm(0), DType::I64);
+  if (reverse) i = sub(sub(n, intImm(1)), i);
+  i = max(min(i, intImm(len - 1)), intImm(0));
+  const ExprPtr at = add(mul(add(mul(var("o"), n), i), intImm(inner)), var("j")),
                 part = add(mul(var("o"), intImm(inner)), var("j"));
   Stmt copy = toSlice ? Stmt::store("slice", part, load("full", at, t))
                       : Stmt::store("full", at, load("slice", part, t));

@@ -7,9 +7,11 @@
 
 namespace aicc::loop {
 
-// A task function with params (full: dims `full`, slice: `full` without `axis`, index: i64[1]):
-// copies the slice at the index along `axis` (at len-1-index when `reverse`) out of `full` into
-// `slice` (`toSlice`), or from `slice` into it. The index is clamped into the axis.
+// A task function with params (full: dims `full`, slice: `full` without `axis`, index: i64[1],
+// length: i64[1]): copies the slice at the index along `axis` (at length-1-index when `reverse`)
+// out of `full` into `slice` (`toSlice`), or from `slice` into it. `full` is dense at the run's
+// length along `axis` (a symbolic sequence length: `full` holds its bound, the dims given); the
+// length and index are clamped into it.
 Func sliceCopyFunc(const std::string& name, DType t, const Dims& full, size_t axis, bool reverse,
                    bool toSlice);
 

@@ -109,13 +109,64 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
       body->outputs.size() != (scan ? n.outputs.size() : n.outputs.size() + 1))
     return refuse("a body that does not match its inputs and outputs");
   if (auto why = unresolvedShape(*body)) return refuse("its body: " + *why);
-  // Static sizes only, but for a Loop's iteration count (its data symbol, written by the
-  // repeat task).
-  std::string iterations; // the data symbol
-  const size_t N = N0;    // states
-  for (size_t k = N; !scan && k < n.outputs.size(); ++k)
-    if (const Value* o = n.outputs[k]; o && ctx_.typeOf(o).shape && !ctx_.typeOf(o).shape->empty())
-      if (const Dim& d = ctx_.typeOf(o).shape->front(); !d.isStatic()) iterations = d.symbol;
+  const size_t N = N0; // states
+  auto bytesOf = [](const Value* v) { return describe(v, "value").bytes(); };
+  // A Scan's length: static, or a symbol of the inputs (the run's, read from the shape block);
+  // its axes and directions. A Loop's scan outputs: their rows, a data symbol written by the
+  // repeat task, or the fixed trip count.
+  int64_t count = 0, limit = 0; // a static trip count; the most iterations planned
+  std::string length;           // a Scan's symbolic length, or a Loop's rows (data symbol)
+  std::vector<int64_t> axes, dirs, outAxes, outDirs;
+  if (scan) {
+    const size_t M = n.inputs.size() - N;
+    axes = n.attrInts("scan_input_axes", std::vector<int64_t>(M, 0));
+    dirs = n.attrInts("scan_input_directions", std::vector<int64_t>(M, 0));
+    const size_t K = n.outputs.size() - N;
+    outAxes = n.attrInts("scan_output_axes", std::vector<int64_t>(K, 0));
+    outDirs = n.attrInts("scan_output_directions", std::vector<int64_t>(K, 0));
+    if (M == 0 || axes.size() != M || dirs.size() != M || outAxes.size() != K ||
+        outDirs.size() != K)
+      return refuse("scan axes or directions that do not match its inputs and outputs");
+    auto normalize = [](int64_t& a, const Value* v) {
+      const int64_t r = v && v->type.shape ? int64_t(v->type.shape->size()) : 0;
+      a = a < 0 ? a + r : a;
+      return a >= 0 && a < r;
+    };
+    for (size_t m = 0; m < M; ++m) {
+      if (!normalize(axes[m], n.inputs[N + m])) return refuse("a scan input axis out of range");
+      const Dim& d = (*ctx_.typeOf(n.inputs[N + m]).shape)[size_t(axes[m])];
+      const std::string len = d.isStatic() ? std::to_string(d.value) : d.symbol;
+      if (d.derived || len.empty() ||
+          (m && len != (length.empty() ? std::to_string(count) : length)))
+        return refuse("scan inputs of different lengths, or a length that is no symbol");
+      if (d.isStatic())
+        count = d.value;
+      else
+        length = d.symbol;
+    }
+    for (size_t k = 0; k < K; ++k)
+      if (!normalize(outAxes[k], n.outputs[N + k]))
+        return refuse("a scan output axis out of range");
+    if (length.empty() && count < 1) return refuse("no iteration");
+    if (!length.empty() && !ctx_.symbols.count(length))
+      return refuse(fmt::format("its length {} is no symbol of the inputs", length));
+    limit = length.empty() ? count : ctx_.symbols.at(length).bound;
+  } else {
+    for (size_t k = N; k < n.outputs.size(); ++k)
+      if (const Value* o = n.outputs[k];
+          o && ctx_.typeOf(o).shape && !ctx_.typeOf(o).shape->empty())
+        if (const Dim& d = ctx_.typeOf(o).shape->front(); !d.isStatic()) length = d.symbol;
+  }
+  // Static sizes only, but for that length: a Scan's inputs and results along their axes, a
+  // Loop's scan outputs' rows.
+  auto allowed = [&](const Value* v, size_t k, const Dim& d) {
+    if (length.empty() || d.derived || d.symbol != length) return false;
+    for (size_t i = N; scan && i < n.inputs.size(); ++i)
+      if (n.inputs[i] == v && k == size_t(axes[i - N])) return true;
+    for (size_t i = N; i < n.outputs.size(); ++i)
+      if (n.outputs[i] == v && k == (scan ? size_t(outAxes[i - N]) : 0)) return true;
+    return false;
+  };
   std::vector<Value*> vals;
   definedValues(*body, vals);
   for (const auto* vs : {&n.inputs, &n.outputs})
@@ -129,39 +180,13 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
                                 v->name, formatType(v->type)));
     const Type& t = ctx_.typeOf(v);
     for (size_t k = 0; k < t.shape->size(); ++k)
-      if (!(*t.shape)[k].isStatic() &&
-          !(k == 0 && !iterations.empty() && (*t.shape)[k].symbol == iterations))
-        return refuse(fmt::format("'{}' is {}: a loop is compiled with static sizes", v->name,
-                                  formatType(t)));
+      if (!(*t.shape)[k].isStatic() && !allowed(v, k, (*t.shape)[k]))
+        return refuse(fmt::format("'{}' is {}: a loop is compiled with static sizes (but for "
+                                  "its length)",
+                                  v->name, formatType(t)));
   }
-  auto bytesOf = [](const Value* v) { return describe(v, "value").bytes(); };
-  int64_t count = 0, limit = 0; // a Scan's trip count; the most iterations planned
-  std::vector<int64_t> axes, dirs, outAxes, outDirs;
-  if (scan) {
-    const size_t M = n.inputs.size() - N;
-    axes = n.attrInts("scan_input_axes", std::vector<int64_t>(M, 0));
-    dirs = n.attrInts("scan_input_directions", std::vector<int64_t>(M, 0));
-    const size_t K = n.outputs.size() - N;
-    outAxes = n.attrInts("scan_output_axes", std::vector<int64_t>(K, 0));
-    outDirs = n.attrInts("scan_output_directions", std::vector<int64_t>(K, 0));
-    if (M == 0 || axes.size() != M || dirs.size() != M || outAxes.size() != K ||
-        outDirs.size() != K)
-      return refuse("scan axes or directions that do not match its inputs and outputs");
-    for (size_t m = 0; m < M; ++m) {
-      const Dims d = *toDims(*n.inputs[N + m]->type.shape);
-      const int64_t a = axes[m] < 0 ? axes[m] + int64_t(d.size()) : axes[m];
-      if (a < 0 || a >= int64_t(d.size()) || (m && d[size_t(a)] != count))
-        return refuse("scan inputs of different lengths");
-      axes[m] = a, count = d[size_t(a)];
-    }
-    for (size_t k = 0; k < K; ++k) {
-      const int64_t r = int64_t(n.outputs[N + k]->type.shape->size());
-      outAxes[k] = outAxes[k] < 0 ? outAxes[k] + r : outAxes[k];
-      if (outAxes[k] < 0 || outAxes[k] >= r) return refuse("a scan output axis out of range");
-    }
-    if (count < 1) return refuse("no iteration");
-    limit = count;
-  } else {
+  const std::string& iterations = scan ? std::string() : length; // a Loop's rows
+  if (!scan) {
     // (scan outputs: rows for the iterations planned, the output's dim 0 at its bound; the
     // rows a run writes must be its dim: a data symbol, or a fixed count run to the end)
     const Value* m = n.hasInput(0) ? n.inputs[0] : nullptr;
@@ -206,8 +231,9 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   auto constantI64 = [&](int64_t v) {
     return Binding{Region::Weights, place(Tensor::fromI64({v})), 8};
   };
-  if (scan) {
-    countAt = constantI64(count);
+  if (scan) { // (the run's length: the shape block's value of its symbol)
+    countAt = length.empty() ? constantI64(count)
+                             : Binding{Region::Symbols, 8 * ctx_.symbols.at(length).slot, 8};
     repeatParams = {countAt, index};
   } else {
     countAt = n.hasInput(0) ? bind(s, n.inputs[0]) : constantI64(limit);
@@ -223,7 +249,8 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   for (ArtifactTask& t : pre) push(std::move(t), n.op, "copy initial state");
   const size_t repeatAt = spec_.tasks.size();
   push({ArtifactTask::Kind::Repeat, "", n.describe(), repeatParams, 0, limit, nullptr, {}}, n.op,
-       scan ? fmt::format("repeat {} times", count) : "repeat while the condition holds");
+       scan ? fmt::format("repeat {} times", length.empty() ? std::to_string(count) : length)
+            : "repeat while the condition holds");
   auto call = [&](loop::Func f, std::vector<Binding> params, const char* what) {
     const std::string fn = "task" + std::to_string(spec_.code.funcs.size());
     f.name = fn;
@@ -238,7 +265,7 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
       const Value* x = n.inputs[N + m];
       call(loop::sliceCopyFunc("", x->type.dtype, *toDims(*x->type.shape), size_t(axes[m]),
                                dirs[m] != 0, true),
-           {bind(s, x), bs.inputs[N + m], index}, "scan slice in");
+           {bind(s, x), bs.inputs[N + m], index, countAt}, "scan slice in");
     }
   end = std::max(end, emit(bs));
   // The new states (a Loop's condition first): staged where a result is an input's slot.
@@ -268,7 +295,8 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
     const Value* part = body->outputs[(scan ? N : N + 1) + k];
     call(loop::sliceCopyFunc("", y->type.dtype, *toDims(*y->type.shape),
                              scan ? size_t(outAxes[k]) : 0, scan && outDirs[k] != 0, false),
-         {bind(s, y), bind(bs, part), index}, "scan slice out");
+         {bind(s, y), bind(bs, part), index, scan ? countAt : constantI64(limit)},
+         "scan slice out");
   }
   spec_.tasks[repeatAt].target = int64_t(spec_.tasks.size());
   for (size_t k = 0; k < N; ++k)

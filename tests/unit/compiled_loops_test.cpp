@@ -48,6 +48,41 @@ TEST(CompiledLoops, ScanWithReversedInputAndAxis1Output) {
   }
 }
 
+// A Scan over a symbolic sequence length: its count is the shape block's value of T, the slices
+// of the inputs and rows of the results are at the run's length (both directions, both output
+// axes).
+TEST(CompiledLoops, ScanOverASymbolicLength) {
+  const char* ir = R"(graph @g(%init: f32[2], %xs: f32[T,2]) {
+  %final, %ys, %zs = Scan(%init, %xs) {
+    body = graph @b(%s: f32[2], %x: f32[2]) {
+      %t = Add(%s, %x) : f32[2]
+      %u = Tanh(%t) : f32[2]
+      %v = Neg(%t) : f32[2]
+      return %t, %u, %v
+    },
+    num_scan_inputs = 1,
+    scan_input_directions = [1],
+    scan_output_axes = [0, 1],
+    scan_output_directions = [0, 1]
+  } : f32[2], f32[T,2], f32[2,T]
+  return %final, %ys, %zs
+}
+)";
+  Model m = parseModel(ir), ref = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_loops_symbolic", {{"T", 1, 8}});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_NE(plan.find("\nrepeat "), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t T : {1, 3, 8, 5}) {
+    std::vector<RValue> in = {RValue::of(test::uniformTensor({2}, uint32_t(T))),
+                              RValue::of(test::uniformTensor({T, 2}, uint32_t(T + 20)))};
+    const std::vector<RValue> want = interpret(*ref.graph, in), got = art.run(in);
+    EXPECT_EQ(got[2].tensor.shape(), (Dims{2, T}));
+    test::expectOutputsClose(want, got, {1e-6, 1e-6});
+  }
+}
+
 TEST(CompiledLoops, WhileLoopRowsAreADataSymbol) {
   const char* ir = R"(graph @g(%x: f32[3], %limit: f32[]) {
   %m = Constant() {value = tensor i64[] [10]} : i64[]
