@@ -1018,7 +1018,8 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
         time->seconds += std::chrono::duration<double>(Clock::now() - start).count();
         ++time->calls;
       }
-    } timed{profiling ? &times[index] : nullptr, profiling ? Clock::now() : Clock::time_point{}};
+    } timed{profiling && t.kind != Kind::Repeat ? &times[index] : nullptr, // (a loop: its body's
+            profiling ? Clock::now() : Clock::time_point{}};               // tasks count)
     switch (t.kind) {
     case Kind::Call: {
       ptrs.resize(t.params.size());
