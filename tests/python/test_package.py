@@ -391,6 +391,30 @@ def test_a_sequence_length_compiles_once():
     assert sess.compiled_shapes == 1
 
 
+def test_data_dependent_sizes_compile_once():
+    # NonZero's count and the columns Compress keeps are data symbols (passes/data_dims.h): one
+    # executable for every batch and every count, as ONNX Runtime gives them (zero counts too)
+    g = helper.make_graph(
+        [helper.make_node("Greater", ["x", "zero"], ["m"]),
+         helper.make_node("NonZero", ["m"], ["nz"]),
+         helper.make_node("Transpose", ["nz"], ["nzt"], perm=[1, 0]),
+         helper.make_node("Compress", ["x", "c"], ["xc"], axis=1),
+         helper.make_node("Relu", ["xc"], ["xr"])], "data_dims",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6]),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, [6])],
+        [helper.make_tensor_value_info("nzt", TensorProto.INT64, None),
+         helper.make_tensor_value_info("xr", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess, ref = aicc.InferenceSession(m), ort.InferenceSession(m.SerializeToString())
+    rng = np.random.default_rng(3)
+    for n, keep in ((3, [1, 0, 1, 1, 0, 0]), (1, [0] * 6), (5, [1] * 6), (2, [0, 1, 0, 0, 0, 1])):
+        feeds = {"x": rng.standard_normal((n, 6)).astype(np.float32), "c": np.array(keep, bool)}
+        for got, want in zip(sess.run(None, feeds), ref.run(None, feeds)):
+            assert got.shape == want.shape and np.array_equal(got, want), (n, keep)
+    assert sess.compiled_shapes == 1
+
+
 def test_image_sizes_compile_once():
     """x[N, 3, H, W] -> Conv (stride 2) -> Relu -> MaxPool: one executable for every image size
     (the symbols' bound doubled when a run exceeds it), against the interpreter."""
