@@ -376,6 +376,15 @@ void registerReduce(OpRegistry& r, const char* name, RK k, int axesInputSince) {
       .attrInt("noop_with_empty_axes", 0)
       .props(kReduction)
       .infer(inferReduce)
+      // Axes given at run time: a kept dim is 1 or the input's (its bound); without keepdims a
+      // result dim is one of the input's (bound: the largest, for static inputs).
+      .dataDim([](const Node& n, size_t out, size_t dim) -> std::optional<DataDim> {
+        if (n.attrInt("keepdims", 1) != 0) return dataDimOfInput0(n, out, dim);
+        const Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+        const auto d = x && x->type.shape ? toDims(*x->type.shape) : std::nullopt;
+        if (out != 0 || !d || d->empty()) return std::nullopt;
+        return DataDim{Dim::known(*std::max_element(d->begin(), d->end())), int(dim)};
+      })
       .kernel([k](KernelCtx& c) { return reduceKernel(k, c); })
       .upgrade(1, axesInputSince - 1, [](ImportCtx& c) { c.attrToInput("axes", 1); }, {legacyAxes});
 }

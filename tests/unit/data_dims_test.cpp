@@ -120,5 +120,29 @@ TEST(DataDims, ASliceOfRunTimeBoundsSetsEachDim) {
   EXPECT_THROW(art.run(in), Error);
 }
 
+// A reduction over axes given at run time: each kept dim is a data symbol (1 or the input's),
+// written by the reduction's reference kernel, the Exp after it compiled at the run's sizes.
+TEST(DataDims, AReductionOverRunTimeAxes) {
+  const char* ir = R"(graph @g(%x: f32[3,4], %axes: i64[1]) {
+  %r = ReduceSum(%x, %axes) : f32[?,?]
+  %y = Exp(%r) : f32[?,?]
+  return %y
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_data_dims_reduce", {});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_NE(plan.find("symbol reducesum.0 0 3 data"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("symbol reducesum.1 0 4 data"), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t axis : {0, 1, -1}) {
+    std::vector<RValue> in = {RValue::of(test::uniformTensor({3, 4}, 9)),
+                              RValue::of(Tensor::fromI64({axis}))};
+    const std::vector<RValue> want = interpret(*ref.graph, in), got = art.run(in);
+    EXPECT_EQ(got[0].tensor.shape(), want[0].tensor.shape()) << "axis " << axis;
+    test::expectOutputsClose(want, got, {1e-6, 1e-6});
+  }
+}
+
 } // namespace
 } // namespace aicc
