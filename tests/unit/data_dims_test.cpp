@@ -39,16 +39,39 @@ Tensor boolTensor(const std::vector<int>& v) {
   return t;
 }
 
+// m compiled into a fresh `folder` (ranges for its input symbols); its plan declares each of
+// `symbols` and, when `compiledOnly`, has no fallback task.
+std::filesystem::path compileChecked(Model& m, const std::string& folder,
+                                     const std::vector<rt::Symbol>& ranges,
+                                     std::initializer_list<const char*> symbols,
+                                     bool compiledOnly) {
+  const auto dir = test::compileArtifact(m, folder, ranges);
+  const std::string plan = readFile((dir / "model.plan").string());
+  for (const char* line : symbols)
+    EXPECT_NE(plan.find(line), std::string::npos) << line << "\n" << plan;
+  if (compiledOnly) {
+    EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  }
+  return dir;
+}
+
+// The artifact against the interpreter on one input set: the same dims and values.
+void expectRunMatches(const Graph& ref, runtime::LoadedArtifact& art,
+                      const std::vector<RValue>& in) {
+  const std::vector<RValue> want = interpret(ref, in), got = art.run(in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i].tensor.shape(), want[i].tensor.shape()) << "output " << i;
+  test::expectOutputsClose(want, got, {1e-6, 1e-6});
+}
+
 TEST(DataDims, RunsMatchTheInterpreterAtEveryCount) {
   Model ref = parseModel(kDataNet), m = parseModel(kDataNet);
-  const auto dir = test::compileArtifact(m, "aicc_data_dims_net", {{"N", 1, 4}});
-  const std::string plan = readFile((dir / "model.plan").string());
-  // Bounds: NonZero of [4,6] has at most 24; Compress keeps at most 6 columns; k at most 6.
-  for (const char* line :
-       {"symbol nonzero.0 0 24 data", "symbol compress.0 0 6 data", "symbol topk.0 0 6 data"})
-    EXPECT_NE(plan.find(line), std::string::npos) << line << "\n" << plan;
-  // Every node compiled: the producers write their counts themselves (no fallback task).
-  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  // Bounds: NonZero of [4,6] has at most 24; Compress keeps at most 6 columns; k at most 6. Every
+  // node compiled: the producers write their counts themselves (no fallback task).
+  const auto dir = compileChecked(
+      m, "aicc_data_dims_net", {{"N", 1, 4}},
+      {"symbol nonzero.0 0 24 data", "symbol compress.0 0 6 data", "symbol topk.0 0 6 data"}, true);
   runtime::LoadedArtifact art(dir.string());
   struct Case {
     int64_t n;
@@ -63,11 +86,7 @@ TEST(DataDims, RunsMatchTheInterpreterAtEveryCount) {
     std::vector<RValue> in = {
         RValue::of(test::uniformTensor({c.n, 6}, uint32_t(c.n * 13), -1 + c.shift, 1 + c.shift)),
         RValue::of(boolTensor(c.keep)), RValue::of(Tensor::fromI64({c.k}))};
-    const std::vector<RValue> want = interpret(*ref.graph, in), got = art.run(in);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_EQ(got[i].tensor.shape(), want[i].tensor.shape()) << "output " << i << ", N=" << c.n;
-    test::expectOutputsClose(want, got, {1e-6, 1e-6});
+    expectRunMatches(*ref.graph, art, in);
   }
   // k past its axis: the producing task's error, naming the node, in one line.
   std::vector<RValue> in = {RValue::of(test::uniformTensor({2, 6}, 5)),
@@ -95,11 +114,8 @@ TEST(DataDims, ASliceOfRunTimeBoundsSetsEachDim) {
 }
 )";
   Model ref = parseModel(ir), m = parseModel(ir);
-  const auto dir = test::compileArtifact(m, "aicc_data_dims_slice", {});
-  const std::string plan = readFile((dir / "model.plan").string());
-  EXPECT_NE(plan.find("symbol slice.0 0 5 data"), std::string::npos) << plan;
-  EXPECT_NE(plan.find("symbol slice.1 0 7 data"), std::string::npos) << plan;
-  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  const auto dir = compileChecked(m, "aicc_data_dims_slice", {},
+                                  {"symbol slice.0 0 5 data", "symbol slice.1 0 7 data"}, true);
   runtime::LoadedArtifact art(dir.string());
   const Tensor x = test::uniformTensor({5, 7}, 3);
   for (const auto& [st, en, sp] :
@@ -108,11 +124,9 @@ TEST(DataDims, ASliceOfRunTimeBoundsSetsEachDim) {
                                                         {{{4, -1}, {0, 0}, {-1, -2}}},
                                                         {{{3, 3}, {3, 3}, {1, 1}}},
                                                         {{{-100, 1}, {100, 6}, {2, 3}}}}) {
-    std::vector<RValue> in = {RValue::of(x), RValue::of(Tensor::fromI64(st)),
-                              RValue::of(Tensor::fromI64(en)), RValue::of(Tensor::fromI64(sp))};
-    const std::vector<RValue> want = interpret(*ref.graph, in), got = art.run(in);
-    EXPECT_EQ(got[0].tensor.shape(), want[0].tensor.shape());
-    test::expectOutputsClose(want, got, {1e-6, 1e-6});
+    expectRunMatches(*ref.graph, art,
+                     {RValue::of(x), RValue::of(Tensor::fromI64(st)),
+                      RValue::of(Tensor::fromI64(en)), RValue::of(Tensor::fromI64(sp))});
   }
   std::vector<RValue> in = {RValue::of(x), RValue::of(Tensor::fromI64({0, 0})),
                             RValue::of(Tensor::fromI64({5, 7})),
@@ -130,18 +144,14 @@ TEST(DataDims, AReductionOverRunTimeAxes) {
 }
 )";
   Model ref = parseModel(ir), m = parseModel(ir);
-  const auto dir = test::compileArtifact(m, "aicc_data_dims_reduce", {});
-  const std::string plan = readFile((dir / "model.plan").string());
-  EXPECT_NE(plan.find("symbol reducesum.0 0 3 data"), std::string::npos) << plan;
-  EXPECT_NE(plan.find("symbol reducesum.1 0 4 data"), std::string::npos) << plan;
+  const auto dir =
+      compileChecked(m, "aicc_data_dims_reduce", {},
+                     {"symbol reducesum.0 0 3 data", "symbol reducesum.1 0 4 data"}, false);
   runtime::LoadedArtifact art(dir.string());
-  for (int64_t axis : {0, 1, -1}) {
-    std::vector<RValue> in = {RValue::of(test::uniformTensor({3, 4}, 9)),
-                              RValue::of(Tensor::fromI64({axis}))};
-    const std::vector<RValue> want = interpret(*ref.graph, in), got = art.run(in);
-    EXPECT_EQ(got[0].tensor.shape(), want[0].tensor.shape()) << "axis " << axis;
-    test::expectOutputsClose(want, got, {1e-6, 1e-6});
-  }
+  for (int64_t axis : {0, 1, -1})
+    expectRunMatches(
+        *ref.graph, art,
+        {RValue::of(test::uniformTensor({3, 4}, 9)), RValue::of(Tensor::fromI64({axis}))});
 }
 
 } // namespace
