@@ -113,6 +113,45 @@ TEST(CompiledLoops, WhileLoopRowsAreADataSymbol) {
   }
 }
 
+// An If inside a Loop body: its jumps stay inside the repeat region (alternate iterations take
+// the two branches).
+TEST(CompiledLoops, AnIfInsideALoopBody) {
+  const char* ir = R"(graph @g(%x: f32[3], %m: i64[]) {
+  %c = Constant() {value = tensor bool[] [1]} : bool[]
+  %acc = Loop(%m, %c, %x) {
+    body = graph @body(%i: i64[], %cond: bool[], %a: f32[3]) {
+      %two = Constant() {value = tensor i64[] [2]} : i64[]
+      %zero = Constant() {value = tensor i64[] [0]} : i64[]
+      %r = Mod(%i, %two) : i64[]
+      %even = Equal(%r, %zero) : bool[]
+      %b = If(%even) {
+        then_branch = graph @t() {
+          %t = Neg(%a) : f32[3]
+          return %t
+        },
+        else_branch = graph @e() {
+          %h = Constant() {value = tensor f32[] [0.5]} : f32[]
+          %u = Add(%a, %h) : f32[3]
+          return %u
+        }
+      } : f32[3]
+      return %cond, %b
+    }
+  } : f32[3]
+  return %acc
+}
+)";
+  const auto dir = compileLoops(ir, "if_in_body");
+  EXPECT_NE(readFile((dir / "model.plan").string()).find("\njumpz "), std::string::npos);
+  Model ref = parseModel(ir);
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t trips : {0, 1, 4, 5}) { // (a run-time trip count: no scan output to bound)
+    std::vector<RValue> in = {RValue::of(Tensor::fromF32({1, 2, 3})),
+                              RValue::of(Tensor::scalar(DType::I64, double(trips)))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
+  }
+}
+
 // Scan-8's batch as an outer Scan around the inner one (what the importer makes of it): nested
 // repeat regions. A plan whose inner body reaches past the outer's end is refused at load.
 TEST(CompiledLoops, NestedScansAndABodyThatLeavesItsLoop) {
