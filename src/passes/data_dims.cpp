@@ -56,24 +56,19 @@ bool nameDataDims(Model& m) {
   return changed;
 }
 
-std::optional<DataSymbol> dataSymbolOf(const Graph& g, const std::string& symbol) {
-  for (const auto& np : g.nodes) {
-    const Node& n = *np;
-    if (!n.def || !n.def->dataDim) continue;
-    bool readsIt = false; // (a node after the producer: the symbol is its input's)
-    for (const Value* v : n.inputs)
-      if (v && v->type.isTensor() && v->type.shape)
-        for (const Dim& d : *v->type.shape) readsIt = readsIt || d.symbol == symbol;
-    if (readsIt) continue;
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      const Value* v = n.outputs[k];
-      if (!v || !v->type.isTensor() || !v->type.shape) continue;
-      for (size_t d = 0; d < v->type.shape->size(); ++d)
-        if ((*v->type.shape)[d].symbol == symbol && !(*v->type.shape)[d].derived)
-          if (auto dd = n.def->dataDim(n, k, d)) return DataSymbol{&n, dd->bound};
-    }
-  }
-  return std::nullopt;
+std::optional<Dim> producedDataDim(const Node& n, size_t out, size_t dim) {
+  const Value* v = out < n.outputs.size() ? n.outputs[out] : nullptr;
+  if (!n.def || !n.def->dataDim || !v || !v->type.isTensor() || !v->type.shape ||
+      dim >= v->type.shape->size())
+    return std::nullopt;
+  const Dim& d = (*v->type.shape)[dim];
+  if (d.isStatic() || d.derived || d.symbol.empty()) return std::nullopt;
+  for (const Value* x : n.inputs) // (a node after the producer: the symbol is its input's)
+    if (x && x->type.isTensor() && x->type.shape)
+      for (const Dim& e : *x->type.shape)
+        if (e.symbol == d.symbol) return std::nullopt;
+  const auto dd = n.def->dataDim(n, out, dim);
+  return dd ? std::optional<Dim>(dd->bound) : std::nullopt;
 }
 
 } // namespace aicc

@@ -17,13 +17,8 @@ namespace aicc {
 // The "name-data-dims" pass (top-level graph): returns whether some dim got a symbol.
 bool nameDataDims(Model& m);
 
-// The bound of data symbol `symbol` and the node whose result introduces it (its first dim
-// of that plain symbol, among the nodes of g's top level with OpDef::dataDim), or nullopt when
-// no such node has it.
-struct DataSymbol {
-  const Node* producer = nullptr;
-  Dim bound;
-};
-std::optional<DataSymbol> dataSymbolOf(const Graph& g, const std::string& symbol);
+// When dim `dim` of result `out` of n is a data symbol n produces (a plain symbol none of its
+// inputs has, of an op with OpDef::dataDim), its bound; else nullopt.
+std::optional<Dim> producedDataDim(const Node& n, size_t out, size_t dim);
 
 } // namespace aicc

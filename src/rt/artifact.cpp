@@ -326,6 +326,20 @@ std::map<std::string, std::vector<ParamSig>> parseSignature(const char* sig) {
   return out;
 }
 
+// A repeat task's optional bindings (Plan::Kind::Repeat: count, index, then an optional
+// condition and an optional Symbols binding for the iterations run, in that order).
+struct RepeatExtras {
+  const Binding* cond = nullptr;
+  const Binding* iterations = nullptr;
+};
+RepeatExtras repeatExtras(const std::vector<Binding>& p) {
+  RepeatExtras r;
+  size_t n = p.size();
+  if (n > 2 && p.back().region == Region::Symbols) r.iterations = &p[--n];
+  if (n == 3) r.cond = &p[2];
+  return r;
+}
+
 struct TaskLine {
   Kind kind = Kind::Call;
   std::string fn, node;
@@ -719,11 +733,12 @@ Plan readPlan(const PlanSource& src) {
       // order); every jump and body inside ends inside (runs end: bodies run at most `limit`
       // times, and only forward jumps).
       const auto& p = t.params;
-      const size_t n = p.size(), sym = n > 2 && p.back().region == Region::Symbols ? 1 : 0;
+      const RepeatExtras x = repeatExtras(p);
       AICC_RT_CHECK(
-          n >= 2 && n - sym <= 3 && p[0].bytes == 8 && p[1].bytes == 8 &&
-              p[1].region != Region::Weights && p[1].region != Region::Input &&
-              (n - sym < 3 || p[2].bytes >= 1) && (!sym || p.back().bytes == 8) && t.limit >= 0,
+          p.size() >= 2 && p.size() == size_t(2 + (x.cond ? 1 : 0) + (x.iterations ? 1 : 0)) &&
+              p[0].bytes == 8 && p[1].bytes == 8 && p[1].region != Region::Weights &&
+              p[1].region != Region::Input && (!x.cond || x.cond->bytes >= 1) &&
+              (!x.iterations || x.iterations->bytes == 8) && t.limit >= 0,
           "{}: {} is not a repeat of (count, index[, condition][, iterations])", planFile, where);
       for (int64_t j = int64_t(i) + 1; j < t.target; ++j)
         AICC_RT_CHECK(!(taskLines[size_t(j)].kind == Kind::JumpIfZero ||
@@ -1046,18 +1061,16 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
       t.fallback(bound);
       break;
     case Kind::Repeat: { // (checked at load: count, index[, condition][, iterations])
-      const auto& p = t.params;
-      const bool sym = p.back().region == Region::Symbols;
-      const Binding* cond = p.size() - (sym ? 1 : 0) == 3 ? &p[2] : nullptr;
+      const RepeatExtras x = repeatExtras(t.params);
       int64_t count, i = 0;
-      std::memcpy(&count, at(p[0]), 8);
-      for (; i < count && (!cond || *at(*cond) != std::byte{0}); ++i) {
+      std::memcpy(&count, at(t.params[0]), 8);
+      for (; i < count && (!x.cond || *at(*x.cond) != std::byte{0}); ++i) {
         AICC_RT_CHECK(i < t.limit, "{}: more than the {} iterations the plan holds", t.node,
                       t.limit);
-        std::memcpy(at(p[1]), &i, 8);
+        std::memcpy(at(t.params[1]), &i, 8);
         runTasks(index + 1, t.target);
       }
-      if (sym) std::memcpy(at(p.back()), &i, 8);
+      if (x.iterations) std::memcpy(at(*x.iterations), &i, 8);
       ti = t.target;
       break;
     }

@@ -236,8 +236,9 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
   std::vector<std::vector<DimExpr>> runDims(vals.size());
   for (size_t i = 0; i < vals.size(); ++i) {
     const Type& t = vals[i]->type;
-    dynamic.push_back(hasDynamicSize(t) &&
-                      !(symbolic && t.isTensor() && t.shape && toDims(withSymbols(*t.shape, hi))));
+    Type atHi = t; // (the type the builder bound it by: its symbols at their bounds)
+    if (t.isTensor() && t.shape) atHi.shape = withSymbols(*t.shape, hi);
+    dynamic.push_back(hasDynamicSize(atHi));
     if (dynamic.back()) {
       AICC_CHECK(params[i].bytes == 0 &&
                      (params[i].region == Region::Dynamic || params[i].region == Region::Input),
@@ -246,8 +247,8 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
       continue;
     }
     int64_t bytes = -1;
-    if (t.isTensor() && t.shape)
-      if (auto d = toDims(withSymbols(*t.shape, hi))) {
+    if (t.isTensor() && atHi.shape)
+      if (auto d = toDims(*atHi.shape)) {
         bytes = int64_t(dtypeSize(t.dtype));
         for (int64_t x : *d) bytes *= x;
         if (!toDims(*t.shape))

@@ -109,6 +109,10 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
       body->outputs.size() != (scan ? n.outputs.size() : n.outputs.size() + 1))
     return refuse("a body that does not match its inputs and outputs");
   if (auto why = unresolvedShape(*body)) return refuse("its body: " + *why);
+  if (const Value* m = !scan && n.hasInput(0) ? n.inputs[0] : nullptr;
+      m && (m->type.dtype != DType::I64 || !m->type.shape || !toDims(*m->type.shape) ||
+            detail::describe(m, "trip count").bytes() != 8))
+    return refuse("a trip count that is not one int64");
   const size_t N = N0; // states
   auto bytesOf = [](const Value* v) { return describe(v, "value").bytes(); };
   // A Scan's length: static, or a symbol of the inputs (the run's, read from the shape block);
@@ -185,7 +189,6 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
                                   "its length)",
                                   v->name, formatType(t)));
   }
-  const std::string& iterations = scan ? std::string() : length; // a Loop's rows
   if (!scan) {
     // (scan outputs: rows for the iterations planned, the output's dim 0 at its bound; the
     // rows a run writes must be its dim: a data symbol, or a fixed count run to the end)
@@ -196,7 +199,7 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
     for (size_t k = N; k < n.outputs.size(); ++k) {
       if (!n.outputs[k]) continue;
       const int64_t rows = toDims(*n.outputs[k]->type.shape)->front();
-      if (iterations.empty() &&
+      if (length.empty() &&
           !(m && m->constant && m->constant->getI64(0) == rows && alwaysOn &&
             body->outputs[0]->constant && body->outputs[0]->constant->getI64(0) != 0))
         return refuse("scan outputs whose row count is neither a data-dependent dim nor the "
@@ -242,10 +245,9 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
     copy(pre, n.hasInput(1) ? bind(s, n.inputs[1]) : Binding{Region::Weights, place(on), 1},
          bs.inputs[1]);
     repeatParams = {countAt, index, bs.inputs[1]};
-    if (!iterations.empty())
-      repeatParams.push_back({Region::Symbols, 8 * ctx_.symbols.at(iterations).slot, 8});
+    if (!length.empty()) // (the iterations run: the rows' data symbol)
+      repeatParams.push_back({Region::Symbols, 8 * ctx_.symbols.at(length).slot, 8});
   }
-  if (countAt.bytes != 8) return refuse("a trip count that is not one int64");
   for (ArtifactTask& t : pre) push(std::move(t), n.op, "copy initial state");
   const size_t repeatAt = spec_.tasks.size();
   push({ArtifactTask::Kind::Repeat, "", n.describe(), repeatParams, 0, limit, nullptr, {}}, n.op,
@@ -289,14 +291,15 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   for (auto* list : {&staged, &direct, &unstage})
     for (ArtifactTask& t : *list) push(std::move(t), n.op, "copy state");
   const size_t K = n.outputs.size() - N;
+  std::optional<Binding> rows; // the length the rows are written at (a Loop's: its limit)
   for (size_t k = 0; k < K; ++k) {
     const Value* y = n.outputs[N + k];
     if (!y) continue;
+    if (!rows) rows = scan ? countAt : constantI64(limit);
     const Value* part = body->outputs[(scan ? N : N + 1) + k];
     call(loop::sliceCopyFunc("", y->type.dtype, *toDims(*y->type.shape),
                              scan ? size_t(outAxes[k]) : 0, scan && outDirs[k] != 0, false),
-         {bind(s, y), bind(bs, part), index, scan ? countAt : constantI64(limit)},
-         "scan slice out");
+         {bind(s, y), bind(bs, part), index, *rows}, "scan slice out");
   }
   spec_.tasks[repeatAt].target = int64_t(spec_.tasks.size());
   for (size_t k = 0; k < N; ++k)

@@ -143,20 +143,20 @@ std::map<const Node*, std::set<std::string>> addDataSymbols(const Graph& g,
                                                             std::vector<rt::Symbol>& symbols) {
   std::map<const Node*, std::set<std::string>> producers;
   for (const auto& np : g.nodes)
-    for (const Value* v : np->outputs) {
-      if (!v || !v->type.isTensor() || !v->type.shape) continue;
-      for (const Dim& d : *v->type.shape) {
-        if (d.isStatic() || d.derived || d.symbol.empty() ||
-            std::any_of(symbols.begin(), symbols.end(),
-                        [&](const rt::Symbol& s) { return s.name == d.symbol; }))
+    for (size_t k = 0; k < np->outputs.size(); ++k) {
+      const Value* v = np->outputs[k];
+      for (size_t j = 0; v && v->type.isTensor() && v->type.shape && j < v->type.shape->size();
+           ++j) {
+        const std::string& name = (*v->type.shape)[j].symbol;
+        const auto bound = producedDataDim(*np, k, j);
+        if (!bound || std::any_of(symbols.begin(), symbols.end(),
+                                  [&](const rt::Symbol& s) { return s.name == name; }))
           continue;
-        const auto ds = dataSymbolOf(g, d.symbol);
-        if (!ds || ds->producer != np.get()) continue;
-        const auto e = dimExpr(ds->bound);
+        const auto e = dimExpr(*bound);
         const auto hi = e ? e->evaluate(symbolValues(symbols, true)) : std::nullopt;
         if (!hi) continue; // (stays a value of run-time size)
-        symbols.push_back({d.symbol, 0, std::max<int64_t>(*hi, 1), 1, true});
-        producers[np.get()].insert(d.symbol);
+        symbols.push_back({name, 0, std::max<int64_t>(*hi, 1), 1, true});
+        producers[np.get()].insert(name);
       }
     }
   return producers;
