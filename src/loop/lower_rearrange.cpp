@@ -108,18 +108,25 @@ std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
   if (n.hasInput(3)) axes = *constInts(n, 3);
   if (n.hasInput(4)) steps = *constInts(n, 4);
   if (axes.size() != starts->size() || steps.size() != starts->size()) no("inconsistent inputs");
-  std::vector<int64_t> begin(id.size(), 0), step(id.size(), 1);
-  // Symbolic sizes: the run's strides; the sliced dims must be static (the bounds of a slice
-  // along a symbolic dim follow its size).
+  std::vector<ExprPtr> begin(id.size(), intImm(0));
+  std::vector<int64_t> step(id.size(), 1);
+  // Symbolic sizes: the run's strides; along a symbolic dim the first element follows the run's
+  // size (ONNX's normalization and clamping of the start; the count is the result's run dim).
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
   for (size_t k = 0; k < axes.size(); ++k) {
     int64_t a = normAxis(axes[k], id.size(), n), dim = id[a], st = steps[k];
     if (st == 0) no("a zero step");
-    if (!isImm(ir[size_t(a)])) no("a Slice along a symbolic dim");
     int64_t s = (*starts)[k];
+    if (!isImm(ir[size_t(a)])) {
+      const ExprPtr d = ir[size_t(a)];
+      const ExprPtr first = s < 0 ? add(intImm(s), d) : intImm(s);
+      begin[a] = max(intImm(0), min(first, st > 0 ? d : sub(d, intImm(1))));
+      step[a] = st;
+      continue;
+    }
     if (s < 0) s += dim;
     s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
-    begin[a] = s, step[a] = st;
+    begin[a] = intImm(s), step[a] = st;
   }
   const auto is = stridesOf(ir);
   DType t = n.outputs[0]->type.dtype;
@@ -129,7 +136,7 @@ std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
       [&](const std::vector<ExprPtr>& v) {
         std::vector<ExprPtr> idx;
         for (size_t d = 0; d < v.size(); ++d)
-          idx.push_back(add(intImm(begin[d]), mul(v[d], intImm(step[d]))));
+          idx.push_back(add(begin[d], mul(v[d], intImm(step[d]))));
         return load(in, runIndex(idx, is), t);
       },
       o);

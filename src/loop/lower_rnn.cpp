@@ -142,13 +142,24 @@ std::optional<LoweredNode> lowerCell(const Node& n, const Cell& cell, const std:
   const double clipValue = clip ? std::get<float>(clip->v) : 0.0;
   FuncBuilder b(n, name, "rnn");
   const auto& kd = kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
+  // Symbolic sizes (loop/per_sample.h): the kernel takes the run's T and batch, X's; every value
+  // has the same ones (the types say so, and the runtime checks the inputs), so their run's dims
+  // are read for the record only.
+  const std::vector<ExprPtr> xr = runDims(o, n.inputs[0], {g.T, g.batch, g.I});
+  for (const auto* list : {&n.inputs, &n.outputs})
+    for (const Value* v : *list)
+      if (v && v->type.isTensor() && v->type.shape && toDims(*v->type.shape))
+        runDims(o, v, *toDims(*v->type.shape));
+  if (n.hasInput(4) && !isImm(xr[1])) no(n.op + " sequence_lens with a symbolic batch");
   auto in = [&](size_t i) { return n.hasInput(i) ? buffer(b.input(n.inputs[i])) : none(); };
   std::vector<CallArg> args = {in(0), in(1), in(2), in(3), lensArg(b, n, g.batch), in(5)};
   if (&cell == &kLstm) args.insert(args.end(), {in(6), in(7)}); // initial_c, P
   args.push_back(outputArg(b, n, 0, {g.T, dirs, g.batch, g.H}));
   for (size_t k = 1; k < cell.outputs; ++k)
     args.push_back(outputArg(b, n, k, {dirs, g.batch, g.H}));
-  for (int64_t v : {g.T, g.batch, g.I, g.H, dirs, flags}) args.push_back(value(v));
+  args.push_back(CallArg{"", nullptr, xr[0]});
+  args.push_back(CallArg{"", nullptr, xr[1]});
+  for (int64_t v : {g.I, g.H, dirs, flags}) args.push_back(value(v));
   args.push_back(CallArg{"", nullptr, floatImm(clipValue, DType::F32)});
   args.push_back(value(acts));
   Schedule sched;

@@ -112,6 +112,16 @@ void inferRnn(InferCtx& c, Cell cell) {
                  "W has {} rows, expected {} x hidden_size {}", (*w)[1].value, gatesOf(cell),
                  hidden.value);
   }
+  // initial_h's batch is X's: a static one decides; two different symbols leave it unknown (the
+  // types cannot say they are equal; an input whose dims are unnamed may have them so).
+  if (const auto& h = c.inShape(5); h && h->size() == 3) {
+    const Dim& hb = (*h)[layout1 ? 0 : 1];
+    if (batch.isStatic() && hb.isStatic())
+      AICC_CHECK(batch.value == hb.value, "initial_h has batch {}, X has {}", hb.value,
+                 batch.value);
+    else if (hb.isStatic() || (batch != hb && !batch.isStatic() && !batch.symbol.empty()))
+      batch = hb.isStatic() ? hb : Dim{};
+  }
   Dim nd = Dim::known(dirs);
   c.setTensor(0, dt, layout1 ? Shape{batch, seq, nd, hidden} : Shape{seq, nd, batch, hidden});
   Shape st = layout1 ? Shape{batch, nd, hidden} : Shape{nd, batch, hidden};

@@ -30,6 +30,8 @@ const std::vector<GraphPassInfo>& graphPasses() {
        "replace shape arithmetic on known shapes (Shape/Size/Gather/Concat/...) by constants"},
       {"constant-fold",
        "evaluate nodes whose inputs are all constants with the reference interpreter"},
+      {"fold-size-predicates", "replace an If's condition computed from the input sizes alone by "
+                               "its value when it has one over the symbols' ranges"},
       {"inline-if", "replace an If whose condition is a constant by the branch it takes"},
       {"name-data-dims", "give data-dependent dims with a known bound (NonZero's count, TopK's "
                          "run-time k) a symbol of their own"},
@@ -52,11 +54,27 @@ const std::vector<GraphPassInfo>& graphPasses() {
 }
 
 GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
+  // The cleanup group: shape arithmetic and constants fold, conditions on the sizes with one
+  // value over the symbols' ranges too, Ifs on constants become their branch, dead code goes,
+  // duplicates merge; to a fixed point.
+  if (name == "cleanup") {
+    std::vector<GraphPass> g;
+    for (const char* n :
+         {"fold-shapes", "constant-fold", "fold-size-predicates", "inline-if", "dce", "cse"})
+      g.push_back(makeGraphPass(n, opts));
+    return GraphPass::group("cleanup", std::move(g), /*toFixpoint=*/true);
+  }
   GraphPass p;
   p.name = name;
   if (name == "infer-shapes") p.run = [](Model& m) { return refreshShapes(m); };
   else if (name == "fold-shapes") p.run = [](Model& m) { return foldShapeOps(m); };
   else if (name == "constant-fold") p.run = [opts](Model& m) { return foldConstants(m, opts.constantFoldLimit); };
+  else if (name == "fold-size-predicates")
+    p.run = [opts](Model& m) {
+      const bool changed = foldSizePredicates(m, opts.sizeRanges);
+      if (opts.sizeSplit) *opts.sizeSplit = findSizeSplit(m, opts.sizeRanges);
+      return changed;
+    };
   else if (name == "inline-if") p.run = [](Model& m) { return inlineConstantIfs(m); };
   else if (name == "name-data-dims")
     p.run = [](Model& m) { return nameDataDims(m); };
@@ -88,12 +106,8 @@ std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts) {
   // Quantized QDQ patterns to integer ops, first: constant folding would turn their
   // DequantizeLinear(weights) into float weights.
   p.push_back(pass("fold-qdq"));
-  // Cleanup, to a fixed point: shape arithmetic and constants fold, Ifs on constants become their
-  // branch, dead code goes, duplicates merge.
-  p.push_back(GraphPass::group("cleanup",
-                               {pass("fold-shapes"), pass("constant-fold"), pass("inline-if"),
-                                pass("dce"), pass("cse")},
-                               /*toFixpoint=*/true));
+  // Cleanup, to a fixed point (makeGraphPass "cleanup").
+  p.push_back(pass("cleanup"));
   // Data-dependent sizes with a bound get symbols: what follows them is planned and compiled.
   p.push_back(pass("name-data-dims"));
   if (level == 1) return p;

@@ -3,7 +3,9 @@
 
 #include "ir/graph.h"
 #include "passes/pass_manager.h"
+#include "passes/size_predicates.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,12 @@ struct GraphPassOptions {
   // The target's blocked activation layout (16: NCHW16c, passes/assign_layout.h), 0 for none:
   // the pipeline runs assign-layout only for targets whose convolution kernels take it.
   int64_t layoutBlock = 0;
+  // The symbols' ranges (a compile's, passes/size_predicates.h): conditions on the sizes that
+  // have one value over them fold. Empty: none fold.
+  std::vector<SizeRange> sizeRanges;
+  // Where fold-size-predicates leaves the first condition that changes over them (findSizeSplit
+  // after the cleanup, before fusion merges the conditions' nodes), when set.
+  std::shared_ptr<std::optional<SizeSplit>> sizeSplit;
 };
 
 struct GraphPassInfo {

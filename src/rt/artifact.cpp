@@ -459,19 +459,20 @@ struct Artifact::Impl {
 };
 
 Artifact::Artifact(const std::string& dir) : Artifact(readFolder(dir)) {
-  // The variants: whole artifacts of the same inputs and outputs at static sizes in the ranges.
+  // The variants: whole artifacts of the same inputs and outputs (fixed sizes, or size classes
+  // with narrower ranges).
   for (const std::string& v : impl_->plan.variants) {
     auto a = std::make_unique<Artifact>(dir + "/" + v);
     bool same = a->inputs_.size() == inputs_.size() && a->outputs_.size() == outputs_.size();
     for (size_t i = 0; same && i < inputs_.size(); ++i)
       same = a->inputs_[i].name == inputs_[i].name && a->inputs_[i].dtype == inputs_[i].dtype &&
-             a->inputs_[i].dims.size() == inputs_[i].dims.size() && a->inputs_[i].syms.empty() &&
-             a->inputs_[i].dynamic.empty() && inputs_[i].dynamic.empty();
+             a->inputs_[i].dims.size() == inputs_[i].dims.size() && a->inputs_[i].dynamic.empty() &&
+             inputs_[i].dynamic.empty();
     for (size_t i = 0; same && i < outputs_.size(); ++i)
-      same = a->outputs_[i].name == outputs_[i].name && a->outputs_[i].dtype == outputs_[i].dtype;
+      same = a->outputs_[i].name == outputs_[i].name &&
+             (a->outputs_[i].dtype == outputs_[i].dtype || !outputs_[i].dynamic.empty());
     AICC_RT_CHECK(same && a->impl_->plan.variants.empty(),
-                  "{}/model.plan: variant '{}' is not a fixed-size artifact of the same inputs and "
-                  "outputs",
+                  "{}/model.plan: variant '{}' is not an artifact of the same inputs and outputs",
                   dir, v);
     impl_->variants.push_back(std::move(a));
   }
@@ -848,13 +849,14 @@ Plan readPlan(const PlanSource& src) {
                       planFile, i, task.node, k, task.params[k].offset, want.elem);
       }
     }
-    if (t.kind == Kind::Fallback) {
-      AICC_RT_CHECK(provider,
-                    "{}: task {} ({}) runs a node that has no lowering through the reference "
-                    "interpreter, which this runtime (libaicc_rt) does not include; run the "
-                    "folder with `aicc run`",
-                    planFile, i, task.node);
+    if (t.kind == Kind::Fallback && provider) {
       task.fallback = provider(t.fn, task.node, task.params, plan.symbols, planFile);
+    } else if (t.kind == Kind::Fallback) { // an error if a run reaches it (a variant may run)
+      task.kind = Kind::Fail;
+      task.node = format("{}: task {} ({}) runs a node that has no lowering through the reference "
+                         "interpreter, which this runtime (libaicc_rt) does not include; run the "
+                         "folder with `aicc run`",
+                         planFile, i, task.node);
     }
     plan.tasks.push_back(std::move(task));
   }
@@ -995,11 +997,33 @@ void Artifact::Impl::resolveSymbols(const std::vector<TensorDesc>& decl) {
 
 bool Artifact::Impl::runVariant(const std::vector<TensorDesc>& decl) {
   for (const auto& v : variants) {
+    // Its declarations take these dims: static ones equal, symbols in their ranges (multiples of
+    // their steps), one value each (its symbol values as scratch: no allocation per run).
+    std::vector<int64_t>& at = v->impl_->values;
+    std::fill(at.begin(), at.end(), -1);
     bool match = true;
-    for (size_t i = 0; match && i < decl.size(); ++i) match = v->inputs_[i].dims == inputDims[i];
+    for (size_t i = 0; match && i < decl.size(); ++i)
+      for (size_t k = 0; match && k < v->inputs_[i].dims.size(); ++k) {
+        const TensorDesc& d = v->inputs_[i];
+        // (an input of static shape set by its bytes alone: the declared dims)
+        const int64_t x = inputDims[i].empty() ? decl[i].dims[k] : inputDims[i][k];
+        const int32_t j = d.symbolAt(k);
+        if (j < 0) {
+          match = x == d.dims[k];
+          continue;
+        }
+        const Symbol& sym = v->impl_->plan.symbols[size_t(j)];
+        match = x >= sym.lo && x <= sym.hi && x % sym.step == 0 &&
+                (at[size_t(j)] < 0 || at[size_t(j)] == x);
+        at[size_t(j)] = x;
+      }
     if (!match) continue;
-    for (size_t i = 0; i < decl.size(); ++i)
-      v->impl_->setInput(v->inputs_, i, inputs[i], v->inputs_[i].bytes(), &inputDims[i]);
+    for (size_t i = 0; i < decl.size(); ++i) {
+      const bool known = !inputDims[i].empty() || decl[i].dims.empty();
+      int64_t bytes = int64_t(dtypeSize(decl[i].dtype));
+      for (int64_t x : known ? inputDims[i] : decl[i].dims) bytes *= x;
+      v->impl_->setInput(v->inputs_, i, inputs[i], bytes, known ? &inputDims[i] : nullptr);
+    }
     v->impl_->run(v->inputs_);
     ran = v.get();
     return true;
@@ -1079,6 +1103,8 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
   }
 }
 
+const std::vector<TensorDesc>& Artifact::outputs() const { return impl_->last(*this).outputs_; }
+
 const void* Artifact::output(size_t i) const {
   AICC_RT_CHECK(i < outputs_.size(), "output index {} out of range: the model has {} outputs", i,
                 outputs_.size());
@@ -1101,7 +1127,7 @@ int64_t Artifact::outputBytes(size_t i) const {
 }
 
 bool Artifact::dynamicOutput(size_t i, DynamicTensor& out) const {
-  if (i >= outputs_.size() || outputs_[i].dynamic.empty()) return false;
+  if (i >= outputs().size() || outputs()[i].dynamic.empty()) return false;
   const auto& value = *static_cast<const std::shared_ptr<void>*>(output(i));
   const DynamicTensorView view = dynamicTensorView.load();
   return value && view && view(value, out);

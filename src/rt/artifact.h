@@ -179,7 +179,8 @@ public:
   Artifact& operator=(const Artifact&) = delete;
 
   const std::vector<TensorDesc>& inputs() const { return inputs_; }
-  const std::vector<TensorDesc>& outputs() const { return outputs_; }
+  // The outputs' declarations: the last run's (a variant's, when one ran), else the plan's.
+  const std::vector<TensorDesc>& outputs() const;
   const std::vector<Symbol>& symbols() const;
   // Input data by position (read during run, not copied), bytes checked against the declaration.
   // A dynamic input is refused: only runWaiting's `dynamic` values set those. An input with

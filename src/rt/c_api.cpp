@@ -12,7 +12,6 @@
 
 struct aicc_model {
   std::unique_ptr<aicc::rt::Artifact> art;
-  std::vector<std::string> dtypeNames[2]; // inputs, outputs (stable C strings)
 };
 
 using namespace aicc;
@@ -58,11 +57,7 @@ int dims(const aicc::rt::TensorDesc* d, int64_t* out, int max) {
 // A new instance from make (a loaded Artifact), or null with the error set.
 template <typename Make> aicc_model* loadWith(Make&& make) {
   auto* m = new aicc_model;
-  int rc = guarded([&] {
-    m->art = make();
-    for (const auto& d : m->art->inputs()) m->dtypeNames[0].emplace_back(aicc::dtypeName(d.dtype));
-    for (const auto& d : m->art->outputs()) m->dtypeNames[1].emplace_back(aicc::dtypeName(d.dtype));
-  });
+  int rc = guarded([&] { m->art = make(); });
   if (rc == 0) return m;
   delete m;
   return nullptr;
@@ -101,14 +96,15 @@ const char* aicc_model_output_name(const aicc_model* m, int i) {
   return d ? d->name.c_str() : nullptr;
 }
 const char* aicc_model_input_dtype(const aicc_model* m, int i) {
-  return desc(m, i, true) ? m->dtypeNames[0][size_t(i)].c_str() : nullptr;
+  const aicc::rt::TensorDesc* d = desc(m, i, true);
+  return d ? aicc::dtypeName(d->dtype).data() : nullptr; // (the names are C string literals)
 }
 const char* aicc_model_output_dtype(const aicc_model* m, int i) {
   const aicc::rt::TensorDesc* o = desc(m, i, false);
   aicc::rt::DynamicTensor t;
   if (o && !o->dynamic.empty()) // the last run's value, when it is a tensor
     return m->art->dynamicOutput(size_t(i), t) ? aicc::dtypeName(t.dtype).data() : nullptr;
-  return o ? m->dtypeNames[1][size_t(i)].c_str() : nullptr;
+  return o ? aicc::dtypeName(o->dtype).data() : nullptr; // (the last run's: a variant's)
 }
 int aicc_model_input_dims(const aicc_model* m, int i, int64_t* d, int max) {
   return dims(desc(m, i, true), d, max);

@@ -94,6 +94,10 @@ inline constexpr int64_t kDefaultSizeBound = 1024;
 // side in multiples of 32: 32..1024).
 inline constexpr int64_t kDefaultSteps = 32;
 
+// The symbols of g's inputs with the ranges a compile takes them in: those given, else the
+// defaults above (from the smallest size the model's shapes take), stepped ones at multiples.
+std::vector<rt::Symbol> inputSymbolRanges(const Graph& g, const std::vector<rt::Symbol>& given);
+
 // Lowers and plans g (optimized) into a spec (artifact_build.cpp). Symbolic input dims take the
 // ranges given (others 1..kDefaultSymbolBound): memory is planned at their upper bounds and each
 // node that has them runs per sample (loop/per_sample.h). Throws aicc::Error listing every node

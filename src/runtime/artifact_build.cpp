@@ -408,19 +408,26 @@ void Builder::emitFallback(const Scope& s, const Node& n, const std::vector<cons
   push(std::move(t), loop::opLabel(n), "fallback (reference kernel): " + why);
 }
 
-ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
-                           const std::vector<rt::Symbol>& ranges) {
-  ArtifactSpec spec;
-  // Symbolic dims: every value at the symbols' upper bounds while planning (the graph's types
-  // are restored on return); the nodes that have them lower per sample.
-  spec.symbols = inputSymbols(g, ranges);
-  for (rt::Symbol& s : spec.symbols) // a stepped range from its first multiple to its last
+std::vector<rt::Symbol> inputSymbolRanges(const Graph& g, const std::vector<rt::Symbol>& given) {
+  std::vector<rt::Symbol> symbols = inputSymbols(g, given);
+  for (rt::Symbol& s : symbols) // a stepped range from its first multiple to its last
     if (const int64_t lo = (s.lo + s.step - 1) / s.step * s.step, hi = s.hi / s.step * s.step;
         s.step > 1 && lo <= hi)
       s.lo = lo, s.hi = hi;
   std::vector<Value*> all;
   definedValues(g, all);
-  raiseDefaultLowerEnds(spec.symbols, ranges, all);
+  raiseDefaultLowerEnds(symbols, given, all);
+  return symbols;
+}
+
+ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
+                           const std::vector<rt::Symbol>& ranges) {
+  ArtifactSpec spec;
+  // Symbolic dims: every value at the symbols' upper bounds while planning (the graph's types
+  // are restored on return); the nodes that have them lower per sample.
+  spec.symbols = inputSymbolRanges(g, ranges);
+  std::vector<Value*> all;
+  definedValues(g, all);
   const std::map<const Node*, std::set<std::string>> dataProducers =
       addDataSymbols(g, spec.symbols);
   loop::PerSampleContext ctx;

@@ -28,10 +28,10 @@ int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
   bool ok = br[0] && br[1] && n.hasInput(0);
   for (const Value* o : n.outputs)
     ok = ok && o && o->type.isTensor() && o->type.shape && toDims(*o->type.shape);
-  // A branch that does not resolve at the symbols' bounds may at a run's sizes: the whole If
-  // runs at the run's sizes then.
+  // A branch that does not resolve at the symbols' bounds may at a run's sizes: it runs as the
+  // whole If at the run's sizes (emitBranch), or the whole If does when neither resolves.
   const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);
-  for (const Graph* b : br) ok = ok && !(symbolic && b && unresolvedShape(*b));
+  if (symbolic && br[0] && br[1] && unresolvedShape(*br[0]) && unresolvedShape(*br[1])) ok = false;
   if (!ok) { // the whole If through the interpreter
     const std::string why = "only an If with two input-less branches and results of static "
                             "size is compiled";
@@ -58,7 +58,15 @@ int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
 int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const char* which,
                             int64_t base) {
   const std::string where = n.describe() + " " + which;
-  if (auto why = unresolvedShape(b)) { // (with symbols, emitIf made the If a fallback)
+  const std::vector<const Value*> outer = outerReads(n);
+  if (auto why = unresolvedShape(b);
+      why && !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_) && canFallBack(n, outer)) {
+    // The If on its reference kernels at the run's sizes, where the branch would run (the
+    // condition is the same there, so it takes this branch).
+    emitFallback(s, n, outer, std::string(which) + " resolves only at the run's sizes: " + *why);
+    return base;
+  }
+  if (auto why = unresolvedShape(b)) {
     failBranches.push_back(where + ": " + *why);
     push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0, 0, nullptr, {}},
          "If", "fail (branch not compiled)");

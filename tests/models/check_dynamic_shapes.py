@@ -201,10 +201,12 @@ with tempfile.TemporaryDirectory() as tmp:
                 d.dim_param = sym
         onnx.save(m, out_path)
 
-    def sizes_case(name, model, shapes, dims, refuse=None, base=None, others=()):
+    def sizes_case(name, model, shapes, dims, refuse=None, base=None, others=(),
+                   runtime_alone=False):
         """One artifact at each shape of input 0, against the interpreter: random, or (base) the
         reference input tiled to each shape (its batch scaled); `others`: the model's other
-        inputs as they are."""
+        inputs as they are. runtime_alone: aicc-run (the runtime without the interpreter, which
+        refuses a fallback task) gives the same bytes as `aicc run`."""
         art = os.path.join(tmp, f"{name}_sized")
         c = run("compile", model, "-o", art, *sum((["--dim", d] for d in dims), []))
         if c.returncode:
@@ -222,7 +224,7 @@ with tempfile.TemporaryDirectory() as tmp:
                     x = np.take(x, np.arange(shape[axis]) % base.shape[axis], axis=axis)
                 x = np.concatenate([x * (1 - 0.1 * i) for i in range(shape[0])]).astype(np.float32)
             onnx.save_tensor(numpy_helper.from_array(x), os.path.join(ins, "input_0.pb"))
-            for k, other in enumerate(others, 1):
+            for k, other in enumerate(others(shape) if callable(others) else others, 1):
                 onnx.save_tensor(numpy_helper.from_array(other), os.path.join(ins, f"input_{k}.pb"))
             got = []
             for what, kind in ((model, "interp"), (art, "artifact")):
@@ -239,6 +241,18 @@ with tempfile.TemporaryDirectory() as tmp:
                        f"refused: '{msg[:160]}'")
                 continue
             want, have = got
+            if runtime_alone and isinstance(have, list):
+                od = os.path.join(tmp, f"{name}_rt{tag}")
+                r = subprocess.run([AICC + "-run", "run", art, "--inputs-dir", ins,
+                                    "--output-dir", od], capture_output=True, text=True)
+                alone = [] if r.returncode else [
+                    numpy_helper.to_array(onnx.load_tensor(os.path.join(od, f)))
+                    for f in sorted(os.listdir(od))]
+                same = len(alone) == len(have) and all(
+                    a.shape == h.shape and np.array_equal(a, h) for a, h in zip(alone, have))
+                record(f"{name} {tag} with the runtime alone (aicc-run)", same,
+                       r.stderr.strip()[-200:] if r.returncode else
+                       "the bytes of aicc run's outputs" if same else "outputs differ from aicc run's")
             if not isinstance(want, list) or not isinstance(have, list):
                 failures.append(f"{name} {tag}: a run failed: " + "; ".join(
                     r.stderr.strip()[-200:] for r in got if not isinstance(r, list)))
@@ -326,9 +340,9 @@ with tempfile.TemporaryDirectory() as tmp:
     # cannot take yet: the reason printed.
     KNOWN = {"superres-prepost-customops": "onnxruntime-extensions' DecodeImage / EncodeImage "
                                            "(ONNX Runtime needs the extensions library too)",
-             "silero-vad-v5": "its unnamed dims get symbols, but spox's export is one If of "
-                              "nested Ifs with results of unnamed size: that If runs on the "
-                              "reference kernels at the run's sizes (checked below)"}
+             "silero-vad-v5": "spox's export is one If of nested Ifs on the input sizes: the "
+                              "plan for the whole ranges runs it on the reference kernels, the "
+                              "size classes compiled (checked below)"}
     for name in sorted(os.listdir(SHARED)) if SHARED and os.path.isdir(SHARED) else []:
         model = os.path.join(SHARED, name, "model.onnx")
         if not os.path.isfile(model):
@@ -368,17 +382,21 @@ with tempfile.TemporaryDirectory() as tmp:
                        [(1, 256), (1, 512), (1, 960)], ["batch=1..1", "sequence=256..1024"],
                        base=reference_input(silero), others=(np.array(rate, np.int64), state))
 
-    # silero-vad-v5 compiled with no flags (its audio length and state's batch symbolic; the If
-    # that is the whole model a fallback task at the run's sizes), both rates.
+    # silero-vad-v5 compiled with no flags (its batch, audio length and state's batch symbolic):
+    # its Ifs on the sizes ("squeeze the frames axis if it is 1") split the length's range into
+    # size classes (passes/size_predicates.h), each compiled with those Ifs folded; both rates,
+    # batches 1 and 2, through the runtime alone too (which has no interpreter for a fallback).
     v5 = os.path.join(SHARED, "silero-vad-v5", "model.onnx") if SHARED else ""
     if os.path.isfile(v5):
         for rate in (16000, 8000):
             # (the LSTM inside takes 256 or 512 samples at 16 kHz, 256 at 8 kHz: ONNX Runtime
             # and the interpreter refuse the others)
-            sizes_case(f"silero-vad-v5 {rate // 1000} kHz", v5,
-                       [(1, 256), (1, 512)] if rate == 16000 else [(1, 256)], [],
-                       base=reference_input(v5), others=(reference_input(v5, 1),
-                                                         np.array(rate, np.int64)))
+            shapes = [(1, 256), (1, 512), (2, 512)] if rate == 16000 else [(1, 256), (3, 256)]
+            state = reference_input(v5, 1)  # [2, batch, 128]
+            sizes_case(f"silero-vad-v5 {rate // 1000} kHz", v5, shapes, [],
+                       base=reference_input(v5), runtime_alone=True,
+                       others=lambda shape, rate=rate, state=state: (
+                           np.repeat(state, shape[0], axis=1), np.array(rate, np.int64)))
 
     # int8 and bf16: a dynamic artifact gives bit for bit the fixed-size artifact's outputs (the
     # same kernels; a batch's GEMM is one call of all its rows in both).

@@ -113,6 +113,8 @@ struct OptArgs {
   std::string passes; // comma-separated pass names (overrides -O)
   std::string statsJson;
   std::vector<std::string> dims, shapes;
+  std::vector<SizeRange> sizeRanges; // GraphPassOptions::sizeRanges and sizeSplit
+  std::shared_ptr<std::optional<SizeSplit>> sizeSplit;
   bool printAfterAll = false, printAfterChange = false, timePasses = false, printConstants = false;
   bool verifyEach = true;
   std::vector<std::string> printBefore, printAfter;
@@ -139,8 +141,16 @@ struct CompileArgs { // tools/aicc/compile.cpp
                              // --static-runtime: in model.so / model.a
   bool staticRuntime = false; // --emit so: model.so and model.a carry the runtime and the plan
   std::string reportHtml; // also write the HTML report here
+  // A size class's own compile (compile_variants.cpp): where a condition on the sizes that still
+  // changes inside its ranges goes, instead of compiling.
+  std::optional<SizeSplit>* furtherSplit = nullptr;
 };
 int compileCommand(const CompileArgs& a);
+// The variants of a compile into a.outputDir (compile_variants.cpp): each --specialize value,
+// then the size classes of `split` (the first condition on the sizes that changes over the
+// ranges, passes/size_predicates.h); their folders, in the order the runtime tries them.
+std::vector<std::string> compileVariants(const CompileArgs& a,
+                                         const std::optional<SizeSplit>& split);
 
 struct DebugNumericsArgs { // tools/aicc/debug_numerics.cpp
   std::string model, injectFault;

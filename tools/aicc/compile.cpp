@@ -79,28 +79,15 @@ struct Report {
 
 namespace {
 
-// --specialize: each a fixed-size compile of the model into DIR/variants/K (a whole artifact),
-// which the runtime runs when a run's inputs have exactly its sizes (rt::Plan::variants).
-std::vector<std::string> compileVariants(const CompileArgs& a) {
-  std::vector<std::string> out;
-  if (a.specializes.empty()) return out;
-  AICC_CHECK(!a.staticRuntime, "--specialize is for compiled folders (not --static-runtime)");
-  std::filesystem::remove_all(std::filesystem::path(a.outputDir) / "variants");
-  for (size_t k = 0; k < a.specializes.size(); ++k) {
-    CompileArgs v = a;
-    v.specializes.clear();
-    v.variantOf = a.specializes[k];
-    v.shapes.push_back(a.specializes[k]);
-    out.push_back("variants/" + std::to_string(k));
-    v.outputDir = (std::filesystem::path(a.outputDir) / out.back()).string();
-    v.quiet = true;
-    v.reportHtml.clear();
-    compileCommand(v);
-    if (!a.quiet)
-      std::cout << fmt::format("variant {}: {} (fixed sizes; runs when the inputs are these)\n",
-                               out.back(), a.specializes[k]);
+// A split's pieces within the ranges as planned (the lower ends raised to the smallest sizes the
+// model's shapes take): none when fewer than two are left.
+std::optional<SizeSplit> clipSplit(SizeSplit s, const std::vector<rt::Symbol>& planned) {
+  for (const rt::Symbol& r : planned) {
+    if (r.name != s.symbol) continue;
+    std::erase_if(s.pieces, [&](const auto& p) { return p.second < r.lo || p.first > r.hi; });
+    for (auto& [lo, hi] : s.pieces) lo = std::max(lo, r.lo), hi = std::min(hi, r.hi);
   }
-  return out;
+  return s.pieces.size() > 1 ? std::optional(s) : std::nullopt;
 }
 
 } // namespace
@@ -128,10 +115,25 @@ int compileCommand(const CompileArgs& a) {
   if (a.emit == "so") {
     // Unnamed dims ('?') as symbols, merged where the shapes need them equal.
     const std::vector<std::string> named = nameUnknownInputDims(*im.model.graph);
+    // `--dim input.0=V` fixes an unnamed dim by the name it just got (the importer saw none).
+    std::map<std::string, int64_t> fixed;
+    for (const auto& [name, v] : parseDims(a.dims))
+      if (std::find(named.begin(), named.end(), name) != named.end()) fixed[name] = v;
+    if (!fixed.empty()) specializeDims(im.model, fixed);
+    // Conditions on the sizes fold first (the cleanup group, fold-size-predicates over the
+    // ranges): the shapes they guard resolve for the merges and steps found below.
+    if (const auto at = runtime::inputSymbolRanges(*im.model.graph, ranges); !at.empty()) {
+      OptArgs early;
+      early.passes = "cleanup";
+      for (const rt::Symbol& s : at) early.sizeRanges.push_back({s.name, s.lo, s.hi, s.step});
+      optimize(im.model, early);
+    }
     const std::map<std::string, std::string> merged = mergeNamedDims(*im.model.graph, named);
     if (!a.quiet)
       for (const std::string& n : named)
-        std::cout << fmt::format("unnamed dim {}: symbolic{}\n", n,
+        std::cout << fmt::format("unnamed dim {}: {}{}\n", n,
+                                 fixed.count(n) ? "fixed at " + std::to_string(fixed.at(n))
+                                                : std::string("symbolic"),
                                  merged.count(n) ? " (equal to " + merged.at(n) + ")" : "");
     const std::map<std::string, int64_t> steps = findDimSteps(*im.model.graph);
     applyDimSteps(*im.model.graph, steps);
@@ -158,8 +160,29 @@ int compileCommand(const CompileArgs& a) {
   if (a.emit == "so")
     opt.layoutBlock =
         backend::layoutBlockFor(backend::lowerOptionsFor(parseTarget(a.target), bf16));
+  // Conditions on the sizes fold where they have one value over the symbols' ranges.
+  if (a.emit == "so")
+    for (const rt::Symbol& s : runtime::inputSymbolRanges(*im.model.graph, ranges))
+      opt.sizeRanges.push_back({s.name, s.lo, s.hi, s.step});
+  opt.sizeSplit = std::make_shared<std::optional<SizeSplit>>();
   optimize(im.model, opt);
   rep.phases.push_back({"graph passes", since(t)});
+  // One that changes over them splits the ranges into size classes, each compiled on its own
+  // (compile_variants.cpp); a class's own compile hands a further split back instead.
+  std::optional<SizeSplit> split;
+  CompileArgs classes = a; // the size classes' args: the ranges as planned here, narrowed
+  if (a.emit == "so" && !a.staticRuntime && a.variantOf.empty() && *opt.sizeSplit) {
+    const std::vector<rt::Symbol> planned = runtime::inputSymbolRanges(*im.model.graph, ranges);
+    split = clipSplit(**opt.sizeSplit, planned);
+    for (const rt::Symbol& r : planned)
+      if (std::none_of(a.dims.begin(), a.dims.end(),
+                       [&](const std::string& d) { return d.rfind(r.name + "=", 0) == 0; }))
+        classes.dims.push_back(fmt::format("{}={}..{}", r.name, r.lo, r.hi));
+  }
+  if (split && a.furtherSplit) {
+    *a.furtherSplit = split;
+    return 0;
+  }
   const Graph& g = *im.model.graph;
   rep.numbers.push_back({"model", jsonStr(a.model)});
   rep.numbers.push_back({"emit", jsonStr(a.emit)});
@@ -240,13 +263,13 @@ int compileCommand(const CompileArgs& a) {
   };
   runtime::ArtifactSpec spec = runtime::buildArtifact(g, lo, ranges);
   for (const rt::Symbol& r : ranges) // a range for a name the inputs do not have: a typo?
-    if (std::none_of(spec.symbols.begin(), spec.symbols.end(),
-                     [&](const rt::Symbol& s) { return s.name == r.name; }))
+    if (!a.quiet && std::none_of(spec.symbols.begin(), spec.symbols.end(),
+                                 [&](const rt::Symbol& s) { return s.name == r.name; }))
       std::cerr << fmt::format("aicc: warning: --dim {}={}..{}: the model's inputs have no "
                                "symbolic dim '{}'\n",
                                r.name, r.lo, r.hi, r.name);
   rep.phases.push_back({"plan + lower", since(t)});
-  spec.variants = compileVariants(a);
+  spec.variants = compileVariants(classes, split);
   runtime::WriteOptions wo;
   wo.staticRuntime = a.staticRuntime;
   wo.embedWeights = a.embedWeights;

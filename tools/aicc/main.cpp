@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
   optCmd->add_option("-O", opt.optLevel, "Optimization level 0-3 (default 2)")->check(CLI::Range(0, 3));
   optCmd->add_option("--passes", opt.passes, "Comma-separated pass list, instead of -O");
   optCmd->add_option("--stats-json", opt.statsJson, "Write node counts, op histograms and pass timings here");
-  optCmd->add_option("--dim", opt.dims, "NAME=VALUE for a symbolic input dimension; repeatable");
+  optCmd->add_option("--dim", opt.dims,
+                     "NAME=VALUE for a symbolic input dimension, or NAME=LO..HI: its range "
+                     "(fold-size-predicates); repeatable");
   optCmd->add_option("--shape", opt.shapes, "NAME=D0,D1,... fixes input NAME's whole shape; repeatable");
   optCmd->add_flag("--print-ir-after-all", opt.printAfterAll, "Print the IR (stderr) after every pass");
   optCmd->add_flag("--print-ir-after-change", opt.printAfterChange, "Print the IR after passes that changed it");

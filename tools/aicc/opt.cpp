@@ -54,6 +54,8 @@ std::vector<PassRecord> optimize(Model& m, const OptArgs& a) {
   PassManager<Model> pm(inst);
   GraphPassOptions go;
   go.layoutBlock = a.layoutBlock;
+  go.sizeRanges = a.sizeRanges;
+  go.sizeSplit = a.sizeSplit;
   if (!a.passes.empty())
     for (const auto& n : splitList(a.passes)) pm.add(makeGraphPass(n, go));
   else
@@ -68,7 +70,9 @@ int optCommand(const OptArgs& a) {
   Model& m = im.model;
   auto opsBefore = opHistogram(*m.graph);
   const MemoryReport memBefore = analyzeMemory(*m.graph);
-  std::vector<PassRecord> records = optimize(m, a);
+  OptArgs o = a; // --dim N=LO..HI: the ranges conditions on the sizes fold over
+  for (const rt::Symbol& r : parseDimRanges(a.dims)) o.sizeRanges.push_back({r.name, r.lo, r.hi});
+  std::vector<PassRecord> records = optimize(m, o);
   auto opsAfter = opHistogram(*m.graph);
   if (a.output.empty() || a.output == "-") {
     PrintOptions po;
