@@ -102,6 +102,34 @@ TEST(DataDims, RunsMatchTheInterpreterAtEveryCount) {
   }
 }
 
+// Unique after a symbolic batch, compiled (loop/lower_select.cpp; no fallback task): over the
+// elements sorted, along the rows in input order; the count of distinct values or rows is each
+// one's data symbol, the nodes after them compiled at it. Inputs with repeated rows and values,
+// a single row, all equal.
+TEST(DataDims, UniqueIsCompiled) {
+  const char* ir = R"(graph @g(%x: f32[N,4]) {
+  %r = Round(%x) : f32[N,4]
+  %v, %i, %inv, %c = Unique(%r) : f32[?], i64[?], i64[?], i64[?]
+  %vs = Sigmoid(%v) : f32[?]
+  %rows, %ri, %rinv, %rc = Unique(%r) {axis = 0, sorted = 0} : f32[?,4], i64[?], i64[N], i64[?]
+  %rt = Transpose(%rows) {perm = [1, 0]} : f32[4,?]
+  return %vs, %i, %inv, %c, %rt, %ri, %rinv, %rc
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const auto dir = compileChecked(m, "aicc_data_dims_unique", {{"N", 1, 6}},
+                                  {"symbol unique.0 0 24 data", "symbol unique.1 0 6 data"}, true);
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t n : {1, 3, 6}) {
+    Tensor x = test::uniformTensor({n, 4}, uint32_t(n), -2, 2);
+    for (int64_t k = 4; k < x.numel(); ++k) // row 2 repeats row 0
+      if (k / 4 == 2) x.data<float>()[k] = x.data<float>()[k - 8];
+    expectRunMatches(*ref.graph, art, {RValue::of(x)});
+  }
+  Tensor same(DType::F32, {5, 4}); // one distinct value and row
+  expectRunMatches(*ref.graph, art, {RValue::of(same)});
+}
+
 // A Slice of run-time starts and ends: each dim of its result its own data symbol, the tasks
 // after it at the run's sizes; a zero step is the run's error.
 TEST(DataDims, ASliceOfRunTimeBoundsSetsEachDim) {
