@@ -96,14 +96,6 @@ void shiftAccesses(Block& b, const std::map<std::string, ExprPtr>& shift) {
   writes(b);
 }
 
-// A symbol's value in the run: the shape block's element, clamped into the range the runtime
-// checked (so the verifier sees the real bounds).
-ExprPtr symbolValue(const std::string& block, const SymbolSlot& slot) {
-  ExprPtr v = load(block, intImm(slot.slot), DType::I64);
-  if (slot.divisor > 1) v = div(v, intImm(slot.divisor));
-  return min(max(v, intImm(slot.lo)), intImm(slot.bound));
-}
-
 // The shape block as ln's parameter `block` (written when ln sets data symbols).
 void addShapeBlock(LoweredNode& ln, const std::string& block, const PerSampleContext& ctx) {
   int64_t slots = 0; // (a stepped symbol's "S/step" reads S's slot)
@@ -138,6 +130,14 @@ void renameStores(Block& b, const std::string& from, const std::string& to) {
 }
 
 } // namespace
+
+// (per_sample.h) A symbol's value in the run: the shape block's element, clamped into the range the
+// runtime checked (so the verifier sees the real bounds).
+ExprPtr symbolValue(const std::string& block, const SymbolSlot& slot) {
+  ExprPtr v = load(block, intImm(slot.slot), DType::I64);
+  if (slot.divisor > 1) v = div(v, intImm(slot.divisor));
+  return min(max(v, intImm(slot.lo)), intImm(slot.bound));
+}
 
 ExprPtr loopExprOf(const DimExpr& e, const std::function<ExprPtr(const std::string&)>& symbol) {
   DimAlgebra<ExprPtr> f;

@@ -67,6 +67,10 @@ struct PerSampleContext {
   const Type& typeOf(const Value* v) const;
 };
 
+// A symbol's value in the run: element slot.slot of the shape block `block`, clamped into the
+// range the runtime checked.
+ExprPtr symbolValue(const std::string& block, const SymbolSlot& slot);
+
 // A dim expression as an i64 loop-IR expression, its symbols given by `symbol` (floor divisions
 // of never-negative values as `/`).
 ExprPtr loopExprOf(const DimExpr& e, const std::function<ExprPtr(const std::string&)>& symbol);

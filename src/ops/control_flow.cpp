@@ -115,6 +115,28 @@ void registerIf(OpRegistry& r) {
       .outputs(1, 1 << 30)
       .attr("then_branch", Attribute::Kind::Graph, true)
       .attr("else_branch", Attribute::Kind::Graph, true)
+      // A result dim the branches give different sizes (both known): the run's condition picks
+      // one, at most the larger (the sum where their difference is not a constant). Each such
+      // dim its own symbol.
+      .dataDim([](const Node& n, size_t out, size_t dim) -> std::optional<DataDim> {
+        const Attribute* t = n.attr("then_branch");
+        const Attribute* e = n.attr("else_branch");
+        const GraphPtr* th = t ? std::get_if<GraphPtr>(&t->v) : nullptr;
+        const GraphPtr* el = e ? std::get_if<GraphPtr>(&e->v) : nullptr;
+        if (!th || !el || out >= (*th)->outputs.size() || out >= (*el)->outputs.size())
+          return std::nullopt;
+        const Type& a = (*th)->outputs[out]->type;
+        const Type& b = (*el)->outputs[out]->type;
+        if (!a.isTensor() || !b.isTensor() || !a.shape || !b.shape ||
+            a.shape->size() != b.shape->size() || dim >= a.shape->size())
+          return std::nullopt;
+        const Dim &da = (*a.shape)[dim], &db = (*b.shape)[dim];
+        const auto ea = dimExpr(da), eb = dimExpr(db);
+        if (da == db || !ea || !eb) return std::nullopt;
+        const auto diff = (*ea - *eb).constantValue();
+        const Dim bound = diff ? (*diff >= 0 ? da : db) : dimOf(*ea + *eb);
+        return DataDim{bound, int(out * 64 + dim)};
+      })
       .infer([](InferCtx& c) {
         Graph& th = graphAttr(c.node, "then_branch");
         Graph& el = graphAttr(c.node, "else_branch");

@@ -72,6 +72,8 @@ private:
                     const std::string& why);
   // artifact_control.cpp
   int64_t emitIf(const Scope& s, const Node& n, int64_t base);
+  void emitSetSymbols(const std::string& where,
+                      const std::vector<std::pair<std::string, Dim>>& sets);
   int64_t emitBranch(const Scope& s, const Node& n, const Graph& b, const char* which,
                      int64_t base);
   int64_t emitLoop(const Scope& s, const Node& n, int64_t base);

@@ -75,16 +75,56 @@ int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const
   Scope bs{&b, planMemory(b), base, &s, slots, {}};
   slots += bs.plan.dynamicValues;
   int64_t end = emit(bs);
+  // The If's data symbols (a dim the branches give different sizes, passes/data_dims.h): this
+  // branch's sizes, written into the shape block; its results fill a prefix of the If's.
+  const auto produced = dataProducers_.find(&n);
+  std::vector<std::pair<std::string, Dim>> sets; // symbol -> this branch's dim
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     Binding from = bind(bs, b.outputs[k]), to = bind(s, n.outputs[k]);
     AICC_CHECK(from.region != Region::Dynamic, "{}: result {} has no static size ({})", where, k,
                formatType(b.outputs[k]->type));
-    AICC_CHECK(from.bytes == to.bytes, "{}: result {} has {} bytes, the If's {}", where, k,
-               from.bytes, to.bytes);
+    const Type& t = ctx_.typeOf(n.outputs[k]);
+    for (size_t j = 0; produced != dataProducers_.end() && t.shape && j < t.shape->size(); ++j)
+      if (produced->second.count((*t.shape)[j].symbol))
+        sets.push_back({(*t.shape)[j].symbol, ctx_.typeOf(b.outputs[k]).shape->at(j)});
+    AICC_CHECK(sets.empty() ? from.bytes == to.bytes : from.bytes <= to.bytes,
+               "{}: result {} has {} bytes, the If's {}", where, k, from.bytes, to.bytes);
+    to.bytes = from.bytes;
     push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0, 0, nullptr, {}}, "If",
          "copy branch result");
   }
+  if (!sets.empty()) emitSetSymbols(where, sets);
   return end;
+}
+
+// A task storing `sets` (data symbol -> its size here: static, or an expression of symbols)
+// into the shape block.
+void Builder::emitSetSymbols(const std::string& where,
+                             const std::vector<std::pair<std::string, Dim>>& sets) {
+  loop::Func f;
+  f.name = "task" + std::to_string(spec_.code.funcs.size());
+  const std::string block = "symbols";
+  int64_t slots = 0;
+  for (const auto& [_, x] : ctx_.symbols) slots = std::max(slots, x.slot + 1);
+  f.params.push_back({block, DType::I64, Dims{slots}, "", loop::Role::Out});
+  for (const auto& [name, d] : sets) {
+    const auto e = dimExpr(d);
+    AICC_CHECK(e, "{}: the size of its {} is unknown", where, name);
+    f.body.push_back(loop::Stmt::store(block, loop::intImm(ctx_.symbols.at(name).slot),
+                                       loop::loopExprOf(*e, [&](const std::string& x) {
+                                         return loop::symbolValue(block, ctx_.symbols.at(x));
+                                       })));
+  }
+  auto msgs = loop::verifyMessages(f);
+  AICC_CHECK(msgs.empty(), "{}: invalid loop IR setting its sizes: {}", where, msgs[0]);
+  ArtifactTask t;
+  t.fn = f.name;
+  t.node = where;
+  t.params.push_back({Region::Symbols, 0, slots * 8});
+  std::string names;
+  for (const auto& [name, d] : sets) names += (names.empty() ? "" : ", ") + name;
+  push(std::move(t), "If", "set " + names);
+  spec_.code.funcs.push_back(std::move(f));
 }
 
 // A Loop or Scan whose values all have static sizes (a Loop's scan outputs may have its

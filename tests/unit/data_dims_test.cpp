@@ -130,6 +130,44 @@ TEST(DataDims, UniqueIsCompiled) {
   expectRunMatches(*ref.graph, art, {RValue::of(same)});
 }
 
+// An If on data whose branches' results differ in size (4 columns or 2): that dim is a data
+// symbol, each branch compiled, copying its result and writing its size; the nodes after it
+// compiled at the run's size. Both branches at three batches.
+TEST(DataDims, AnIfWithResultsOfDifferentSizes) {
+  const char* ir = R"(graph @g(%x: f32[N,4], %c: bool[]) {
+  %z = Constant() {value = tensor i64[1] [0]} : i64[1]
+  %one = Constant() {value = tensor i64[1] [1]} : i64[1]
+  %two = Constant() {value = tensor i64[1] [2]} : i64[1]
+  %y = If(%c) {
+    else_branch = graph @e() {
+      %s = Slice(%x, %z, %two, %one) : f32[N,2]
+      return %s
+    },
+    then_branch = graph @t() {
+      %r = Relu(%x) : f32[N,4]
+      return %r
+    }
+  } : f32[N,?]
+  %e = Exp(%y) : f32[N,?]
+  %sum = ReduceSum(%e, %one) {keepdims = 1} : f32[N,1]
+  return %e, %sum
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const auto dir =
+      compileChecked(m, "aicc_data_dims_if", {{"N", 1, 4}}, {"symbol if.0 0 4 data"}, true);
+  EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t n : {1, 2, 4})
+    for (int c : {1, 0}) {
+      Tensor cond(DType::Bool, {});
+      cond.setI64(0, c);
+      expectRunMatches(
+          *ref.graph, art,
+          {RValue::of(test::uniformTensor({n, 4}, uint32_t(n), -1, 1)), RValue::of(cond)});
+    }
+}
+
 // A Slice of run-time starts and ends: each dim of its result its own data symbol, the tasks
 // after it at the run's sizes; a zero step is the run's error.
 TEST(DataDims, ASliceOfRunTimeBoundsSetsEachDim) {
