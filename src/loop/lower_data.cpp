@@ -245,6 +245,55 @@ std::optional<LoweredNode> lowerGatherElements(const Node& n, const std::string&
       o, {}, std::move(check));
 }
 
+// GatherND: out[batch, tuple, rest] = data[batch, indices[batch, tuple, 0..K-1], rest] (the first
+// batch_dims dims shared). Each component of the index tuples is checked against its own data
+// dim by the runtime (copied into a temp, @check_indices_*) and clamped, so the loads stay inside.
+std::optional<LoweredNode> lowerGatherND(const Node& n, const std::string& name,
+                                         const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  const Dims dd = staticDims(n.inputs.at(0), "data"), xd = staticDims(n.inputs.at(1), "indices"),
+             od = staticDims(n.outputs[0], "output");
+  const DType it = n.inputs[1]->type.dtype, t = n.outputs[0]->type.dtype;
+  if (it != DType::I64) no("indices must be int64");
+  const int64_t B = n.attrInt("batch_dims", 0), q = int64_t(xd.size()), r = int64_t(dd.size());
+  if (q < 1 || B < 0 || B >= std::min(q, r)) no("batch_dims out of range");
+  const int64_t K = xd.back();
+  if (K < 1 || B + K > r) no("index tuples longer than the data's rank");
+  for (int64_t d = 0; d < B; ++d)
+    if (xd[size_t(d)] != dd[size_t(d)]) no("batch dims that differ");
+  Dims want(xd.begin(), xd.end() - 1);
+  want.insert(want.end(), dd.begin() + B + K, dd.end());
+  if (od != want) no("output shape " + formatDims(od) + ", expected " + formatDims(want));
+  const std::string out = b.output(0), in = b.input(n.inputs[0]), ind = b.input(n.inputs[1]);
+  const int64_t tuples = numel(xd) / K;
+  Block check;
+  if (o.runtimeKernels && tuples > 0) {
+    const std::string comp = b.temp("component", DType::I64, {tuples}), i = b.fresh("i");
+    for (int64_t k = 0; k < K; ++k) {
+      for (auto& st :
+           nest({i}, {tuples},
+                {Stmt::store(comp, var(i), load(ind, add(mul(var(i), intImm(K)), intImm(k)), it))},
+                false))
+        check.push_back(std::move(st));
+      for (auto& st : checkIndices(comp, it, tuples, dd[size_t(B + k)], o))
+        check.push_back(std::move(st));
+    }
+  }
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        // v: the tuple's position (indices' dims but the last), then the rest of the data's dims
+        std::vector<ExprPtr> at(v.begin(), v.begin() + q - 1), idx(v.begin(), v.begin() + B);
+        at.push_back(intImm(0));
+        const ExprPtr base = linearIndex(at, strides(xd));
+        for (int64_t k = 0; k < K; ++k)
+          idx.push_back(clampedIndex(load(ind, add(base, intImm(k)), it), it, dd[size_t(B + k)]));
+        idx.insert(idx.end(), v.begin() + q - 1, v.end());
+        return load(in, linearIndex(idx, strides(dd)), t);
+      },
+      o, {}, std::move(check));
+}
+
 // Trilu: x where column - row >= k (upper) or <= k (lower) in the last two dims, else 0 (k: 0
 // when absent, a constant, or read from its one-element input at run time).
 std::optional<LoweredNode> lowerTrilu(const Node& n, const std::string& name,
@@ -376,6 +425,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Split") return lowerSplit(n, name, o);
   if (op == "Gather") return lowerGather(n, name, o);
   if (op == "GatherElements") return lowerGatherElements(n, name, o);
+  if (op == "GatherND") return lowerGatherND(n, name, o);
   if (op == "Trilu") return lowerTrilu(n, name, o);
   if (op == "ScatterND") return lowerScatterND(n, name, o);
   if (op == "ScatterElements") return lowerScatterElements(n, name, o);

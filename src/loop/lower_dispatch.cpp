@@ -107,6 +107,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Split",
                                             "Gather",
                                             "GatherElements",
+                                            "GatherND",
                                             "Trilu",
                                             "Pad",
                                             "Resize",

@@ -291,5 +291,59 @@ TEST(JitScatterElements, EveryReductionAndAxisMatchTheInterpreter) {
     }
 }
 
+// GatherND: tuples of 1, 2 and 3 coordinates, batch_dims 0 and 1, negative indices given at run
+// time, against the interpreter; a component out of range for its own dim (in range for a larger
+// one) is an error.
+TEST(JitGatherND, TuplesAndBatchDimsMatchTheInterpreter) {
+  struct Case {
+    const char* graph;
+    Dims idx;
+    int64_t batchDims;
+  };
+  const Case cases[] = {
+      {"graph @g(%d: f32[4,3,5], %i: i64[2,2,1]) {\n  %y = GatherND(%d, %i) : f32[2,2,3,5]\n"
+       "  return %y\n}\n",
+       {2, 2, 1},
+       0},
+      {"graph @g(%d: f32[4,3,5], %i: i64[3,2]) {\n  %y = GatherND(%d, %i) : f32[3,5]\n"
+       "  return %y\n}\n",
+       {3, 2},
+       0},
+      {"graph @g(%d: i32[4,3,5], %i: i64[6,3]) {\n  %y = GatherND(%d, %i) : i32[6]\n"
+       "  return %y\n}\n",
+       {6, 3},
+       0},
+      {"graph @g(%d: f32[2,3,5], %i: i64[2,4,1]) {\n  %y = GatherND(%d, %i) {batch_dims = 1} : "
+       "f32[2,4,5]\n  return %y\n}\n",
+       {2, 4, 1},
+       1},
+  };
+  std::mt19937 rng(70);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.graph);
+    Model m = parseModel(c.graph);
+    const Value* d = m.graph->inputs[0];
+    const Dims dd = *toDims(*d->type.shape);
+    Tensor ind(DType::I64, c.idx);
+    const int64_t K = c.idx.back(), B = c.batchDims;
+    for (int64_t e = 0; e < ind.numel(); ++e) {
+      const int64_t dim = dd[size_t(B + e % K)];
+      ind.data<int64_t>()[e] = int64_t(rng() % uint32_t(2 * dim)) - dim; // negative ones too
+    }
+    const std::vector<RValue> in = {RValue::of(randomTensor(d->type.dtype, dd, rng)),
+                                    RValue::of(ind)};
+    runtime::JitStats st;
+    std::vector<RValue> got;
+    ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
+    EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
+    auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {0, 0});
+    EXPECT_FALSE(diff) << *diff;
+    if (K > 1) {
+      ind.data<int64_t>()[K - 1] = dd[size_t(B + K - 1)]; // the last component: its own dim
+      EXPECT_THROW(runtime::runJit(*m.graph, {in[0], RValue::of(ind)}, {}, &st), Error);
+    }
+  }
+}
+
 } // namespace
 } // namespace aicc
