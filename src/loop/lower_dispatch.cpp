@@ -104,6 +104,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Slice",
                                             "NonZero",
                                             "Compress",
+                                            "Unique",
+                                            "NonMaxSuppression",
                                             "Split",
                                             "Gather",
                                             "GatherElements",

@@ -1,9 +1,9 @@
 // Ops whose result size is the count of something in the run's data (passes/data_dims.h):
-// NonZero (the coordinates of the nonzero elements), Compress (the slices the condition keeps)
-// and Unique (the distinct slices). Each counts first, in one serial pass, hands the count to
-// setDataDim (which stores it into the shape block as the data symbol's value, for the tasks after
-// it), then writes its result densely at that count. The plan holds the bound (every element
-// nonzero, every slice kept), so the counts always fit.
+// NonZero (the coordinates of the nonzero elements), Compress (the slices the condition keeps),
+// Unique (the distinct slices) and NonMaxSuppression (the boxes selected). Each counts first, in
+// one serial pass, hands the count to setDataDim (which stores it into the shape block as the data
+// symbol's value, for the tasks after it), then writes its result densely at that count. The plan
+// holds the bound (every element nonzero, every slice kept), so the counts always fit.
 #include "loop/lower_ops.h"
 
 namespace aicc::loop::detail {
@@ -213,6 +213,125 @@ std::optional<LoweredNode> lowerUnique(const Node& n, const std::string& name,
   return b.finish(std::move(body), std::move(sch), o);
 }
 
+// NonMaxSuppression, per batch and class: the boxes whose score is a number (above the score
+// threshold when one is given) are candidates; up to max_output_boxes_per_class times, the best
+// candidate left (the highest score, the lower index on ties: the reference's stable order) is
+// selected, and it and every candidate whose IoU with it is above the threshold leave. That is the
+// reference's greedy pass over the sorted candidates (a candidate is kept unless a kept box
+// suppresses it), in the same double-precision arithmetic (corners ordered, areas, intersection
+// over union), without a sort. The rows selected in all are the data symbol.
+std::optional<LoweredNode> lowerNonMaxSuppression(const Node& n, const std::string& name,
+                                                  const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  const Dims bd = staticDims(n.inputs.at(0), "boxes"), sd = staticDims(n.inputs.at(1), "scores");
+  if (bd.size() != 3 || bd[2] != 4 || sd.size() != 3 || sd[0] != bd[0] || sd[2] != bd[1])
+    no("boxes [batches, boxes, 4] and scores [batches, classes, boxes]");
+  if (n.inputs[0]->type.dtype != DType::F32 || n.inputs[1]->type.dtype != DType::F32)
+    no("f32 boxes and scores");
+  const int64_t N = bd[1], rowsBound = std::max<int64_t>(bd[0] * sd[1] * N, 1);
+  // Symbolic sizes: the run's batches, boxes and classes (the temps at the bound).
+  const std::vector<ExprPtr> br = runDims(o, n.inputs[0], bd), sr = runDims(o, n.inputs[1], sd);
+  const ExprPtr BE = br[0], NE = br[1], CE = sr[1];
+  // An optional scalar input: its one value, or absent (not given, or empty).
+  auto scalar = [&](size_t i, DType t) -> ExprPtr {
+    if (!n.hasInput(i)) return nullptr;
+    const int64_t e = numel(staticDims(n.inputs[i], "a scalar input"));
+    if (e == 0) return nullptr;
+    if (e != 1 || n.inputs[i]->type.dtype != t) no("a scalar input of another type or size");
+    return load(b.input(n.inputs[i]), intImm(0), t);
+  };
+  const ExprPtr maxOutIn = scalar(2, DType::I64), iouIn = scalar(3, DType::F32),
+                scoreIn = scalar(4, DType::F32);
+  const ExprPtr maxOut = maxOutIn ? min(max(maxOutIn, intImm(0)), NE) : intImm(0);
+  const ExprPtr iouThr = iouIn ? cast(DType::F64, iouIn) : floatImm(0, DType::F64);
+  const bool center = n.attrInt("center_point_box", 0) != 0;
+  const std::string boxes = b.input(n.inputs[0]), scores = b.input(n.inputs[1]), out = b.output(0);
+  const std::string corners = b.temp("corners", DType::F64, {std::max<int64_t>(4 * N, 4)}),
+                    alive = b.temp("alive", DType::I64, {std::max<int64_t>(N, 1)}),
+                    cnt = b.temp("count", DType::I64, {1}), best = b.temp("best", DType::I64, {1}),
+                    bestScore = b.temp("best_score", DType::F32, {1});
+  const std::string bv = b.fresh("b"), cv = b.fresh("c"), iv = b.fresh("i"), sv = b.fresh("s"),
+                    jv = b.fresh("j"), total = b.fresh("total");
+  const ExprPtr i = var(iv), j = var(jv), c = load(cnt, intImm(0), DType::I64);
+  const ExprPtr f64 = floatImm(0, DType::F64), two = floatImm(2, DType::F64);
+  auto land = [](ExprPtr a, ExprPtr e) { return binary(Op::And, std::move(a), std::move(e)); };
+  // Box i of batch b as x0, y0, x1, y1 (ordered corners).
+  Block body = {Stmt::store(cnt, intImm(0), intImm(0))};
+  auto coord = [&](int64_t k) {
+    return cast(DType::F64,
+                load(boxes, add(mul(add(mul(var(bv), NE), i), intImm(4)), intImm(k)), DType::F32));
+  };
+  Block readBoxes;
+  {
+    const ExprPtr a = coord(0), e = coord(1), g = coord(2), d = coord(3);
+    const ExprPtr x0 = center ? sub(a, div(g, two)) : min(e, d),
+                  y0 = center ? sub(e, div(d, two)) : min(a, g),
+                  x1 = center ? add(a, div(g, two)) : max(e, d),
+                  y1 = center ? add(e, div(d, two)) : max(a, g);
+    int k = 0;
+    for (const ExprPtr& v : {x0, y0, x1, y1})
+      readBoxes.push_back(Stmt::store(corners, add(mul(i, intImm(4)), intImm(k++)), v));
+  }
+  auto corner = [&](const ExprPtr& box, int k) {
+    return load(corners, add(mul(box, intImm(4)), intImm(k)), DType::F64);
+  };
+  // Whether the kept box q suppresses candidate p: IoU above the threshold, boxes of positive
+  // area and intersection only (suppresses() in ops/misc_vision.cpp, operand for operand).
+  auto suppresses = [&](const ExprPtr& p, const ExprPtr& q) {
+    const ExprPtr ix = sub(min(corner(p, 2), corner(q, 2)), max(corner(p, 0), corner(q, 0)));
+    const ExprPtr iy = sub(min(corner(p, 3), corner(q, 3)), max(corner(p, 1), corner(q, 1)));
+    const ExprPtr inter = mul(ix, iy);
+    const ExprPtr areaP = mul(sub(corner(p, 2), corner(p, 0)), sub(corner(p, 3), corner(p, 1)));
+    const ExprPtr areaQ = mul(sub(corner(q, 2), corner(q, 0)), sub(corner(q, 3), corner(q, 1)));
+    const ExprPtr uni = sub(add(areaP, areaQ), inter);
+    ExprPtr ok = land(cmp(Op::Gt, ix, f64), cmp(Op::Gt, iy, f64));
+    ok = land(ok, land(cmp(Op::Gt, areaP, f64), cmp(Op::Gt, areaQ, f64)));
+    ok = land(ok, cmp(Op::Gt, uni, f64));
+    // (the division only where uni > 0; a select evaluates both arms)
+    return land(ok, cmp(Op::Gt, div(inter, select(ok, uni, floatImm(1, DType::F64))), iouThr));
+  };
+  const ExprPtr score = [&](const ExprPtr& box) {
+    return load(scores, add(mul(add(mul(var(bv), CE), var(cv)), NE), box), DType::F32);
+  }(i);
+  ExprPtr candidate = cmp(Op::Eq, score, score); // (not NaN)
+  if (scoreIn) candidate = land(candidate, cmp(Op::Gt, score, scoreIn));
+  const ExprPtr bestI = clampIndex(load(best, intImm(0), DType::I64), N);
+  const ExprPtr row = clampIndex(c, rowsBound);
+  // One selection: the best candidate left, written as a row; it and those it suppresses leave.
+  Block select1 = {
+      Stmt::store(best, intImm(0), intImm(-1)),
+      Stmt::forLoop(
+          iv, intImm(0), NE,
+          {Stmt::ifThen(
+              land(cmp(Op::Ne, load(alive, i, DType::I64), intImm(0)),
+                   binary(Op::Or, cmp(Op::Lt, load(best, intImm(0), DType::I64), intImm(0)),
+                          cmp(Op::Gt, score, load(bestScore, intImm(0), DType::F32)))),
+              {Stmt::store(best, intImm(0), i), Stmt::store(bestScore, intImm(0), score)})}),
+      Stmt::ifThen(
+          cmp(Op::Ge, load(best, intImm(0), DType::I64), intImm(0)),
+          {Stmt::store(out, mul(row, intImm(3)), var(bv)),
+           Stmt::store(out, add(mul(row, intImm(3)), intImm(1)), var(cv)),
+           Stmt::store(out, add(mul(row, intImm(3)), intImm(2)), bestI),
+           Stmt::store(cnt, intImm(0), add(c, intImm(1))), Stmt::store(alive, bestI, intImm(0)),
+           Stmt::forLoop(jv, intImm(0), NE,
+                         {Stmt::ifThen(land(cmp(Op::Ne, load(alive, j, DType::I64), intImm(0)),
+                                            suppresses(j, bestI)),
+                                       {Stmt::store(alive, j, intImm(0))})})})};
+  Block perClass = {Stmt::forLoop(
+      iv, intImm(0), NE, {Stmt::store(alive, i, select(candidate, intImm(1), intImm(0)))})};
+  perClass.push_back(Stmt::forLoop(sv, intImm(0), maxOut, std::move(select1)));
+  Block perBatch = {Stmt::forLoop(iv, intImm(0), NE, std::move(readBoxes)),
+                    Stmt::forLoop(cv, intImm(0), CE, std::move(perClass))};
+  body.push_back(Stmt::forLoop(bv, intImm(0), BE, std::move(perBatch)));
+  body.push_back(Stmt::let(total, min(c, mul(mul(BE, CE), NE))));
+  auto [set, size] = dataDim(n, o, 0, var(total), cnt);
+  body.push_back(std::move(set));
+  (void)size;
+  Schedule sch;
+  sch["selection"] = std::string("greedy, one pass over the boxes per selected box");
+  return b.finish(std::move(body), std::move(sch), o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerSelectFamily(const Node& n, const std::string& name,
@@ -221,6 +340,7 @@ std::optional<LoweredNode> lowerSelectFamily(const Node& n, const std::string& n
   if (n.op == "NonZero") return lowerNonZero(n, name, o);
   if (n.op == "Compress") return lowerCompress(n, name, o);
   if (n.op == "Unique") return lowerUnique(n, name, o);
+  if (n.op == "NonMaxSuppression") return lowerNonMaxSuppression(n, name, o);
   return std::nullopt;
 }
 

@@ -338,6 +338,14 @@ void registerMiscVisionOps(OpRegistry& r) {
       .since(10)
       .inputs(2, 5)
       .attrInt("center_point_box", 0)
+      // The selected rows: at most every box of every class of every batch.
+      .dataDim([](const Node& n, size_t out, size_t dim) -> std::optional<DataDim> {
+        const Value* s = n.inputs.size() > 1 ? n.inputs[1] : nullptr;
+        if (out != 0 || dim != 0 || !s || !s->type.shape || s->type.shape->size() != 3)
+          return std::nullopt;
+        const Shape& d = *s->type.shape; // [batches, classes, boxes]
+        return DataDim{dimMul(d[0], dimMul(d[1], d[2])), 0};
+      })
       .infer(inferNms)
       .kernel(nmsKernel);
   r.op("AffineGrid")

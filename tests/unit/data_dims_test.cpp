@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
+#include <random>
 
 namespace aicc {
 namespace {
@@ -166,6 +168,46 @@ TEST(DataDims, AnIfWithResultsOfDifferentSizes) {
           *ref.graph, art,
           {RValue::of(test::uniformTensor({n, 4}, uint32_t(n), -1, 1)), RValue::of(cond)});
     }
+}
+
+// NonMaxSuppression compiled after a symbolic batch: the selected rows are a data symbol. Random
+// overlapping boxes in both formats (corners given in either order; centers), scores with ties
+// and NaNs, with and without a score threshold, several IoU thresholds and output limits: the
+// same rows as the interpreter, in the same order.
+TEST(DataDims, NonMaxSuppressionIsCompiled) {
+  const char* ir = R"(graph @g(%boxes: f32[N,12,4], %scores: f32[N,3,12], %k: i64[], %iou: f32[],
+                       %thr: f32[]) {
+  %a = NonMaxSuppression(%boxes, %scores, %k, %iou, %thr) : i64[?,3]
+  %c = NonMaxSuppression(%boxes, %scores, %k, %iou) {center_point_box = 1} : i64[?,3]
+  return %a, %c
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const auto dir = compileChecked(
+      m, "aicc_data_dims_nms", {{"N", 1, 3}},
+      {"symbol nonmaxsuppression.0 0 108 data", "symbol nonmaxsuppression.1 0 108 data"}, true);
+  runtime::LoadedArtifact art(dir.string());
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0, 1);
+  int64_t rows = 0;
+  for (int round = 0; round < 12; ++round) {
+    const int64_t n = 1 + round % 3;
+    Tensor boxes(DType::F32, {n, 12, 4}), scores(DType::F32, {n, 3, 12});
+    for (int64_t e = 0; e < boxes.numel(); ++e) // a 4x4 field: many overlaps
+      boxes.data<float>()[e] = std::round(u(rng) * 16) / 4;
+    for (int64_t e = 0; e < scores.numel(); ++e)
+      scores.data<float>()[e] = std::round(u(rng) * 8) / 8; // ties
+    scores.data<float>()[round % scores.numel()] = std::nanf("");
+    Tensor k(DType::I64, {}), iou(DType::F32, {}), thr(DType::F32, {});
+    k.setI64(0, round % 4 == 0 ? 100 : round % 5);
+    iou.setF64(0, 0.1 * (round % 6));
+    thr.setF64(0, 0.25 * (round % 3));
+    const std::vector<RValue> in = {RValue::of(boxes), RValue::of(scores), RValue::of(k),
+                                    RValue::of(iou), RValue::of(thr)};
+    expectRunMatches(*ref.graph, art, in);
+    for (const RValue& r : interpret(*ref.graph, in)) rows += r.tensor.shape()[0];
+  }
+  EXPECT_GT(rows, 100); // (the cases select boxes, and suppress some)
 }
 
 // A Slice of run-time starts and ends: each dim of its result its own data symbol, the tasks
