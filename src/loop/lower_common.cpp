@@ -517,6 +517,25 @@ Block checkIndices(const std::string& ind, DType it, ExprPtr count, ExprPtr dim,
                             CallArg{"", nullptr, std::move(dim)}})};
 }
 
+Block checkIndexTuples(FuncBuilder& b, const std::string& ind, DType it, int64_t tuples,
+                       const Dims& dims, const LowerOptions& o) {
+  const int64_t K = int64_t(dims.size());
+  Block check;
+  if (!o.runtimeKernels || tuples == 0 || K == 0) return check;
+  if (K == 1) return checkIndices(ind, it, tuples, dims[0], o);
+  const std::string comp = b.temp("component", it, {tuples}), i = b.fresh("i");
+  for (int64_t k = 0; k < K; ++k) {
+    for (auto& st :
+         nest({i}, {tuples},
+              {Stmt::store(comp, var(i), load(ind, add(mul(var(i), intImm(K)), intImm(k)), it))},
+              false))
+      check.push_back(std::move(st));
+    for (auto& st : checkIndices(comp, it, tuples, dims[size_t(k)], o))
+      check.push_back(std::move(st));
+  }
+  return check;
+}
+
 ExprPtr clampIndex(ExprPtr i, ExprPtr dim) {
   if (auto d = asInt(dim)) return clampIndex(std::move(i), *d);
   // (a run's dim may be 0, which the runtime's index checks report: still in bounds here)

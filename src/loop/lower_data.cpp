@@ -247,7 +247,7 @@ std::optional<LoweredNode> lowerGatherElements(const Node& n, const std::string&
 
 // GatherND: out[batch, tuple, rest] = data[batch, indices[batch, tuple, 0..K-1], rest] (the first
 // batch_dims dims shared). Each component of the index tuples is checked against its own data
-// dim by the runtime (copied into a temp, @check_indices_*) and clamped, so the loads stay inside.
+// dim by the runtime (checkIndexTuples) and clamped, so the loads stay inside.
 std::optional<LoweredNode> lowerGatherND(const Node& n, const std::string& name,
                                          const LowerOptions& o) {
   FuncBuilder b(n, name, "data");
@@ -265,20 +265,8 @@ std::optional<LoweredNode> lowerGatherND(const Node& n, const std::string& name,
   want.insert(want.end(), dd.begin() + B + K, dd.end());
   if (od != want) no("output shape " + formatDims(od) + ", expected " + formatDims(want));
   const std::string out = b.output(0), in = b.input(n.inputs[0]), ind = b.input(n.inputs[1]);
-  const int64_t tuples = numel(xd) / K;
-  Block check;
-  if (o.runtimeKernels && tuples > 0) {
-    const std::string comp = b.temp("component", DType::I64, {tuples}), i = b.fresh("i");
-    for (int64_t k = 0; k < K; ++k) {
-      for (auto& st :
-           nest({i}, {tuples},
-                {Stmt::store(comp, var(i), load(ind, add(mul(var(i), intImm(K)), intImm(k)), it))},
-                false))
-        check.push_back(std::move(st));
-      for (auto& st : checkIndices(comp, it, tuples, dd[size_t(B + k)], o))
-        check.push_back(std::move(st));
-    }
-  }
+  Block check =
+      checkIndexTuples(b, ind, it, numel(xd) / K, Dims(dd.begin() + B, dd.begin() + B + K), o);
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {

@@ -203,6 +203,10 @@ Block checkIndices(const std::string& ind, DType it, int64_t count, int64_t dim,
                    const LowerOptions& o);
 Block checkIndices(const std::string& ind, DType it, ExprPtr count, ExprPtr dim,
                    const LowerOptions& o); // (symbolic sizes: the run's)
+// Index tuples [tuples, K] (GatherND, ScatterND): component k checked against dims[k] by the
+// runtime (copied into a temp of b, then @check_indices_*); one check when K is 1.
+Block checkIndexTuples(FuncBuilder& b, const std::string& ind, DType it, int64_t tuples,
+                       const Dims& dims, const LowerOptions& o);
 // Index k (int32/int64, negative from the end) into [0, dim).
 ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim);
 ExprPtr clampedIndex(ExprPtr k, DType it, ExprPtr dim);

@@ -19,9 +19,8 @@ ExprPtr scatterCombine(const std::string& red, ExprPtr a, ExprPtr u) {
 }
 
 // The body of one index tuple `tv` of ScatterND: lets for its k coordinates (negative ones
-// wrapped), then the update slice stored/combined into `out`. Only constant indices, all checked
-// in range at compile time, are lowered (an out-of-range index is an error the reference kernel
-// reports).
+// wrapped), then the update slice stored/combined into `out` when the tuple is in range (out of
+// range is an error, checked before: at compile time for constant indices, else by the runtime).
 Block scatterTuple(FuncBuilder& b, const std::string& tv, const std::string& out,
                    const std::string& ind, const std::string& upd, const Dims& dd, int64_t k,
                    int64_t slice, const LowerOptions& o) {
@@ -85,20 +84,23 @@ std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name
   Dims want(xd.begin(), xd.end() - 1), sliceDims(dd.begin() + k, dd.end());
   want.insert(want.end(), sliceDims.begin(), sliceDims.end());
   if (ud != want) no("updates shape " + formatDims(ud) + ", expected " + formatDims(want));
-  // An out-of-range index is an error (the reference kernel reports it); compiled code has no
-  // way to report it, so only constant indices, checked here, are lowered.
+  // An out-of-range index is an error (the reference kernel reports it): constant ones are
+  // checked here, those given at run time by the runtime, one tuple component at a time against
+  // its own dim (checkIndexTuples); a tuple out of range is skipped besides (scatterTuple).
   const Tensor* ic = n.inputs[1]->constant ? &*n.inputs[1]->constant : nullptr;
-  if (!ic)
-    no("ScatterND indices computed at run time (out-of-range checks need the reference kernel)");
-  for (int64_t e = 0; e < ic->numel(); ++e) {
+  for (int64_t e = 0; ic && e < ic->numel(); ++e) {
     int64_t v = ic->getI64(e), dim = dd[size_t(e % k)];
     if (v < -dim || v >= dim) no("ScatterND index " + std::to_string(v) + " is out of range");
   }
   std::string data = b.input(n.inputs[0]), ind = b.input(n.inputs[1]), upd = b.input(n.inputs[2]);
   const int64_t total = numel(dd);
   std::string i = b.fresh("i"), tv = b.fresh("t");
-  Block body = nest({i}, {total}, {Stmt::store(out, var(i), load(data, var(i), t))}, true,
-                    vectorWidthFor(o, t, total));
+  Block body =
+      ic ? Block{}
+         : checkIndexTuples(b, ind, it, numel(xd) / k, Dims(dd.begin(), dd.begin() + k), o);
+  for (auto& s : nest({i}, {total}, {Stmt::store(out, var(i), load(data, var(i), t))}, true,
+                      vectorWidthFor(o, t, total)))
+    body.push_back(std::move(s));
   // Serial over tuples: later tuples see (and may overwrite) earlier ones.
   for (auto& s : nest({tv}, {numel(xd) / k},
                       scatterTuple(b, tv, out, ind, upd, dd, k, numel(sliceDims), o), false))

@@ -260,6 +260,33 @@ TEST(JitScatterND, EveryReductionAndNegativeIndicesMatchTheInterpreter) {
       31);
 }
 
+// ScatterND with its index tuples given at run time: every reduction, negative and duplicate
+// tuples, against the interpreter; a component out of range for its own dim (in range for the
+// larger first dim) is an error.
+TEST(JitScatterND, IndicesGivenAtRunTimeMatchTheInterpreter) {
+  uint32_t seed = 60;
+  for (const char* red : {"none", "add", "max"}) {
+    SCOPED_TRACE(red);
+    Model m = parseModel(std::string("graph @g(%d: f32[4,3,5], %i: i64[3,2], %u: f32[3,5]) {\n"
+                                     "  %y = ScatterND(%d, %i, %u) {reduction = \"") +
+                         red + "\"} : f32[4,3,5]\n  return %y\n}\n");
+    std::mt19937 rng(seed++);
+    Tensor ind = Tensor::fromI64({0, -1, -4, 2, 3, 0}, {3, 2});
+    if (std::string(red) == "none") ind.data<int64_t>()[2] = 1; // (distinct tuples)
+    const std::vector<RValue> in = {RValue::of(randomTensor(DType::F32, {4, 3, 5}, rng)),
+                                    RValue::of(ind),
+                                    RValue::of(randomTensor(DType::F32, {3, 5}, rng))};
+    runtime::JitStats st;
+    std::vector<RValue> got;
+    ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
+    EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
+    auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {0, 0});
+    EXPECT_FALSE(diff) << *diff;
+    ind.data<int64_t>()[3] = 3; // the second component of tuple 1: dim 1 has 3
+    EXPECT_THROW(runtime::runJit(*m.graph, {in[0], RValue::of(ind), in[2]}, {}, &st), Error);
+  }
+}
+
 // ScatterElements: every reduction over each axis, duplicate and negative indices given at run
 // time (the runtime checks them), against the interpreter; an index out of range is an error.
 TEST(JitScatterElements, EveryReductionAndAxisMatchTheInterpreter) {
