@@ -6,6 +6,7 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "jit_check.h"
 #include "loop/lower.h"
 #include "runtime/jit_executor.h"
 
@@ -276,14 +277,9 @@ TEST(JitScatterND, IndicesGivenAtRunTimeMatchTheInterpreter) {
     const std::vector<RValue> in = {RValue::of(randomTensor(DType::F32, {4, 3, 5}, rng)),
                                     RValue::of(ind),
                                     RValue::of(randomTensor(DType::F32, {3, 5}, rng))};
-    runtime::JitStats st;
-    std::vector<RValue> got;
-    ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
-    EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
-    auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {0, 0});
-    EXPECT_FALSE(diff) << *diff;
+    expectJitMatches(m, in, {0, 0}, "");
     ind.data<int64_t>()[3] = 3; // the second component of tuple 1: dim 1 has 3
-    EXPECT_THROW(runtime::runJit(*m.graph, {in[0], RValue::of(ind), in[2]}, {}, &st), Error);
+    EXPECT_THROW(runtime::runJit(*m.graph, {in[0], RValue::of(ind), in[2]}), Error);
   }
 }
 
@@ -359,15 +355,10 @@ TEST(JitGatherND, TuplesAndBatchDimsMatchTheInterpreter) {
     }
     const std::vector<RValue> in = {RValue::of(randomTensor(d->type.dtype, dd, rng)),
                                     RValue::of(ind)};
-    runtime::JitStats st;
-    std::vector<RValue> got;
-    ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
-    EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
-    auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {0, 0});
-    EXPECT_FALSE(diff) << *diff;
+    expectJitMatches(m, in, {0, 0}, "");
     if (K > 1) {
       ind.data<int64_t>()[K - 1] = dd[size_t(B + K - 1)]; // the last component: its own dim
-      EXPECT_THROW(runtime::runJit(*m.graph, {in[0], RValue::of(ind)}, {}, &st), Error);
+      EXPECT_THROW(runtime::runJit(*m.graph, {in[0], RValue::of(ind)}), Error);
     }
   }
 }
