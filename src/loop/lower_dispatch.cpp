@@ -40,6 +40,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerPoolFamily(n, funcName, opts)) && !(r = lowerReduceFamily(n, funcName, opts)) &&
         !(r = lowerDataFamily(n, funcName, opts)) && !(r = lowerSelectFamily(n, funcName, opts)) &&
         !(r = lowerRnnFamily(n, funcName, opts)) &&
+        !(r = lowerLinearAttentionFamily(n, funcName, opts)) &&
         !(r = lowerAttentionFamily(n, funcName, opts)) &&
         !(r = lowerLossFamily(n, funcName, opts)) && !(r = lowerQuantFamily(n, funcName, opts)))
       return false;
@@ -106,6 +107,8 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Compress",
                                             "Unique",
                                             "NonMaxSuppression",
+                                            "CausalConvWithState",
+                                            "LinearAttention",
                                             "Split",
                                             "Gather",
                                             "GatherElements",

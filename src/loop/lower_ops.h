@@ -231,6 +231,8 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
 std::optional<LoweredNode> lowerLossFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o);
 // GRU and LSTM as micro-kernel calls (lower_rnn.cpp; JIT only, see there).
+std::optional<LoweredNode> lowerLinearAttentionFamily(const Node& n, const std::string& name,
+                                                      const LowerOptions& o);
 std::optional<LoweredNode> lowerRnnFamily(const Node& n, const std::string& name,
                                           const LowerOptions& o);
 // aicc.Fused kind="epilogue", and elementwise activations without a compute definition in
