@@ -41,6 +41,45 @@ void begin(const char* what, const RnnShape& s, const RnnBuffers& b) {
   if (b.Y) std::memset(b.Y, 0, sizeof(float) * size_t(s.T * s.dirs * s.batch * s.H));
 }
 
+// A GEMM's B operand: K x N of a [N, K] weight, packed ahead (a view into RnnBuffers::packed,
+// advancing `ahead`) or here.
+struct Operand {
+  const KernelDesc* k = nullptr;
+  const float* p = nullptr;
+  int64_t K = 0, N = 0;
+  AlignedFloats own;
+
+  void gemm(int64_t M, const float* A, int64_t lda, float* C, int64_t ldc, const Epilogue& ep,
+            ThreadPool* pool) const {
+    gemmPackedB(*k, p, K, N, M, A, lda, C, ldc, ep, pool);
+  }
+};
+
+// Floats of one packed operand in the blob (a multiple of 16: each starts 64-byte aligned).
+int64_t blobFloats(const KernelDesc& k, int64_t K, int64_t N) {
+  return (packedBFloats(k, K, N) + 15) / 16 * 16;
+}
+
+Operand operand(const KernelDesc& k, const float*& ahead, const float* src, int64_t K, int64_t N) {
+  Operand o{&k, ahead, K, N, {}};
+  if (ahead) {
+    ahead += blobFloats(k, K, N);
+  } else {
+    o.own = AlignedFloats::make(packedBFloats(k, K, N));
+    packBInto(k, src, K, N, K, true, o.own.data());
+    o.p = o.own.data();
+  }
+  return o;
+}
+
+// The operands of one direction in packing order: W [G, I], R's rows (all, or a GRU's z and r),
+// then a GRU's candidate rows of R. (sizes: K, N each)
+std::vector<std::pair<int64_t, int64_t>> operandsOf(const RnnShape& s, int64_t gates, bool lbr) {
+  const int64_t G = gates * s.H;
+  if (gates == 3 && !lbr) return {{s.I, G}, {s.H, 2 * s.H}, {s.H, s.H}};
+  return {{s.I, G}, {s.H, G}};
+}
+
 // One direction of either cell: W packed for the GEMM kernel, the input projection of every step
 // (X W^T + Wb), the hidden state, the step order under sequence_lens and the Y / Y_h writes. The
 // cell supplies step(st): the recurrent GEMM(s) and the gates of step st of every running row.
@@ -50,7 +89,7 @@ public:
 
   void run() {
     if (s_.T > 0 && s_.batch > 0)
-      gemm(w_, s_.T * s_.batch, b_.X, s_.I, xw_.data(), G_, Epilogue::none(wb_), pool_);
+      w_.gemm(s_.T * s_.batch, b_.X, s_.I, xw_.data(), G_, Epilogue::none(wb_), pool_);
     int64_t steps = 0;
     for (int64_t i = 0; i < s_.batch; ++i) steps = std::max(steps, len(i));
     for (int64_t st = 0; st < steps; ++st) step(st);
@@ -58,13 +97,14 @@ public:
   }
 
 protected:
+  // `ahead`: this direction's operands in RnnBuffers::packed, or null.
   Recurrence(const KernelDesc& k, const RnnShape& s, const RnnBuffers& b, int64_t d, int64_t gates,
-             ThreadPool* pool)
-      : s_(s), b_(b), d_(d), H_(s.H), G_(gates * s.H), pool_(pool) {
+             ThreadPool* pool, const float* ahead)
+      : s_(s), b_(b), d_(d), H_(s.H), G_(gates * s.H), pool_(pool), ahead_(ahead) {
     wb_ = b.B ? b.B + d * 2 * G_ : nullptr;
     rb_ = b.B ? wb_ + G_ : nullptr;
     rev_ = s.reverse || d == 1;
-    w_ = packB(k, b.W + d * G_ * s.I, s.I, G_, s.I, true);
+    w_ = operand(k, ahead_, b.W + d * G_ * s.I, s.I, G_);
     xw_.resize(size_t(s.T * s.batch * G_));
     h_ = state(b.h0);
     stepPool_ = s.batch * G_ * H_ >= kParallelStepMacs ? pool : nullptr;
@@ -95,18 +135,19 @@ protected:
   ThreadPool *pool_, *stepPool_ = nullptr;
   const float *wb_ = nullptr, *rb_ = nullptr;
   bool rev_ = false;
-  PackedB w_;
+  const float* ahead_; // the next packed operand ahead, or null
+  Operand w_;
   std::vector<float> xw_, h_;
 };
 
 class GruDirection final : public Recurrence {
 public:
   GruDirection(const KernelDesc& k, const GruShape& s, const GruBuffers& b, int64_t d,
-               ThreadPool* pool)
-      : Recurrence(k, s, b, d, 3, pool), lbr_(s.linearBeforeReset), f_(s.f[d]), g_(s.g[d]) {
+               ThreadPool* pool, const float* ahead)
+      : Recurrence(k, s, b, d, 3, pool, ahead), lbr_(s.linearBeforeReset), f_(s.f[d]), g_(s.g[d]) {
     nr_ = lbr_ ? G_ : 2 * H_; // R rows in the first recurrent GEMM
-    r_ = packB(k, rd(), H_, nr_, H_, true);
-    if (!lbr_) rh_ = packB(k, rd() + 2 * H_ * H_, H_, H_, H_, true);
+    r_ = operand(k, ahead_, rd(), H_, nr_);
+    if (!lbr_) rh_ = operand(k, ahead_, rd() + 2 * H_ * H_, H_, H_);
     hr_.resize(size_t(s.batch * nr_));
     z_.assign(size_t(s.batch * H_), 0.0f);
     rhIn_.assign(size_t(s.batch * H_), 0.0f);
@@ -118,13 +159,13 @@ private:
   // Step st of every row still running: the recurrent GEMM over the whole batch (finished rows
   // are computed and ignored), then the gates.
   void step(int64_t st) override {
-    gemm(r_, s_.batch, h_.data(), H_, hr_.data(), nr_, Epilogue::none(rb_), stepPool_);
+    r_.gemm(s_.batch, h_.data(), H_, hr_.data(), nr_, Epilogue::none(rb_), stepPool_);
     for (int64_t row = 0; row < s_.batch; ++row)
       if (st < len(row)) gates(row, timeOf(st, row));
     if (lbr_) return;
     // h gate: (r * h) R_h^T + Rb_h.
-    gemm(rh_, s_.batch, rhIn_.data(), H_, q_.data(), H_,
-         Epilogue::none(rb_ ? rb_ + 2 * H_ : nullptr), stepPool_);
+    rh_.gemm(s_.batch, rhIn_.data(), H_, q_.data(), H_,
+             Epilogue::none(rb_ ? rb_ + 2 * H_ : nullptr), stepPool_);
     for (int64_t row = 0; row < s_.batch; ++row) {
       if (st >= len(row)) continue;
       const int64_t t = timeOf(st, row);
@@ -165,17 +206,17 @@ private:
   bool lbr_;
   RnnActivation f_, g_;
   int64_t nr_ = 0;
-  PackedB r_, rh_;
+  Operand r_, rh_;
   std::vector<float> hr_, z_, rhIn_, q_, hh_;
 };
 
 class LstmDirection final : public Recurrence {
 public:
   LstmDirection(const KernelDesc& k, const LstmShape& s, const LstmBuffers& b, int64_t d,
-                ThreadPool* pool)
-      : Recurrence(k, s, b, d, 4, pool), lb_(b), inputForget_(s.inputForget), f_(s.f[d]),
+                ThreadPool* pool, const float* ahead)
+      : Recurrence(k, s, b, d, 4, pool, ahead), lb_(b), inputForget_(s.inputForget), f_(s.f[d]),
         g_(s.g[d]), out_(s.h[d]) {
-    r_ = packB(k, rd(), H_, G_, H_, true);
+    r_ = operand(k, ahead_, rd(), H_, G_);
     c_ = state(b.c0);
     p_.assign(size_t(3 * H_), 0.0f);
     if (b.P) std::copy_n(b.P + d * 3 * H_, 3 * H_, p_.begin());
@@ -191,7 +232,7 @@ private:
   // Step st of every row still running: the recurrent GEMM over the whole batch (finished rows
   // are computed and ignored), then the gates and the new cell and hidden states.
   void step(int64_t st) override {
-    gemm(r_, s_.batch, h_.data(), H_, hr_.data(), G_, Epilogue::none(rb_), stepPool_);
+    r_.gemm(s_.batch, h_.data(), H_, hr_.data(), G_, Epilogue::none(rb_), stepPool_);
     for (int64_t row = 0; row < s_.batch; ++row)
       if (st < len(row)) cell(row, timeOf(st, row));
   }
@@ -219,21 +260,46 @@ private:
   const LstmBuffers& lb_;
   bool inputForget_;
   RnnActivation f_, g_, out_;
-  PackedB r_;
+  Operand r_;
   std::vector<float> c_, p_, hr_;
 };
 
 } // namespace
 
+int64_t rnnPackedFloats(const KernelDesc& k, const RnnShape& s, int64_t gates, bool lbr) {
+  int64_t n = 0;
+  for (const auto& [K, N] : operandsOf(s, gates, lbr)) n += blobFloats(k, K, N);
+  return n * s.dirs;
+}
+
+void packRnnWeights(const KernelDesc& k, const RnnShape& s, int64_t gates, bool lbr, const float* W,
+                    const float* R, float* dst) {
+  const int64_t G = gates * s.H;
+  for (int64_t d = 0; d < s.dirs; ++d) {
+    const float* r = R + d * G * s.H;
+    const float* src[3] = {W + d * G * s.I, r, r + 2 * s.H * s.H}; // (the last: a GRU's h rows)
+    int i = 0;
+    for (const auto& [K, N] : operandsOf(s, gates, lbr)) {
+      packBInto(k, src[i++], K, N, K, true, dst);
+      dst += blobFloats(k, K, N);
+    }
+  }
+}
+
 void gru(const KernelDesc& gemmKernel, const GruShape& s, const GruBuffers& b, ThreadPool* pool) {
   begin("gru", s, b);
-  for (int64_t d = 0; d < s.dirs; ++d) GruDirection(gemmKernel, s, b, d, pool).run();
+  const int64_t per =
+      b.packed ? rnnPackedFloats(gemmKernel, s, 3, s.linearBeforeReset) / s.dirs : 0;
+  for (int64_t d = 0; d < s.dirs; ++d)
+    GruDirection(gemmKernel, s, b, d, pool, b.packed ? b.packed + d * per : nullptr).run();
 }
 
 void lstm(const KernelDesc& gemmKernel, const LstmShape& s, const LstmBuffers& b,
           ThreadPool* pool) {
   begin("lstm", s, b);
-  for (int64_t d = 0; d < s.dirs; ++d) LstmDirection(gemmKernel, s, b, d, pool).run();
+  const int64_t per = b.packed ? rnnPackedFloats(gemmKernel, s, 4, false) / s.dirs : 0;
+  for (int64_t d = 0; d < s.dirs; ++d)
+    LstmDirection(gemmKernel, s, b, d, pool, b.packed ? b.packed + d * per : nullptr).run();
 }
 
 } // namespace aicc::kernels

@@ -50,6 +50,9 @@ struct RnnBuffers {
   const float* h0 = nullptr;     // [dirs, batch, H]; null = zeros
   float* Y = nullptr;            // [T, dirs, batch, H] or null
   float* Yh = nullptr;           // [dirs, batch, H] or null
+  // W and R packed ahead for the GEMM kernel (packRnnWeights: constant weights, at compile
+  // time), or null: packed per call.
+  const float* packed = nullptr;
 };
 using GruBuffers = RnnBuffers;
 
@@ -59,7 +62,15 @@ struct LstmBuffers : RnnBuffers {
   float* Yc = nullptr;       // [dirs, batch, H] or null
 };
 
-// Run the cell with `gemmKernel` (a KernelOp::Gemm descriptor); W and R are packed per call. The
+// W and R of a GRU (gates 3; lbr: linear_before_reset) or LSTM (gates 4) packed for
+// `gemmKernel` as RnnBuffers::packed takes them: per direction W, R (a GRU without
+// linear_before_reset: its z and r rows, then its candidate's), each padded to 64 bytes.
+int64_t rnnPackedFloats(const KernelDesc& gemmKernel, const RnnShape& s, int64_t gates, bool lbr);
+void packRnnWeights(const KernelDesc& gemmKernel, const RnnShape& s, int64_t gates, bool lbr,
+                    const float* W, const float* R, float* dst);
+
+// Run the cell with `gemmKernel` (a KernelOp::Gemm descriptor); W and R are packed per call
+// unless RnnBuffers::packed holds them. The
 // input projection runs on `pool`; the per-step GEMMs only when they are large enough to pay for
 // the fork. Throw aicc::Error on bad shapes or lengths.
 void gru(const KernelDesc& gemmKernel, const GruShape& s, const GruBuffers& b,

@@ -10,6 +10,7 @@
 // bundle (codegen/c) maps micro-kernel callees to portable C stand-ins and has none for @gru_* or
 // @lstm_*, so it must not see the call; there the node stays "not lowerable", as before.
 #include "kernels/registry.h"
+#include "kernels/rnn.h"
 #include "loop/lower_ops.h"
 
 #include <cctype>
@@ -162,11 +163,26 @@ std::optional<LoweredNode> lowerCell(const Node& n, const Cell& cell, const std:
   for (int64_t v : {g.I, g.H, dirs, flags}) args.push_back(value(v));
   args.push_back(CallArg{"", nullptr, floatImm(clipValue, DType::F32)});
   args.push_back(value(acts));
+  // Constant W and R: packed for the GEMM kernel here (a weight of the artifact), not per call.
+  const Value *wv = n.inputs[1], *rv = n.inputs[2];
+  const bool packNow = wv->constant && rv->constant;
+  if (packNow) {
+    kernels::RnnShape rs;
+    rs.I = g.I, rs.H = g.H, rs.dirs = dirs;
+    const bool lbr = &cell == &kGru && (flags & 2);
+    Tensor packed(DType::F32, {o.probe ? 0 : kernels::rnnPackedFloats(kd, rs, cell.gates, lbr)});
+    if (!o.probe)
+      kernels::packRnnWeights(kd, rs, cell.gates, lbr, wv->constant->data<float>(),
+                              rv->constant->data<float>(), packed.data<float>());
+    args.push_back(buffer(b.constant(b.input(wv) + "_packed", std::move(packed),
+                                     std::string("packed_rnn:") + kd.name)));
+  }
   Schedule sched;
   markKernel(sched, kd.name);
   sched["direction"] = n.attrString("direction");
   sched[cell.flag] = int64_t((flags & 2) != 0);
-  sched["packing"] = std::string("W and R packed at call");
+  sched["packing"] =
+      std::string(packNow ? "W and R packed at compile time" : "W and R packed at call");
   return b.finish({Stmt::callKernel(cell.callee + std::string(kd.name), std::move(args))},
                   std::move(sched), o);
 }

@@ -30,17 +30,18 @@
 //       qk | 0, qkMode)   (loop/lower_attention.cpp; layout bit i: operand i of Q, K, V, Y is
 //       [B, S, H * D]; qk [B, Hq, Sq, Skv] the scores at stage qkMode, kernels/attention.h)
 //   @gru_<gemm desc>(X, W, R, B | 0, lens | 0, h0 | 0, Y | 0, Yh | 0, T, batch, I, H, dirs, flags,
-//       clip, acts)   ONNX GRU, layout 0 (kernels/rnn.h): X [T,batch,I], W [dirs,3H,I],
-//       R [dirs,3H,H], B [dirs,6H], lens [batch] (integer lengths stored as f32), h0/Yh
-//       [dirs,batch,H], Y [T,dirs,batch,H]; flags bit 0 = reverse, bit 1 = linear_before_reset,
-//       bit 2 = clip; acts: 2 bits per activation (0 Sigmoid, 1 Tanh, 2 Relu), f0 | g0 << 2 |
-//       f1 << 4 | g1 << 6 (f: z and r gates, g: candidate; per direction)
+//       clip, acts[, packed | 0])   ONNX GRU, layout 0 (kernels/rnn.h): X [T,batch,I], W
+//       [dirs,3H,I], R [dirs,3H,H], B [dirs,6H], lens [batch] (integer lengths stored as f32),
+//       h0/Yh [dirs,batch,H], Y [T,dirs,batch,H]; flags bit 0 = reverse, bit 1 =
+//       linear_before_reset, bit 2 = clip; acts: 2 bits per activation (0 Sigmoid, 1 Tanh, 2 Relu),
+//       f0 | g0 << 2 | f1 << 4 | g1 << 6 (f: z and r gates, g: candidate; per direction); packed: W
+//       and R packed at compile time (kernels::packRnnWeights), else they are packed per call
 //   @lstm_<gemm desc>(X, W, R, B | 0, lens | 0, h0 | 0, c0 | 0, P | 0, Y | 0, Yh | 0, Yc | 0, T,
-//       batch, I, H, dirs, flags, clip, acts)   ONNX LSTM, layout 0 (kernels/rnn.h): as @gru_ with
-//       4 gates (i, o, f, c): W [dirs,4H,I], R [dirs,4H,H], B [dirs,8H], c0/Yh/Yc [dirs,batch,H],
-//       P [dirs,3H] (peepholes i, o, f); flags bit 0 = reverse, bit 1 = input_forget, bit 2 =
-//       clip; acts f0 | g0 << 2 | h0 << 4 | f1 << 6 | g1 << 8 | h1 << 10 (f: i, o and f gates,
-//       g: cell candidate, h: output; per direction)
+//       batch, I, H, dirs, flags, clip, acts[, packed | 0])   ONNX LSTM, layout 0 (kernels/rnn.h):
+//       as @gru_ with 4 gates (i, o, f, c): W [dirs,4H,I], R [dirs,4H,H], B [dirs,8H], c0/Yh/Yc
+//       [dirs,batch,H], P [dirs,3H] (peepholes i, o, f); flags bit 0 = reverse, bit 1 =
+//       input_forget, bit 2 = clip; acts f0 | g0 << 2 | h0 << 4 | f1 << 6 | g1 << 8 | h1 << 10 (f:
+//       i, o and f gates, g: cell candidate, h: output; per direction)
 //   @maxpool_nchw_<nchw dw desc>(x, y, C, 0, 0, 0, H, W, KH, KW, sH, sW, padTop, padLeft,
 //       padBottom, padRight, dilH, dilW, OH, OW)   2-D MaxPool of one image (kernels/conv.h)
 //   @avgpool_nchw_<nchw dw desc>(the same, countIncludePad)   2-D AveragePool of one image
@@ -507,8 +508,8 @@ void rnnActivations(const std::string& k, int64_t acts,
 // holds the lengths b.lens points to.
 int64_t rnnArgs(const std::string& k, std::vector<KernelArg>& a, size_t at, int64_t gates,
                 kernels::RnnShape& s, kernels::RnnBuffers& b, std::vector<int64_t>& lens) {
-  AICC_RT_CHECK(a.size() == at + 8 && a[at + 6].isFloat, "call @{}: expects {} arguments", k,
-                at + 8);
+  AICC_RT_CHECK((a.size() == at + 8 || a.size() == at + 9) && a[at + 6].isFloat,
+                "call @{}: expects {} arguments (and W and R packed, or 0)", k, at + 8);
   s.T = ival(k, a, at), s.batch = ival(k, a, at + 1), s.I = ival(k, a, at + 2);
   s.H = ival(k, a, at + 3), s.dirs = ival(k, a, at + 4);
   const int64_t flags = ival(k, a, at + 5);
@@ -536,6 +537,9 @@ void callGru(const kernels::KernelDesc& d, const std::string& k, std::vector<Ker
   std::vector<int64_t> lens;
   s.linearBeforeReset = rnnArgs(k, a, 8, 3, s, b, lens) & 2;
   rnnActivations(k, ival(k, a, 15), {s.f, s.g});
+  if (a.size() > 16)
+    b.packed = optionalSpan(k, a, 16, kernels::rnnPackedFloats(d, s, 3, s.linearBeforeReset),
+                            "packed W and R");
   const int64_t state = s.dirs * s.batch * s.H;
   b.Y = optionalSpan(k, a, 6, s.T * state, "Y");
   b.Yh = optionalSpan(k, a, 7, state, "Y_h");
@@ -549,6 +553,8 @@ void callLstm(const kernels::KernelDesc& d, const std::string& k, std::vector<Ke
   std::vector<int64_t> lens;
   s.inputForget = rnnArgs(k, a, 11, 4, s, b, lens) & 2;
   rnnActivations(k, ival(k, a, 18), {s.f, s.g, s.h});
+  if (a.size() > 19)
+    b.packed = optionalSpan(k, a, 19, kernels::rnnPackedFloats(d, s, 4, false), "packed W and R");
   const int64_t state = s.dirs * s.batch * s.H;
   b.c0 = optionalSpan(k, a, 6, state, "initial_c");
   b.P = optionalSpan(k, a, 7, s.dirs * 3 * s.H, "P");

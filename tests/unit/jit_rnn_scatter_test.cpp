@@ -241,6 +241,42 @@ std::string scatterGraph(const std::string& dtype, const std::string& reduction,
          "[4,3,5]\n  return %y\n}\n";
 }
 
+// Constant W and R (a model's weights) are packed for the GEMM kernel at compile time
+// (kernels::packRnnWeights, one weight of the artifact) instead of per call: GRU with and without
+// linear_before_reset, bidirectional, and a bidirectional LSTM, against the interpreter.
+TEST(JitRnn, ConstantWeightsArePackedAtCompileTime) {
+  const std::string texts[] = {
+      gruGraph("", "", "", "", 1),
+      gruGraph("direction = \"bidirectional\", linear_before_reset = 1", "", "", "", 2),
+      gruGraph("direction = \"bidirectional\"", biasInput(2) + h0Input(2), "", ", %b, _, %h0", 2),
+      lstmGraph({"direction = \"bidirectional\"", 2, {"b", "h0", "c0", "p"}})};
+  uint32_t seed = 80;
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text);
+    Model m = parseModel(text);
+    Graph& g = *m.graph;
+    std::mt19937 rng(seed++);
+    // %w and %r become constants; the other inputs stay.
+    std::vector<Value*> keep;
+    for (Value* v : g.inputs) {
+      if (v->name != "w" && v->name != "r") {
+        keep.push_back(v);
+        continue;
+      }
+      Value* c =
+          g.addConstant(v->name + "_c", randomTensor(DType::F32, *toDims(*v->type.shape), rng));
+      for (const auto& n : g.nodes)
+        for (Value*& in : n->inputs)
+          if (in == v) in = c;
+    }
+    g.inputs = keep;
+    std::vector<RValue> in;
+    for (const Value* v : g.inputs)
+      in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng)));
+    expectJitMatches(m, in, {1e-5, 1e-6}, "W and R packed at compile time");
+  }
+}
+
 TEST(JitScatterND, EveryReductionAndNegativeIndicesMatchTheInterpreter) {
   uint32_t seed = 10;
   for (const char* dtype : {"f32", "i32", "i64"})
