@@ -108,6 +108,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "Unique",
                                             "NonMaxSuppression",
                                             "CausalConvWithState",
+                                            "RNN",
                                             "LinearAttention",
                                             "Split",
                                             "Gather",

@@ -187,6 +187,133 @@ std::optional<LoweredNode> lowerCell(const Node& n, const Cell& cell, const std:
                   std::move(sched), o);
 }
 
+// RNN (ai.onnx, layout 0 or 1) as a loop nest in double, as the reference computes it: per
+// direction and batch row the hidden state h (double) through the steps,
+//   h = f(clip(Wb + W x_t + Rb + R h)),  Y[t] = h rounded to f32,
+// the two products summed separately in order (the reference's a and q). Activations Tanh,
+// Sigmoid, Relu; sequence_lens absent or constant (a length out of range is the compile's
+// error there, as the run's would be).
+std::optional<LoweredNode> lowerSimpleRnn(const Node& n, const std::string& name,
+                                          const LowerOptions& o) {
+  FuncBuilder b(n, name, "rnn");
+  const int64_t dirs = numDirections(n);
+  const bool reverseOnly = n.attrString("direction") == "reverse";
+  const bool layout1 = n.attrInt("layout", 0) != 0;
+  const Dims xd = staticDims(n.inputs.at(0), "X"), wd = staticDims(n.inputs.at(1), "W"),
+             rd = staticDims(n.inputs.at(2), "R");
+  for (const Value* v : n.inputs)
+    if (v && v != (n.hasInput(4) ? n.inputs[4] : nullptr) && v->type.dtype != DType::F32)
+      no("RNN is lowered for f32");
+  if (xd.size() != 3 || wd.size() != 3 || rd.size() != 3) no("RNN X, W and R must have rank 3");
+  const int64_t T = xd[layout1 ? 1 : 0], B = xd[layout1 ? 0 : 1], I = xd[2];
+  const int64_t H = n.attrInt("hidden_size", rd[2]);
+  if (wd != Dims{dirs, H, I} || rd != Dims{dirs, H, H}) no("RNN W or R of another shape");
+  std::vector<int64_t> lens(size_t(B), T);
+  if (n.hasInput(4)) {
+    auto c = constInts(n, 4);
+    if (!c || int64_t(c->size()) != B) no("RNN sequence_lens given at run time");
+    lens = *c;
+    for (int64_t l : lens)
+      if (l < 0 || l > T) no("RNN sequence_lens out of range");
+  }
+  std::vector<std::string> names = {"Tanh"};
+  if (const Attribute* a = n.attr("activations"))
+    if (const auto& v = std::get<std::vector<std::string>>(a->v); !v.empty()) names = v;
+  if (names.size() == 1 && dirs == 2) names.push_back(names[0]);
+  if (int64_t(names.size()) != dirs) no("RNN activations for its directions");
+  const Attribute* clipAttr = n.attr("clip");
+  const double clip = clipAttr ? std::get<float>(clipAttr->v) : 0.0;
+  const std::string x = b.input(n.inputs[0]), w = b.input(n.inputs[1]), r = b.input(n.inputs[2]);
+  const std::string bias = n.hasInput(3) ? b.input(n.inputs[3]) : "",
+                    h0 = n.hasInput(5) ? b.input(n.inputs[5]) : "";
+  const bool yOut = !n.outputs.empty() && n.outputs[0],
+             yhOut = n.outputs.size() > 1 && n.outputs[1];
+  const std::string h = b.temp("h", DType::F64, {H}), hn = b.temp("h_next", DType::F64, {H}),
+                    acc = b.temp("acc", DType::F64, {2});
+  const std::string sv = b.fresh("s"), gv = b.fresh("g"), kv = b.fresh("k");
+  const ExprPtr g = var(gv), k = var(kv);
+  const ExprPtr a0 = load(acc, intImm(0), DType::F64), a1 = load(acc, intImm(1), DType::F64);
+  auto f64 = [](ExprPtr e) { return cast(DType::F64, std::move(e)); };
+  auto state = [&](int64_t d, int64_t row, const ExprPtr& j) { // [dirs, B, H] or [B, dirs, H]
+    return add(intImm(((layout1 ? row * dirs + d : d * B + row)) * H), j);
+  };
+  Block body;
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool rev = reverseOnly || d == 1;
+    std::string l;
+    for (char c : names[size_t(d)]) l += char(std::tolower(static_cast<unsigned char>(c)));
+    if (l != "tanh" && l != "sigmoid" && l != "relu")
+      no("RNN activation '" + names[size_t(d)] + "'");
+    auto apply = [&](ExprPtr v) -> ExprPtr {
+      if (clipAttr) v = max(min(v, floatImm(clip, DType::F64)), floatImm(-clip, DType::F64));
+      if (l == "tanh") return call("tanh", {v});
+      if (l == "relu") return max(v, floatImm(0, DType::F64));
+      return div(floatImm(1, DType::F64), add(floatImm(1, DType::F64), call("exp", {neg(v)})));
+    };
+    for (int64_t row = 0; row < B; ++row) {
+      body.push_back(
+          Stmt::forLoop(gv, intImm(0), intImm(H),
+                        {Stmt::store(h, g,
+                                     h0.empty() ? floatImm(0, DType::F64)
+                                                : f64(load(h0, state(d, row, g), DType::F32)))}));
+      const int64_t len = lens[size_t(row)];
+      // Step s: time t (backwards for the reverse direction).
+      const ExprPtr t = rev ? sub(intImm(len - 1), var(sv)) : var(sv);
+      const ExprPtr xt = add(
+          mul(layout1 ? add(mul(intImm(row), intImm(T)), t) : add(mul(t, intImm(B)), intImm(row)),
+              intImm(I)),
+          k);
+      Block gate = {
+          Stmt::store(acc, intImm(0),
+                      bias.empty() ? floatImm(0, DType::F64)
+                                   : f64(load(bias, add(intImm(d * 2 * H), g), DType::F32))),
+          Stmt::store(acc, intImm(1),
+                      bias.empty() ? floatImm(0, DType::F64)
+                                   : f64(load(bias, add(intImm(d * 2 * H + H), g), DType::F32))),
+          Stmt::forLoop(
+              kv, intImm(0), intImm(I),
+              {Stmt::store(acc, intImm(0),
+                           add(a0, mul(f64(load(w, add(mul(add(intImm(d * H), g), intImm(I)), k),
+                                                DType::F32)),
+                                       f64(load(x, xt, DType::F32)))))}),
+          Stmt::forLoop(
+              kv, intImm(0), intImm(H),
+              {Stmt::store(acc, intImm(1),
+                           add(a1, mul(f64(load(r, add(mul(add(intImm(d * H), g), intImm(H)), k),
+                                                DType::F32)),
+                                       load(h, k, DType::F64))))}),
+          Stmt::store(hn, g, apply(add(a0, a1)))};
+      Block step = {
+          Stmt::forLoop(gv, intImm(0), intImm(H), std::move(gate)),
+          Stmt::forLoop(gv, intImm(0), intImm(H), {Stmt::store(h, g, load(hn, g, DType::F64))})};
+      if (yOut) {
+        const ExprPtr yi = add(
+            mul(layout1 ? add(mul(add(mul(intImm(row), intImm(T)), t), intImm(dirs)), intImm(d))
+                        : add(mul(add(mul(t, intImm(dirs)), intImm(d)), intImm(B)), intImm(row)),
+                intImm(H)),
+            g);
+        step.push_back(Stmt::forLoop(
+            gv, intImm(0), intImm(H),
+            {Stmt::store(b.output(0), yi, cast(DType::F32, load(h, g, DType::F64)))}));
+      }
+      body.push_back(Stmt::forLoop(sv, intImm(0), intImm(len), std::move(step)));
+      if (yhOut)
+        body.push_back(Stmt::forLoop(gv, intImm(0), intImm(H),
+                                     {Stmt::store(b.output(1), state(d, row, g),
+                                                  cast(DType::F32, load(h, g, DType::F64)))}));
+    }
+  }
+  if (yOut) { // rows past their length are zeros
+    const std::string iv = b.fresh("i");
+    Block zero = {Stmt::forLoop(iv, intImm(0), intImm(T * dirs * B * H),
+                                {Stmt::store(b.output(0), var(iv), floatImm(0))})};
+    body.insert(body.begin(), zero.begin(), zero.end());
+  }
+  Schedule sch;
+  sch["direction"] = n.attrString("direction");
+  return b.finish(std::move(body), std::move(sch), o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerRnnFamily(const Node& n, const std::string& name,
@@ -194,6 +321,7 @@ std::optional<LoweredNode> lowerRnnFamily(const Node& n, const std::string& name
   if (!n.domain.empty()) return std::nullopt;
   if (n.op == "GRU") return lowerCell(n, kGru, name, o);
   if (n.op == "LSTM") return lowerCell(n, kLstm, name, o);
+  if (n.op == "RNN") return lowerSimpleRnn(n, name, o);
   return std::nullopt;
 }
 

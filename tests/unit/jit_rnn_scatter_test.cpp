@@ -241,6 +241,37 @@ std::string scatterGraph(const std::string& dtype, const std::string& reduction,
          "[4,3,5]\n  return %y\n}\n";
 }
 
+// RNN (a loop nest in double, as the reference): forward, reverse and bidirectional, layout 0
+// and 1, bias and initial_h, constant sequence lengths (one 0), clip, Relu and Sigmoid, only Y_h;
+// against the interpreter.
+TEST(JitRnn, SimpleRnnMatchesTheInterpreter) {
+  const std::string x0 = "%x: f32[4,3,2]", x1 = "%x: f32[3,4,2]";
+  struct Case {
+    std::string params, consts, args, attrs, types, ret;
+  };
+  const Case cases[] = {
+      {x0 + ", %w: f32[1,5,2], %r: f32[1,5,5]", "", "", "hidden_size = 5",
+       "f32[4,1,3,5], f32[1,3,5]", "%y, %yh"},
+      {x0 + ", %w: f32[1,5,2], %r: f32[1,5,5], %b: f32[1,10], %h0: f32[1,3,5]", "", ", %b, _, %h0",
+       "direction = \"reverse\", clip = 0.5, activations = [\"Relu\"]", "f32[4,1,3,5], f32[1,3,5]",
+       "%y, %yh"},
+      {x0 + ", %w: f32[2,5,2], %r: f32[2,5,5], %b: f32[2,10]", "  %sl = const i32[3] [4, 0, 2]\n",
+       ", %b, %sl", "direction = \"bidirectional\", activations = [\"Sigmoid\", \"Tanh\"]",
+       "f32[4,2,3,5], f32[2,3,5]", "%y, %yh"},
+      {x1 + ", %w: f32[1,5,2], %r: f32[1,5,5], %h0: f32[3,1,5]", "", ", _, _, %h0", "layout = 1",
+       "f32[3,4,1,5], f32[3,1,5]", "%y, %yh"},
+      {x0 + ", %w: f32[1,5,2], %r: f32[1,5,5]", "", "", "", "f32[1,3,5]", "_, %yh"},
+  };
+  uint32_t seed = 90;
+  for (const Case& c : cases) {
+    const std::string ret = c.ret == "_, %yh" ? "%yh" : c.ret;
+    expectJitMatchesInterpreter("graph @g(" + c.params + ") {\n" + c.consts + "  " + c.ret +
+                                    " = RNN(%x, %w, %r" + c.args + ") {" + c.attrs +
+                                    "} : " + c.types + "\n  return " + ret + "\n}\n",
+                                seed++);
+  }
+}
+
 // Constant W and R (a model's weights) are packed for the GEMM kernel at compile time
 // (kernels::packRnnWeights, one weight of the artifact) instead of per call: GRU with and without
 // linear_before_reset, bidirectional, and a bidirectional LSTM, against the interpreter.
