@@ -417,6 +417,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Trilu") return lowerTrilu(n, name, o);
   if (op == "ScatterND") return lowerScatterND(n, name, o);
   if (op == "ScatterElements") return lowerScatterElements(n, name, o);
+  if (op == "TensorScatter") return lowerTensorScatter(n, name, o);
   if (op == "GridSample") return lowerGridSample(n, name, o);
   if (op == "CenterCropPad") return lowerCenterCropPad(n, name, o);
   if (op == "Pad") return lowerPad(n, name, o);

@@ -120,6 +120,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "DFT",
                                             "ScatterND",
                                             "ScatterElements",
+                                            "TensorScatter",
                                             "GridSample",
                                             "CenterCropPad",
                                             "Tile",

@@ -212,6 +212,8 @@ ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim);
 ExprPtr clampedIndex(ExprPtr k, DType it, ExprPtr dim);
 std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name,
                                           const LowerOptions& o); // lower_scatter.cpp
+std::optional<LoweredNode> lowerTensorScatter(const Node& n, const std::string& name,
+                                              const LowerOptions& o); // lower_scatter.cpp
 std::optional<LoweredNode> lowerScatterElements(const Node& n, const std::string& name,
                                                 const LowerOptions& o);
 

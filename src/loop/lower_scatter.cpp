@@ -110,6 +110,63 @@ std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name
   return b.finish(std::move(body), std::move(s), o);
 }
 
+// TensorScatter (a KV cache's update): out = past_cache, then each batch row's update written
+// along `axis` from write_indices[b] (0 when omitted); "circular" wraps modulo the cache length,
+// "linear" needs the update to fit: write indices outside [0, cache - update] are the run's error
+// (@check_targets_i64), and the stores clamp besides.
+std::optional<LoweredNode> lowerTensorScatter(const Node& n, const std::string& name,
+                                              const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  const Dims pd = staticDims(n.inputs.at(0), "past_cache"),
+             ud = staticDims(n.inputs.at(1), "update");
+  const DType t = n.outputs[0]->type.dtype;
+  if (t == DType::String || n.inputs[1]->type.dtype != t)
+    no("TensorScatter of strings or mixed types");
+  if (pd.size() < 2 || ud.size() != pd.size() || staticDims(n.outputs[0], "output") != pd)
+    no("past_cache, update and output shapes");
+  const size_t axis = size_t(normAxis(n.attrInt("axis", -2), pd.size(), n));
+  if (axis == 0) no("axis 0 (the batch)");
+  for (size_t i = 0; i < pd.size(); ++i)
+    if (i == axis ? ud[i] > pd[i] : ud[i] != pd[i]) no("an update that does not fit the cache");
+  const bool circular = n.attrString("mode") == "circular";
+  if (!circular && n.attrString("mode") != "linear") no("mode " + n.attrString("mode"));
+  const int64_t B = pd[0], M = pd[axis], L = ud[axis];
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 1; i < axis; ++i) outer *= pd[i];
+  for (size_t i = axis + 1; i < pd.size(); ++i) inner *= pd[i];
+  const std::string past = b.input(n.inputs[0]), upd = b.input(n.inputs[1]), out = b.output(0);
+  const std::string wi = n.hasInput(2) ? b.input(n.inputs[2]) : "";
+  if (!wi.empty() && (n.inputs[2]->type.dtype != DType::I64 ||
+                      numel(staticDims(n.inputs[2], "write_indices")) != B))
+    no("write_indices that are not int64 [batch]");
+  const int64_t total = numel(pd);
+  const std::string iv = b.fresh("i"), bv = b.fresh("b"), ov = b.fresh("o"), sv = b.fresh("s"),
+                    ev = b.fresh("e");
+  Block body;
+  if (!wi.empty() && !circular && o.runtimeKernels)
+    body.push_back(Stmt::callKernel(
+        "check_targets_i64", {CallArg{wi, nullptr, nullptr}, CallArg{"", nullptr, intImm(B)},
+                              CallArg{"", nullptr, intImm(M - L + 1)},
+                              CallArg{"", nullptr, intImm(0)}, CallArg{"", nullptr, intImm(0)}}));
+  for (auto& st : nest({iv}, {total}, {Stmt::store(out, var(iv), load(past, var(iv), t))}, true,
+                       vectorWidthFor(o, t, total)))
+    body.push_back(std::move(st));
+  const ExprPtr w = wi.empty() ? intImm(0) : load(wi, var(bv), DType::I64);
+  ExprPtr dst = add(w, var(sv));
+  dst = circular ? mod(add(mod(dst, intImm(M)), intImm(M)), intImm(M)) : clampIndex(dst, M);
+  const ExprPtr bo = add(mul(var(bv), intImm(outer)), var(ov));
+  for (auto& st :
+       nest({bv, ov, sv, ev}, {B, outer, L, inner},
+            {Stmt::store(
+                out, add(mul(add(mul(bo, intImm(M)), dst), intImm(inner)), var(ev)),
+                load(upd, add(mul(add(mul(bo, intImm(L)), var(sv)), intImm(inner)), var(ev)), t))},
+            false))
+    body.push_back(std::move(st));
+  Schedule sch;
+  sch["mode"] = n.attrString("mode");
+  return b.finish(std::move(body), std::move(sch), o);
+}
+
 // ScatterElements: out = data, then for each element of `indices` (in order: later duplicates
 // win, or combine by `reduction`) out at the element's own coordinates with the one along `axis`
 // replaced by the index = the update. Indices computed at run time are checked by the runtime

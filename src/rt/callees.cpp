@@ -57,8 +57,9 @@
 //   @check_reduce_axes(axes, count, rank, reduced, ones, flags)   a reduction's run-time axes
 //       against the dims it was compiled for (loop/lower_reduce.cpp)
 //   @check_values_i64(values, count, v0, ...)   a run-time shape input equals the compiled one
-//   @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore)   the losses' target
-//       check
+//   @check_targets_i64 / _i32(targets, count, classes, hasIgnore, ignore)   values within [0,
+//       classes) unless ignored: the losses' targets, RotaryEmbedding's positions, TensorScatter's
+//       write indices
 // clampFlags: bit 0 applies max(lo, .), bit 1 min(hi, .); bits 2.. an activation applied after
 // them (kernels::kAct*: 1 HardSwish, 2 Swish, 3 Sigmoid, 4 Gelu).
 // Buffer arguments are addresses with the bytes available there (unbounded from generated code,
@@ -120,7 +121,7 @@ template <class T> void callCheckTargets(const std::string& k, std::vector<Kerne
   const bool hasIgnore = ival(k, a, 3) != 0;
   for (int64_t i = 0; i < count; ++i)
     AICC_RT_CHECK((hasIgnore && int64_t(x[i]) == ignore) || (x[i] >= 0 && x[i] < classes),
-                  "target value {} at index {} is out of range [0, {})", int64_t(x[i]), i, classes);
+                  "value {} at index {} is out of range [0, {})", int64_t(x[i]), i, classes);
 }
 
 // @check_indices_i64 / _i32(indices, count, dim): every index within [-dim, dim), else the

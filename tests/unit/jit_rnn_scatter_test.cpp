@@ -350,6 +350,45 @@ TEST(JitScatterND, IndicesGivenAtRunTimeMatchTheInterpreter) {
   }
 }
 
+// TensorScatter (a KV cache's update): linear and circular modes, the default axis -2 and axis
+// 1 of a 3-D cache, write indices given at run time (circular ones past the end and negative),
+// against the interpreter; a linear write index past cache - update is an error.
+TEST(JitTensorScatter, LinearAndCircularMatchTheInterpreter) {
+  struct Case {
+    std::string graph;
+    std::vector<int64_t> idx, bad;
+  };
+  const Case cases[] = {
+      {"graph @g(%p: f32[2,3,6,4], %u: f32[2,3,2,4], %w: i64[2]) {\n"
+       "  %y = TensorScatter(%p, %u, %w) : f32[2,3,6,4]\n  return %y\n}\n",
+       {4, 0},
+       {5, 0}},
+      {"graph @g(%p: f32[2,3,6,4], %u: f32[2,3,3,4], %w: i64[2]) {\n"
+       "  %y = TensorScatter(%p, %u, %w) {mode = \"circular\"} : f32[2,3,6,4]\n  return %y\n}\n",
+       {5, -2},
+       {}},
+      {"graph @g(%p: f16[3,5,2], %u: f16[3,2,2], %w: i64[3]) {\n"
+       "  %y = TensorScatter(%p, %u, %w) {axis = 1} : f16[3,5,2]\n  return %y\n}\n",
+       {0, 3, 1},
+       {0, -1, 1}},
+  };
+  std::mt19937 rng(100);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.graph);
+    Model m = parseModel(c.graph);
+    const Value *p = m.graph->inputs[0], *u = m.graph->inputs[1];
+    const std::vector<RValue> in = {
+        RValue::of(randomTensor(p->type.dtype, *toDims(*p->type.shape), rng)),
+        RValue::of(randomTensor(u->type.dtype, *toDims(*u->type.shape), rng)),
+        RValue::of(Tensor::fromI64(c.idx))};
+    expectJitMatches(m, in, {0, 0}, "mode");
+    if (!c.bad.empty()) {
+      EXPECT_THROW(runtime::runJit(*m.graph, {in[0], in[1], RValue::of(Tensor::fromI64(c.bad))}),
+                   Error);
+    }
+  }
+}
+
 // ScatterElements: every reduction over each axis, duplicate and negative indices given at run
 // time (the runtime checks them), against the interpreter; an index out of range is an error.
 TEST(JitScatterElements, EveryReductionAndAxisMatchTheInterpreter) {
