@@ -282,6 +282,43 @@ std::optional<LoweredNode> lowerGatherND(const Node& n, const std::string& name,
       o, {}, std::move(check));
 }
 
+// ReverseSequence: out[t, b] = x[len[b] - 1 - t, b] for t < len[b], else x[t, b] (time and batch
+// axes 0 and 1 in either order, the rest of the dims copied along). Lengths outside [0, T] are
+// the run's error (@check_targets_*) and clamp besides.
+std::optional<LoweredNode> lowerReverseSequence(const Node& n, const std::string& name,
+                                                const LowerOptions& o) {
+  FuncBuilder b(n, name, "data");
+  const Dims xd = staticDims(n.inputs.at(0), "input"), ld = staticDims(n.inputs.at(1), "lengths");
+  const DType t = n.outputs[0]->type.dtype, lt = n.inputs[1]->type.dtype;
+  if (t == DType::String) no("ReverseSequence of strings");
+  if (lt != DType::I64 && lt != DType::I32) no("int32/int64 sequence lengths");
+  if (xd.size() < 2 || staticDims(n.outputs[0], "output") != xd) no("input and output shapes");
+  const size_t ta = size_t(normAxis(n.attrInt("time_axis", 0), xd.size(), n)),
+               ba = size_t(normAxis(n.attrInt("batch_axis", 1), xd.size(), n));
+  if (ta == ba || ta > 1 || ba > 1) no("time and batch axes other than 0 and 1");
+  if (ld != Dims{xd[ba]}) no("lengths of another size than the batch");
+  const int64_t T = xd[ta], B = xd[ba];
+  const std::string in = b.input(n.inputs[0]), lens = b.input(n.inputs[1]), out = b.output(0);
+  Block check;
+  if (o.runtimeKernels)
+    check.push_back(
+        Stmt::callKernel(lt == DType::I64 ? "check_targets_i64" : "check_targets_i32",
+                         {CallArg{lens, nullptr, nullptr}, CallArg{"", nullptr, intImm(B)},
+                          CallArg{"", nullptr, intImm(T + 1)}, CallArg{"", nullptr, intImm(0)},
+                          CallArg{"", nullptr, intImm(0)}}));
+  return gatherNest(
+      b, out, xd,
+      [&](const std::vector<ExprPtr>& v) {
+        ExprPtr len = load(lens, v[ba], lt);
+        if (lt != DType::I64) len = cast(DType::I64, len);
+        std::vector<ExprPtr> idx = v;
+        idx[ta] =
+            clampIndex(select(cmp(Op::Lt, v[ta], len), sub(sub(len, intImm(1)), v[ta]), v[ta]), T);
+        return load(in, linearIndex(idx, strides(xd)), t);
+      },
+      o, {}, std::move(check));
+}
+
 // Trilu: x where column - row >= k (upper) or <= k (lower) in the last two dims, else 0 (k: 0
 // when absent, a constant, or read from its one-element input at run time).
 std::optional<LoweredNode> lowerTrilu(const Node& n, const std::string& name,
@@ -415,6 +452,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "GatherElements") return lowerGatherElements(n, name, o);
   if (op == "GatherND") return lowerGatherND(n, name, o);
   if (op == "Trilu") return lowerTrilu(n, name, o);
+  if (op == "ReverseSequence") return lowerReverseSequence(n, name, o);
   if (op == "ScatterND") return lowerScatterND(n, name, o);
   if (op == "ScatterElements") return lowerScatterElements(n, name, o);
   if (op == "TensorScatter") return lowerTensorScatter(n, name, o);

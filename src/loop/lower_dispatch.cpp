@@ -115,6 +115,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "GatherElements",
                                             "GatherND",
                                             "Trilu",
+                                            "ReverseSequence",
                                             "Pad",
                                             "Resize",
                                             "DFT",

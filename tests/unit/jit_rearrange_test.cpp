@@ -5,6 +5,7 @@
 // (every mode, wrap included, negative pads cropping), and OneHot's depth (a float), likewise.
 // ConstantOfShape with its shape at run time and Range (floats, integers, negative steps): the
 // shape and the count the inputs give are checked against the compiled output, a zero delta too.
+// ReverseSequence with its lengths at run time, checked against the time axis.
 #include "jit_check.h"
 
 #include <limits>
@@ -38,6 +39,26 @@ TEST(JitRearrange, TileWithRepeatsAtRunTime) {
   expectJitMatches(m, in, {0, 0}, "repeats");
   runtime::JitExecutable exe(*m.graph);
   EXPECT_THROW(exe.run({in[0], RValue::of(tensorOfInts(DType::I64, {2, 1, 4}))}), Error);
+}
+
+// ReverseSequence over time-major and batch-major inputs with run-time lengths (the whole
+// sequence, none, some; int32 and int64), exact; a length past the time axis is the run's error.
+TEST(JitRearrange, ReverseSequenceWithLengthsAtRunTime) {
+  for (const char* text :
+       {"graph @g(%x: f32[4,3,2], %l: i64[3]) {\n  %y = ReverseSequence(%x, %l) : f32[4,3,2]\n"
+        "  return %y\n}\n",
+        "graph @g(%x: i32[3,4,2], %l: i32[3]) {\n  %y = ReverseSequence(%x, %l) {batch_axis = 0, "
+        "time_axis = 1} : i32[3,4,2]\n  return %y\n}\n"}) {
+    SCOPED_TRACE(text);
+    Model m = parseModel(text);
+    const Value* x = m.graph->inputs[0];
+    const DType lt = m.graph->inputs[1]->type.dtype;
+    runtime::JitExecutable exe(*m.graph);
+    const RValue xv = RValue::of(iota(x->type.dtype, *toDims(*x->type.shape)));
+    expectRunMatches(exe, *m.graph, {xv, RValue::of(tensorOfInts(lt, {4, 0, 2}))});
+    expectRunMatches(exe, *m.graph, {xv, RValue::of(tensorOfInts(lt, {1, 3, 4}))});
+    EXPECT_THROW(exe.run({xv, RValue::of(tensorOfInts(lt, {5, 0, 2}))}), Error);
+  }
 }
 
 TEST(JitRearrange, DepthToSpaceSpaceToDepthAndEyeLike) {
