@@ -69,6 +69,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "LpPool",
                                             "GlobalAveragePool",
                                             "GlobalMaxPool",
+                                            "RoiAlign",
                                             "ReduceSum",
                                             "ReduceMean",
                                             "ReduceMax",

@@ -211,6 +211,126 @@ std::optional<LoweredNode> lowerBlockedMean(const Node& n, const std::string& na
   return b.finish(std::move(body), std::move(sched), o);
 }
 
+// RoiAlign, in double as the reference (ops/nn_roi.cpp): per roi its box scaled (and shifted
+// half a pixel), per bin a gh x gw grid of bilinear samples (sampling_ratio, else ceil of the
+// bin's size: a loop extent of the run's boxes), averaged or maxed; a sample outside
+// [-1, H] x [-1, W] weighs 0. Batch indices outside [0, N) are the run's error.
+std::optional<LoweredNode> lowerRoiAlign(const Node& n, const std::string& name,
+                                         const LowerOptions& o) {
+  FuncBuilder b(n, name, "pool");
+  const Dims xd = staticDims(n.inputs.at(0), "X"), rd = staticDims(n.inputs.at(1), "rois");
+  const DType t = n.inputs[0]->type.dtype, bt = n.inputs.at(2)->type.dtype;
+  if ((t != DType::F32 && t != DType::F64) || n.inputs[1]->type.dtype != t || bt != DType::I64)
+    no("RoiAlign of f32/f64 with int64 batch indices");
+  if (xd.size() != 4 || rd.size() != 2 || rd[1] != 4) no("X [N, C, H, W] and rois [R, 4]");
+  const int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], R = rd[0];
+  const int64_t OH = n.attrInt("output_height", 1), OW = n.attrInt("output_width", 1),
+                ratio = n.attrInt("sampling_ratio", 0);
+  const double scale = n.attrFloat("spatial_scale");
+  const std::string mode = n.attrString("mode"),
+                    ctm = n.attrString("coordinate_transformation_mode");
+  if ((mode != "avg" && mode != "max") || (ctm != "half_pixel" && ctm != "output_half_pixel"))
+    no("RoiAlign mode or coordinate transformation");
+  const bool half = ctm == "half_pixel", avg = mode == "avg";
+  if (staticDims(n.outputs[0], "Y") != Dims{R, C, OH, OW}) no("output shape");
+  const std::string x = b.input(n.inputs[0]), rois = b.input(n.inputs[1]),
+                    bidx = b.input(n.inputs[2]), y = b.output(0),
+                    acc = b.temp("acc", DType::F64, {1});
+  const std::string rv = b.fresh("r"), cv = b.fresh("c"), phv = b.fresh("ph"), pwv = b.fresh("pw"),
+                    iyv = b.fresh("iy"), ixv = b.fresh("ix");
+  auto d = [](double v) { return floatImm(v, DType::F64); };
+  auto f64 = [](ExprPtr e) { return cast(DType::F64, std::move(e)); };
+  auto let = [&](Block& blk, const std::string& base, ExprPtr e) {
+    const std::string v = b.fresh(base);
+    blk.push_back(Stmt::let(v, std::move(e)));
+    return var(v, DType::F64);
+  };
+  auto leti = [&](Block& blk, const std::string& base, ExprPtr e) {
+    const std::string v = b.fresh(base);
+    blk.push_back(Stmt::let(v, std::move(e)));
+    return var(v);
+  };
+  Block roi;
+  const ExprPtr r = var(rv);
+  const ExprPtr bi = clampIndex(load(bidx, r, DType::I64), N);
+  auto coord = [&](int k) {
+    return sub(mul(f64(load(rois, add(mul(r, intImm(4)), intImm(k)), t)), d(scale)),
+               d(half ? 0.5 : 0.0));
+  };
+  const ExprPtr x0 = let(roi, "x0", coord(0)), y0 = let(roi, "y0", coord(1));
+  ExprPtr rw = sub(coord(2), x0), rh = sub(coord(3), y0);
+  if (!half) rw = max(rw, d(1)), rh = max(rh, d(1));
+  rw = let(roi, "rw", rw), rh = let(roi, "rh", rh);
+  const ExprPtr bh = let(roi, "bh", div(rh, d(double(OH)))),
+                bw = let(roi, "bw", div(rw, d(double(OW))));
+  auto grid = [&](const ExprPtr& size, int64_t bins) -> ExprPtr {
+    if (ratio > 0) return intImm(ratio);
+    return max(cast(DType::I64, call("ceil", {div(size, d(double(bins)))})), intImm(0));
+  };
+  const ExprPtr gh = leti(roi, "gh", grid(rh, OH)), gw = leti(roi, "gw", grid(rw, OW));
+  const ExprPtr count = let(roi, "count", f64(max(mul(gh, gw), intImm(1))));
+  // One sample at (sy, sx): the bilinear weights of its four positions (0 outside the plane).
+  Block sample;
+  const ExprPtr sy =
+      let(sample, "sy",
+          add(add(y0, mul(f64(var(phv)), bh)), div(mul(add(f64(var(iyv)), d(0.5)), bh), f64(gh))));
+  const ExprPtr sx =
+      let(sample, "sx",
+          add(add(x0, mul(f64(var(pwv)), bw)), div(mul(add(f64(var(ixv)), d(0.5)), bw), f64(gw))));
+  const ExprPtr inside =
+      binary(Op::And, binary(Op::And, cmp(Op::Ge, sy, d(-1)), cmp(Op::Le, sy, d(double(H)))),
+             binary(Op::And, cmp(Op::Ge, sx, d(-1)), cmp(Op::Le, sx, d(double(W)))));
+  const ExprPtr cy = max(sy, d(0)), cx = max(sx, d(0));
+  const ExprPtr yl0 = leti(sample, "yl", cast(DType::I64, cy)),
+                xl0 = leti(sample, "xl", cast(DType::I64, cx));
+  const ExprPtr yEdge = cmp(Op::Ge, yl0, intImm(H - 1)), xEdge = cmp(Op::Ge, xl0, intImm(W - 1));
+  const ExprPtr yl = leti(sample, "y_lo", select(yEdge, intImm(H - 1), yl0)),
+                xl = leti(sample, "x_lo", select(xEdge, intImm(W - 1), xl0));
+  const ExprPtr yh = select(yEdge, intImm(H - 1), add(yl0, intImm(1))),
+                xh = select(xEdge, intImm(W - 1), add(xl0, intImm(1)));
+  const ExprPtr ly = let(sample, "ly", sub(select(yEdge, f64(yl), cy), f64(yl))),
+                lx = let(sample, "lx", sub(select(xEdge, f64(xl), cx), f64(xl)));
+  const ExprPtr hy = sub(d(1), ly), hx = sub(d(1), lx);
+  const ExprPtr plane = mul(add(mul(bi, intImm(C)), var(cv)), intImm(H * W));
+  auto px = [&](const ExprPtr& yy, const ExprPtr& xx) {
+    return f64(load(x, add(plane, add(mul(clampIndex(yy, H), intImm(W)), clampIndex(xx, W))), t));
+  };
+  auto w = [&](ExprPtr e) { return select(inside, std::move(e), d(0)); };
+  const ExprPtr t0 = mul(w(mul(hy, hx)), px(yl, xl)), t1 = mul(w(mul(hy, lx)), px(yl, xh)),
+                t2 = mul(w(mul(ly, hx)), px(yh, xl)), t3 = mul(w(mul(ly, lx)), px(yh, xh));
+  const ExprPtr a = load(acc, intImm(0), DType::F64);
+  if (avg) {
+    sample.push_back(Stmt::store(acc, intImm(0), add(add(add(add(a, t0), t1), t2), t3)));
+  } else {
+    const ExprPtr v = let(sample, "v", max(max(max(t0, t1), t2), t3));
+    const ExprPtr first =
+        binary(Op::And, cmp(Op::Eq, var(iyv), intImm(0)), cmp(Op::Eq, var(ixv), intImm(0)));
+    sample.push_back(Stmt::store(acc, intImm(0), select(first, v, max(a, v))));
+  }
+  Block bin = {
+      Stmt::store(acc, intImm(0), d(0)),
+      Stmt::forLoop(iyv, intImm(0), gh, {Stmt::forLoop(ixv, intImm(0), gw, std::move(sample))})};
+  bin.push_back(Stmt::store(
+      y,
+      add(mul(add(mul(add(mul(r, intImm(C)), var(cv)), intImm(OH)), var(phv)), intImm(OW)),
+          var(pwv)),
+      cast(t, avg ? div(a, count) : a)));
+  roi.push_back(
+      Stmt::forLoop(cv, intImm(0), intImm(C),
+                    {Stmt::forLoop(phv, intImm(0), intImm(OH),
+                                   {Stmt::forLoop(pwv, intImm(0), intImm(OW), std::move(bin))})}));
+  Block body;
+  if (o.runtimeKernels && R > 0)
+    body.push_back(Stmt::callKernel(
+        "check_targets_i64", {CallArg{bidx, nullptr, nullptr}, CallArg{"", nullptr, intImm(R)},
+                              CallArg{"", nullptr, intImm(N)}, CallArg{"", nullptr, intImm(0)},
+                              CallArg{"", nullptr, intImm(0)}}));
+  body.push_back(Stmt::forLoop(rv, intImm(0), intImm(R), std::move(roi)));
+  Schedule sch;
+  sch["mode"] = mode;
+  return b.finish(std::move(body), std::move(sch), o);
+}
+
 std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o) {
   if (!n.domain.empty()) return std::nullopt;
@@ -219,6 +339,7 @@ std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& nam
   if (n.op == "GlobalMaxPool") return lowerGlobal(n, name, o, true);
   if (n.op == "MaxPool") return lowerWindow(n, name, o, true);
   if (n.op == "AveragePool" || n.op == "LpPool") return lowerWindow(n, name, o, false);
+  if (n.op == "RoiAlign") return lowerRoiAlign(n, name, o);
   return std::nullopt;
 }
 

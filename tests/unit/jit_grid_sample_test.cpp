@@ -4,7 +4,9 @@
 // borders and NaN. CenterCropPad (crop and pad mixed, named axes) with the target shape given at
 // run time, and a target other than the declared one as an error. Resize linear and cubic
 // (cubic_coeff_a, exclude_outside, antialias, three coordinate transformations in turn, up and
-// down), and scales given at run time for named axes.
+// down), and scales given at run time for named axes. RoiAlign (avg and max, both coordinate
+// transformations, a fixed and an adaptive sampling grid) over boxes inside, across and outside
+// the image, and a batch index out of range as an error.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -18,6 +20,43 @@
 
 namespace aicc {
 namespace {
+
+TEST(JitRoiAlign, ModesAndGridsMatchTheInterpreter) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3, 12), v(-1, 1);
+  Tensor x(DType::F32, {2, 3, 8, 9}), rois(DType::F32, {5, 4}), bidx(DType::I64, {5});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = v(rng);
+  for (int64_t r = 0; r < 5; ++r) {
+    float a = u(rng), b = u(rng), c = u(rng), d = u(rng);
+    rois.data<float>()[r * 4 + 0] = std::min(a, c), rois.data<float>()[r * 4 + 2] = std::max(a, c);
+    rois.data<float>()[r * 4 + 1] = std::min(b, d), rois.data<float>()[r * 4 + 3] = std::max(b, d);
+    bidx.data<int64_t>()[r] = r % 2;
+  }
+  rois.data<float>()[0] = 30, rois.data<float>()[2] = 40; // a box right of the image
+  for (const char* mode : {"avg", "max"})
+    for (const char* ctm : {"half_pixel", "output_half_pixel"})
+      for (int ratio : {0, 2}) {
+        const std::string text =
+            std::string("graph @g(%x: f32[2,3,8,9], %r: f32[5,4], %b: i64[5]) {\n  %y = "
+                        "RoiAlign(%x, %r, %b) {mode = \"") +
+            mode + "\", coordinate_transformation_mode = \"" + ctm +
+            "\", output_height = 3, output_width = 2, sampling_ratio = " + std::to_string(ratio) +
+            ", spatial_scale = 0.75} : f32[5,3,3,2]\n  return %y\n}\n";
+        SCOPED_TRACE(text);
+        Model m = parseModel(text);
+        inferShapes(*m.graph);
+        const std::vector<RValue> in = {RValue::of(x), RValue::of(rois), RValue::of(bidx)};
+        runtime::JitStats st;
+        std::vector<RValue> got;
+        ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
+        EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
+        auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-6, 1e-7});
+        EXPECT_FALSE(diff) << *diff;
+        Tensor bad = bidx.clone();
+        bad.data<int64_t>()[3] = 2;
+        EXPECT_THROW(runtime::runJit(*m.graph, {in[0], in[1], RValue::of(bad)}), Error);
+      }
+}
 
 TEST(JitGridSample, EveryModePaddingAndAlignmentMatchesTheInterpreter) {
   for (const char* spatial : {"[2,3,5,6]", "[1,2,3,4,5]"}) {
