@@ -8,6 +8,7 @@
 #include "passes/constant_folding.h"
 #include "passes/data_dims.h"
 #include "passes/dead_code_elimination.h"
+#include "passes/expand_flex_attention.h"
 #include "passes/fold_affine_into_conv.h"
 #include "passes/fold_qdq.h"
 #include "passes/fold_shape_ops.h"
@@ -26,6 +27,8 @@ void IrTraits<Model>::verify(const Model& m) { verifyModel(m); }
 const std::vector<GraphPassInfo>& graphPasses() {
   static const std::vector<GraphPassInfo> kPasses = {
       {"infer-shapes", "re-run shape/type inference (changed: some type became more precise)"},
+      {"expand-flex-attention", "replace ai.onnx.preview FlexAttention (f32) by the ops of its "
+                                "definition, its score_mod / prob_mod graphs inlined"},
       {"fold-shapes",
        "replace shape arithmetic on known shapes (Shape/Size/Gather/Concat/...) by constants"},
       {"constant-fold",
@@ -68,6 +71,8 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
   p.name = name;
   if (name == "infer-shapes") p.run = [](Model& m) { return refreshShapes(m); };
   else if (name == "fold-shapes") p.run = [](Model& m) { return foldShapeOps(m); };
+  else if (name == "expand-flex-attention")
+    p.run = [](Model& m) { return expandFlexAttention(m); };
   else if (name == "constant-fold") p.run = [opts](Model& m) { return foldConstants(m, opts.constantFoldLimit); };
   else if (name == "fold-size-predicates")
     p.run = [opts](Model& m) {
@@ -106,6 +111,8 @@ std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts) {
   // Quantized QDQ patterns to integer ops, first: constant folding would turn their
   // DequantizeLinear(weights) into float weights.
   p.push_back(pass("fold-qdq"));
+  // Ops without a lowering of their own spelled out in the ops of their definition.
+  p.push_back(pass("expand-flex-attention"));
   // Cleanup, to a fixed point (makeGraphPass "cleanup").
   p.push_back(pass("cleanup"));
   // Data-dependent sizes with a bound get symbols: what follows them is planned and compiled.
