@@ -41,6 +41,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerDataFamily(n, funcName, opts)) && !(r = lowerSelectFamily(n, funcName, opts)) &&
         !(r = lowerRnnFamily(n, funcName, opts)) &&
         !(r = lowerLinearAttentionFamily(n, funcName, opts)) &&
+        !(r = lowerTrainingFamily(n, funcName, opts)) &&
         !(r = lowerAttentionFamily(n, funcName, opts)) &&
         !(r = lowerLossFamily(n, funcName, opts)) && !(r = lowerQuantFamily(n, funcName, opts)))
       return false;

@@ -233,6 +233,9 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
 std::optional<LoweredNode> lowerLossFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o);
 // GRU and LSTM as micro-kernel calls (lower_rnn.cpp; JIT only, see there).
+// The ai.onnx.preview.training optimizers Adagrad, Momentum, Adam (lower_training.cpp).
+std::optional<LoweredNode> lowerTrainingFamily(const Node& n, const std::string& name,
+                                               const LowerOptions& o);
 std::optional<LoweredNode> lowerLinearAttentionFamily(const Node& n, const std::string& name,
                                                       const LowerOptions& o);
 std::optional<LoweredNode> lowerRnnFamily(const Node& n, const std::string& name,

@@ -5,8 +5,12 @@
 
 #include "autodiff/autodiff.h"
 #include "autodiff/training.h"
+#include "interp/compare.h"
 #include "interp/interpreter.h"
+#include "ir/parser.h"
 #include "passes/shape_inference.h"
+#include "runtime/jit_executor.h"
+#include "shared_models.h"
 
 #include <gtest/gtest.h>
 
@@ -195,6 +199,52 @@ TEST(Training, CloneModelIsIndependent) {
   EXPECT_EQ(b.graph->nodes.size(), a.graph->nodes.size());
   EXPECT_NE(b.graph->nodes[0].get(), a.graph->nodes[0].get());
   EXPECT_EQ(b.graph->outputs[0]->name, "loss");
+}
+
+// The optimizer ops compiled (loop/lower_training.cpp) against the interpreter: Adagrad, Momentum
+// (standard and Nesterov) and Adam over two tensors each, at the first update (T = 0) and a later
+// one, with their norm coefficients; no fallback.
+TEST(Training, OptimizerOpsCompiled) {
+  const char* graphs[] = {
+      "  %x1n, %x2n, %h1n, %h2n = ai.onnx.preview.training.Adagrad(%r, %t, %x1, %x2, %g1, %g2, "
+      "%s1, %s2) {decay_factor = 0.1, epsilon = 1e-6, norm_coefficient = 0.01}",
+      "  %x1n, %x2n, %h1n, %h2n = ai.onnx.preview.training.Momentum(%r, %t, %x1, %x2, %g1, %g2, "
+      "%s1, %s2) {alpha = 0.9, beta = 0.5, mode = \"standard\", norm_coefficient = 0.02}",
+      "  %x1n, %x2n, %h1n, %h2n = ai.onnx.preview.training.Momentum(%r, %t, %x1, %x2, %g1, %g2, "
+      "%s1, %s2) {alpha = 0.9, beta = 1.0, mode = \"nesterov\", norm_coefficient = 0.0}",
+      "  %x1n, %x2n, %h1n, %h2n, %v1n, %v2n = ai.onnx.preview.training.Adam(%r, %t, %x1, %x2, "
+      "%g1, %g2, %s1, %s2, %s1, %s2) {alpha = 0.9, beta = 0.99, epsilon = 1e-7, "
+      "norm_coefficient = 0.01, norm_coefficient_post = 0.001}"};
+  uint32_t seed = 3;
+  for (const char* body : graphs) {
+    const bool adam = std::string(body).find("Adam") != std::string::npos;
+    const std::string text =
+        std::string("graph @g(%r: f32[], %t: i64[], %x1: f32[3,4], %x2: f32[5], %g1: f32[3,4], "
+                    "%g2: f32[5], %s1: f32[3,4], %s2: f32[5]) {\n") +
+        body + "\n  return %x1n, %x2n, %h1n, %h2n" + (adam ? ", %v1n, %v2n" : "") + "\n}\n";
+    SCOPED_TRACE(text);
+    Model m = parseModel(text);
+    inferShapes(*m.graph);
+    for (int64_t step : {0, 7}) {
+      std::vector<RValue> in = {RValue::of(Tensor::scalar(DType::F32, 0.1)),
+                                RValue::of(Tensor::scalar(DType::I64, double(step)))};
+      for (size_t i = 2; i < m.graph->inputs.size(); ++i) {
+        const Value* v = m.graph->inputs[i];
+        Tensor x = test::uniformTensor(*toDims(*v->type.shape), seed++, i >= 6 ? 0.0f : -1.0f, 1);
+        in.push_back(RValue::of(std::move(x)));
+      }
+      runtime::JitStats st;
+      std::vector<RValue> got;
+      ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
+      EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
+      const std::vector<RValue> want = interpret(*m.graph, in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        auto diff = compareValues(want[k], got[k], {1e-6, 1e-7});
+        EXPECT_FALSE(diff) << "output " << k << ": " << *diff;
+      }
+    }
+  }
 }
 
 } // namespace
