@@ -41,7 +41,7 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerDataFamily(n, funcName, opts)) && !(r = lowerSelectFamily(n, funcName, opts)) &&
         !(r = lowerRnnFamily(n, funcName, opts)) &&
         !(r = lowerLinearAttentionFamily(n, funcName, opts)) &&
-        !(r = lowerTrainingFamily(n, funcName, opts)) &&
+        !(r = lowerTrainingFamily(n, funcName, opts)) && !(r = lowerDet(n, funcName, opts)) &&
         !(r = lowerAttentionFamily(n, funcName, opts)) &&
         !(r = lowerLossFamily(n, funcName, opts)) && !(r = lowerQuantFamily(n, funcName, opts)))
       return false;
@@ -111,6 +111,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "NonMaxSuppression",
                                             "CausalConvWithState",
                                             "RNN",
+                                            "Det",
                                             "LinearAttention",
                                             "Split",
                                             "Gather",

@@ -233,6 +233,8 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
 std::optional<LoweredNode> lowerLossFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o);
 // GRU and LSTM as micro-kernel calls (lower_rnn.cpp; JIT only, see there).
+// Det by partial pivoting in double (lower_det.cpp).
+std::optional<LoweredNode> lowerDet(const Node& n, const std::string& name, const LowerOptions& o);
 // The ai.onnx.preview.training optimizers Adagrad, Momentum, Adam (lower_training.cpp).
 std::optional<LoweredNode> lowerTrainingFamily(const Node& n, const std::string& name,
                                                const LowerOptions& o);

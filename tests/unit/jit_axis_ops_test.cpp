@@ -5,13 +5,15 @@
 // range as an error; LpPool windows (p 1-3, pads, strides, dilations, 1-D and 2-D); TopK (largest
 // and smallest, ties, NaN, every axis) with K at run time, another K an error; LRN (odd and even
 // windows clipped at the first and last channel, f32 and f64); Einsum (explicit, implicit,
-// diagonal, ellipsis, broadcast, full sum, three operands).
+// diagonal, ellipsis, broadcast, full sum, three operands). Det (pivoting, singular and zero
+// matrices, a batch of them, f32 and f64).
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "jit_check.h"
 #include "passes/shape_inference.h"
 #include "runtime/jit_executor.h"
+#include "shared_models.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +22,18 @@
 
 namespace aicc {
 namespace {
+
+TEST(JitAxisOps, DetMatchesTheInterpreter) {
+  for (const char* t : {"f32", "f64"}) {
+    Model m = parseModel(std::string("graph @g(%x: ") + t + "[2,3,4,4]) {\n  %y = Det(%x) : " + t +
+                         "[2,3]\n  return %y\n}\n");
+    Tensor x = test::uniformTensor({2, 3, 4, 4}, 17, -2, 2).castTo(m.graph->inputs[0]->type.dtype);
+    for (int64_t e = 0; e < 4; ++e) x.setF64(16 + e * 4, x.getF64(16 + e * 4 + 1)); // equal columns
+    for (int64_t e = 0; e < 16; ++e) x.setF64(32 + e, 0);                           // all zeros
+    x.setF64(48, 0); // a zero first pivot candidate: the row swap
+    expectJitMatches(m, {RValue::of(x)}, {1e-6, 1e-7}, "partial pivoting");
+  }
+}
 
 TEST(JitAxisOps, HardmaxAndLpNormalizationMatchTheInterpreter) {
   Tensor x(DType::F32, {3, 4, 5});
