@@ -71,6 +71,7 @@ bool hasNonElementwiseLowering(const Node& n) {
                                             "GlobalAveragePool",
                                             "GlobalMaxPool",
                                             "RoiAlign",
+                                            "MaxUnpool",
                                             "ReduceSum",
                                             "ReduceMean",
                                             "ReduceMax",

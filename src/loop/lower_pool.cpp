@@ -331,6 +331,54 @@ std::optional<LoweredNode> lowerRoiAlign(const Node& n, const std::string& name,
   return b.finish(std::move(body), std::move(sch), o);
 }
 
+// MaxUnpool: zeros, then each X value at its index (into the unpooled [N, C, (x - 1) s - pads + k]
+// tensor, row major; later duplicates win, as the reference writes in order), placed at the same
+// coordinates of a larger output_shape when one is given (checked at run time against the
+// declared output). Indices outside the unpooled tensor are the run's error.
+std::optional<LoweredNode> lowerMaxUnpool(const Node& n, const std::string& name,
+                                          const LowerOptions& o) {
+  FuncBuilder b(n, name, "pool");
+  const Dims xd = staticDims(n.inputs.at(0), "X"), od = staticDims(n.outputs.at(0), "Y");
+  const DType t = n.inputs[0]->type.dtype;
+  if (t == DType::String || n.inputs.at(1)->type.dtype != DType::I64 ||
+      staticDims(n.inputs[1], "I") != xd || xd.size() < 3 || od.size() != xd.size())
+    no("MaxUnpool of X and int64 indices of one shape");
+  const size_t sp = xd.size() - 2;
+  const Dims k = n.attrInts("kernel_shape"), s = n.attrInts("strides", Dims(sp, 1)),
+             pads = n.attrInts("pads", Dims(2 * sp, 0));
+  if (k.size() != sp || s.size() != sp || pads.size() != 2 * sp) no("window attributes");
+  Dims unpooled = {xd[0], xd[1]};
+  for (size_t i = 0; i < sp; ++i)
+    unpooled.push_back((xd[i + 2] - 1) * s[i] - pads[i] - pads[i + sp] + k[i]);
+  for (size_t i = 0; i < od.size(); ++i)
+    if (od[i] < unpooled[i]) no("an output smaller than the unpooled shape");
+  Block body;
+  if (od != unpooled) {
+    if (!n.hasInput(2) || !o.runtimeKernels) no("an output shape other than the unpooled one");
+    body.push_back(checkValuesI64(b.input(n.inputs[2]), od));
+  }
+  const std::string x = b.input(n.inputs[0]), ind = b.input(n.inputs[1]), y = b.output(0);
+  const int64_t total = numel(unpooled);
+  if (o.runtimeKernels && numel(xd) > 0)
+    body.push_back(
+        Stmt::callKernel("check_targets_i64",
+                         {CallArg{ind, nullptr, nullptr}, CallArg{"", nullptr, intImm(numel(xd))},
+                          CallArg{"", nullptr, intImm(total)}, CallArg{"", nullptr, intImm(0)},
+                          CallArg{"", nullptr, intImm(0)}}));
+  const std::string zv = b.fresh("z"), ev = b.fresh("e");
+  body.push_back(
+      Stmt::forLoop(zv, intImm(0), intImm(numel(od)), {Stmt::store(y, var(zv), constant(t, 0))}));
+  // The index's coordinates in the unpooled tensor, at the output's strides.
+  const ExprPtr kk = clampIndex(load(ind, var(ev), DType::I64), std::max<int64_t>(total, 1));
+  const Dims ust = strides(unpooled), ost = strides(od);
+  ExprPtr at = intImm(0);
+  for (size_t d = 0; d < od.size(); ++d)
+    at = add(at, mul(mod(div(kk, intImm(ust[d])), intImm(unpooled[d])), intImm(ost[d])));
+  body.push_back(
+      Stmt::forLoop(ev, intImm(0), intImm(numel(xd)), {Stmt::store(y, at, load(x, var(ev), t))}));
+  return b.finish(std::move(body), {}, o);
+}
+
 std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o) {
   if (!n.domain.empty()) return std::nullopt;
@@ -340,6 +388,7 @@ std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& nam
   if (n.op == "MaxPool") return lowerWindow(n, name, o, true);
   if (n.op == "AveragePool" || n.op == "LpPool") return lowerWindow(n, name, o, false);
   if (n.op == "RoiAlign") return lowerRoiAlign(n, name, o);
+  if (n.op == "MaxUnpool") return lowerMaxUnpool(n, name, o);
   return std::nullopt;
 }
 

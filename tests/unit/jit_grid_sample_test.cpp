@@ -6,12 +6,14 @@
 // (cubic_coeff_a, exclude_outside, antialias, three coordinate transformations in turn, up and
 // down), and scales given at run time for named axes. RoiAlign (avg and max, both coordinate
 // transformations, a fixed and an adaptive sampling grid) over boxes inside, across and outside
-// the image, and a batch index out of range as an error.
+// the image, and a batch index out of range as an error. MaxUnpool with and without an output
+// shape, an index out of range as an error.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "passes/shape_inference.h"
 #include "runtime/jit_executor.h"
+#include "shared_models.h"
 
 #include <gtest/gtest.h>
 
@@ -56,6 +58,34 @@ TEST(JitRoiAlign, ModesAndGridsMatchTheInterpreter) {
         bad.data<int64_t>()[3] = 2;
         EXPECT_THROW(runtime::runJit(*m.graph, {in[0], in[1], RValue::of(bad)}), Error);
       }
+}
+
+// MaxUnpool: values at random indices (duplicates: the later wins) into the unpooled shape and
+// into a larger output_shape given at run time; an index past the unpooled tensor is an error.
+TEST(JitMaxUnpool, IndicesAndOutputShapesMatchTheInterpreter) {
+  std::mt19937 rng(11);
+  Tensor x = test::uniformTensor({1, 2, 2, 3}, 5), ind(DType::I64, {1, 2, 2, 3});
+  for (int64_t e = 0; e < ind.numel(); ++e) ind.data<int64_t>()[e] = int64_t(rng() % 48); // 1x2x4x6
+  for (const std::string& out : {std::string("[1,2,4,6]"), std::string("[1,2,5,7]")}) {
+    const bool shaped = out != "[1,2,4,6]";
+    Model m = parseModel(
+        "graph @g(%x: f32[1,2,2,3], %i: i64[1,2,2,3]" + std::string(shaped ? ", %s: i64[4]" : "") +
+        ") {\n  %y = MaxUnpool(%x, %i" + (shaped ? ", %s" : "") +
+        ") {kernel_shape = [2, 2], strides = [2, 2]} : f32" + out + "\n  return %y\n}\n");
+    std::vector<RValue> in = {RValue::of(x), RValue::of(ind)};
+    if (shaped) in.push_back(RValue::of(Tensor::fromI64({1, 2, 5, 7})));
+    SCOPED_TRACE(out);
+    runtime::JitStats st;
+    std::vector<RValue> got;
+    ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
+    EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
+    auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {0, 0});
+    EXPECT_FALSE(diff) << *diff;
+    Tensor bad = ind.clone();
+    bad.data<int64_t>()[4] = 48;
+    in[1] = RValue::of(bad);
+    EXPECT_THROW(runtime::runJit(*m.graph, in), Error);
+  }
 }
 
 TEST(JitGridSample, EveryModePaddingAndAlignmentMatchesTheInterpreter) {
