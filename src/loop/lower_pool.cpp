@@ -6,6 +6,8 @@
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
+#include <limits>
+
 namespace aicc::loop::detail {
 
 namespace {
@@ -379,12 +381,71 @@ std::optional<LoweredNode> lowerMaxUnpool(const Node& n, const std::string& name
   return b.finish(std::move(body), {}, o);
 }
 
+// 2-D MaxPool with its Indices output, as a loop nest in the reference's order (ops/nn_pool.cpp):
+// per output pixel the window's taps inside the image, rows then columns, a strictly larger value
+// replacing the best (the first maximum wins); the index of the best in the flattened input
+// (storage_order 1: within its plane column-major), -1 and the lowest value where the window
+// holds no pixel of the image.
+std::optional<LoweredNode> lowerMaxPoolIndices(const Node& n, const std::string& name,
+                                               const LowerOptions& o) {
+  FuncBuilder b(n, name, "pool");
+  const Dims xd = staticDims(n.inputs.at(0), "X"), yd = staticDims(n.outputs.at(0), "Y");
+  const DType t = n.inputs[0]->type.dtype;
+  if (xd.size() != 4 || yd.size() != 4 || staticDims(n.outputs[1], "Indices") != yd ||
+      n.outputs[1]->type.dtype != DType::I64 || (t != DType::F32 && t != DType::F64))
+    no("MaxPool Indices of a 2-D f32/f64 pool");
+  const std::string ap = n.attrString("auto_pad");
+  if (ap != "NOTSET" && ap != "VALID") no("MaxPool Indices with auto_pad " + ap);
+  const Dims k = n.attrInts("kernel_shape"), s = n.attrInts("strides", {1, 1}),
+             dl = n.attrInts("dilations", {1, 1});
+  const Dims pads = ap == "VALID" ? Dims{0, 0, 0, 0} : n.attrInts("pads", {0, 0, 0, 0});
+  if (k.size() != 2 || s.size() != 2 || dl.size() != 2 || pads.size() != 4) no("window attributes");
+  const int64_t NC = xd[0] * xd[1], H = xd[2], W = xd[3], OH = yd[2], OW = yd[3];
+  const bool colMajor = n.attrInt("storage_order", 0) != 0;
+  const std::string x = b.input(n.inputs[0]), y = b.output(0), yi = b.output(1),
+                    best = b.temp("best", t, {1}), at = b.temp("at", DType::I64, {1});
+  const std::string cv = b.fresh("nc"), ohv = b.fresh("oh"), owv = b.fresh("ow"),
+                    kyv = b.fresh("ky"), kxv = b.fresh("kx");
+  const ExprPtr iy =
+      add(sub(mul(var(ohv), intImm(s[0])), intImm(pads[0])), mul(var(kyv), intImm(dl[0])));
+  const ExprPtr ix =
+      add(sub(mul(var(owv), intImm(s[1])), intImm(pads[1])), mul(var(kxv), intImm(dl[1])));
+  const ExprPtr inside =
+      binary(Op::And, binary(Op::And, cmp(Op::Ge, iy, intImm(0)), cmp(Op::Lt, iy, intImm(H))),
+             binary(Op::And, cmp(Op::Ge, ix, intImm(0)), cmp(Op::Lt, ix, intImm(W))));
+  const ExprPtr cy = clampIndex(iy, H), cx = clampIndex(ix, W);
+  const ExprPtr v = load(x, add(mul(add(mul(var(cv), intImm(H)), cy), intImm(W)), cx), t);
+  const ExprPtr a = load(at, intImm(0), DType::I64);
+  const ExprPtr sp = colMajor ? add(cy, mul(intImm(H), cx)) : add(mul(cy, intImm(W)), cx);
+  Block tap = {Stmt::ifThen(
+      binary(Op::And, inside,
+             binary(Op::Or, cmp(Op::Lt, a, intImm(0)), cmp(Op::Gt, v, load(best, intImm(0), t)))),
+      {Stmt::store(best, intImm(0), v),
+       Stmt::store(at, intImm(0), add(mul(var(cv), intImm(H * W)), sp))})};
+  const ExprPtr o1 = add(mul(add(mul(var(cv), intImm(OH)), var(ohv)), intImm(OW)), var(owv));
+  Block pixel = {Stmt::store(best, intImm(0),
+                             floatImm(t == DType::F32 ? double(std::numeric_limits<float>::lowest())
+                                                      : std::numeric_limits<double>::lowest(),
+                                      t)),
+                 Stmt::store(at, intImm(0), intImm(-1)),
+                 Stmt::forLoop(kyv, intImm(0), intImm(k[0]),
+                               {Stmt::forLoop(kxv, intImm(0), intImm(k[1]), std::move(tap))}),
+                 Stmt::store(y, o1, load(best, intImm(0), t)), Stmt::store(yi, o1, a)};
+  Block body = {Stmt::forLoop(
+      cv, intImm(0), intImm(NC),
+      {Stmt::forLoop(ohv, intImm(0), intImm(OH),
+                     {Stmt::forLoop(owv, intImm(0), intImm(OW), std::move(pixel))})})};
+  return b.finish(std::move(body), {}, o);
+}
+
 std::optional<LoweredNode> lowerPoolFamily(const Node& n, const std::string& name,
                                            const LowerOptions& o) {
   if (!n.domain.empty()) return std::nullopt;
   if (n.op == "ReduceMean") return lowerBlockedMean(n, name, o); // else the reduction's nest
   if (n.op == "GlobalAveragePool") return lowerGlobal(n, name, o, false);
   if (n.op == "GlobalMaxPool") return lowerGlobal(n, name, o, true);
+  if (n.op == "MaxPool" && n.outputs.size() > 1 && n.outputs[1])
+    return lowerMaxPoolIndices(n, name, o);
   if (n.op == "MaxPool") return lowerWindow(n, name, o, true);
   if (n.op == "AveragePool" || n.op == "LpPool") return lowerWindow(n, name, o, false);
   if (n.op == "RoiAlign") return lowerRoiAlign(n, name, o);

@@ -7,7 +7,7 @@
 // down), and scales given at run time for named axes. RoiAlign (avg and max, both coordinate
 // transformations, a fixed and an adaptive sampling grid) over boxes inside, across and outside
 // the image, and a batch index out of range as an error. MaxUnpool with and without an output
-// shape, an index out of range as an error.
+// shape, an index out of range as an error. MaxPool with its Indices output.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -85,6 +85,32 @@ TEST(JitMaxUnpool, IndicesAndOutputShapesMatchTheInterpreter) {
     bad.data<int64_t>()[4] = 48;
     in[1] = RValue::of(bad);
     EXPECT_THROW(runtime::runJit(*m.graph, in), Error);
+  }
+}
+
+// MaxPool's Indices output: ties (values on a coarse grid: the first maximum), pads, strides,
+// dilations, storage_order 1, and windows wholly in the padding (index -1, the lowest value).
+TEST(JitMaxPoolIndices, MatchTheInterpreter) {
+  Tensor x = test::uniformTensor({2, 2, 5, 6}, 3, -2, 2);
+  for (int64_t e = 0; e < x.numel(); ++e) x.data<float>()[e] = std::round(x.data<float>()[e] * 2);
+  const char* attrs[] = {"kernel_shape = [2, 2]",
+                         "kernel_shape = [3, 2], pads = [1, 0, 1, 1], strides = [2, 1]",
+                         "kernel_shape = [2, 2], dilations = [2, 1], storage_order = 1",
+                         "kernel_shape = [1, 1], pads = [2, 2, 0, 0], strides = [1, 1]"};
+  for (const char* a : attrs) {
+    Model m = parseModel(std::string("graph @g(%x: f32[2,2,5,6]) {\n  %y, %i = MaxPool(%x) {") + a +
+                         "}\n  return %y, %i\n}\n");
+    inferShapes(*m.graph);
+    SCOPED_TRACE(a);
+    runtime::JitStats st;
+    std::vector<RValue> got;
+    ASSERT_NO_THROW(got = runtime::runJit(*m.graph, {RValue::of(x)}, {}, &st));
+    EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
+    const auto want = interpret(*m.graph, {RValue::of(x)});
+    for (size_t k = 0; k < 2; ++k) {
+      auto diff = compareValues(want[k], got[k], {0, 0});
+      EXPECT_FALSE(diff) << "output " << k << ": " << *diff;
+    }
   }
 }
 
