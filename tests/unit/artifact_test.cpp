@@ -328,21 +328,23 @@ TEST(Artifact, UncompilableBranchFailsOnlyWhenTaken) {
 // Nodes without a lowering (static sizes, no subgraph) run as fallback tasks: the reference
 // kernel on the planned buffers, between compiled tasks; the spec lists them.
 TEST(Artifact, NodesWithoutLoweringRunAsFallbackTasks) {
-  Model m = parseModel(R"(graph @g(%x: f32[3,2,2]) {
-  %c = Det(%x) : f32[3]
-  %r = Relu(%c) : f32[3]
-  %m = Mul(%x, %x) : f32[3,2,2]
-  %h = Det(%m) : f32[3]
-  %s = Add(%h, %c) : f32[3]
+  // (Col2Im has no lowering: each 4-value column becomes a 2x2 image here)
+  Model m = parseModel(R"(graph @g(%x: f32[3,4,1]) {
+  %is = const i64[2] [2, 2]
+  %c = Col2Im(%x, %is, %is) : f32[3,1,2,2]
+  %r = Relu(%c) : f32[3,1,2,2]
+  %m = Mul(%x, %x) : f32[3,4,1]
+  %h = Col2Im(%m, %is, %is) : f32[3,1,2,2]
+  %s = Add(%h, %c) : f32[3,1,2,2]
   return %s, %r
 })");
   loop::LowerOptions lo;
   lo.runtimeKernels = true;
   runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
   ASSERT_EQ(spec.fallbacks.size(), 2u);
-  EXPECT_NE(spec.fallbacks[0].find("Det"), std::string::npos) << spec.fallbacks[0];
+  EXPECT_NE(spec.fallbacks[0].find("Col2Im"), std::string::npos) << spec.fallbacks[0];
   std::vector<RValue> in = {RValue::of(
-      Tensor::fromF32({1, -2, 3, 0.5f, -1, 4, -3, 2, 0.25f, 0.75f, -0.5f, 1}, {3, 2, 2}))};
+      Tensor::fromF32({1, -2, 3, 0.5f, -1, 4, -3, 2, 0.25f, 0.75f, -0.5f, 1}, {3, 4, 1}))};
   auto want = interpret(*m.graph, in);
   auto got = compileAndRun(*m.graph, freshDir("fallback"), in);
   test::expectOutputsClose(want, got, {1e-6, 1e-6});
