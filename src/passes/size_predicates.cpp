@@ -207,9 +207,9 @@ std::optional<Samples> sample(const Value* cond, const std::vector<SizeRange>& r
 }
 
 // The Ifs of g and its subgraphs, outermost first.
-void collectIfs(Graph& g, std::vector<std::pair<Graph*, Node*>>& out) {
+void collectIfs(Graph& g, std::vector<Node*>& out) {
   for (const auto& n : g.nodes) {
-    if (n->op == "If" && n->domain.empty() && n->hasInput(0)) out.push_back({&g, n.get()});
+    if (n->op == "If" && n->domain.empty() && n->hasInput(0)) out.push_back(n.get());
     for (auto& [_, a] : n->attrs) {
       if (auto* sg = std::get_if<GraphPtr>(&a.v)) collectIfs(**sg, out);
       if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
@@ -239,10 +239,10 @@ std::vector<std::pair<std::pair<int64_t, int64_t>, const Tensor*>> pieces(const 
 
 bool foldSizePredicates(Model& m, const std::vector<SizeRange>& ranges) {
   if (ranges.empty()) return false;
-  std::vector<std::pair<Graph*, Node*>> ifs;
+  std::vector<Node*> ifs;
   collectIfs(*m.graph, ifs);
   bool changed = false;
-  for (const auto& [g, n] : ifs) {
+  for (Node* n : ifs) {
     Value* cond = n->inputs[0];
     if (!cond->producer) continue; // (a graph input, or already a constant)
     const auto s = sample(cond, ranges);
@@ -256,9 +256,9 @@ bool foldSizePredicates(Model& m, const std::vector<SizeRange>& ranges) {
 }
 
 std::optional<SizeSplit> findSizeSplit(const Model& m, const std::vector<SizeRange>& ranges) {
-  std::vector<std::pair<Graph*, Node*>> ifs;
+  std::vector<Node*> ifs;
   collectIfs(*m.graph, ifs);
-  for (const auto& [g, n] : ifs) {
+  for (const Node* n : ifs) {
     const auto s = sample(n->inputs[0], ranges);
     if (!s) continue;
     const auto p = pieces(*s);
