@@ -284,15 +284,6 @@ std::vector<RValue> kernelFlatten(KernelCtx& c) {
 
 // ---- Shape / Size / Identity / Constant ------------------------------------------------------
 
-std::pair<int64_t, int64_t> shapeRange(const Node& n, int64_t rank) {
-  int64_t s = n.attrInt("start"), e = n.attrInt("end", rank);
-  if (s < 0) s += rank;
-  if (e < 0) e += rank;
-  s = std::clamp<int64_t>(s, 0, rank);
-  e = std::clamp<int64_t>(e, 0, rank);
-  return {s, std::max(s, e)};
-}
-
 void inferShape(InferCtx& c) {
   const auto& in = c.inShape(0);
   if (!in) return c.setTensor(0, DType::I64, Shape{Dim{}});

@@ -37,6 +37,9 @@ int64_t wrapIndex(int64_t idx, int64_t dim, const char* what);
 size_t axisAttr(const Node& n, int64_t rank);
 // Product of dims[from, to).
 int64_t prodDims(const Dims& d, size_t from, size_t to);
+// The dims [first, last) of a rank-`rank` tensor a Shape node `n` returns (its start and end,
+// negative from the end, clamped).
+std::pair<int64_t, int64_t> shapeRange(const Node& n, int64_t rank);
 
 // The value of a Constant node (from whichever value_* attribute it has).
 Tensor constantValue(const Node& n);

@@ -190,4 +190,13 @@ std::optional<int64_t> inLength1D(InferCtx& c, size_t i) {
   return (*s)[0].value;
 }
 
+std::pair<int64_t, int64_t> shapeRange(const Node& n, int64_t rank) {
+  int64_t s = n.attrInt("start"), e = n.attrInt("end", rank);
+  if (s < 0) s += rank;
+  if (e < 0) e += rank;
+  s = std::clamp<int64_t>(s, 0, rank);
+  e = std::clamp<int64_t>(e, 0, rank);
+  return {s, std::max(s, e)};
+}
+
 } // namespace aicc

@@ -8,6 +8,7 @@
 
 #include "ir/rewrite.h"
 #include "ops/op_def.h"
+#include "ops/shape_ops.h"
 #include "passes/shape_inference.h"
 
 #include <functional>
@@ -51,11 +52,7 @@ std::optional<Tensor> foldDirectly(const Node& n) {
     for (int64_t d : *dims) numel *= d;
     return Tensor::fromI64({numel}).reshaped({});
   }
-  int64_t s = n.attrInt("start"), e = n.attrInt("end", rank);
-  if (s < 0) s += rank;
-  if (e < 0) e += rank;
-  s = std::clamp<int64_t>(s, 0, rank);
-  e = std::clamp<int64_t>(e, s, rank);
+  const auto [s, e] = shapeRange(n, rank);
   return Tensor::fromI64(std::vector<int64_t>(dims->begin() + s, dims->begin() + e), {e - s});
 }
 

@@ -76,9 +76,7 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
   else if (name == "constant-fold") p.run = [opts](Model& m) { return foldConstants(m, opts.constantFoldLimit); };
   else if (name == "fold-size-predicates")
     p.run = [opts](Model& m) {
-      const bool changed = foldSizePredicates(m, opts.sizeRanges);
-      if (opts.sizeSplit) *opts.sizeSplit = findSizeSplit(m, opts.sizeRanges);
-      return changed;
+      return foldSizePredicates(m, opts.sizeRanges, opts.sizeSplit.get());
     };
   else if (name == "inline-if") p.run = [](Model& m) { return inlineConstantIfs(m); };
   else if (name == "name-data-dims")

@@ -28,8 +28,8 @@ struct GraphPassOptions {
   // The symbols' ranges (a compile's, passes/size_predicates.h): conditions on the sizes that
   // have one value over them fold. Empty: none fold.
   std::vector<SizeRange> sizeRanges;
-  // Where fold-size-predicates leaves the first condition that changes over them (findSizeSplit
-  // after the cleanup, before fusion merges the conditions' nodes), when set.
+  // Where fold-size-predicates leaves the first condition that changes over them (after the
+  // cleanup, before fusion merges the conditions' nodes), when set.
   std::shared_ptr<std::optional<SizeSplit>> sizeSplit;
 };
 

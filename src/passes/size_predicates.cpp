@@ -3,6 +3,7 @@
 #include "interp/interpreter.h"
 #include "ir/rewrite.h"
 #include "ops/op_def.h"
+#include "ops/shape_ops.h"
 #include "passes/dim_steps.h"
 
 #include <set>
@@ -61,9 +62,7 @@ private:
     if (sh.op != "Shape" || !sh.domain.empty() || !sh.hasInput(0) ||
         !sh.inputs[0]->type.isTensor() || !sh.inputs[0]->type.shape)
       return std::nullopt;
-    const int64_t r = int64_t(sh.inputs[0]->type.shape->size());
-    auto clamp = [r](int64_t i) { return std::clamp(i < 0 ? i + r : i, int64_t{0}, r); };
-    const int64_t b = clamp(sh.attrInt("start", 0)), e = std::max(b, clamp(sh.attrInt("end", r)));
+    const auto [b, e] = shapeRange(sh, int64_t(sh.inputs[0]->type.shape->size()));
     std::vector<int64_t> k = idx->toI64Vector();
     for (int64_t& i : k) {
       if (i < -(e - b) || i >= e - b) return std::nullopt;
@@ -151,10 +150,8 @@ private:
         t.setI64(0, n);
         return memo_[v] = RValue::of(std::move(t));
       }
-      const int64_t r = int64_t(d.size());
-      auto clamp = [r](int64_t i) { return std::clamp(i < 0 ? i + r : i, int64_t{0}, r); };
-      const int64_t b = clamp(p.attrInt("start", 0)), e = clamp(p.attrInt("end", r));
-      std::vector<int64_t> s(d.begin() + b, d.begin() + std::max(b, e));
+      const auto [b, e] = shapeRange(p, int64_t(d.size()));
+      std::vector<int64_t> s(d.begin() + b, d.begin() + e);
       const int64_t n = int64_t(s.size());
       return memo_[v] = RValue::of(Tensor::fromI64(s, {n}));
     }
@@ -237,7 +234,9 @@ std::vector<std::pair<std::pair<int64_t, int64_t>, const Tensor*>> pieces(const 
 
 } // namespace
 
-bool foldSizePredicates(Model& m, const std::vector<SizeRange>& ranges) {
+bool foldSizePredicates(Model& m, const std::vector<SizeRange>& ranges,
+                        std::optional<SizeSplit>* split) {
+  if (split) split->reset();
   if (ranges.empty()) return false;
   std::vector<Node*> ifs;
   collectIfs(*m.graph, ifs);
@@ -248,26 +247,15 @@ bool foldSizePredicates(Model& m, const std::vector<SizeRange>& ranges) {
     const auto s = sample(cond, ranges);
     if (!s) continue;
     const auto p = pieces(*s);
-    if (p.size() != 1 || !p[0].second) continue; // changes over the range, or never runs
-    replaceByConstant(*cond->owner, cond, p[0].second->clone());
-    changed = true;
+    if (p.size() == 1 && p[0].second) { // one value over the range (else: it never runs)
+      replaceByConstant(*cond->owner, cond, p[0].second->clone());
+      changed = true;
+    } else if (p.size() > 1 && split && !*split) { // the first that changes
+      *split = SizeSplit{n->describe(), s->range->name, {}};
+      for (const auto& [r, _] : p) (*split)->pieces.push_back(r);
+    }
   }
   return changed;
-}
-
-std::optional<SizeSplit> findSizeSplit(const Model& m, const std::vector<SizeRange>& ranges) {
-  std::vector<Node*> ifs;
-  collectIfs(*m.graph, ifs);
-  for (const Node* n : ifs) {
-    const auto s = sample(n->inputs[0], ranges);
-    if (!s) continue;
-    const auto p = pieces(*s);
-    if (p.size() < 2) continue;
-    SizeSplit split{n->describe(), s->range->name, {}};
-    for (const auto& [r, _] : p) split.pieces.push_back(r);
-    return split;
-  }
-  return std::nullopt;
 }
 
 } // namespace aicc

@@ -10,7 +10,7 @@
 // fails, left out):
 //   - fold-size-predicates: a condition with one value over the ranges becomes that constant,
 //     so inline-if takes its branch and shape inference goes on past it;
-//   - findSizeSplit: the first condition that changes gives the sizes where it does: the
+//   - the first condition that changes gives the sizes where it does (its split): the
 //     compiler compiles each piece of the range on its own (a size class: `aicc compile` writes
 //     them as variants the runtime picks by the inputs' sizes, docs/runtime.md "Variants"),
 //     where the condition is a constant again.
@@ -29,16 +29,17 @@ struct SizeRange {
   int64_t lo = 1, hi = 1, step = 1;
 };
 
-// The "fold-size-predicates" pass (every graph, subgraphs included): returns whether some If's
-// condition became a constant.
-bool foldSizePredicates(Model& m, const std::vector<SizeRange>& ranges);
-
 // A condition that changes over its symbol's range: the If's name, the symbol and the pieces
 // [lo, hi] of its range over which the condition is one constant (in order, covering it).
 struct SizeSplit {
   std::string node, symbol;
   std::vector<std::pair<int64_t, int64_t>> pieces;
 };
-std::optional<SizeSplit> findSizeSplit(const Model& m, const std::vector<SizeRange>& ranges);
+
+// The "fold-size-predicates" pass (every graph, subgraphs included): returns whether some If's
+// condition became a constant. `split`, when given, gets the first condition that changes over
+// the ranges (from the same evaluation), or nothing.
+bool foldSizePredicates(Model& m, const std::vector<SizeRange>& ranges,
+                        std::optional<SizeSplit>* split = nullptr);
 
 } // namespace aicc
