@@ -100,8 +100,7 @@ std::optional<LoweredNode> lowerRotary(const Node& n, const std::string& name,
   std::string P;
   if (pos) {
     P = b.input(n.inputs[3]);
-    body.push_back(Stmt::callKernel(
-        "check_targets_i64", {bufferArg(P), intArg(B * S), intArg(cd[0]), intArg(0), intArg(0)}));
+    body = checkValuesBelow(P, DType::I64, B * S, cd[0], o);
   }
   std::string bv = b.loopVar("b"), s = b.loopVar("s"), h = b.loopVar("h"), k = b.loopVar("k");
   ExprPtr base =

@@ -517,6 +517,17 @@ Block checkIndices(const std::string& ind, DType it, ExprPtr count, ExprPtr dim,
                             CallArg{"", nullptr, std::move(dim)}})};
 }
 
+Block checkValuesBelow(const std::string& buf, DType t, int64_t count, int64_t hi,
+                       const LowerOptions& o, std::optional<int64_t> ignore) {
+  if (!o.runtimeKernels || count == 0) return {};
+  if (t != DType::I64 && t != DType::I32) no("integer values of a type other than int32/int64");
+  return {Stmt::callKernel(t == DType::I64 ? "check_targets_i64" : "check_targets_i32",
+                           {CallArg{buf, nullptr, nullptr}, CallArg{"", nullptr, intImm(count)},
+                            CallArg{"", nullptr, intImm(hi)},
+                            CallArg{"", nullptr, intImm(ignore.has_value())},
+                            CallArg{"", nullptr, intImm(ignore.value_or(0))}})};
+}
+
 Block checkIndexTuples(FuncBuilder& b, const std::string& ind, DType it, int64_t tuples,
                        const Dims& dims, const LowerOptions& o) {
   const int64_t K = int64_t(dims.size());

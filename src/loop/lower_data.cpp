@@ -284,7 +284,7 @@ std::optional<LoweredNode> lowerGatherND(const Node& n, const std::string& name,
 
 // ReverseSequence: out[t, b] = x[len[b] - 1 - t, b] for t < len[b], else x[t, b] (time and batch
 // axes 0 and 1 in either order, the rest of the dims copied along). Lengths outside [0, T] are
-// the run's error (@check_targets_*) and clamp besides.
+// the run's error (checkValuesBelow) and clamp besides.
 std::optional<LoweredNode> lowerReverseSequence(const Node& n, const std::string& name,
                                                 const LowerOptions& o) {
   FuncBuilder b(n, name, "data");
@@ -299,13 +299,7 @@ std::optional<LoweredNode> lowerReverseSequence(const Node& n, const std::string
   if (ld != Dims{xd[ba]}) no("lengths of another size than the batch");
   const int64_t T = xd[ta], B = xd[ba];
   const std::string in = b.input(n.inputs[0]), lens = b.input(n.inputs[1]), out = b.output(0);
-  Block check;
-  if (o.runtimeKernels)
-    check.push_back(
-        Stmt::callKernel(lt == DType::I64 ? "check_targets_i64" : "check_targets_i32",
-                         {CallArg{lens, nullptr, nullptr}, CallArg{"", nullptr, intImm(B)},
-                          CallArg{"", nullptr, intImm(T + 1)}, CallArg{"", nullptr, intImm(0)},
-                          CallArg{"", nullptr, intImm(0)}}));
+  Block check = checkValuesBelow(lens, lt, B, T + 1, o);
   return gatherNest(
       b, out, xd,
       [&](const std::vector<ExprPtr>& v) {

@@ -38,13 +38,9 @@ std::optional<LoweredNode> lowerLoss(const Node& n, const std::string& name,
 
   std::string out = b.output(0), X = b.input(xv), T = b.input(tv);
   std::string W = wv ? b.input(wv) : "";
-  Block body;
-  if (o.runtimeKernels) // the reference's range check (the C bundle has no error path: clamped)
-    body.push_back(
-        Stmt::callKernel(it == DType::I64 ? "check_targets_i64" : "check_targets_i32",
-                         {CallArg{T, nullptr, nullptr}, CallArg{"", nullptr, intImm(N * D)},
-                          CallArg{"", nullptr, intImm(C)}, CallArg{"", nullptr, intImm(hasIgnore)},
-                          CallArg{"", nullptr, intImm(ignore)}}));
+  // The reference's range check (the C bundle has no error path: clamped).
+  Block body = checkValuesBelow(T, it, N * D, C, o,
+                                hasIgnore ? std::optional<int64_t>(ignore) : std::nullopt);
 
   // The scores the losses read: x, or its log-softmax along C (f64).
   std::string S = X;

@@ -203,6 +203,12 @@ Block checkIndices(const std::string& ind, DType it, int64_t count, int64_t dim,
                    const LowerOptions& o);
 Block checkIndices(const std::string& ind, DType it, ExprPtr count, ExprPtr dim,
                    const LowerOptions& o); // (symbolic sizes: the run's)
+// Integer values (int32/int64) within [0, hi) unless equal to `ignore`: the runtime's check
+// (@check_targets_*: an error naming the value and its index; loss targets, positions, lengths,
+// batch and write indices). Nothing without runtime kernels (the C bundle has no error path: the
+// accesses clamp) or without values.
+Block checkValuesBelow(const std::string& buf, DType t, int64_t count, int64_t hi,
+                       const LowerOptions& o, std::optional<int64_t> ignore = std::nullopt);
 // Index tuples [tuples, K] (GatherND, ScatterND): component k checked against dims[k] by the
 // runtime (copied into a temp of b, then @check_indices_*); one check when K is 1.
 Block checkIndexTuples(FuncBuilder& b, const std::string& ind, DType it, int64_t tuples,

@@ -216,7 +216,7 @@ std::optional<LoweredNode> lowerBlockedMean(const Node& n, const std::string& na
 // RoiAlign, in double as the reference (ops/nn_roi.cpp): per roi its box scaled (and shifted
 // half a pixel), per bin a gh x gw grid of bilinear samples (sampling_ratio, else ceil of the
 // bin's size: a loop extent of the run's boxes), averaged or maxed; a sample outside
-// [-1, H] x [-1, W] weighs 0. Batch indices outside [0, N) are the run's error.
+// [-1, H] x [-1, W] weighs 0. Batch indices outside [0, N) are the run's error (checkValuesBelow).
 std::optional<LoweredNode> lowerRoiAlign(const Node& n, const std::string& name,
                                          const LowerOptions& o) {
   FuncBuilder b(n, name, "pool");
@@ -321,12 +321,7 @@ std::optional<LoweredNode> lowerRoiAlign(const Node& n, const std::string& name,
       Stmt::forLoop(cv, intImm(0), intImm(C),
                     {Stmt::forLoop(phv, intImm(0), intImm(OH),
                                    {Stmt::forLoop(pwv, intImm(0), intImm(OW), std::move(bin))})}));
-  Block body;
-  if (o.runtimeKernels && R > 0)
-    body.push_back(Stmt::callKernel(
-        "check_targets_i64", {CallArg{bidx, nullptr, nullptr}, CallArg{"", nullptr, intImm(R)},
-                              CallArg{"", nullptr, intImm(N)}, CallArg{"", nullptr, intImm(0)},
-                              CallArg{"", nullptr, intImm(0)}}));
+  Block body = checkValuesBelow(bidx, DType::I64, R, N, o);
   body.push_back(Stmt::forLoop(rv, intImm(0), intImm(R), std::move(roi)));
   Schedule sch;
   sch["mode"] = mode;
@@ -336,7 +331,7 @@ std::optional<LoweredNode> lowerRoiAlign(const Node& n, const std::string& name,
 // MaxUnpool: zeros, then each X value at its index (into the unpooled [N, C, (x - 1) s - pads + k]
 // tensor, row major; later duplicates win, as the reference writes in order), placed at the same
 // coordinates of a larger output_shape when one is given (checked at run time against the
-// declared output). Indices outside the unpooled tensor are the run's error.
+// declared output). Indices outside the unpooled tensor are the run's error (checkValuesBelow).
 std::optional<LoweredNode> lowerMaxUnpool(const Node& n, const std::string& name,
                                           const LowerOptions& o) {
   FuncBuilder b(n, name, "pool");
@@ -361,12 +356,8 @@ std::optional<LoweredNode> lowerMaxUnpool(const Node& n, const std::string& name
   }
   const std::string x = b.input(n.inputs[0]), ind = b.input(n.inputs[1]), y = b.output(0);
   const int64_t total = numel(unpooled);
-  if (o.runtimeKernels && numel(xd) > 0)
-    body.push_back(
-        Stmt::callKernel("check_targets_i64",
-                         {CallArg{ind, nullptr, nullptr}, CallArg{"", nullptr, intImm(numel(xd))},
-                          CallArg{"", nullptr, intImm(total)}, CallArg{"", nullptr, intImm(0)},
-                          CallArg{"", nullptr, intImm(0)}}));
+  for (auto& st : checkValuesBelow(ind, DType::I64, numel(xd), total, o))
+    body.push_back(std::move(st));
   const std::string zv = b.fresh("z"), ev = b.fresh("e");
   body.push_back(
       Stmt::forLoop(zv, intImm(0), intImm(numel(od)), {Stmt::store(y, var(zv), constant(t, 0))}));

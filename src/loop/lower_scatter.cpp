@@ -113,7 +113,7 @@ std::optional<LoweredNode> lowerScatterND(const Node& n, const std::string& name
 // TensorScatter (a KV cache's update): out = past_cache, then each batch row's update written
 // along `axis` from write_indices[b] (0 when omitted); "circular" wraps modulo the cache length,
 // "linear" needs the update to fit: write indices outside [0, cache - update] are the run's error
-// (@check_targets_i64), and the stores clamp besides.
+// (checkValuesBelow), and the stores clamp besides.
 std::optional<LoweredNode> lowerTensorScatter(const Node& n, const std::string& name,
                                               const LowerOptions& o) {
   FuncBuilder b(n, name, "data");
@@ -142,12 +142,7 @@ std::optional<LoweredNode> lowerTensorScatter(const Node& n, const std::string& 
   const int64_t total = numel(pd);
   const std::string iv = b.fresh("i"), bv = b.fresh("b"), ov = b.fresh("o"), sv = b.fresh("s"),
                     ev = b.fresh("e");
-  Block body;
-  if (!wi.empty() && !circular && o.runtimeKernels)
-    body.push_back(Stmt::callKernel(
-        "check_targets_i64", {CallArg{wi, nullptr, nullptr}, CallArg{"", nullptr, intImm(B)},
-                              CallArg{"", nullptr, intImm(M - L + 1)},
-                              CallArg{"", nullptr, intImm(0)}, CallArg{"", nullptr, intImm(0)}}));
+  Block body = wi.empty() || circular ? Block{} : checkValuesBelow(wi, DType::I64, B, M - L + 1, o);
   for (auto& st : nest({iv}, {total}, {Stmt::store(out, var(iv), load(past, var(iv), t))}, true,
                        vectorWidthFor(o, t, total)))
     body.push_back(std::move(st));
