@@ -30,6 +30,7 @@ struct Cell {
 
 const Cell kGru{"gru_", 3, {"Sigmoid", "Tanh"}, "linear_before_reset", 2};
 const Cell kLstm{"lstm_", 4, {"Sigmoid", "Tanh", "Tanh"}, "input_forget", 3};
+const Cell kRnn{"", 1, {"Tanh"}, "", 2}; // (a loop nest: lowerSimpleRnn)
 
 struct RnnDims {
   int64_t T = 0, batch = 0, I = 0, H = 0, dirs = 1;
@@ -216,11 +217,7 @@ std::optional<LoweredNode> lowerSimpleRnn(const Node& n, const std::string& name
     for (int64_t l : lens)
       if (l < 0 || l > T) no("RNN sequence_lens out of range");
   }
-  std::vector<std::string> names = {"Tanh"};
-  if (const Attribute* a = n.attr("activations"))
-    if (const auto& v = std::get<std::vector<std::string>>(a->v); !v.empty()) names = v;
-  if (names.size() == 1 && dirs == 2) names.push_back(names[0]);
-  if (int64_t(names.size()) != dirs) no("RNN activations for its directions");
+  const int64_t acts = activationArg(n, kRnn, dirs); // 2 bits per direction
   const Attribute* clipAttr = n.attr("clip");
   const double clip = clipAttr ? std::get<float>(clipAttr->v) : 0.0;
   const std::string x = b.input(n.inputs[0]), w = b.input(n.inputs[1]), r = b.input(n.inputs[2]);
@@ -240,14 +237,11 @@ std::optional<LoweredNode> lowerSimpleRnn(const Node& n, const std::string& name
   Block body;
   for (int64_t d = 0; d < dirs; ++d) {
     const bool rev = reverseOnly || d == 1;
-    std::string l;
-    for (char c : names[size_t(d)]) l += char(std::tolower(static_cast<unsigned char>(c)));
-    if (l != "tanh" && l != "sigmoid" && l != "relu")
-      no("RNN activation '" + names[size_t(d)] + "'");
+    const int64_t act = acts >> (2 * d) & 3; // activationCode: 0 Sigmoid, 1 Tanh, 2 Relu
     auto apply = [&](ExprPtr v) -> ExprPtr {
       if (clipAttr) v = max(min(v, floatImm(clip, DType::F64)), floatImm(-clip, DType::F64));
-      if (l == "tanh") return call("tanh", {v});
-      if (l == "relu") return max(v, floatImm(0, DType::F64));
+      if (act == 1) return call("tanh", {v});
+      if (act == 2) return max(v, floatImm(0, DType::F64));
       return div(floatImm(1, DType::F64), add(floatImm(1, DType::F64), call("exp", {neg(v)})));
     };
     for (int64_t row = 0; row < B; ++row) {
