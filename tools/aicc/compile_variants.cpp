@@ -10,9 +10,9 @@
 //     kernels at the run's sizes).
 #include "commands.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
-#include <map>
 
 namespace aicc::cli {
 
@@ -62,26 +62,24 @@ std::vector<std::string> compileVariants(const CompileArgs& a,
   // replaced by its pieces.
   struct Piece {
     CompileArgs args;
-    std::map<std::string, std::string> sizes; // the symbols narrowed: name -> "lo..hi"
-    std::string by;                           // the Ifs whose conditions cut it out
+    std::string by; // the Ifs whose conditions cut it out
   };
   std::vector<Piece> todo;
   auto cut = [&](const Piece& from, const SizeSplit& s) {
     std::vector<Piece> pieces;
-    for (const auto& [lo, hi] : s.pieces) {
-      Piece p{narrowed(from.args, s.symbol, lo, hi), from.sizes,
-              from.by + (from.by.empty() ? "" : ", ") + s.node};
-      p.sizes[s.symbol] = lo == hi ? std::to_string(lo) : fmt::format("{}..{}", lo, hi);
-      pieces.push_back(std::move(p));
-    }
+    for (const auto& [lo, hi] : s.pieces)
+      pieces.push_back({narrowed(from.args, s.symbol, lo, hi),
+                        from.by + (from.by.empty() ? "" : ", ") + s.node});
     todo.insert(todo.begin(), pieces.begin(), pieces.end());
   };
-  cut({a, {}, ""}, *split);
+  cut({a, ""}, *split);
   for (size_t classes = 0; !todo.empty();) {
     Piece p = todo.front();
     todo.erase(todo.begin());
-    std::string dims;
-    for (const auto& [name, r] : p.sizes) dims += (dims.empty() ? "" : " ") + name + "=" + r;
+    std::string dims; // the --dim entries the splits narrowed (a piece is never a whole range)
+    for (const std::string& d : p.args.dims)
+      if (std::find(a.dims.begin(), a.dims.end(), d) == a.dims.end())
+        dims += (dims.empty() ? "" : " ") + d;
     if (classes == kMaxSizeClasses) {
       std::cerr << fmt::format("aicc: warning: more than {} size classes; {} and the rest run on "
                                "the plan for the whole ranges\n",
