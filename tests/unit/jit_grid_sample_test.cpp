@@ -11,6 +11,7 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "jit_check.h"
 #include "passes/shape_inference.h"
 #include "runtime/jit_executor.h"
 #include "shared_models.h"
@@ -48,12 +49,7 @@ TEST(JitRoiAlign, ModesAndGridsMatchTheInterpreter) {
         Model m = parseModel(text);
         inferShapes(*m.graph);
         const std::vector<RValue> in = {RValue::of(x), RValue::of(rois), RValue::of(bidx)};
-        runtime::JitStats st;
-        std::vector<RValue> got;
-        ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
-        EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
-        auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {1e-6, 1e-7});
-        EXPECT_FALSE(diff) << *diff;
+        expectJitMatches(m, in, {1e-6, 1e-7}, "mode");
         Tensor bad = bidx.clone();
         bad.data<int64_t>()[3] = 2;
         EXPECT_THROW(runtime::runJit(*m.graph, {in[0], in[1], RValue::of(bad)}), Error);
@@ -75,12 +71,7 @@ TEST(JitMaxUnpool, IndicesAndOutputShapesMatchTheInterpreter) {
     std::vector<RValue> in = {RValue::of(x), RValue::of(ind)};
     if (shaped) in.push_back(RValue::of(Tensor::fromI64({1, 2, 5, 7})));
     SCOPED_TRACE(out);
-    runtime::JitStats st;
-    std::vector<RValue> got;
-    ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
-    EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
-    auto diff = compareValues(interpret(*m.graph, in)[0], got[0], {0, 0});
-    EXPECT_FALSE(diff) << *diff;
+    expectJitMatches(m, in, {0, 0}, "");
     Tensor bad = ind.clone();
     bad.data<int64_t>()[4] = 48;
     in[1] = RValue::of(bad);
@@ -102,15 +93,7 @@ TEST(JitMaxPoolIndices, MatchTheInterpreter) {
                          "}\n  return %y, %i\n}\n");
     inferShapes(*m.graph);
     SCOPED_TRACE(a);
-    runtime::JitStats st;
-    std::vector<RValue> got;
-    ASSERT_NO_THROW(got = runtime::runJit(*m.graph, {RValue::of(x)}, {}, &st));
-    EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
-    const auto want = interpret(*m.graph, {RValue::of(x)});
-    for (size_t k = 0; k < 2; ++k) {
-      auto diff = compareValues(want[k], got[k], {0, 0});
-      EXPECT_FALSE(diff) << "output " << k << ": " << *diff;
-    }
+    expectJitMatches(m, {RValue::of(x)}, {0, 0}, "");
   }
 }
 

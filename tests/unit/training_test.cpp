@@ -8,8 +8,8 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "jit_check.h"
 #include "passes/shape_inference.h"
-#include "runtime/jit_executor.h"
 #include "shared_models.h"
 
 #include <gtest/gtest.h>
@@ -233,16 +233,7 @@ TEST(Training, OptimizerOpsCompiled) {
         Tensor x = test::uniformTensor(*toDims(*v->type.shape), seed++, i >= 6 ? 0.0f : -1.0f, 1);
         in.push_back(RValue::of(std::move(x)));
       }
-      runtime::JitStats st;
-      std::vector<RValue> got;
-      ASSERT_NO_THROW(got = runtime::runJit(*m.graph, in, {}, &st));
-      EXPECT_EQ(st.fallback, 0) << (st.fallbackReasons.empty() ? "" : st.fallbackReasons[0]);
-      const std::vector<RValue> want = interpret(*m.graph, in);
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t k = 0; k < got.size(); ++k) {
-        auto diff = compareValues(want[k], got[k], {1e-6, 1e-7});
-        EXPECT_FALSE(diff) << "output " << k << ": " << *diff;
-      }
+      expectJitMatches(m, in, {1e-6, 1e-7}, "f64 arithmetic");
     }
   }
 }
