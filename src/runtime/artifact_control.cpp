@@ -58,15 +58,15 @@ int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
 int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const char* which,
                             int64_t base) {
   const std::string where = n.describe() + " " + which;
-  const std::vector<const Value*> outer = outerReads(n);
-  if (auto why = unresolvedShape(b);
-      why && !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_) && canFallBack(n, outer)) {
-    // The If on its reference kernels at the run's sizes, where the branch would run (the
-    // condition is the same there, so it takes this branch).
-    emitFallback(s, n, outer, std::string(which) + " resolves only at the run's sizes: " + *why);
-    return base;
-  }
   if (auto why = unresolvedShape(b)) {
+    // With symbols it may resolve at a run's sizes: the If on its reference kernels there, where
+    // the branch would run (the condition is the same there, so it takes this branch).
+    if (!ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_))
+      if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer)) {
+        emitFallback(s, n, outer,
+                     std::string(which) + " resolves only at the run's sizes: " + *why);
+        return base;
+      }
     failBranches.push_back(where + ": " + *why);
     push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0, 0, nullptr, {}},
          "If", "fail (branch not compiled)");
