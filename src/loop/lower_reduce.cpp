@@ -80,8 +80,10 @@ Block runtimeAxesMask(const Node& n, FuncBuilder& b, const Dims& in, const std::
 
 // The run-time check that the axes given are the ones the shapes implied (@check_reduce_axes).
 // The C bundle has no error path and declines.
+// anySet: any dims (the run's mask decides the result's dims): only the range, the repeats and,
+// without keepdims, the count are checked.
 Block checkRuntimeAxes(const Node& n, FuncBuilder& b, const Dims& in, const std::vector<bool>& red,
-                       const LowerOptions& o) {
+                       const LowerOptions& o, bool anySet = false) {
   if (!o.runtimeKernels) no("non-constant axes (checked at run time by the runtime only)");
   const Value* ax = n.inputs[1];
   if (ax->type.dtype != DType::I64) no("axes of a type other than int64");
@@ -96,7 +98,50 @@ Block checkRuntimeAxes(const Node& n, FuncBuilder& b, const Dims& in, const std:
                         int64_t(n.attrInt("keepdims") == 0) << 1 | removed << 2;
   return {Stmt::callKernel("check_reduce_axes",
                            {bufferArg(b.input(ax)), intArg(numel(ad)), intArg(int64_t(in.size())),
-                            intArg(reduced), intArg(ones), intArg(flags)})};
+                            intArg(anySet ? -1 : reduced), intArg(ones), intArg(flags)})};
+}
+
+// A Reduce op's accumulation: the accumulator's start, one step with element x, and what it becomes
+// after the reduction of `count` elements (nullptr: itself). ReduceLogSumExp's max pass is its
+// callers' (logSumExp below).
+double reduceInit(const std::string& op) {
+  return op == "ReduceMax"    ? -std::numeric_limits<double>::infinity()
+         : op == "ReduceMin"  ? std::numeric_limits<double>::infinity()
+         : op == "ReduceProd" ? 1.0
+                              : 0.0;
+}
+ExprPtr reduceStep(const std::string& op, const ExprPtr& acc, const ExprPtr& x) {
+  return op == "ReduceMax"                             ? select(cmp(Op::Gt, x, acc), x, acc)
+         : op == "ReduceMin"                           ? select(cmp(Op::Lt, x, acc), x, acc)
+         : op == "ReduceProd"                          ? mul(acc, x)
+         : op == "ReduceSumSquare" || op == "ReduceL2" ? add(acc, mul(x, x))
+         : op == "ReduceL1"                            ? add(acc, call("abs", {x}))
+                                                       : add(acc, x);
+}
+ExprPtr reduceResult(const std::string& op, const ExprPtr& acc, const ExprPtr& count, DType t) {
+  if (op == "ReduceMean")
+    return div(acc, asInt(count) ? constant(t, double(*asInt(count))) : cast(t, count));
+  if (op == "ReduceL2") return call("sqrt", {acc});
+  if (op == "ReduceLogSum") return call("log", {acc});
+  return nullptr;
+}
+// ReduceLogSumExp as the reference: m = the max (NaN wins), then m + log(sum exp(x - m)) when m is
+// finite, else m. The max pass's statement (into m's buffer at the accumulator's index), the step
+// and the result.
+struct LogSumExp {
+  ExprPtr finite, step, result;
+  Stmt maxStep;
+};
+LogSumExp logSumExp(const std::string& mx, const ExprPtr& y, const ExprPtr& acc, const ExprPtr& x,
+                    DType t) {
+  const ExprPtr m = load(mx, y, t), inf = constant(t, std::numeric_limits<double>::infinity());
+  LogSumExp l;
+  l.finite = cmp(Op::Lt, call("abs", {m}), inf);
+  l.maxStep =
+      Stmt::store(mx, y, select(binary(Op::Or, cmp(Op::Gt, x, m), cmp(Op::Ne, x, x)), x, m));
+  l.step = add(acc, select(l.finite, call("exp", {sub(x, m)}), constant(t, 0)));
+  l.result = select(l.finite, add(m, call("log", {acc})), m);
+  return l;
 }
 
 // The reduction of `in` over the dims of `red` into `out` (dense over the kept dims); `ir` the
@@ -118,46 +163,110 @@ Block reduceNest(const Node& n, FuncBuilder& b, const Dims& id, const std::vecto
   ExprPtr y = runIndex(vars(kept), stridesOf(keptExt));
   ExprPtr x = load(in, runIndex(idx, stridesOf(ir)), t), acc = load(out, y, t);
   const std::string& op = n.op;
-  double init = op == "ReduceMax"    ? -std::numeric_limits<double>::infinity()
-                : op == "ReduceMin"  ? std::numeric_limits<double>::infinity()
-                : op == "ReduceProd" ? 1.0
-                                     : 0.0;
-  ExprPtr step = op == "ReduceMax"         ? select(cmp(Op::Gt, x, acc), x, acc)
-                 : op == "ReduceMin"       ? select(cmp(Op::Lt, x, acc), x, acc)
-                 : op == "ReduceProd"      ? mul(acc, x)
-                 : op == "ReduceSumSquare" ? add(acc, mul(x, x))
-                 : op == "ReduceL2"        ? add(acc, mul(x, x))
-                 : op == "ReduceL1"        ? add(acc, call("abs", {x}))
-                                           : add(acc, x);
+  ExprPtr step = reduceStep(op, acc, x), result = reduceResult(op, acc, count, t);
   Block body;
-  ExprPtr result; // what the accumulator becomes after the reduction, if not itself
   if (op == "ReduceLogSumExp") {
-    // As the reference: m = the max (NaN wins), then m + log(sum exp(x - m)) when m is finite,
-    // else m.
     const std::string mx = b.temp("max", t, {numel(keptBound)});
-    ExprPtr m = load(mx, y, t), inf = constant(t, std::numeric_limits<double>::infinity());
-    ExprPtr finite = cmp(Op::Lt, call("abs", {m}), inf);
-    body.push_back(Stmt::store(mx, y, neg(inf)));
-    for (auto& s :
-         runNest(rv, redExt,
-                 {Stmt::store(mx, y,
-                              select(binary(Op::Or, cmp(Op::Gt, x, m), cmp(Op::Ne, x, x)), x, m))},
-                 false))
-      body.push_back(std::move(s));
-    step = add(acc, select(finite, call("exp", {sub(x, m)}), constant(t, 0)));
-    result = select(finite, add(m, call("log", {acc})), m);
+    const LogSumExp l = logSumExp(mx, y, acc, x, t);
+    body.push_back(Stmt::store(mx, y, constant(t, -std::numeric_limits<double>::infinity())));
+    for (auto& s : runNest(rv, redExt, {l.maxStep}, false)) body.push_back(std::move(s));
+    step = l.step, result = l.result;
   }
-  body.push_back(Stmt::store(out, y, constant(t, init)));
+  body.push_back(Stmt::store(out, y, constant(t, reduceInit(op))));
   for (auto& s : runNest(rv, redExt, {Stmt::store(out, y, step)}, false))
     body.push_back(std::move(s));
-  if (op == "ReduceMean")
-    result = div(acc, asInt(count) ? constant(t, double(*asInt(count))) : cast(t, count));
-  if (op == "ReduceL2") result = call("sqrt", {acc});
-  if (op == "ReduceLogSum") result = call("log", {acc});
   if (result) body.push_back(Stmt::store(out, y, result));
   for (const ExprPtr& e : keptExt) // an empty nest, as nest() leaves it
     if (asInt(e) == 0) return {};
   return runNest(kept, keptExt, std::move(body), true);
+}
+
+// Axes given at run time with sizes the run decides (symbolic input dims, or result dims that are
+// data symbols: which dims the axes keep, passes/data_dims.h): the reduced dims as a mask from the
+// axes (checked: in range, each once, as many as the result's rank drops), the result's dims and
+// each input dim's stride in the result (0 where reduced) from it, then one serial nest over the
+// input accumulating at that offset, and a pass over the result for the final values.
+Block reduceByMask(const Node& n, FuncBuilder& b, const LowerOptions& o, const Dims& id,
+                   const std::vector<ExprPtr>& ir, const std::string& out, DType t) {
+  const Value* ax = n.inputs[1];
+  if (ax->type.dtype != DType::I64) no("axes of a type other than int64");
+  const int64_t count = numel(staticDims(ax, "axes")), rank = int64_t(id.size());
+  const Dims od = staticDims(n.outputs[0], "output");
+  const bool keep = n.attrInt("keepdims") != 0, noop = n.attrInt("noop_with_empty_axes") != 0;
+  if (count == 0 && noop && reduceResult(n.op, var("x", t), intImm(1), t))
+    no("non-constant axes with noop_with_empty_axes");
+  Block body = checkRuntimeAxes(n, b, id, std::vector<bool>(id.size(), false), o, true);
+  const std::string mask = b.temp("axes_mask", DType::I64, {1}),
+                    dims = b.temp("result_dims", DType::I64,
+                                  {std::max<int64_t>(1, int64_t(od.size()))}),
+                    ostride = b.temp("result_strides", DType::I64, {std::max<int64_t>(rank, 1)}),
+                    acc = b.temp("counts", DType::I64, {2}); // [elements so far, dims left]
+  auto i64 = [](int64_t v) { return intImm(v); };
+  auto ld = [](const std::string& buf, int64_t k) { return load(buf, intImm(k), DType::I64); };
+  // The mask (axes checked already, so every shift is in range).
+  body.push_back(
+      Stmt::store(mask, i64(0), i64(count == 0 && !noop ? (int64_t(1) << rank) - 1 : 0)));
+  for (int64_t k = 0; k < count; ++k) {
+    ExprPtr a = loadI64(b, ax, k);
+    a = select(cmp(Op::Lt, a, i64(0)), add(a, i64(rank)), a);
+    body.push_back(
+        Stmt::store(mask, i64(0), binary(Op::BitOr, ld(mask, 0), binary(Op::Shl, i64(1), a))));
+  }
+  // From the last dim: its stride in the result, and the result's dims (keepdims: 1 where
+  // reduced; else the kept dims, from the back).
+  body.push_back(Stmt::store(acc, i64(0), i64(1)));
+  body.push_back(Stmt::store(acc, i64(1), i64(int64_t(od.size()))));
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    const ExprPtr reduced =
+        cmp(Op::Ne, binary(Op::BitAnd, ld(mask, 0), i64(int64_t(1) << d)), i64(0));
+    const ExprPtr dim = ir[size_t(d)];
+    body.push_back(Stmt::store(ostride, i64(d), select(reduced, i64(0), ld(acc, 0))));
+    if (keep) {
+      body.push_back(Stmt::store(dims, i64(d), select(reduced, i64(1), dim)));
+    } else {
+      Block kept = {Stmt::store(acc, i64(1), sub(ld(acc, 1), i64(1)))};
+      kept.push_back(Stmt::store(dims, max(ld(acc, 1), i64(0)), dim));
+      body.push_back(Stmt::ifThen(logicalNot(reduced), std::move(kept)));
+    }
+    body.push_back(Stmt::store(acc, i64(0), select(reduced, ld(acc, 0), mul(ld(acc, 0), dim))));
+  }
+  // The result's dims: data symbols are written, the others checked.
+  for (size_t k = 0; k < od.size(); ++k)
+    if (auto set =
+            o.setDataDim ? o.setDataDim(n.outputs[0], k, ld(dims, int64_t(k))) : std::nullopt)
+      body.push_back(std::move(*set));
+  if (!od.empty()) body.push_back(checkValuesI64(dims, runDims(o, n.outputs[0], od)));
+  // out[j] for the result's j: the start; x accumulated at its offset; the final values.
+  const std::string in = b.input(n.inputs[0]), jv = b.fresh("j"), total = b.fresh("kept");
+  body.push_back(Stmt::let(total, ld(acc, 0)));
+  const ExprPtr kept = var(total, DType::I64), j = var(jv);
+  const ExprPtr reducedCount = div(product(ir), max(kept, i64(1)));
+  std::vector<std::string> iv;
+  std::vector<ExprPtr> idx, off;
+  for (int64_t d = 0; d < rank; ++d) {
+    iv.push_back(b.fresh("i" + std::to_string(d)));
+    idx.push_back(var(iv.back()));
+    off.push_back(ld(ostride, d));
+  }
+  const ExprPtr x = load(in, runIndex(idx, stridesOf(ir)), t), y = runIndex(idx, off),
+                accY = load(out, y, t);
+  ExprPtr step = reduceStep(n.op, accY, x),
+          result = reduceResult(n.op, load(out, j, t), reducedCount, t);
+  if (n.op == "ReduceLogSumExp") {
+    const std::string mx = b.temp("max", t, {std::max<int64_t>(1, numel(od))});
+    body.push_back(
+        Stmt::forLoop(jv, i64(0), kept,
+                      {Stmt::store(mx, j, constant(t, -std::numeric_limits<double>::infinity()))}));
+    for (auto& s : runNest(iv, ir, {logSumExp(mx, y, accY, x, t).maxStep}, false))
+      body.push_back(std::move(s));
+    step = logSumExp(mx, y, accY, x, t).step;
+    result = logSumExp(mx, j, load(out, j, t), x, t).result;
+  }
+  body.push_back(
+      Stmt::forLoop(jv, i64(0), kept, {Stmt::store(out, j, constant(t, reduceInit(n.op)))}));
+  for (auto& s : runNest(iv, ir, {Stmt::store(out, y, step)}, false)) body.push_back(std::move(s));
+  if (result) body.push_back(Stmt::forLoop(jv, i64(0), kept, {Stmt::store(out, j, result)}));
+  return body;
 }
 
 std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const LowerOptions& o) {
@@ -176,8 +285,9 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
   Block check;
   const std::optional<std::vector<int64_t>> given = constInts(n, 1);
   if (n.hasInput(1) && !given) {
+    for (const ExprPtr& e : orr) symbolic |= !isImm(e);
+    if (symbolic) return b.finish(reduceByMask(n, b, o, id, ir, out, t), {}, o);
     const auto sets = axesFromShapes(n, id, staticDims(n.outputs[0], "output"));
-    if (symbolic) no("run-time axes with symbolic sizes");
     if (sets.size() > 1) {
       // The shapes leave the reduced dims open ([3,2,2] -> [3,2] is axis 1 or 2): one nest per
       // candidate, chosen by the run's axes; other axes reach the check of the first, which

@@ -291,6 +291,9 @@ std::vector<RValue> reduceKernel(RK k, KernelCtx& c) {
   std::vector<bool> reduced(static_cast<size_t>(r), axes.empty());
   for (int64_t a : axes) {
     AICC_CHECK(a >= -r && a < std::max<int64_t>(r, 1), "axis {} is out of range for rank {}", a, r);
+    // (numpy, which ONNX's reference implementation reduces with, refuses a repeated axis too)
+    AICC_CHECK(r == 0 || !reduced[static_cast<size_t>(a < 0 ? a + r : a)] || axes.empty(),
+               "axis {} is given twice", a);
     if (r > 0) reduced[static_cast<size_t>(a < 0 ? a + r : a)] = true;
   }
   return {RValue::of(reduceTensor(k, x, makePlan(x.shape(), reduced, keepdims)))};
@@ -377,13 +380,16 @@ void registerReduce(OpRegistry& r, const char* name, RK k, int axesInputSince) {
       .props(kReduction)
       .infer(inferReduce)
       // Axes given at run time: a kept dim is 1 or the input's (its bound); without keepdims a
-      // result dim is one of the input's (bound: the largest, for static inputs).
+      // result dim is one of the input's (bound: the largest for static inputs, else their sum).
       .dataDim([](const Node& n, size_t out, size_t dim) -> std::optional<DataDim> {
         if (n.attrInt("keepdims", 1) != 0) return dataDimOfInput0(n, out, dim);
         const Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
-        const auto d = x && x->type.shape ? toDims(*x->type.shape) : std::nullopt;
-        if (out != 0 || !d || d->empty()) return std::nullopt;
-        return DataDim{Dim::known(*std::max_element(d->begin(), d->end())), int(dim)};
+        if (out != 0 || !x || !x->type.shape || x->type.shape->empty()) return std::nullopt;
+        if (const auto d = toDims(*x->type.shape))
+          return DataDim{Dim::known(*std::max_element(d->begin(), d->end())), int(dim)};
+        Dim sum = Dim::known(0);
+        for (const Dim& d : *x->type.shape) sum = dimAdd(sum, d);
+        return DataDim{sum, int(dim)};
       })
       .kernel([k](KernelCtx& c) { return reduceKernel(k, c); })
       .upgrade(1, axesInputSince - 1, [](ImportCtx& c) { c.attrToInput("axes", 1); }, {legacyAxes});

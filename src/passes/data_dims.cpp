@@ -3,6 +3,7 @@
 #include "ops/op_def.h"
 #include "passes/shape_inference.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -16,6 +17,41 @@ std::string freshSymbol(const std::string& op, std::set<std::string>& used) {
   for (char c : op) base += char(std::tolower(static_cast<unsigned char>(c)));
   for (int k = 0;; ++k)
     if (std::string s = base + "." + std::to_string(k); used.insert(s).second) return s;
+}
+
+// Dim d of v when a consumer fixes it: an elementwise node whose result (declared by the model,
+// a graph output) has a static size there while its other inputs broadcast along it (absent or
+// 1; CastLike's second input is its type only), so v's dim can only be that size; through a chain
+// of such nodes whose results are unknown there (ReduceL2's expansion: ReduceSum, Cast, Sqrt,
+// CastLike to the declared output). The producer's lowering then checks its count against it at run
+// time, as for a dim the model declares on the producer itself.
+std::optional<int64_t> fixedByConsumer(const Graph& g, const Value* v, size_t d, int depth = 0) {
+  if (depth > 8) return std::nullopt;
+  const size_t rank = v->type.shape->size();
+  for (const auto& c : g.nodes) {
+    if (!c->def || !(c->def->props & kElementwise) || c->outputs.size() != 1 || !c->outputs[0] ||
+        std::find(c->inputs.begin(), c->inputs.end(), v) == c->inputs.end())
+      continue;
+    const Type& out = c->outputs[0]->type;
+    if (!out.isTensor() || !out.shape || out.shape->size() != rank) continue;
+    const Dim& od = (*out.shape)[d];
+    if (!od.isStatic() && !od.symbol.empty()) continue;
+    bool others = true; // every other input broadcasts along d
+    for (size_t k = 0; k < c->inputs.size(); ++k)
+      if (const Value* x = c->inputs[k]; x && x != v && !(c->op == "CastLike" && k == 1)) {
+        const Shape* xs = x->type.isTensor() && x->type.shape ? &*x->type.shape : nullptr;
+        if (!xs || xs->size() > rank) {
+          others = false;
+          continue;
+        }
+        const size_t off = rank - xs->size();
+        if (d >= off && !((*xs)[d - off].isStatic() && (*xs)[d - off].value == 1)) others = false;
+      }
+    if (!others) continue;
+    if (od.isStatic()) return od.value;
+    if (const auto fixed = fixedByConsumer(g, c->outputs[0], d, depth + 1)) return fixed;
+  }
+  return std::nullopt;
 }
 
 } // namespace
@@ -37,21 +73,27 @@ bool nameDataDims(Model& m) {
     const Node& n = *np;
     if (!n.def || !n.def->dataDim) continue;
     std::map<int, std::string> counts; // the node's counts named
+    bool here = false;                 // some dim of its results named or fixed
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       Value* v = n.outputs[k];
       if (!v || !v->type.isTensor() || !v->type.shape) continue;
       for (size_t d = 0; d < v->type.shape->size(); ++d) {
         Dim& dim = (*v->type.shape)[d];
         if (dim.isStatic() || !dim.symbol.empty()) continue;
+        if (const auto fixed = fixedByConsumer(g, v, d)) {
+          dim = Dim::known(*fixed);
+          changed = here = true;
+          continue;
+        }
         const std::optional<DataDim> dd = n.def->dataDim(n, k, d);
         if (!dd || !dimExpr(dd->bound)) continue; // no bound known: stays unknown
         auto [it, fresh] = counts.emplace(dd->count, "");
         if (fresh) it->second = freshSymbol(n.op, used);
         dim = Dim::sym(it->second);
-        changed = true;
+        changed = here = true;
       }
     }
-    if (!counts.empty()) inferShapes(g); // the nodes after it see the symbol
+    if (here) inferShapes(g); // the nodes after it see the symbol
   }
   return changed;
 }

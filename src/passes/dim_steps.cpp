@@ -1,11 +1,14 @@
 #include "passes/dim_steps.h"
 
 #include "ir/dim_expr.h"
+#include "ir/tensor.h"
 #include "passes/shape_inference.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
+#include <set>
 #include <vector>
 
 namespace aicc {
@@ -137,6 +140,46 @@ std::map<std::string, int64_t> findDimSteps(Graph& g) {
     if (chosen) steps[s] = chosen;
   }
   return steps;
+}
+
+std::map<std::string, PinnedDim> findPinnedDims(const Graph& g) {
+  std::map<std::string, PinnedDim> pinned;
+  std::set<std::string> plain; // the inputs' own symbols (a stepped one's is not)
+  for (const Value* v : g.inputs)
+    if (v->type.isTensor() && v->type.shape)
+      for (const Dim& d : *v->type.shape)
+        if (!d.isStatic() && !d.derived && !d.symbol.empty()) plain.insert(d.symbol);
+  for (const auto& n : g.nodes) {
+    if (n->op != "Reshape" || n->inputs.empty() || n->outputs.empty() || !n->inputs[0]) continue;
+    const Type& in = n->inputs[0]->type;
+    const Type& out = n->outputs[0]->type;
+    if (!in.isTensor() || !in.shape || !out.isTensor() || !out.shape || !toDims(*out.shape))
+      continue;
+    DimExpr count = DimExpr::constant(1);
+    bool known = true;
+    for (const Dim& d : *in.shape)
+      if (const auto e = dimExpr(d))
+        count = count * *e;
+      else
+        known = false;
+    std::vector<std::string> symbols;
+    count.symbols(symbols);
+    std::sort(symbols.begin(), symbols.end());
+    symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+    if (!known || symbols.size() != 1 || !plain.count(symbols[0]) || pinned.count(symbols[0]))
+      continue;
+    const auto per = count.exactDiv(DimExpr::symbol(symbols[0]));
+    const auto c = per ? per->constantValue() : std::nullopt;
+    if (!c || *c <= 0) continue; // not c * S
+    const int64_t want = checkedNumel(*toDims(*out.shape), n->name);
+    AICC_CHECK(want % *c == 0,
+               "{}: its result is {} ({} elements), and its input {} has {} elements for every "
+               "value of {}: no size runs it",
+               n->describe(), formatShape(*out.shape), want, formatType(in), count.str(),
+               symbols[0]);
+    pinned[symbols[0]] = {want / *c, n->describe(), formatShape(*out.shape)};
+  }
+  return pinned;
 }
 
 } // namespace aicc

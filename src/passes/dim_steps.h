@@ -45,4 +45,17 @@ int64_t countUnknownDims(const Graph& g);
 std::vector<std::string> nameUnknownInputDims(Graph& g);
 std::map<std::string, std::string> mergeNamedDims(Graph& g, const std::vector<std::string>& names);
 
+// Symbols the graph holds at one value: a Reshape to a constant shape of a value whose element
+// count is c * S (S one input symbol) runs only at S = its count / c. Exports that bake the batch
+// into Reshape shapes (PyTorch's MultiheadAttention: [128, N, 768] to [128, 12, 64]) are such;
+// ONNX Runtime fails at run time for any other S, and compiled for the range they would run every
+// node past the Reshape on reference kernels. Top-level nodes only (they always run); a count that
+// no S gives is an error naming the node.
+struct PinnedDim {
+  int64_t value = 0;
+  std::string node;  // the Reshape (Node::describe)
+  std::string shape; // its result's shape, printed
+};
+std::map<std::string, PinnedDim> findPinnedDims(const Graph& g);
+
 } // namespace aicc

@@ -45,6 +45,9 @@ bool isReduction(const Node& n) {
       "ReduceL2",  "ReduceSumSquare", "ReduceLogSum",       "ReduceLogSumExp"};
   if (!n.def || !n.domain.empty() || !kReductions.count(n.op) || hasSubgraphs(n)) return false;
   if (n.def->props & kNondeterministic) return false;
+  if (n.inputs.size() > 1 && n.inputs[1] && !n.inputs[1]->constant && !n.outputs.empty() &&
+      n.outputs[0] && n.outputs[0]->type.shape && !toDims(*n.outputs[0]->type.shape))
+    return false; // axes given at run time deciding symbolic dims: lowered alone (lower_reduce)
   return !n.inputs.empty() && n.inputs[0] && !n.outputs.empty() && n.outputs[0];
 }
 

@@ -137,9 +137,9 @@ template <class T> void callCheckIndices(const std::string& k, std::vector<Kerne
 // @check_reduce_axes(axes, count, rank, reduced, ones, flags): a reduction whose axes come at run
 // time was compiled for the dims of `reduced` (a bit mask; `ones` marks the input's size-1 dims,
 // whose reduction changes nothing); the axes given must name exactly those dims (plus any size-1
-// ones), each once and within [-rank, rank). An empty list means every dim, or none with flags
-// bit 0 (noop_with_empty_axes). flags bit 1 (keepdims 0): also exactly `removed` (flags >> 2)
-// dims, which the declared output shape dropped.
+// ones), each once and within [-rank, rank); a negative `reduced`, any dims. An empty list means
+// every dim, or none with flags bit 0 (noop_with_empty_axes). flags bit 1 (keepdims 0): also
+// exactly `removed` (flags >> 2) dims, which the declared output shape dropped.
 void callCheckReduceAxes(const std::string& k, std::vector<KernelArg>& a) {
   const auto [x, count] = integers<int64_t>(k, a, 6, "(axes, count, rank, reduced, ones, flags)");
   const int64_t rank = ival(k, a, 2), reduced = ival(k, a, 3), ones = ival(k, a, 4),
@@ -152,7 +152,7 @@ void callCheckReduceAxes(const std::string& k, std::vector<KernelArg>& a) {
     mask |= bit;
   }
   if (count == 0) mask = flags & 1 ? 0 : (int64_t(1) << rank) - 1;
-  AICC_RT_CHECK((mask & ~ones) == reduced &&
+  AICC_RT_CHECK((reduced < 0 || (mask & ~ones) == reduced) &&
                     (!(flags & 2) || __builtin_popcountll(uint64_t(mask)) == (flags >> 2)),
                 "the axes given at run time do not give the output shape this model declares "
                 "(compiled for the dims of mask {:#x})",

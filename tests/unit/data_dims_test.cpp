@@ -242,24 +242,63 @@ TEST(DataDims, ASliceOfRunTimeBoundsSetsEachDim) {
   EXPECT_THROW(art.run(in), Error);
 }
 
-// A reduction over axes given at run time: each kept dim is a data symbol (1 or the input's),
-// written by the reduction's reference kernel, the Exp after it compiled at the run's sizes.
+// Reductions over axes given at run time (lower_reduce.cpp reduceByMask): each result dim is a
+// data symbol (1 or the input's with keepdims; one of the input's without: bound the sum of a
+// symbolic input's dims), written by the compiled reduction from the run's mask, the Exp after it
+// compiled at the run's sizes; a symbolic input (N) is reduced at the run's size; a dim that a
+// later node's declared shape fixes is checked instead. Every axis set, and bad axes (out of range,
+// repeated): the interpreter's error.
 TEST(DataDims, AReductionOverRunTimeAxes) {
-  const char* ir = R"(graph @g(%x: f32[3,4], %axes: i64[1]) {
+  const char* ir = R"(graph @g(%x: f32[N,4], %axes: i64[1], %two: i64[2]) {
   %r = ReduceSum(%x, %axes) : f32[?,?]
   %y = Exp(%r) : f32[?,?]
-  return %y
+  %m = ReduceMean(%x, %axes) {keepdims = 0} : f32[?]
+  %l = ReduceLogSumExp(%x, %two) : f32[?,?]
+  %z = ReduceMax(%x, %two) {keepdims = 0} : f32[]
+  %q = ReduceL2(%x, %axes) {keepdims = 0} : f32[?]
+  %ql = Sqrt(%q) : f32[4]
+  return %y, %m, %l, %z, %ql
 }
 )";
   Model ref = parseModel(ir), m = parseModel(ir);
-  const auto dir =
-      compileChecked(m, "aicc_data_dims_reduce", {},
-                     {"symbol reducesum.0 0 3 data", "symbol reducesum.1 0 4 data"}, false);
+  const auto dir = compileChecked(m, "aicc_data_dims_reduce", {{"N", 1, 5}},
+                                  {"symbol reducesum.0 0 5 data", "symbol reducesum.1 0 4 data",
+                                   "symbol reducemean.0 0 9 data"},
+                                  true);
   runtime::LoadedArtifact art(dir.string());
-  for (int64_t axis : {0, 1, -1})
-    expectRunMatches(
-        *ref.graph, art,
-        {RValue::of(test::uniformTensor({3, 4}, 9)), RValue::of(Tensor::fromI64({axis}))});
+  for (int64_t n : {1, 3, 5})
+    for (int64_t axis : {0, 1, -1, -2})
+      for (const auto& two : {std::vector<int64_t>{0, 1}, {1, -2}}) {
+        SCOPED_TRACE(testing::Message() << "N " << n << ", axis " << axis);
+        const std::vector<RValue> in = {RValue::of(test::uniformTensor({n, 4}, 9 + n)),
+                                        RValue::of(Tensor::fromI64({axis})),
+                                        RValue::of(Tensor::fromI64(two))};
+        if (axis == 0 || axis == -2) { // %ql's declared [4] holds only for reducing dim 0
+          expectRunMatches(*ref.graph, art, in);
+          continue;
+        }
+        // (the interpreter does not check declared shapes: its %ql is [N])
+        EXPECT_EQ(interpret(*ref.graph, in).back().tensor.shape(), Dims{n});
+        try {
+          art.run(in);
+          ADD_FAILURE() << "ran with %ql of " << n << " elements, declared 4";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("differs from the 4"), std::string::npos)
+              << e.what();
+        }
+      }
+  for (const auto& bad : {std::vector<int64_t>{2}, {-3}}) { // out of range
+    const std::vector<RValue> in = {RValue::of(test::uniformTensor({2, 4}, 1)),
+                                    RValue::of(Tensor::fromI64(bad)),
+                                    RValue::of(Tensor::fromI64({0, 1}))};
+    EXPECT_THROW(interpret(*ref.graph, in), Error);
+    EXPECT_THROW(art.run(in), Error);
+  }
+  const std::vector<RValue> twice = {RValue::of(test::uniformTensor({2, 4}, 1)),
+                                     RValue::of(Tensor::fromI64({0})),
+                                     RValue::of(Tensor::fromI64({1, 1}))};
+  EXPECT_THROW(interpret(*ref.graph, twice), Error);
+  EXPECT_THROW(art.run(twice), Error);
 }
 
 } // namespace

@@ -179,5 +179,40 @@ TEST(DynamicSpatial, UnnamedDimsAreNamedAndMergedWhereTheyMeet) {
   EXPECT_EQ(formatType(m.graph->outputs[1]->type), "f32[t.0,3]");
 }
 
+// A Reshape to a constant shape holds a symbol at one value (an export that baked its batch in:
+// [128, N, 768] to [128, 12, 64] only at N = 1); a product of two symbols, or a shape with -1,
+// holds none; a count no value gives is an error naming the node.
+TEST(DynamicSpatial, AReshapeToAConstantShapeFixesItsSymbol) {
+  Model m = parseModel(R"(graph @g(%x: f32[128,N,768], %y: f32[S,T,4], %z: f32[B,6]) {
+  %s = Constant() {value = tensor i64[3] [128, 12, 64]} : i64[3]
+  %a = Reshape(%x, %s) : f32[128,12,64]
+  %t = Constant() {value = tensor i64[2] [-1, 4]} : i64[2]
+  %b = Reshape(%y, %t) : f32[?,4]
+  %u = Constant() {value = tensor i64[2] [3, 4]} : i64[2]
+  %c = Reshape(%z, %u) : f32[3,4]
+  return %a, %b, %c
+}
+)");
+  const auto pins = findPinnedDims(*m.graph);
+  ASSERT_EQ(pins.size(), 2u);
+  EXPECT_EQ(pins.at("N").value, 1);
+  EXPECT_EQ(pins.at("N").node, "node producing 'a' (Reshape)");
+  EXPECT_EQ(pins.at("B").value, 2);
+  Model bad = parseModel(R"(graph @g(%x: f32[N,5]) {
+  %s = Constant() {value = tensor i64[2] [3, 4]} : i64[2]
+  %a = Reshape(%x, %s) : f32[3,4]
+  return %a
+}
+)");
+  try {
+    findPinnedDims(*bad.graph);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node producing 'a' (Reshape): its result is [3,4]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 } // namespace
 } // namespace aicc

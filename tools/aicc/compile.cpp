@@ -148,6 +148,23 @@ int compileCommand(const CompileArgs& a) {
                                  "agree for those)\n",
                                  name, step);
     }
+    // Symbols a Reshape holds at one value (an export that baked the batch in): fixed there, so
+    // the nodes past it compile; any other size is refused by the artifact's input checks.
+    std::map<std::string, int64_t> pins;
+    for (const auto& [name, pin] : findPinnedDims(*im.model.graph)) {
+      const auto r = std::find_if(given.begin(), given.end(),
+                                  [&](const rt::Symbol& x) { return x.name == name; });
+      AICC_CHECK(r == given.end() || (r->lo <= pin.value && pin.value <= r->hi),
+                 "--dim {}={}..{}: {} (to {}) runs only at {} = {}", name, r->lo, r->hi, pin.node,
+                 pin.shape, name, pin.value);
+      pins[name] = pin.value;
+      if (!a.quiet)
+        std::cout << fmt::format("symbolic dim {}: fixed at {}: {} reshapes to {}, which "
+                                 "holds the elements of no other size (the export baked the size "
+                                 "in)\n",
+                                 name, pin.value, pin.node, pin.shape);
+    }
+    if (!pins.empty()) specializeDims(im.model, pins);
   }
   const bool bf16 = applyPrecision(im, a.precision, a.calibration);
   AICC_CHECK(!bf16 || a.emit == "so",
