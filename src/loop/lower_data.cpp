@@ -455,6 +455,10 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Pad") return lowerPad(n, name, o);
   if (op == "Resize") return lowerResize(n, name, o);
   if (op == "DFT") return lowerDft(n, name, o);
+  if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow")
+    return lowerWindowFunction(n, name, o);
+  if (op == "AffineGrid") return lowerAffineGrid(n, name, o);
+  if (op == "Col2Im") return lowerCol2Im(n, name, o);
   return lowerRearrange(n, name, o);
 }
 

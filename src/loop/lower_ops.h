@@ -188,6 +188,12 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
                                        const LowerOptions& o);
 // DFT as a constant f64 matrix over each lane (lower_signal.cpp).
 std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, const LowerOptions& o);
+std::optional<LoweredNode> lowerWindowFunction(const Node& n, const std::string& name,
+                                               const LowerOptions& o);
+std::optional<LoweredNode> lowerAffineGrid(const Node& n, const std::string& name,
+                                           const LowerOptions& o);
+std::optional<LoweredNode> lowerCol2Im(const Node& n, const std::string& name,
+                                       const LowerOptions& o);
 std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
                                               const LowerOptions& o);
 std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);

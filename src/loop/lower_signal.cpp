@@ -28,24 +28,24 @@ std::optional<int64_t> constScalar(const Node& n, size_t i, const char* what) {
 
 } // namespace
 
-std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, const LowerOptions& o) {
-  const Value *xv = n.inputs.at(0), *yv = n.outputs.at(0);
+namespace {
+
+// The DFT along `axis` of x [.., len, .., comp] into y [.., outLen, .., outComp]: M's columns are
+// the reference on each unit lane [1.., len, ..1, comp] in f64 (`axisValue` the axis input's value
+// where it is given at run time), then a direct sum per lane. nullopt when the reference's lane
+// does not have y's length there (another axis's shapes).
+std::optional<Block> dftAlong(const Node& n, FuncBuilder& b, const LowerOptions& o, const Dims& xd,
+                              const Dims& yd, int64_t axis, std::optional<int64_t> axisValue) {
+  const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype;
-  if (t != DType::F32 && t != DType::F64) no("DFT is lowered for f32/f64");
-  const Dims xd = staticDims(xv, "input"), yd = staticDims(yv, "output");
   const int64_t rank = int64_t(xd.size());
-  if (rank < 2 || (xd.back() != 1 && xd.back() != 2)) no("DFT is lowered for an input [..., 1|2]");
-  int64_t axis = constScalar(n, 2, "axis").value_or(-2);
-  constScalar(n, 1, "dft_length"); // (a constant: the output shape is static)
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis > rank - 2 || yd.size() != xd.size())
-    no("axis or output shape out of range");
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != axis && xd[size_t(d)] != yd[size_t(d)]) return std::nullopt;
   const int64_t len = xd[size_t(axis)], comp = xd.back(), outLen = yd[size_t(axis)],
                 outComp = yd.back();
   if (std::max(len, outLen) > kMaxLength)
     no("a DFT longer than " + std::to_string(kMaxLength) +
        " keeps the reference FFT (the direct sum grows as the square)");
-  // M's columns: the reference on each unit lane [1.., len, ..1, comp] in f64.
   Dims lane(xd.size(), 1);
   lane[size_t(axis)] = len, lane.back() = comp;
   const int64_t cols = len * comp, rows = outLen * outComp;
@@ -53,6 +53,11 @@ std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, cons
   std::map<const Value*, RValue> consts; // dft_length, axis
   for (const Value* v : n.inputs)
     if (v && v->constant) consts[v] = RValue::of(*v->constant);
+  if (axisValue) {
+    Tensor a(n.inputs[2]->type.dtype, {});
+    a.setI64(0, *axisValue);
+    consts[n.inputs[2]] = RValue::of(std::move(a));
+  }
   if (!o.probe)
     for (int64_t q = 0; q < cols; ++q) {
       Tensor e(DType::F64, lane);
@@ -66,13 +71,16 @@ std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, cons
           return it == consts.end() ? nullptr : &it->second;
         });
       } catch (const std::exception& ex) {
+        if (axisValue) return std::nullopt;
         no(ex.what());
       }
       const Tensor& r = out.at(0).tensor;
-      if (r.numel() != rows) no("unexpected reference output");
+      if (r.numel() != rows) {
+        if (axisValue) return std::nullopt;
+        no("unexpected reference output");
+      }
       for (int64_t k = 0; k < rows; ++k) M.data<double>()[k * cols + q] = r.getF64(k);
     }
-  FuncBuilder b(n, name, "signal");
   const std::string Y = b.output(0), X = b.input(xv);
   const std::string MB = b.constant("dft_matrix", std::move(M), "f64 [outLen*outComp, len*comp]");
   int64_t outer = 1, inner = 1;
@@ -100,11 +108,89 @@ std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, cons
                       false))
     lanes.push_back(std::move(s));
   lanes.push_back(Stmt::store(Y, yIdx, cast(t, load(acc, at, DType::F64))));
+  // (inside the run-time axis's choice the outer loop is not parallel: one region per task)
+  return nest({ov, iv, rv}, {outer, inner, rows}, std::move(lanes), !axisValue);
+}
+
+} // namespace
+
+std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, const LowerOptions& o) {
+  const Value *xv = n.inputs.at(0), *yv = n.outputs.at(0);
+  const DType t = xv->type.dtype;
+  if (t != DType::F32 && t != DType::F64) no("DFT is lowered for f32/f64");
+  const Dims xd = staticDims(xv, "input"), yd = staticDims(yv, "output");
+  const int64_t rank = int64_t(xd.size());
+  if (rank < 2 || (xd.back() != 1 && xd.back() != 2)) no("DFT is lowered for an input [..., 1|2]");
+  if (yd.size() != xd.size()) no("output rank differs from the input's");
+  constScalar(n, 1, "dft_length"); // (a constant: the output shape is static)
+  FuncBuilder b(n, name, "signal");
   Schedule sched;
-  sched["axis"] = axis;
   sched["layout"] = std::string("direct sum over a constant f64 matrix");
-  return b.finish(nest({ov, iv, rv}, {outer, inner, rows}, std::move(lanes), true),
-                  std::move(sched), o);
+  const Value* av = n.hasInput(2) ? n.inputs[2] : nullptr;
+  if (!av || av->constant) {
+    int64_t axis = constScalar(n, 2, "axis").value_or(-2);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis > rank - 2) no("axis out of range");
+    sched["axis"] = axis;
+    return b.finish(*dftAlong(n, b, o, xd, yd, axis, std::nullopt), std::move(sched), o);
+  }
+  // The axis given at run time: a transform for each axis the shapes allow, chosen by its value
+  // (negative ones counted from the end); any other fails the runtime's check against the first.
+  if (av->type.dtype != DType::I64 || !av->type.shape || !av->type.shape->empty())
+    no("a run-time axis that is not an int64 scalar");
+  if (!o.runtimeKernels) no("a run-time axis (checked by the runtime only)");
+  const ExprPtr given = load(b.input(av), intImm(0), DType::I64);
+  std::vector<std::pair<int64_t, Block>> choices;
+  for (int64_t a = 0; a <= rank - 2; ++a)
+    if (auto body = dftAlong(n, b, o, xd, yd, a, a)) choices.emplace_back(a, std::move(*body));
+  if (choices.empty()) no("no axis gives the output shape");
+  Block chain = {checkValuesI64(b.input(av), std::vector<int64_t>{choices[0].first})};
+  for (size_t c = choices.size(); c-- > 0;) {
+    const int64_t a = choices[c].first;
+    chain = {Stmt::ifThen(
+        binary(Op::Or, cmp(Op::Eq, given, intImm(a)), cmp(Op::Eq, given, intImm(a - rank))),
+        std::move(choices[c].second), std::move(chain))};
+  }
+  sched["axis"] = std::string("given at run time");
+  return b.finish(std::move(chain), std::move(sched), o);
+}
+
+} // namespace aicc::loop::detail
+
+namespace aicc::loop::detail {
+
+// HannWindow / HammingWindow / BlackmanWindow: the result depends on the size input alone, and the
+// (static) result shape fixes it: the reference's window at that size is a constant, copied out
+// after the runtime checks that the size given is that one.
+std::optional<LoweredNode> lowerWindowFunction(const Node& n, const std::string& name,
+                                               const LowerOptions& o) {
+  const Value *xv = n.inputs.at(0), *yv = n.outputs.at(0);
+  const Dims yd = staticDims(yv, "output");
+  if (yd.size() != 1 || !isInteger(xv->type.dtype)) no("a window of a non-integer size");
+  if (!o.runtimeKernels && !xv->constant) no("a run-time size (checked by the runtime only)");
+  Tensor size(xv->type.dtype, {});
+  size.setI64(0, yd[0]);
+  const RValue given = RValue::of(std::move(size));
+  Tensor table;
+  try {
+    table = runReferenceKernel(n, [&](const Value* v) { return v == xv ? &given : nullptr; })
+                .at(0)
+                .tensor;
+  } catch (const std::exception& ex) {
+    no(ex.what());
+  }
+  if (table.shape() != yd || table.dtype() != yv->type.dtype) no("unexpected reference output");
+  FuncBuilder b(n, name, "signal");
+  const std::string y = b.output(0), s = b.temp("size", DType::I64, {1}),
+                    w = b.constant("window", table, "the reference's window at the result's size");
+  const std::string iv = b.loopVar("i");
+  Block body = {
+      Stmt::store(s, intImm(0), cast(DType::I64, load(b.input(xv), intImm(0), xv->type.dtype))),
+      checkValuesI64(s, std::vector<int64_t>{yd[0]})};
+  for (auto& st :
+       nest({iv}, {yd[0]}, {Stmt::store(y, var(iv), load(w, var(iv), yv->type.dtype))}, false))
+    body.push_back(std::move(st));
+  return b.finish(std::move(body), {}, o);
 }
 
 } // namespace aicc::loop::detail

@@ -328,21 +328,23 @@ TEST(Artifact, UncompilableBranchFailsOnlyWhenTaken) {
 // Nodes without a lowering (static sizes, no subgraph) run as fallback tasks: the reference
 // kernel on the planned buffers, between compiled tasks; the spec lists them.
 TEST(Artifact, NodesWithoutLoweringRunAsFallbackTasks) {
-  // (Col2Im has no lowering: each 4-value column becomes a 2x2 image here)
+  // (Dropout in training mode draws random numbers: never lowered; seeded, the reference's
+  // draws are the same in every run)
   Model m = parseModel(R"(graph @g(%x: f32[3,4,1]) {
-  %is = const i64[2] [2, 2]
-  %c = Col2Im(%x, %is, %is) : f32[3,1,2,2]
-  %r = Relu(%c) : f32[3,1,2,2]
+  %ratio = const f32[] [0.5]
+  %train = const bool[] [1]
+  %c = Dropout(%x, %ratio, %train) {seed = 3} : f32[3,4,1]
+  %r = Relu(%c) : f32[3,4,1]
   %m = Mul(%x, %x) : f32[3,4,1]
-  %h = Col2Im(%m, %is, %is) : f32[3,1,2,2]
-  %s = Add(%h, %c) : f32[3,1,2,2]
+  %h = Dropout(%m, %ratio, %train) {seed = 4} : f32[3,4,1]
+  %s = Add(%h, %c) : f32[3,4,1]
   return %s, %r
 })");
   loop::LowerOptions lo;
   lo.runtimeKernels = true;
   runtime::ArtifactSpec spec = runtime::buildArtifact(*m.graph, lo);
   ASSERT_EQ(spec.fallbacks.size(), 2u);
-  EXPECT_NE(spec.fallbacks[0].find("Col2Im"), std::string::npos) << spec.fallbacks[0];
+  EXPECT_NE(spec.fallbacks[0].find("Dropout"), std::string::npos) << spec.fallbacks[0];
   std::vector<RValue> in = {RValue::of(
       Tensor::fromF32({1, -2, 3, 0.5f, -1, 4, -3, 2, 0.25f, 0.75f, -0.5f, 1}, {3, 4, 1}))};
   auto want = interpret(*m.graph, in);

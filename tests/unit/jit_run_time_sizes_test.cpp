@@ -1,0 +1,126 @@
+// Ops whose sizes come as run-time inputs that the declared result shape fixes, through the JIT
+// against the interpreter (loop/lower_signal.cpp, loop/lower_grid_ops.cpp): DFT with its axis
+// given at run time (each axis the shapes allow, chosen by the value, negative ones too; one they
+// do not allow as an error), the window functions (periodic and symmetric), AffineGrid (2-D and
+// 3-D, both align_corners; a size other than the result's as an error) and Col2Im (block shapes
+// given at run time, two that give the same block count told apart by their values, strides,
+// pads and dilations; an image shape other than the result's as an error).
+#include "interp/interpreter.h"
+#include "jit_check.h"
+#include "shared_models.h"
+
+#include <gtest/gtest.h>
+
+namespace aicc {
+namespace {
+
+Tensor scalarI64(int64_t v) {
+  Tensor t(DType::I64, {});
+  t.setI64(0, v);
+  return t;
+}
+
+// Runs m through the JIT on `in`, expecting a one-line error that contains `what`.
+void expectJitError(const Model& m, const std::vector<RValue>& in, const std::string& what) {
+  runtime::JitExecutable exe(*m.graph);
+  try {
+    exe.run(in);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
+TEST(JitRunTimeSizes, DftWithTheAxisGivenAtRunTime) {
+  for (const char* attrs : {"", " {onesided = 1}", " {inverse = 1}"}) {
+    const bool onesided = std::string(attrs).find("onesided") != std::string::npos;
+    const std::string out = onesided ? "[2,5,5,2]" : "[2,8,8,2]";
+    Model m = parseWithShapes(
+        std::string("graph @g(%x: f32[2,8,8,1], %axis: i64[]) {\n  %y = DFT(%x, _, %axis)") +
+        attrs + " : f32" + (onesided ? "[2,5,8,2]" : out) + "\n  return %y\n}\n");
+    if (onesided) { // [2, 8, 8] -> [2, 5, 8]: axis 1 only
+      expectJitMatches(m,
+                       {RValue::of(test::uniformTensor({2, 8, 8, 1}, 3)), RValue::of(scalarI64(1))},
+                       {1e-5, 1e-5}, "direct sum");
+      expectJitError(m,
+                     {RValue::of(test::uniformTensor({2, 8, 8, 1}, 3)), RValue::of(scalarI64(2))},
+                     "differs from the 1");
+      continue;
+    }
+    for (int64_t axis : {1, 2, -2, -3}) {
+      SCOPED_TRACE(testing::Message() << attrs << " axis " << axis);
+      expectJitMatches(
+          m, {RValue::of(test::uniformTensor({2, 8, 8, 1}, 4)), RValue::of(scalarI64(axis))},
+          {1e-5, 1e-5}, "given at run time");
+    }
+  }
+}
+
+TEST(JitRunTimeSizes, WindowFunctionsOfARunTimeSize) {
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+    for (int periodic : {0, 1}) {
+      SCOPED_TRACE(testing::Message() << op << " periodic " << periodic);
+      Model m = parseWithShapes(std::string("graph @g(%n: i32[]) {\n  %y = ") + op +
+                                "(%n) {periodic = " + std::to_string(periodic) +
+                                "} : f32[12]\n  return %y\n}\n");
+      Tensor n(DType::I32, {});
+      n.setI64(0, 12);
+      expectJitMatches(m, {RValue::of(n)}, {1e-7, 1e-7}, "signal");
+      n.setI64(0, 11);
+      expectJitError(m, {RValue::of(n)}, "differs from the 12");
+    }
+}
+
+TEST(JitRunTimeSizes, AffineGridMatchesTheInterpreter) {
+  for (int align : {0, 1}) {
+    SCOPED_TRACE(testing::Message() << "align_corners " << align);
+    Model m2 = parseWithShapes("graph @g(%t: f32[2,2,3], %s: i64[4]) {\n"
+                               "  %y = AffineGrid(%t, %s) {align_corners = " +
+                               std::to_string(align) + "} : f32[2,5,1,2]\n  return %y\n}\n");
+    expectJitMatches(m2,
+                     {RValue::of(test::uniformTensor({2, 2, 3}, 5)),
+                      RValue::of(tensorOfInts(DType::I64, {2, 7, 5, 1}))},
+                     {1e-6, 1e-6}, "data");
+    expectJitError(m2,
+                   {RValue::of(test::uniformTensor({2, 2, 3}, 5)),
+                    RValue::of(tensorOfInts(DType::I64, {2, 7, 5, 2}))},
+                   "differs from the 1");
+    Model m3 = parseWithShapes("graph @g(%t: f64[1,3,4], %s: i64[5]) {\n"
+                               "  %y = AffineGrid(%t, %s) {align_corners = " +
+                               std::to_string(align) + "} : f64[1,3,4,2,3]\n  return %y\n}\n");
+    expectJitMatches(m3,
+                     {RValue::of(test::uniformTensor({1, 3, 4}, 6).castTo(DType::F64)),
+                      RValue::of(tensorOfInts(DType::I64, {1, 1, 3, 4, 2}))},
+                     {1e-12, 1e-12}, "data");
+  }
+}
+
+TEST(JitRunTimeSizes, Col2ImWithRunTimeShapes) {
+  // [1, 5, 5] into 5x5: block [1, 5] and [5, 1] both give 5 blocks; the values choose.
+  Model m = parseWithShapes("graph @g(%x: f32[1,5,5], %i: i64[2], %b: i64[2]) {\n"
+                            "  %y = Col2Im(%x, %i, %b) : f32[1,1,5,5]\n  return %y\n}\n");
+  for (const std::vector<int64_t>& blk : {std::vector<int64_t>{1, 5}, {5, 1}})
+    expectJitMatches(m,
+                     {RValue::of(test::uniformTensor({1, 5, 5}, 7)),
+                      RValue::of(tensorOfInts(DType::I64, {5, 5})),
+                      RValue::of(tensorOfInts(DType::I64, blk))},
+                     {1e-6, 1e-6}, "data");
+  expectJitError(m,
+                 {RValue::of(test::uniformTensor({1, 5, 5}, 7)),
+                  RValue::of(tensorOfInts(DType::I64, {5, 6})),
+                  RValue::of(tensorOfInts(DType::I64, {1, 5}))},
+                 "differs from the 5");
+  // Overlapping 3x3 blocks with strides, pads and dilations, two channels, a batch of 2.
+  Model s = parseWithShapes(
+      "graph @g(%x: f32[2,18,12], %i: i64[2], %b: i64[2]) {\n"
+      "  %y = Col2Im(%x, %i, %b) {strides = [2, 1], pads = [1, 0, 1, 2], dilations = [1, 2]} "
+      ": f32[2,2,5,6]\n  return %y\n}\n");
+  expectJitMatches(s,
+                   {RValue::of(test::uniformTensor({2, 18, 12}, 8)),
+                    RValue::of(tensorOfInts(DType::I64, {5, 6})),
+                    RValue::of(tensorOfInts(DType::I64, {3, 3}))},
+                   {1e-6, 1e-6}, "data");
+}
+
+} // namespace
+} // namespace aicc
