@@ -68,16 +68,19 @@ Graph* modGraph(const Node& n, const char* name) {
   return g ? g->get() : nullptr;
 }
 
-// n expanded in g, or false (left to its reference kernel): f32, static 4-D shapes, f32 softmax.
+// n expanded in g, or false (left to its reference kernel): f32, f16 or bf16 (the same for Q, K,
+// V), static 4-D shapes, f32 softmax.
 bool expand(Graph& g, Node& n) {
   if (n.inputs.size() < 3 || n.outputs.size() != 1 || !n.outputs[0]) return false;
   std::vector<Dims> d;
   for (size_t i = 0; i < 3; ++i) {
     const Value* v = n.inputs[i];
     auto s = v && v->type.isTensor() && v->type.shape ? toDims(*v->type.shape) : std::nullopt;
-    if (!s || s->size() != 4 || v->type.dtype != DType::F32) return false;
+    if (!s || s->size() != 4 || v->type.dtype != n.inputs[0]->type.dtype) return false;
     d.push_back(*s);
   }
+  const DType t = n.inputs[0]->type.dtype; // (f16 / bf16: widen-reduced-floats after it)
+  if (t != DType::F32 && t != DType::F16 && t != DType::BF16) return false;
   if (n.attrs.count("softmax_precision") && n.attrInt("softmax_precision") != 1) return false;
   const int64_t Hq = d[0][1], Hkv = d[1][1];
   if (Hkv < 1 || Hq % Hkv || d[2][1] != Hkv) return false;
@@ -88,7 +91,9 @@ bool expand(Graph& g, Node& n) {
       n.attrs.count("scale") ? n.attrFloat("scale") : 1.0 / std::sqrt(double(d[0][3]));
   const float s = std::sqrt(static_cast<float>(scale));
   const std::string base = n.outputs[0]->name;
-  Value* sv = g.addConstant(freshName(g, base + "_sqrt_scale"), Tensor::scalar(DType::F32, s));
+  Tensor st = Tensor::scalar(DType::F32, s);
+  Value* sv =
+      g.addConstant(freshName(g, base + "_sqrt_scale"), t == DType::F32 ? st : st.castTo(t));
   Value* k = repeatHeads(g, &n, n.inputs[1], d[1], Hq / Hkv);
   Value* v = repeatHeads(g, &n, n.inputs[2], d[2], Hq / Hkv);
   Value* qs = insertNode(g, &n, "Mul", {n.inputs[0], sv}, 1, base + "_q")->outputs[0];

@@ -4,6 +4,7 @@
 #include "ops/op_def.h"
 #include "passes/fuse_group.h"
 
+#include <algorithm>
 #include <set>
 
 namespace aicc {
@@ -119,6 +120,14 @@ bool fuseInGraph(Graph& g) {
       continue;
     }
     if (gr.group.size() < 2) continue;
+    // A reduction's prologue of f16/bf16 values (Casts to f32 before it: widen-reduced-floats)
+    // stays an elementwise group of its own: the fused reduction kernels read f32.
+    if (kind == "reduction" && std::any_of(gr.group.begin(), gr.group.end(), [](const Node* x) {
+          return std::any_of(x->inputs.begin(), x->inputs.end(), [](const Value* v) {
+            return v && (v->type.dtype == DType::F16 || v->type.dtype == DType::BF16);
+          });
+        }))
+      continue;
     if (!fuseGroup(g, gr.group, kind, counts)) continue;
     taken.insert(gr.group.begin(), gr.group.end());
     shapes.clear();

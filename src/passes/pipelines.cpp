@@ -18,6 +18,7 @@
 #include "passes/memory_schedule.h"
 #include "passes/recognize_patterns.h"
 #include "passes/shape_inference.h"
+#include "passes/widen_reduced_floats.h"
 
 namespace aicc {
 
@@ -27,10 +28,13 @@ void IrTraits<Model>::verify(const Model& m) { verifyModel(m); }
 const std::vector<GraphPassInfo>& graphPasses() {
   static const std::vector<GraphPassInfo> kPasses = {
       {"infer-shapes", "re-run shape/type inference (changed: some type became more precise)"},
-      {"expand-flex-attention", "replace ai.onnx.preview FlexAttention (f32) by the ops of its "
-                                "definition, its score_mod / prob_mod graphs inlined"},
+      {"expand-flex-attention",
+       "replace ai.onnx.preview FlexAttention (f32, f16, bf16) by the ops of its "
+       "definition, its score_mod / prob_mod graphs inlined"},
       {"fold-shapes",
        "replace shape arithmetic on known shapes (Shape/Size/Gather/Concat/...) by constants"},
+      {"widen-reduced-floats", "compute MatMul, Conv, attention, normalizations and float "
+                               "reductions on f16/bf16 tensors in f32, Casts around them"},
       {"constant-fold",
        "evaluate nodes whose inputs are all constants with the reference interpreter"},
       {"fold-size-predicates", "replace an If's condition computed from the input sizes alone by "
@@ -73,6 +77,8 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
   else if (name == "fold-shapes") p.run = [](Model& m) { return foldShapeOps(m); };
   else if (name == "expand-flex-attention")
     p.run = [](Model& m) { return expandFlexAttention(m); };
+  else if (name == "widen-reduced-floats")
+    p.run = [](Model& m) { return widenReducedFloats(m); };
   else if (name == "constant-fold") p.run = [opts](Model& m) { return foldConstants(m, opts.constantFoldLimit); };
   else if (name == "fold-size-predicates")
     p.run = [opts](Model& m) {
@@ -111,6 +117,8 @@ std::vector<GraphPass> optPipeline(int level, const GraphPassOptions& opts) {
   p.push_back(pass("fold-qdq"));
   // Ops without a lowering of their own spelled out in the ops of their definition.
   p.push_back(pass("expand-flex-attention"));
+  // f16 / bf16 compute-heavy nodes in f32 (the backend's kernels), Casts around them.
+  p.push_back(pass("widen-reduced-floats"));
   // Cleanup, to a fixed point (makeGraphPass "cleanup").
   p.push_back(pass("cleanup"));
   // Data-dependent sizes with a bound get symbols: what follows them is planned and compiled.

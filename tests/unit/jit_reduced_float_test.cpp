@@ -2,12 +2,15 @@
 // every op (codegen/llvm/emit_llvm.cpp). Element moves and elementwise ops (Cast, CastLike,
 // arithmetic, Max, Transpose, Concat, ...) compile and match the interpreter bit for bit,
 // including the values conversions get wrong most easily (ties, subnormals, overflow to inf,
-// NaN); ops that accumulate (reductions) fall back with the reason. 4/2-bit integers (a byte
-// each) compile in casts (and Identity), which wrap to the width as the reference's do; so do
-// float8 / float4 (saturating casts, Cast's default, and saturate = 0 into float8).
+// NaN); ops that accumulate (reductions) fall back with the reason, and compile after the pass
+// widen-reduced-floats (-O1 and up: in f32 between Casts, within f16's rounding of the reference).
+// 4/2-bit integers (a byte each) compile in casts (and Identity), which wrap to the width as the
+// reference's do; so do float8 / float4 (saturating casts, Cast's default, and saturate = 0 into
+// float8).
 #include "ir/parser.h"
 #include "jit_check.h"
 #include "passes/shape_inference.h"
+#include "shared_models.h"
 
 #include <gtest/gtest.h>
 
@@ -98,6 +101,32 @@ TEST(JitReducedFloat, AccumulatingOpsFallBackWithTheReason) {
                 "f16/bf16 and 4/2-bit tensors are lowered for element moves"),
             std::string::npos)
       << exe.stats().fallbackReasons[0];
+}
+
+// widen-reduced-floats: f16 MatMul, Softmax, Conv and a reduction (bf16) in f32 between Casts,
+// every node compiled, against the interpreter on the graph as given (f16 results: within a few
+// units of f16's last place).
+TEST(JitReducedFloat, ComputeHeavyOpsWidenToF32) {
+  const char* ir = "graph @g(%x: f32[2,8,6,6], %w: f32[4,8,3,3], %a: f32[6,16]) {\n"
+                   "  %xh = Cast(%x) {to = 10}\n  %wh = Cast(%w) {to = 10}\n"
+                   "  %c = Conv(%xh, %wh) {pads = [1, 1, 1, 1]}\n"
+                   "  %ah = Cast(%a) {to = 10}\n  %m = MatMul(%c, %ah)\n"
+                   "  %s = Softmax(%m) {axis = -1}\n  %b = Cast(%m) {to = 16}\n"
+                   "  %ax = const i64[1] [3]\n  %r = ReduceSum(%b, %ax)\n"
+                   "  %z = Cast(%s) {to = 1}\n  %q = Cast(%r) {to = 1}\n  return %z, %q\n}\n";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  inferShapes(*ref.graph);
+  test::optimize(m, 2);
+  const std::vector<RValue> in = {RValue::of(test::uniformTensor({2, 8, 6, 6}, 1)),
+                                  RValue::of(test::uniformTensor({4, 8, 3, 3}, 2, -0.3f, 0.3f)),
+                                  RValue::of(test::uniformTensor({6, 16}, 3))};
+  runtime::JitExecutable exe(*m.graph);
+  const auto got = exe.run(in);
+  EXPECT_EQ(exe.stats().fallback, 0)
+      << (exe.stats().fallbackReasons.empty() ? "" : exe.stats().fallbackReasons[0]);
+  const auto want = interpret(*ref.graph, in);
+  EXPECT_FALSE(compareValues(want[0], got[0], {4e-3, 1e-4})); // (f16: 2^-11 relative)
+  EXPECT_FALSE(compareValues(want[1], got[1], {2e-2, 2e-2})); // (bf16: 2^-8)
 }
 
 TEST(JitReducedFloat, FourAndTwoBitIntegerCastsMatchExactly) {
