@@ -459,6 +459,8 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
     return lowerWindowFunction(n, name, o);
   if (op == "AffineGrid") return lowerAffineGrid(n, name, o);
   if (op == "Col2Im") return lowerCol2Im(n, name, o);
+  if (op == "TfIdfVectorizer") return lowerTfIdf(n, name, o);
+  if (op == "DeformConv") return lowerDeformConv(n, name, o);
   return lowerRearrange(n, name, o);
 }
 

@@ -194,6 +194,10 @@ std::optional<LoweredNode> lowerAffineGrid(const Node& n, const std::string& nam
                                            const LowerOptions& o);
 std::optional<LoweredNode> lowerCol2Im(const Node& n, const std::string& name,
                                        const LowerOptions& o);
+std::optional<LoweredNode> lowerTfIdf(const Node& n, const std::string& name,
+                                      const LowerOptions& o);
+std::optional<LoweredNode> lowerDeformConv(const Node& n, const std::string& name,
+                                           const LowerOptions& o);
 std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
                                               const LowerOptions& o);
 std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);

@@ -8,9 +8,19 @@
 
 #include "ops/helpers.h"
 
+#include <map>
+#include <vector>
+
 namespace aicc {
 
 void registerTextTfIdfOps(OpRegistry& r);
+
+// TfIdfVectorizer's knowledge, shared by its reference kernel and its lowering (loop/lower_tfidf):
+// the output's columns; the integer pool's n-grams of the counted lengths (min..max_gram_length),
+// each with its column (a repeated one: the last); each column's weight (1 without `weights`).
+int64_t tfidfColumns(const Node& n);
+std::map<std::vector<int64_t>, int64_t> tfidfIntPool(const Node& n);
+std::vector<double> tfidfColumnWeights(const Node& n);
 void registerTextRegexOps(OpRegistry& r);
 void registerTextTokenizerOps(OpRegistry& r);
 

@@ -106,15 +106,7 @@ std::vector<RValue> tfidfKernel(KernelCtx& c) {
     countNgrams(pool, rows, cols, minN, maxN, maxSkip, outSize, item, freq);
   }
 
-  // weights[j] belongs to the j-th n-gram of the pool, so to output column ngram_indexes[j].
-  std::vector<double> colWeight(static_cast<size_t>(outSize), 1.0);
-  if (const Attribute* wa = n.attr("weights")) {
-    const auto& w = std::get<std::vector<float>>(wa->v);
-    const std::vector<int64_t> indexes = n.attrInts("ngram_indexes");
-    AICC_CHECK(w.size() == indexes.size(), "attribute 'weights' has {} entries, ngram_indexes {}",
-               w.size(), indexes.size());
-    for (size_t j = 0; j < w.size(); ++j) colWeight[static_cast<size_t>(indexes[j])] = w[j];
-  }
+  const std::vector<double> colWeight = tfidfColumnWeights(n);
   Tensor y(DType::F32, batched ? Dims{rows, outSize} : Dims{outSize});
   float* yp = y.data<float>();
   for (int64_t i = 0; i < rows * outSize; ++i) {
@@ -143,6 +135,29 @@ void inferTfidf(InferCtx& c) {
 }
 
 } // namespace
+
+int64_t tfidfColumns(const Node& n) { return tfidfOutputSize(n); }
+
+std::map<std::vector<int64_t>, int64_t> tfidfIntPool(const Node& n) {
+  const Attribute* pi = n.attr("pool_int64s");
+  AICC_CHECK(pi, "an integer input needs 'pool_int64s'");
+  return buildPool(n, std::get<std::vector<int64_t>>(pi->v), n.attrInt("min_gram_length"),
+                   n.attrInt("max_gram_length"))
+      .column;
+}
+
+std::vector<double> tfidfColumnWeights(const Node& n) {
+  // weights[j] belongs to the j-th n-gram of the pool, so to output column ngram_indexes[j].
+  std::vector<double> colWeight(static_cast<size_t>(tfidfOutputSize(n)), 1.0);
+  if (const Attribute* wa = n.attr("weights")) {
+    const auto& w = std::get<std::vector<float>>(wa->v);
+    const std::vector<int64_t> indexes = n.attrInts("ngram_indexes");
+    AICC_CHECK(w.size() == indexes.size(), "attribute 'weights' has {} entries, ngram_indexes {}",
+               w.size(), indexes.size());
+    for (size_t j = 0; j < w.size(); ++j) colWeight[static_cast<size_t>(indexes[j])] = w[j];
+  }
+  return colWeight;
+}
 
 void registerTextTfIdfOps(OpRegistry& r) {
   r.op("TfIdfVectorizer")

@@ -21,9 +21,10 @@ std::string freshSymbol(const std::string& op, std::set<std::string>& used) {
 
 // Dim d of v when a consumer fixes it: an elementwise node whose result (declared by the model,
 // a graph output) has a static size there while its other inputs broadcast along it (absent or
-// 1; CastLike's second input is its type only), so v's dim can only be that size; through a chain
-// of such nodes whose results are unknown there (ReduceL2's expansion: ReduceSum, Cast, Sqrt,
-// CastLike to the declared output). The producer's lowering then checks its count against it at run
+// 1; CastLike's second input is its type only) or are unknown there, so v's dim can only be that
+// size; through a chain of such nodes whose results are unknown there (ReduceL2's expansion:
+// ReduceSum, Cast, Sqrt, CastLike to the declared output; the expanded window functions, whose
+// Range's branches meet again). The producer's lowering then checks its count against it at run
 // time, as for a dim the model declares on the producer itself.
 std::optional<int64_t> fixedByConsumer(const Graph& g, const Value* v, size_t d, int depth = 0) {
   if (depth > 8) return std::nullopt;
@@ -45,7 +46,11 @@ std::optional<int64_t> fixedByConsumer(const Graph& g, const Value* v, size_t d,
           continue;
         }
         const size_t off = rank - xs->size();
-        if (d >= off && !((*xs)[d - off].isStatic() && (*xs)[d - off].value == 1)) others = false;
+        const Dim* xd = d >= off ? &(*xs)[d - off] : nullptr;
+        // (an unknown one: the branches of one value meeting again, as in the expanded window
+        // functions; were it the other's broadcast of a 1, the producer's check says so)
+        if (xd && !(xd->isStatic() && xd->value == 1) && !(!xd->isStatic() && xd->symbol.empty()))
+          others = false;
       }
     if (!others) continue;
     if (od.isStatic()) return od.value;
@@ -71,7 +76,10 @@ bool nameDataDims(Model& m) {
   bool changed = false;
   for (const auto& np : g.nodes) {
     const Node& n = *np;
-    if (!n.def || !n.def->dataDim) continue;
+    // Range and ConstantOfShape have no bound, but their lowerings check the size the run's
+    // values give against a static one: a dim a consumer fixes can be that.
+    const bool checked = n.domain.empty() && (n.op == "Range" || n.op == "ConstantOfShape");
+    if (!n.def || (!n.def->dataDim && !checked)) continue;
     std::map<int, std::string> counts; // the node's counts named
     bool here = false;                 // some dim of its results named or fixed
     for (size_t k = 0; k < n.outputs.size(); ++k) {
@@ -85,6 +93,7 @@ bool nameDataDims(Model& m) {
           changed = here = true;
           continue;
         }
+        if (!n.def->dataDim) continue;
         const std::optional<DataDim> dd = n.def->dataDim(n, k, d);
         if (!dd || !dimExpr(dd->bound)) continue; // no bound known: stays unknown
         auto [it, fresh] = counts.emplace(dd->count, "");
