@@ -104,13 +104,24 @@ Block checkRuntimeAxes(const Node& n, FuncBuilder& b, const Dims& in, const std:
 // A Reduce op's accumulation: the accumulator's start, one step with element x, and what it becomes
 // after the reduction of `count` elements (nullptr: itself). ReduceLogSumExp's max pass is its
 // callers' (logSumExp below).
-double reduceInit(const std::string& op) {
-  return op == "ReduceMax"    ? -std::numeric_limits<double>::infinity()
-         : op == "ReduceMin"  ? std::numeric_limits<double>::infinity()
-         : op == "ReduceProd" ? 1.0
-                              : 0.0;
+// (Integers and bools: ReduceMax / ReduceMin only, exact; a bool's max is Or, its min And.)
+ExprPtr reduceInit(const std::string& op, DType t) {
+  if (t == DType::Bool) return intImm(op == "ReduceMin" ? 1 : 0, t);
+  if (isInteger(t)) {
+    const int bits = 8 * int(dtypeSize(t));
+    const int64_t lo = isSigned(t) ? std::numeric_limits<int64_t>::min() >> (64 - bits) : 0;
+    const int64_t hi = isSigned(t)  ? std::numeric_limits<int64_t>::max() >> (64 - bits)
+                       : bits == 64 ? -1 // (all ones)
+                                    : (int64_t(1) << bits) - 1;
+    return intImm(op == "ReduceMax" ? lo : hi, t);
+  }
+  return constant(t, op == "ReduceMax"    ? -std::numeric_limits<double>::infinity()
+                     : op == "ReduceMin"  ? std::numeric_limits<double>::infinity()
+                     : op == "ReduceProd" ? 1.0
+                                          : 0.0);
 }
 ExprPtr reduceStep(const std::string& op, const ExprPtr& acc, const ExprPtr& x) {
+  if (x->type == DType::Bool) return binary(op == "ReduceMax" ? Op::Or : Op::And, acc, x);
   return op == "ReduceMax"                             ? select(cmp(Op::Gt, x, acc), x, acc)
          : op == "ReduceMin"                           ? select(cmp(Op::Lt, x, acc), x, acc)
          : op == "ReduceProd"                          ? mul(acc, x)
@@ -172,7 +183,7 @@ Block reduceNest(const Node& n, FuncBuilder& b, const Dims& id, const std::vecto
     for (auto& s : runNest(rv, redExt, {l.maxStep}, false)) body.push_back(std::move(s));
     step = l.step, result = l.result;
   }
-  body.push_back(Stmt::store(out, y, constant(t, reduceInit(op))));
+  body.push_back(Stmt::store(out, y, reduceInit(op, t)));
   for (auto& s : runNest(rv, redExt, {Stmt::store(out, y, step)}, false))
     body.push_back(std::move(s));
   if (result) body.push_back(Stmt::store(out, y, result));
@@ -262,8 +273,7 @@ Block reduceByMask(const Node& n, FuncBuilder& b, const LowerOptions& o, const D
     step = logSumExp(mx, y, accY, x, t).step;
     result = logSumExp(mx, j, load(out, j, t), x, t).result;
   }
-  body.push_back(
-      Stmt::forLoop(jv, i64(0), kept, {Stmt::store(out, j, constant(t, reduceInit(n.op)))}));
+  body.push_back(Stmt::forLoop(jv, i64(0), kept, {Stmt::store(out, j, reduceInit(n.op, t))}));
   for (auto& s : runNest(iv, ir, {Stmt::store(out, y, step)}, false)) body.push_back(std::move(s));
   if (result) body.push_back(Stmt::forLoop(jv, i64(0), kept, {Stmt::store(out, j, result)}));
   return body;
@@ -274,7 +284,9 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
   std::string out = b.output(0);
   Dims id = staticDims(n.inputs.at(0), "input");
   DType t = n.outputs[0]->type.dtype;
-  if (!isComputeFloat(t)) no("a float input is needed");
+  if (!isComputeFloat(t) &&
+      !((isInteger(t) || t == DType::Bool) && (n.op == "ReduceMax" || n.op == "ReduceMin")))
+    no("a float input is needed (integers and bools: ReduceMax / ReduceMin)");
   // Symbolic sizes: the run's dims; the result's symbolic dims are the kept ones.
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id),
                              orr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "output"));

@@ -3,9 +3,11 @@
 // reduction for those (one nest per candidate when they leave it open, picked by the run's axes),
 // and checks the axes given at run time against them (@check_reduce_axes).
 // Against the interpreter; a wrong axis at run time is a clear error, not a wrong answer.
+// ReduceMax / ReduceMin of integers (their extremes included) and bools, exactly.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "jit_check.h"
 #include "passes/shape_inference.h"
 #include "runtime/jit_executor.h"
 #include "shared_models.h"
@@ -198,6 +200,25 @@ TEST(JitReduceAxes, InstanceAndGroupNormalizationMatchTheInterpreter) {
     auto diff = compareValues(want[0], exe.run(in)[0], {1e-5, 1e-5});
     EXPECT_FALSE(diff) << c.op << d << ": " << *diff;
   }
+}
+
+TEST(JitReduceAxes, IntegerAndBoolMaxMinAreExact) {
+  std::mt19937 rng(11);
+  for (const char* t : {"i8", "u8", "i32", "i64", "u64", "bool"})
+    for (const char* op : {"ReduceMax", "ReduceMin"}) {
+      SCOPED_TRACE(std::string(op) + " of " + t);
+      const DType dt = *dtypeFromName(t);
+      Tensor x(dt, {3, 4, 5});
+      std::uniform_int_distribution<int64_t> v(-200, 200);
+      for (int64_t i = 0; i < x.numel(); ++i) x.setI64(i, dt == DType::Bool ? v(rng) > 0 : v(rng));
+      Model m =
+          parseWithShapes(std::string("graph @g(%x: ") + t +
+                          "[3,4,5], %a: i64[1]) {\n  %y = " + op + "(%x, %a) : " + t +
+                          "[3,1,5]\n  %c = const i64[2] [0, 2]\n"
+                          "  %z = " +
+                          op + "(%x, %c) {keepdims = 0} : " + t + "[4]\n  return %y, %z\n}\n");
+      expectJitMatches(m, {RValue::of(x), RValue::of(axes({1}))}, {0, 0}, "reduce");
+    }
 }
 
 } // namespace
