@@ -11,7 +11,8 @@ namespace aicc {
 namespace {
 
 // The ops (ai.onnx) whose reference kernels compute wider than f16/bf16 and whose lowerings are
-// f32: their non-float inputs (axes, lengths, masks) pass as they are.
+// f32: their non-float inputs (axes, lengths, masks, quantized values) pass as they are.
+// (DequantizeLinear to f16: (x - zero point) * scale in f32 as its lowering computes, rounded once.)
 bool widens(const Node& n) {
   static const std::set<std::string> kOps = {"MatMul",
                                              "Gemm",
@@ -33,7 +34,8 @@ bool widens(const Node& n) {
                                              "ReduceSumSquare",
                                              "ReduceLogSum",
                                              "ReduceLogSumExp",
-                                             "ReduceProd"};
+                                             "ReduceProd",
+                                             "DequantizeLinear"};
   return n.domain.empty() && kOps.count(n.op);
 }
 
