@@ -1,11 +1,71 @@
 // Resize (nearest, linear, cubic; antialias, exclude_outside, axes; scales constant or given at
-// run time) and CenterCropPad as loop nests over the output, with the reference kernels'
-// arithmetic (src/ops/shape_resize.cpp, shape_misc.cpp).
+// run time; sizes constant or given at run time, under every keep_aspect_ratio_policy;
+// tf_crop_and_resize with its roi constant or given at run time) and CenterCropPad as loop nests
+// over the output, with the reference kernels' arithmetic (src/ops/shape_resize.cpp,
+// shape_misc.cpp).
 #include "loop/lower_ops.h"
 
 #include <cmath>
+#include <limits>
 
 namespace aicc::loop::detail {
+
+namespace {
+
+// Resize by `sizes`, as the reference (ops/shape_resize.cpp resizePlan): with
+// keep_aspect_ratio_policy stretch each axis's scale is size / in, the declared output's; with
+// not_larger / not_smaller one scale s, the smallest / largest of those, for every axis, whose
+// sizes are then floor(s * in + 0.5). Constant sizes: s here; sizes given at run time: a stretch
+// checks them against the declared output, the others compute s into an f64 temp (the scales the
+// nests read) and check the sizes it gives.
+void sizesScales(const Node& n, FuncBuilder& b, const LowerOptions& o, const Dims& id,
+                 const Dims& od, const std::vector<size_t>& axes, std::vector<double>& scale,
+                 std::string& runScales, DType& runScalesType, Block& pre) {
+  const Value* sz = n.hasInput(3) ? n.inputs[3] : nullptr;
+  if (!sz || (sz->type.shape && numel(staticDims(sz, "sizes")) == 0)) return;
+  const std::string policy = n.attrString("keep_aspect_ratio_policy");
+  const bool larger = policy == "not_larger";
+  if (sz->constant) {
+    if (policy == "stretch") return;
+    double s = larger ? std::numeric_limits<double>::infinity() : 0.0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const double r = double(sz->constant->getI64(int64_t(i))) / double(id[axes[i]]);
+      s = larger ? std::min(s, r) : std::max(s, r);
+    }
+    for (size_t a : axes) scale[a] = s;
+    return;
+  }
+  if (sz->type.dtype != DType::I64 || numel(staticDims(sz, "sizes")) != int64_t(axes.size()))
+    no("sizes that are not one int64 per axis");
+  if (!o.runtimeKernels) no("sizes given at run time (checked by the runtime only)");
+  std::vector<int64_t> want;
+  for (size_t a : axes) want.push_back(od[a]);
+  if (policy == "stretch") {
+    pre.push_back(checkValuesI64(b.input(sz), want));
+    return;
+  }
+  const std::string sv = b.temp("scales", DType::F64, {int64_t(axes.size())}),
+                    got = b.temp("sizes", DType::I64, {int64_t(axes.size())}),
+                    best = b.temp("scale", DType::F64, {1});
+  auto f64 = [](double v) { return floatImm(v, DType::F64); };
+  const ExprPtr cur = load(best, intImm(0), DType::F64);
+  pre.push_back(
+      Stmt::store(best, intImm(0), f64(larger ? std::numeric_limits<double>::infinity() : 0.0)));
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const ExprPtr r = div(cast(DType::F64, loadI64(b, sz, int64_t(i))), f64(double(id[axes[i]])));
+    pre.push_back(Stmt::store(best, intImm(0), larger ? min(cur, r) : max(cur, r)));
+  }
+  for (size_t i = 0; i < axes.size(); ++i) {
+    pre.push_back(Stmt::store(sv, intImm(int64_t(i)), cur));
+    pre.push_back(Stmt::store(
+        got, intImm(int64_t(i)),
+        cast(DType::I64, call("floor", {add(mul(cur, f64(double(id[axes[i]]))), f64(0.5))}))));
+  }
+  pre.push_back(checkValuesI64(got, want));
+  runScales = sv, runScalesType = DType::F64;
+}
+
+} // namespace
 
 std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
                                        const LowerOptions& o) {
@@ -16,7 +76,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   const bool exclude = n.attrInt("exclude_outside", 0) != 0;
   std::string ctm = n.attrString("coordinate_transformation_mode");
   std::string nm = n.attrString("nearest_mode");
-  if (ctm == "tf_crop_and_resize") no("tf_crop_and_resize");
+  const bool crop = ctm == "tf_crop_and_resize";
   FuncBuilder b(n, name, "data");
   std::string out = b.output(0);
   Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
@@ -29,6 +89,8 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   else
     for (size_t d = 0; d < id.size(); ++d) axes.push_back(d);
   std::string runScales; // scales given at run time: read from their buffer
+  DType runScalesType = DType::F32;
+  Block pre; // (sizes given at run time: their checks)
   if (n.hasInput(2) && n.inputs[2]->constant && n.inputs[2]->constant->numel() > 0) {
     const Tensor& s = *n.inputs[2]->constant;
     if (s.numel() != static_cast<int64_t>(axes.size())) no("scales of the wrong length");
@@ -44,8 +106,26 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   } else {
     for (size_t d = 0; d < id.size(); ++d)
       scale[d] = static_cast<double>(od[d]) / static_cast<double>(id[d]);
+    sizesScales(n, b, o, id, od, axes, scale, runScales, runScalesType, pre);
   }
   std::string in = b.input(n.inputs[0]);
+  // tf_crop_and_resize: the crop's start and end along each resized dim, from roi (constant or
+  // given at run time: [starts of the axes, ends of the axes]).
+  std::vector<ExprPtr> roiStart(id.size()), roiEnd(id.size());
+  if (crop) {
+    if (!n.hasInput(1) || numel(staticDims(n.inputs[1], "roi")) != 2 * int64_t(axes.size()) ||
+        !isComputeFloat(n.inputs[1]->type.dtype))
+      no("tf_crop_and_resize without a float roi of two values per axis");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      auto at = [&](size_t k) -> ExprPtr {
+        if (const Value* r = n.inputs[1]; r->constant)
+          return floatImm(r->constant->getF64(int64_t(k)), DType::F64);
+        return cast(DType::F64,
+                    load(b.input(n.inputs[1]), intImm(int64_t(k)), n.inputs[1]->type.dtype));
+      };
+      roiStart[axes[i]] = at(i), roiEnd[axes[i]] = at(i + axes.size());
+    }
+  }
   // Symbolic sizes: the run's input dims for strides and edge clamps, where the coordinate
   // mapping does not read the sizes (constant scales; not align_corners, pytorch_half_pixel or
   // half_pixel_symmetric).
@@ -54,7 +134,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   for (size_t d = 0; d < id.size(); ++d) symbolic |= !isImm(ir[d]) || !isImm(ore[d]);
   if (symbolic &&
       (!n.hasInput(2) || !n.inputs[2]->constant || !runScales.empty() || ctm == "align_corners" ||
-       ctm == "pytorch_half_pixel" || ctm == "half_pixel_symmetric"))
+       ctm == "pytorch_half_pixel" || ctm == "half_pixel_symmetric" || crop))
     no("Resize with symbolic sizes takes constant scales and a mapping that does not read the "
        "sizes");
   const std::vector<ExprPtr> is = stridesOf(ir);
@@ -69,7 +149,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   auto source = [&](size_t d, ExprPtr x) -> ExprPtr {
     ExprPtr s = runScales.empty()
                     ? c(scale[d])
-                    : cast(DType::F64, load(runScales, intImm(axisPos[d]), DType::F32));
+                    : cast(DType::F64, load(runScales, intImm(axisPos[d]), runScalesType));
     x = cast(DType::F64, x);
     if (ctm == "asymmetric") return div(x, s);
     if (ctm == "half_pixel") return sub(div(add(x, c(0.5)), s), c(0.5));
@@ -84,12 +164,29 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
                     div(mul(x, c(double(id[d] - 1))), sub(len, c(1))));
     }
     if (ctm == "tf_half_pixel_for_nearest") return div(add(x, c(0.5)), s);
+    if (crop) { // (the scale unused)
+      const ExprPtr span = mul(sub(roiEnd[d], roiStart[d]), c(double(id[d] - 1)));
+      const ExprPtr at = od[d] > 1
+                             ? div(mul(mul(x, sub(roiEnd[d], roiStart[d])), c(double(id[d] - 1))),
+                                   c(double(od[d] - 1)))
+                             : div(span, c(2));
+      return add(at, mul(roiStart[d], c(double(id[d] - 1))));
+    }
     if (ctm == "half_pixel_symmetric") { // off = center * (1 - od / (scale * id))
       ExprPtr adj = div(c(double(od[d])), mul(s, c(double(id[d]))));
       ExprPtr off = mul(c(id[d] / 2.0), sub(c(1), adj));
       return sub(add(off, div(add(x, c(0.5)), s)), c(0.5));
     }
     no("coordinate_transformation_mode " + ctm);
+  };
+  // tf_crop_and_resize: a source coordinate outside [0, in - 1] along any resized dim (NaN
+  // included) takes extrapolation_value.
+  const ExprPtr extrapolation = constant(t, n.attrFloat("extrapolation_value"));
+  auto outside = [&](size_t d, const ExprPtr& x) {
+    return logicalNot(binary(Op::And, cmp(Op::Ge, x, c(0)), cmp(Op::Le, x, c(double(id[d] - 1)))));
+  };
+  auto cropped = [&](const ExprPtr& out, const ExprPtr& value) {
+    return out ? select(out, extrapolation, value) : value;
   };
   auto resized = [&](size_t d) {
     return runScales.empty() ? !(od[d] == id[d] && scale[d] == 1.0) : axisPos[d] >= 0;
@@ -115,9 +212,11 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
         [&](const std::vector<ExprPtr>& v) {
           std::vector<size_t> dims;
           std::vector<std::vector<std::pair<ExprPtr, ExprPtr>>> taps(v.size()); // (index, weight)
+          ExprPtr out; // (tf_crop_and_resize)
           for (size_t d = 0; d < v.size(); ++d) {
             if (!resized(d)) continue;
             ExprPtr x = source(d, v[d]), fl = call("floor", {x});
+            if (crop) out = out ? binary(Op::Or, out, outside(d, x)) : outside(d, x);
             ExprPtr base = select(cmp(Op::Eq, fl, x), sub(x, c(1)), fl), r = sub(x, base);
             ExprPtr bi = cast(DType::I64, base), sum;
             // antialias (downscaling): the kernel stretched by 1 / scale, over a wider footprint
@@ -158,20 +257,22 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
             if (w) term = select(cmp(Op::Eq, w, c(0)), c(0), mul(w, term));
             sum = sum ? add(sum, term) : term;
           }
-          return cast(t, sum);
+          return cropped(out, cast(t, sum));
         },
-        o, sch);
+        o, sch, std::move(pre));
   }
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {
         std::vector<ExprPtr> idx;
+        ExprPtr out; // (tf_crop_and_resize)
         for (size_t d = 0; d < v.size(); ++d) {
           if (!resized(d)) {
             idx.push_back(v[d]);
             continue;
           }
           ExprPtr xo = source(d, v[d]);
+          if (crop) out = out ? binary(Op::Or, out, outside(d, xo)) : outside(d, xo);
           ExprPtr r;
           if (nm == "round_prefer_floor")
             r = call("ceil", {sub(xo, c(0.5))});
@@ -185,9 +286,9 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
             no("nearest_mode " + nm);
           idx.push_back(clampIndex(cast(DType::I64, r), ir[d]));
         }
-        return load(in, runIndex(idx, is), t);
+        return cropped(out, load(in, runIndex(idx, is), t));
       },
-      o, sch);
+      o, sch, std::move(pre));
 }
 
 // CenterCropPad: the declared output shape is the target; along each dim the output reads the

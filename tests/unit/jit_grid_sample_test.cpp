@@ -4,7 +4,8 @@
 // borders and NaN. CenterCropPad (crop and pad mixed, named axes) with the target shape given at
 // run time, and a target other than the declared one as an error. Resize linear and cubic
 // (cubic_coeff_a, exclude_outside, antialias, three coordinate transformations in turn, up and
-// down), and scales given at run time for named axes. RoiAlign (avg and max, both coordinate
+// down), scales given at run time for named axes, tf_crop_and_resize with a run-time roi and sizes
+// given at run time under each keep_aspect_ratio_policy. RoiAlign (avg and max, both coordinate
 // transformations, a fixed and an adaptive sampling grid) over boxes inside, across and outside
 // the image, and a batch index out of range as an error. MaxUnpool with and without an output
 // shape, an index out of range as an error. MaxPool with its Indices output.
@@ -203,6 +204,49 @@ TEST(JitGridSample, ResizeLinearAndCubicMatchTheInterpreter) {
   const auto got = exe.run(in);
   EXPECT_EQ(exe.stats().fallback, 0);
   EXPECT_FALSE(compareValues(interpret(*m.graph, in)[0], got[0], {1e-5, 1e-6}));
+}
+
+// tf_crop_and_resize with the roi given at run time (inside, partly outside: extrapolation_value,
+// a single output row), nearest and linear, on named axes; sizes given at run time under each
+// keep_aspect_ratio_policy (not_larger / not_smaller map coordinates by the one scale they pick,
+// not the output's ratio), and sizes other than the declared output's as a one-line error.
+TEST(JitGridSample, ResizeCropAndRunTimeSizesMatchTheInterpreter) {
+  const Tensor x = test::uniformTensor({1, 2, 5, 7}, 9);
+  for (const char* mode : {"nearest", "linear"})
+    for (const auto& roi : {std::vector<double>{0.2, 0.1, 0.8, 0.9}, {-0.3, 0.4, 1.2, 0.6}}) {
+      SCOPED_TRACE(testing::Message() << mode << " roi " << roi[0]);
+      Model m = parseWithShapes(
+          std::string("graph @g(%x: f32[1,2,5,7], %roi: f32[4], %sz: i64[2]) {\n"
+                      "  %y = Resize(%x, %roi, _, %sz) {mode = \"") +
+          mode +
+          "\", coordinate_transformation_mode = \"tf_crop_and_resize\", axes = [2, 3], "
+          "extrapolation_value = -9.0} : f32[1,2,1,9]\n  return %y\n}\n");
+      expectJitMatches(m,
+                       {RValue::of(x), RValue::of(tensorOf(DType::F32, roi)),
+                        RValue::of(tensorOfInts(DType::I64, {1, 9}))},
+                       {1e-6, 1e-6}, "tf_crop_and_resize");
+    }
+  for (const char* policy : {"stretch", "not_larger", "not_smaller"}) {
+    SCOPED_TRACE(policy);
+    // [5, 7] by sizes [3, 3]: stretch [3, 3], not_larger 3/7 -> [2, 3], not_smaller 3/5 -> [3, 4].
+    const std::string out = std::string(policy) == "stretch"      ? "[1,2,3,3]"
+                            : std::string(policy) == "not_larger" ? "[1,2,2,3]"
+                                                                  : "[1,2,3,4]";
+    Model m = parseWithShapes(
+        std::string("graph @g(%x: f32[1,2,5,7], %sz: i64[2]) {\n  %y = Resize(%x, _, _, %sz) "
+                    "{mode = \"linear\", axes = [2, 3], keep_aspect_ratio_policy = \"") +
+        policy + "\"} : f32" + out + "\n  return %y\n}\n");
+    expectJitMatches(m, {RValue::of(x), RValue::of(tensorOfInts(DType::I64, {3, 3}))}, {1e-6, 1e-6},
+                     "linear");
+    runtime::JitExecutable exe(*m.graph);
+    try {
+      exe.run({RValue::of(x), RValue::of(tensorOfInts(DType::I64, {5, 5}))});
+      ADD_FAILURE() << "sizes [5, 5] ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("this model's declared shapes need"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 } // namespace
