@@ -962,62 +962,82 @@ void Artifact::Impl::setInput(const std::vector<TensorDesc>& decl, size_t i, con
   inputs[i] = data;
 }
 
-// Each symbol's value from the inputs that have it: within its range, one value for all.
-void Artifact::Impl::resolveSymbols(const std::vector<TensorDesc>& decl) {
+namespace {
+
+// Where the inputs' dims do not fit a set of declarations (bindSymbols).
+struct DimMismatch {
+  enum What { Static, Range, Step, Twice } what;
+  size_t input = 0, dim = 0;
+  int64_t value = 0;
+};
+
+// The symbol values that inputs of dims `dims` (one vector per input; empty: its declared dims,
+// an input of static shape) give under declarations `own` with symbols `symbols`: each static dim
+// equal, each symbol's dims within its range, a multiple of its step and one value for all; into
+// `values` (sized to the symbols). The first dim that does not fit, if any. The one core of the
+// run's input checks (resolveSymbols, with the messages) and the choice among variants
+// (runVariant): nothing allocated.
+std::optional<DimMismatch> bindSymbols(const std::vector<TensorDesc>& own,
+                                       const std::vector<Symbol>& symbols,
+                                       const std::vector<std::vector<int64_t>>& dims,
+                                       std::vector<int64_t>& values) {
   std::fill(values.begin(), values.end(), -1);
-  // The first input that gives symbol j (for the message only: nothing allocated per run).
-  auto giver = [&](int32_t j) -> const std::string& {
-    for (const TensorDesc& t : decl)
-      for (int32_t x : t.syms)
-        if (x == j) return t.name;
-    return decl[0].name;
-  };
-  for (size_t i = 0; i < decl.size(); ++i)
-    for (size_t k = 0; k < decl[i].syms.size(); ++k) {
-      const int32_t j = decl[i].syms[k];
-      if (j < 0) continue;
-      const Symbol& sym = plan.symbols[size_t(j)];
-      const int64_t v = inputDims[i][k];
-      AICC_RT_CHECK(v >= sym.lo && v <= sym.hi,
-                    "input '{}': dim {} ({}) is {}, outside the range {}..{} it was compiled for "
-                    "(compile with --dim {}={}..{})",
-                    decl[i].name, k, sym.name, v, sym.lo, sym.hi, sym.name, std::min(sym.lo, v),
-                    std::max(sym.hi, v));
-      AICC_RT_CHECK(v % sym.step == 0,
-                    "input '{}': dim {} ({}) is {}, not a multiple of {} (the model's shapes agree "
-                    "only for multiples of {}: pad or resize the input)",
-                    decl[i].name, k, sym.name, v, sym.step, sym.step);
-      AICC_RT_CHECK(values[size_t(j)] < 0 || values[size_t(j)] == v,
-                    "input '{}': dim {} ({}) is {}, but input '{}' gives {} = {}", decl[i].name, k,
-                    sym.name, v, giver(j), sym.name, values[size_t(j)]);
-      values[size_t(j)] = v;
+  for (size_t i = 0; i < own.size(); ++i)
+    for (size_t k = 0; k < own[i].dims.size(); ++k) {
+      const int64_t x = dims[i].empty() ? own[i].dims[k] : dims[i][k];
+      const int32_t j = own[i].symbolAt(k);
+      if (j < 0) {
+        if (x != own[i].dims[k]) return DimMismatch{DimMismatch::Static, i, k, x};
+        continue;
+      }
+      const Symbol& sym = symbols[size_t(j)];
+      if (x < sym.lo || x > sym.hi) return DimMismatch{DimMismatch::Range, i, k, x};
+      if (x % sym.step != 0) return DimMismatch{DimMismatch::Step, i, k, x};
+      if (values[size_t(j)] >= 0 && values[size_t(j)] != x)
+        return DimMismatch{DimMismatch::Twice, i, k, x};
+      values[size_t(j)] = x;
     }
+  return std::nullopt;
+}
+
+} // namespace
+
+// Each symbol's value from the inputs that have it (bindSymbols), or the first that does not fit
+// as a one-line error naming the input and the dim.
+void Artifact::Impl::resolveSymbols(const std::vector<TensorDesc>& decl) {
+  if (const auto bad = bindSymbols(decl, plan.symbols, inputDims, values)) {
+    const TensorDesc& d = decl[bad->input];
+    const int32_t j = d.symbolAt(bad->dim);
+    const Symbol& sym = plan.symbols[size_t(std::max(j, 0))];
+    const int64_t v = bad->value;
+    AICC_RT_CHECK(bad->what != DimMismatch::Static, "input '{}': dim {} is {}, the model takes {}",
+                  d.name, bad->dim, v, d.dims[bad->dim]);
+    AICC_RT_CHECK(bad->what != DimMismatch::Range,
+                  "input '{}': dim {} ({}) is {}, outside the range {}..{} it was compiled for "
+                  "(compile with --dim {}={}..{})",
+                  d.name, bad->dim, sym.name, v, sym.lo, sym.hi, sym.name, std::min(sym.lo, v),
+                  std::max(sym.hi, v));
+    AICC_RT_CHECK(bad->what != DimMismatch::Step,
+                  "input '{}': dim {} ({}) is {}, not a multiple of {} (the model's shapes agree "
+                  "only for multiples of {}: pad or resize the input)",
+                  d.name, bad->dim, sym.name, v, sym.step, sym.step);
+    // Twice: the first input that gives the symbol, and its value (for the message only).
+    std::string first;
+    int64_t was = -1;
+    for (size_t i = 0; i < decl.size() && first.empty(); ++i)
+      for (size_t k = 0; k < decl[i].syms.size() && first.empty(); ++k)
+        if (decl[i].syms[k] == j) first = decl[i].name, was = inputDims[i][k];
+    AICC_RT_CHECK(false, "input '{}': dim {} ({}) is {}, but input '{}' gives {} = {}", d.name,
+                  bad->dim, sym.name, v, first, sym.name, was);
+  }
   std::memcpy(symbolBlock.get(), values.data(), 8 * values.size());
 }
 
+// The first variant whose declarations take the run's dims (bindSymbols into its own symbol
+// values, as scratch) runs, given the inputs; none: false.
 bool Artifact::Impl::runVariant(const std::vector<TensorDesc>& decl) {
   for (const auto& v : variants) {
-    // Its declarations take these dims: static ones equal, symbols in their ranges (multiples of
-    // their steps), one value each (its symbol values as scratch: no allocation per run).
-    std::vector<int64_t>& at = v->impl_->values;
-    std::fill(at.begin(), at.end(), -1);
-    bool match = true;
-    for (size_t i = 0; match && i < decl.size(); ++i)
-      for (size_t k = 0; match && k < v->inputs_[i].dims.size(); ++k) {
-        const TensorDesc& d = v->inputs_[i];
-        // (an input of static shape set by its bytes alone: the declared dims)
-        const int64_t x = inputDims[i].empty() ? decl[i].dims[k] : inputDims[i][k];
-        const int32_t j = d.symbolAt(k);
-        if (j < 0) {
-          match = x == d.dims[k];
-          continue;
-        }
-        const Symbol& sym = v->impl_->plan.symbols[size_t(j)];
-        match = x >= sym.lo && x <= sym.hi && x % sym.step == 0 &&
-                (at[size_t(j)] < 0 || at[size_t(j)] == x);
-        at[size_t(j)] = x;
-      }
-    if (!match) continue;
+    if (bindSymbols(v->inputs_, v->impl_->plan.symbols, inputDims, v->impl_->values)) continue;
     for (size_t i = 0; i < decl.size(); ++i) {
       const bool known = !inputDims[i].empty() || decl[i].dims.empty();
       int64_t bytes = int64_t(dtypeSize(decl[i].dtype));

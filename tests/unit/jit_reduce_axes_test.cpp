@@ -3,7 +3,8 @@
 // reduction for those (one nest per candidate when they leave it open, picked by the run's axes),
 // and checks the axes given at run time against them (@check_reduce_axes).
 // Against the interpreter; a wrong axis at run time is a clear error, not a wrong answer.
-// ReduceMax / ReduceMin of integers (their extremes included) and bools, exactly.
+// ReduceMax / ReduceMin of integers (their extremes included) and bools, exactly;
+// BatchNormalization in training mode (the batch's statistics and the running ones).
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -199,6 +200,24 @@ TEST(JitReduceAxes, InstanceAndGroupNormalizationMatchTheInterpreter) {
     EXPECT_EQ(exe.stats().fallback, 0) << c.op << d;
     auto diff = compareValues(want[0], exe.run(in)[0], {1e-5, 1e-5});
     EXPECT_FALSE(diff) << c.op << d << ": " << *diff;
+  }
+}
+
+TEST(JitReduceAxes, BatchNormTrainingMatchesTheInterpreter) {
+  for (const Dims& xd : {Dims{3, 4, 5, 2}, Dims{2, 3}}) {
+    SCOPED_TRACE(dimsText(xd));
+    const int64_t C = xd[1];
+    const std::string p = "f32[" + std::to_string(C) + "]";
+    Model m = parseWithShapes("graph @g(%x: f32" + dimsText(xd) + ", %s: " + p + ", %b: " + p +
+                              ", %m: " + p + ", %v: " + p +
+                              ") {\n  %y, %rm, %rv = BatchNormalization(%x, %s, %b, %m, %v) "
+                              "{training_mode = 1, momentum = 0.8, epsilon = 0.01}\n"
+                              "  return %y, %rm, %rv\n}\n");
+    expectJitMatches(m,
+                     {RValue::of(values(xd, 1)), RValue::of(test::uniformTensor({C}, 2, 0.5f, 2)),
+                      RValue::of(values({C}, 3)), RValue::of(values({C}, 4)),
+                      RValue::of(test::uniformTensor({C}, 5, 0.1f, 1))},
+                     {1e-6, 1e-6}, "batchnorm");
   }
 }
 
