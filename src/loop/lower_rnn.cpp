@@ -1,7 +1,7 @@
-// GRU and LSTM (ai.onnx, f32, layout 0) as one call of the GRU / LSTM micro-kernel (kernels/rnn.h;
-// the call contracts @gru_<gemm desc> and @lstm_<gemm desc> are documented in
-// rt/callees.cpp). Supported: every direction, optional B / sequence_lens / initial_h,
-// clip, any subset of the outputs and the activations Sigmoid, Tanh and Relu; GRU also
+// GRU and LSTM (ai.onnx, f32; layout 1 through transposed temps) as one call of the GRU / LSTM
+// micro-kernel (kernels/rnn.h; the call contracts @gru_<gemm desc> and @lstm_<gemm desc> are
+// documented in rt/callees.cpp). Supported: every direction, optional B / sequence_lens /
+// initial_h, clip, any subset of the outputs and the activations Sigmoid, Tanh and Relu; GRU also
 // linear_before_reset 0/1, LSTM also initial_c, peepholes P and input_forget. Anything else
 // declines with a reason (the node falls back to the reference kernel) rather than computing
 // something different.
@@ -84,23 +84,24 @@ RnnDims rnnDims(const Node& n, const Cell& cell, int64_t dirs) {
   Dims xd = staticDims(n.inputs.at(0), "X"), rd = staticDims(n.inputs.at(2), "R");
   if (xd.size() != 3 || rd.size() != 3) no(n.op + " X and R must have rank 3");
   RnnDims g;
-  g.T = xd[0], g.batch = xd[1], g.I = xd[2], g.dirs = dirs;
+  const bool layout1 = n.attrInt("layout", 0) != 0; // X [batch, T, I]
+  g.T = xd[layout1 ? 1 : 0], g.batch = xd[layout1 ? 0 : 1], g.I = xd[2], g.dirs = dirs;
   g.H = n.attrInt("hidden_size", rd[2]);
   if (g.I < 1 || g.H < 1) no(n.op + " with an empty input or hidden size");
   const int64_t G = cell.gates * g.H;
-  expectDims(n, 0, {g.T, g.batch, g.I}, "X");
+  expectDims(n, 0, layout1 ? Dims{g.batch, g.T, g.I} : Dims{g.T, g.batch, g.I}, "X");
   expectDims(n, 1, {dirs, G, g.I}, "W");
   expectDims(n, 2, {dirs, G, g.H}, "R");
   if (n.hasInput(3)) expectDims(n, 3, {dirs, 2 * G}, "B");
-  if (n.hasInput(5)) expectDims(n, 5, {dirs, g.batch, g.H}, "initial_h");
-  if (n.hasInput(6)) expectDims(n, 6, {dirs, g.batch, g.H}, "initial_c");
+  const Dims state = layout1 ? Dims{g.batch, dirs, g.H} : Dims{dirs, g.batch, g.H};
+  if (n.hasInput(5)) expectDims(n, 5, state, "initial_h");
+  if (n.hasInput(6)) expectDims(n, 6, state, "initial_c");
   if (n.hasInput(7)) expectDims(n, 7, {dirs, 3 * g.H}, "P");
   return g;
 }
 
 // Bit 0 reverse, bit 1 the cell's flag attribute, bit 2 clip (see the call contracts).
 int64_t flagsArg(const Node& n, const Cell& cell) {
-  if (n.attrInt("layout", 0) != 0) no(n.op + " layout 1");
   return (n.attrString("direction") == "reverse" ? 1 : 0) | (n.attrInt(cell.flag, 0) != 0 ? 2 : 0) |
          (n.attr("clip") ? 4 : 0);
 }
@@ -153,14 +154,49 @@ std::optional<LoweredNode> lowerCell(const Node& n, const Cell& cell, const std:
       if (v && v->type.isTensor() && v->type.shape && toDims(*v->type.shape))
         runDims(o, v, *toDims(*v->type.shape));
   if (n.hasInput(4) && !isImm(xr[1])) no(n.op + " sequence_lens with a symbolic batch");
-  auto in = [&](size_t i) { return n.hasInput(i) ? buffer(b.input(n.inputs[i])) : none(); };
+  // layout 1 (batch first): X and the initial states transposed into temps in the kernel's layout
+  // before the call, the results out of temps after it (dst[j, i, r] = src[i, j, r]).
+  const bool layout1 = n.attrInt("layout", 0) != 0;
+  if (layout1 && (!isImm(xr[0]) || !isImm(xr[1]))) no(n.op + " layout 1 with symbolic sizes");
+  Block after;
+  auto swap01 = [&](const std::string& dst, const std::string& src, int64_t d0, int64_t d1,
+                    int64_t inner) {
+    const std::string iv = b.fresh("i"), jv = b.fresh("j"), rv = b.fresh("r");
+    return nest(
+        {jv, iv, rv}, {d1, d0, inner},
+        {Stmt::store(dst, add(mul(add(mul(var(jv), intImm(d0)), var(iv)), intImm(inner)), var(rv)),
+                     load(src,
+                          add(mul(add(mul(var(iv), intImm(d1)), var(jv)), intImm(inner)), var(rv)),
+                          DType::F32))},
+        false);
+  };
+  auto in = [&](size_t i) {
+    if (!n.hasInput(i)) return none();
+    const std::string src = b.input(n.inputs[i]);
+    if (!layout1 || (i != 0 && i != 5 && i != 6)) return buffer(src);
+    const int64_t d0 = g.batch, d1 = i == 0 ? g.T : dirs, inner = i == 0 ? g.I : g.H;
+    const std::string t =
+        b.temp(i == 0 ? "x_time_major" : "state_dir_major", DType::F32, {d1, d0, inner});
+    for (auto& st : swap01(t, src, d0, d1, inner)) b.prologue.push_back(std::move(st));
+    return buffer(t);
+  };
+  auto out = [&](size_t k, const Dims& want) {
+    if (!layout1) return outputArg(b, n, k, want);
+    // The output as the model declares it (batch first), the kernel's into a temp.
+    const Dims batchFirst = k == 0 ? Dims{g.batch, g.T, dirs, g.H} : Dims{g.batch, dirs, g.H};
+    const CallArg o = outputArg(b, n, k, batchFirst);
+    if (o.buffer.empty()) return o;
+    const std::string t = b.temp(k == 0 ? "y_time_major" : "state_dir_major", DType::F32, want);
+    const int64_t d0 = k == 0 ? g.T * dirs : dirs;
+    for (auto& st : swap01(o.buffer, t, d0, g.batch, g.H)) after.push_back(std::move(st));
+    return buffer(t);
+  };
   std::vector<CallArg> args = {in(0), in(1), in(2), in(3), lensArg(b, n, g.batch), in(5)};
   if (&cell == &kLstm) args.insert(args.end(), {in(6), in(7)}); // initial_c, P
-  args.push_back(outputArg(b, n, 0, {g.T, dirs, g.batch, g.H}));
-  for (size_t k = 1; k < cell.outputs; ++k)
-    args.push_back(outputArg(b, n, k, {dirs, g.batch, g.H}));
-  args.push_back(CallArg{"", nullptr, xr[0]});
-  args.push_back(CallArg{"", nullptr, xr[1]});
+  args.push_back(out(0, {g.T, dirs, g.batch, g.H}));
+  for (size_t k = 1; k < cell.outputs; ++k) args.push_back(out(k, {dirs, g.batch, g.H}));
+  args.push_back(CallArg{"", nullptr, layout1 ? intImm(g.T) : xr[0]});
+  args.push_back(CallArg{"", nullptr, layout1 ? intImm(g.batch) : xr[1]});
   for (int64_t v : {g.I, g.H, dirs, flags}) args.push_back(value(v));
   args.push_back(CallArg{"", nullptr, floatImm(clipValue, DType::F32)});
   args.push_back(value(acts));
@@ -184,8 +220,9 @@ std::optional<LoweredNode> lowerCell(const Node& n, const Cell& cell, const std:
   sched[cell.flag] = int64_t((flags & 2) != 0);
   sched["packing"] =
       std::string(packNow ? "W and R packed at compile time" : "W and R packed at call");
-  return b.finish({Stmt::callKernel(cell.callee + std::string(kd.name), std::move(args))},
-                  std::move(sched), o);
+  Block body = {Stmt::callKernel(cell.callee + std::string(kd.name), std::move(args))};
+  for (auto& st : after) body.push_back(std::move(st));
+  return b.finish(std::move(body), std::move(sched), o);
 }
 
 // RNN (ai.onnx, layout 0 or 1) as a loop nest in double, as the reference computes it: per

@@ -12,7 +12,8 @@ namespace {
 
 // The ops (ai.onnx) whose reference kernels compute wider than f16/bf16 and whose lowerings are
 // f32: their non-float inputs (axes, lengths, masks, quantized values) pass as they are.
-// (DequantizeLinear to f16: (x - zero point) * scale in f32 as its lowering computes, rounded once.)
+// (DequantizeLinear to f16: (x - zero point) * scale in f32 as its lowering computes, rounded once;
+// QLinearMatMul / QLinearConv with f16 scales: the scales, exact in f32, in the usual arithmetic.)
 bool widens(const Node& n) {
   static const std::set<std::string> kOps = {"MatMul",
                                              "Gemm",
@@ -35,7 +36,9 @@ bool widens(const Node& n) {
                                              "ReduceLogSum",
                                              "ReduceLogSumExp",
                                              "ReduceProd",
-                                             "DequantizeLinear"};
+                                             "DequantizeLinear",
+                                             "QLinearMatMul",
+                                             "QLinearConv"};
   return n.domain.empty() && kOps.count(n.op);
 }
 

@@ -225,13 +225,29 @@ TEST(JitRnn, LstmDeclinesWhatTheKernelDoesNotCompute) {
   std::string hardSigmoid =
       lstmGraph({"activations = [\"HardSigmoid\", \"Tanh\", \"Tanh\"]", 1, {}});
   EXPECT_NE(declineReason(hardSigmoid, jit).find("HardSigmoid"), std::string::npos);
-  // layout 1: X [batch, T, I] (here batch = T = 3), Y [batch, T, dirs, H].
-  std::string layout1 =
-      "graph @g(%x: f32[3,3,3], %w: f32[1,20,3], %r: f32[1,20,5]) {\n"
-      "  %y, %yh = LSTM(%x, %w, %r) {hidden_size = 5, layout = 1} : f32[3,3,1,5], f32[3,1,5]\n"
-      "  return %y, %yh\n}\n";
-  EXPECT_NE(declineReason(layout1, jit).find("layout 1"), std::string::npos);
   EXPECT_NE(declineReason(lstmGraph({"", 1, {}}), {}).find("JIT"), std::string::npos);
+}
+
+// layout 1 (batch first: X [batch, T, I], the states [batch, dirs, H], Y [batch, T, dirs, H]):
+// transposed into the kernel's layout and back; batch 2, T 4, both directions, every output.
+TEST(JitRnn, BatchFirstLayoutMatchesTheInterpreter) {
+  for (int dirs : {1, 2}) {
+    const std::string d = std::to_string(dirs), dir = dirs == 2 ? "bidirectional" : "reverse";
+    const std::string state = "f32[2," + d + ",5]";
+    expectJitMatchesInterpreter("graph @g(%x: f32[2,4,3], %w: f32[" + d + ",20,3], %r: f32[" + d +
+                                    ",20,5], %h0: " + state + ", %c0: " + state +
+                                    ") {\n  %y, %yh, %yc = LSTM(%x, %w, %r, _, _, %h0, %c0) "
+                                    "{hidden_size = 5, layout = 1, direction = \"" +
+                                    dir + "\"} : f32[2,4," + d + ",5], " + state + ", " + state +
+                                    "\n  return %y, %yh, %yc\n}\n",
+                                80 + dirs);
+    expectJitMatchesInterpreter(
+        "graph @g(%x: f32[2,4,3], %w: f32[" + d + ",15,3], %r: f32[" + d + ",15,5], %h0: " + state +
+            ") {\n  %y, %yh = GRU(%x, %w, %r, _, _, %h0) {hidden_size = 5, layout = 1, "
+            "direction = \"" +
+            dir + "\"} : f32[2,4," + d + ",5], " + state + "\n  return %y, %yh\n}\n",
+        90 + dirs);
+  }
 }
 
 std::string scatterGraph(const std::string& dtype, const std::string& reduction,
