@@ -461,6 +461,9 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Col2Im") return lowerCol2Im(n, name, o);
   if (op == "TfIdfVectorizer") return lowerTfIdf(n, name, o);
   if (op == "DeformConv") return lowerDeformConv(n, name, o);
+  if (op == "Pow" && isInteger(n.inputs.at(0)->type.dtype) && n.inputs.size() > 1 && n.inputs[1] &&
+      isInteger(n.inputs[1]->type.dtype))
+    return lowerIntPow(n, name, o);
   return lowerRearrange(n, name, o);
 }
 

@@ -198,6 +198,8 @@ std::optional<LoweredNode> lowerTfIdf(const Node& n, const std::string& name,
                                       const LowerOptions& o);
 std::optional<LoweredNode> lowerDeformConv(const Node& n, const std::string& name,
                                            const LowerOptions& o);
+std::optional<LoweredNode> lowerIntPow(const Node& n, const std::string& name,
+                                       const LowerOptions& o);
 std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
                                               const LowerOptions& o);
 std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);

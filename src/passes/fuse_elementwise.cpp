@@ -36,6 +36,10 @@ bool isFusible(const Node& n) {
   bool elementwise = (n.def->props & kElementwise) || (n.domain.empty() && n.op == "Identity") ||
                      isTensorQuantization(n);
   if (!elementwise || n.outputs.size() != 1 || !n.outputs[0]) return false;
+  // Integer Pow loops over the exponent's bits: its own lowering (loop/lower_int_pow.cpp).
+  if (n.op == "Pow" && n.inputs.size() == 2 && n.inputs[0] && n.inputs[1] &&
+      isInteger(n.inputs[0]->type.dtype) && isInteger(n.inputs[1]->type.dtype))
+    return false;
   return n.outputs[0]->type.isTensor() && n.outputs[0]->type.shape.has_value();
 }
 

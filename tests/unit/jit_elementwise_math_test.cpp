@@ -119,5 +119,27 @@ TEST(JitElementwiseMath, PowOfMixedTypes) {
   }
 }
 
+// Integer Pow (loop/lower_int_pow.cpp): wrapping powers, negative exponents (bases 1 and -1, and
+// others: 0), broadcasting both ways, in and out of a fused chain; exact.
+TEST(JitElementwiseMath, IntegerPowWrapsAsTheReference) {
+  const std::vector<int64_t> bases = {2, -3, 1, -1, 7, 0, 10, -2, 3, 5, 255, -128};
+  const std::vector<int64_t> exps = {0, 1, 5, 63, -1, -2, 3, 40, -3, 2};
+  for (const char* t : {"i32", "i64", "u8", "i8"})
+    for (const char* et : {"i64", "i32"}) {
+      SCOPED_TRACE(std::string(t) + " ** " + et);
+      const DType dt = *dtypeFromName(t), de = *dtypeFromName(et);
+      Tensor x(dt, {3, 4}), e(de, {4});
+      for (int64_t i = 0; i < 12; ++i) x.setI64(i, bases[size_t(i)]);
+      for (int64_t i = 0; i < 4; ++i) e.setI64(i, exps[size_t(i * 2 + (dt == DType::I64))]);
+      if (!isSigned(dt)) // (no negative exponents: the reference's 1 / 0 for a base of 0)
+        for (int64_t i = 0; i < 4; ++i) e.setI64(i, std::abs(e.getI64(i)));
+      Model m = parseWithShapes(std::string("graph @g(%x: ") + t + "[3,4], %e: " + et +
+                                "[4]) {\n  %p = Pow(%x, %e)\n  %q = Add(%p, %x)\n"
+                                "  %s = Pow(%e, %e)\n  return %q, %s\n}\n");
+      // (Pow(%e, %e): 0 ** -1 never occurs: e has no zero with a negative partner)
+      expectJitMatches(m, {RValue::of(x), RValue::of(e)}, {0, 0}, "elementwise");
+    }
+}
+
 } // namespace
 } // namespace aicc
