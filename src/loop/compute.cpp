@@ -3,6 +3,8 @@
 #include "loop/lower.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace aicc::loop {
 
@@ -26,6 +28,33 @@ const std::map<std::string, Op>& binaryOps() {
       {"GreaterOrEqual", Op::Ge}, {"And", Op::And}, {"Or", Op::Or},          {"Xor", Op::Ne},
   };
   return k;
+}
+
+// A float into float8e8m0 as the reference (ops/elementwise_cast.cpp toE8m0): f32's exponent field,
+// one up per round_mode ("up": any mantissa bit; "nearest": the guard bit and a round, sticky or
+// odd exponent bit; "down": never) unless saturating at the largest; NaN and infinities to NaN
+// (0xff). Computed as the value the code stands for (a power of two, 2^-127 for code 0, or NaN),
+// which the emitter's store takes exactly (codegen/llvm/emit_narrow.cpp).
+ExprPtr castToE8m0(const Node& n, const ExprPtr& x) {
+  const std::string mode = n.attr("round_mode") ? n.attrString("round_mode") : "up";
+  const bool saturate = n.attrInt("saturate", 1) != 0;
+  auto i = [](int64_t v) { return intImm(v, DType::I32); };
+  const ExprPtr bits = bitcast(DType::I32, cast(DType::F32, x));
+  const ExprPtr exp = binary(Op::BitAnd, binary(Op::Shr, bits, i(23)), i(0xff));
+  auto set = [&](int64_t mask) { return cmp(Op::Ne, binary(Op::BitAnd, bits, i(mask)), i(0)); };
+  ExprPtr up = mode == "up" ? set(0x7fffff)
+               : mode == "nearest"
+                   ? binary(Op::And, set(0x400000),
+                            binary(Op::Or, binary(Op::Or, set(0x200000), set(0x1fffff)),
+                                   cmp(Op::Gt, exp, i(0))))
+                   : intImm(0, DType::Bool);
+  if (saturate) up = binary(Op::And, up, cmp(Op::Ne, exp, i(0xfe)));
+  const ExprPtr code = select(cmp(Op::Eq, exp, i(0xff)), i(0xff), select(up, add(exp, i(1)), exp));
+  const ExprPtr value =
+      select(cmp(Op::Eq, code, i(0xff)), floatImm(std::numeric_limits<float>::quiet_NaN()),
+             select(cmp(Op::Eq, code, i(0)), floatImm(std::ldexp(1.0, -127)),
+                    bitcast(DType::F32, binary(Op::Shl, code, i(23)))));
+  return cast(DType::F8E8M0, value);
 }
 
 } // namespace
@@ -105,6 +134,8 @@ ExprPtr computeElementwise(const Node& n, const std::vector<ExprPtr>& in, DType 
     return out == DType::Bool ? constant(DType::Bool, 1) : x;
   }
   if (op == "Not") return t == DType::Bool ? logicalNot(x) : no("needs a bool input");
+  if ((op == "Cast" || op == "CastLike") && out == DType::F8E8M0 && t != DType::F8E8M0)
+    return castToE8m0(n, x);
   if (op == "Cast" || op == "CastLike") // CastLike: `out` is like's type
     return cast(out, x, !isByteFloat(out) || n.attrInt("saturate") != 0);
   if (op == "BitCast") {

@@ -17,13 +17,13 @@ namespace {
 
 // f16 / bf16: 16-bit storage, computed in f32 and rounded per op (codegen/llvm/emit_llvm.cpp).
 // float8 / float4 (a byte each) and 4/2-bit integers: for Cast / CastLike / Identity only (see
-// below); float8e8m0 (its own rounding modes) is not lowered.
+// below); so is float8e8m0 (Cast's round_mode in loop/compute.cpp).
 bool supportedDType(DType t) {
   return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16 ||
-         isByteFloat(t) || t == DType::Bool || isInteger(t);
+         isByteFloat(t) || t == DType::F8E8M0 || t == DType::Bool || isInteger(t);
 }
 
-bool castOnly(DType t) { return isSubByteInt(t) || isByteFloat(t); }
+bool castOnly(DType t) { return isSubByteInt(t) || isByteFloat(t) || t == DType::F8E8M0; }
 
 std::string sanitize(const std::string& s) {
   std::string out;

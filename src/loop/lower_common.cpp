@@ -28,7 +28,7 @@ bool isComputeFloat(DType t) { return t == DType::F32 || t == DType::F64; }
 
 static bool movableDType(DType t) {
   return isComputeFloat(t) || t == DType::F16 || t == DType::BF16 || isByteFloat(t) ||
-         t == DType::Bool || isInteger(t);
+         t == DType::F8E8M0 || t == DType::Bool || isInteger(t);
 }
 
 Dims staticDims(const Value* v, const char* what) {

@@ -6,7 +6,7 @@
 // widen-reduced-floats (-O1 and up: in f32 between Casts, within f16's rounding of the reference).
 // 4/2-bit integers (a byte each) compile in casts (and Identity), which wrap to the width as the
 // reference's do; so do float8 / float4 (saturating casts, Cast's default, and saturate = 0 into
-// float8).
+// float8) and float8e8m0 (each round_mode).
 #include "ir/parser.h"
 #include "jit_check.h"
 #include "passes/shape_inference.h"
@@ -127,6 +127,29 @@ TEST(JitReducedFloat, ComputeHeavyOpsWidenToF32) {
   const auto want = interpret(*ref.graph, in);
   EXPECT_FALSE(compareValues(want[0], got[0], {4e-3, 1e-4})); // (f16: 2^-11 relative)
   EXPECT_FALSE(compareValues(want[1], got[1], {2e-2, 2e-2})); // (bf16: 2^-8)
+}
+
+// float8e8m0 (a power of two per code): into it under each round_mode, saturating or not, from
+// f32 (many binades, the hard cases: 0, ties, f32 subnormals, inf, NaN, the largest finite) and
+// f16, and back to f32 and f16; bit for bit.
+TEST(JitReducedFloat, Float8E8M0CastsMatchExactly) {
+  for (const char* mode : {"up", "down", "nearest"})
+    for (int sat : {1, 0}) {
+      SCOPED_TRACE(testing::Message() << mode << " saturate " << sat);
+      const std::string attrs = std::string("{to = 24, round_mode = \"") + mode +
+                                "\", saturate = " + std::to_string(sat) + "}";
+      check("graph @g(%x: f32[300]) {\n  %a = Cast(%x) " + attrs +
+                "\n  %b = Cast(%a) {to = 1}\n"
+                "  %h = Cast(%x) {to = 10}\n  %c = Cast(%h) " +
+                attrs +
+                "\n  %d = Cast(%c) {to = 10}\n"
+                "  %e = Cast(%d) {to = 1}\n  return %b, %e\n}\n",
+            true);
+    }
+  // Values past f32's largest exponent and below its smallest, as raw codes through f64.
+  check("graph @g(%x: f32[300]) {\n  %y = Mul(%x, %x)\n  %a = Cast(%y) {to = 24}\n"
+        "  %b = Cast(%a) {to = 11}\n  return %b\n}\n",
+        true);
 }
 
 TEST(JitReducedFloat, FourAndTwoBitIntegerCastsMatchExactly) {

@@ -40,6 +40,7 @@ bool supportedDType(DType t) {
   case DType::F8E5M2:
   case DType::F8E5M2FNUZ:
   case DType::F4E2M1:
+  case DType::F8E8M0:
   case DType::Bool:
   case DType::I8:
   case DType::U8:
@@ -95,6 +96,7 @@ private:
     case DType::F8E5M2:
     case DType::F8E5M2FNUZ:
     case DType::F4E2M1:
+    case DType::F8E8M0:
       return b_.getFloatTy();
     case DType::F64:
       return b_.getDoubleTy();
@@ -122,7 +124,7 @@ private:
     }
   }
   llvm::Type* memTy(DType t) {
-    if (isByteFloat(t)) return b_.getInt8Ty();
+    if (isByteFloat(t) || t == DType::F8E8M0) return b_.getInt8Ty();
     return t == DType::Bool ? b_.getInt8Ty() : isReduced(t) ? b_.getInt16Ty() : regTy(t);
   }
 

@@ -7,7 +7,9 @@
 
 namespace aicc::codegen {
 
-bool isReduced(DType t) { return t == DType::F16 || t == DType::BF16 || isByteFloat(t); }
+bool isReduced(DType t) {
+  return t == DType::F16 || t == DType::BF16 || isByteFloat(t) || t == DType::F8E8M0;
+}
 
 namespace {
 
@@ -89,7 +91,7 @@ llvm::Value* f8Encode(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Valu
 
 // A stored pattern as its exact f32: float8 / float4 through the table, f16 / bf16 directly.
 llvm::Value* widenNarrow(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* bits) {
-  if (isByteFloat(t)) return f8Decode(b, m, t, bits);
+  if (isByteFloat(t) || t == DType::F8E8M0) return f8Decode(b, m, t, bits);
   if (t == DType::F16) return b.CreateFPExt(b.CreateBitCast(bits, b.getHalfTy()), b.getFloatTy());
   return b.CreateBitCast(b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), 16), b.getFloatTy());
 }
@@ -98,6 +100,12 @@ llvm::Value* widenNarrow(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::V
 llvm::Value* narrowFloat(llvm::IRBuilder<>& b, llvm::Module& m, DType t, llvm::Value* f,
                          bool saturate) {
   if (isByteFloat(t)) return f8Encode(b, m, t, f, saturate);
+  if (t == DType::F8E8M0) { // f32's exponent field: the value is a power of two (loop/compute.cpp
+                            // castToE8m0 rounds first), 2^-127 (field 0: code 0) or NaN (0xff)
+    llvm::Value* x = b.CreateBitCast(f, b.getInt32Ty());
+    llvm::Value* e = b.CreateAnd(b.CreateLShr(x, 23), b.getInt32(0xff));
+    return b.CreateTrunc(b.CreateSelect(b.CreateFCmpUNO(f, f), b.getInt32(0xff), e), b.getInt8Ty());
+  }
   if (t == DType::F16) return b.CreateBitCast(b.CreateFPTrunc(f, b.getHalfTy()), b.getInt16Ty());
   llvm::Value* x = b.CreateBitCast(f, b.getInt32Ty());
   llvm::Value* lsb = b.CreateAnd(b.CreateLShr(x, 16), b.getInt32(1));
