@@ -200,6 +200,9 @@ std::optional<LoweredNode> lowerDeformConv(const Node& n, const std::string& nam
                                            const LowerOptions& o);
 std::optional<LoweredNode> lowerIntPow(const Node& n, const std::string& name,
                                        const LowerOptions& o);
+std::optional<LoweredNode> lowerBatchNorm(const Node& n, const std::string& name,
+                                          const LowerOptions& o);
+std::optional<LoweredNode> lowerMvn(const Node& n, const std::string& name, const LowerOptions& o);
 std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
                                               const LowerOptions& o);
 std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);

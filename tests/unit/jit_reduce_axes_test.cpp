@@ -4,7 +4,8 @@
 // and checks the axes given at run time against them (@check_reduce_axes).
 // Against the interpreter; a wrong axis at run time is a clear error, not a wrong answer.
 // ReduceMax / ReduceMin of integers (their extremes included) and bools, exactly;
-// BatchNormalization in training mode (the batch's statistics and the running ones).
+// BatchNormalization in training mode (the batch's statistics and the running ones);
+// MeanVarianceNormalization over its default and given axes.
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -218,6 +219,16 @@ TEST(JitReduceAxes, BatchNormTrainingMatchesTheInterpreter) {
                       RValue::of(values({C}, 3)), RValue::of(values({C}, 4)),
                       RValue::of(test::uniformTensor({C}, 5, 0.1f, 1))},
                      {1e-6, 1e-6}, "batchnorm");
+  }
+}
+
+TEST(JitReduceAxes, MeanVarianceNormalizationMatchesTheInterpreter) {
+  for (const char* axes : {"", " {axes = [1]}", " {axes = [0, 1, 2, 3]}", " {axes = [-1, 1]}"}) {
+    SCOPED_TRACE(axes);
+    Model m = parseWithShapes(std::string("graph @g(%x: f32[3,4,5,2]) {\n  %y = "
+                                          "MeanVarianceNormalization(%x)") +
+                              axes + "\n  return %y\n}\n");
+    expectJitMatches(m, {RValue::of(values({3, 4, 5, 2}, 6))}, {1e-6, 1e-6}, "reduce");
   }
 }
 
