@@ -43,7 +43,8 @@ bool lowerNonElementwise(const Node& n, const std::string& funcName, const Lower
         !(r = lowerLinearAttentionFamily(n, funcName, opts)) &&
         !(r = lowerTrainingFamily(n, funcName, opts)) && !(r = lowerDet(n, funcName, opts)) &&
         !(r = lowerAttentionFamily(n, funcName, opts)) &&
-        !(r = lowerLossFamily(n, funcName, opts)) && !(r = lowerQuantFamily(n, funcName, opts)))
+        !(r = lowerLossFamily(n, funcName, opts)) && !(r = lowerQuantFamily(n, funcName, opts)) &&
+        !(r = lowerMlFamily(n, funcName, opts)))
       return false;
     if (r && !choice.reason.empty()) r->func.schedule["selection"] = choice.reason;
     result = std::move(r);

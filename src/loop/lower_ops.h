@@ -203,6 +203,8 @@ std::optional<LoweredNode> lowerIntPow(const Node& n, const std::string& name,
 std::optional<LoweredNode> lowerBatchNorm(const Node& n, const std::string& name,
                                           const LowerOptions& o);
 std::optional<LoweredNode> lowerMvn(const Node& n, const std::string& name, const LowerOptions& o);
+std::optional<LoweredNode> lowerMlFamily(const Node& n, const std::string& name,
+                                         const LowerOptions& o);
 std::optional<LoweredNode> lowerCenterCropPad(const Node& n, const std::string& name,
                                               const LowerOptions& o);
 std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b, const LowerOptions& o);

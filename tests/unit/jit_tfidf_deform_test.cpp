@@ -70,5 +70,33 @@ TEST(JitDeformConv, OffsetsMasksAndGroupsMatchTheInterpreter) {
   }
 }
 
+TEST(JitMl, BinarizerAndArrayFeatureExtractorMatchTheInterpreter) {
+  for (const char* t : {"f32", "f64", "i64", "i32"}) {
+    SCOPED_TRACE(t);
+    Model m = parseWithShapes(std::string("graph @g(%x: ") + t +
+                              "[3,5]) {\n  %y = ai.onnx.ml.Binarizer(%x) {threshold = 2.0}\n"
+                              "  return %y\n}\n");
+    Tensor x(*dtypeFromName(t), {3, 5});
+    for (int64_t i = 0; i < 15; ++i) x.setF64(i, double(i % 5) - 0.5 * (i / 5)); // 2 included
+    expectJitMatches(m, {RValue::of(x)}, {0, 0}, "elementwise");
+  }
+  for (const Dims& xd : {Dims{7}, Dims{2, 3, 7}}) {
+    SCOPED_TRACE(dimsText(xd));
+    Model m = parseWithShapes("graph @g(%x: f32" + dimsText(xd) +
+                              ", %i: i64[4]) {\n  %y = ai.onnx.ml.ArrayFeatureExtractor(%x, %i)\n"
+                              "  return %y\n}\n");
+    const Tensor x = test::uniformTensor(xd, 4);
+    expectJitMatches(m, {RValue::of(x), RValue::of(tensorOfInts(DType::I64, {6, 0, 3, 3}))}, {0, 0},
+                     "data");
+    runtime::JitExecutable exe(*m.graph);
+    try {
+      exe.run({RValue::of(x), RValue::of(tensorOfInts(DType::I64, {1, 7, 0, 2}))});
+      ADD_FAILURE() << "index 7 of 7 ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("out of range [0, 7)"), std::string::npos) << e.what();
+    }
+  }
+}
+
 } // namespace
 } // namespace aicc
