@@ -1,8 +1,12 @@
 // ai.onnx.ml ops with a numeric kernel worth a nest: Binarizer (1 where x > threshold, else 0, in
-// x's type) and ArrayFeatureExtractor (the last dim's elements at the indices given, checked at run
-// time: @check_targets, the reference's range error), as the reference (ops/ml.cpp).
+// x's type), ArrayFeatureExtractor (the last dim's elements at the indices given, checked at run
+// time: @check_targets, the reference's range error) and TreeEnsemble, as the reference
+// (ops/ml.cpp, ops/ml_tree.cpp).
 #include "loop/lower_ops.h"
+#include "ops/ml.h"
 #include "ops/op_def.h"
+
+#include <limits>
 
 namespace aicc::loop::detail {
 
@@ -58,6 +62,171 @@ std::optional<LoweredNode> lowerArrayFeatureExtractor(const Node& n, const std::
   return b.finish(std::move(body), {}, o);
 }
 
+// TreeEnsemble (opset 5): the forest (ops/ml.h parseTreeEnsemble) as constant tables; per row
+// and tree a walk from the root (at most as many steps as nodes: a forest with a cycle is refused
+// here, as the reference refuses it at run time) comparing the row's feature with the node's split
+// by its mode (a NaN feature goes true where the node tracks missing values that way; a
+// membership node looks through its set), the leaf's weight aggregated into its target in double,
+// then the post transform (none, logistic, softmax, softmax_zero; probit stays on the reference).
+std::optional<LoweredNode> lowerTreeEnsemble(const Node& n, const std::string& name,
+                                             const LowerOptions& o) {
+  const Value* xv = n.inputs.at(0);
+  const DType t = xv->type.dtype;
+  if (t != DType::F32 && t != DType::F64) no("TreeEnsemble of f32 / f64");
+  const Dims xd = staticDims(xv, "X");
+  if (xd.size() != 2) no("an X of rank other than 2");
+  Forest f;
+  try {
+    f = parseTreeEnsemble(n);
+  } catch (const Error& e) {
+    no(e.what()); // (the reference kernel reports it at run time)
+  }
+  const int64_t agg = n.attrInt("aggregate_function"), pt = n.attrInt("post_transform");
+  if (agg < 0 || agg > 3 || pt < 0 || pt > 3) no("post_transform PROBIT or invalid attributes");
+  const int64_t rows = xd[0], F = xd[1], nt = f.nTargets, N = int64_t(f.modes.size()),
+                L = int64_t(f.numLeaves()), R = int64_t(f.roots.size());
+  for (int64_t k = 0; k < N; ++k)
+    if (f.features[size_t(k)] >= F) no("a node reads a feature past X's");
+  // Every tree's walk ends: no node reached twice from its root.
+  for (int64_t root : f.roots) {
+    std::vector<bool> seen(size_t(N), false);
+    std::vector<int64_t> stack = {root};
+    while (!stack.empty()) {
+      const size_t i = size_t(stack.back());
+      stack.pop_back();
+      if (seen[i]) no("a tree with a cycle or a shared node");
+      seen[i] = true;
+      if (!f.trueLeaf[i]) stack.push_back(f.trueIds[i]);
+      if (!f.falseLeaf[i] && !(f.falseIds[i] == f.trueIds[i] && !f.trueLeaf[i]))
+        stack.push_back(f.falseIds[i]);
+    }
+  }
+  auto ints = [](const std::vector<int64_t>& v) {
+    Tensor x(DType::I64, {std::max<int64_t>(1, int64_t(v.size()))});
+    for (size_t k = 0; k < v.size(); ++k) x.setI64(int64_t(k), v[k]);
+    return x;
+  };
+  auto reals = [](const std::vector<double>& v) {
+    Tensor x(DType::F64, {std::max<int64_t>(1, int64_t(v.size()))});
+    for (size_t k = 0; k < v.size(); ++k) x.setF64(int64_t(k), v[k]);
+    return x;
+  };
+  std::vector<int64_t> mode, flags, memberBegin, memberEnd;
+  std::vector<double> members;
+  for (int64_t k = 0; k < N; ++k) {
+    const size_t i = size_t(k);
+    mode.push_back(int64_t(f.modes[i]));
+    flags.push_back(int64_t(f.trueLeaf[i]) | int64_t(f.falseLeaf[i]) << 1 |
+                    int64_t(f.missingTrue[i]) << 2);
+    memberBegin.push_back(int64_t(members.size()));
+    members.insert(members.end(), f.members[i].begin(), f.members[i].end());
+    memberEnd.push_back(int64_t(members.size()));
+  }
+  std::vector<int64_t> leafTarget;
+  std::vector<double> leafWeight;
+  for (int64_t l = 0; l < L; ++l) {
+    leafTarget.push_back(f.targets[f.leafBegin[size_t(l)]]);
+    leafWeight.push_back(f.weights[f.leafBegin[size_t(l)]]);
+  }
+  FuncBuilder b(n, name, "data");
+  const std::string x = b.input(xv), y = b.output(0);
+  auto table = [&](const char* what, Tensor v) { return b.constant(what, std::move(v), what); };
+  const std::string modeB = table("node_mode", ints(mode)),
+                    splitB = table("node_split", reals(f.splits)),
+                    featB = table("node_feature", ints(f.features)),
+                    trueB = table("node_true", ints(f.trueIds)),
+                    falseB = table("node_false", ints(f.falseIds)),
+                    flagB = table("node_flags", ints(flags)),
+                    mbB = table("member_begin", ints(memberBegin)),
+                    meB = table("member_end", ints(memberEnd)),
+                    memB = table("members", reals(members)),
+                    targetB = table("leaf_target", ints(leafTarget)),
+                    weightB = table("leaf_weight", reals(leafWeight)),
+                    rootB = table("roots", ints(f.roots));
+  const std::string acc = b.temp("scores", DType::F64, {std::max<int64_t>(nt, 1)}),
+                    hit = b.temp("hit", DType::I64, {std::max<int64_t>(nt, 1)}),
+                    walk = b.temp("walk", DType::I64, {3}); // [node, leaf, member found]
+  const std::string rv = b.fresh("r"), qv = b.fresh("q"), sv = b.fresh("step"), jv = b.fresh("j"),
+                    mv = b.fresh("m"), xvv = b.fresh("x"), tv = b.fresh("t");
+  auto i64 = [](int64_t v) { return intImm(v); };
+  auto f64 = [](double v) { return floatImm(v, DType::F64); };
+  auto ld = [&](const std::string& buf, const ExprPtr& at) { return load(buf, at, DType::I64); };
+  auto ldf = [&](const std::string& buf, const ExprPtr& at) { return load(buf, at, DType::F64); };
+  const ExprPtr cur = ld(walk, i64(0)), leaf = ld(walk, i64(1)), r = var(rv);
+  const ExprPtr flag = ld(flagB, cur);
+  auto bit = [&](int k) { return cmp(Op::Ne, binary(Op::BitAnd, flag, i64(1 << k)), i64(0)); };
+  const ExprPtr xval = var(xvv, DType::F64), s = ldf(splitB, cur), md = ld(modeB, cur);
+  auto is = [&](TreeMode m) { return cmp(Op::Eq, md, i64(int64_t(m))); };
+  const ExprPtr test =
+      select(is(TreeMode::LEQ), cmp(Op::Le, xval, s),
+             select(is(TreeMode::LT), cmp(Op::Lt, xval, s),
+                    select(is(TreeMode::GTE), cmp(Op::Ge, xval, s),
+                           select(is(TreeMode::GT), cmp(Op::Gt, xval, s),
+                                  select(is(TreeMode::EQ), cmp(Op::Eq, xval, s),
+                                         select(is(TreeMode::NEQ), cmp(Op::Ne, xval, s),
+                                                cmp(Op::Ne, ld(walk, i64(2)), i64(0))))))));
+  const ExprPtr truth = binary(Op::Or, binary(Op::And, cmp(Op::Ne, xval, xval), bit(2)), test);
+  Block step = {Stmt::let(xvv, cast(DType::F64, load(x, add(mul(r, i64(F)), ld(featB, cur)), t))),
+                Stmt::store(walk, i64(2), i64(0)),
+                Stmt::ifThen(is(TreeMode::MEMBER),
+                             {Stmt::forLoop(mv, ld(mbB, cur), ld(meB, cur),
+                                            {Stmt::ifThen(cmp(Op::Eq, ldf(memB, var(mv)), xval),
+                                                          {Stmt::store(walk, i64(2), i64(1))})})}),
+                Stmt::let(tv, truth),
+                Stmt::ifThen(var(tv, DType::Bool),
+                             {Stmt::ifThen(bit(0), {Stmt::store(walk, i64(1), ld(trueB, cur))},
+                                           {Stmt::store(walk, i64(0), ld(trueB, cur))})},
+                             {Stmt::ifThen(bit(1), {Stmt::store(walk, i64(1), ld(falseB, cur))},
+                                           {Stmt::store(walk, i64(0), ld(falseB, cur))})})};
+  const ExprPtr root = ld(rootB, var(qv));
+  Block tree = {Stmt::store(walk, i64(0), root), Stmt::store(walk, i64(1), i64(-1))};
+  // A root whose branches both lead to the same leaf is that leaf.
+  {
+    const ExprPtr rf = ld(flagB, root);
+    const ExprPtr both = binary(Op::And, cmp(Op::Eq, binary(Op::BitAnd, rf, i64(3)), i64(3)),
+                                cmp(Op::Eq, ld(trueB, root), ld(falseB, root)));
+    tree.push_back(Stmt::ifThen(both, {Stmt::store(walk, i64(1), ld(trueB, root))}));
+  }
+  tree.push_back(Stmt::forLoop(sv, i64(0), i64(N + 1),
+                               {Stmt::ifThen(cmp(Op::Lt, leaf, i64(0)), std::move(step))}));
+  const ExprPtr lf = max(leaf, i64(0)), tg = ld(targetB, lf), w = ldf(weightB, lf);
+  const ExprPtr a = ldf(acc, tg), h = cmp(Op::Ne, ld(hit, tg), i64(0));
+  const ExprPtr next = agg == 1   ? add(a, w)                      // SUM
+                       : agg == 0 ? add(a, div(w, f64(double(R)))) // AVERAGE
+                       : agg == 2 ? select(h, min(a, w), w)        // MIN
+                                  : select(h, max(a, w), w);       // MAX
+  tree.push_back(Stmt::store(acc, tg, next));
+  tree.push_back(Stmt::store(hit, tg, i64(1)));
+  Block row = {Stmt::forLoop(
+      jv, i64(0), i64(nt), {Stmt::store(acc, var(jv), f64(0)), Stmt::store(hit, var(jv), i64(0))})};
+  row.push_back(Stmt::forLoop(qv, i64(0), i64(R), std::move(tree)));
+  // The post transform (ops/ml.cpp postTransform).
+  const ExprPtr v = ldf(acc, var(jv));
+  if (pt == 2) { // LOGISTIC, without overflow for large |v|
+    const ExprPtr e = div(f64(1), add(f64(1), call("exp", {neg(call("abs", {v}))})));
+    row.push_back(Stmt::forLoop(
+        jv, i64(0), i64(nt),
+        {Stmt::store(acc, var(jv), select(cmp(Op::Lt, v, f64(0)), sub(f64(1), e), e))}));
+  } else if (pt == 1 || pt == 3) { // SOFTMAX, SOFTMAX_ZERO (zeros stay zero)
+    const std::string st = b.temp("softmax", DType::F64, {2}); // [max, sum]
+    const ExprPtr mx = ldf(st, i64(0)), sum = ldf(st, i64(1));
+    row.push_back(Stmt::store(st, i64(0), f64(-std::numeric_limits<double>::infinity())));
+    row.push_back(Stmt::store(st, i64(1), f64(0)));
+    row.push_back(Stmt::forLoop(jv, i64(0), i64(nt), {Stmt::store(st, i64(0), max(mx, v))}));
+    ExprPtr ex = call("exp", {sub(v, mx)});
+    if (pt == 3) ex = select(cmp(Op::Eq, v, f64(0)), f64(0), ex);
+    row.push_back(
+        Stmt::forLoop(jv, i64(0), i64(nt),
+                      {Stmt::store(acc, var(jv), ex), Stmt::store(st, i64(1), add(sum, v))}));
+    row.push_back(Stmt::forLoop(
+        jv, i64(0), i64(nt),
+        {Stmt::store(acc, var(jv), select(cmp(Op::Gt, sum, f64(0)), div(v, sum), f64(0)))}));
+  }
+  row.push_back(Stmt::forLoop(jv, i64(0), i64(nt),
+                              {Stmt::store(y, add(mul(r, i64(nt)), var(jv)), cast(t, v))}));
+  return b.finish(nest({rv}, {rows}, std::move(row), false), {}, o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerMlFamily(const Node& n, const std::string& name,
@@ -65,6 +234,7 @@ std::optional<LoweredNode> lowerMlFamily(const Node& n, const std::string& name,
   if (n.domain != kMlDomain) return std::nullopt;
   if (n.op == "Binarizer") return lowerBinarizer(n, name, o);
   if (n.op == "ArrayFeatureExtractor") return lowerArrayFeatureExtractor(n, name, o);
+  if (n.op == "TreeEnsemble") return lowerTreeEnsemble(n, name, o);
   return std::nullopt;
 }
 

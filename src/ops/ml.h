@@ -86,6 +86,9 @@ struct Forest {
   size_t numLeaves() const { return leafBegin.empty() ? 0 : leafBegin.size() - 1; }
 };
 
+// TreeEnsemble's (opset 5) forest from its attributes, checked; shared by its reference kernel and
+// its lowering (loop/lower_ml.cpp).
+Forest parseTreeEnsemble(const Node& n);
 // Checks branch targets, feature ids, roots and leaf targets (messages name the attribute).
 void checkForest(const Forest& f);
 // The leaf a row of x ([N, nFeatures]) reaches from `root`.

@@ -16,7 +16,9 @@ std::vector<double> tensorValues(const Node& n, const std::string& name) {
   return std::get<Tensor>(a->v).toF64Vector();
 }
 
-Forest parseForest(const Node& n) {
+} // namespace
+
+Forest parseTreeEnsemble(const Node& n) {
   Forest f;
   const std::vector<double> modes = tensorValues(n, "nodes_modes");
   const size_t count = modes.size();
@@ -68,8 +70,6 @@ Forest parseForest(const Node& n) {
   return f;
 }
 
-} // namespace
-
 void checkForest(const Forest& f) {
   const size_t count = f.modes.size(), leaves = f.numLeaves();
   for (size_t i = 0; i < count; ++i) {
@@ -116,7 +116,7 @@ std::vector<RValue> treeEnsembleKernel(KernelCtx& c) {
   const Tensor& x = c.in(0);
   requireDType(c, 0, {DType::F32, DType::F64, DType::F16});
   AICC_CHECK(x.rank() == 2, "input X must have shape [N, F], got {}", formatDims(x.shape()));
-  const Forest f = parseForest(c.node);
+  const Forest f = parseTreeEnsemble(c.node);
   const int64_t agg = c.node.attrInt("aggregate_function"), pt = c.node.attrInt("post_transform");
   AICC_CHECK(agg >= 0 && agg <= 3, "aggregate_function must be in [0, 3], got {}", agg);
   AICC_CHECK(pt >= 0 && pt <= 4, "post_transform must be in [0, 4], got {}", pt);

@@ -98,5 +98,35 @@ TEST(JitMl, BinarizerAndArrayFeatureExtractorMatchTheInterpreter) {
   }
 }
 
+TEST(JitMl, TreeEnsembleMatchesTheInterpreter) {
+  // Tree 0 (root 0): 0 LEQ f0 <= 0.5 ? 1 : 2; 1 MEMBER f1 in {1, 3} ? leaf 0 : leaf 1;
+  // 2 GT f2 > -0.25 (NaN: true) ? 3 : leaf 2; 3 NEQ f0 != 1 ? leaf 3 : 4; 4 LT f1 < 2 ? leaf 4 : 5;
+  // 5 GTE f2 >= 0 ? leaf 5 : 6; 6 EQ f0 == 2 ? leaf 6 : leaf 7. Tree 1 (root 7): one leaf (8).
+  const std::string forest =
+      "leaf_targetids = [0, 1, 2, 0, 1, 2, 0, 1, 2], leaf_weights = tensor f64[9] [1.5, -2, 0.25, "
+      "3, 0.5, -1, 2, 4, 0.75], membership_values = tensor f64[3] [1, 3, nan], n_targets = 3, "
+      "nodes_modes = tensor u8[8] [0, 6, 3, 5, 1, 2, 4, 0], nodes_splits = tensor f64[8] [0.5, 0, "
+      "-0.25, 1, 2, 0, 2, 0], nodes_featureids = [0, 1, 2, 0, 1, 2, 0, 0], nodes_truenodeids = [1, "
+      "0, "
+      "3, 3, 4, 5, 6, 8], nodes_trueleafs = [0, 1, 0, 1, 1, 1, 1, 1], nodes_falsenodeids = [2, 1, "
+      "2, 4, "
+      "5, 6, 7, 8], nodes_falseleafs = [0, 1, 1, 0, 0, 0, 1, 1], nodes_missing_value_tracks_true = "
+      "[0, "
+      "0, 1, 0, 0, 0, 0, 0], tree_roots = [0, 7]";
+  Tensor x(DType::F64, {8, 3});
+  const double v[] = {0.25, 1, 0,  0.25, 2, 9,   1,    0,   0,  1, 5, -1,
+                      2,    7, -3, 3,    3, NAN, 0.75, NAN, -1, 1, 1, 0.5};
+  for (int64_t i = 0; i < 24; ++i) x.setF64(i, v[i]);
+  for (int agg : {0, 1, 2, 3})
+    for (int pt : {0, 1, 2, 3}) {
+      SCOPED_TRACE(testing::Message() << "aggregate " << agg << " post_transform " << pt);
+      Model m = parseWithShapes("graph @g(%x: f64[8,3]) {\n  %y = ai.onnx.ml.TreeEnsemble(%x) {" +
+                                forest + ", aggregate_function = " + std::to_string(agg) +
+                                ", post_transform = " + std::to_string(pt) +
+                                "} : f64[8,3]\n  return %y\n}\n");
+      expectJitMatches(m, {RValue::of(x)}, {1e-12, 1e-12}, "data");
+    }
+}
+
 } // namespace
 } // namespace aicc
