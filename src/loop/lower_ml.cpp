@@ -1,7 +1,7 @@
 // ai.onnx.ml ops with a numeric kernel worth a nest: Binarizer (1 where x > threshold, else 0, in
 // x's type), ArrayFeatureExtractor (the last dim's elements at the indices given, checked at run
-// time: @check_targets, the reference's range error) and TreeEnsemble, as the reference
-// (ops/ml.cpp, ops/ml_tree.cpp).
+// time: @check_targets, the reference's range error), TreeEnsemble and TreeEnsembleRegressor, as
+// the reference (ops/ml.cpp, ops/ml_tree.cpp, ops/ml_tree_legacy.cpp).
 #include "loop/lower_ops.h"
 #include "ops/ml.h"
 #include "ops/op_def.h"
@@ -62,29 +62,35 @@ std::optional<LoweredNode> lowerArrayFeatureExtractor(const Node& n, const std::
   return b.finish(std::move(body), {}, o);
 }
 
-// TreeEnsemble (opset 5): the forest (ops/ml.h parseTreeEnsemble) as constant tables; per row
-// and tree a walk from the root (at most as many steps as nodes: a forest with a cycle is refused
-// here, as the reference refuses it at run time) comparing the row's feature with the node's split
-// by its mode (a NaN feature goes true where the node tracks missing values that way; a
-// membership node looks through its set), the leaf's weight aggregated into its target in double,
-// then the post transform (none, logistic, softmax, softmax_zero; probit stays on the reference).
-std::optional<LoweredNode> lowerTreeEnsemble(const Node& n, const std::string& name,
-                                             const LowerOptions& o) {
+// How a forest's leaf weights become its result (TreeEnsemble's attributes, or the legacy ops').
+struct ForestSpec {
+  int64_t aggregate = 1;     // 0 average, 1 sum, 2 min, 3 max
+  int64_t post = 0;          // 0 none, 1 softmax, 2 logistic, 3 softmax_zero
+  bool averageAfter = false; // legacy: the sum divided by the trees after (else each weight)
+  bool noPostForOne = false; // legacy: no post transform for a single target (finishScores)
+  std::vector<double> base;  // added to the targets' scores before the post transform
+};
+
+// A forest (ops/ml.h) as constant tables; per row and tree a walk from the root (at most as many
+// steps as nodes: a forest with a cycle is refused here, as the reference refuses it at run time)
+// comparing the row's feature with the node's split by its mode (a NaN feature goes true where the
+// node tracks missing values that way; a membership node looks through its set), the leaf's
+// weights aggregated into their targets in double, then the post transform (none, logistic,
+// softmax, softmax_zero; probit stays on the reference).
+std::optional<LoweredNode> lowerForest(const Node& n, const std::string& name,
+                                       const LowerOptions& o, const Forest& f,
+                                       const ForestSpec& spec) {
   const Value* xv = n.inputs.at(0);
-  const DType t = xv->type.dtype;
-  if (t != DType::F32 && t != DType::F64) no("TreeEnsemble of f32 / f64");
+  const DType t = xv->type.dtype, yt = n.outputs.at(0)->type.dtype;
+  if (t != DType::F32 && t != DType::F64 && t != DType::I32 && t != DType::I64)
+    no("a tree ensemble of f32 / f64 / int32 / int64");
+  if (yt != DType::F32 && yt != DType::F64) no("a result other than f32 / f64");
   const Dims xd = staticDims(xv, "X");
   if (xd.size() != 2) no("an X of rank other than 2");
-  Forest f;
-  try {
-    f = parseTreeEnsemble(n);
-  } catch (const Error& e) {
-    no(e.what()); // (the reference kernel reports it at run time)
-  }
-  const int64_t agg = n.attrInt("aggregate_function"), pt = n.attrInt("post_transform");
+  const int64_t agg = spec.aggregate, pt = spec.post;
   if (agg < 0 || agg > 3 || pt < 0 || pt > 3) no("post_transform PROBIT or invalid attributes");
   const int64_t rows = xd[0], F = xd[1], nt = f.nTargets, N = int64_t(f.modes.size()),
-                L = int64_t(f.numLeaves()), R = int64_t(f.roots.size());
+                R = int64_t(f.roots.size());
   for (int64_t k = 0; k < N; ++k)
     if (f.features[size_t(k)] >= F) no("a node reads a feature past X's");
   // Every tree's walk ends: no node reached twice from its root.
@@ -122,12 +128,7 @@ std::optional<LoweredNode> lowerTreeEnsemble(const Node& n, const std::string& n
     members.insert(members.end(), f.members[i].begin(), f.members[i].end());
     memberEnd.push_back(int64_t(members.size()));
   }
-  std::vector<int64_t> leafTarget;
-  std::vector<double> leafWeight;
-  for (int64_t l = 0; l < L; ++l) {
-    leafTarget.push_back(f.targets[f.leafBegin[size_t(l)]]);
-    leafWeight.push_back(f.weights[f.leafBegin[size_t(l)]]);
-  }
+  const std::vector<int64_t> leafBegin(f.leafBegin.begin(), f.leafBegin.end());
   FuncBuilder b(n, name, "data");
   const std::string x = b.input(xv), y = b.output(0);
   auto table = [&](const char* what, Tensor v) { return b.constant(what, std::move(v), what); };
@@ -140,14 +141,15 @@ std::optional<LoweredNode> lowerTreeEnsemble(const Node& n, const std::string& n
                     mbB = table("member_begin", ints(memberBegin)),
                     meB = table("member_end", ints(memberEnd)),
                     memB = table("members", reals(members)),
-                    targetB = table("leaf_target", ints(leafTarget)),
-                    weightB = table("leaf_weight", reals(leafWeight)),
+                    beginB = table("leaf_begin", ints(leafBegin)),
+                    targetB = table("weight_target", ints(f.targets)),
+                    weightB = table("weight", reals(f.weights)),
                     rootB = table("roots", ints(f.roots));
   const std::string acc = b.temp("scores", DType::F64, {std::max<int64_t>(nt, 1)}),
                     hit = b.temp("hit", DType::I64, {std::max<int64_t>(nt, 1)}),
                     walk = b.temp("walk", DType::I64, {3}); // [node, leaf, member found]
   const std::string rv = b.fresh("r"), qv = b.fresh("q"), sv = b.fresh("step"), jv = b.fresh("j"),
-                    mv = b.fresh("m"), xvv = b.fresh("x"), tv = b.fresh("t");
+                    mv = b.fresh("m"), xvv = b.fresh("x"), tv = b.fresh("t"), kv = b.fresh("k");
   auto i64 = [](int64_t v) { return intImm(v); };
   auto f64 = [](double v) { return floatImm(v, DType::F64); };
   auto ld = [&](const std::string& buf, const ExprPtr& at) { return load(buf, at, DType::I64); };
@@ -189,20 +191,29 @@ std::optional<LoweredNode> lowerTreeEnsemble(const Node& n, const std::string& n
   }
   tree.push_back(Stmt::forLoop(sv, i64(0), i64(N + 1),
                                {Stmt::ifThen(cmp(Op::Lt, leaf, i64(0)), std::move(step))}));
-  const ExprPtr lf = max(leaf, i64(0)), tg = ld(targetB, lf), w = ldf(weightB, lf);
+  // The leaf's weights (one each for TreeEnsemble; any number for the legacy ops).
+  const ExprPtr lf = max(leaf, i64(0)), k = var(kv), tg = ld(targetB, k), w = ldf(weightB, k);
   const ExprPtr a = ldf(acc, tg), h = cmp(Op::Ne, ld(hit, tg), i64(0));
-  const ExprPtr next = agg == 1   ? add(a, w)                      // SUM
-                       : agg == 0 ? add(a, div(w, f64(double(R)))) // AVERAGE
-                       : agg == 2 ? select(h, min(a, w), w)        // MIN
-                                  : select(h, max(a, w), w);       // MAX
-  tree.push_back(Stmt::store(acc, tg, next));
-  tree.push_back(Stmt::store(hit, tg, i64(1)));
+  const ExprPtr next = agg == 1   ? add(a, w) // SUM
+                       : agg == 0 ? (spec.averageAfter ? add(a, w) : add(a, div(w, f64(double(R)))))
+                       : agg == 2 ? select(h, min(a, w), w)  // MIN
+                                  : select(h, max(a, w), w); // MAX
+  tree.push_back(Stmt::forLoop(kv, ld(beginB, lf), ld(beginB, add(lf, i64(1))),
+                               {Stmt::store(acc, tg, next), Stmt::store(hit, tg, i64(1))}));
   Block row = {Stmt::forLoop(
       jv, i64(0), i64(nt), {Stmt::store(acc, var(jv), f64(0)), Stmt::store(hit, var(jv), i64(0))})};
   row.push_back(Stmt::forLoop(qv, i64(0), i64(R), std::move(tree)));
+  if (agg == 0 && spec.averageAfter)
+    row.push_back(Stmt::forLoop(
+        jv, i64(0), i64(nt), {Stmt::store(acc, var(jv), div(ldf(acc, var(jv)), f64(double(R))))}));
+  for (size_t j = 0; j < spec.base.size() && int64_t(j) < nt; ++j)
+    row.push_back(
+        Stmt::store(acc, i64(int64_t(j)), add(ldf(acc, i64(int64_t(j))), f64(spec.base[j]))));
   // The post transform (ops/ml.cpp postTransform).
   const ExprPtr v = ldf(acc, var(jv));
-  if (pt == 2) { // LOGISTIC, without overflow for large |v|
+  if (spec.noPostForOne && nt == 1) {
+    // (none: the legacy ops' scores of one target)
+  } else if (pt == 2) { // LOGISTIC, without overflow for large |v|
     const ExprPtr e = div(f64(1), add(f64(1), call("exp", {neg(call("abs", {v}))})));
     row.push_back(Stmt::forLoop(
         jv, i64(0), i64(nt),
@@ -223,8 +234,50 @@ std::optional<LoweredNode> lowerTreeEnsemble(const Node& n, const std::string& n
         {Stmt::store(acc, var(jv), select(cmp(Op::Gt, sum, f64(0)), div(v, sum), f64(0)))}));
   }
   row.push_back(Stmt::forLoop(jv, i64(0), i64(nt),
-                              {Stmt::store(y, add(mul(r, i64(nt)), var(jv)), cast(t, v))}));
+                              {Stmt::store(y, add(mul(r, i64(nt)), var(jv)), cast(yt, v))}));
   return b.finish(nest({rv}, {rows}, std::move(row), false), {}, o);
+}
+
+std::optional<LoweredNode> lowerTreeEnsemble(const Node& n, const std::string& name,
+                                             const LowerOptions& o) {
+  Forest f;
+  try {
+    f = parseTreeEnsemble(n);
+  } catch (const Error& e) {
+    no(e.what()); // (the reference kernel reports it at run time)
+  }
+  ForestSpec spec;
+  spec.aggregate = n.attrInt("aggregate_function"), spec.post = n.attrInt("post_transform");
+  return lowerForest(n, name, o, f, spec);
+}
+
+// TreeEnsembleRegressor (sklearn's tree and forest regressors, gradient boosting): its forest
+// parsed as the reference does, base values added, averaged after the sum.
+std::optional<LoweredNode> lowerTreeRegressor(const Node& n, const std::string& name,
+                                              const LowerOptions& o) {
+  Forest f;
+  ForestSpec spec;
+  try {
+    f = parseLegacyForest(n, "target", n.attrInt("n_targets"));
+    spec.base = floatsOrTensor(n, "base_values", false);
+  } catch (const Error& e) {
+    no(e.what());
+  }
+  const std::string agg = n.attrString("aggregate_function"), post = n.attrString("post_transform");
+  spec.aggregate = agg == "AVERAGE" ? 0
+                   : agg == "SUM"   ? 1
+                   : agg == "MIN"   ? 2
+                   : agg == "MAX"   ? 3
+                                    : -1;
+  spec.post = post == "NONE"           ? 0
+              : post == "SOFTMAX"      ? 1
+              : post == "LOGISTIC"     ? 2
+              : post == "SOFTMAX_ZERO" ? 3
+                                       : -1;
+  spec.averageAfter = spec.noPostForOne = true;
+  if (!spec.base.empty() && int64_t(spec.base.size()) != f.nTargets)
+    no("base_values of another size");
+  return lowerForest(n, name, o, f, spec);
 }
 
 } // namespace
@@ -235,6 +288,7 @@ std::optional<LoweredNode> lowerMlFamily(const Node& n, const std::string& name,
   if (n.op == "Binarizer") return lowerBinarizer(n, name, o);
   if (n.op == "ArrayFeatureExtractor") return lowerArrayFeatureExtractor(n, name, o);
   if (n.op == "TreeEnsemble") return lowerTreeEnsemble(n, name, o);
+  if (n.op == "TreeEnsembleRegressor") return lowerTreeRegressor(n, name, o);
   return std::nullopt;
 }
 

@@ -89,6 +89,9 @@ struct Forest {
 // TreeEnsemble's (opset 5) forest from its attributes, checked; shared by its reference kernel and
 // its lowering (loop/lower_ml.cpp).
 Forest parseTreeEnsemble(const Node& n);
+// The forest of a legacy tree ensemble (TreeEnsembleRegressor / Classifier); `prefix` is "class"
+// or "target", the kind of leaf outputs, `nTargets` the number of classes or targets.
+Forest parseLegacyForest(const Node& n, const std::string& prefix, int64_t nTargets);
 // Checks branch targets, feature ids, roots and leaf targets (messages name the attribute).
 void checkForest(const Forest& f);
 // The leaf a row of x ([N, nFeatures]) reaches from `root`.

@@ -13,8 +13,8 @@ namespace {
 
 std::vector<int64_t> intsOf(const Node& n, const std::string& name) { return n.attrInts(name, {}); }
 
-// The forest of a legacy tree ensemble; `prefix` is "class" or "target", the kind of leaf
-// outputs, `nTargets` the number of classes or targets.
+} // namespace
+
 Forest parseLegacyForest(const Node& n, const std::string& prefix, int64_t nTargets) {
   const std::vector<int64_t> treeIds = intsOf(n, "nodes_treeids"),
                              nodeIds = intsOf(n, "nodes_nodeids"),
@@ -141,6 +141,8 @@ Forest parseLegacyForest(const Node& n, const std::string& prefix, int64_t nTarg
   checkForest(f);
   return f;
 }
+
+namespace {
 
 enum class Aggregate { Sum, Average, Min, Max };
 
