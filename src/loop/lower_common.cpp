@@ -562,4 +562,24 @@ ExprPtr clampedIndex(ExprPtr k, DType it, ExprPtr dim) {
   return clampIndex(select(cmp(Op::Lt, k, intImm(0)), add(k, dim), k), dim);
 }
 
+Block checkFixedValues(FuncBuilder& b, const Value* v, const std::vector<int64_t>& at,
+                       const std::vector<int64_t>& want, const LowerOptions& o) {
+  if (!isInteger(v->type.dtype)) no(fmt::format("'{}' is not an integer input", v->name));
+  if (v->constant) {
+    for (size_t k = 0; k < at.size(); ++k)
+      if (v->constant->getI64(at[k]) != want[k])
+        no(fmt::format("'{}' disagrees with the result's shape", v->name));
+    return {};
+  }
+  if (!o.runtimeKernels)
+    no(fmt::format("'{}' given at run time (checked by the runtime only)", v->name));
+  const std::string t =
+      b.temp(v->name + "_given", DType::I64, {std::max<int64_t>(1, int64_t(at.size()))});
+  Block out;
+  for (size_t k = 0; k < at.size(); ++k)
+    out.push_back(Stmt::store(t, intImm(int64_t(k)), loadI64(b, v, at[k])));
+  out.push_back(checkValuesI64(t, want));
+  return out;
+}
+
 } // namespace aicc::loop::detail

@@ -7,21 +7,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 namespace aicc::loop::detail {
 
 namespace {
-
-// Stores `values` (i64 expressions) into a fresh temp and checks them against `want` at run time.
-Block checkGiven(FuncBuilder& b, const std::string& what, const std::vector<ExprPtr>& values,
-                 const std::vector<int64_t>& want) {
-  const std::string t = b.temp(what, DType::I64, {std::max<int64_t>(1, int64_t(values.size()))});
-  Block out;
-  for (size_t k = 0; k < values.size(); ++k)
-    out.push_back(Stmt::store(t, intImm(int64_t(k)), values[k]));
-  out.push_back(checkValuesI64(t, want));
-  return out;
-}
 
 ExprPtr f64(double v) { return floatImm(v, DType::F64); }
 
@@ -32,7 +22,6 @@ std::optional<LoweredNode> lowerAffineGrid(const Node& n, const std::string& nam
   const Value *th = n.inputs.at(0), *sv = n.inputs.at(1);
   const DType t = th->type.dtype;
   if (t != DType::F32 && t != DType::F64) no("AffineGrid is lowered for f32/f64");
-  if (!sv->constant && !o.runtimeKernels) no("a run-time size (checked by the runtime only)");
   const Dims td = staticDims(th, "theta"), yd = staticDims(n.outputs[0], "grid");
   const int64_t r = int64_t(yd.size()) - 2;
   if (r < 2 || r > 3 || yd.back() != r || td != Dims{yd[0], r, r + 1}) no("unexpected shapes");
@@ -40,13 +29,12 @@ std::optional<LoweredNode> lowerAffineGrid(const Node& n, const std::string& nam
   const bool align = n.attrInt("align_corners") != 0;
   FuncBuilder b(n, name, "data");
   // size = [N, C, (D,) H, W]: all but C are the result's.
-  std::vector<ExprPtr> given = {loadI64(b, sv, 0)};
-  std::vector<int64_t> want = {yd[0]};
+  std::vector<int64_t> at = {0}, want = {yd[0]};
   for (int64_t d = 0; d < r; ++d) {
-    given.push_back(loadI64(b, sv, d + 2));
+    at.push_back(d + 2);
     want.push_back(spatial[size_t(d)]);
   }
-  Block body = checkGiven(b, "size", given, want);
+  Block body = checkFixedValues(b, sv, at, want, o);
   const std::string y = b.output(0), x = b.input(th);
   std::vector<std::string> v = {b.loopVar("n")};
   for (int64_t d = 0; d < r; ++d) v.push_back(b.loopVar("p"));
@@ -90,8 +78,6 @@ std::optional<LoweredNode> lowerCol2Im(const Node& n, const std::string& name,
   const size_t r = yd.size() >= 2 ? yd.size() - 2 : 0;
   if (xd.size() != 3 || r < 1 || yd[0] != xd[0] || yd[1] < 1 || xd[1] % yd[1] != 0)
     no("unexpected shapes");
-  if ((!iv->constant || !bv->constant) && !o.runtimeKernels)
-    no("run-time image or block shapes (checked by the runtime only)");
   const Dims img(yd.begin() + 2, yd.end());
   const Dims dil = n.attrInts("dilations", Dims(r, 1)), str = n.attrInts("strides", Dims(r, 1)),
              pads = n.attrInts("pads", Dims(2 * r, 0));
@@ -125,13 +111,9 @@ std::optional<LoweredNode> lowerCol2Im(const Node& n, const std::string& name,
   }
   if (found.empty() || found.size() > 4) no("the shapes do not determine block_shape");
   FuncBuilder b(n, name, "data");
-  Block body;
-  std::vector<ExprPtr> gi, gb;
-  for (size_t d = 0; d < r; ++d) {
-    gi.push_back(loadI64(b, iv, int64_t(d)));
-    gb.push_back(loadI64(b, bv, int64_t(d)));
-  }
-  if (!iv->constant) body = checkGiven(b, "image_shape", gi, img);
+  std::vector<int64_t> dimsAt(r);
+  std::iota(dimsAt.begin(), dimsAt.end(), 0);
+  Block body = checkFixedValues(b, iv, dimsAt, img, o);
   // Per (n, c) plane: a double accumulator, each block's element added where it lands inside.
   const int64_t plane = numel(img);
   const std::string x = b.input(xv), y = b.output(0), acc = b.temp("acc", DType::F64, {plane});
@@ -176,11 +158,11 @@ std::optional<LoweredNode> lowerCol2Im(const Node& n, const std::string& name,
   }
   // Block shapes given at run time: each one the shapes allow ([1, 5] and [5, 1] both make 5
   // blocks of a 5x5 image), chosen by the values; any other fails the check against the first.
-  Block chain = checkGiven(b, "block_shape", gb, found[0]);
+  Block chain = checkFixedValues(b, bv, dimsAt, found[0], o);
   for (size_t c = found.size(); c-- > 0;) {
     ExprPtr is;
     for (size_t d = 0; d < r; ++d) {
-      const ExprPtr e = cmp(Op::Eq, gb[d], intImm(found[c][d]));
+      const ExprPtr e = cmp(Op::Eq, loadI64(b, bv, int64_t(d)), intImm(found[c][d]));
       is = is ? binary(Op::And, is, e) : e;
     }
     chain = {Stmt::ifThen(is, sum(found[c]), std::move(chain))};

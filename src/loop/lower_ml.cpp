@@ -65,7 +65,7 @@ std::optional<LoweredNode> lowerArrayFeatureExtractor(const Node& n, const std::
 // How a forest's leaf weights become its result (TreeEnsemble's attributes, or the legacy ops').
 struct ForestSpec {
   int64_t aggregate = 1;     // 0 average, 1 sum, 2 min, 3 max
-  int64_t post = 0;          // 0 none, 1 softmax, 2 logistic, 3 softmax_zero
+  PostTransform post = PostTransform::None; // (Probit: the reference's)
   bool averageAfter = false; // legacy: the sum divided by the trees after (else each weight)
   bool noPostForOne = false; // legacy: no post transform for a single target (finishScores)
   std::vector<double> base;  // added to the targets' scores before the post transform
@@ -87,8 +87,10 @@ std::optional<LoweredNode> lowerForest(const Node& n, const std::string& name,
   if (yt != DType::F32 && yt != DType::F64) no("a result other than f32 / f64");
   const Dims xd = staticDims(xv, "X");
   if (xd.size() != 2) no("an X of rank other than 2");
-  const int64_t agg = spec.aggregate, pt = spec.post;
-  if (agg < 0 || agg > 3 || pt < 0 || pt > 3) no("post_transform PROBIT or invalid attributes");
+  const int64_t agg = spec.aggregate;
+  const PostTransform pt = spec.post;
+  if (agg < 0 || agg > 3 || pt == PostTransform::Probit)
+    no("post_transform PROBIT or invalid attributes");
   const int64_t rows = xd[0], F = xd[1], nt = f.nTargets, N = int64_t(f.modes.size()),
                 R = int64_t(f.roots.size());
   for (int64_t k = 0; k < N; ++k)
@@ -213,19 +215,19 @@ std::optional<LoweredNode> lowerForest(const Node& n, const std::string& name,
   const ExprPtr v = ldf(acc, var(jv));
   if (spec.noPostForOne && nt == 1) {
     // (none: the legacy ops' scores of one target)
-  } else if (pt == 2) { // LOGISTIC, without overflow for large |v|
+  } else if (pt == PostTransform::Logistic) { // without overflow for large |v|
     const ExprPtr e = div(f64(1), add(f64(1), call("exp", {neg(call("abs", {v}))})));
     row.push_back(Stmt::forLoop(
         jv, i64(0), i64(nt),
         {Stmt::store(acc, var(jv), select(cmp(Op::Lt, v, f64(0)), sub(f64(1), e), e))}));
-  } else if (pt == 1 || pt == 3) { // SOFTMAX, SOFTMAX_ZERO (zeros stay zero)
+  } else if (pt == PostTransform::Softmax || pt == PostTransform::SoftmaxZero) { // (zeros stay)
     const std::string st = b.temp("softmax", DType::F64, {2}); // [max, sum]
     const ExprPtr mx = ldf(st, i64(0)), sum = ldf(st, i64(1));
     row.push_back(Stmt::store(st, i64(0), f64(-std::numeric_limits<double>::infinity())));
     row.push_back(Stmt::store(st, i64(1), f64(0)));
     row.push_back(Stmt::forLoop(jv, i64(0), i64(nt), {Stmt::store(st, i64(0), max(mx, v))}));
     ExprPtr ex = call("exp", {sub(v, mx)});
-    if (pt == 3) ex = select(cmp(Op::Eq, v, f64(0)), f64(0), ex);
+    if (pt == PostTransform::SoftmaxZero) ex = select(cmp(Op::Eq, v, f64(0)), f64(0), ex);
     row.push_back(
         Stmt::forLoop(jv, i64(0), i64(nt),
                       {Stmt::store(acc, var(jv), ex), Stmt::store(st, i64(1), add(sum, v))}));
@@ -247,7 +249,10 @@ std::optional<LoweredNode> lowerTreeEnsemble(const Node& n, const std::string& n
     no(e.what()); // (the reference kernel reports it at run time)
   }
   ForestSpec spec;
-  spec.aggregate = n.attrInt("aggregate_function"), spec.post = n.attrInt("post_transform");
+  spec.aggregate = n.attrInt("aggregate_function");
+  const int64_t pt = n.attrInt("post_transform"); // (the enum's order, as the reference reads it)
+  if (pt < 0 || pt > 4) no("an invalid post_transform (the reference kernel reports it)");
+  spec.post = static_cast<PostTransform>(pt);
   return lowerForest(n, name, o, f, spec);
 }
 
@@ -260,20 +265,16 @@ std::optional<LoweredNode> lowerTreeRegressor(const Node& n, const std::string& 
   try {
     f = parseLegacyForest(n, "target", n.attrInt("n_targets"));
     spec.base = floatsOrTensor(n, "base_values", false);
+    spec.post = postTransformAttr(n);
   } catch (const Error& e) {
     no(e.what());
   }
-  const std::string agg = n.attrString("aggregate_function"), post = n.attrString("post_transform");
+  const std::string agg = n.attrString("aggregate_function");
   spec.aggregate = agg == "AVERAGE" ? 0
                    : agg == "SUM"   ? 1
                    : agg == "MIN"   ? 2
                    : agg == "MAX"   ? 3
                                     : -1;
-  spec.post = post == "NONE"           ? 0
-              : post == "SOFTMAX"      ? 1
-              : post == "LOGISTIC"     ? 2
-              : post == "SOFTMAX_ZERO" ? 3
-                                       : -1;
   spec.averageAfter = spec.noPostForOne = true;
   if (!spec.base.empty() && int64_t(spec.base.size()) != f.nTargets)
     no("base_values of another size");

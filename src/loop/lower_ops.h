@@ -78,6 +78,12 @@ inline Stmt checkValuesI64(const std::string& buf, const std::vector<int64_t>& w
   for (int64_t x : want) w.push_back(intImm(x));
   return checkValuesI64(buf, w);
 }
+// Elements `at` of integer input v, which the declared result shape fixes at `want` (a window's
+// size, AffineGrid's size but C, Col2Im's shapes): a constant is compared now (declining on a
+// mismatch), anything else stored into an i64 temp and checked by the runtime
+// (@check_values_i64; not without runtime kernels).
+Block checkFixedValues(FuncBuilder& b, const Value* v, const std::vector<int64_t>& at,
+                       const std::vector<int64_t>& want, const LowerOptions& o);
 // Element k of a run-time integer input as i64 (Slice's starts, Pad's pads, ...).
 inline ExprPtr loadI64(FuncBuilder& b, const Value* v, int64_t k) {
   return cast(DType::I64, load(b.input(v), intImm(k), v->type.dtype));

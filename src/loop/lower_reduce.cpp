@@ -14,6 +14,13 @@ namespace aicc::loop::detail {
 
 namespace {
 
+// Whether the op is the identity on one element (noop_with_empty_axes with no axes is then the
+// same as reducing no dim; the others, L1, L2, SumSquare, LogSum, LogSumExp, are not).
+bool identityOnOne(const std::string& op) {
+  return op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin" ||
+         op == "ReduceProd";
+}
+
 // Axes given at run time: the dims to reduce from the input and the declared output shape. Every
 // set of axes giving that shape is tried and the distinct sets of dims of size > 1 they reduce are
 // returned (reducing a size-1 dim changes nothing): one when the shapes determine the reduction,
@@ -40,10 +47,8 @@ std::vector<std::vector<bool>> axesFromShapes(const Node& n, const Dims& in, con
   }
   if (found.empty()) no("non-constant axes: no reduction gives the declared output shape");
   if (found.size() > 4) no("non-constant axes: more than 4 reductions give the output shape");
-  const bool identityOnOne = n.op == "ReduceSum" || n.op == "ReduceMean" || n.op == "ReduceMax" ||
-                             n.op == "ReduceMin" || n.op == "ReduceProd";
   for (uint32_t f : found)
-    if (f == 0 && !identityOnOne && n.attrInt("noop_with_empty_axes") != 0)
+    if (f == 0 && !identityOnOne(n.op) && n.attrInt("noop_with_empty_axes") != 0)
       no("non-constant axes with noop_with_empty_axes");
   std::vector<std::vector<bool>> sets;
   for (uint32_t f : found) {
@@ -54,13 +59,15 @@ std::vector<std::vector<bool>> axesFromShapes(const Node& n, const Dims& in, con
   return sets;
 }
 
-// The dims of size > 1 that the run-time axes name, as a bit mask in an i64 temp (axes out of
-// range or repeated are the check's to report; here they only must not shift out of range).
-Block runtimeAxesMask(const Node& n, FuncBuilder& b, const Dims& in, const std::string& mask) {
+// The dims the run-time axes name, as a bit mask in an i64 temp, those of size 1 dropped unless
+// `sizeOne` (axes out of range or repeated are the check's to report; here they only must not
+// shift out of range).
+Block runtimeAxesMask(const Node& n, FuncBuilder& b, const Dims& in, const std::string& mask,
+                      bool sizeOne = false) {
   const Value* ax = n.inputs[1];
   const int64_t count = numel(staticDims(ax, "axes")), rank = int64_t(in.size());
   int64_t ones = 0;
-  for (size_t d = 0; d < in.size(); ++d)
+  for (size_t d = 0; d < in.size() && !sizeOne; ++d)
     if (in[d] == 1) ones |= int64_t(1) << d;
   const std::string i = b.fresh("k");
   ExprPtr a = load(b.input(ax), var(i), DType::I64);
@@ -204,8 +211,7 @@ Block reduceByMask(const Node& n, FuncBuilder& b, const LowerOptions& o, const D
   const int64_t count = numel(staticDims(ax, "axes")), rank = int64_t(id.size());
   const Dims od = staticDims(n.outputs[0], "output");
   const bool keep = n.attrInt("keepdims") != 0, noop = n.attrInt("noop_with_empty_axes") != 0;
-  if (count == 0 && noop && reduceResult(n.op, var("x", t), intImm(1), t))
-    no("non-constant axes with noop_with_empty_axes");
+  if (count == 0 && noop && !identityOnOne(n.op)) no("non-constant axes with noop_with_empty_axes");
   Block body = checkRuntimeAxes(n, b, id, std::vector<bool>(id.size(), false), o, true);
   const std::string mask = b.temp("axes_mask", DType::I64, {1}),
                     dims = b.temp("result_dims", DType::I64,
@@ -214,15 +220,12 @@ Block reduceByMask(const Node& n, FuncBuilder& b, const LowerOptions& o, const D
                     acc = b.temp("counts", DType::I64, {2}); // [elements so far, dims left]
   auto i64 = [](int64_t v) { return intImm(v); };
   auto ld = [](const std::string& buf, int64_t k) { return load(buf, intImm(k), DType::I64); };
-  // The mask (axes checked already, so every shift is in range).
-  body.push_back(
-      Stmt::store(mask, i64(0), i64(count == 0 && !noop ? (int64_t(1) << rank) - 1 : 0)));
-  for (int64_t k = 0; k < count; ++k) {
-    ExprPtr a = loadI64(b, ax, k);
-    a = select(cmp(Op::Lt, a, i64(0)), add(a, i64(rank)), a);
-    body.push_back(
-        Stmt::store(mask, i64(0), binary(Op::BitOr, ld(mask, 0), binary(Op::Shl, i64(1), a))));
-  }
+  // The mask (every dim for no axes, unless noop_with_empty_axes), size-1 dims included: without
+  // keepdims they leave the result too.
+  if (count == 0)
+    body.push_back(Stmt::store(mask, i64(0), i64(noop ? 0 : (int64_t(1) << rank) - 1)));
+  else
+    for (auto& st : runtimeAxesMask(n, b, id, mask, true)) body.push_back(std::move(st));
   // From the last dim: its stride in the result, and the result's dims (keepdims: 1 where
   // reduced; else the kept dims, from the back).
   body.push_back(Stmt::store(acc, i64(0), i64(1)));
@@ -268,10 +271,10 @@ Block reduceByMask(const Node& n, FuncBuilder& b, const LowerOptions& o, const D
     body.push_back(
         Stmt::forLoop(jv, i64(0), kept,
                       {Stmt::store(mx, j, constant(t, -std::numeric_limits<double>::infinity()))}));
-    for (auto& s : runNest(iv, ir, {logSumExp(mx, y, accY, x, t).maxStep}, false))
-      body.push_back(std::move(s));
-    step = logSumExp(mx, y, accY, x, t).step;
-    result = logSumExp(mx, j, load(out, j, t), x, t).result;
+    const LogSumExp at = logSumExp(mx, y, accY, x, t);
+    for (auto& s : runNest(iv, ir, {at.maxStep}, false)) body.push_back(std::move(s));
+    step = at.step;
+    result = logSumExp(mx, j, load(out, j, t), x, t).result; // (at the result's element j)
   }
   body.push_back(Stmt::forLoop(jv, i64(0), kept, {Stmt::store(out, j, reduceInit(n.op, t))}));
   for (auto& s : runNest(iv, ir, {Stmt::store(out, y, step)}, false)) body.push_back(std::move(s));

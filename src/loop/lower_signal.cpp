@@ -167,7 +167,6 @@ std::optional<LoweredNode> lowerWindowFunction(const Node& n, const std::string&
   const Value *xv = n.inputs.at(0), *yv = n.outputs.at(0);
   const Dims yd = staticDims(yv, "output");
   if (yd.size() != 1 || !isInteger(xv->type.dtype)) no("a window of a non-integer size");
-  if (!o.runtimeKernels && !xv->constant) no("a run-time size (checked by the runtime only)");
   Tensor size(xv->type.dtype, {});
   size.setI64(0, yd[0]);
   const RValue given = RValue::of(std::move(size));
@@ -181,12 +180,10 @@ std::optional<LoweredNode> lowerWindowFunction(const Node& n, const std::string&
   }
   if (table.shape() != yd || table.dtype() != yv->type.dtype) no("unexpected reference output");
   FuncBuilder b(n, name, "signal");
-  const std::string y = b.output(0), s = b.temp("size", DType::I64, {1}),
+  const std::string y = b.output(0),
                     w = b.constant("window", table, "the reference's window at the result's size");
   const std::string iv = b.loopVar("i");
-  Block body = {
-      Stmt::store(s, intImm(0), cast(DType::I64, load(b.input(xv), intImm(0), xv->type.dtype))),
-      checkValuesI64(s, std::vector<int64_t>{yd[0]})};
+  Block body = checkFixedValues(b, xv, {0}, {yd[0]}, o);
   for (auto& st :
        nest({iv}, {yd[0]}, {Stmt::store(y, var(iv), load(w, var(iv), yv->type.dtype))}, false))
     body.push_back(std::move(st));

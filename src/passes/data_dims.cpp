@@ -1,9 +1,9 @@
 #include "passes/data_dims.h"
 
+#include "ir/rewrite.h"
 #include "ops/op_def.h"
 #include "passes/shape_inference.h"
 
-#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -29,9 +29,9 @@ std::string freshSymbol(const std::string& op, std::set<std::string>& used) {
 std::optional<int64_t> fixedByConsumer(const Graph& g, const Value* v, size_t d, int depth = 0) {
   if (depth > 8) return std::nullopt;
   const size_t rank = v->type.shape->size();
-  for (const auto& c : g.nodes) {
-    if (!c->def || !(c->def->props & kElementwise) || c->outputs.size() != 1 || !c->outputs[0] ||
-        std::find(c->inputs.begin(), c->inputs.end(), v) == c->inputs.end())
+  for (const Use& u : usesOf(g, v)) {
+    const Node* c = u.node;
+    if (!c->def || !(c->def->props & kElementwise) || c->outputs.size() != 1 || !c->outputs[0])
       continue;
     const Type& out = c->outputs[0]->type;
     if (!out.isTensor() || !out.shape || out.shape->size() != rank) continue;

@@ -301,5 +301,25 @@ TEST(DataDims, AReductionOverRunTimeAxes) {
   EXPECT_THROW(art.run(twice), Error);
 }
 
+// noop_with_empty_axes with no axes given at run time leaves the input as it is: ReduceL1 and
+// ReduceSumSquare (not the identity on one element) stay on their reference kernels at the run's
+// sizes, ReduceSum compiles; all match the interpreter (|x| or x^2 would not).
+TEST(DataDims, NoAxesWithNoopIsTheInput) {
+  const char* ir = R"(graph @g(%x: f32[N,4], %none: i64[0]) {
+  %a = ReduceL1(%x, %none) {noop_with_empty_axes = 1} : f32[N,4]
+  %b = ReduceSumSquare(%x, %none) {noop_with_empty_axes = 1} : f32[N,4]
+  %c = ReduceSum(%x, %none) {noop_with_empty_axes = 1} : f32[N,4]
+  return %a, %b, %c
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const auto dir = compileChecked(m, "aicc_data_dims_noop", {{"N", 1, 4}}, {}, false);
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t n : {1, 3})
+    expectRunMatches(
+        *ref.graph, art,
+        {RValue::of(test::uniformTensor({n, 4}, 5)), RValue::of(Tensor(DType::I64, {0}))});
+}
+
 } // namespace
 } // namespace aicc
