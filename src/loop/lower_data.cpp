@@ -455,6 +455,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Pad") return lowerPad(n, name, o);
   if (op == "Resize") return lowerResize(n, name, o);
   if (op == "DFT") return lowerDft(n, name, o);
+  if (op == "STFT") return lowerStft(n, name, o);
   if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow")
     return lowerWindowFunction(n, name, o);
   if (op == "AffineGrid") return lowerAffineGrid(n, name, o);

@@ -191,3 +191,125 @@ std::optional<LoweredNode> lowerWindowFunction(const Node& n, const std::string&
 }
 
 } // namespace aicc::loop::detail
+
+namespace aicc::loop::detail {
+
+// STFT: frames of frame_length samples every frame_step, each multiplied by the window and
+// transformed by a forward DFT. The DFT is a constant f64 matrix as DFT's (the reference STFT run
+// on one-frame unit signals), the window a run-time input multiplied into each sample in f64 (the
+// reference's order). frame_step and frame_length given at run time are compiled where the
+// declared result shape leaves one pair (checked by the runtime).
+std::optional<LoweredNode> lowerStft(const Node& n, const std::string& name,
+                                     const LowerOptions& o) {
+  const Value *xv = n.inputs.at(0), *sv = n.inputs.at(1), *yv = n.outputs.at(0);
+  const Value* wv = n.hasInput(2) ? n.inputs[2] : nullptr;
+  const Value* lv = n.hasInput(3) ? n.inputs[3] : nullptr;
+  const DType t = xv->type.dtype;
+  if (t != DType::F32 && t != DType::F64) no("STFT is lowered for f32/f64");
+  const Dims xd = staticDims(xv, "signal"), yd = staticDims(yv, "output");
+  if (xd.size() != 3 || (xd[2] != 1 && xd[2] != 2) || yd.size() != 4 || yd[3] != 2 ||
+      yd[0] != xd[0])
+    no("STFT is lowered for a signal [batch, length, 1|2]");
+  if (!isInteger(sv->type.dtype) || (lv && !isInteger(lv->type.dtype)))
+    no("frame_step / frame_length are not integers");
+  const int64_t len = xd[1], comp = xd[2], frames = yd[1], bins = yd[2];
+  const bool onesided = n.attrInt("onesided") != 0;
+  // The frame lengths the inputs allow, then the (length, step) pairs giving the result's shape.
+  std::vector<int64_t> lens;
+  if (wv) {
+    const Dims wd = staticDims(wv, "window");
+    if (wd.size() != 1 || wv->type.dtype != t) no("a window that is not 1-D of the signal's type");
+    lens = {wd[0]};
+  } else if (lv && lv->constant) {
+    lens = {lv->constant->getI64(0)};
+  } else if (!lv) {
+    lens = {len};
+  } else if (onesided) {
+    lens = {2 * (bins - 1), 2 * (bins - 1) + 1};
+  } else {
+    lens = {bins};
+  }
+  std::vector<std::pair<int64_t, int64_t>> fits;
+  for (int64_t L : lens) {
+    if (L <= 0 || L > len || (onesided ? L / 2 + 1 : L) != bins) continue;
+    for (int64_t s = 1; s <= std::max<int64_t>(1, len - L); ++s)
+      if ((!sv->constant || sv->constant->getI64(0) == s) && 1 + (len - L) / s == frames)
+        fits.emplace_back(L, s);
+  }
+  if (fits.size() != 1)
+    no(fits.empty() ? "no frame_step / frame_length gives the result's shape"
+                    : "frame_step / frame_length given at run time, not fixed by the shapes");
+  const auto [L, S] = fits[0];
+  if (L > kMaxLength)
+    no("a frame longer than " + std::to_string(kMaxLength) + " keeps the reference FFT");
+  FuncBuilder b(n, name, "signal");
+  Block body;
+  if (!sv->constant)
+    for (auto& s : checkFixedValues(b, sv, {0}, {S}, o)) body.push_back(std::move(s));
+  if (lv && !lv->constant)
+    for (auto& s : checkFixedValues(b, lv, {0}, {L}, o)) body.push_back(std::move(s));
+  // M [bins * 2, L * comp]: the reference on each unit one-frame signal [1, L, comp], f64.
+  const int64_t rows = bins * 2, cols = L * comp;
+  Tensor M(DType::F64, {rows, cols});
+  if (!o.probe) {
+    auto scalar = [](DType dt, int64_t v) {
+      Tensor s(dt, {});
+      s.setI64(0, v);
+      return RValue::of(std::move(s));
+    };
+    const RValue step = scalar(sv->type.dtype, 1),
+                 flen = scalar(lv ? lv->type.dtype : DType::I64, L);
+    Tensor ones(DType::F64, {L});
+    for (int64_t j = 0; j < L; ++j) ones.data<double>()[j] = 1.0;
+    const RValue window = RValue::of(std::move(ones));
+    for (int64_t q = 0; q < cols; ++q) {
+      Tensor e(DType::F64, {1, L, comp});
+      e.data<double>()[q] = 1.0;
+      const RValue in = RValue::of(std::move(e));
+      Tensor r;
+      try {
+        r = runReferenceKernel(n, [&](const Value* v) -> const RValue* {
+              if (v == xv) return &in;
+              if (v == sv) return &step;
+              if (v == wv) return &window;
+              return v == lv ? &flen : nullptr;
+            }).at(0).tensor;
+      } catch (const std::exception& ex) {
+        no(ex.what());
+      }
+      if (r.numel() != rows) no("unexpected reference output");
+      for (int64_t k = 0; k < rows; ++k) M.data<double>()[k * cols + q] = r.getF64(k);
+    }
+  }
+  const std::string Y = b.output(0), X = b.input(xv), W = wv ? b.input(wv) : "";
+  const std::string MB = b.constant("dft_matrix", std::move(M), "f64 [bins*2, frame_length*comp]");
+  const std::string bv = b.loopVar("b"), fv = b.loopVar("f"), rv = b.loopVar("r"),
+                    qv = b.loopVar("q"), acc = b.temp("acc", DType::F64, {1});
+  const ExprPtr b_ = var(bv), f_ = var(fv), r_ = var(rv), q_ = var(qv), j_ = div(q_, intImm(comp));
+  // x[b, f * S + j, c'] (times w[j]) for q = j * comp + c'; y[b, f, k, c] for r = k * 2 + c.
+  ExprPtr sample = cast(DType::F64,
+                        load(X,
+                             add(mul(add(add(mul(b_, intImm(len)), mul(f_, intImm(S))), j_),
+                                     intImm(comp)),
+                                 mod(q_, intImm(comp))),
+                             t));
+  if (wv) sample = mul(sample, cast(DType::F64, load(W, j_, t)));
+  Block lane = {Stmt::store(acc, intImm(0), constant(DType::F64, 0))};
+  for (auto& s : nest({qv}, {cols},
+                      {Stmt::store(acc, intImm(0),
+                                   add(load(acc, intImm(0), DType::F64),
+                                       mul(load(MB, add(mul(r_, intImm(cols)), q_), DType::F64),
+                                           sample)))},
+                      false))
+    lane.push_back(std::move(s));
+  lane.push_back(Stmt::store(Y, add(mul(add(mul(b_, intImm(frames)), f_), intImm(rows)), r_),
+                             cast(t, load(acc, intImm(0), DType::F64))));
+  for (auto& s : nest({bv, fv, rv}, {xd[0], frames, rows}, std::move(lane), false))
+    body.push_back(std::move(s));
+  Schedule sched;
+  sched["layout"] = std::string("direct sum over a constant f64 matrix");
+  sched["frame"] = fmt::format("{} every {}", L, S);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
+} // namespace aicc::loop::detail

@@ -1,7 +1,8 @@
 // Ops whose sizes come as run-time inputs that the declared result shape fixes, through the JIT
 // against the interpreter (loop/lower_signal.cpp, loop/lower_grid_ops.cpp): DFT with its axis
 // given at run time (each axis the shapes allow, chosen by the value, negative ones too; one they
-// do not allow as an error), the window functions (periodic and symmetric), AffineGrid (2-D and
+// do not allow as an error), STFT (frame step and length fixed by the result's shape, a window,
+// a complex signal), the window functions (periodic and symmetric), AffineGrid (2-D and
 // 3-D, both align_corners; a size other than the result's as an error) and Col2Im (block shapes
 // given at run time, two that give the same block count told apart by their values, strides,
 // pads and dilations; an image shape other than the result's as an error).
@@ -54,6 +55,30 @@ TEST(JitRunTimeSizes, DftWithTheAxisGivenAtRunTime) {
           {1e-5, 1e-5}, "given at run time");
     }
   }
+}
+
+TEST(JitRunTimeSizes, StftFramesWindowsAndRunTimeSizes) {
+  // frame_step and frame_length given at run time: [2, 128] one-sided into 15 frames of 9 bins
+  // leaves one pair (16 every 8); another step is the runtime's error.
+  Model m = parseWithShapes("graph @g(%x: f32[2,128,1], %s: i64[], %l: i32[]) {\n"
+                            "  %y = STFT(%x, %s, _, %l) : f32[2,15,9,2]\n  return %y\n}\n");
+  Tensor len(DType::I32, {});
+  len.setI64(0, 16);
+  expectJitMatches(
+      m, {RValue::of(test::uniformTensor({2, 128, 1}, 7)), RValue::of(scalarI64(8)), RValue::of(len)},
+      {1e-5, 1e-5}, "16 every 8");
+  expectJitError(
+      m, {RValue::of(test::uniformTensor({2, 128, 1}, 7)), RValue::of(scalarI64(9)), RValue::of(len)},
+      "differs from the 8");
+  // A complex f64 signal, a run-time window, two-sided, a constant step (frames overlapping).
+  Model w = parseWithShapes("graph @g(%x: f64[1,40,2], %w: f64[10]) {\n"
+                            "  %s = const i64[] [3]\n"
+                            "  %y = STFT(%x, %s, %w) {onesided = 0} : f64[1,11,10,2]\n"
+                            "  return %y\n}\n");
+  expectJitMatches(w,
+                   {RValue::of(test::uniformTensor({1, 40, 2}, 8).castTo(DType::F64)),
+                    RValue::of(test::uniformTensor({10}, 9).castTo(DType::F64))},
+                   {1e-12, 1e-12}, "10 every 3");
 }
 
 TEST(JitRunTimeSizes, WindowFunctionsOfARunTimeSize) {
