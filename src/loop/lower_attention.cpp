@@ -8,13 +8,15 @@
 // past_key / past_value, or present_key / present_value wanted, loop nests first write present =
 // Concat(past, new) along the sequence
 // ([B, Hkv, P + S, D], an output or a temporary) and the kernel reads it, masking causally from
-// the past length on. Covered: f32, softcap, a mask whose last dim is the total key length.
-// Declined (the node falls back to the reference kernel): padding lengths (nonpad_kv_seqlen),
-// local windows, a softmax precision other than float.
+// the past length on. Covered: f32, softcap, a mask up to the total key length; padding lengths
+// (nonpad_kv_seqlen) and a mask shorter than the keys through an additive bias built first.
+// Declined (the node falls back to the reference kernel): local windows, a softmax precision
+// other than float.
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
 #include <cmath>
+#include <limits>
 
 namespace aicc::loop::detail {
 
@@ -138,7 +140,8 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
   if (n.domain.empty() && n.op == "RotaryEmbedding") return lowerRotary(n, name, o);
   if (!n.domain.empty() || n.op != "Attention") return std::nullopt;
   if (!o.runtimeKernels) no("Attention is lowered only to the runtime's micro-kernel");
-  if (n.hasInput(6)) no("Attention with padding lengths (nonpad_kv_seqlen)");
+  const bool padded = n.hasInput(6);
+  if (padded && n.hasInput(4)) no("Attention with both nonpad_kv_seqlen and a past");
   if (n.hasInput(4) != n.hasInput(5)) no("Attention with only one of past_key / past_value");
   if (n.attrInt("left_window_size") != -1 || n.attrInt("right_window_size") != -1)
     no("Attention with a local window");
@@ -175,7 +178,7 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
   const ExprPtr SqRun = runDim(q, Q.seqMajor ? 1 : 2), SkRun = runDim(k, K.seqMajor ? 1 : 2),
                 BRun = runDim(q, 0);
   if (SqRun || SkRun || BRun || runDim(v, V.seqMajor ? 1 : 2)) {
-    const bool plain = !past && n.outputs.size() == 1 && !n.hasInput(3);
+    const bool plain = !past && n.outputs.size() == 1 && !n.hasInput(3) && !padded;
     if (!plain) no("Attention with symbolic lengths and a past, present, mask or scores output");
     for (const Value* x : {q, k, v, static_cast<const Value*>(n.outputs[0])})
       for (size_t d = 0; d < x->type.shape->size(); ++d)
@@ -211,13 +214,14 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
     Vb = presentBuf(2, "present_value", V, Vb, 5);
     kSeqMajor = vSeqMajor = false;
   }
-  int64_t maskKind = 0;
+  int64_t maskKind = 0, causal = n.attrInt("is_causal") != 0 ? 1 : 0;
   std::vector<int64_t> st(4, 0);
   CallArg mask{"", nullptr, intImm(0)};
+  Dims md; // the mask's dims as [B, H, Sq, keys] (1 where it broadcasts)
   if (n.hasInput(3)) {
     const Value* m = n.inputs[3];
-    Dims md = staticDims(m, "attn_mask");
-    if (md.empty() || md.size() > 4 || md.back() != Skv) no("an attn_mask not of the key length");
+    md = staticDims(m, "attn_mask");
+    if (md.empty() || md.size() > 4 || md.back() > Skv) no("an attn_mask longer than the keys");
     if (m->type.dtype == DType::F32)
       maskKind = 1;
     else if (m->type.dtype == DType::Bool)
@@ -226,12 +230,50 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
       no("an attn_mask of type " + std::string(dtypeName(m->type.dtype)));
     const int64_t want[4] = {B, Hq, Sq, Skv};
     std::vector<int64_t> s = strides(md);
-    for (size_t i = 0; i < md.size(); ++i) {
+    for (size_t i = 0; i + 1 < md.size(); ++i) {
       size_t d = 4 - md.size() + i;
       if (md[i] != 1 && md[i] != want[d]) no("an attn_mask that does not broadcast");
       st[d] = md[i] == 1 ? 0 : s[i];
     }
+    st[3] = 1;
+    md.insert(md.begin(), 4 - md.size(), 1);
     mask = bufferArg(b.input(m));
+  }
+  if (padded || (maskKind && md[3] < Skv)) {
+    // Padding lengths, or a mask shorter than the keys (the keys past it disallowed): one
+    // additive f32 bias [B, H | 1, Sq, Skv] built first, as the reference's: the mask (bool:
+    // 0 / -inf), -inf past the mask, past key nonpad_kv_seqlen[b], and causally from
+    // nonpad_kv_seqlen[b] - Sq on (then not the kernel's causal mask).
+    const int64_t Hm = md.empty() ? 1 : md[1];
+    const std::string bias = b.temp("attn_bias", DType::F32, {B, Hm, Sq, Skv});
+    const std::string bv = b.loopVar("b"), hv = b.loopVar("h"), iv = b.loopVar("i"),
+                      jv = b.loopVar("j");
+    const ExprPtr bb = var(bv), hh = var(hv), ii = var(iv), jj = var(jv);
+    const ExprPtr ninf = constant(DType::F32, -std::numeric_limits<double>::infinity()),
+                  zero = constant(DType::F32, 0);
+    ExprPtr v = zero;
+    if (maskKind) {
+      const ExprPtr at = linearIndex({bb, hh, ii, min(jj, intImm(md[3] - 1))}, st);
+      const ExprPtr mv = maskKind == 1 ? load(mask.buffer, at, DType::F32)
+                                       : select(load(mask.buffer, at, DType::Bool), zero, ninf);
+      v = select(cmp(Op::Lt, jj, intImm(md[3])), mv, ninf);
+    }
+    if (padded) {
+      const Value* np = n.inputs[6];
+      if (staticDims(np, "nonpad_kv_seqlen") != Dims{B} || np->type.dtype != DType::I64)
+        no("nonpad_kv_seqlen not i64 [batch]");
+      const ExprPtr len = load(b.input(np), bb, DType::I64);
+      v = add(v, select(cmp(Op::Ge, jj, len), ninf, zero));
+      if (causal) v = add(v, select(cmp(Op::Lt, add(ii, sub(len, intImm(Sq))), jj), ninf, zero));
+      causal = 0;
+    }
+    for (auto& s : nest({bv, hv, iv, jv}, {B, Hm, Sq, Skv},
+                        {Stmt::store(bias, linearIndex({bb, hh, ii, jj}, strides({B, Hm, Sq, Skv})),
+                                     v)}))
+      body.push_back(std::move(s));
+    maskKind = 1;
+    st = {Hm * Sq * Skv, Hm == 1 ? 0 : Sq * Skv, Skv, 1};
+    mask = bufferArg(bias);
   }
   const float scale = n.attr("scale") ? n.attrFloat("scale") : 1.0f / std::sqrt(float(D));
   const float softcap = n.attrFloat("softcap");
@@ -242,8 +284,7 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
       o.bf16 && !qk ? kernels::bestKernel(kernels::KernelOp::GemmBf16, o.kernelIsa) : nullptr;
   const auto& gk = bk ? *bk : kernels::defaultKernel(kernels::KernelOp::Gemm, o.kernelIsa);
   std::vector<CallArg> args = {bufferArg(Qb), bufferArg(Kb), bufferArg(Vb), mask, bufferArg(Y)};
-  for (int64_t x : {B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, st[0], st[1], st[2], st[3],
-                    n.attrInt("is_causal") != 0 ? int64_t(1) : int64_t(0)})
+  for (int64_t x : {B, Hq, Hkv, Sq, Skv, D, Dv, maskKind, st[0], st[1], st[2], st[3], causal})
     args.push_back(intArg(x));
   if (BRun) args[5].value = BRun; // B, Sq, Skv: the run's
   if (SqRun) args[8].value = SqRun;

@@ -68,8 +68,8 @@ Graph* modGraph(const Node& n, const char* name) {
   return g ? g->get() : nullptr;
 }
 
-// n expanded in g, or false (left to its reference kernel): f32, f16 or bf16 (the same for Q, K,
-// V), static 4-D shapes, f32 softmax.
+// n expanded in g, or false (left to its reference kernel): f32, f16, bf16 or f64 (the same for
+// Q, K, V), static 4-D shapes, the softmax in its default type (f64 for f64, else f32).
 bool expand(Graph& g, Node& n) {
   if (n.inputs.size() < 3 || n.outputs.size() != 1 || !n.outputs[0]) return false;
   std::vector<Dims> d;
@@ -80,8 +80,11 @@ bool expand(Graph& g, Node& n) {
     d.push_back(*s);
   }
   const DType t = n.inputs[0]->type.dtype; // (f16 / bf16: widen-reduced-floats after it)
-  if (t != DType::F32 && t != DType::F16 && t != DType::BF16) return false;
-  if (n.attrs.count("softmax_precision") && n.attrInt("softmax_precision") != 1) return false;
+  if (t != DType::F32 && t != DType::F16 && t != DType::BF16 && t != DType::F64) return false;
+  // The softmax in its default type: f64 for f64 inputs (ONNX DOUBLE = 11), else f32 (FLOAT = 1).
+  if (n.attrs.count("softmax_precision") &&
+      n.attrInt("softmax_precision") != (t == DType::F64 ? 11 : 1))
+    return false;
   const int64_t Hq = d[0][1], Hkv = d[1][1];
   if (Hkv < 1 || Hq % Hkv || d[2][1] != Hkv) return false;
   Graph *score = modGraph(n, "score_mod"), *prob = modGraph(n, "prob_mod");

@@ -4,7 +4,8 @@
 // are unsqueezed to 4-D (the leading dims act as heads) and the result squeezed back.
 // K = KT with its last two axes swapped: an existing Transpose is composed with the swap, else
 // one is inserted. The head-splitting reshapes / transposes around the core stay as they are.
-// Conditions: f32/f64, the Softmax on the last axis, single-use intermediates, leading dims of
+// Conditions: f32 (the compiled Attention is f32; an f64 chain stays MatMul / Softmax, which
+// compile), the Softmax on the last axis, single-use intermediates, leading dims of
 // Q, KT and V provably equal (no broadcasting), scale > 0, and a mask of Q's type whose dims are 1
 // or equal to the scores' (its last dim equal to the key length) and which is provably finite
 // (Attention returns 0 for a row whose mask is -inf everywhere, where Softmax returns NaN).
@@ -140,7 +141,8 @@ Node* tryAttention(Ctx& c, Node* m2) {
   Value* q = peelScale(c, m1->inputs[0], scale, dead);
   Value* kt = peelScale(c, m1->inputs[1], scale, dead);
   if (!(scale > 0) || !std::isfinite(scale) || rankOf(q) != r || rankOf(kt) != r) return nullptr;
-  if (!isF32orF64(q) || kt->type.dtype != q->type.dtype || V->type.dtype != q->type.dtype)
+  if (q->type.dtype != DType::F32 || kt->type.dtype != q->type.dtype ||
+      V->type.dtype != q->type.dtype)
     return nullptr;
   const Shape &qs = *q->type.shape, &ks = *kt->type.shape, &vs = *V->type.shape;
   const size_t R = static_cast<size_t>(*r);

@@ -2,7 +2,8 @@
 // weights packed at compile time (grouped, depthwise with multipliers, 1-D, strided, dilated,
 // padded, fused Relu/Clip), packed MatMul/Gemm (batched, transB, bias rows, fused clamp) and
 // Attention (masks of both kinds and broadcast shapes, causal, grouped-query, Sq != Skv, 3-D
-// operands, past / present key and value, softcap, the scores output). Each
+// operands, past / present key and value, softcap, the scores output, padding lengths and short
+// masks). Each
 // graph runs through runtime::runJit and the interpreter; the node must be compiled (no fallback)
 // and match at rtol 1e-4 / atol 1e-5.
 #include "ir/parser.h"
@@ -244,6 +245,41 @@ TEST(JitRuntimeKernels, AttentionPastPresentSoftcapAndScores) {
                       "{softcap = 1.5, qk_matmul_output_mode = ") +
               mode + "}\n  return %y, %s\n}\n",
           true, std::string("qk_matmul_output mode ") + mode, "kind = \"attention\"");
+}
+
+// Padding lengths (nonpad_kv_seqlen: the keys past each batch's length disallowed, causally
+// from length - Sq on) and masks shorter than the keys, through the bias built before the
+// kernel: a bool mask per head, an f32 one broadcast, causal, and a batch with no keys (rows of
+// zeros, as the reference).
+TEST(JitRuntimeKernels, AttentionPaddingLengthsAndShortMasks) {
+  struct Case {
+    const char* mask; // "" none
+    const char* attrs;
+    std::vector<int64_t> lens;
+  };
+  const Case cases[] = {{"bool[2,3,4,4]", "", {4, 6}},
+                        {"f32[4,5]", " {is_causal = 1}", {5, 6}},
+                        {"", " {is_causal = 1}", {0, 3}},
+                        {"f32[1,1,4,3]", "", {}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.mask) + c.attrs);
+    const bool mask = c.mask[0] != 0, padded = !c.lens.empty();
+    std::string g = "graph @g(%q: f32[2,3,4,8], %k: f32[2,3,6,8], %v: f32[2,3,6,10]";
+    if (mask) g += std::string(", %m: ") + c.mask;
+    if (padded) g += ", %n: i64[2]";
+    g += ") {\n  %y = Attention(%q, %k, %v, " + std::string(mask ? "%m" : "_") +
+         (padded ? ", _, _, %n" : "") + ")" + c.attrs + "\n  return %y\n}\n";
+    Model m = parseModel(g);
+    inferShapes(*m.graph);
+    std::mt19937 rng(5);
+    std::vector<RValue> in;
+    for (size_t i = 0; i < m.graph->inputs.size() - (padded ? 1 : 0); ++i) {
+      const Value* v = m.graph->inputs[i];
+      in.push_back(RValue::of(randomTensor(v->type.dtype, *toDims(*v->type.shape), rng)));
+    }
+    if (padded) in.push_back(RValue::of(tensorOfInts(DType::I64, c.lens)));
+    expectJitMatches(m, in, {1e-4, 1e-5}, "kind = \"attention\"");
+  }
 }
 
 // RotaryEmbedding (a loop nest, bit-exact: the reference rounds each product and sum to f32):
