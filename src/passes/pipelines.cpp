@@ -18,6 +18,7 @@
 #include "passes/memory_schedule.h"
 #include "passes/recognize_patterns.h"
 #include "passes/shape_inference.h"
+#include "passes/unroll_sequences.h"
 #include "passes/widen_reduced_floats.h"
 
 namespace aicc {
@@ -40,6 +41,9 @@ const std::vector<GraphPassInfo>& graphPasses() {
       {"fold-size-predicates", "replace an If's condition computed from the input sizes alone by "
                                "its value when it has one over the symbols' ranges"},
       {"inline-if", "replace an If whose condition is a constant by the branch it takes"},
+      {"unroll-sequences", "read sequences whose elements are known at compile time (built at "
+                           "constant positions) as their tensors: SequenceAt, SequenceLength, "
+                           "ConcatFromSequence"},
       {"name-data-dims", "give data-dependent dims with a known bound (NonZero's count, TopK's "
                          "run-time k) a symbol of their own"},
       {"dce", "remove nodes and constants whose results are unused"},
@@ -62,12 +66,13 @@ const std::vector<GraphPassInfo>& graphPasses() {
 
 GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
   // The cleanup group: shape arithmetic and constants fold, conditions on the sizes with one
-  // value over the symbols' ranges too, Ifs on constants become their branch, dead code goes,
-  // duplicates merge; to a fixed point.
+  // value over the symbols' ranges too, Ifs on constants become their branch, sequences built at
+  // constant positions are read as their tensors, dead code goes, duplicates merge; to a fixed
+  // point.
   if (name == "cleanup") {
     std::vector<GraphPass> g;
-    for (const char* n :
-         {"fold-shapes", "constant-fold", "fold-size-predicates", "inline-if", "dce", "cse"})
+    for (const char* n : {"fold-shapes", "constant-fold", "fold-size-predicates", "inline-if",
+                          "unroll-sequences", "dce", "cse"})
       g.push_back(makeGraphPass(n, opts));
     return GraphPass::group("cleanup", std::move(g), /*toFixpoint=*/true);
   }
@@ -85,6 +90,8 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
       return foldSizePredicates(m, opts.sizeRanges, opts.sizeSplit.get());
     };
   else if (name == "inline-if") p.run = [](Model& m) { return inlineConstantIfs(m); };
+  else if (name == "unroll-sequences")
+    p.run = [](Model& m) { return unrollSequences(m); };
   else if (name == "name-data-dims")
     p.run = [](Model& m) { return nameDataDims(m); };
   else if (name == "dce") p.run = [](Model& m) { return eliminateDeadCode(m); };

@@ -1,0 +1,74 @@
+// Sequences whose elements are known at compile time (passes/unroll_sequences.h) compile with no
+// fallback task: built by SequenceConstruct / SequenceEmpty / SequenceInsert / SequenceErase at
+// constant positions (negative ones too) and SplitToSequence (chunks of 1 squeezed, a scalar
+// split with a shorter last chunk, the count of a 1-D split given at run time), read by SequenceAt,
+// SequenceLength and ConcatFromSequence (with and without new_axis). The artifact matches the
+// interpreter on the graph as written. A sequence returned from the graph, and a chunk of a
+// run-time split (a Split of data-dependent sizes), stay fallbacks.
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "jit_check.h"
+#include "runtime/artifact.h"
+#include "shared_models.h"
+#include "support/file.h"
+
+#include <gtest/gtest.h>
+
+namespace aicc {
+namespace {
+
+TEST(CompiledSequences, ListsBuiltAtConstantPositionsMatchTheInterpreter) {
+  const char* ir = R"(graph @g(%x: f32[4,6], %y: f32[4,2], %s: i64[2]) {
+  %one = const i64[] [1]
+  %neg = const i32[] [-2]
+  %two = const i64[] [4]
+  %sq = SplitToSequence(%x) {axis = 1, keepdims = 0}
+  %a = SequenceAt(%sq, %neg)
+  %e0 = SequenceEmpty() {dtype = 1}
+  %e1 = SequenceInsert(%e0, %x)
+  %c = SequenceInsert(%e1, %x, %one)
+  %i = SequenceInsert(%c, %y, %one)
+  %e = SequenceErase(%i, %neg)
+  %cat = ConcatFromSequence(%e) {axis = -1}
+  %st = ConcatFromSequence(%c) {axis = 1, new_axis = 1}
+  %n = SequenceLength(%i)
+  %ch = SplitToSequence(%x, %two) {axis = 1}
+  %last = SequenceAt(%ch, %one)
+  %ds = SplitToSequence(%x, %s) {axis = 1}
+  %dn = SequenceLength(%ds)
+  %sum = Add(%a, %a)
+  return %sum, %cat, %st, %n, %last, %dn
+}
+)";
+  Model m = parseModel(ir), ref = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_sequences", {});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  for (uint32_t seed : {1u, 2u}) {
+    std::vector<RValue> in = {RValue::of(test::uniformTensor({4, 6}, seed)),
+                              RValue::of(test::uniformTensor({4, 2}, seed + 10)),
+                              RValue::of(tensorOfInts(DType::I64, {2, 4}))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
+  }
+}
+
+TEST(CompiledSequences, ReturnedSequencesAndRunTimeChunksStayFallbacks) {
+  for (const char* ir : {"graph @g(%x: f32[4,6]) {\n  %sq = SplitToSequence(%x) {axis = 0}\n"
+                         "  return %sq\n}\n",
+                         "graph @g(%x: f32[4,6], %s: i64[2]) {\n  %one = const i64[] [1]\n"
+                         "  %ds = SplitToSequence(%x, %s) {axis = 1}\n"
+                         "  %d1 = SequenceAt(%ds, %one)\n  return %d1\n}\n"}) {
+    Model m = parseModel(ir), ref = parseModel(ir);
+    const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_out", {});
+    EXPECT_NE(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+    if (ref.graph->inputs.size() < 2) continue;
+    runtime::LoadedArtifact art(dir.string());
+    std::vector<RValue> in = {RValue::of(test::uniformTensor({4, 6}, 3)),
+                              RValue::of(tensorOfInts(DType::I64, {1, 5}))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
+  }
+}
+
+} // namespace
+} // namespace aicc
