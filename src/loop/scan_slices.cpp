@@ -36,4 +36,21 @@ Func sliceCopyFunc(const std::string& name, DType t, const Dims& full, size_t ax
   return f;
 }
 
+Func tripCountCheckFunc(int64_t rows, bool withCond) {
+  Func f;
+  f.name = "check_trip_count";
+  f.params = {{"count", DType::I64, {1}, "", Role::In}};
+  if (withCond) f.params.push_back({"cond", DType::Bool, {1}, "", Role::In});
+  f.params.push_back({"given", DType::I64, {1}, "", Role::Temp});
+  ExprPtr runs = load("count", intImm(0), DType::I64);
+  if (withCond) runs = select(load("cond", intImm(0), DType::Bool), runs, intImm(0));
+  std::vector<CallArg> args = {CallArg{"given", nullptr, nullptr}, CallArg{"", nullptr, intImm(1)},
+                               CallArg{"", nullptr, intImm(rows)}};
+  f.body = {Stmt::store("given", intImm(0), runs),
+            Stmt::callKernel("check_values_i64", std::move(args))};
+  f.schedule["kind"] = std::string("data");
+  f.schedule["op"] = std::string("check the trip count");
+  return f;
+}
+
 } // namespace aicc::loop

@@ -1,4 +1,5 @@
-// The per-iteration copies of a compiled Scan or Loop (runtime/artifact_build.cpp emits the body
+// The per-iteration copies of a compiled Scan or Loop, and the check of a Loop's run-time trip
+// count against its scan outputs' rows (runtime/artifact_build.cpp emits the body
 // as a `repeat` region of the task sequence): slice i of a scan input into the body's input
 // buffer, and the body's slice into row i of a scan output, along an axis, forward or reversed.
 #pragma once
@@ -14,5 +15,10 @@ namespace aicc::loop {
 // length and index are clamped into it.
 Func sliceCopyFunc(const std::string& name, DType t, const Dims& full, size_t axis, bool reverse,
                    bool toSlice);
+
+// A task function with params (count: i64[1], [cond: bool[1]], given: an i64[1] temp): the
+// runtime's check (@check_values_i64) that a Loop whose body passes its condition on unchanged
+// runs `rows` iterations: its trip count, or none when the first condition is false.
+Func tripCountCheckFunc(int64_t rows, bool withCond);
 
 } // namespace aicc::loop

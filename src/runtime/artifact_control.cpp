@@ -22,6 +22,24 @@
 
 namespace aicc::runtime::detail {
 
+namespace {
+
+// Whether a Loop body's condition result is its condition input (through Identity nodes) or a
+// constant true: the loop runs its trip count, or nothing when the first condition is false.
+bool conditionKept(const Graph& body) {
+  const Value* c = body.outputs.at(0);
+  for (int hops = 0; hops < 16; ++hops) {
+    if (c == body.inputs.at(1)) return true;
+    if (c->constant) return c->constant->numel() == 1 && c->constant->getI64(0) != 0;
+    const Node* p = c->producer;
+    if (!p || p->op != "Identity" || !p->domain.empty() || !p->hasInput(0)) return false;
+    c = p->inputs[0];
+  }
+  return false;
+}
+
+} // namespace
+
 // Returns the end of the arena region the branches use (from base).
 int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
   const Graph* br[2] = {branchOf(n, "then_branch"), branchOf(n, "else_branch")};
@@ -167,6 +185,7 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   // its axes and directions. A Loop's scan outputs: their rows, a data symbol written by the
   // repeat task, or the fixed trip count.
   int64_t count = 0, limit = 0; // a static trip count; the most iterations planned
+  int64_t checkedRows = -1;     // a Loop's rows, which its run-time trip count must give
   std::string length;           // a Scan's symbolic length, or a Loop's rows (data symbol)
   std::vector<int64_t> axes, dirs, outAxes, outDirs;
   if (scan) {
@@ -244,14 +263,19 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
     const bool alwaysOn =
         !n.hasInput(1) || (n.inputs[1]->constant && n.inputs[1]->constant->getI64(0) != 0);
     limit = std::numeric_limits<int64_t>::max();
+    // A run-time trip count with a condition the body passes on unchanged runs count iterations
+    // (none when the condition is false): checked against the rows by the runtime.
+    const bool kept = m && !m->constant && conditionKept(*body);
     for (size_t k = N; k < n.outputs.size(); ++k) {
       if (!n.outputs[k]) continue;
       const int64_t rows = toDims(*n.outputs[k]->type.shape)->front();
       if (length.empty() &&
           !(m && m->constant && m->constant->getI64(0) == rows && alwaysOn &&
-            body->outputs[0]->constant && body->outputs[0]->constant->getI64(0) != 0))
+            body->outputs[0]->constant && body->outputs[0]->constant->getI64(0) != 0) &&
+          !(kept && (checkedRows < 0 || checkedRows == rows)))
         return refuse("scan outputs whose row count is neither a data-dependent dim nor the "
                       "fixed trip count");
+      if (length.empty() && kept) checkedRows = rows;
       limit = std::min(limit, rows);
     }
   }
@@ -296,7 +320,19 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
     if (!length.empty()) // (the iterations run: the rows' data symbol)
       repeatParams.push_back({Region::Symbols, 8 * ctx_.symbols.at(length).slot, 8});
   }
-  for (ArtifactTask& t : pre) push(std::move(t), n.op, "copy initial state");
+  if (checkedRows >= 0) {
+    loop::Func f = loop::tripCountCheckFunc(checkedRows, n.hasInput(1));
+    f.name = "task" + std::to_string(spec_.code.funcs.size());
+    std::vector<Binding> params = {countAt};
+    if (n.hasInput(1)) params.push_back(bind(s, n.inputs[1]));
+    params.push_back(slot(8)); // (its temp)
+    pre.push_back(
+        {ArtifactTask::Kind::Call, f.name, n.describe(), std::move(params), 0, 0, &n, {}});
+    spec_.code.funcs.push_back(std::move(f));
+  }
+  for (ArtifactTask& t : pre)
+    push(std::move(t), n.op,
+         t.kind == ArtifactTask::Kind::Call ? "check the trip count" : "copy initial state");
   const size_t repeatAt = spec_.tasks.size();
   push({ArtifactTask::Kind::Repeat, "", n.describe(), repeatParams, 0, limit, nullptr, {}}, n.op,
        scan ? fmt::format("repeat {} times", length.empty() ? std::to_string(count) : length)
@@ -318,6 +354,19 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
            {bind(s, x), bs.inputs[N + m], index, countAt}, "scan slice in");
     }
   end = std::max(end, emit(bs));
+  // The scan outputs' rows first: a body result may be a view of a state input (an Identity),
+  // which the state copies below overwrite.
+  const size_t K = n.outputs.size() - N;
+  std::optional<Binding> rows; // the length the rows are written at (a Loop's: its limit)
+  for (size_t k = 0; k < K; ++k) {
+    const Value* y = n.outputs[N + k];
+    if (!y) continue;
+    if (!rows) rows = scan ? countAt : constantI64(limit);
+    const Value* part = body->outputs[(scan ? N : N + 1) + k];
+    call(loop::sliceCopyFunc("", y->type.dtype, *toDims(*y->type.shape),
+                             scan ? size_t(outAxes[k]) : 0, scan && outDirs[k] != 0, false),
+         {bind(s, y), bind(bs, part), index, *rows}, "scan slice out");
+  }
   // The new states (a Loop's condition first): staged where a result is an input's slot.
   std::vector<std::pair<Binding, Binding>> updates; // from, into
   if (!scan) updates.push_back({bind(bs, body->outputs[0]), bs.inputs[1]});
@@ -338,17 +387,6 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   }
   for (auto* list : {&staged, &direct, &unstage})
     for (ArtifactTask& t : *list) push(std::move(t), n.op, "copy state");
-  const size_t K = n.outputs.size() - N;
-  std::optional<Binding> rows; // the length the rows are written at (a Loop's: its limit)
-  for (size_t k = 0; k < K; ++k) {
-    const Value* y = n.outputs[N + k];
-    if (!y) continue;
-    if (!rows) rows = scan ? countAt : constantI64(limit);
-    const Value* part = body->outputs[(scan ? N : N + 1) + k];
-    call(loop::sliceCopyFunc("", y->type.dtype, *toDims(*y->type.shape),
-                             scan ? size_t(outAxes[k]) : 0, scan && outDirs[k] != 0, false),
-         {bind(s, y), bind(bs, part), index, *rows}, "scan slice out");
-  }
   spec_.tasks[repeatAt].target = int64_t(spec_.tasks.size());
   for (size_t k = 0; k < N; ++k)
     if (n.outputs[k]) {

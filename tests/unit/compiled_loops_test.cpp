@@ -1,8 +1,9 @@
 // Loop and Scan compiled as `repeat` regions of the task sequence (runtime/artifact_build.cpp
 // emitLoop, rt::Plan::Kind::Repeat): a Scan with a reversed input and an output stacked along
-// axis 1, a while-Loop whose scan output has its iteration count as a data symbol, and the
-// nested Scans of an opset-8 Scan. Every run matches the interpreter with no fallback task; a
-// plan whose task leaves a loop body is refused at load.
+// axis 1, a while-Loop whose scan output has its iteration count as a data symbol, the nested
+// Scans of an opset-8 Scan, and a Loop of a run-time trip count that its rows fix. Every run
+// matches the interpreter with no fallback task; a plan whose task leaves a loop body is refused
+// at load.
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "runtime/artifact.h"
@@ -194,6 +195,45 @@ TEST(CompiledLoops, NestedScansAndABodyThatLeavesItsLoop) {
     ADD_FAILURE() << "loaded";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("leaves the loop body"), std::string::npos) << e.what();
+  }
+}
+
+// A Loop with a run-time trip count and a condition its body passes on (Range's expansion): its
+// rows fixed by the declared result, checked by the runtime before it runs (a count or a false
+// condition that would give other rows is an error); the scan output is a view of the state the
+// iteration updates, written before the update.
+TEST(CompiledLoops, RunTimeTripCountCheckedAgainstTheRows) {
+  const char* ir = R"(graph @g(%m: i64[], %c: bool[], %x: f32[2]) {
+  %final, %rows = Loop(%m, %c, %x) {
+    body = graph @b(%i: i64[], %ci: bool[], %s: f32[2]) {
+      %co = Identity(%ci) : bool[]
+      %t = Tanh(%s) : f32[2]
+      %r = Identity(%s) : f32[2]
+      return %co, %t, %r
+    }
+  } : f32[2], f32[3,2]
+  return %final, %rows
+}
+)";
+  const auto dir = compileLoops(ir, "trip_count");
+  Model ref = parseModel(ir);
+  runtime::LoadedArtifact art(dir.string());
+  auto inputs = [](int64_t count, bool cond) {
+    Tensor m(DType::I64, {}), c(DType::Bool, {});
+    m.setI64(0, count);
+    c.setI64(0, cond ? 1 : 0);
+    return std::vector<RValue>{RValue::of(m), RValue::of(c),
+                               RValue::of(test::uniformTensor({2}, 6))};
+  };
+  test::expectOutputsClose(interpret(*ref.graph, inputs(3, true)), art.run(inputs(3, true)),
+                           {1e-6, 1e-6});
+  for (auto [count, cond] : {std::pair<int64_t, bool>{2, true}, {3, false}}) {
+    try {
+      art.run(inputs(count, cond));
+      ADD_FAILURE() << "no error for " << count << " " << cond;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("differs from the 3"), std::string::npos) << e.what();
+    }
   }
 }
 
