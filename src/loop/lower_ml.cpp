@@ -2,13 +2,46 @@
 // x's type), ArrayFeatureExtractor (the last dim's elements at the indices given, checked at run
 // time: @check_targets, the reference's range error), TreeEnsemble and TreeEnsembleRegressor, as
 // the reference (ops/ml.cpp, ops/ml_tree.cpp, ops/ml_tree_legacy.cpp).
-#include "loop/lower_ops.h"
-#include "ops/ml.h"
+#include "loop/lower_ml.h"
 #include "ops/op_def.h"
 
 #include <limits>
+#include <set>
 
 namespace aicc::loop::detail {
+
+ExprPtr logisticOf(const ExprPtr& v) {
+  const ExprPtr one = floatImm(1, DType::F64);
+  const ExprPtr e = div(one, add(one, call("exp", {neg(call("abs", {v}))})));
+  return select(cmp(Op::Lt, v, floatImm(0, DType::F64)), sub(one, e), e);
+}
+
+Block postTransformRow(FuncBuilder& b, const std::string& acc, int64_t n, PostTransform pt) {
+  const std::string jv = b.fresh("j");
+  auto i64 = [](int64_t v) { return intImm(v); };
+  auto f64 = [](double v) { return floatImm(v, DType::F64); };
+  const ExprPtr v = load(acc, var(jv), DType::F64);
+  Block row;
+  if (pt == PostTransform::Logistic) {
+    row.push_back(Stmt::forLoop(jv, i64(0), i64(n), {Stmt::store(acc, var(jv), logisticOf(v))}));
+  } else if (pt == PostTransform::Softmax || pt == PostTransform::SoftmaxZero) { // (zeros stay)
+    const std::string st = b.temp("softmax", DType::F64, {2});                   // [max, sum]
+    const ExprPtr mx = load(st, i64(0), DType::F64), sum = load(st, i64(1), DType::F64);
+    row.push_back(Stmt::store(st, i64(0), f64(-std::numeric_limits<double>::infinity())));
+    row.push_back(Stmt::store(st, i64(1), f64(0)));
+    row.push_back(Stmt::forLoop(jv, i64(0), i64(n), {Stmt::store(st, i64(0), max(mx, v))}));
+    ExprPtr ex = call("exp", {sub(v, mx)});
+    if (pt == PostTransform::SoftmaxZero) ex = select(cmp(Op::Eq, v, f64(0)), f64(0), ex);
+    row.push_back(Stmt::forLoop(
+        jv, i64(0), i64(n), {Stmt::store(acc, var(jv), ex), Stmt::store(st, i64(1), add(sum, v))}));
+    row.push_back(Stmt::forLoop(
+        jv, i64(0), i64(n),
+        {Stmt::store(acc, var(jv), select(cmp(Op::Gt, sum, f64(0)), div(v, sum), f64(0)))}));
+  } else if (pt != PostTransform::None) {
+    no("post_transform PROBIT");
+  }
+  return row;
+}
 
 namespace {
 
@@ -69,6 +102,11 @@ struct ForestSpec {
   bool averageAfter = false; // legacy: the sum divided by the trees after (else each weight)
   bool noPostForOne = false; // legacy: no post transform for a single target (finishScores)
   std::vector<double> base;  // added to the targets' scores before the post transform
+  // Instead of base, post transform and store (TreeEnsembleClassifier): the rest of row r from
+  // the aggregated scores `acc` (f64) and the targets' hit flags `hit` (i64).
+  std::function<Block(FuncBuilder& b, const std::string& acc, const std::string& hit,
+                      const ExprPtr& r)>
+      finish;
 };
 
 // A forest (ops/ml.h) as constant tables; per row and tree a walk from the root (at most as many
@@ -84,7 +122,7 @@ std::optional<LoweredNode> lowerForest(const Node& n, const std::string& name,
   const DType t = xv->type.dtype, yt = n.outputs.at(0)->type.dtype;
   if (t != DType::F32 && t != DType::F64 && t != DType::I32 && t != DType::I64)
     no("a tree ensemble of f32 / f64 / int32 / int64");
-  if (yt != DType::F32 && yt != DType::F64) no("a result other than f32 / f64");
+  if (!spec.finish && yt != DType::F32 && yt != DType::F64) no("a result other than f32 / f64");
   const Dims xd = staticDims(xv, "X");
   if (xd.size() != 2) no("an X of rank other than 2");
   const int64_t agg = spec.aggregate;
@@ -132,7 +170,7 @@ std::optional<LoweredNode> lowerForest(const Node& n, const std::string& name,
   }
   const std::vector<int64_t> leafBegin(f.leafBegin.begin(), f.leafBegin.end());
   FuncBuilder b(n, name, "data");
-  const std::string x = b.input(xv), y = b.output(0);
+  const std::string x = b.input(xv);
   auto table = [&](const char* what, Tensor v) { return b.constant(what, std::move(v), what); };
   const std::string modeB = table("node_mode", ints(mode)),
                     splitB = table("node_split", reals(f.splits)),
@@ -208,33 +246,18 @@ std::optional<LoweredNode> lowerForest(const Node& n, const std::string& name,
   if (agg == 0 && spec.averageAfter)
     row.push_back(Stmt::forLoop(
         jv, i64(0), i64(nt), {Stmt::store(acc, var(jv), div(ldf(acc, var(jv)), f64(double(R))))}));
+  if (spec.finish) {
+    for (auto& st : spec.finish(b, acc, hit, r)) row.push_back(std::move(st));
+    return b.finish(nest({rv}, {rows}, std::move(row), false), {}, o);
+  }
+  const std::string y = b.output(0);
   for (size_t j = 0; j < spec.base.size() && int64_t(j) < nt; ++j)
     row.push_back(
         Stmt::store(acc, i64(int64_t(j)), add(ldf(acc, i64(int64_t(j))), f64(spec.base[j]))));
   // The post transform (ops/ml.cpp postTransform).
   const ExprPtr v = ldf(acc, var(jv));
-  if (spec.noPostForOne && nt == 1) {
-    // (none: the legacy ops' scores of one target)
-  } else if (pt == PostTransform::Logistic) { // without overflow for large |v|
-    const ExprPtr e = div(f64(1), add(f64(1), call("exp", {neg(call("abs", {v}))})));
-    row.push_back(Stmt::forLoop(
-        jv, i64(0), i64(nt),
-        {Stmt::store(acc, var(jv), select(cmp(Op::Lt, v, f64(0)), sub(f64(1), e), e))}));
-  } else if (pt == PostTransform::Softmax || pt == PostTransform::SoftmaxZero) { // (zeros stay)
-    const std::string st = b.temp("softmax", DType::F64, {2}); // [max, sum]
-    const ExprPtr mx = ldf(st, i64(0)), sum = ldf(st, i64(1));
-    row.push_back(Stmt::store(st, i64(0), f64(-std::numeric_limits<double>::infinity())));
-    row.push_back(Stmt::store(st, i64(1), f64(0)));
-    row.push_back(Stmt::forLoop(jv, i64(0), i64(nt), {Stmt::store(st, i64(0), max(mx, v))}));
-    ExprPtr ex = call("exp", {sub(v, mx)});
-    if (pt == PostTransform::SoftmaxZero) ex = select(cmp(Op::Eq, v, f64(0)), f64(0), ex);
-    row.push_back(
-        Stmt::forLoop(jv, i64(0), i64(nt),
-                      {Stmt::store(acc, var(jv), ex), Stmt::store(st, i64(1), add(sum, v))}));
-    row.push_back(Stmt::forLoop(
-        jv, i64(0), i64(nt),
-        {Stmt::store(acc, var(jv), select(cmp(Op::Gt, sum, f64(0)), div(v, sum), f64(0)))}));
-  }
+  if (!(spec.noPostForOne && nt == 1))
+    for (auto& st : postTransformRow(b, acc, nt, pt)) row.push_back(std::move(st));
   row.push_back(Stmt::forLoop(jv, i64(0), i64(nt),
                               {Stmt::store(y, add(mul(r, i64(nt)), var(jv)), cast(yt, v))}));
   return b.finish(nest({rv}, {rows}, std::move(row), false), {}, o);
@@ -281,6 +304,108 @@ std::optional<LoweredNode> lowerTreeRegressor(const Node& n, const std::string& 
   return lowerForest(n, name, o, f, spec);
 }
 
+// TreeEnsembleClassifier (sklearn's tree, forest and boosting classifiers, integer labels): the
+// class weights summed by the forest lowering, then the reference's finishing
+// (ops/ml_tree_legacy.cpp): more than two classes: base values added, the first largest class
+// reached, every score post-transformed; two: ONNX Runtime's rules for base values, the label
+// (the literal 0 / 1 outside the binary case) and the second score column. Declined: string
+// labels, PROBIT, a leaf without a class weight (a row could reach no class: the reference's
+// error).
+std::optional<LoweredNode> lowerTreeClassifier(const Node& n, const std::string& name,
+                                               const LowerOptions& o) {
+  Forest f;
+  ClassLabels labels;
+  std::vector<double> base;
+  PostTransform p;
+  try {
+    labels = classLabels(n, "classlabels_int64s");
+    f = parseLegacyForest(n, "class", int64_t(labels.size()));
+    base = floatsOrTensor(n, "base_values", false);
+    p = postTransformAttr(n);
+  } catch (const Error& e) {
+    no(e.what());
+  }
+  const int64_t K = int64_t(labels.size());
+  if (labels.isString()) no("string labels (strings are not compiled)");
+  if (p == PostTransform::Probit) no("post_transform PROBIT");
+  if (K < 2 || int64_t(base.size()) > K) no("fewer than two classes, or more base values");
+  if (f.roots.empty()) no("no tree");
+  for (size_t l = 0; l + 1 < f.leafBegin.size(); ++l)
+    if (f.leafBegin[l + 1] == f.leafBegin[l]) no("a leaf without a class weight");
+  const std::set<int64_t> used(f.targets.begin(), f.targets.end());
+  bool allPositive = true;
+  for (double w : f.weights) allPositive = allPositive && w >= 0;
+  const bool binaryCase = K == 2 && used.size() == 1;
+  ForestSpec spec;
+  spec.finish = [&](FuncBuilder& b, const std::string& acc, const std::string& hit,
+                    const ExprPtr& r) {
+    auto f64 = [](double v) { return floatImm(v, DType::F64); };
+    auto s = [&](int64_t k) { return load(acc, intImm(k), DType::F64); };
+    auto h = [&](int64_t k) { return cmp(Op::Ne, load(hit, intImm(k), DType::I64), intImm(0)); };
+    auto set = [&](int64_t k, ExprPtr v) { return Stmt::store(acc, intImm(k), std::move(v)); };
+    const std::string label = b.output(0), z = b.output(1), best = b.temp("best", DType::I64, {1});
+    const ExprPtr bi = load(best, intImm(0), DType::I64);
+    auto zAt = [&](int64_t k) { return add(mul(r, intImm(K)), intImm(k)); };
+    Block row;
+    bool literal = false;
+    if (K > 2) {
+      for (size_t k = 0; k < base.size(); ++k) {
+        row.push_back(set(int64_t(k), add(s(int64_t(k)), f64(base[k]))));
+        row.push_back(Stmt::store(hit, intImm(int64_t(k)), intImm(1)));
+      }
+      const std::string kv = b.fresh("k");
+      const ExprPtr k = var(kv), sk = load(acc, k, DType::F64);
+      row.push_back(Stmt::store(best, intImm(0), intImm(-1)));
+      row.push_back(Stmt::forLoop(
+          kv, intImm(0), intImm(K),
+          {Stmt::ifThen(binary(Op::And, cmp(Op::Ne, load(hit, k, DType::I64), intImm(0)),
+                               binary(Op::Or, cmp(Op::Lt, bi, intImm(0)),
+                                      cmp(Op::Gt, sk, load(acc, max(bi, intImm(0)), DType::F64)))),
+                        {Stmt::store(best, intImm(0), k)})}));
+      for (auto& st : postTransformRow(b, acc, K, p)) row.push_back(std::move(st));
+      for (int64_t c = 0; c < K; ++c) row.push_back(Stmt::store(z, zAt(c), cast(DType::F32, s(c))));
+    } else {
+      // Two scores, or one (the second class never reached and no pair of base values).
+      ExprPtr two = intImm(1, DType::Bool);
+      if (base.size() == 2) {
+        row.push_back(
+            Stmt::ifThen(h(1), {set(1, add(f64(base[1]), s(0))), set(0, neg(s(1)))},
+                         {set(1, add(s(1), f64(base[1]))), set(0, add(s(0), f64(base[0])))}));
+      } else {
+        if (base.size() == 1) row.push_back(set(0, add(s(0), f64(base[0]))));
+        two = h(1);
+      }
+      const ExprPtr pos = select(binary(Op::And, two, h(1)), s(1), select(h(0), s(0), f64(0)));
+      literal = !binaryCase;
+      const double cut = binaryCase && allPositive ? 0.5 : 0.0;
+      row.push_back(
+          Stmt::store(best, intImm(0), select(cmp(Op::Gt, pos, f64(cut)), intImm(1), intImm(0))));
+      // One score: [1 - v, v] (binary, all weights positive), [-v, v] (logistic of each under
+      // LOGISTIC; binary otherwise, or no base values), else [v, 0].
+      const ExprPtr v = s(0);
+      std::pair<ExprPtr, ExprPtr> one = {v, f64(0)};
+      if (binaryCase && allPositive)
+        one = {sub(f64(1), v), v};
+      else if (binaryCase || base.empty())
+        one = p == PostTransform::Logistic ? std::pair{logisticOf(neg(v)), logisticOf(v)}
+                                           : std::pair{neg(v), v};
+      Block both = postTransformRow(b, acc, 2, p);
+      both.push_back(Stmt::store(z, zAt(0), cast(DType::F32, s(0))));
+      both.push_back(Stmt::store(z, zAt(1), cast(DType::F32, s(1))));
+      row.push_back(Stmt::ifThen(two, std::move(both),
+                                 {Stmt::store(z, zAt(0), cast(DType::F32, one.first)),
+                                  Stmt::store(z, zAt(1), cast(DType::F32, one.second))}));
+    }
+    Tensor table(DType::I64, {K});
+    for (int64_t k = 0; k < K; ++k) table.setI64(k, literal ? k : labels.ints[size_t(k)]);
+    const std::string L = b.constant("labels", std::move(table), "class labels");
+    row.push_back(
+        Stmt::store(label, r, load(L, max(min(bi, intImm(K - 1)), intImm(0)), DType::I64)));
+    return row;
+  };
+  return lowerForest(n, name, o, f, spec);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerMlFamily(const Node& n, const std::string& name,
@@ -290,7 +415,8 @@ std::optional<LoweredNode> lowerMlFamily(const Node& n, const std::string& name,
   if (n.op == "ArrayFeatureExtractor") return lowerArrayFeatureExtractor(n, name, o);
   if (n.op == "TreeEnsemble") return lowerTreeEnsemble(n, name, o);
   if (n.op == "TreeEnsembleRegressor") return lowerTreeRegressor(n, name, o);
-  return std::nullopt;
+  if (n.op == "TreeEnsembleClassifier") return lowerTreeClassifier(n, name, o);
+  return lowerMlLinearFamily(n, name, o);
 }
 
 } // namespace aicc::loop::detail

@@ -53,6 +53,18 @@ ClassLabels classLabels(const Node& n, const std::string& intsName);
 Tensor labelTensor(const ClassLabels& labels, const std::vector<int64_t>& classIndex);
 // The labels "0" / "1" (or 0 / 1) a binary classifier gives when it has not two class labels.
 ClassLabels literalBinaryLabels(bool strings);
+// ---- LinearClassifier / LinearRegressor (ml_linear.cpp), shared with their lowering
+
+// The coefficient rows (classes or targets) of a linear model over `features` inputs.
+struct Linear {
+  std::vector<double> coef, intercepts;
+  int64_t rows = 0;
+};
+Linear linearModel(const Node& n, int64_t features, int64_t rowsHint);
+// A LinearClassifier's coefficient rows, and its score columns (one row with two labels: two).
+int64_t classifierRows(const Node& n, const ClassLabels& labels);
+int64_t classifierColumns(int64_t rows, const ClassLabels& labels, PostTransform p);
+
 // Floats attribute `name`, else `name`_as_tensor (opset 3 of the tree ensembles), else `dflt`
 // when given; throws when required and absent.
 std::vector<double> floatsOrTensor(const Node& n, const std::string& name, bool required = true);

@@ -3,13 +3,6 @@
 #include "ops/ml.h"
 
 namespace aicc {
-namespace {
-
-// The coefficient rows (classes or targets) of a linear model over `features` inputs.
-struct Linear {
-  std::vector<double> coef, intercepts;
-  int64_t rows = 0;
-};
 
 Linear linearModel(const Node& n, int64_t features, int64_t rowsHint) {
   Linear m;
@@ -24,6 +17,19 @@ Linear linearModel(const Node& n, int64_t features, int64_t rowsHint) {
              "intercepts has {} entries for {} coefficient rows", m.intercepts.size(), m.rows);
   return m;
 }
+
+// One coefficient row with two labels: [1 - s, s]; the label is labels[1] when s > 0.
+int64_t classifierRows(const Node& n, const ClassLabels& labels) {
+  const std::vector<double> icpt = floatsOrTensor(n, "intercepts", false);
+  if (!icpt.empty()) return static_cast<int64_t>(icpt.size());
+  return static_cast<int64_t>(labels.size() == 2 ? 1 : labels.size());
+}
+
+int64_t classifierColumns(int64_t rows, const ClassLabels& labels, PostTransform p) {
+  return rows == 1 && labels.size() == 2 && p != PostTransform::Probit ? 2 : rows;
+}
+
+namespace {
 
 // Scores of row r: one per coefficient row.
 std::vector<double> linearScores(const Linear& m, const Tensor& x, int64_t r, int64_t features) {
@@ -43,17 +49,6 @@ void requireNumeric(const KernelCtx& c) {
 }
 
 // ---- LinearClassifier ---------------------------------------------------------------------------
-
-// One coefficient row with two labels: [1 - s, s]; the label is labels[1] when s > 0.
-int64_t classifierRows(const Node& n, const ClassLabels& labels) {
-  const std::vector<double> icpt = floatsOrTensor(n, "intercepts", false);
-  if (!icpt.empty()) return static_cast<int64_t>(icpt.size());
-  return static_cast<int64_t>(labels.size() == 2 ? 1 : labels.size());
-}
-
-int64_t classifierColumns(int64_t rows, const ClassLabels& labels, PostTransform p) {
-  return rows == 1 && labels.size() == 2 && p != PostTransform::Probit ? 2 : rows;
-}
 
 std::vector<RValue> linearClassifierKernel(KernelCtx& c) {
   requireNumeric(c);
