@@ -1,7 +1,8 @@
 // ai.onnx.ml ops with a numeric kernel worth a nest: Binarizer (1 where x > threshold, else 0, in
 // x's type), ArrayFeatureExtractor (the last dim's elements at the indices given, checked at run
-// time: @check_targets, the reference's range error), TreeEnsemble and TreeEnsembleRegressor, as
-// the reference (ops/ml.cpp, ops/ml_tree.cpp, ops/ml_tree_legacy.cpp).
+// time: @check_targets, the reference's range error), OneHotEncoder of numbers, TreeEnsemble,
+// TreeEnsembleRegressor and TreeEnsembleClassifier, as the reference (ops/ml.cpp,
+// ops/ml_encode.cpp, ops/ml_tree.cpp, ops/ml_tree_legacy.cpp).
 #include "loop/lower_ml.h"
 #include "ops/op_def.h"
 
@@ -14,6 +15,13 @@ ExprPtr logisticOf(const ExprPtr& v) {
   const ExprPtr one = floatImm(1, DType::F64);
   const ExprPtr e = div(one, add(one, call("exp", {neg(call("abs", {v}))})));
   return select(cmp(Op::Lt, v, floatImm(0, DType::F64)), sub(one, e), e);
+}
+
+Stmt storeLabel(FuncBuilder& b, const std::vector<int64_t>& labels, const std::string& out,
+                const ExprPtr& r, const ExprPtr& cls) {
+  const std::string L = b.constant("labels", Tensor::fromI64(labels), "class labels");
+  const int64_t last = std::max<int64_t>(int64_t(labels.size()) - 1, 0);
+  return Stmt::store(out, r, load(L, max(min(cls, intImm(last)), intImm(0)), DType::I64));
 }
 
 Block postTransformRow(FuncBuilder& b, const std::string& acc, int64_t n, PostTransform pt) {
@@ -92,6 +100,43 @@ std::optional<LoweredNode> lowerArrayFeatureExtractor(const Node& n, const std::
                                     load(x, add(mul(var(rv), intImm(last)), at), t))},
                        false))
     body.push_back(std::move(st));
+  return b.finish(std::move(body), {}, o);
+}
+
+// OneHotEncoder of numbers (sklearn's on integer categories): each element's position among
+// cats_int64s (its first), a row of k with 1 there; an element of no category is zeros, or with
+// zeros = 0 the runtime's range error on the position (-1) at its index (@check_targets_i64).
+std::optional<LoweredNode> lowerOneHotEncoder(const Node& n, const std::string& name,
+                                              const LowerOptions& o) {
+  const Value* xv = n.inputs.at(0);
+  const DType t = xv->type.dtype;
+  if (t != DType::F32 && t != DType::F64 && t != DType::I32 && t != DType::I64)
+    no(t == DType::String ? "strings are not compiled" : "OneHotEncoder of another type");
+  const std::vector<int64_t> cats = n.attrInts("cats_int64s", {});
+  const int64_t k = int64_t(cats.size()), count = numel(staticDims(xv, "X"));
+  if (k == 0) no("no integer categories");
+  const bool zeros = n.attrInt("zeros") != 0;
+  if (!zeros && !o.runtimeKernels) no("unknown categories checked by the runtime only");
+  FuncBuilder b(n, name, "data");
+  const std::string x = b.input(xv), y = b.output(0),
+                    C = b.constant("categories", Tensor::fromI64(cats), "cats_int64s"),
+                    pos = b.temp("position", DType::I64, {count});
+  const std::string iv = b.fresh("i"), cv = b.fresh("c");
+  const ExprPtr i = var(iv), c = var(cv), p = load(pos, i, DType::I64);
+  Block body = {
+      Stmt::forLoop(iv, intImm(0), intImm(count),
+                    {Stmt::store(pos, i, intImm(-1)),
+                     Stmt::forLoop(cv, intImm(0), intImm(k),
+                                   {Stmt::ifThen(binary(Op::And, cmp(Op::Lt, p, intImm(0)),
+                                                        cmp(Op::Eq, load(C, c, DType::I64),
+                                                            cast(DType::I64, load(x, i, t)))),
+                                                 {Stmt::store(pos, i, c)})}),
+                     Stmt::forLoop(cv, intImm(0), intImm(k),
+                                   {Stmt::store(y, add(mul(i, intImm(k)), c),
+                                                select(cmp(Op::Eq, c, p), constant(DType::F32, 1),
+                                                       constant(DType::F32, 0)))})})};
+  if (!zeros)
+    for (auto& st : checkValuesBelow(pos, DType::I64, count, k, o)) body.push_back(std::move(st));
   return b.finish(std::move(body), {}, o);
 }
 
@@ -396,11 +441,8 @@ std::optional<LoweredNode> lowerTreeClassifier(const Node& n, const std::string&
                                  {Stmt::store(z, zAt(0), cast(DType::F32, one.first)),
                                   Stmt::store(z, zAt(1), cast(DType::F32, one.second))}));
     }
-    Tensor table(DType::I64, {K});
-    for (int64_t k = 0; k < K; ++k) table.setI64(k, literal ? k : labels.ints[size_t(k)]);
-    const std::string L = b.constant("labels", std::move(table), "class labels");
     row.push_back(
-        Stmt::store(label, r, load(L, max(min(bi, intImm(K - 1)), intImm(0)), DType::I64)));
+        storeLabel(b, literal ? literalBinaryLabels(false).ints : labels.ints, label, r, bi));
     return row;
   };
   return lowerForest(n, name, o, f, spec);
@@ -416,6 +458,7 @@ std::optional<LoweredNode> lowerMlFamily(const Node& n, const std::string& name,
   if (n.op == "TreeEnsemble") return lowerTreeEnsemble(n, name, o);
   if (n.op == "TreeEnsembleRegressor") return lowerTreeRegressor(n, name, o);
   if (n.op == "TreeEnsembleClassifier") return lowerTreeClassifier(n, name, o);
+  if (n.op == "OneHotEncoder") return lowerOneHotEncoder(n, name, o);
   return lowerMlLinearFamily(n, name, o);
 }
 

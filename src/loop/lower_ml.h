@@ -1,5 +1,5 @@
 // Internal to the ai.onnx.ml lowerings (lower_ml.cpp: the element ops and the forests;
-// lower_ml_linear.cpp: the feature transforms, linear and SVM models).
+// lower_ml_linear.cpp: the feature transforms and linear models; lower_ml_svm.cpp: SVMs).
 #pragma once
 
 #include "loop/lower_ops.h"
@@ -9,12 +9,18 @@ namespace aicc::loop::detail {
 
 // The reference's logistic (ops/ml.cpp): 1 / (1 + exp(-|v|)), mirrored below 0, in f64.
 ExprPtr logisticOf(const ExprPtr& v);
+// out[r] = labels[cls] (a constant table; cls clamped into it): a classifier's label.
+Stmt storeLabel(FuncBuilder& b, const std::vector<int64_t>& labels, const std::string& out,
+                const ExprPtr& r, const ExprPtr& cls);
 // One row of scores (f64 temp `acc`, n of them) post-transformed in place as the reference's
 // postTransform (ops/ml.cpp): none, logistic, softmax, softmax_zero (probit declined).
 Block postTransformRow(FuncBuilder& b, const std::string& acc, int64_t n, PostTransform pt);
 
-// Scaler, Normalizer, Imputer, LinearRegressor, LinearClassifier, SVMRegressor, SVMClassifier.
+// Scaler, Normalizer, Imputer, LinearRegressor, LinearClassifier (lower_ml_linear.cpp).
 std::optional<LoweredNode> lowerMlLinearFamily(const Node& n, const std::string& name,
                                                const LowerOptions& o);
+// SVMRegressor, SVMClassifier (lower_ml_svm.cpp).
+std::optional<LoweredNode> lowerMlSvmFamily(const Node& n, const std::string& name,
+                                            const LowerOptions& o);
 
 } // namespace aicc::loop::detail

@@ -226,12 +226,7 @@ std::optional<LoweredNode> lowerLinearClassifier(const Node& n, const std::strin
         jv, intImm(1), intImm(m.rows),
         {Stmt::ifThen(cmp(Op::Gt, score(j), score(bi)), {Stmt::store(best, intImm(0), j)})}));
   }
-  Tensor table(DType::I64, {int64_t(labels.ints.size())});
-  for (size_t k = 0; k < labels.ints.size(); ++k) table.setI64(int64_t(k), labels.ints[k]);
-  const std::string L = b.constant("labels", std::move(table), "class labels");
-  row.push_back(Stmt::store(
-      label, r,
-      load(L, max(min(bi, intImm(int64_t(labels.ints.size()) - 1)), intImm(0)), DType::I64)));
+  row.push_back(storeLabel(b, labels.ints, label, r, bi));
   const ExprPtr zAt = add(mul(r, intImm(cols)), j);
   if (!binary) {
     for (auto& s : postTransformRow(b, acc, m.rows, p)) row.push_back(std::move(s));
@@ -257,7 +252,7 @@ std::optional<LoweredNode> lowerMlLinearFamily(const Node& n, const std::string&
   if (n.op == "Normalizer") return lowerNormalizer(n, name, o);
   if (n.op == "LinearRegressor") return lowerLinearRegressor(n, name, o);
   if (n.op == "LinearClassifier") return lowerLinearClassifier(n, name, o);
-  return std::nullopt;
+  return lowerMlSvmFamily(n, name, o);
 }
 
 } // namespace aicc::loop::detail

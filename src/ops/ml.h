@@ -65,6 +65,46 @@ Linear linearModel(const Node& n, int64_t features, int64_t rowsHint);
 int64_t classifierRows(const Node& n, const ClassLabels& labels);
 int64_t classifierColumns(int64_t rows, const ClassLabels& labels, PostTransform p);
 
+// ---- SVMClassifier / SVMRegressor (ml_svm.cpp), shared with their lowering
+
+struct SvmKernel {
+  enum Type { Linear, Poly, Rbf, Sigmoid };
+  Type type = Linear;
+  float gamma = 0, coef0 = 0, degree = 0;
+  // k(x, v) for x and v of `n` features, in float as ONNX Runtime.
+  float operator()(const float* x, const float* v, int64_t n) const;
+};
+SvmKernel svmKernel(const Node& n);
+
+struct SvmClassifier {
+  ClassLabels labels;
+  SvmKernel kernel;
+  std::vector<float> coef, rho, probA, probB, vectors;
+  std::vector<int64_t> perClass, start;
+  int64_t classes = 0, nVectors = 0, features = 0;
+  bool svc = false, allPositive = true;
+  PostTransform post = PostTransform::None;
+
+  int64_t pairs() const { return classes * (classes - 1) / 2; }
+  bool proba() const { return !probA.empty(); }
+  // Columns of the score output.
+  int64_t columns() const {
+    if (!svc || proba()) return classes;
+    return classes > 2 ? pairs() : 2;
+  }
+};
+
+SvmClassifier parseSvmClassifier(const Node& n);
+
+struct SvmRegressor {
+  SvmKernel kernel;
+  std::vector<float> coef, rho, vectors;
+  int64_t nSupports = 0, features = 0;
+  bool oneClass = false;
+  PostTransform post = PostTransform::None;
+};
+SvmRegressor parseSvmRegressor(const Node& n);
+
 // Floats attribute `name`, else `name`_as_tensor (opset 3 of the tree ensembles), else `dflt`
 // when given; throws when required and absent.
 std::vector<double> floatsOrTensor(const Node& n, const std::string& name, bool required = true);

@@ -8,41 +8,35 @@
 namespace aicc {
 namespace {
 
-enum class Kernel { Linear, Poly, Rbf, Sigmoid };
-
-struct SvmKernel {
-  Kernel type = Kernel::Linear;
-  float gamma = 0, coef0 = 0, degree = 0;
-
-  // k(x, v) for x and v of `n` features.
-  float operator()(const float* x, const float* v, int64_t n) const {
-    float s = 0;
-    if (type == Kernel::Rbf) {
-      for (int64_t i = 0; i < n; ++i) s += (x[i] - v[i]) * (x[i] - v[i]);
-      return std::exp(-gamma * s);
-    }
-    for (int64_t i = 0; i < n; ++i) s += x[i] * v[i];
-    switch (type) {
-    case Kernel::Poly:
-      return std::pow(gamma * s + coef0, degree);
-    case Kernel::Sigmoid:
-      return std::tanh(gamma * s + coef0);
-    default:
-      return s;
-    }
-  }
-};
-
 std::vector<float> floatsAttr(const Node& n, const std::string& name) {
   const Attribute* a = n.attr(name);
   return a ? std::get<std::vector<float>>(a->v) : std::vector<float>{};
 }
 
+} // namespace
+
+float SvmKernel::operator()(const float* x, const float* v, int64_t n) const {
+  float s = 0;
+  if (type == SvmKernel::Rbf) {
+    for (int64_t i = 0; i < n; ++i) s += (x[i] - v[i]) * (x[i] - v[i]);
+    return std::exp(-gamma * s);
+  }
+  for (int64_t i = 0; i < n; ++i) s += x[i] * v[i];
+  switch (type) {
+  case SvmKernel::Poly:
+    return std::pow(gamma * s + coef0, degree);
+  case SvmKernel::Sigmoid:
+    return std::tanh(gamma * s + coef0);
+  default:
+    return s;
+  }
+}
+
 SvmKernel svmKernel(const Node& n) {
-  static const std::pair<const char*, Kernel> names[] = {{"LINEAR", Kernel::Linear},
-                                                         {"POLY", Kernel::Poly},
-                                                         {"RBF", Kernel::Rbf},
-                                                         {"SIGMOID", Kernel::Sigmoid}};
+  static const std::pair<const char*, SvmKernel::Type> names[] = {{"LINEAR", SvmKernel::Linear},
+                                                                  {"POLY", SvmKernel::Poly},
+                                                                  {"RBF", SvmKernel::Rbf},
+                                                                  {"SIGMOID", SvmKernel::Sigmoid}};
   SvmKernel k;
   const std::string t = n.attrString("kernel_type");
   bool found = false;
@@ -55,6 +49,80 @@ SvmKernel svmKernel(const Node& n) {
   if (!p.empty()) k.gamma = p[0], k.coef0 = p[1], k.degree = p[2];
   return k;
 }
+
+SvmClassifier parseSvmClassifier(const Node& n) {
+  SvmClassifier m;
+  m.labels = classLabels(n, "classlabels_ints");
+  m.classes = static_cast<int64_t>(m.labels.size());
+  m.kernel = svmKernel(n);
+  m.coef = floatsAttr(n, "coefficients");
+  m.rho = floatsAttr(n, "rho");
+  m.probA = floatsAttr(n, "prob_a");
+  m.probB = floatsAttr(n, "prob_b");
+  m.vectors = floatsAttr(n, "support_vectors");
+  m.perClass = n.attrInts("vectors_per_class", {});
+  m.post = postTransformAttr(n);
+  AICC_CHECK(!m.coef.empty(), "attribute 'coefficients' is required");
+  AICC_CHECK(!m.rho.empty(), "attribute 'rho' is required");
+  AICC_CHECK(m.probA.size() == m.probB.size(), "prob_a has {} entries, prob_b {}", m.probA.size(),
+             m.probB.size());
+  for (int64_t v : m.perClass) {
+    AICC_CHECK(v >= 0, "vectors_per_class has negative entry {}", v);
+    m.start.push_back(m.nVectors);
+    m.nVectors += v;
+  }
+  for (float c : m.coef) m.allPositive = m.allPositive && c >= 0;
+  m.svc = m.nVectors > 0;
+  if (m.svc) {
+    AICC_CHECK(static_cast<int64_t>(m.perClass.size()) == m.classes,
+               "vectors_per_class has {} entries for {} classes", m.perClass.size(), m.classes);
+    AICC_CHECK(m.classes >= 2, "an SVM classifier needs two classes or more, got {}", m.classes);
+    m.features = static_cast<int64_t>(m.vectors.size()) / m.nVectors;
+    AICC_CHECK(m.features * m.nVectors == static_cast<int64_t>(m.vectors.size()),
+               "support_vectors has {} entries, not a multiple of {} vectors", m.vectors.size(),
+               m.nVectors);
+    AICC_CHECK(static_cast<int64_t>(m.coef.size()) == (m.classes - 1) * m.nVectors,
+               "coefficients has {} entries, expected {} (classes - 1) x {} (vectors)",
+               m.coef.size(), m.classes - 1, m.nVectors);
+    AICC_CHECK(static_cast<int64_t>(m.rho.size()) >= m.pairs(),
+               "rho has {} entries for {} class pairs", m.rho.size(), m.pairs());
+    AICC_CHECK(m.probA.empty() || static_cast<int64_t>(m.probA.size()) >= m.pairs(),
+               "prob_a has {} entries for {} class pairs", m.probA.size(), m.pairs());
+  } else {
+    m.kernel.type = SvmKernel::Linear;
+    m.features = static_cast<int64_t>(m.coef.size()) / m.classes;
+    AICC_CHECK(m.features * m.classes == static_cast<int64_t>(m.coef.size()),
+               "coefficients has {} entries, not a multiple of {} classes", m.coef.size(),
+               m.classes);
+  }
+  return m;
+}
+
+SvmRegressor parseSvmRegressor(const Node& n) {
+  SvmRegressor m;
+  m.kernel = svmKernel(n);
+  m.coef = floatsAttr(n, "coefficients");
+  m.rho = floatsAttr(n, "rho");
+  m.vectors = floatsAttr(n, "support_vectors");
+  m.nSupports = n.attrInt("n_supports");
+  AICC_CHECK(!m.coef.empty() && !m.rho.empty(), "attributes 'coefficients' and 'rho' are required");
+  m.features = static_cast<int64_t>(m.coef.size());
+  if (m.nSupports > 0) {
+    m.features = static_cast<int64_t>(m.vectors.size()) / m.nSupports;
+    AICC_CHECK(m.features * m.nSupports == static_cast<int64_t>(m.vectors.size()),
+               "support_vectors has {} entries, not a multiple of n_supports {}", m.vectors.size(),
+               m.nSupports);
+    AICC_CHECK(static_cast<int64_t>(m.coef.size()) >= m.nSupports,
+               "coefficients has {} entries for {} support vectors", m.coef.size(), m.nSupports);
+  } else {
+    m.kernel.type = SvmKernel::Linear;
+  }
+  m.oneClass = n.attrInt("one_class") != 0;
+  m.post = postTransformAttr(n);
+  return m;
+}
+
+namespace {
 
 // The input as float rows (ONNX Runtime casts every input type to float).
 std::vector<float> floatRows(const KernelCtx& c, const Rows& rows, int64_t features) {
@@ -105,72 +173,6 @@ std::vector<float> coupleProbabilities(int64_t k, const std::vector<float>& r) {
 
 // ---- SVMClassifier ------------------------------------------------------------------------------
 
-struct SvmClassifier {
-  ClassLabels labels;
-  SvmKernel kernel;
-  std::vector<float> coef, rho, probA, probB, vectors;
-  std::vector<int64_t> perClass, start;
-  int64_t classes = 0, nVectors = 0, features = 0;
-  bool svc = false, allPositive = true;
-  PostTransform post = PostTransform::None;
-
-  int64_t pairs() const { return classes * (classes - 1) / 2; }
-  bool proba() const { return !probA.empty(); }
-  // Columns of the score output.
-  int64_t columns() const {
-    if (!svc || proba()) return classes;
-    return classes > 2 ? pairs() : 2;
-  }
-};
-
-SvmClassifier parseClassifier(const Node& n) {
-  SvmClassifier m;
-  m.labels = classLabels(n, "classlabels_ints");
-  m.classes = static_cast<int64_t>(m.labels.size());
-  m.kernel = svmKernel(n);
-  m.coef = floatsAttr(n, "coefficients");
-  m.rho = floatsAttr(n, "rho");
-  m.probA = floatsAttr(n, "prob_a");
-  m.probB = floatsAttr(n, "prob_b");
-  m.vectors = floatsAttr(n, "support_vectors");
-  m.perClass = n.attrInts("vectors_per_class", {});
-  m.post = postTransformAttr(n);
-  AICC_CHECK(!m.coef.empty(), "attribute 'coefficients' is required");
-  AICC_CHECK(!m.rho.empty(), "attribute 'rho' is required");
-  AICC_CHECK(m.probA.size() == m.probB.size(), "prob_a has {} entries, prob_b {}", m.probA.size(),
-             m.probB.size());
-  for (int64_t v : m.perClass) {
-    AICC_CHECK(v >= 0, "vectors_per_class has negative entry {}", v);
-    m.start.push_back(m.nVectors);
-    m.nVectors += v;
-  }
-  for (float c : m.coef) m.allPositive = m.allPositive && c >= 0;
-  m.svc = m.nVectors > 0;
-  if (m.svc) {
-    AICC_CHECK(static_cast<int64_t>(m.perClass.size()) == m.classes,
-               "vectors_per_class has {} entries for {} classes", m.perClass.size(), m.classes);
-    AICC_CHECK(m.classes >= 2, "an SVM classifier needs two classes or more, got {}", m.classes);
-    m.features = static_cast<int64_t>(m.vectors.size()) / m.nVectors;
-    AICC_CHECK(m.features * m.nVectors == static_cast<int64_t>(m.vectors.size()),
-               "support_vectors has {} entries, not a multiple of {} vectors", m.vectors.size(),
-               m.nVectors);
-    AICC_CHECK(static_cast<int64_t>(m.coef.size()) == (m.classes - 1) * m.nVectors,
-               "coefficients has {} entries, expected {} (classes - 1) x {} (vectors)",
-               m.coef.size(), m.classes - 1, m.nVectors);
-    AICC_CHECK(static_cast<int64_t>(m.rho.size()) >= m.pairs(),
-               "rho has {} entries for {} class pairs", m.rho.size(), m.pairs());
-    AICC_CHECK(m.probA.empty() || static_cast<int64_t>(m.probA.size()) >= m.pairs(),
-               "prob_a has {} entries for {} class pairs", m.probA.size(), m.pairs());
-  } else {
-    m.kernel.type = Kernel::Linear;
-    m.features = static_cast<int64_t>(m.coef.size()) / m.classes;
-    AICC_CHECK(m.features * m.classes == static_cast<int64_t>(m.coef.size()),
-               "coefficients has {} entries, not a multiple of {} classes", m.coef.size(),
-               m.classes);
-  }
-  return m;
-}
-
 // The class of a two-class model (ONNX Runtime's rule, with the literal labels 1 / 0 when
 // there are not two labels).
 int64_t binaryClass(const SvmClassifier& m, float maxWeight, int64_t maxClass) {
@@ -181,7 +183,7 @@ int64_t binaryClass(const SvmClassifier& m, float maxWeight, int64_t maxClass) {
 }
 
 std::vector<RValue> svmClassifierKernel(KernelCtx& c) {
-  const SvmClassifier m = parseClassifier(c.node);
+  const SvmClassifier m = parseSvmClassifier(c.node);
   const Rows rows = rowsOf(c.in(0));
   const std::vector<float> x = floatRows(c, rows, m.features);
   const int64_t cols = m.columns(), K = m.classes;
@@ -252,7 +254,7 @@ std::vector<RValue> svmClassifierKernel(KernelCtx& c) {
 }
 
 void inferSvmClassifier(InferCtx& c) {
-  const SvmClassifier m = parseClassifier(c.node);
+  const SvmClassifier m = parseSvmClassifier(c.node);
   const Dim n = rowsDimOf(c);
   c.setTensor(0, m.labels.isString() ? DType::String : DType::I64, Shape{n});
   c.setTensor(1, DType::F32, Shape{n, Dim::known(m.columns())});
@@ -261,40 +263,23 @@ void inferSvmClassifier(InferCtx& c) {
 // ---- SVMRegressor -------------------------------------------------------------------------------
 
 std::vector<RValue> svmRegressorKernel(KernelCtx& c) {
-  const Node& n = c.node;
-  SvmKernel kernel = svmKernel(n);
-  const std::vector<float> coef = floatsAttr(n, "coefficients"), rho = floatsAttr(n, "rho"),
-                           vectors = floatsAttr(n, "support_vectors");
-  const int64_t nSupports = n.attrInt("n_supports");
-  AICC_CHECK(!coef.empty() && !rho.empty(), "attributes 'coefficients' and 'rho' are required");
-  int64_t features = static_cast<int64_t>(coef.size());
-  if (nSupports > 0) {
-    features = static_cast<int64_t>(vectors.size()) / nSupports;
-    AICC_CHECK(features * nSupports == static_cast<int64_t>(vectors.size()),
-               "support_vectors has {} entries, not a multiple of n_supports {}", vectors.size(),
-               nSupports);
-    AICC_CHECK(static_cast<int64_t>(coef.size()) >= nSupports,
-               "coefficients has {} entries for {} support vectors", coef.size(), nSupports);
-  } else {
-    kernel.type = Kernel::Linear;
-  }
+  const SvmRegressor m = parseSvmRegressor(c.node);
   const Rows rows = rowsOf(c.in(0));
-  const std::vector<float> x = floatRows(c, rows, features);
-  const bool oneClass = n.attrInt("one_class") != 0;
-  const PostTransform p = postTransformAttr(n);
+  const std::vector<float> x = floatRows(c, rows, m.features);
   Tensor y(DType::F32, {rows.n, 1});
   for (int64_t r = 0; r < rows.n; ++r) {
-    const float* xr = x.data() + r * features;
+    const float* xr = x.data() + r * m.features;
     double s = 0;
-    if (nSupports > 0) {
-      for (int64_t v = 0; v < nSupports; ++v)
-        s += coef[static_cast<size_t>(v)] * kernel(xr, vectors.data() + v * features, features);
+    if (m.nSupports > 0) {
+      for (int64_t v = 0; v < m.nSupports; ++v)
+        s += m.coef[static_cast<size_t>(v)] *
+             m.kernel(xr, m.vectors.data() + v * m.features, m.features);
     } else {
-      s = kernel(xr, coef.data(), features);
+      s = m.kernel(xr, m.coef.data(), m.features);
     }
-    s += rho[0];
-    if (oneClass) s = s > 0 ? 1 : -1;
-    y.setF64(r, finishScores({static_cast<float>(s)}, p, SecondClass::None)[0]);
+    s += m.rho[0];
+    if (m.oneClass) s = s > 0 ? 1 : -1;
+    y.setF64(r, finishScores({static_cast<float>(s)}, m.post, SecondClass::None)[0]);
   }
   return {RValue::of(y)};
 }

@@ -5,7 +5,10 @@
 // transform), LinearClassifier (several classes, one row with two labels, one row with other
 // labels: the literal 0 / 1) and TreeEnsembleClassifier (three classes with base values, the
 // binary case with positive weights and with negative ones under LOGISTIC, two classes both
-// reached with two base values or none, leaves that give one class only).
+// reached with two base values or none, leaves that give one class only), SVMRegressor (RBF,
+// polynomial and sigmoid kernels, one_class, linear without supports) and SVMClassifier
+// (LIBLINEAR with three and two classes, LIBSVM's votes, Platt probabilities, two classes),
+// OneHotEncoder (an unknown category as zeros, or the runtime's error).
 #include "jit_check.h"
 
 #include <gtest/gtest.h>
@@ -113,6 +116,78 @@ TEST(JitMl, TreeEnsembleClassifierMatchesTheInterpreter) {
     for (const char* base : {", base_values = [0.25, -0.5]", "", ", base_values = [0.25]"})
       check("f32[5,3]", "TreeEnsembleClassifier", f + ", classlabels_int64s = [5, 6]" + base,
             "i64[5], f32[5,2]", x, base);
+}
+
+// A float list of n values (a fixed pseudo-random pattern in [-1, 1)) for the SVM attributes.
+std::string floats(int n, int seed) {
+  std::string r = "[";
+  for (int i = 0; i < n; ++i)
+    r += (i ? ", " : "") + std::to_string(double((i * 37 + seed * 11) % 29) / 14.5 - 1.0);
+  return r + "]";
+}
+
+TEST(JitMl, SvmModelsMatchTheInterpreter) {
+  const Tensor x = values(DType::F32, {5, 3}, kRows);
+  const std::string rbf = "kernel_type = \"RBF\", kernel_params = [0.3, 0.0, 3.0]",
+                    poly = "kernel_type = \"POLY\", kernel_params = [0.5, 1.0, 2.0]",
+                    sigmoid = "kernel_type = \"SIGMOID\", kernel_params = [0.2, -0.5, 3.0]";
+  for (const std::string& kern : {rbf, poly, sigmoid}) {
+    check("f32[5,3]", "SVMRegressor",
+          kern + ", n_supports = 4, support_vectors = " + floats(12, 1) +
+              ", coefficients = " + floats(4, 2) + ", rho = [0.25]",
+          "f32[5,1]", x, kern.c_str());
+    check("f32[5,3]", "SVMRegressor",
+          kern + ", n_supports = 4, one_class = 1, support_vectors = " + floats(12, 3) +
+              ", coefficients = " + floats(4, 4) + ", rho = [-0.1]",
+          "f32[5,1]", x, "one class");
+  }
+  check("f64[5,3]", "SVMRegressor", "coefficients = [0.5, -1.0, 2.0], rho = [0.25]", "f32[5,1]",
+        values(DType::F64, {5, 3}, kRows), "linear, no supports");
+  // LIBLINEAR: a row per class; two classes with positive coefficients (the 0.5 threshold).
+  check("f32[5,3]", "SVMClassifier",
+        "coefficients = " + floats(9, 5) +
+            ", rho = [0.1], classlabels_ints = [1, 2, 3], post_transform = \"SOFTMAX\"",
+        "i64[5], f32[5,3]", x, "liblinear, three classes");
+  check("f32[5,3]", "SVMClassifier",
+        "coefficients = [0.5, 0.25, 0.0, 0.1, 0.75, 0.3], rho = [0.05], classlabels_ints = [4, 9]",
+        "i64[5], f32[5,2]", x, "liblinear, two classes");
+  // LIBSVM one-vs-one: three classes (votes), with Platt probabilities, two classes under NONE
+  // ([-v, v]) and LOGISTIC ([1 - v, v]).
+  const std::string three = ", vectors_per_class = [2, 1, 2], support_vectors = " + floats(15, 6) +
+                            ", coefficients = " + floats(10, 7) +
+                            ", rho = [0.1, -0.2, 0.05], classlabels_ints = [0, 1, 2]";
+  for (const std::string& kern : {rbf, poly}) {
+    check("f32[5,3]", "SVMClassifier", kern + three, "i64[5], f32[5,3]", x, "libsvm, votes");
+    check("f32[5,3]", "SVMClassifier",
+          kern + three + ", prob_a = [-1.5, -0.75, -2.0], prob_b = [0.1, -0.2, 0.3]",
+          "i64[5], f32[5,3]", x, "libsvm, probabilities");
+  }
+  for (const char* pt : {"NONE", "LOGISTIC"})
+    check("f32[5,3]", "SVMClassifier",
+          rbf + ", vectors_per_class = [2, 2], support_vectors = " + floats(12, 8) +
+              ", coefficients = " + floats(4, 9) +
+              ", rho = [0.15], classlabels_ints = [3, 7], post_transform = \"" + pt + "\"",
+          "i64[5], f32[5,2]", x, pt);
+}
+
+// OneHotEncoder of integer and float categories (a repeated category: its first position), an
+// unknown one as zeros, or (zeros = 0) the runtime's error.
+TEST(JitMl, OneHotEncoderMatchesTheInterpreter) {
+  const std::string cats = "cats_int64s = [3, 1, 4, 1, 5]";
+  check("i64[4,2]", "OneHotEncoder", cats + ", zeros = 1", "f32[4,2,5]",
+        values(DType::I64, {4, 2}, {1, 3, 9, 5, 4, 1, 0, 3}), "ints, unknown ones");
+  check("f32[6]", "OneHotEncoder", cats + ", zeros = 0", "f32[6,5]",
+        values(DType::F32, {6}, {1, 3, 5, 5, 4, 1}), "floats, all known");
+  Model m = parseWithShapes("graph @g(%x: i64[3]) {\n  %y = ai.onnx.ml.OneHotEncoder(%x) {" + cats +
+                            ", zeros = 0} : f32[3,5]\n  return %y\n}\n");
+  runtime::JitExecutable exe(*m.graph);
+  EXPECT_EQ(exe.stats().fallback, 0);
+  try {
+    exe.run({RValue::of(values(DType::I64, {3}, {1, 7, 3}))});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("value -1 at index 1"), std::string::npos) << e.what();
+  }
 }
 
 } // namespace
