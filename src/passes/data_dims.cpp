@@ -74,6 +74,29 @@ bool nameDataDims(Model& m) {
       }
   });
   bool changed = false;
+  // In subgraphs (Loop, Scan and If bodies) only the dims a consumer fixes: data symbols are the
+  // main graph's (the shape block's).
+  forEachGraph(g, [&](Graph& sg) {
+    if (&sg == &g) return;
+    bool here = false;
+    for (const auto& n : sg.nodes) {
+      if (!n->def || (!n->def->dataDim &&
+                      !(n->domain.empty() && (n->op == "Range" || n->op == "ConstantOfShape"))))
+        continue;
+      for (Value* v : n->outputs)
+        if (v && v->type.isTensor() && v->type.shape)
+          for (size_t d = 0; d < v->type.shape->size(); ++d) {
+            Dim& dim = (*v->type.shape)[d];
+            if (dim.isStatic() || !dim.symbol.empty()) continue;
+            if (const auto fixed = fixedByConsumer(sg, v, d)) {
+              dim = Dim::known(*fixed);
+              here = true;
+            }
+          }
+    }
+    changed = changed || here;
+  });
+  if (changed) inferShapes(g);
   for (const auto& np : g.nodes) {
     const Node& n = *np;
     // Range and ConstantOfShape have no bound, but their lowerings check the size the run's

@@ -1,9 +1,9 @@
 // Loop and Scan compiled as `repeat` regions of the task sequence (runtime/artifact_build.cpp
 // emitLoop, rt::Plan::Kind::Repeat): a Scan with a reversed input and an output stacked along
 // axis 1, a while-Loop whose scan output has its iteration count as a data symbol, the nested
-// Scans of an opset-8 Scan, and a Loop of a run-time trip count that its rows fix. Every run
-// matches the interpreter with no fallback task; a plan whose task leaves a loop body is refused
-// at load.
+// Scans of an opset-8 Scan, a Loop of a run-time trip count that its rows fix, and a body's Slice
+// of run-time bounds whose length its consumer fixes. Every run matches the interpreter with no
+// fallback task; a plan whose task leaves a loop body is refused at load.
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "runtime/artifact.h"
@@ -233,6 +233,53 @@ TEST(CompiledLoops, RunTimeTripCountCheckedAgainstTheRows) {
       ADD_FAILURE() << "no error for " << count << " " << cond;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("differs from the 3"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// A Slice of run-time bounds inside a loop body (test_loop11's form): its length fixed at 1 by
+// the Add that consumes it (declared [1], the other operand [1]); the compiled Slice checks the
+// bounds give that length, so a body whose slice would be longer stops with an error.
+TEST(CompiledLoops, ASliceInTheBodyFixedByItsConsumer) {
+  for (const char* width : {"1", "2"}) {
+    const std::string ir = std::string(R"(graph @g(%m: i64[], %c: bool[], %y: f32[1]) {
+  %res_y, %res_scan = Loop(%m, %c, %y) {
+    body = graph @b(%i: i64[], %ci: bool[], %yi: f32[1]) {
+      %co = Identity(%ci) : bool[]
+      %x = const f32[6] [1, 2, 3, 4, 5, 6]
+      %w = const i64[] [)") +
+                           width + R"(]
+      %e = Add(%i, %w) : i64[]
+      %zero = const i64[1] [0]
+      %s0 = Unsqueeze(%i, %zero) : i64[1]
+      %s1 = Unsqueeze(%e, %zero) : i64[1]
+      %sl = Slice(%x, %s0, %s1) : f32[?]
+      %yo = Add(%yi, %sl) : f32[1]
+      %so = Identity(%yo) : f32[1]
+      return %co, %yo, %so
+    }
+  } : f32[1], f32[5,1]
+  return %res_y, %res_scan
+}
+)";
+    Model m = parseModel(ir), ref = parseModel(ir);
+    const auto dir = test::compileArtifact(m, "aicc_compiled_loops_slice", {});
+    EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+    runtime::LoadedArtifact art(dir.string());
+    Tensor count(DType::I64, {}), cond(DType::Bool, {});
+    count.setI64(0, 5);
+    cond.setI64(0, 1);
+    const std::vector<RValue> in = {RValue::of(count), RValue::of(cond),
+                                    RValue::of(test::uniformTensor({1}, 3))};
+    if (std::string(width) == "1") {
+      test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
+      continue;
+    }
+    try {
+      art.run(in);
+      ADD_FAILURE() << "no error for a slice of 2";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("Slice"), std::string::npos) << e.what();
     }
   }
 }
