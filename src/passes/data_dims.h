@@ -6,6 +6,9 @@
 // of '?': the backend plans them at the bound and lowers them with the run's value, which the
 // task producing it writes into the shape block (rt::Symbol::data) — where before every node
 // after a data-dependent size ran on the reference kernels with values of run-time size.
+// A dim that a chain of elementwise consumers ends in a declared static size is fixed at that
+// size instead (the producer's lowering checks it at run time), in the main graph and in Loop /
+// Scan / If bodies (where no symbol is named: the shape block is the main graph's).
 #pragma once
 
 #include "ir/graph.h"
@@ -14,7 +17,7 @@
 
 namespace aicc {
 
-// The "name-data-dims" pass (top-level graph): returns whether some dim got a symbol.
+// The "name-data-dims" pass: returns whether some dim got a symbol or was fixed.
 bool nameDataDims(Model& m);
 
 // When dim `dim` of result `out` of n is a data symbol n produces (a plain symbol none of its
