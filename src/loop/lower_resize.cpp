@@ -102,7 +102,19 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
     if (numel(staticDims(n.inputs[2], "scales")) != static_cast<int64_t>(axes.size()) ||
         n.inputs[2]->type.dtype != DType::F32)
       no("scales that are not one f32 per dim");
+    if (!o.runtimeKernels) no("scales given at run time (checked by the runtime only)");
     runScales = b.input(n.inputs[2]);
+    // The runtime checks they give the declared output: floor(in * scale) along each axis.
+    const std::string given = b.temp("scaled_sizes", DType::I64, {int64_t(axes.size())});
+    std::vector<int64_t> want;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const ExprPtr sc = cast(DType::F64, load(runScales, intImm(int64_t(i)), DType::F32));
+      pre.push_back(Stmt::store(
+          given, intImm(int64_t(i)),
+          cast(DType::I64, call("floor", {mul(sc, floatImm(double(id[axes[i]]), DType::F64))}))));
+      want.push_back(od[axes[i]]);
+    }
+    pre.push_back(checkValuesI64(given, want));
   } else {
     for (size_t d = 0; d < id.size(); ++d)
       scale[d] = static_cast<double>(od[d]) / static_cast<double>(id[d]);
@@ -207,6 +219,56 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
           sub(mul(add(mul(sub(mul(c(A), dist), c(5 * A)), dist), c(8 * A)), dist), c(4 * A));
       return select(cmp(Op::Le, dist, c(1)), near, select(cmp(Op::Lt, dist, c(2)), far, c(0)));
     };
+    // Each resized dim's taps depend on its output coordinate alone: per coordinate, a table of
+    // the taps' indices and weights (normalized where the reference does), computed before the
+    // nest, which then reads them.
+    std::vector<std::string> tapIndex(id.size()), tapWeight(id.size());
+    std::vector<int64_t> tapCount(id.size(), 0);
+    for (size_t d = 0; d < id.size(); ++d) {
+      if (!resized(d)) continue;
+      // antialias (downscaling): the kernel stretched by 1 / scale, over a wider footprint
+      // [lo, 2 - lo) of taps, normalized. A scale given at run time is at least out / in (the
+      // output is floor(in * scale) long, checked): the footprint of that scale holds the
+      // run's, its extra taps weigh 0.
+      const double st =
+          antialias ? std::min(runScales.empty() ? scale[d] : double(od[d]) / double(id[d]), 1.0)
+                    : 1.0;
+      const ExprPtr stRun =
+          antialias && !runScales.empty()
+              ? min(cast(DType::F64, load(runScales, intImm(axisPos[d]), runScalesType)), c(1))
+              : c(st);
+      const int64_t lo = int64_t(std::floor((cubic ? -2.0 : -1.0) / st)) + 1, T = 2 - 2 * lo;
+      tapCount[d] = T;
+      tapIndex[d] = b.temp("tap_index", DType::I64, {od[d] * T});
+      tapWeight[d] = b.temp("tap_weight", DType::F64, {od[d] * T});
+      const std::string ov = b.fresh("o"), sum = b.temp("tap_sum", DType::F64, {1});
+      const ExprPtr x = source(d, var(ov)), fl = call("floor", {x});
+      const ExprPtr base = select(cmp(Op::Eq, fl, x), sub(x, c(1)), fl), r = sub(x, base);
+      const ExprPtr bi = cast(DType::I64, base);
+      auto at = [&](int64_t i) { return add(mul(var(ov), intImm(T)), intImm(i - lo)); };
+      auto weight = [&](int64_t i) { return load(tapWeight[d], at(i), DType::F64); };
+      Block entry;
+      for (int64_t i = lo; i < 2 - lo; ++i) {
+        ExprPtr dist = call("abs", {mul(sub(c(double(i)), r), stRun)});
+        ExprPtr w = cubic ? cubicWeight(dist) : max(c(0), sub(c(1), dist));
+        ExprPtr idx = add(bi, intImm(i));
+        if (exclude)
+          w = select(binary(Op::And, cmp(Op::Ge, idx, intImm(0)), cmp(Op::Lt, idx, ir[d])), w,
+                     c(0));
+        entry.push_back(Stmt::store(tapWeight[d], at(i), w));
+        entry.push_back(Stmt::store(tapIndex[d], at(i), clampIndex(idx, ir[d])));
+      }
+      if (exclude || antialias) {
+        ExprPtr total;
+        for (int64_t i = lo; i < 2 - lo; ++i) total = total ? add(total, weight(i)) : weight(i);
+        entry.push_back(Stmt::store(sum, intImm(0), total));
+        const ExprPtr sv = load(sum, intImm(0), DType::F64);
+        for (int64_t i = lo; i < 2 - lo; ++i)
+          entry.push_back(Stmt::store(
+              tapWeight[d], at(i), select(cmp(Op::Eq, sv, c(0)), weight(i), div(weight(i), sv))));
+      }
+      pre.push_back(Stmt::forLoop(ov, intImm(0), intImm(od[d]), std::move(entry)));
+    }
     return gatherNest(
         b, out, od,
         [&](const std::vector<ExprPtr>& v) {
@@ -215,28 +277,14 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
           ExprPtr out; // (tf_crop_and_resize)
           for (size_t d = 0; d < v.size(); ++d) {
             if (!resized(d)) continue;
-            ExprPtr x = source(d, v[d]), fl = call("floor", {x});
-            if (crop) out = out ? binary(Op::Or, out, outside(d, x)) : outside(d, x);
-            ExprPtr base = select(cmp(Op::Eq, fl, x), sub(x, c(1)), fl), r = sub(x, base);
-            ExprPtr bi = cast(DType::I64, base), sum;
-            // antialias (downscaling): the kernel stretched by 1 / scale, over a wider footprint
-            // [lo, 2 - lo) of taps, normalized; the scale is a constant then.
-            const double st = antialias ? std::min(scale[d], 1.0) : 1.0;
-            if (antialias && !runScales.empty()) no("antialias with scales given at run time");
-            const int64_t lo = int64_t(std::floor((cubic ? -2.0 : -1.0) / st)) + 1;
-            for (int64_t i = lo; i < 2 - lo; ++i) {
-              ExprPtr dist = call("abs", {mul(sub(c(double(i)), r), c(st))});
-              ExprPtr w = cubic ? cubicWeight(dist) : max(c(0), sub(c(1), dist));
-              ExprPtr idx = add(bi, intImm(i));
-              if (exclude)
-                w = select(binary(Op::And, cmp(Op::Ge, idx, intImm(0)), cmp(Op::Lt, idx, ir[d])), w,
-                           c(0));
-              sum = sum ? add(sum, w) : w;
-              taps[d].push_back({clampIndex(idx, ir[d]), w});
+            if (crop)
+              out = out ? binary(Op::Or, out, outside(d, source(d, v[d])))
+                        : outside(d, source(d, v[d]));
+            for (int64_t i = 0; i < tapCount[d]; ++i) {
+              const ExprPtr at = add(mul(v[d], intImm(tapCount[d])), intImm(i));
+              taps[d].push_back(
+                  {load(tapIndex[d], at, DType::I64), load(tapWeight[d], at, DType::F64)});
             }
-            if (exclude || antialias)
-              for (auto& tp : taps[d])
-                tp.second = select(cmp(Op::Eq, sum, c(0)), tp.second, div(tp.second, sum));
             dims.push_back(d);
           }
           size_t combos = 1;

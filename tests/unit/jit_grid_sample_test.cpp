@@ -4,8 +4,9 @@
 // borders and NaN. CenterCropPad (crop and pad mixed, named axes) with the target shape given at
 // run time, and a target other than the declared one as an error. Resize linear and cubic
 // (cubic_coeff_a, exclude_outside, antialias, three coordinate transformations in turn, up and
-// down), scales given at run time for named axes, tf_crop_and_resize with a run-time roi and sizes
-// given at run time under each keep_aspect_ratio_policy. RoiAlign (avg and max, both coordinate
+// down), scales given at run time for named axes (with antialias too, and a scale giving another
+// output as an error), tf_crop_and_resize with a run-time roi and sizes given at run time under
+// each keep_aspect_ratio_policy. RoiAlign (avg and max, both coordinate
 // transformations, a fixed and an adaptive sampling grid) over boxes inside, across and outside
 // the image, and a batch index out of range as an error. MaxUnpool with and without an output
 // shape, an index out of range as an error. MaxPool with its Indices output.
@@ -245,6 +246,31 @@ TEST(JitGridSample, ResizeCropAndRunTimeSizesMatchTheInterpreter) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("this model's declared shapes need"), std::string::npos)
           << e.what();
+    }
+  }
+}
+
+// Antialias with scales given at run time: the footprint of the smallest scale the declared
+// output allows (out / in) holds every run's (the extra taps weigh 0), two scales per mode that
+// give the same output; a scale giving another output is the runtime's error.
+TEST(JitGridSample, ResizeAntialiasWithRunTimeScales) {
+  const Tensor x = test::uniformTensor({1, 2, 5, 7}, 10);
+  for (const char* mode : {"linear", "cubic"}) {
+    SCOPED_TRACE(mode);
+    Model m = parseWithShapes(std::string("graph @g(%x: f32[1,2,5,7], %s: f32[4]) {\n"
+                                          "  %y = Resize(%x, _, %s) {mode = \"") +
+                              mode + "\", antialias = 1} : f32[1,2,3,3]\n  return %y\n}\n");
+    runtime::JitExecutable exe(*m.graph);
+    for (const auto& sc : {std::vector<double>{1, 1, 0.6, 0.5}, {1, 1, 0.79, 0.56}}) {
+      const std::vector<RValue> in = {RValue::of(x), RValue::of(tensorOf(DType::F32, sc))};
+      EXPECT_FALSE(compareValues(interpret(*m.graph, in)[0], exe.run(in)[0], {1e-6, 1e-6}));
+    }
+    EXPECT_EQ(exe.stats().fallback, 0);
+    try {
+      exe.run({RValue::of(x), RValue::of(tensorOf(DType::F32, {1, 1, 0.4, 0.5}))});
+      ADD_FAILURE() << "scale 0.4 ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("differs from the 3"), std::string::npos) << e.what();
     }
   }
 }
