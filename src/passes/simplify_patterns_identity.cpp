@@ -1,6 +1,7 @@
 // Simplify patterns: ops that do nothing (Identity, inference-mode Dropout, Cast to the same
 // type, Reshape/Expand/Tile/Pad/Slice that keep the shape and data, identity Transpose, one-input
-// Concat, one-output Split) and arithmetic identities (x*1, 1*x, x+0, 0+x, x-0, x/1).
+// Concat, one-output Split, OptionalGetElement / OptionalHasElement of a plain tensor) and
+// arithmetic identities (x*1, 1*x, x+0, 0+x, x-0, x/1).
 #include "ir/rewrite.h"
 #include "passes/simplify_patterns.h"
 
@@ -41,6 +42,22 @@ bool dropout(Graph& g, Node& n) {
   }
   if (n.outputs.size() > 1 && n.outputs[1] && numUses(g, n.outputs[1]) > 0) return false;
   return forwardProven(g, n, n.inputs[0]);
+}
+
+// OptionalGetElement of a tensor (not an optional) is the tensor; OptionalHasElement of one is
+// true.
+bool optionalOfTensor(Graph& g, Node& n) {
+  if (!n.hasInput(0) || !n.inputs[0]->type.isTensor() || n.outputs.empty() || !n.outputs[0])
+    return false;
+  if (isOp(n, "OptionalGetElement")) // (a graph output kept: through an Identity)
+    return forwardProven(g, n, n.inputs[0]) ||
+           (numUses(g, n.outputs[0]) > 0 &&
+            replaceValue(
+                g, n.outputs[0],
+                insertNode(g, &n, "Identity", {n.inputs[0]}, 1, n.outputs[0]->name)->outputs[0]));
+  if (!isOp(n, "OptionalHasElement") || numUses(g, n.outputs[0]) == 0) return false;
+  replaceByConstant(g, n.outputs[0], Tensor::scalar(DType::Bool, 1));
+  return true;
 }
 
 bool castSameType(Graph& g, Node& n) {
@@ -128,6 +145,7 @@ PatternFamily identityOpPatterns() {
   return {"identity-ops",
           {{"identity", identity},
            {"dropout-inference", dropout},
+           {"optional-of-tensor", optionalOfTensor},
            {"cast-same-type", castSameType},
            {"reshape-same-shape", sameShapeReshape},
            {"transpose-identity", identityTranspose},
