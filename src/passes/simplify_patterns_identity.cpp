@@ -1,6 +1,6 @@
 // Simplify patterns: ops that do nothing (Identity, inference-mode Dropout, Cast to the same
 // type, Reshape/Expand/Tile/Pad/Slice that keep the shape and data, identity Transpose, one-input
-// Concat, one-output Split, OptionalGetElement / OptionalHasElement of a plain tensor) and
+// Concat, one-output Split, OptionalGetElement / OptionalHasElement of a tensor or sequence) and
 // arithmetic identities (x*1, 1*x, x+0, 0+x, x-0, x/1).
 #include "ir/rewrite.h"
 #include "passes/simplify_patterns.h"
@@ -44,11 +44,12 @@ bool dropout(Graph& g, Node& n) {
   return forwardProven(g, n, n.inputs[0]);
 }
 
-// OptionalGetElement of a tensor (not an optional) is the tensor; OptionalHasElement of one is
-// true.
+// OptionalGetElement of a tensor or a sequence (not an optional) is that value;
+// OptionalHasElement of one is true.
 bool optionalOfTensor(Graph& g, Node& n) {
-  if (!n.hasInput(0) || !n.inputs[0]->type.isTensor() || n.outputs.empty() || !n.outputs[0])
-    return false;
+  if (!n.hasInput(0) || n.outputs.empty() || !n.outputs[0]) return false;
+  const Type::Kind k = n.inputs[0]->type.kind;
+  if (k != Type::Kind::Tensor && k != Type::Kind::Sequence) return false;
   if (isOp(n, "OptionalGetElement")) // (a graph output kept: through an Identity)
     return forwardProven(g, n, n.inputs[0]) ||
            (numUses(g, n.outputs[0]) > 0 &&

@@ -429,6 +429,11 @@ struct Artifact::Impl {
   std::vector<TaskTime> times;
   std::function<void(size_t)> afterTask;
 
+  // A binding of a dynamic value: a slot, or a dynamic input (a std::shared_ptr<void> there).
+  bool isDynamic(const Binding& b) const {
+    return b.region == Region::Dynamic ||
+           (b.region == Region::Input && !plan.inputs[size_t(b.offset)].dynamic.empty());
+  }
   std::byte* at(const Binding& b) const {
     switch (b.region) {
     case Region::Arena:
@@ -712,8 +717,12 @@ Plan readPlan(const PlanSource& src) {
     const std::string where = format("task {} ({})", i, t.node);
     for (const Binding& b : t.params) {
       checkBinding(b, where);
-      // Only fallback tasks read or write dynamic values (rt/artifact.h).
-      AICC_RT_CHECK(!bindsDynamic(b) || t.kind == Kind::Fallback,
+      // Only fallback tasks read or write dynamic values (rt/artifact.h), but a copy from one
+      // to another, which shares it.
+      AICC_RT_CHECK(!bindsDynamic(b) || t.kind == Kind::Fallback ||
+                        (t.kind == Kind::Copy && t.params.size() == 2 &&
+                         bindsDynamic(t.params[0]) && bindsDynamic(t.params[1]) &&
+                         t.params[1].region == Region::Dynamic),
                     "{}: {} binds a dynamic value but is not a fallback task", planFile, where);
     }
     // Calls are checked against the library's signature below, fallbacks by their provider.
@@ -1089,7 +1098,11 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
       break;
     }
     case Kind::Copy:
-      std::memmove(at(t.params[1]), at(t.params[0]), size_t(t.params[0].bytes));
+      if (isDynamic(t.params[0])) // (a dynamic value shared: an Identity of a sequence)
+        *reinterpret_cast<std::shared_ptr<void>*>(at(t.params[1])) =
+            *reinterpret_cast<const std::shared_ptr<void>*>(at(t.params[0]));
+      else
+        std::memmove(at(t.params[1]), at(t.params[0]), size_t(t.params[0].bytes));
       break;
     case Kind::JumpIfZero:
       if (*at(t.params[0]) == std::byte{0}) ti = t.target;

@@ -45,7 +45,8 @@ enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols };
 // Dynamic values: what no static plan can place (a data-dependent shape, a sequence, an optional,
 // strings) lives in a slot of the instance, an opaque value (std::shared_ptr<void>) that only the
 // fallback provider creates and reads: the bound address of a slot, or of a dynamic input, is
-// that std::shared_ptr<void>. Only fallback tasks bind them; the runtime never looks inside.
+// that std::shared_ptr<void>. Only fallback tasks bind them, and copies from one to a slot (an
+// Identity of a sequence: the value shared); the runtime never looks inside.
 struct Binding {
   Region region = Region::Arena;
   int64_t offset = 0; // bytes (Input: the input's index; Dynamic: the slot)

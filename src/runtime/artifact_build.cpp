@@ -304,6 +304,21 @@ void Builder::push(ArtifactTask t, std::string op, std::string schedule) {
 }
 
 void Builder::emitCall(const Scope& s, const Node& n) {
+  // An Identity of a sequence or an optional: the value shared (a copy task, no fallback).
+  if (n.op == "Identity" && n.domain.empty() && n.hasInput(0) && n.outputs.size() == 1 &&
+      isDynamic(n.inputs[0]) && isDynamic(n.outputs[0]) && !n.inputs[0]->type.isTensor() &&
+      !n.outputs[0]->type.isTensor()) {
+    push({ArtifactTask::Kind::Copy,
+          "",
+          n.describe(),
+          {bind(s, n.inputs[0]), bind(s, n.outputs[0])},
+          0,
+          0,
+          nullptr,
+          {}},
+         n.op, "share the value");
+    return;
+  }
   std::string why = dynamicIo(n), name = "task" + std::to_string(spec_.code.funcs.size());
   std::optional<loop::LoweredNode> ln;
   const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);

@@ -237,6 +237,11 @@ TEST(Artifact, BadInputsAndDamagedArtifactsGiveClearErrors) {
   damaged(
       "a call binding a dynamic slot", [&] { editPlan(" I:0:24 I:1:12", " D:0:0 I:1:12"); },
       "binds a dynamic value but is not a fallback task");
+  // A copy shares a dynamic value only into another slot: never into the arena or from it.
+  for (const char* copy : {"copy x D:0:0 A:0:0\n", "copy x A:0:0 D:0:0\n", "copy x D:0:0\n"})
+    damaged(
+        copy, [&] { std::ofstream(dir / "model.plan", std::ios::app) << copy; },
+        "binds a dynamic value but is not a fallback task");
   fs::remove_all(dir);
   fs::copy(pristine, dir);
   fs::remove_all(pristine);

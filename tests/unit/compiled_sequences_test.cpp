@@ -4,7 +4,9 @@
 // split with a shorter last chunk, the count of a 1-D split given at run time), read by SequenceAt,
 // SequenceLength and ConcatFromSequence (with and without new_axis). The artifact matches the
 // interpreter on the graph as written. A sequence returned from the graph, and a chunk of a
-// run-time split (a Split of data-dependent sizes), stay fallbacks.
+// run-time split (a Split of data-dependent sizes), stay fallbacks; an Identity of a sequence
+// input shares it (a copy task).
+#include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
 #include "jit_check.h"
@@ -68,6 +70,29 @@ TEST(CompiledSequences, ReturnedSequencesAndRunTimeChunksStayFallbacks) {
                               RValue::of(tensorOfInts(DType::I64, {1, 5}))};
     test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
   }
+}
+
+// An Identity of a sequence input (and OptionalGetElement of one, simplified to it) compiles to a
+// copy task that shares the value: no fallback, the output the input's tensors.
+TEST(CompiledSequences, AnIdentityOfASequenceSharesIt) {
+  const char* ir = R"(graph @g(%s: seq<f32[?]>) {
+  %a = OptionalGetElement(%s) : seq<f32[?]>
+  %b = Identity(%a) : seq<f32[?]>
+  return %b
+}
+)";
+  Model m = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_share", {});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  const RValue in = RValue::ofSeq({test::uniformTensor({3}, 1), test::uniformTensor({5}, 2)});
+  const std::vector<RValue> out = art.run({in});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].kind, RValue::Kind::Sequence);
+  ASSERT_EQ(out[0].seq.size(), 2u);
+  for (size_t k = 0; k < 2; ++k)
+    EXPECT_FALSE(compareValues(RValue::of(in.seq[k]), RValue::of(out[0].seq[k]), {0, 0}));
 }
 
 } // namespace
