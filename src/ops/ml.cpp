@@ -260,6 +260,11 @@ std::vector<double> finishScores(std::vector<double> s, PostTransform p, SecondC
   return s;
 }
 
+bool perRow(const Node& n) {
+  const Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+  return x && x->type.isTensor() && x->type.shape && x->type.shape->size() >= 2;
+}
+
 ClassLabels classLabels(const Node& n, const std::string& intsName) {
   ClassLabels l;
   if (const Attribute* a = n.attr("classlabels_strings"))
@@ -338,6 +343,7 @@ void registerMlOps(OpRegistry& r) {
       .upgrade(1, 1, upgradeLabelEncoder1,
                {{"classes_strings", Attribute::Kind::Strings, std::nullopt, false}});
   r.op("ArrayFeatureExtractor", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(2, 2)
       .infer(inferArrayFeatureExtractor)

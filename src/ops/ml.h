@@ -22,6 +22,10 @@ void registerMlLinearOps(OpRegistry& r);
 void registerMlSvmOps(OpRegistry& r);
 void registerMlMapOps(OpRegistry& r);
 
+// OpDef::perSample of the ops that compute each row of X [N, F] (N the batch) alone: X of rank 2
+// or more (a 1-D X is one row).
+bool perRow(const Node& n);
+
 // ---- Scores of the classifiers and regressors ---------------------------------------------------
 
 // The order of TreeEnsemble's integer post_transform attribute.

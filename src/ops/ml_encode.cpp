@@ -111,6 +111,7 @@ void inferCategoryMapper(InferCtx& c) {
 
 void registerMlEncodeOps(OpRegistry& r) {
   r.op("OneHotEncoder", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(1, 1)
       .attr("cats_int64s", Attribute::Kind::Ints)

@@ -116,6 +116,7 @@ void inferLinearRegressor(InferCtx& c) {
 
 void registerMlLinearOps(OpRegistry& r) {
   r.op("LinearClassifier", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(1, 1)
       .outputs(2, 2)
@@ -128,6 +129,7 @@ void registerMlLinearOps(OpRegistry& r) {
       .infer(inferLinearClassifier)
       .kernel(linearClassifierKernel);
   r.op("LinearRegressor", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(1, 1)
       .attr("coefficients", Attribute::Kind::Floats)

@@ -292,6 +292,7 @@ void inferSvmRegressor(InferCtx& c) {
 
 void registerMlSvmOps(OpRegistry& r) {
   r.op("SVMClassifier", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(1, 1)
       .outputs(2, 2)
@@ -309,6 +310,7 @@ void registerMlSvmOps(OpRegistry& r) {
       .infer(inferSvmClassifier)
       .kernel(svmClassifierKernel);
   r.op("SVMRegressor", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(1, 1)
       .attr("coefficients", Attribute::Kind::Floats)

@@ -151,6 +151,7 @@ void inferFeatureVectorizer(InferCtx& c) {
 
 void registerMlTransformOps(OpRegistry& r) {
   r.op("Scaler", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(1, 1)
       .attrFloats("offset", {0.0f})
@@ -158,12 +159,14 @@ void registerMlTransformOps(OpRegistry& r) {
       .infer(inferFloatSameShape)
       .kernel(scalerKernel);
   r.op("Normalizer", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(1, 1)
       .attrString("norm", "MAX")
       .infer(inferFloatSameShape)
       .kernel(normalizerKernel);
   r.op("Imputer", kMlDomain)
+      .perSample(perRow)
       .since(1)
       .inputs(1, 1)
       .attrFloats("imputed_value_floats", {})

@@ -189,6 +189,7 @@ size_t findLeaf(const Forest& f, size_t root, const Tensor& x, int64_t row, int6
 
 void registerMlTreeOps(OpRegistry& r) {
   r.op("TreeEnsemble", kMlDomain)
+      .perSample(perRow)
       .since(5)
       .inputs(1, 1)
       .attrInt("aggregate_function", 1)

@@ -328,6 +328,7 @@ void registerMlTreeLegacyOps(OpRegistry& r) {
   OpBuilder cls = r.op("TreeEnsembleClassifier", kMlDomain);
   treeNodeAttrs(cls);
   cls.since(1)
+      .perSample(perRow)
       .inputs(1, 1)
       .outputs(2, 2)
       .attr("class_treeids", Attribute::Kind::Ints)
@@ -342,6 +343,7 @@ void registerMlTreeLegacyOps(OpRegistry& r) {
   OpBuilder reg = r.op("TreeEnsembleRegressor", kMlDomain);
   treeNodeAttrs(reg);
   reg.since(1)
+      .perSample(perRow)
       .inputs(1, 1)
       .attrString("aggregate_function", "SUM")
       .attrInt("n_targets", 1)

@@ -8,8 +8,13 @@
 // reached with two base values or none, leaves that give one class only), SVMRegressor (RBF,
 // polynomial and sigmoid kernels, one_class, linear without supports) and SVMClassifier
 // (LIBLINEAR with three and two classes, LIBSVM's votes, Platt probabilities, two classes),
-// OneHotEncoder (an unknown category as zeros, or the runtime's error).
+// OneHotEncoder (an unknown category as zeros, or the runtime's error); and an artifact with a
+// symbolic batch, the ops per row.
+#include "interp/interpreter.h"
 #include "jit_check.h"
+#include "runtime/artifact.h"
+#include "shared_models.h"
+#include "support/file.h"
 
 #include <gtest/gtest.h>
 
@@ -187,6 +192,30 @@ TEST(JitMl, OneHotEncoderMatchesTheInterpreter) {
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("value -1 at index 1"), std::string::npos) << e.what();
+  }
+}
+
+// Through `aicc compile` with the batch symbolic (1..8): the ml ops compute each row alone
+// (OpDef::perSample when X has rows), so the artifact compiles them per sample, no fallback,
+// and matches the interpreter at batches 1, 3 and 8.
+TEST(JitMl, ArtifactsWithASymbolicBatchCompilePerRow) {
+  const std::string tree =
+      forest("[0, 1, 1, 2, 0, 2, 2, 1]", "[1, 1, 2, 2, 1, 1, 2, 2]", "[0, 0, 0, 0, 1, 1, 1, 1]",
+             "[0.5, 0.25, 1.0, 0.75, 0.125, 2.0, 0.5, 0.25]") +
+      ", classlabels_int64s = [1, 2, 3], post_transform = \"SOFTMAX\"";
+  const std::string ir = "graph @g(%x: f32[N,3]) {\n"
+                         "  %s = ai.onnx.ml.Scaler(%x) {offset = [0.5], scale = [2.0, -1.0, 0.25]}"
+                         " : f32[N,3]\n"
+                         "  %n = ai.onnx.ml.Normalizer(%s) {norm = \"L2\"} : f32[N,3]\n"
+                         "  %l, %p = ai.onnx.ml.TreeEnsembleClassifier(%n) {" +
+                         tree + "} : i64[N], f32[N,3]\n  return %l, %p\n}\n";
+  Model m = parseWithShapes(ir), ref = parseWithShapes(ir);
+  const auto dir = test::compileArtifact(m, "aicc_ml_symbolic_batch", {{"N", 1, 8}});
+  EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t n : {1, 3, 8}) {
+    const std::vector<RValue> in = {RValue::of(values(DType::F32, {n, 3}, kRows))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-7});
   }
 }
 
