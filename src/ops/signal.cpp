@@ -332,7 +332,13 @@ void registerSignalOps(OpRegistry& r) {
       .upgrade(17, 19, upgradeDftAxisAttr,
                {AttrSpec{"axis", Attribute::Kind::Int, Attribute{int64_t{1}}}});
 
-  r.op("STFT").since(17).inputs(2, 4).attrInt("onesided", 1).infer(inferStft).kernel(runStft);
+  r.op("STFT") // (each signal of the batch alone)
+      .since(17)
+      .perSample()
+      .inputs(2, 4)
+      .attrInt("onesided", 1)
+      .infer(inferStft)
+      .kernel(runStft);
 
   registerWindowOps(r);
 }

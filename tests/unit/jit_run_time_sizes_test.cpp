@@ -8,7 +8,9 @@
 // pads and dilations; an image shape other than the result's as an error).
 #include "interp/interpreter.h"
 #include "jit_check.h"
+#include "runtime/artifact.h"
 #include "shared_models.h"
+#include "support/file.h"
 
 #include <gtest/gtest.h>
 
@@ -79,6 +81,22 @@ TEST(JitRunTimeSizes, StftFramesWindowsAndRunTimeSizes) {
                    {RValue::of(test::uniformTensor({1, 40, 2}, 8).castTo(DType::F64)),
                     RValue::of(test::uniformTensor({10}, 9).castTo(DType::F64))},
                    {1e-12, 1e-12}, "10 every 3");
+}
+
+// STFT under a symbolic batch, through `aicc compile`: each signal alone (per sample), no
+// fallback, at batches 1 and 3.
+TEST(JitRunTimeSizes, StftPerSampleInAnArtifact) {
+  const char* ir = "graph @g(%x: f32[N,64,1], %w: f32[16]) {\n  %s = const i64[] [8]\n"
+                   "  %y = STFT(%x, %s, %w) : f32[N,7,9,2]\n  return %y\n}\n";
+  Model m = parseWithShapes(ir), ref = parseWithShapes(ir);
+  const auto dir = test::compileArtifact(m, "aicc_stft_symbolic", {{"N", 1, 4}});
+  EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t n : {1, 3}) {
+    const std::vector<RValue> in = {RValue::of(test::uniformTensor({n, 64, 1}, uint32_t(n))),
+                                    RValue::of(test::uniformTensor({16}, 4))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-5, 1e-5});
+  }
 }
 
 TEST(JitRunTimeSizes, WindowFunctionsOfARunTimeSize) {
