@@ -8,7 +8,10 @@ per-sample rules, the fallback tasks that run at the run's sizes (nodes no lower
 symbols) and the data-dependent dims (passes/data_dims.h) on many ops and shapes. The tests no
 engine matches (expected_failures.txt: random draws) are skipped, saying so.
 
-usage: check_symbolic_suite.py AICC NODE_DIR [--every N] (N: every Nth test, for CI time)
+It also counts the matched tests whose artifact has no fallback task (every node compiled for
+the symbolic sizes); -v lists the others with their first fallback's reason.
+
+usage: check_symbolic_suite.py AICC NODE_DIR [--every N] [-v] (N: every Nth test, for CI time)
 """
 import os
 import subprocess
@@ -78,7 +81,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected_fai
             EXPECTED[name.strip()] = why.strip()
 
 counts = {"matched": 0, "refused": 0, "not symbolic": 0, "expected failures": 0}
-wrong = []
+wrong, fallback_tests = [], []
 with tempfile.TemporaryDirectory() as tmp:
     for k, name in enumerate(sorted(os.listdir(ROOT))):
         d = os.path.join(ROOT, name)
@@ -111,10 +114,14 @@ with tempfile.TemporaryDirectory() as tmp:
         model, art, od = (os.path.join(tmp, name + x) for x in (".onnx", "_art", "_out"))
         onnx.save(m, model)
         ranges = sum((["--dim", f"d{v}={v}..{v + 3}"] for v in sorted(sizes)), [])
-        if subprocess.run([AICC, "compile", model, "-o", art] + ranges,
-                          capture_output=True, text=True).returncode:
+        c = subprocess.run([AICC, "compile", model, "-o", art] + ranges, capture_output=True,
+                           text=True)
+        if c.returncode:
             counts["refused"] += 1
             continue
+        # (a note per node left to its reference kernel: "runs through the reference kernel")
+        falls = [l.split("(no lowering): ", 1)[-1] for l in c.stderr.splitlines()
+                 if "runs through the reference kernel" in l]
         r = subprocess.run([AICC, "run", art, "--inputs-dir", ds, "--output-dir", od],
                            capture_output=True, text=True)
         why = (r.stderr.strip().splitlines()[-1] if r.returncode else
@@ -123,7 +130,14 @@ with tempfile.TemporaryDirectory() as tmp:
             wrong.append(f"{name}: {why[:200]}")
         else:
             counts["matched"] += 1
+            if falls:
+                fallback_tests.append(f"{name}: {falls[0][:160]}")
 print(f"symbolic inputs, every {EVERY} test(s): {counts}, wrong {len(wrong)}")
+print(f"matched fully compiled: {counts['matched'] - len(fallback_tests)} of {counts['matched']}"
+      f" ({len(fallback_tests)} with a fallback task at the run's sizes; -v lists them)")
+if "-v" in sys.argv:
+    for f in fallback_tests:
+        print("FALLBACK:", f)
 for w in wrong:
     print("WRONG:", w)
 sys.exit(1 if wrong or not counts["matched"] else 0)
