@@ -171,15 +171,15 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
     pastLen = pk[2];
   }
   const int64_t Skv = pastLen + K.S; // the total key length
-  // Symbolic sequence lengths and batch (LowerOptions::runDim): the run's, in the plain form only
-  // (no past, present, mask or scores output: their sizes follow the lengths); heads and head
-  // size static.
+  // Symbolic sequence lengths and batch (LowerOptions::runDim): the run's, with a mask of the
+  // run's sizes (its strides too, below) but no past, present, padding or scores output (their
+  // sizes follow the lengths); heads and head size static.
   auto runDim = [&](const Value* x, size_t d) { return o.runDim ? o.runDim(x, d) : nullptr; };
   const ExprPtr SqRun = runDim(q, Q.seqMajor ? 1 : 2), SkRun = runDim(k, K.seqMajor ? 1 : 2),
                 BRun = runDim(q, 0);
   if (SqRun || SkRun || BRun || runDim(v, V.seqMajor ? 1 : 2)) {
-    const bool plain = !past && n.outputs.size() == 1 && !n.hasInput(3) && !padded;
-    if (!plain) no("Attention with symbolic lengths and a past, present, mask or scores output");
+    const bool plain = !past && n.outputs.size() == 1 && !padded;
+    if (!plain) no("Attention with symbolic lengths and a past, present, padding or scores output");
     for (const Value* x : {q, k, v, static_cast<const Value*>(n.outputs[0])})
       for (size_t d = 0; d < x->type.shape->size(); ++d)
         if (runDim(x, d) && d != 0 && d != (x->type.shape->size() == 4 ? 2u : 1u))
@@ -239,7 +239,27 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
     md.insert(md.begin(), 4 - md.size(), 1);
     mask = bufferArg(b.input(m));
   }
+  // A mask under symbolic sizes: each dim 1 (broadcast) or the run's B / Sq / Skv, the last one
+  // the key length; its strides from its run dims.
+  std::vector<ExprPtr> runSt;
+  if (maskKind && (BRun || SqRun || SkRun)) {
+    const Value* m = n.inputs[3];
+    const Dims mdd = staticDims(m, "attn_mask");
+    const std::vector<ExprPtr> mr = runDims(o, m, mdd), ms = stridesOf(mr);
+    const ExprPtr want[4] = {BRun ? BRun : intImm(B), intImm(Hq), SqRun ? SqRun : intImm(Sq),
+                             SkRun ? SkRun : intImm(Skv)};
+    runSt.assign(4, intImm(0));
+    for (size_t i = 0; i < mdd.size(); ++i) {
+      const size_t d = 4 - mdd.size() + i;
+      // (the last dim is never broadcast: a shorter mask disallows the keys past it)
+      const bool one = d != 3 && isImm(mr[i]) && mdd[i] == 1;
+      if (!one && !equal(mr[i], want[d]))
+        no("an attn_mask that does not follow the symbolic sizes");
+      if (!one) runSt[d] = ms[i];
+    }
+  }
   if (padded || (maskKind && md[3] < Skv)) {
+    if (!runSt.empty()) no("a short mask with symbolic sizes");
     // Padding lengths, or a mask shorter than the keys (the keys past it disallowed): one
     // additive f32 bias [B, H | 1, Sq, Skv] built first, as the reference's: the mask (bool:
     // 0 / -inf), -inf past the mask, past key nonpad_kv_seqlen[b], and causally from
@@ -289,6 +309,7 @@ std::optional<LoweredNode> lowerAttentionFamily(const Node& n, const std::string
   if (BRun) args[5].value = BRun; // B, Sq, Skv: the run's
   if (SqRun) args[8].value = SqRun;
   if (SkRun) args[9].value = SkRun;
+  for (size_t d = 0; d < runSt.size(); ++d) args[13 + d].value = runSt[d]; // (the mask's strides)
   args.push_back(CallArg{"", nullptr, floatImm(scale, DType::F32)});
   args.push_back(CallArg{"", nullptr, floatImm(softcap > 0 ? softcap : 0.0f, DType::F32)});
   const int64_t layout = int64_t(Q.seqMajor) | int64_t(kSeqMajor) << 1 | int64_t(vSeqMajor) << 2 |

@@ -199,6 +199,33 @@ TEST(DynamicSequence, AttentionAndTransposesTakeTheRunsLength) {
   }
 }
 
+// Attention with a mask under a symbolic batch and length: an additive [N, 1, S, S] mask and a
+// bool [S, S] one (broadcast over the batch and heads), causal too, read at the run's strides.
+TEST(DynamicSequence, AttentionMasksTakeTheRunsSizes) {
+  for (const char* mask : {"f32[N,1,S,S]", "bool[S,S]"}) {
+    SCOPED_TRACE(mask);
+    const std::string ir = std::string("graph @g(%q: f32[N,2,S,4], %k: f32[N,2,S,4], ") +
+                           "%v: f32[N,2,S,4], %m: " + mask +
+                           ") {\n  %a = Attention(%q, %k, %v, %m) : f32[N,2,S,4]\n"
+                           "  %c = Attention(%q, %k, %v, %m) {is_causal = 1} : f32[N,2,S,4]\n"
+                           "  return %a, %c\n}\n";
+    Model ref = parseModel(ir), m = parseModel(ir);
+    fs::path dir = compile(m, std::string("mask_") + mask[0], {{"N", 1, 3}, {"S", 1, 12}});
+    EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+    runtime::LoadedArtifact art(dir.string());
+    for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 5}, {3, 12}, {2, 1}}) {
+      const bool f32 = mask[0] == 'f';
+      Tensor mt = f32 ? random({n, 1, s, s}, 9) : Tensor(DType::Bool, {s, s});
+      if (!f32)
+        for (int64_t i = 0; i < mt.numel(); ++i) mt.setI64(i, (i * 7 + 3) % 4 != 0);
+      std::vector<RValue> in = {RValue::of(random({n, 2, s, 4}, 1)),
+                                RValue::of(random({n, 2, s, 4}, 2)),
+                                RValue::of(random({n, 2, s, 4}, 3)), RValue::of(mt)};
+      test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-5, 1e-6});
+    }
+  }
+}
+
 // A batch and a length, both symbolic ([N, S, 8]): token-wise ops per (batch, position) row, the
 // heads' transposes and attention with the run's batch and length.
 TEST(DynamicSequence, BatchAndLengthTogether) {
