@@ -331,12 +331,14 @@ std::optional<LoweredNode> lowerTrilu(const Node& n, const std::string& name,
   const bool upper = n.attrInt("upper") != 0;
   std::string in = b.input(n.inputs[0]);
   DType t = n.outputs[0]->type.dtype;
+  // (symbolic sizes: the input read at the run's strides; the nest runs the output's run dims)
+  const std::vector<ExprPtr> is = stridesOf(runDims(o, n.inputs[0], od));
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {
         ExprPtr diag = sub(v[v.size() - 1], v[v.size() - 2]); // column - row
         ExprPtr keep = cmp(upper ? Op::Ge : Op::Le, diag, k);
-        return select(keep, load(in, linearIndex(v, strides(od)), t), constant(t, 0));
+        return select(keep, load(in, runIndex(v, is), t), constant(t, 0));
       },
       o);
 }

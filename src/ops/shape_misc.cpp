@@ -477,6 +477,11 @@ void registerShapeMiscOps(OpRegistry& r) {
       .kernel(kernelUnique);
   r.op("Trilu")
       .since(14)
+      // (each matrix of the last two dims alone: the leading dims are samples)
+      .perSampleDims([](const Node& n, size_t dims) {
+        const Value* x = n.inputs.empty() ? nullptr : n.inputs[0];
+        return x && x->type.isTensor() && x->type.shape && x->type.shape->size() >= dims + 2;
+      })
       .inputs(1, 2)
       .attrInt("upper", 1)
       .infer(inferSameAsInput0)

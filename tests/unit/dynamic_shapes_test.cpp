@@ -226,6 +226,27 @@ TEST(DynamicSequence, AttentionMasksTakeTheRunsSizes) {
   }
 }
 
+// Trilu over matrices of symbolic sides (a causal mask's shape): the nest over the run's dims,
+// the input read at the run's strides, k given at run time; per sample over a leading batch.
+TEST(DynamicSequence, TriluTakesTheRunsSides) {
+  const char* ir = R"(graph @g(%x: f32[N,S,T], %k: i64[]) {
+  %u = Trilu(%x, %k) : f32[N,S,T]
+  %l = Trilu(%x) {upper = 0} : f32[N,S,T]
+  return %u, %l
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  fs::path dir = compile(m, "trilu", {{"N", 1, 3}, {"S", 1, 9}, {"T", 1, 7}});
+  EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+  runtime::LoadedArtifact art(dir.string());
+  for (auto [n, s, t] : {std::array<int64_t, 3>{1, 9, 7}, {3, 4, 6}, {2, 1, 3}}) {
+    Tensor k(DType::I64, {});
+    k.setI64(0, s - 5);
+    std::vector<RValue> in = {RValue::of(random({n, s, t}, uint32_t(s))), RValue::of(k)};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
+  }
+}
+
 // A batch and a length, both symbolic ([N, S, 8]): token-wise ops per (batch, position) row, the
 // heads' transposes and attention with the run's batch and length.
 TEST(DynamicSequence, BatchAndLengthTogether) {
