@@ -1,5 +1,6 @@
-// Internal to the ai.onnx.ml lowerings (lower_ml.cpp: the element ops and the forests;
-// lower_ml_linear.cpp: the feature transforms and linear models; lower_ml_svm.cpp: SVMs).
+// Internal to the ai.onnx.ml lowerings (lower_ml.cpp: the element ops, the shared helpers and the
+// dispatch; lower_ml_tree.cpp: the forests; lower_ml_linear.cpp: the feature transforms and linear
+// models; lower_ml_svm.cpp: SVMs).
 #pragma once
 
 #include "loop/lower_ops.h"
@@ -16,6 +17,9 @@ Stmt storeLabel(FuncBuilder& b, const std::vector<int64_t>& labels, const std::s
 // postTransform (ops/ml.cpp): none, logistic, softmax, softmax_zero (probit declined).
 Block postTransformRow(FuncBuilder& b, const std::string& acc, int64_t n, PostTransform pt);
 
+// TreeEnsemble, TreeEnsembleRegressor, TreeEnsembleClassifier (lower_ml_tree.cpp).
+std::optional<LoweredNode> lowerMlTreeFamily(const Node& n, const std::string& name,
+                                             const LowerOptions& o);
 // Scaler, Normalizer, Imputer, LinearRegressor, LinearClassifier (lower_ml_linear.cpp).
 std::optional<LoweredNode> lowerMlLinearFamily(const Node& n, const std::string& name,
                                                const LowerOptions& o);
