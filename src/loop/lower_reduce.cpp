@@ -383,6 +383,40 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), {}, o);
 }
 
+// Softmax / LogSoftmax at the run's sizes `ir` (symbolic): per row of the run's length, the max,
+// the exp-sum and the result in three plain passes, as the static form's scalar path.
+std::optional<LoweredNode> lowerSoftmaxRunSizes(const Node& n, FuncBuilder& b,
+                                                const LowerOptions& o, bool logSoftmax,
+                                                const std::vector<ExprPtr>& ir, size_t axis) {
+  const Dims id = staticDims(n.inputs.at(0), "input");
+  const DType t = n.outputs[0]->type.dtype;
+  const Split3 bound = split3(id, axis, axis + 1);
+  const ExprPtr outer = product(ir, 0, axis), len = ir[axis], inner = product(ir, axis + 1);
+  const std::string out = b.output(0), in = b.input(n.inputs[0]);
+  const std::string mx = b.temp("rowmax", t, {bound.outer * bound.inner}),
+                    sm = b.temp("rowsum", t, {bound.outer * bound.inner});
+  const std::string ov = b.fresh("o"), iv = b.fresh("i"), av = b.fresh("a");
+  const ExprPtr row = add(mul(var(ov), inner), var(iv));
+  const ExprPtr at = add(add(mul(var(ov), mul(len, inner)), mul(var(av), inner)), var(iv));
+  const ExprPtr m = load(mx, row, t), su = load(sm, row, t), x = load(in, at, t);
+  const double inf = std::numeric_limits<double>::infinity();
+  Block body = {Stmt::store(mx, row, constant(t, -inf)), Stmt::store(sm, row, constant(t, 0))};
+  auto pass = [&](Block step) {
+    for (auto& st : runNest({av}, {len}, std::move(step), false)) body.push_back(std::move(st));
+  };
+  pass({Stmt::store(mx, row, select(cmp(Op::Gt, x, m), x, m))});
+  const std::string ex = b.fresh("ex");
+  Block second = {Stmt::let(ex, call("exp", {sub(x, m)}))};
+  if (!logSoftmax) second.push_back(Stmt::store(out, at, var(ex, t)));
+  second.push_back(Stmt::store(sm, row, add(su, var(ex, t))));
+  pass(std::move(second));
+  pass({Stmt::store(out, at,
+                    logSoftmax ? sub(sub(x, m), call("log", {su})) : div(load(out, at, t), su))});
+  Schedule sch;
+  sch["axis"] = static_cast<int64_t>(axis);
+  return b.finish(runNest({ov, iv}, {outer, inner}, std::move(body), true), std::move(sch), o);
+}
+
 std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const LowerOptions& o,
                                         bool logSoftmax) {
   b.setKind("softmax");
@@ -393,6 +427,18 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
   size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
   Split3 s = split3(id, axis, axis + 1);
   std::string in = b.input(n.inputs[0]);
+  // Symbolic sizes (the run's dims: an attention's [N, H, S, S] with S symbolic): rows of the
+  // run's length at the run's strides, the plain passes (no lanes).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id),
+                             orr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "output"));
+  bool symbolic = false;
+  for (size_t d = 0; d < ir.size(); ++d) {
+    symbolic |= !isImm(ir[d]);
+    if (!equal(ir[d], orr.at(d))) no("Softmax whose result has other symbolic sizes");
+  }
+  // (a fused root reads its prologue's temp, planned at the bound's sizes: not at the run's)
+  if (symbolic && n.owner && n.owner->parent) no("a fused Softmax at symbolic sizes");
+  if (symbolic) return lowerSoftmaxRunSizes(n, b, o, logSoftmax, ir, axis);
   std::string mx = b.temp("rowmax", t, {s.outer * s.inner}),
               sm = b.temp("rowsum", t, {s.outer * s.inner});
   std::string ov = b.fresh("o"), iv = b.fresh("i"), a1 = b.fresh("a"), a2 = b.fresh("a"),

@@ -247,6 +247,25 @@ TEST(DynamicSequence, TriluTakesTheRunsSides) {
   }
 }
 
+// Softmax and LogSoftmax over an attention's scores [N, H, S, S] with N and S symbolic: rows of
+// the run's length at the run's strides (the last axis and an inner one).
+TEST(DynamicSequence, SoftmaxTakesTheRunsLength) {
+  const char* ir = R"(graph @g(%x: f32[N,2,S,S]) {
+  %a = Softmax(%x) {axis = -1} : f32[N,2,S,S]
+  %b = LogSoftmax(%x) {axis = 2} : f32[N,2,S,S]
+  return %a, %b
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  fs::path dir = compile(m, "softmax", {{"N", 1, 3}, {"S", 1, 16}});
+  EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+  runtime::LoadedArtifact art(dir.string());
+  for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 16}, {3, 5}, {2, 1}}) {
+    std::vector<RValue> in = {RValue::of(random({n, 2, s, s}, uint32_t(s)))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-7});
+  }
+}
+
 // A batch and a length, both symbolic ([N, S, 8]): token-wise ops per (batch, position) row, the
 // heads' transposes and attention with the run's batch and length.
 TEST(DynamicSequence, BatchAndLengthTogether) {
