@@ -328,7 +328,7 @@ TEST(DynamicSequence, LinearAttentionAndCausalConvCompiled) {
 
 TEST(DynamicBatch, NodesThatMixSamplesRunOnTheReferenceKernelsAtTheRunsSizes) {
   const char* cases[] = {
-      "%s = Softmax(%x) {axis = 0} : f32[N,4]\n  return %s",
+      "%s = Hardmax(%x) {axis = 0} : f32[N,4]\n  return %s",
       "%zero = Constant() {value = tensor i64[] [0]} : i64[]\n  %s = CumSum(%x, %zero) : "
       "f32[N,4]\n  return %s",
       "%s = ArgMax(%x) {axis = 0} : i64[1,4]\n  return %s",
