@@ -53,6 +53,14 @@ bool isReduction(const Node& n) {
   if (n.inputs.size() > 1 && n.inputs[1] && !n.inputs[1]->constant && !n.outputs.empty() &&
       n.outputs[0] && n.outputs[0]->type.shape && !toDims(*n.outputs[0]->type.shape))
     return false; // axes given at run time deciding symbolic dims: lowered alone (lower_reduce)
+  // A softmax along a symbolic axis: lowered alone at the run's sizes (its prologue's temp would
+  // be at the bound's).
+  if ((n.op == "Softmax" || n.op == "LogSoftmax") && n.inputs[0] && n.inputs[0]->type.shape) {
+    const Shape& s = *n.inputs[0]->type.shape;
+    int64_t axis = n.attrInt("axis", -1);
+    if (axis < 0) axis += int64_t(s.size());
+    if (axis >= 0 && axis < int64_t(s.size()) && !s[size_t(axis)].isStatic()) return false;
+  }
   return !n.inputs.empty() && n.inputs[0] && !n.outputs.empty() && n.outputs[0];
 }
 

@@ -248,12 +248,15 @@ TEST(DynamicSequence, TriluTakesTheRunsSides) {
 }
 
 // Softmax and LogSoftmax over an attention's scores [N, H, S, S] with N and S symbolic: rows of
-// the run's length at the run's strides (the last axis and an inner one).
+// the run's length at the run's strides (the last axis and an inner one); a mask added before
+// one (not fused with it: fuse-elementwise leaves a softmax along a symbolic axis alone).
 TEST(DynamicSequence, SoftmaxTakesTheRunsLength) {
-  const char* ir = R"(graph @g(%x: f32[N,2,S,S]) {
+  const char* ir = R"(graph @g(%x: f32[N,2,S,S], %m: f32[N,1,1,S]) {
   %a = Softmax(%x) {axis = -1} : f32[N,2,S,S]
   %b = LogSoftmax(%x) {axis = 2} : f32[N,2,S,S]
-  return %a, %b
+  %w = Add(%x, %m) : f32[N,2,S,S]
+  %c = Softmax(%w) {axis = -1} : f32[N,2,S,S]
+  return %a, %b, %c
 }
 )";
   Model ref = parseModel(ir), m = parseModel(ir);
@@ -261,7 +264,8 @@ TEST(DynamicSequence, SoftmaxTakesTheRunsLength) {
   EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
   runtime::LoadedArtifact art(dir.string());
   for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 16}, {3, 5}, {2, 1}}) {
-    std::vector<RValue> in = {RValue::of(random({n, 2, s, s}, uint32_t(s)))};
+    std::vector<RValue> in = {RValue::of(random({n, 2, s, s}, uint32_t(s))),
+                              RValue::of(random({n, 1, 1, s}, uint32_t(s + 1)))};
     test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-7});
   }
 }
