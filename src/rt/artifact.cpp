@@ -402,6 +402,13 @@ struct PlanSource {
 
 // Reads and checks a plan, its weights and its code (see the header).
 Plan readPlan(const PlanSource& src);
+
+// Whether binding b refers to a dynamic value: a slot, or a dynamic input (a
+// std::shared_ptr<void> there; rt/artifact.h). b's input index is checked already.
+bool bindsDynamic(const Plan& plan, const Binding& b) {
+  return b.region == Region::Dynamic ||
+         (b.region == Region::Input && !plan.inputs[size_t(b.offset)].dynamic.empty());
+}
 // A folder: model.plan, or a model.so that carries its plan (`aicc compile --static-runtime`).
 Plan readFolder(const std::string& dir);
 
@@ -429,11 +436,6 @@ struct Artifact::Impl {
   std::vector<TaskTime> times;
   std::function<void(size_t)> afterTask;
 
-  // A binding of a dynamic value: a slot, or a dynamic input (a std::shared_ptr<void> there).
-  bool isDynamic(const Binding& b) const {
-    return b.region == Region::Dynamic ||
-           (b.region == Region::Input && !plan.inputs[size_t(b.offset)].dynamic.empty());
-  }
   std::byte* at(const Binding& b) const {
     switch (b.region) {
     case Region::Arena:
@@ -707,11 +709,6 @@ Plan readPlan(const PlanSource& src) {
     AICC_RT_CHECK(b.offset <= size && b.bytes <= size - b.offset, "{}: {} reaches past its region",
                   planFile, where);
   };
-  // A checked binding that refers to a dynamic value: a slot, or a dynamic input.
-  auto bindsDynamic = [&](const Binding& b) {
-    return b.region == Region::Dynamic ||
-           (b.region == Region::Input && !plan.inputs[size_t(b.offset)].dynamic.empty());
-  };
   for (size_t i = 0; i < taskLines.size(); ++i) {
     const TaskLine& t = taskLines[i];
     const std::string where = format("task {} ({})", i, t.node);
@@ -719,9 +716,9 @@ Plan readPlan(const PlanSource& src) {
       checkBinding(b, where);
       // Only fallback tasks read or write dynamic values (rt/artifact.h), but a copy from one
       // to another, which shares it.
-      AICC_RT_CHECK(!bindsDynamic(b) || t.kind == Kind::Fallback ||
+      AICC_RT_CHECK(!bindsDynamic(plan, b) || t.kind == Kind::Fallback ||
                         (t.kind == Kind::Copy && t.params.size() == 2 &&
-                         bindsDynamic(t.params[0]) && bindsDynamic(t.params[1]) &&
+                         bindsDynamic(plan, t.params[0]) && bindsDynamic(plan, t.params[1]) &&
                          t.params[1].region == Region::Dynamic),
                     "{}: {} binds a dynamic value but is not a fallback task", planFile, where);
     }
@@ -761,7 +758,7 @@ Plan readPlan(const PlanSource& src) {
   for (size_t i = 0; i < plan.outputBindings.size();
        ++i) { // outputs are read as their declared type
     checkBinding(plan.outputBindings[i], "an output");
-    const bool dynamic = bindsDynamic(plan.outputBindings[i]);
+    const bool dynamic = bindsDynamic(plan, plan.outputBindings[i]);
     AICC_RT_CHECK(dynamic == !plan.outputs[i].dynamic.empty(), "{}: output '{}' is {} but bound {}",
                   planFile, plan.outputs[i].name, dynamic ? "static" : "dynamic",
                   dynamic ? "to a dynamic value" : "statically");
@@ -1098,7 +1095,7 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
       break;
     }
     case Kind::Copy:
-      if (isDynamic(t.params[0])) // (a dynamic value shared: an Identity of a sequence)
+      if (bindsDynamic(plan, t.params[0])) // (a dynamic value shared: an Identity of a sequence)
         *reinterpret_cast<std::shared_ptr<void>*>(at(t.params[1])) =
             *reinterpret_cast<const std::shared_ptr<void>*>(at(t.params[0]));
       else
