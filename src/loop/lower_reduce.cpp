@@ -383,11 +383,11 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
   return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), {}, o);
 }
 
-// Softmax / LogSoftmax at the run's sizes `ir` (symbolic): per row of the run's length, the max,
-// the exp-sum and the result in three plain passes, as the static form's scalar path.
-std::optional<LoweredNode> lowerSoftmaxRunSizes(const Node& n, FuncBuilder& b,
-                                                const LowerOptions& o, bool logSoftmax,
-                                                const std::vector<ExprPtr>& ir, size_t axis) {
+// Softmax / LogSoftmax at the sizes `ir` (the run's where symbolic, else immediates): per row of
+// its length, the max, the exp-sum and the result in three plain passes.
+std::optional<LoweredNode> lowerSoftmaxRows(const Node& n, FuncBuilder& b, const LowerOptions& o,
+                                            bool logSoftmax, const std::vector<ExprPtr>& ir,
+                                            size_t axis) {
   const Dims id = staticDims(n.inputs.at(0), "input");
   const DType t = n.outputs[0]->type.dtype;
   const Split3 bound = split3(id, axis, axis + 1);
@@ -438,72 +438,58 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
   }
   // (a fused root reads its prologue's temp, planned at the bound's sizes: not at the run's)
   if (symbolic && n.owner && n.owner->parent) no("a fused Softmax at symbolic sizes");
-  if (symbolic) return lowerSoftmaxRunSizes(n, b, o, logSoftmax, ir, axis);
-  std::string mx = b.temp("rowmax", t, {s.outer * s.inner}),
-              sm = b.temp("rowsum", t, {s.outer * s.inner});
-  std::string ov = b.fresh("o"), iv = b.fresh("i"), a1 = b.fresh("a"), a2 = b.fresh("a"),
-              a3 = b.fresh("a");
-  ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
-  auto at = [&](const std::string& a) {
-    return add(add(mul(var(ov), intImm(s.len * s.inner)), mul(var(a), intImm(s.inner))), var(iv));
-  };
+  // Over the last axis, with two vectors or more a row, the max and the sum in lanes (inLanes);
+  // else the plain passes.
+  const int64_t L = vectorWidthFor(o, t, s.len);
+  const bool lanes = !symbolic && s.inner == 1 && L > 1 && s.len / L >= 2;
+  if (!lanes) return lowerSoftmaxRows(n, b, o, logSoftmax, ir, axis);
+  std::string mx = b.temp("rowmax", t, {s.outer}), sm = b.temp("rowsum", t, {s.outer});
+  std::string ov = b.fresh("o"), a3 = b.fresh("a");
+  ExprPtr row = var(ov);
+  auto at = [&](const ExprPtr& k) { return add(mul(var(ov), intImm(s.len)), k); };
   ExprPtr m = load(mx, row, t), su = load(sm, row, t);
   const double inf = std::numeric_limits<double>::infinity();
   Block body = {Stmt::store(mx, row, constant(t, -inf)), Stmt::store(sm, row, constant(t, 0))};
-  // Over the last axis, with two vectors or more a row, the max and the sum in lanes (inLanes).
-  const int64_t L = vectorWidthFor(o, t, s.len);
-  const bool lanes = s.inner == 1 && L > 1 && s.len / L >= 2;
   const std::string lv = b.fresh("l");
-  auto x = [&](const ExprPtr& k) { return load(in, add(mul(var(ov), intImm(s.len)), k), t); };
+  auto x = [&](const ExprPtr& k) { return load(in, at(k), t); };
   auto keepMax = [&](const std::string& buf, const ExprPtr& at, const ExprPtr& v) {
     const ExprPtr cur = load(buf, at, t);
     return Stmt::store(buf, at, select(cmp(Op::Gt, v, cur), v, cur));
   };
-  if (lanes) {
-    const std::string lm = b.temp("lanemax", t, {s.outer, L}),
-                      ls = b.temp("lanesum", t, {s.outer, L});
-    auto lane = [&](const ExprPtr& l) { return add(mul(var(ov), intImm(L)), l); };
-    for (auto& st : nest({lv}, {L},
-                         {Stmt::store(lm, lane(var(lv)), constant(t, -inf)),
-                          Stmt::store(ls, lane(var(lv)), constant(t, 0))},
-                         false, L))
-      body.push_back(std::move(st));
-    for (auto& st : inLanes(b, s.len, L, [&](const ExprPtr&l, const ExprPtr&k) {
-           return Block{keepMax(lm, lane(l), x(k))};
-         }))
-      body.push_back(std::move(st));
-    for (auto& st : nest({lv}, {L}, {keepMax(mx, row, load(lm, lane(var(lv)), t))}, false))
-      body.push_back(std::move(st));
-    // exp(x - max) stored (Softmax) and summed in the lanes.
-    for (auto& st : inLanes(b, s.len, L, [&](const ExprPtr&l, const ExprPtr&k) {
-           Block st = {Stmt::let(b.fresh("ex"), call("exp", {sub(x(k), m)}))};
-           ExprPtr ev = var(st[0].name, t);
-           if (!logSoftmax) st.push_back(Stmt::store(out, add(mul(var(ov), intImm(s.len)), k), ev));
-           st.push_back(Stmt::store(ls, lane(l), add(load(ls, lane(l), t), ev)));
-           return st;
-         }))
-      body.push_back(std::move(st));
-    for (auto& st :
-         nest({lv}, {L}, {Stmt::store(sm, row, add(su, load(ls, lane(var(lv)), t)))}, false))
-      body.push_back(std::move(st));
-  } else {
-    for (auto& st : nest({a1}, {s.len}, {keepMax(mx, row, load(in, at(a1), t))}, false))
-      body.push_back(std::move(st));
-    ExprPtr e = call("exp", {sub(load(in, at(a2), t), m)});
-    Block pass2 = {Stmt::let(b.fresh("ex"), e)};
-    ExprPtr ev = var(pass2[0].name, t);
-    if (!logSoftmax) pass2.push_back(Stmt::store(out, at(a2), ev));
-    pass2.push_back(Stmt::store(sm, row, add(su, ev)));
-    for (auto& st : nest({a2}, {s.len}, std::move(pass2), false)) body.push_back(std::move(st));
-  }
-  ExprPtr fin = logSoftmax ? sub(sub(load(in, at(a3), t), m), call("log", {su}))
-                           : div(load(out, at(a3), t), su);
-  for (auto& st : nest({a3}, {s.len}, {Stmt::store(out, at(a3), fin)}, false, lanes ? L : 1))
+  const std::string lm = b.temp("lanemax", t, {s.outer, L}),
+                    ls = b.temp("lanesum", t, {s.outer, L});
+  auto lane = [&](const ExprPtr& l) { return add(mul(var(ov), intImm(L)), l); };
+  for (auto& st : nest({lv}, {L},
+                       {Stmt::store(lm, lane(var(lv)), constant(t, -inf)),
+                        Stmt::store(ls, lane(var(lv)), constant(t, 0))},
+                       false, L))
+    body.push_back(std::move(st));
+  for (auto& st : inLanes(b, s.len, L, [&](const ExprPtr&l, const ExprPtr&k) {
+         return Block{keepMax(lm, lane(l), x(k))};
+       }))
+    body.push_back(std::move(st));
+  for (auto& st : nest({lv}, {L}, {keepMax(mx, row, load(lm, lane(var(lv)), t))}, false))
+    body.push_back(std::move(st));
+  // exp(x - max) stored (Softmax) and summed in the lanes.
+  for (auto& st : inLanes(b, s.len, L, [&](const ExprPtr&l, const ExprPtr&k) {
+         Block st = {Stmt::let(b.fresh("ex"), call("exp", {sub(x(k), m)}))};
+         ExprPtr ev = var(st[0].name, t);
+         if (!logSoftmax) st.push_back(Stmt::store(out, at(k), ev));
+         st.push_back(Stmt::store(ls, lane(l), add(load(ls, lane(l), t), ev)));
+         return st;
+       }))
+    body.push_back(std::move(st));
+  for (auto& st :
+       nest({lv}, {L}, {Stmt::store(sm, row, add(su, load(ls, lane(var(lv)), t)))}, false))
+    body.push_back(std::move(st));
+  const ExprPtr k3 = var(a3);
+  ExprPtr fin = logSoftmax ? sub(sub(x(k3), m), call("log", {su})) : div(load(out, at(k3), t), su);
+  for (auto& st : nest({a3}, {s.len}, {Stmt::store(out, at(k3), fin)}, false, L))
     body.push_back(std::move(st));
   Schedule sch;
   sch["axis"] = static_cast<int64_t>(axis);
-  if (lanes) sch["vector_width"] = L;
-  return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), std::move(sch), o);
+  sch["vector_width"] = L;
+  return b.finish(nest({ov}, {s.outer}, std::move(body), true), std::move(sch), o);
 }
 
 // LayerNormalization (with its optional Mean and InvStdDev outputs) and RMSNormalization (no
