@@ -11,6 +11,17 @@
 
 namespace aicc::loop::detail {
 
+bool isMlNumeric(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64;
+}
+
+std::pair<int64_t, int64_t> rowsOfX(const Value* xv) {
+  const Dims d = staticDims(xv, "X");
+  if (d.size() == 1) return {1, d[0]};
+  if (d.size() != 2) no("an X of rank other than 1 or 2");
+  return {d[0], d[1]};
+}
+
 ExprPtr logisticOf(const ExprPtr& v) {
   const ExprPtr one = floatImm(1, DType::F64);
   const ExprPtr e = div(one, add(one, call("exp", {neg(call("abs", {v}))})));
@@ -57,8 +68,7 @@ std::optional<LoweredNode> lowerBinarizer(const Node& n, const std::string& name
                                           const LowerOptions& o) {
   const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype;
-  if (t != DType::F32 && t != DType::F64 && t != DType::I32 && t != DType::I64)
-    no("Binarizer of f32, f64, int32 or int64");
+  if (!isMlNumeric(t)) no("Binarizer of f32, f64, int32 or int64");
   const Dims xd = staticDims(xv, "X");
   FuncBuilder b(n, name, "elementwise");
   const std::string x = b.input(xv), y = b.output(0), iv = b.fresh("i");
@@ -110,7 +120,7 @@ std::optional<LoweredNode> lowerOneHotEncoder(const Node& n, const std::string& 
                                               const LowerOptions& o) {
   const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype;
-  if (t != DType::F32 && t != DType::F64 && t != DType::I32 && t != DType::I64)
+  if (!isMlNumeric(t))
     no(t == DType::String ? "strings are not compiled" : "OneHotEncoder of another type");
   const std::vector<int64_t> cats = n.attrInts("cats_int64s", {});
   const int64_t k = int64_t(cats.size()), count = numel(staticDims(xv, "X"));

@@ -8,6 +8,12 @@
 
 namespace aicc::loop::detail {
 
+// The input types the ml ops read (as the reference kernels: f32, f64, int32, int64).
+bool isMlNumeric(DType t);
+// X as rows of features: [N, F], or a 1-D X as one row (the reference's rowsOf); declines
+// other ranks.
+std::pair<int64_t, int64_t> rowsOfX(const Value* xv);
+
 // The reference's logistic (ops/ml.cpp): 1 / (1 + exp(-|v|)), mirrored below 0, in f64.
 ExprPtr logisticOf(const ExprPtr& v);
 // out[r] = labels[cls] (a constant table; cls clamped into it): a classifier's label.

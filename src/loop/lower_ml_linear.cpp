@@ -18,18 +18,6 @@ namespace aicc::loop::detail {
 
 namespace {
 
-bool numericInput(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64;
-}
-
-// X as rows of features: [N, F], or a 1-D X as one row.
-std::pair<int64_t, int64_t> rowsOfX(const Value* xv) {
-  const Dims d = staticDims(xv, "X");
-  if (d.size() == 1) return {1, d[0]};
-  if (d.size() != 2) no("an X of rank other than 1 or 2");
-  return {d[0], d[1]};
-}
-
 // A per-feature parameter (one value, or one per feature): an immediate, or a constant table
 // read at feature `f`.
 ExprPtr perFeature(FuncBuilder& b, const std::vector<double>& v, const char* what, DType t,
@@ -65,7 +53,7 @@ std::optional<LoweredNode> lowerScaler(const Node& n, const std::string& name,
                                        const LowerOptions& o) {
   const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype;
-  if (!numericInput(t)) no("Scaler of f32, f64, int32 or int64");
+  if (!isMlNumeric(t)) no("Scaler of f32, f64, int32 or int64");
   const Dims xd = staticDims(xv, "X");
   const int64_t F = xd.empty() ? 1 : xd.back();
   const std::vector<double> offset = perFeatureAttr(n, "offset", F),
@@ -83,7 +71,7 @@ std::optional<LoweredNode> lowerImputer(const Node& n, const std::string& name,
                                         const LowerOptions& o) {
   const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype;
-  if (!numericInput(t)) no("Imputer of f32, f64, int32 or int64");
+  if (!isMlNumeric(t)) no("Imputer of f32, f64, int32 or int64");
   const Dims xd = staticDims(xv, "X");
   const int64_t F = xd.empty() ? 1 : xd.back();
   const bool real = isFloat(t);
@@ -109,7 +97,7 @@ std::optional<LoweredNode> lowerNormalizer(const Node& n, const std::string& nam
                                            const LowerOptions& o) {
   const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype;
-  if (!numericInput(t)) no("Normalizer of f32, f64, int32 or int64");
+  if (!isMlNumeric(t)) no("Normalizer of f32, f64, int32 or int64");
   const std::string norm = n.attrString("norm");
   if (norm != "MAX" && norm != "L1" && norm != "L2") no("an invalid norm");
   const auto [rows, cols] = rowsOfX(xv);
@@ -159,7 +147,7 @@ std::optional<LoweredNode> lowerLinearRegressor(const Node& n, const std::string
                                                 const LowerOptions& o) {
   const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype;
-  if (!numericInput(t)) no("LinearRegressor of f32, f64, int32 or int64");
+  if (!isMlNumeric(t)) no("LinearRegressor of f32, f64, int32 or int64");
   const auto [rows, F] = rowsOfX(xv);
   const int64_t targets = n.attrInt("targets");
   Linear m;
@@ -187,7 +175,7 @@ std::optional<LoweredNode> lowerLinearClassifier(const Node& n, const std::strin
                                                  const LowerOptions& o) {
   const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype;
-  if (!numericInput(t)) no("LinearClassifier of f32, f64, int32 or int64");
+  if (!isMlNumeric(t)) no("LinearClassifier of f32, f64, int32 or int64");
   const auto [rows, F] = rowsOfX(xv);
   ClassLabels labels;
   Linear m;

@@ -63,15 +63,12 @@ std::string floatTable(FuncBuilder& b, const char* what, const std::vector<float
   return b.constant(what, std::move(t), what);
 }
 
+// X's rows and features, which must be the model's (else the reference's error at run time).
 std::pair<int64_t, int64_t> svmRows(const Value* xv, int64_t features) {
-  const DType t = xv->type.dtype;
-  if (t != DType::F32 && t != DType::F64 && t != DType::I32 && t != DType::I64)
-    no("an SVM of f32, f64, int32 or int64");
-  const Dims d = staticDims(xv, "X");
-  if (d.size() != 1 && d.size() != 2) no("an X of rank other than 1 or 2");
-  const int64_t rows = d.size() == 1 ? 1 : d[0], F = d.back();
-  if (F != features) no("an X of another feature count (the reference's error)");
-  return {rows, F};
+  if (!isMlNumeric(xv->type.dtype)) no("an SVM of f32, f64, int32 or int64");
+  const auto rf = rowsOfX(xv);
+  if (rf.second != features) no("an X of another feature count (the reference's error)");
+  return rf;
 }
 
 std::optional<LoweredNode> lowerSvmRegressor(const Node& n, const std::string& name,

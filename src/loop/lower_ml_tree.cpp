@@ -36,8 +36,7 @@ std::optional<LoweredNode> lowerForest(const Node& n, const std::string& name,
                                        const ForestSpec& spec) {
   const Value* xv = n.inputs.at(0);
   const DType t = xv->type.dtype, yt = n.outputs.at(0)->type.dtype;
-  if (t != DType::F32 && t != DType::F64 && t != DType::I32 && t != DType::I64)
-    no("a tree ensemble of f32 / f64 / int32 / int64");
+  if (!isMlNumeric(t)) no("a tree ensemble of f32 / f64 / int32 / int64");
   if (!spec.finish && yt != DType::F32 && yt != DType::F64) no("a result other than f32 / f64");
   const Dims xd = staticDims(xv, "X");
   if (xd.size() != 2) no("an X of rank other than 2");
