@@ -158,10 +158,13 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   // The source coordinate (f64) of output position x along dim d.
   std::vector<int64_t> axisPos(id.size(), -1); // where dim d's scale is in the scales input
   for (size_t i = 0; i < axes.size(); ++i) axisPos[axes[i]] = int64_t(i);
+  // Dim d's scale (f64): the constant, or the run's from the scales input.
+  auto scaleOf = [&](size_t d) {
+    return runScales.empty() ? c(scale[d])
+                             : cast(DType::F64, load(runScales, intImm(axisPos[d]), runScalesType));
+  };
   auto source = [&](size_t d, ExprPtr x) -> ExprPtr {
-    ExprPtr s = runScales.empty()
-                    ? c(scale[d])
-                    : cast(DType::F64, load(runScales, intImm(axisPos[d]), runScalesType));
+    ExprPtr s = scaleOf(d);
     x = cast(DType::F64, x);
     if (ctm == "asymmetric") return div(x, s);
     if (ctm == "half_pixel") return sub(div(add(x, c(0.5)), s), c(0.5));
@@ -233,10 +236,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
       const double st =
           antialias ? std::min(runScales.empty() ? scale[d] : double(od[d]) / double(id[d]), 1.0)
                     : 1.0;
-      const ExprPtr stRun =
-          antialias && !runScales.empty()
-              ? min(cast(DType::F64, load(runScales, intImm(axisPos[d]), runScalesType)), c(1))
-              : c(st);
+      const ExprPtr stRun = antialias && !runScales.empty() ? min(scaleOf(d), c(1)) : c(st);
       const int64_t lo = int64_t(std::floor((cubic ? -2.0 : -1.0) / st)) + 1, T = 2 - 2 * lo;
       tapCount[d] = T;
       tapIndex[d] = b.temp("tap_index", DType::I64, {od[d] * T});

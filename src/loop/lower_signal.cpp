@@ -26,6 +26,36 @@ std::optional<int64_t> constScalar(const Node& n, size_t i, const char* what) {
   return v->constant->getI64(0);
 }
 
+// The linear map n's reference kernel computes on input xv as an f64 matrix [rows, cols]:
+// column q its output on the unit input e_q of shape `lane` (cols elements, f64), the other
+// inputs from `others`. nullopt, saying why, when the reference fails or gives another number
+// of values; all zeros when only probing (o.probe).
+std::optional<Tensor> referenceMatrix(const Node& n, const Value* xv, const Dims& lane,
+                                      int64_t rows, const OuterLookup& others,
+                                      const LowerOptions& o, std::string& why) {
+  const int64_t cols = numel(lane);
+  Tensor M(DType::F64, {rows, cols});
+  for (int64_t q = 0; q < cols && !o.probe; ++q) {
+    Tensor e(DType::F64, lane);
+    e.data<double>()[q] = 1.0;
+    const RValue in = RValue::of(std::move(e));
+    std::vector<RValue> out;
+    try {
+      out = runReferenceKernel(n, [&](const Value* v) { return v == xv ? &in : others(v); });
+    } catch (const std::exception& ex) {
+      why = ex.what();
+      return std::nullopt;
+    }
+    const Tensor& r = out.at(0).tensor;
+    if (r.numel() != rows) {
+      why = "unexpected reference output";
+      return std::nullopt;
+    }
+    for (int64_t k = 0; k < rows; ++k) M.data<double>()[k * cols + q] = r.getF64(k);
+  }
+  return M;
+}
+
 } // namespace
 
 namespace {
@@ -49,7 +79,6 @@ std::optional<Block> dftAlong(const Node& n, FuncBuilder& b, const LowerOptions&
   Dims lane(xd.size(), 1);
   lane[size_t(axis)] = len, lane.back() = comp;
   const int64_t cols = len * comp, rows = outLen * outComp;
-  Tensor M(DType::F64, {rows, cols});
   std::map<const Value*, RValue> consts; // dft_length, axis
   for (const Value* v : n.inputs)
     if (v && v->constant) consts[v] = RValue::of(*v->constant);
@@ -58,31 +87,20 @@ std::optional<Block> dftAlong(const Node& n, FuncBuilder& b, const LowerOptions&
     a.setI64(0, *axisValue);
     consts[n.inputs[2]] = RValue::of(std::move(a));
   }
-  if (!o.probe)
-    for (int64_t q = 0; q < cols; ++q) {
-      Tensor e(DType::F64, lane);
-      e.data<double>()[q] = 1.0;
-      const RValue in = RValue::of(std::move(e));
-      std::vector<RValue> out;
-      try {
-        out = runReferenceKernel(n, [&](const Value* v) -> const RValue* {
-          if (v == xv) return &in;
-          auto it = consts.find(v);
-          return it == consts.end() ? nullptr : &it->second;
-        });
-      } catch (const std::exception& ex) {
-        if (axisValue) return std::nullopt;
-        no(ex.what());
-      }
-      const Tensor& r = out.at(0).tensor;
-      if (r.numel() != rows) {
-        if (axisValue) return std::nullopt;
-        no("unexpected reference output");
-      }
-      for (int64_t k = 0; k < rows; ++k) M.data<double>()[k * cols + q] = r.getF64(k);
-    }
+  std::string why;
+  std::optional<Tensor> M = referenceMatrix(
+      n, xv, lane, rows,
+      [&](const Value* v) -> const RValue* {
+        auto it = consts.find(v);
+        return it == consts.end() ? nullptr : &it->second;
+      },
+      o, why);
+  if (!M) {
+    if (axisValue) return std::nullopt;
+    no(why);
+  }
   const std::string Y = b.output(0), X = b.input(xv);
-  const std::string MB = b.constant("dft_matrix", std::move(M), "f64 [outLen*outComp, len*comp]");
+  const std::string MB = b.constant("dft_matrix", std::move(*M), "f64 [outLen*outComp, len*comp]");
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= xd[size_t(d)];
   for (int64_t d = axis + 1; d < rank - 1; ++d) inner *= xd[size_t(d)];
@@ -250,39 +268,27 @@ std::optional<LoweredNode> lowerStft(const Node& n, const std::string& name,
     for (auto& s : checkFixedValues(b, lv, {0}, {L}, o)) body.push_back(std::move(s));
   // M [bins * 2, L * comp]: the reference on each unit one-frame signal [1, L, comp], f64.
   const int64_t rows = bins * 2, cols = L * comp;
-  Tensor M(DType::F64, {rows, cols});
-  if (!o.probe) {
-    auto scalar = [](DType dt, int64_t v) {
-      Tensor s(dt, {});
-      s.setI64(0, v);
-      return RValue::of(std::move(s));
-    };
-    const RValue step = scalar(sv->type.dtype, 1),
-                 flen = scalar(lv ? lv->type.dtype : DType::I64, L);
-    Tensor ones(DType::F64, {L});
-    for (int64_t j = 0; j < L; ++j) ones.data<double>()[j] = 1.0;
-    const RValue window = RValue::of(std::move(ones));
-    for (int64_t q = 0; q < cols; ++q) {
-      Tensor e(DType::F64, {1, L, comp});
-      e.data<double>()[q] = 1.0;
-      const RValue in = RValue::of(std::move(e));
-      Tensor r;
-      try {
-        r = runReferenceKernel(n, [&](const Value* v) -> const RValue* {
-              if (v == xv) return &in;
-              if (v == sv) return &step;
-              if (v == wv) return &window;
-              return v == lv ? &flen : nullptr;
-            }).at(0).tensor;
-      } catch (const std::exception& ex) {
-        no(ex.what());
-      }
-      if (r.numel() != rows) no("unexpected reference output");
-      for (int64_t k = 0; k < rows; ++k) M.data<double>()[k * cols + q] = r.getF64(k);
-    }
-  }
+  auto scalar = [](DType dt, int64_t v) {
+    Tensor s(dt, {});
+    s.setI64(0, v);
+    return RValue::of(std::move(s));
+  };
+  const RValue step = scalar(sv->type.dtype, 1), flen = scalar(lv ? lv->type.dtype : DType::I64, L);
+  Tensor ones(DType::F64, {L});
+  for (int64_t j = 0; j < L; ++j) ones.data<double>()[j] = 1.0;
+  const RValue window = RValue::of(std::move(ones));
+  std::string why;
+  std::optional<Tensor> M = referenceMatrix(
+      n, xv, {1, L, comp}, rows,
+      [&](const Value* v) -> const RValue* {
+        if (v == sv) return &step;
+        if (v == wv) return &window;
+        return v == lv ? &flen : nullptr;
+      },
+      o, why);
+  if (!M) no(why);
   const std::string Y = b.output(0), X = b.input(xv), W = wv ? b.input(wv) : "";
-  const std::string MB = b.constant("dft_matrix", std::move(M), "f64 [bins*2, frame_length*comp]");
+  const std::string MB = b.constant("dft_matrix", std::move(*M), "f64 [bins*2, frame_length*comp]");
   const std::string bv = b.loopVar("b"), fv = b.loopVar("f"), rv = b.loopVar("r"),
                     qv = b.loopVar("q"), acc = b.temp("acc", DType::F64, {1});
   const ExprPtr b_ = var(bv), f_ = var(fv), r_ = var(rv), q_ = var(qv), j_ = div(q_, intImm(comp));

@@ -1,5 +1,6 @@
 #include "loop/scan_slices.h"
 
+#include "loop/lower_ops.h"
 #include "loop/simplify.h"
 
 namespace aicc::loop {
@@ -44,10 +45,8 @@ Func tripCountCheckFunc(int64_t rows, bool withCond) {
   f.params.push_back({"given", DType::I64, {1}, "", Role::Temp});
   ExprPtr runs = load("count", intImm(0), DType::I64);
   if (withCond) runs = select(load("cond", intImm(0), DType::Bool), runs, intImm(0));
-  std::vector<CallArg> args = {CallArg{"given", nullptr, nullptr}, CallArg{"", nullptr, intImm(1)},
-                               CallArg{"", nullptr, intImm(rows)}};
   f.body = {Stmt::store("given", intImm(0), runs),
-            Stmt::callKernel("check_values_i64", std::move(args))};
+            detail::checkValuesI64("given", std::vector<int64_t>{rows})};
   f.schedule["kind"] = std::string("data");
   f.schedule["op"] = std::string("check the trip count");
   return f;

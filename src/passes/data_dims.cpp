@@ -59,6 +59,21 @@ std::optional<int64_t> fixedByConsumer(const Graph& g, const Value* v, size_t d,
   return std::nullopt;
 }
 
+// A producer whose unknown result dims a consumer may fix: an op with data-dependent dims, or
+// Range and ConstantOfShape (no bound, but their lowerings check the size the run's values give
+// against a static one).
+bool fixable(const Node& n) {
+  return n.def &&
+         (n.def->dataDim || (n.domain.empty() && (n.op == "Range" || n.op == "ConstantOfShape")));
+}
+
+// Fixes dim d of v (unknown) at the size a consumer in g gives it; whether it did.
+bool fixByConsumer(const Graph& g, Value* v, size_t d) {
+  const auto fixed = fixedByConsumer(g, v, d);
+  if (fixed) (*v->type.shape)[d] = Dim::known(*fixed);
+  return fixed.has_value();
+}
+
 } // namespace
 
 bool nameDataDims(Model& m) {
@@ -80,18 +95,12 @@ bool nameDataDims(Model& m) {
     if (&sg == &g) return;
     bool here = false;
     for (const auto& n : sg.nodes) {
-      if (!n->def || (!n->def->dataDim &&
-                      !(n->domain.empty() && (n->op == "Range" || n->op == "ConstantOfShape"))))
-        continue;
+      if (!fixable(*n)) continue;
       for (Value* v : n->outputs)
         if (v && v->type.isTensor() && v->type.shape)
           for (size_t d = 0; d < v->type.shape->size(); ++d) {
-            Dim& dim = (*v->type.shape)[d];
-            if (dim.isStatic() || !dim.symbol.empty()) continue;
-            if (const auto fixed = fixedByConsumer(sg, v, d)) {
-              dim = Dim::known(*fixed);
-              here = true;
-            }
+            const Dim& dim = (*v->type.shape)[d];
+            if (!dim.isStatic() && dim.symbol.empty()) here = fixByConsumer(sg, v, d) || here;
           }
     }
     changed = changed || here;
@@ -99,10 +108,7 @@ bool nameDataDims(Model& m) {
   if (changed) inferShapes(g);
   for (const auto& np : g.nodes) {
     const Node& n = *np;
-    // Range and ConstantOfShape have no bound, but their lowerings check the size the run's
-    // values give against a static one: a dim a consumer fixes can be that.
-    const bool checked = n.domain.empty() && (n.op == "Range" || n.op == "ConstantOfShape");
-    if (!n.def || (!n.def->dataDim && !checked)) continue;
+    if (!fixable(n)) continue;
     std::map<int, std::string> counts; // the node's counts named
     bool here = false;                 // some dim of its results named or fixed
     for (size_t k = 0; k < n.outputs.size(); ++k) {
@@ -111,8 +117,7 @@ bool nameDataDims(Model& m) {
       for (size_t d = 0; d < v->type.shape->size(); ++d) {
         Dim& dim = (*v->type.shape)[d];
         if (dim.isStatic() || !dim.symbol.empty()) continue;
-        if (const auto fixed = fixedByConsumer(g, v, d)) {
-          dim = Dim::known(*fixed);
+        if (fixByConsumer(g, v, d)) {
           changed = here = true;
           continue;
         }
