@@ -320,23 +320,7 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
     if (!length.empty()) // (the iterations run: the rows' data symbol)
       repeatParams.push_back({Region::Symbols, 8 * ctx_.symbols.at(length).slot, 8});
   }
-  if (checkedRows >= 0) {
-    loop::Func f = loop::tripCountCheckFunc(checkedRows, n.hasInput(1));
-    f.name = "task" + std::to_string(spec_.code.funcs.size());
-    std::vector<Binding> params = {countAt};
-    if (n.hasInput(1)) params.push_back(bind(s, n.inputs[1]));
-    params.push_back(slot(8)); // (its temp)
-    pre.push_back(
-        {ArtifactTask::Kind::Call, f.name, n.describe(), std::move(params), 0, 0, &n, {}});
-    spec_.code.funcs.push_back(std::move(f));
-  }
-  for (ArtifactTask& t : pre)
-    push(std::move(t), n.op,
-         t.kind == ArtifactTask::Kind::Call ? "check the trip count" : "copy initial state");
-  const size_t repeatAt = spec_.tasks.size();
-  push({ArtifactTask::Kind::Repeat, "", n.describe(), repeatParams, 0, limit, nullptr, {}}, n.op,
-       scan ? fmt::format("repeat {} times", length.empty() ? std::to_string(count) : length)
-            : "repeat while the condition holds");
+  for (ArtifactTask& t : pre) push(std::move(t), n.op, "copy initial state");
   auto call = [&](loop::Func f, std::vector<Binding> params, const char* what) {
     const std::string fn = "task" + std::to_string(spec_.code.funcs.size());
     f.name = fn;
@@ -346,6 +330,17 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
     push(std::move(t), n.op, what);
     spec_.code.funcs.push_back(std::move(f));
   };
+  if (checkedRows >= 0) {
+    std::vector<Binding> params = {countAt};
+    if (n.hasInput(1)) params.push_back(bind(s, n.inputs[1]));
+    params.push_back(slot(8)); // (its temp)
+    call(loop::tripCountCheckFunc(checkedRows, n.hasInput(1)), std::move(params),
+         "check the trip count");
+  }
+  const size_t repeatAt = spec_.tasks.size();
+  push({ArtifactTask::Kind::Repeat, "", n.describe(), repeatParams, 0, limit, nullptr, {}}, n.op,
+       scan ? fmt::format("repeat {} times", length.empty() ? std::to_string(count) : length)
+            : "repeat while the condition holds");
   if (scan)
     for (size_t m = 0; N + m < n.inputs.size(); ++m) {
       const Value* x = n.inputs[N + m];
