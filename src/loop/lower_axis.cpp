@@ -16,8 +16,13 @@ std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b,
   const DType t = n.outputs[0]->type.dtype;
   if (!isComputeFloat(t) || id.empty()) no("a float input of rank >= 1 is needed");
   const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
-  const Split3 s = split3(id, axis, axis + 1);
+  const Split3 s = split3(id, axis, axis + 1); // at the bounds
   if (s.len == 0) no("an empty axis");
+  // Symbolic sizes: the rows and the axis are the run's (the result is the input's shape).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  if (!sameRunDims(id, runDims(o, n.outputs[0], id), ir))
+    no("a result whose dims are not the input's");
+  const ExprPtr outer = product(ir, 0, axis), len = ir[axis], inner = product(ir, axis + 1);
   const bool hard = n.op == "Hardmax";
   const int64_t p = hard ? 0 : n.attrInt("p");
   if (!hard && p != 1 && p != 2) no("LpNormalization with p other than 1 or 2");
@@ -25,9 +30,9 @@ std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b,
   std::string acc = b.temp(hard ? "best" : "norm", t, {s.outer * s.inner});
   std::string arg = hard ? b.temp("arg", DType::I64, {s.outer * s.inner}) : "";
   std::string ov = b.fresh("o"), iv = b.fresh("i"), a1 = b.fresh("a"), a2 = b.fresh("a");
-  ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
+  ExprPtr row = add(mul(var(ov), inner), var(iv));
   auto at = [&](ExprPtr j) {
-    return add(add(mul(var(ov), intImm(s.len * s.inner)), mul(j, intImm(s.inner))), var(iv));
+    return add(add(mul(var(ov), mul(len, inner)), mul(j, inner)), var(iv));
   };
   ExprPtr x = load(in, at(var(a1)), t), m = load(acc, row, t);
   Block body;
@@ -35,36 +40,36 @@ std::optional<LoweredNode> lowerAxisNormalize(const Node& n, FuncBuilder& b,
     body = {Stmt::store(acc, row, load(in, at(intImm(0)), t)),
             Stmt::store(arg, row, intImm(0, DType::I64))};
     ExprPtr better = cmp(Op::Gt, x, m);
-    for (auto& st :
-         nest({a1}, {s.len},
-              {Stmt::store(arg, row,
-                           select(better, cast(DType::I64, var(a1)), load(arg, row, DType::I64))),
-               Stmt::store(acc, row, select(better, x, m))},
-              false))
+    for (auto& st : runNest(
+             {a1}, {len},
+             {Stmt::store(arg, row,
+                          select(better, cast(DType::I64, var(a1)), load(arg, row, DType::I64))),
+              Stmt::store(acc, row, select(better, x, m))},
+             false))
       body.push_back(std::move(st));
     ExprPtr one = cmp(Op::Eq, load(arg, row, DType::I64), cast(DType::I64, var(a2)));
-    for (auto& st :
-         nest({a2}, {s.len},
-              {Stmt::store(out, at(var(a2)), select(one, constant(t, 1), constant(t, 0)))}, false))
+    for (auto& st : runNest(
+             {a2}, {len},
+             {Stmt::store(out, at(var(a2)), select(one, constant(t, 1), constant(t, 0)))}, false))
       body.push_back(std::move(st));
   } else {
     body = {Stmt::store(acc, row, constant(t, 0))};
     for (auto& st :
-         nest({a1}, {s.len}, {Stmt::store(acc, row, add(m, p == 1 ? call("abs", {x}) : mul(x, x)))},
-              false))
+         runNest({a1}, {len},
+                 {Stmt::store(acc, row, add(m, p == 1 ? call("abs", {x}) : mul(x, x)))}, false))
       body.push_back(std::move(st));
     if (p == 2) body.push_back(Stmt::store(acc, row, call("sqrt", {m})));
     ExprPtr x2 = load(in, at(var(a2)), t);
     for (auto& st :
-         nest({a2}, {s.len},
-              {Stmt::store(out, at(var(a2)),
-                           select(cmp(Op::Eq, m, constant(t, 0)), constant(t, 0), div(x2, m)))},
-              false))
+         runNest({a2}, {len},
+                 {Stmt::store(out, at(var(a2)),
+                              select(cmp(Op::Eq, m, constant(t, 0)), constant(t, 0), div(x2, m)))},
+                 false))
       body.push_back(std::move(st));
   }
   Schedule sch;
   sch["axis"] = static_cast<int64_t>(axis);
-  return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), std::move(sch), o);
+  return b.finish(runNest({ov, iv}, {outer, inner}, std::move(body), true), std::move(sch), o);
 }
 
 // CumSum / CumProd: a running sum or product per row along the axis (reverse: from the end;
@@ -90,20 +95,29 @@ std::optional<LoweredNode> lowerScan(const Node& n, FuncBuilder& b, const LowerO
   const int64_t r = int64_t(id.size());
   std::string in = b.input(n.inputs[0]);
   std::string run = b.temp("running", t, {numel(id)});
+  // Symbolic sizes: the rows and the axis are the run's (the result is the input's shape).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  const std::vector<ExprPtr> orr = runDims(o, n.outputs[0], id);
+  for (size_t d = 0; d < ir.size(); ++d)
+    if (!equal(ir[d], orr[d])) no("a result whose dims are not the input's");
   auto scanAlong = [&](int64_t axis) {
-    const Split3 s = split3(id, size_t(axis), size_t(axis) + 1);
+    const ExprPtr outer = product(ir, 0, size_t(axis)), len = ir[size_t(axis)],
+                  inner = product(ir, size_t(axis) + 1);
     std::string ov = b.fresh("o"), iv = b.fresh("i"), jv = b.fresh("j");
-    ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
-    ExprPtr j = rev ? sub(intImm(s.len - 1), var(jv)) : var(jv);
-    ExprPtr at = add(add(mul(var(ov), intImm(s.len * s.inner)), mul(j, intImm(s.inner))), var(iv));
+    ExprPtr row = add(mul(var(ov), inner), var(iv));
+    // (reversed: len - 1 - j, clamped at 0 so the verifier bounds it when len is the run's)
+    ExprPtr j = !rev         ? var(jv)
+                : isImm(len) ? sub(sub(len, intImm(1)), var(jv))
+                             : max(sub(sub(len, intImm(1)), var(jv)), intImm(0));
+    ExprPtr at = add(add(mul(var(ov), mul(len, inner)), mul(j, inner)), var(iv));
     ExprPtr acc = load(run, row, t), x = load(in, at, t);
     Block step;
     if (excl) step.push_back(Stmt::store(out, at, acc));
     step.push_back(Stmt::store(run, row, prod ? mul(acc, x) : add(acc, x)));
     if (!excl) step.push_back(Stmt::store(out, at, acc));
     Block body = {Stmt::store(run, row, constant(t, prod ? 1 : 0))};
-    for (auto& st : nest({jv}, {s.len}, std::move(step), false)) body.push_back(std::move(st));
-    return nest({ov, iv}, {s.outer, s.inner}, std::move(body), true);
+    for (auto& st : runNest({jv}, {len}, std::move(step), false)) body.push_back(std::move(st));
+    return runNest({ov, iv}, {outer, inner}, std::move(body), true);
   };
   Schedule sch;
   if (auto c = constInts(n, 1)) {

@@ -120,6 +120,157 @@ Block matMulIntegerOnFloatGemm(FuncBuilder& b, const Node& head, const Bind& bin
   return out;
 }
 
+// One call of the packed GEMM kernel kd over `rows` rows of A (lda K) into outParam (ldc N): B
+// (the constant bv, [K, N] or with transB [N, K]) packed at compile time; a bias row of N values
+// and a fused epilogue's clamp / residual applied in the kernel.
+Stmt packedGemmCall(FuncBuilder& b, const kernels::KernelDesc& kd, const Value* bv, bool transB,
+                    int64_t K, int64_t N, const std::string& A, const std::string& outParam,
+                    ExprPtr rows, const Value* bias, FusedClamp* clamp, Schedule& sched,
+                    const LowerOptions& o) {
+  Tensor packed(DType::F32, {o.probe ? 0 : kernels::packedBFloats(kd, K, N)});
+  if (!o.probe) // a probe needs no data
+    kernels::packBInto(kd, bv->constant->data<float>(), K, N, transB ? K : N, transB,
+                       packed.data<float>());
+  const std::string BP =
+      b.constant(b.input(bv) + "_packed", std::move(packed), std::string("packed_b:") + kd.name);
+  std::vector<CallArg> a = {bufferArg(A),
+                            bufferArg(BP),
+                            bufferArg(outParam),
+                            CallArg{"", nullptr, std::move(rows)},
+                            intArg(N),
+                            intArg(K),
+                            intArg(K),
+                            intArg(N),
+                            bias ? bufferArg(b.input(bias)) : intArg(0)};
+  for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
+  a.push_back(residualArg(clamp, nullptr));
+  markKernel(sched, kd.name, clamp);
+  sched["packing"] = std::string("B packed at compile time");
+  sched["tile"] = std::vector<int64_t>{kd.mr, kd.nr, kd.kc};
+  return Stmt::callKernel(std::string("gemm_packed_") + kd.name, a);
+}
+
+// MatMul / Gemm at the run's sizes (symbolic dims, LowerOptions::runDim): M, N, K and the batch
+// dims are the run's, every operand read at its run strides (row-major at the run's dims in
+// buffers planned at the bounds). A constant 2-D B is packed at compile time and every row of A
+// goes through one call (rows: the run's product of A's leading dims); run-time operands call the
+// GEMM kernel per batch matrix (the run's lda / ldb / ldc); f64 and transposed A take the loop
+// nest. Batch dims broadcast where one side's is 1; symbolic dims of the two sides must be the
+// same expression (the shapes' symbols), else declined.
+Block matMulAtRunSizes(FuncBuilder& b, const Node& head, const Value* av, const Value* bv,
+                       const std::vector<ExprPtr>& ar, const std::vector<ExprPtr>& br,
+                       const std::string& outParam, const LowerOptions& o,
+                       const std::string& candidate, Schedule& sched, FusedClamp* clamp) {
+  const bool isGemm = head.op == "Gemm";
+  const DType t = av->type.dtype;
+  if (head.op == "MatMulInteger") no("MatMulInteger at symbolic sizes");
+  const bool transA = isGemm && head.attrInt("transA") != 0;
+  const bool transB = isGemm && head.attrInt("transB") != 0;
+  if (ar.empty() || br.empty() || (isGemm && (ar.size() != 2 || br.size() != 2)))
+    no("MatMul/Gemm operands of these ranks");
+  ExprPtr M = ar.size() == 1 ? intImm(1) : ar[ar.size() - (transA ? 1 : 2)];
+  ExprPtr K = ar[ar.size() - (transA ? 2 : 1)];
+  ExprPtr N = br.size() == 1 ? intImm(1) : br[br.size() - (transB ? 2 : 1)];
+  if (!equal(K, br.size() == 1 ? br[0] : br[br.size() - (transB ? 1 : 2)]))
+    no("inner dims that are not the same symbolic size");
+  // Batch dims, right-aligned (numpy's matmul): the run's extent and each side's stride.
+  const size_t na = ar.size() > 2 ? ar.size() - 2 : 0, nb = br.size() > 2 ? br.size() - 2 : 0;
+  const size_t nbat = std::max(na, nb);
+  const std::vector<ExprPtr> as = stridesOf(ar), bs = stridesOf(br);
+  std::vector<ExprPtr> batch, aStride, bStride;
+  for (size_t k = 0; k < nbat; ++k) {
+    const bool inA = k + na >= nbat, inB = k + nb >= nbat;
+    ExprPtr ea = inA ? ar[k + na - nbat] : intImm(1), eb = inB ? br[k + nb - nbat] : intImm(1);
+    ExprPtr sa = inA ? as[k + na - nbat] : intImm(0), sb = inB ? bs[k + nb - nbat] : intImm(0);
+    if (!equal(ea, eb) && asInt(ea) != 1 && asInt(eb) != 1)
+      no("batch dims that are neither the same symbolic size nor 1");
+    if (asInt(ea) == 1 && !equal(ea, eb)) sa = intImm(0);
+    if (asInt(eb) == 1 && !equal(ea, eb)) sb = intImm(0);
+    batch.push_back(asInt(ea) == 1 ? eb : ea), aStride.push_back(sa), bStride.push_back(sb);
+  }
+  // The result's run dims are the batch, M (unless A is 1-D) and N (unless B is 1-D).
+  if (const Value* r = head.outputs.at(0); r && r->type.shape) {
+    std::vector<ExprPtr> want = batch;
+    if (ar.size() > 1) want.push_back(M);
+    if (br.size() > 1 || isGemm) want.push_back(N);
+    const std::vector<ExprPtr> got = runDims(o, r, staticDims(r, "output"));
+    if (got.size() != want.size() ||
+        !std::equal(got.begin(), got.end(), want.begin(),
+                    [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); }))
+      no("a result whose symbolic dims are not the operands' batch, M and N");
+  }
+  const Value* cv = isGemm && head.hasInput(2) ? head.inputs[2] : nullptr;
+  const bool unitGemm =
+      !isGemm || (head.attrFloat("alpha") == 1.0f && (!cv || head.attrFloat("beta") == 0.0f));
+  const std::string A = b.input(av), B = b.input(bv);
+  const ExprPtr lda = transA ? M : K, ldb = br.size() == 1 ? intImm(1) : (transB ? K : N);
+  // A constant 2-D B (weights, static): packed now, every row of A in one call.
+  const bool packable = bv->constant && br.size() == 2 && unitGemm && !transA && isImm(K) &&
+                        isImm(N) && t == DType::F32;
+  const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !transA, o, packable);
+  if (o.runtimeKernels && kd && packable && kd->op == kernels::KernelOp::Gemm) {
+    const Value* bias = clamp && clamp->bias ? clamp->bias : nullptr;
+    if (bias) clamp->consumed = true;
+    return {packedGemmCall(b, *kd, bv, transB, *asInt(K), *asInt(N), A, outParam,
+                           product(ar, 0, ar.size() - 1), bias, clamp, sched, o)};
+  }
+  std::vector<std::string> bvn;
+  for (size_t k = 0; k < nbat; ++k) bvn.push_back(b.fresh("b" + std::to_string(k)));
+  const std::vector<ExprPtr> bvars = vars(bvn);
+  const ExprPtr offA = runIndex(bvars, aStride), offB = runIndex(bvars, bStride);
+  const ExprPtr offC = mul(runIndex(bvars, stridesOf(batch)), mul(M, N));
+  Block inner;
+  if (kd && kd->op == kernels::KernelOp::Gemm) {
+    inner.push_back(Stmt::callKernel(
+        kd->name, {CallArg{A, offA, nullptr}, CallArg{B, offB, nullptr},
+                   CallArg{outParam, offC, nullptr}, CallArg{"", nullptr, M},
+                   CallArg{"", nullptr, N}, CallArg{"", nullptr, K}, CallArg{"", nullptr, lda},
+                   CallArg{"", nullptr, ldb}, CallArg{"", nullptr, N}, intArg(transB)}));
+    markKernel(sched, kd->name);
+    sched["packing"] = std::string("packB at call");
+  } else {
+    const std::string i = b.fresh("i"), j = b.fresh("j"), k = b.fresh("k");
+    const ExprPtr vi = var(i), vj = var(j), vk = var(k);
+    const ExprPtr ai = add(offA, transA ? add(mul(vk, M), vi) : add(mul(vi, K), vk));
+    const ExprPtr bi = add(offB, transB ? add(mul(vj, ldb), vk) : add(mul(vk, ldb), vj));
+    const ExprPtr ci = add(offC, add(mul(vi, N), vj));
+    Block row = runNest({j}, {N}, {Stmt::store(outParam, ci, constant(t, 0))}, false);
+    Block sum =
+        runNest({j}, {N},
+                {Stmt::store(outParam, ci,
+                             add(load(outParam, ci, t), mul(load(A, ai, t), load(B, bi, t))))},
+                false);
+    for (auto& s : runNest({k}, {K}, std::move(sum), false)) row.push_back(std::move(s));
+    inner = runNest({i}, {M}, std::move(row), nbat == 0);
+    sched["candidate"] = std::string(kLoopCandidate);
+  }
+  Block body = runNest(bvn, batch, std::move(inner), true);
+  // Gemm: Y = alpha * A'B' + beta * C, C broadcast by its run dims.
+  if (isGemm && !unitGemm) {
+    const float alpha = head.attrFloat("alpha"), beta = head.attrFloat("beta");
+    const std::string i = b.fresh("i"), j = b.fresh("j");
+    const ExprPtr ci = add(mul(var(i), N), var(j));
+    ExprPtr v = load(outParam, ci, t);
+    if (alpha != 1.0f) v = mul(constant(t, alpha), v);
+    if (cv && beta != 0.0f) {
+      if (cv->type.dtype != t) no("Gemm C has a different element type");
+      std::vector<ExprPtr> cr = runDims(o, cv, staticDims(cv, "C"));
+      if (cr.size() > 2) no("Gemm C has rank > 2");
+      while (cr.size() < 2) cr.insert(cr.begin(), intImm(1));
+      for (size_t d = 0; d < 2; ++d)
+        if (asInt(cr[d]) != 1 && !equal(cr[d], d == 0 ? M : N))
+          no("Gemm C does not broadcast to the output at the run's sizes");
+      const ExprPtr idx = add(asInt(cr[0]) == 1 ? intImm(0) : mul(var(i), cr[1]),
+                              asInt(cr[1]) == 1 ? intImm(0) : var(j));
+      const ExprPtr c = load(b.input(cv), idx, t);
+      v = add(v, beta == 1.0f ? c : mul(constant(t, beta), c));
+    }
+    for (auto& s : runNest({i, j}, {M, N}, {Stmt::store(outParam, ci, v)}, true))
+      body.push_back(std::move(s));
+  }
+  return body;
+}
+
 } // namespace
 
 Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::string& outParam,
@@ -150,6 +301,14 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
     g.M = ms.M, g.K = ms.K, g.N = ms.N;
     g.batch = ms.batch, g.aBatch = ms.aBatch, g.bBatch = ms.bBatch;
   }
+  if (o.runDim) { // symbolic sizes: M, N, K and the batch of the run
+    const std::vector<ExprPtr> ar = runDims(o, av, ad), br = runDims(o, bv, bd);
+    auto symbolic = [](const std::vector<ExprPtr>& v) {
+      return std::any_of(v.begin(), v.end(), [](const ExprPtr& e) { return !isImm(e); });
+    };
+    if (symbolic(ar) || symbolic(br))
+      return matMulAtRunSizes(b, head, av, bv, ar, br, outParam, o, candidate, sched, clamp);
+  }
   std::string A = b.input(av), B = b.input(bv);
   int64_t lda = g.transA ? g.M : g.K, ldb = bd.size() == 1 ? 1 : (g.transB ? g.K : g.N);
   // Constant 2-D B (weights), JIT: B packed at compile time; the batch folds into M (A and C
@@ -170,40 +329,18 @@ Block matMulBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::
   const bool packable = bv->constant && bShared && bd.size() == 2 && gemmFits;
   const auto* kd = gemmKernelFor(candidate, t == DType::F32 && !g.transA && !integer, o, packable);
   if (o.runtimeKernels && kd && packable) {
-    Tensor packed(DType::F32, {o.probe ? 0 : kernels::packedBFloats(*kd, g.K, g.N)});
-    if (!o.probe) // a probe needs no data
-      kernels::packBInto(*kd, bv->constant->data<float>(), g.K, g.N, ldb, g.transB,
-                         packed.data<float>());
-    std::string BP =
-        b.constant(B + "_packed", std::move(packed), std::string("packed_b:") + kd->name);
     // Gemm's C row, or a MatMul epilogue's Add(bias row) (the chain then drops the Add).
     if (!cv && clamp && clamp->bias) {
       cv = clamp->bias;
       clamp->consumed = true;
     }
-    bool biasInKernel = cv != nullptr;
     // Per sample (LowerOptions::samples): A's and C's rows of every sample follow each other,
     // so all samples are one call of samples * M rows.
     const bool allSamples = o.samples && !g.transA;
     if (allSamples) sched["samples"] = std::string("rows of one call");
     ExprPtr rows = intImm(batchCount * g.M);
     if (allSamples) rows = mul(o.samples, rows);
-    std::vector<CallArg> a = {CallArg{A, nullptr, nullptr},
-                              CallArg{BP, nullptr, nullptr},
-                              CallArg{outParam, nullptr, nullptr},
-                              CallArg{"", nullptr, rows},
-                              CallArg{"", nullptr, intImm(g.N)},
-                              CallArg{"", nullptr, intImm(g.K)},
-                              CallArg{"", nullptr, intImm(lda)},
-                              CallArg{"", nullptr, intImm(g.N)},
-                              biasInKernel ? CallArg{b.input(cv), nullptr, nullptr}
-                                           : CallArg{"", nullptr, intImm(0)}};
-    for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
-    a.push_back(residualArg(clamp, nullptr));
-    markKernel(sched, kd->name, clamp);
-    sched["packing"] = std::string("B packed at compile time");
-    sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr, kd->kc};
-    return {Stmt::callKernel(std::string("gemm_packed_") + kd->name, a)};
+    return {packedGemmCall(b, *kd, bv, g.transB, g.K, g.N, A, outParam, rows, cv, clamp, sched, o)};
   }
 
   if (integer && o.runtimeKernels && bv->constant && bShared && bd.size() == 2 && !o.probe)

@@ -186,6 +186,9 @@ std::optional<LoweredNode> lowerBlocks(const Node& n, const std::string& name,
   std::string in = b.input(n.inputs[0]);
   DType t = n.outputs[0]->type.dtype;
   auto c = [](int64_t v) { return intImm(v); };
+  // Symbolic sizes (an image's H and W): the output's run dims drive the nest (gatherNest), the
+  // input is read at its run strides.
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
   Schedule s;
   s["blocksize"] = bs;
   return gatherNest(
@@ -205,7 +208,7 @@ std::optional<LoweredNode> lowerBlocks(const Node& n, const std::string& name,
           y = add(mul(v[2], c(bs)), div(ij, c(bs)));
           x = add(mul(v[3], c(bs)), binary(Op::Mod, ij, c(bs)));
         }
-        return load(in, linearIndex({v[0], ch, y, x}, strides(id)), t);
+        return load(in, runIndex({v[0], ch, y, x}, stridesOf(ir)), t);
       },
       o, std::move(s));
 }

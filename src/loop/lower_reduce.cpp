@@ -347,7 +347,7 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
 
 // ArgMax / ArgMin over one axis: a running best value (a temp row) and its index (the output), as
 // the reference kernel: NaN ranks above every number, the first index of equal values wins (the
-// last with select_last_index).
+// last with select_last_index). Symbolic sizes: rows of the run's dims at the run's strides.
 std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOptions& o) {
   b.setKind("reduce");
   std::string out = b.output(0);
@@ -356,15 +356,27 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
   if (!isComputeFloat(t) && !isInteger(t)) no("a float or integer input is needed");
   if (id.empty()) no("a scalar input");
   const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
-  const Split3 s = split3(id, axis, axis + 1);
-  if (s.len == 0) no("an empty axis");
+  if (id[axis] == 0) no("an empty axis");
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  { // the result: the input's run dims less the axis (or 1 there)
+    const bool keep = n.attrInt("keepdims", 1) != 0;
+    std::vector<ExprPtr> want;
+    for (size_t d = 0; d < ir.size(); ++d)
+      if (d != axis || keep) want.push_back(d == axis ? intImm(1) : ir[d]);
+    const std::vector<ExprPtr> orr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "output"));
+    if (orr.size() != want.size() ||
+        !std::equal(orr.begin(), orr.end(), want.begin(),
+                    [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); }))
+      no("a result whose dims are not the input's less the axis");
+  }
+  const ExprPtr outer = product(ir, 0, axis), len = ir[axis], inner = product(ir, axis + 1);
   const bool isMax = n.op == "ArgMax", last = n.attrInt("select_last_index") != 0;
   std::string in = b.input(n.inputs[0]);
-  std::string best = b.temp("best", t, {s.outer * s.inner});
+  std::string best = b.temp("best", t, {numel(id) / id[axis]});
   std::string ov = b.fresh("o"), iv = b.fresh("i"), jv = b.fresh("j"), cv = b.fresh("better");
-  ExprPtr row = add(mul(var(ov), intImm(s.inner)), var(iv));
+  ExprPtr row = add(mul(var(ov), inner), var(iv));
   auto at = [&](ExprPtr j) {
-    return add(add(mul(var(ov), intImm(s.len * s.inner)), mul(j, intImm(s.inner))), var(iv));
+    return add(add(mul(var(ov), mul(len, inner)), mul(j, inner)), var(iv));
   };
   auto greater = [&](ExprPtr a, ExprPtr c) { return greaterNanFirst(t, a, c); };
   ExprPtr x = load(in, at(var(jv)), t), bv = load(best, row, t);
@@ -379,8 +391,8 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
   step.push_back(Stmt::store(best, row, select(c, x, bv)));
   Block body = {Stmt::store(best, row, load(in, at(intImm(0)), t)),
                 Stmt::store(out, row, intImm(0, DType::I64))};
-  for (auto& st : nest({jv}, {s.len}, std::move(step), false)) body.push_back(std::move(st));
-  return b.finish(nest({ov, iv}, {s.outer, s.inner}, std::move(body), true), {}, o);
+  for (auto& st : runNest({jv}, {len}, std::move(step), false)) body.push_back(std::move(st));
+  return b.finish(runNest({ov, iv}, {outer, inner}, std::move(body), true), {}, o);
 }
 
 // Softmax / LogSoftmax at the sizes `ir` (the run's where symbolic, else immediates): per row of
@@ -496,6 +508,8 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
 // mean, no bias: y = x / sqrt(mean(x^2) + eps) * scale), and InstanceNormalization and
 // GroupNormalization (rows of N*C channels, or N*G groups of C/G channels, each normalized over its
 // S = H*W... values, then scale and bias of the element's channel), as the reference kernels.
+// Symbolic sizes: the rows and their lengths are the run's (an image's H and W, a length), every
+// value at its run strides; the sums then take one scalar pass (the lanes need a static length).
 std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const LowerOptions& o) {
   const bool rms = n.op == "RMSNormalization", inst = n.op == "InstanceNormalization",
              group = n.op == "GroupNormalization";
@@ -504,49 +518,68 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
   Dims id = staticDims(n.inputs.at(0), "input");
   DType t = n.outputs[0]->type.dtype;
   if (!isComputeFloat(t) || id.empty()) no("a float input is needed");
+  size_t axis = inst || group ? 2 : static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
+  if ((inst || group) && id.size() < 2) no("an input [N, C, ...] is needed");
+  axis = std::min(axis, id.size());
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  if (!sameRunDims(id, runDims(o, n.outputs[0], id), ir))
+    no("a result whose dims are not the input's");
   std::string meanOut, invOut; // LayerNormalization's statistics outputs, when asked for
   for (size_t k = 1; k < n.outputs.size() && !rms && !inst && !group; ++k) {
     if (!n.outputs[k]) continue;
     if (n.outputs[k]->type.dtype != t) no("Mean/InvStdDev in a stash type other than the input's");
+    const Dims sd = staticDims(n.outputs[k], "Mean/InvStdDev");
+    const std::vector<ExprPtr> sr = runDims(o, n.outputs[k], sd);
+    for (size_t d = 0; d < sr.size() && d < axis; ++d)
+      if (!equal(sr[d], ir[d])) no("Mean/InvStdDev whose dims are not the input's rows");
     (k == 1 ? meanOut : invOut) = b.output(k);
   }
-  size_t axis = inst || group ? 2 : static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
-  if ((inst || group) && id.size() < 2) no("an input [N, C, ...] is needed");
-  Split3 s = split3(id, std::min(axis, id.size()), id.size());
-  Dims norm(id.begin() + static_cast<std::ptrdiff_t>(std::min(axis, id.size())), id.end());
+  // Rows of `len` elements: the dims after the axis (their bounds `norm`, the run's `normRun`).
+  ExprPtr outer = product(ir, 0, axis), len = product(ir, axis);
+  int64_t rows = split3(id, axis, id.size()).outer; // at the bounds
+  Dims norm(id.begin() + static_cast<std::ptrdiff_t>(axis), id.end());
+  std::vector<ExprPtr> normRun(ir.begin() + static_cast<std::ptrdiff_t>(axis), ir.end());
   // Instance / group: one row per channel / group, its values one axis (the lanes below); the
   // scale and bias index of element k of row `ov` (per channel [C]).
   std::function<ExprPtr(const ExprPtr& ov, const ExprPtr& k)> channelOf;
   if (inst || group) {
-    const int64_t C = id[1], S = s.len, G = group ? n.attrInt("num_groups") : C;
+    const int64_t C = id[1], G = group ? n.attrInt("num_groups") : C;
     if (G < 1 || C % G != 0) no("num_groups must divide the channels");
-    s.outer = id[0] * G, s.len = C / G * S;
-    norm = {s.len};
+    const ExprPtr S = len;
+    outer = mul(ir[0], intImm(G)), len = product({intImm(C / G), S});
+    rows = id[0] * G, norm = {C / G * split3(id, 2, id.size()).len}, normRun = {len};
+    if (isImm(outer)) outer = intImm(rows);
     channelOf = [C, G, S](const ExprPtr& ov, const ExprPtr& k) {
       ExprPtr c0 = mul(mod(ov, intImm(G)), intImm(C / G));
-      return C == G ? c0 : add(c0, div(k, intImm(std::max<int64_t>(S, 1))));
+      return C == G ? c0
+                    : add(c0, div(k, isImm(S) ? intImm(std::max<int64_t>(*asInt(S), 1))
+                                              : max(S, intImm(1))));
     };
     for (size_t i : {1, 2})
       if (!n.hasInput(i) || numel(staticDims(n.inputs[i], "scale/bias")) != C)
         no("per-channel scale and bias are needed");
   }
-  auto param = [&](size_t i) -> std::pair<std::string, std::vector<int64_t>> {
+  const std::vector<ExprPtr> normStride = stridesOf(normRun);
+  // A scale / bias broadcast over the normalized dims: its element stride per dim (0: broadcast).
+  auto param = [&](size_t i) -> std::pair<std::string, std::vector<ExprPtr>> {
     if (!n.hasInput(i)) return {"", {}};
     if (channelOf) return {b.input(n.inputs[i]), {}};
     Dims pd = staticDims(n.inputs[i], "scale/bias");
     if (pd.size() > norm.size()) no("scale/bias of a higher rank than the normalized shape");
-    std::vector<int64_t> st(norm.size(), 0), ps = strides(pd);
+    const std::vector<ExprPtr> pr = runDims(o, n.inputs[i], pd), ps = stridesOf(pr);
+    std::vector<ExprPtr> st(norm.size(), intImm(0));
     size_t off = norm.size() - pd.size();
     for (size_t d = 0; d < pd.size(); ++d) {
-      if (pd[d] != 1 && pd[d] != norm[off + d]) no("scale/bias does not broadcast");
+      if (pd[d] != 1 && (pd[d] != norm[off + d] || !equal(pr[d], normRun[off + d])))
+        no("scale/bias does not broadcast");
       if (pd[d] != 1) st[off + d] = ps[d];
     }
     return {b.input(n.inputs[i]), st};
   };
   std::string in = b.input(n.inputs[0]);
   auto [sc, scSt] = param(1);
-  auto [bi, biSt] = rms ? std::pair<std::string, std::vector<int64_t>>{} : param(2);
-  std::string mean = b.temp("mean", t, {s.outer}), var2 = b.temp("var", t, {s.outer});
+  auto [bi, biSt] = rms ? std::pair<std::string, std::vector<ExprPtr>>{} : param(2);
+  std::string mean = b.temp("mean", t, {rows}), var2 = b.temp("var", t, {rows});
   std::string ov = b.fresh("o");
   double eps = n.attrFloat("epsilon");
   std::vector<std::string> l1, l2, l3;
@@ -556,28 +589,28 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
     l3.push_back(b.fresh("c" + std::to_string(d)));
   }
   auto at = [&](const std::vector<std::string>& l) {
-    return add(mul(var(ov), intImm(s.len)), linearIndex(vars(l), strides(norm)));
+    return add(mul(var(ov), len), runIndex(vars(l), normStride));
   };
   ExprPtr mu = load(mean, var(ov), t), vr = load(var2, var(ov), t);
   Block body = {Stmt::store(mean, var(ov), constant(t, 0)),
                 Stmt::store(var2, var(ov), constant(t, 0))};
-  // Over one axis holding two vectors or more, the sums in lanes (inLanes); else one scalar pass.
-  const int64_t L = vectorWidthFor(o, t, s.len);
-  const bool lanes = norm.size() == 1 && L > 1 && s.len / L >= 2;
-  const std::string ls = lanes ? b.temp("lanesum", t, {s.outer, L}) : "";
+  // Over one static axis holding two vectors or more, the sums in lanes (inLanes); else one
+  // scalar pass.
+  const int64_t L = vectorWidthFor(o, t, norm.empty() ? 1 : norm.back());
+  const bool lanes = norm.size() == 1 && isImm(len) && L > 1 && *asInt(len) / L >= 2;
+  const std::string ls = lanes ? b.temp("lanesum", t, {rows, L}) : "";
   // The sum over the row of term(k) (k the element's index in the row) added to dst.
   auto rowSum = [&](const std::string& dst, const std::function<ExprPtr(ExprPtr)>& term,
                     const std::vector<std::string>& l) {
     if (!lanes)
-      return nest(
-          l, norm,
-          {Stmt::store(dst, var(ov),
-                       add(load(dst, var(ov), t), term(linearIndex(vars(l), strides(norm)))))},
-          false);
+      return runNest(l, normRun,
+                     {Stmt::store(dst, var(ov),
+                                  add(load(dst, var(ov), t), term(runIndex(vars(l), normStride))))},
+                     false);
     const std::string lv = b.fresh("l");
     auto lane = [&](const ExprPtr& x) { return add(mul(var(ov), intImm(L)), x); };
     Block st = nest({lv}, {L}, {Stmt::store(ls, lane(var(lv)), constant(t, 0))}, false, L);
-    for (auto& x : inLanes(b, s.len, L, [&](const ExprPtr&ln, const ExprPtr&k) {
+    for (auto& x : inLanes(b, *asInt(len), L, [&](const ExprPtr&ln, const ExprPtr&k) {
            return Block{Stmt::store(ls, lane(ln), add(load(ls, lane(ln), t), term(k)))};
          }))
       st.push_back(std::move(x));
@@ -588,10 +621,11 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
       st.push_back(std::move(x));
     return st;
   };
-  auto elem = [&](const ExprPtr& k) { return load(in, add(mul(var(ov), intImm(s.len)), k), t); };
+  auto elem = [&](const ExprPtr& k) { return load(in, add(mul(var(ov), len), k), t); };
+  const ExprPtr lenF = isImm(len) ? constant(t, double(*asInt(len))) : cast(t, len);
   if (!rms) { // RMS: the mean stays 0
     for (auto& st : rowSum(mean, elem, l1)) body.push_back(std::move(st));
-    body.push_back(Stmt::store(mean, var(ov), div(mu, constant(t, double(s.len)))));
+    body.push_back(Stmt::store(mean, var(ov), div(mu, lenF)));
   }
   for (auto& st : rowSum(
            var2,
@@ -602,24 +636,22 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
            l2))
     body.push_back(std::move(st));
   // var <- 1 / sqrt(var / len + eps)
-  body.push_back(
-      Stmt::store(var2, var(ov),
-                  div(constant(t, 1),
-                      call("sqrt", {add(div(vr, constant(t, double(s.len))), constant(t, eps))}))));
+  body.push_back(Stmt::store(
+      var2, var(ov), div(constant(t, 1), call("sqrt", {add(div(vr, lenF), constant(t, eps))}))));
   if (!meanOut.empty()) body.push_back(Stmt::store(meanOut, var(ov), mu));
   if (!invOut.empty()) body.push_back(Stmt::store(invOut, var(ov), vr));
   ExprPtr y = mul(sub(load(in, at(l3), t), mu), vr);
-  auto paramAt = [&](const std::vector<int64_t>& st) {
-    return channelOf ? channelOf(var(ov), var(l3[0])) : linearIndex(vars(l3), st);
+  auto paramAt = [&](const std::vector<ExprPtr>& st) {
+    return channelOf ? channelOf(var(ov), var(l3[0])) : runIndex(vars(l3), st);
   };
   if (!sc.empty()) y = mul(y, load(sc, paramAt(scSt), t));
   if (!bi.empty()) y = add(y, load(bi, paramAt(biSt), t));
-  for (auto& st :
-       nest(l3, norm, {Stmt::store(out, at(l3), y)}, false, vectorWidthFor(o, t, norm.back())))
+  for (auto& st : runNest(l3, normRun, {Stmt::store(out, at(l3), y)}, false,
+                          vectorWidthFor(o, t, norm.empty() ? 1 : norm.back())))
     body.push_back(std::move(st));
   Schedule sch;
   sch["axis"] = static_cast<int64_t>(axis);
-  return b.finish(nest({ov}, {s.outer}, std::move(body), true), std::move(sch), o);
+  return b.finish(runNest({ov}, {outer}, std::move(body), true), std::move(sch), o);
 }
 
 } // namespace

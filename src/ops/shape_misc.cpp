@@ -429,7 +429,11 @@ void inferBlocks(InferCtx& c, bool toSpace) {
   AICC_CHECK(b > 0, "blocksize {} must be positive", b);
   Shape out = *in;
   auto div = [&](const Dim& d) {
-    if (!d.isStatic()) return Dim{};
+    if (!d.isStatic()) { // a symbolic dim that is a multiple of the block (2*H / 2 = H)
+      const auto e = dimExpr(d);
+      const auto q = e ? e->exactDiv(DimExpr::constant(toSpace ? b * b : b)) : std::nullopt;
+      return q ? dimOf(*q) : Dim{};
+    }
     AICC_CHECK(d.value % (toSpace ? b * b : b) == 0, "dim {} not divisible by the block", d.value);
     return Dim::known(d.value / (toSpace ? b * b : b));
   };

@@ -131,7 +131,7 @@ with tempfile.TemporaryDirectory() as tmp:
         else:
             counts["matched"] += 1
             if falls:
-                fallback_tests.append(f"{name}: {falls[0][:160]}")
+                fallback_tests.append(f"{name}: {falls[0][:400]}")
 print(f"symbolic inputs, every {EVERY} test(s): {counts}, wrong {len(wrong)}")
 print(f"matched fully compiled: {counts['matched'] - len(fallback_tests)} of {counts['matched']}"
       f" ({len(fallback_tests)} with a fallback task at the run's sizes; -v lists them)")

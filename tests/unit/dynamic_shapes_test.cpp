@@ -330,26 +330,45 @@ TEST(DynamicSequence, LinearAttentionAndCausalConvCompiled) {
   }
 }
 
-TEST(DynamicBatch, NodesThatMixSamplesRunOnTheReferenceKernelsAtTheRunsSizes) {
+// Nodes that mix the samples (along the batch) are lowered with the run's sizes: a task binding
+// the shape block (Z) last, no fallback; the same at every batch.
+TEST(DynamicBatch, NodesThatMixSamplesCompileAtTheRunsSizes) {
   const char* cases[] = {
       "%s = Hardmax(%x) {axis = 0} : f32[N,4]\n  return %s",
       "%zero = Constant() {value = tensor i64[] [0]} : i64[]\n  %s = CumSum(%x, %zero) : "
       "f32[N,4]\n  return %s",
       "%s = ArgMax(%x) {axis = 0} : i64[1,4]\n  return %s",
+      "%s = LpNormalization(%x) {axis = 0, p = 2} : f32[N,4]\n  return %s",
   };
   for (const char* c : cases) {
     const std::string ir = std::string("graph @g(%x: f32[N,4]) {\n  ") + c + "\n}\n";
     Model ref = parseModel(ir), m = parseModel(ir);
     fs::path dir = compile(m, "mixing", {{"N", 1, 6}});
-    // A fallback task binding the shape block (Z) last: it runs at the run's sizes.
     const std::string plan = readFile((dir / "model.plan").string());
-    EXPECT_NE(plan.find("\nfallback "), std::string::npos) << plan;
+    EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
     EXPECT_NE(plan.find(" Z:0:8\n"), std::string::npos) << plan;
     runtime::LoadedArtifact art(dir.string());
     for (int64_t n : {1, 4, 6}) {
       std::vector<RValue> in = {RValue::of(random({n, 4}, uint32_t(n)))};
       test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
     }
+  }
+}
+
+// A node no lowering takes at symbolic sizes runs on its reference kernel at the run's sizes: a
+// fallback task binding the shape block (Z) last.
+TEST(DynamicBatch, NodesWithoutASymbolicLoweringRunOnTheReferenceKernelsAtTheRunsSizes) {
+  const std::string ir = "graph @g(%x: f32[N,4]) {\n  %s = Einsum(%x) {equation = \"ij->j\"} : "
+                         "f32[4]\n  return %s\n}\n";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  fs::path dir = compile(m, "no_symbolic_lowering", {{"N", 1, 6}});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_NE(plan.find("\nfallback "), std::string::npos) << plan;
+  EXPECT_NE(plan.find(" Z:0:8\n"), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t n : {1, 4, 6}) {
+    std::vector<RValue> in = {RValue::of(random({n, 4}, uint32_t(n)))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
   }
 }
 

@@ -1,0 +1,172 @@
+// Nodes whose values carry symbols that are not one leading run of samples (an image's H and W
+// after its channels, an attention's length in two places, a GEMM's K) are lowered with the
+// run's sizes (loop/per_sample.h lowerSymbolic): each test compiles one artifact with no fallback
+// task and checks it against the interpreter at several sizes, the smallest (1) among them.
+#include "aicc/runtime.h"
+#include "interp/compare.h"
+#include "interp/interpreter.h"
+#include "ir/parser.h"
+#include "runtime/artifact.h"
+#include "shared_models.h"
+#include "support/file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace aicc {
+namespace {
+
+namespace fs = std::filesystem;
+
+Tensor random(const Dims& d, uint32_t seed, DType t) {
+  Tensor x = test::uniformTensor(d, seed);
+  if (t == DType::F32) return x;
+  Tensor y(t, d);
+  for (int64_t k = 0; k < x.numel(); ++k) y.setF64(k, x.getF64(k));
+  return y;
+}
+
+// Compiles `ir` for `ranges`, checks the plan has no fallback task, then runs it at each size
+// (the inputs' dims from `dims(size)`) against the interpreter.
+void expectCompiledAtRunSizes(const std::string& name, const std::string& ir,
+                              const std::vector<rt::Symbol>& ranges,
+                              const std::vector<std::vector<Dims>>& sizes, double tol = 1e-5) {
+  Model ref = parseModel(ir), m = parseModel(ir);
+  fs::path dir = test::compileArtifact(m, "aicc_run_sizes_" + name, ranges);
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << name << ":\n" << plan;
+  runtime::LoadedArtifact art(dir.string());
+  uint32_t seed = 1;
+  for (const std::vector<Dims>& dims : sizes) {
+    std::vector<RValue> in;
+    for (size_t k = 0; k < dims.size(); ++k)
+      in.push_back(RValue::of(random(dims[k], seed++, ref.graph->inputs.at(k)->type.dtype)));
+    std::string at;
+    for (int64_t d : dims[0]) at += (at.empty() ? "" : "x") + std::to_string(d);
+    SCOPED_TRACE(name + " with input 0 of " + at);
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {tol, tol});
+  }
+}
+
+// An attention the recognizer does not take (a bias of its own before the softmax): both
+// MatMuls of run-time operands at the run's batch and length (the GEMM kernel per batch matrix,
+// lda / ldb / ldc the run's; K the length in the second), the scaled scores fused after the first.
+TEST(DynamicRunSizes, MatMulsOfRunTimeOperands) {
+  const char* ir =
+      R"(graph @g(%q: f32[N,2,S,8], %k: f32[N,2,8,S], %v: f32[N,2,S,8], %b: f32[1,2,S,S]) {
+  %s = MatMul(%q, %k) : f32[N,2,S,S]
+  %c = Constant() {value = tensor f32[] [0.35]} : f32[]
+  %t = Mul(%s, %c) : f32[N,2,S,S]
+  %u = Add(%t, %b) : f32[N,2,S,S]
+  %p = Softmax(%u) {axis = -1} : f32[N,2,S,S]
+  %o = MatMul(%p, %v) : f32[N,2,S,8]
+  return %o, %s
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 1}, {2, 17}, {3, 40}})
+    sizes.push_back({{n, 2, s, 8}, {n, 2, 8, s}, {n, 2, s, 8}, {1, 2, s, s}});
+  expectCompiledAtRunSizes("attention", ir, {{"N", 1, 3}, {"S", 1, 40}}, sizes);
+}
+
+// Constant weights under a [N, 2, S, 8] activation (not one leading run: the 2 sits between N
+// and S): packed at compile time, every row of the run in one call, the bias row and Relu in the
+// kernel; a residual Add in the kernel too.
+TEST(DynamicRunSizes, MatMulOfWeightsOverRunRows) {
+  const char* ir = R"(graph @g(%x: f32[N,2,S,8]) {
+  %w = Constant() {value = tensor f32[8,8] [0.1, -0.2, 0.3, 0.05, -0.1, 0.2, 0.0, 0.4, 0.2, 0.1, -0.3, 0.25, 0.1, 0.0, -0.2, 0.1, -0.1, 0.3, 0.2, -0.05, 0.15, 0.1, 0.2, -0.3, 0.3, 0.0, 0.1, 0.2, -0.2, 0.1, 0.05, 0.0, 0.1, -0.2, 0.3, 0.05, -0.1, 0.2, 0.0, 0.4, 0.2, 0.1, -0.3, 0.25, 0.1, 0.0, -0.2, 0.1, -0.1, 0.3, 0.2, -0.05, 0.15, 0.1, 0.2, -0.3, 0.3, 0.0, 0.1, 0.2, -0.2, 0.1, 0.05, 0.0]} : f32[8,8]
+  %bias = Constant() {value = tensor f32[8] [0.1, -0.1, 0.2, -0.2, 0.3, -0.3, 0.0, 0.05]} : f32[8]
+  %m = MatMul(%x, %w) : f32[N,2,S,8]
+  %a = Add(%m, %bias) : f32[N,2,S,8]
+  %r = Relu(%a) : f32[N,2,S,8]
+  %m2 = MatMul(%r, %w) : f32[N,2,S,8]
+  %y = Add(%m2, %x) : f32[N,2,S,8]
+  return %y
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 1}, {2, 19}, {3, 33}})
+    sizes.push_back({{n, 2, s, 8}});
+  expectCompiledAtRunSizes("weights", ir, {{"N", 1, 3}, {"S", 1, 40}}, sizes);
+}
+
+// Gemm with every dim symbolic, alpha, beta and a C broadcast along M; an f64 MatMul on the loop
+// nest with a batch broadcast; numpy's 1-D promotion (a vector of the run's length).
+TEST(DynamicRunSizes, GemmAndLoopNestMatMuls) {
+  const char* ir =
+      R"(graph @g(%a: f32[M,K], %b: f32[N,K], %c: f32[1,N], %x: f64[B,S,4], %y: f64[1,4,S], %v: f32[K]) {
+  %g = Gemm(%a, %b, %c) {alpha = 0.5, beta = 2.0, transB = 1} : f32[M,N]
+  %z = MatMul(%x, %y) : f64[B,S,S]
+  %u = MatMul(%a, %v) : f32[M]
+  return %g, %z, %u
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [m, k, n, b, s] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1, 1},
+        {5, 9, 7, 2, 3},
+        {16, 13, 11, 3, 6}})
+    sizes.push_back({{m, k}, {n, k}, {1, n}, {b, s, 4}, {1, 4, s}, {k}});
+  expectCompiledAtRunSizes(
+      "gemm", ir, {{"M", 1, 16}, {"K", 1, 16}, {"N", 1, 16}, {"B", 1, 3}, {"S", 1, 6}}, sizes);
+}
+
+// A segmentation head's ArgMax over the channels and normalizations over H and W (instance,
+// group, Lp over the channels), the image sides symbolic after the channels.
+TEST(DynamicRunSizes, ArgMaxAndNormalizationsOverImageSides) {
+  const char* ir = R"(graph @g(%x: f32[N,4,H,W]) {
+  %s = Constant() {value = tensor f32[4] [1.0, 0.5, -0.5, 2.0]} : f32[4]
+  %b = Constant() {value = tensor f32[4] [0.1, 0.2, 0.3, 0.4]} : f32[4]
+  %i = InstanceNormalization(%x, %s, %b) : f32[N,4,H,W]
+  %g = GroupNormalization(%x, %s, %b) {num_groups = 2} : f32[N,4,H,W]
+  %l = LpNormalization(%x) {axis = 1, p = 2} : f32[N,4,H,W]
+  %h = Hardmax(%x) {axis = 2} : f32[N,4,H,W]
+  %a = ArgMax(%x) {axis = 1, keepdims = 0} : i64[N,H,W]
+  %m = ArgMin(%x) {axis = 3, select_last_index = 1} : i64[N,4,H,1]
+  return %i, %g, %l, %h, %a, %m
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {2, 7, 5}, {1, 20, 33}})
+    sizes.push_back({{n, 4, h, w}});
+  expectCompiledAtRunSizes("images", ir, {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 40}}, sizes, 1e-4);
+}
+
+// A super-resolution tail (DepthToSpace, CRD and DCR) and SpaceToDepth back, under symbolic H
+// and W: the output's run dims drive the copy, the input read at its run strides (SpaceToDepth's
+// H of 2*H / 2 inferred as H).
+TEST(DynamicRunSizes, DepthToSpaceAndBackAtTheRunsSides) {
+  const char* ir = R"(graph @g(%x: f32[N,8,H,W]) {
+  %d = DepthToSpace(%x) {blocksize = 2, mode = "CRD"} : f32[N,2,2*H,2*W]
+  %e = DepthToSpace(%x) {blocksize = 2, mode = "DCR"} : f32[N,2,2*H,2*W]
+  %s = SpaceToDepth(%e) {blocksize = 2} : f32[N,8,H,W]
+  return %d, %s
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {2, 7, 5}, {1, 20, 33}})
+    sizes.push_back({{n, 8, h, w}});
+  expectCompiledAtRunSizes("blocks", ir, {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 40}}, sizes);
+}
+
+// Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
+// exclusive), and LayerNormalization over a symbolic axis with its Mean and InvStdDev outputs.
+TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
+  const char* ir = R"(graph @g(%x: f32[N,S], %y: f32[N,S,3], %sc: f32[S,3]) {
+  %one = Constant() {value = tensor i64[] [1]} : i64[]
+  %c = CumSum(%x, %one) : f32[N,S]
+  %r = CumSum(%x, %one) {exclusive = 1, reverse = 1} : f32[N,S]
+  %p = CumProd(%x, %one) : f32[N,S]
+  %l, %mu, %inv = LayerNormalization(%y, %sc) {axis = 1} : f32[N,S,3], f32[N,1,1], f32[N,1,1]
+  return %c, %r, %p, %l, %mu, %inv
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 1}, {2, 17}, {3, 64}})
+    sizes.push_back({{n, s}, {n, s, 3}, {s, 3}});
+  expectCompiledAtRunSizes("length", ir, {{"N", 1, 3}, {"S", 1, 64}}, sizes, 1e-4);
+}
+
+} // namespace
+} // namespace aicc
