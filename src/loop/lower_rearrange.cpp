@@ -112,7 +112,7 @@ std::optional<LoweredNode> lowerSlice(const Node& n, const std::string& name,
   std::vector<int64_t> step(id.size(), 1);
   // Symbolic sizes: the run's strides; along a symbolic dim the first element follows the run's
   // size (ONNX's normalization and clamping of the start; the count is the result's run dim).
-  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), orr = runDims(o, n.outputs[0], od);
   for (size_t k = 0; k < axes.size(); ++k) {
     int64_t a = normAxis(axes[k], id.size(), n), dim = id[a], st = steps[k];
     if (st == 0) no("a zero step");
@@ -188,7 +188,7 @@ std::optional<LoweredNode> lowerBlocks(const Node& n, const std::string& name,
   auto c = [](int64_t v) { return intImm(v); };
   // Symbolic sizes (an image's H and W): the output's run dims drive the nest (gatherNest), the
   // input is read at its run strides.
-  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), orr = runDims(o, n.outputs[0], od);
   Schedule s;
   s["blocksize"] = bs;
   return gatherNest(
@@ -196,15 +196,15 @@ std::optional<LoweredNode> lowerBlocks(const Node& n, const std::string& name,
       [&](const std::vector<ExprPtr>& v) {
         ExprPtr ch, y, x;
         if (toSpace) {
-          const int64_t C = od[1];
+          const ExprPtr C = orr[1];
           ExprPtr i = binary(Op::Mod, v[2], c(bs)), j = binary(Op::Mod, v[3], c(bs));
           ExprPtr ij = add(mul(i, c(bs)), j);
-          ch = crd ? add(mul(v[1], c(bs * bs)), ij) : add(mul(ij, c(C)), v[1]);
+          ch = crd ? add(mul(v[1], c(bs * bs)), ij) : add(mul(ij, C), v[1]);
           y = div(v[2], c(bs)), x = div(v[3], c(bs));
         } else {
-          const int64_t C = id[1];
-          ExprPtr ij = div(v[1], c(C)); // i * b + j
-          ch = binary(Op::Mod, v[1], c(C));
+          const ExprPtr C = ir[1];
+          ExprPtr ij = div(v[1], C); // i * b + j
+          ch = binary(Op::Mod, v[1], C);
           y = add(mul(v[2], c(bs)), div(ij, c(bs)));
           x = add(mul(v[3], c(bs)), binary(Op::Mod, ij, c(bs)));
         }

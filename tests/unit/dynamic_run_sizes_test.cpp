@@ -134,20 +134,25 @@ TEST(DynamicRunSizes, ArgMaxAndNormalizationsOverImageSides) {
 }
 
 // A super-resolution tail (DepthToSpace, CRD and DCR) and SpaceToDepth back, under symbolic H
-// and W: the output's run dims drive the copy, the input read at its run strides (SpaceToDepth's
-// H of 2*H / 2 inferred as H).
+// and W, and channels C symbolic too: the output's run dims drive the copy, the input read at its
+// run strides and channel count (SpaceToDepth's H of 2*H / 2 inferred as H).
 TEST(DynamicRunSizes, DepthToSpaceAndBackAtTheRunsSides) {
-  const char* ir = R"(graph @g(%x: f32[N,8,H,W]) {
+  const char* ir = R"(graph @g(%x: f32[N,8,H,W], %z: f32[N,C,H,W]) {
   %d = DepthToSpace(%x) {blocksize = 2, mode = "CRD"} : f32[N,2,2*H,2*W]
   %e = DepthToSpace(%x) {blocksize = 2, mode = "DCR"} : f32[N,2,2*H,2*W]
   %s = SpaceToDepth(%e) {blocksize = 2} : f32[N,8,H,W]
-  return %d, %s
+  %c = Concat(%z, %z, %z, %z) {axis = 1} : f32[N,4*C,H,W]
+  %f = DepthToSpace(%c) {blocksize = 2, mode = "DCR"} : f32[N,C,2*H,2*W]
+  %t = SpaceToDepth(%f) {blocksize = 2} : f32[N,4*C,H,W]
+  return %d, %s, %f, %t
 }
 )";
   std::vector<std::vector<Dims>> sizes;
-  for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {2, 7, 5}, {1, 20, 33}})
-    sizes.push_back({{n, 8, h, w}});
-  expectCompiledAtRunSizes("blocks", ir, {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 40}}, sizes);
+  for (auto [n, c, h, w] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1}, {2, 3, 7, 5}, {1, 2, 20, 33}})
+    sizes.push_back({{n, 8, h, w}, {n, c, h, w}});
+  expectCompiledAtRunSizes("blocks", ir, {{"N", 1, 2}, {"C", 1, 3}, {"H", 1, 20}, {"W", 1, 40}},
+                           sizes);
 }
 
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
