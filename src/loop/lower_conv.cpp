@@ -249,9 +249,6 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   const std::vector<ExprPtr> xr = runDims(o, xv, xd), yr = runDims(o, yv, yd);
   bool symbolic = false;
   for (size_t d = 0; d < xr.size(); ++d) symbolic |= !isImm(xr[d]) || !isImm(yr[d]);
-  if (symbolic && head.attrString("auto_pad").rfind("SAME", 0) == 0)
-    no("Conv with auto_pad " + head.attrString("auto_pad") +
-       " and symbolic sizes (its pads follow the size)");
   const ExprPtr inSzE = product(xr, 2), outSzE = product(yr, 2);
 
   // Micro-kernel applicability.
@@ -300,6 +297,20 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   const Dims pe = two ? s.padEnd : Dims{0, s.padEnd[0]};
   const std::vector<ExprPtr> in2E =
       two ? std::vector<ExprPtr>{xr[2], xr[3]} : std::vector<ExprPtr>{intImm(1), xr[2]};
+  // The pads (top, left, bottom, right) as the calls take them: auto_pad SAME's follow the run's
+  // sizes (total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - in), split as convShape
+  // splits it at the bounds); the others are the attributes'.
+  std::vector<ExprPtr> pad2 = {intImm(pb[0]), intImm(pb[1]), intImm(pe[0]), intImm(pe[1])};
+  if (const std::string ap = head.attrString("auto_pad"); symbolic && ap.rfind("SAME", 0) == 0)
+    for (size_t d = 0; d < r; ++d) {
+      const size_t at = two ? d : 1; // (a 1-D convolution's width)
+      const ExprPtr total =
+          max(intImm(0), sub(add(mul(sub(yr[d + 2], intImm(1)), intImm(s.stride[d])),
+                                 intImm((s.k[d] - 1) * s.dil[d] + 1)),
+                             xr[d + 2]));
+      pad2[at] = ap == "SAME_UPPER" ? div(total, intImm(2)) : sub(total, div(total, intImm(2)));
+      pad2[at + 2] = sub(total, pad2[at]);
+    }
   int64_t Cg = s.C / s.G, Mg = s.M / s.G, kSz = numel(s.k);
   if (symbolic && !(o.runtimeKernels && kd && f32 && (r == 1 || r == 2) && s.k.size() == r &&
                     ((Cg == 1 && kd->op == kernels::KernelOp::DepthwiseConvNchw) ||
@@ -313,8 +324,9 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
     auto geometry = [&](std::vector<CallArg>& a) {
       a.push_back(CallArg{"", nullptr, in2E[0]});
       a.push_back(CallArg{"", nullptr, in2E[1]});
-      for (int64_t v : {k2[0], k2[1], st2[0], st2[1], pb[0], pb[1], pe[0], pe[1], dl2[0], dl2[1]})
-        a.push_back(val(v));
+      for (int64_t v : {k2[0], k2[1], st2[0], st2[1]}) a.push_back(val(v));
+      for (const ExprPtr& p : pad2) a.push_back(CallArg{"", nullptr, p});
+      for (int64_t v : {dl2[0], dl2[1]}) a.push_back(val(v));
     };
     const ExprPtr xImage = mul(n, mul(intImm(s.C), inSzE)),
                   yImage = mul(n, mul(intImm(s.M), outSzE));

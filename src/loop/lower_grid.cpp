@@ -20,21 +20,24 @@ struct Tap {
 ExprPtr f64(double v) { return constant(DType::F64, v); }
 
 // x reflected into [lo, hi] (the reference's reflectInto: bounced off the nearer border until
-// inside), f64.
-ExprPtr reflect(ExprPtr x, double lo, double hi) {
-  const double rng = hi - lo;
-  if (rng <= 0) return f64(lo);
+// inside), f64. lo and hi are f64 expressions of the run's sizes, or constants.
+ExprPtr reflect(ExprPtr x, const ExprPtr& lo, const ExprPtr& hi) {
+  if (equal(lo, hi)) return lo; // an empty range (a side of 1 with align_corners)
+  // (a range empty only at run time bounces by 1, finite, and is replaced by lo after)
+  const ExprPtr empty = cmp(Op::Le, sub(hi, lo), f64(0));
+  const ExprPtr rng = select(empty, f64(1), sub(hi, lo));
   // n = trunc(dx / rng) whole bounces, r = what is left; an even count lands r from the border
   // crossed, an odd one r from the other.
   auto bounce = [&](ExprPtr dx, bool below) {
-    ExprPtr n = cast(DType::I64, div(dx, f64(rng)));
-    ExprPtr r = sub(dx, mul(cast(DType::F64, n), f64(rng)));
+    ExprPtr n = cast(DType::I64, div(dx, rng));
+    ExprPtr r = sub(dx, mul(cast(DType::F64, n), rng));
     ExprPtr even = cmp(Op::Eq, binary(Op::Mod, n, intImm(2)), intImm(0));
-    ExprPtr fromLo = add(f64(lo), r), fromHi = sub(f64(hi), r);
+    ExprPtr fromLo = add(lo, r), fromHi = sub(hi, r);
     return below ? select(even, fromLo, fromHi) : select(even, fromHi, fromLo);
   };
-  return select(cmp(Op::Lt, x, f64(lo)), bounce(sub(f64(lo), x), true),
-                select(cmp(Op::Gt, x, f64(hi)), bounce(sub(x, f64(hi)), false), x));
+  return select(empty, lo,
+                select(cmp(Op::Lt, x, lo), bounce(sub(lo, x), true),
+                       select(cmp(Op::Gt, x, hi), bounce(sub(x, hi), false), x)));
 }
 
 } // namespace
@@ -56,28 +59,42 @@ std::optional<LoweredNode> lowerGridSample(const Node& n, const std::string& nam
   const int64_t r = int64_t(xd.size()) - 2;
   if (r < 1 || int64_t(gd.size()) != r + 2 || gd.back() != r || gd[0] != xd[0])
     no("grid does not match the input");
-  const int64_t N = xd[0], C = xd[1];
-  const Dims spatial(xd.begin() + 2, xd.end()), st = strides(spatial);
-  const int64_t P = numel(Dims(gd.begin() + 1, gd.end() - 1)), plane = numel(spatial);
-  if (plane == 0 || P == 0) no("an empty input or grid");
+  // Symbolic sizes (an image's H and W, the grid's): the run's dims, every value at its run
+  // strides; the coordinates' ranges follow the run's input sides.
+  const std::vector<ExprPtr> xr = runDims(o, n.inputs[0], xd), gr = runDims(o, n.inputs[1], gd);
+  {
+    std::vector<ExprPtr> want = {xr[0], xr[1]};
+    want.insert(want.end(), gr.begin() + 1, gr.end() - 1);
+    const Dims od = staticDims(n.outputs[0], "output");
+    const std::vector<ExprPtr> orr = runDims(o, n.outputs[0], od);
+    if (!equal(xr[0], gr[0]) || !sameRunDims(od, orr, want))
+      no("grid does not match the input at the run's sizes");
+  }
+  const ExprPtr N = xr[0], C = xr[1];
+  const std::vector<ExprPtr> spatial(xr.begin() + 2, xr.end()), st = stridesOf(spatial);
+  const ExprPtr P = product(gr, 1, gr.size() - 1), plane = product(spatial);
+  if (numel(xd) == 0 || numel(gd) == 0) no("an empty input or grid");
   std::string X = b.input(n.inputs[0]), G = b.input(n.inputs[1]);
   std::string nv = b.loopVar("n"), pv = b.loopVar("p"), cv = b.loopVar("c");
   Block body;
   std::vector<std::vector<Tap>> taps(static_cast<size_t>(r));
   for (int64_t d = 0; d < r; ++d) {
-    const double len = double(spatial[size_t(d)]);
-    const double lo = align ? 0 : -0.5, hi = align ? len - 1 : len - 0.5;
-    ExprPtr g = cast(
-        DType::F64,
-        load(G, add(mul(add(mul(var(nv), intImm(P)), var(pv)), intImm(r)), intImm(r - 1 - d)), gt));
-    ExprPtr v = align ? mul(div(add(g, f64(1)), f64(2)), f64(len - 1))
-                      : div(sub(mul(add(g, f64(1)), f64(len)), f64(1)), f64(2));
+    const ExprPtr dim = spatial[size_t(d)];
+    const ExprPtr len = isImm(dim) ? f64(double(*asInt(dim))) : cast(DType::F64, dim);
+    const ExprPtr lo = f64(align ? 0 : -0.5),
+                  hi = isImm(dim) ? f64(double(*asInt(dim)) - (align ? 1 : 0.5))
+                                  : sub(len, f64(align ? 1 : 0.5));
+    ExprPtr g =
+        cast(DType::F64,
+             load(G, add(mul(add(mul(var(nv), P), var(pv)), intImm(r)), intImm(r - 1 - d)), gt));
+    ExprPtr v = align ? mul(div(add(g, f64(1)), f64(2)), sub(len, f64(1)))
+                      : div(sub(mul(add(g, f64(1)), len), f64(1)), f64(2));
     // |v| >= 1e9 (and NaN) to +-1e9, as the reference keeps the index math defined.
     v = select(cmp(Op::Lt, call("abs", {v}), f64(1e9)), v,
                select(cmp(Op::Gt, v, f64(0)), f64(1e9), f64(-1e9)));
     if (mode == "nearest") v = call("round", {v});
-    ExprPtr outside = binary(Op::Or, cmp(Op::Lt, v, f64(lo)), cmp(Op::Gt, v, f64(hi)));
-    if (pad == "border") v = select(outside, min(max(v, f64(0)), f64(len - 1)), v);
+    ExprPtr outside = binary(Op::Or, cmp(Op::Lt, v, lo), cmp(Op::Gt, v, hi));
+    if (pad == "border") v = select(outside, min(max(v, f64(0)), sub(len, f64(1))), v);
     if (pad == "reflection") v = select(outside, reflect(v, lo, hi), v);
     const std::string vn = b.fresh("v" + std::to_string(d));
     body.push_back(Stmt::let(vn, v));
@@ -105,11 +122,10 @@ std::optional<LoweredNode> lowerGridSample(const Node& n, const std::string& nam
                {add(i0, intImm(2)), w(sub(f64(2), f))}};
       }
     }
-    const int64_t dim = spatial[size_t(d)];
     for (auto& [idx, w] : raw) {
       const std::string in = b.fresh("i" + std::to_string(d)),
                         wn = b.fresh("w" + std::to_string(d));
-      ExprPtr inside = binary(Op::And, cmp(Op::Ge, idx, intImm(0)), cmp(Op::Lt, idx, intImm(dim)));
+      ExprPtr inside = binary(Op::And, cmp(Op::Ge, idx, intImm(0)), cmp(Op::Lt, idx, dim));
       ExprPtr fixed =
           pad == "reflection"
               ? clampIndex(cast(DType::I64, reflect(cast(DType::F64, idx), lo, hi)), dim)
@@ -125,20 +141,20 @@ std::optional<LoweredNode> lowerGridSample(const Node& n, const std::string& nam
     std::vector<std::pair<ExprPtr, ExprPtr>> next;
     for (const auto& [off, w] : combos)
       for (const Tap& tp : taps[size_t(d)])
-        next.push_back({add(off, mul(tp.index, intImm(st[size_t(d)]))), mul(w, tp.weight)});
+        next.push_back({add(off, mul(tp.index, st[size_t(d)])), mul(w, tp.weight)});
     combos = std::move(next);
   }
-  ExprPtr base = mul(add(mul(var(nv), intImm(C)), var(cv)), intImm(plane));
+  ExprPtr base = mul(add(mul(var(nv), C), var(cv)), plane);
   ExprPtr acc = f64(0);
   for (const auto& [off, w] : combos)
     acc = add(acc, mul(w, cast(DType::F64, load(X, add(base, off), t))));
-  ExprPtr y = add(mul(add(mul(var(nv), intImm(C)), var(cv)), intImm(P)), var(pv));
-  for (auto& s : nest({cv}, {C}, {Stmt::store(out, y, cast(t, acc))}, false))
+  ExprPtr y = add(mul(add(mul(var(nv), C), var(cv)), P), var(pv));
+  for (auto& s : runNest({cv}, {C}, {Stmt::store(out, y, cast(t, acc))}, false))
     body.push_back(std::move(s));
   Schedule sched;
   sched["mode"] = mode;
   sched["padding_mode"] = pad;
-  return b.finish(nest({nv, pv}, {N, P}, std::move(body), true), std::move(sched), o);
+  return b.finish(runNest({nv, pv}, {N, P}, std::move(body), true), std::move(sched), o);
 }
 
 } // namespace aicc::loop::detail

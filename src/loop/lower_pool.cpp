@@ -87,12 +87,21 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   } else if (ap != "VALID") {
     no("auto_pad " + ap);
   }
-  // Symbolic sizes: the run's batch and spatial sizes, on the runtime kernels only.
+  // Symbolic sizes: the run's batch, channels and spatial sizes; SAME pads follow the run's
+  // sizes (pads: the run's; pb / pe above: at the bounds).
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), orr = runDims(o, n.outputs[0], od);
-  bool symbolic = false;
-  for (size_t d = 0; d < id.size(); ++d) symbolic |= !isImm(ir[d]) || !isImm(orr[d]);
-  if (symbolic && ap != "NOTSET" && ap != "VALID")
-    no("auto_pad " + ap + " with symbolic sizes (its pads follow the size)");
+  std::vector<ExprPtr> pads(2 * r);
+  for (size_t d = 0; d < r; ++d) {
+    pads[d] = intImm(pb[d]), pads[d + r] = intImm(pe[d]);
+    if (isImm(ir[d + 2]) && isImm(orr[d + 2])) continue;
+    if (ap != "SAME_UPPER" && ap != "SAME_LOWER") continue;
+    const ExprPtr total =
+        max(intImm(0),
+            sub(add(mul(sub(orr[d + 2], intImm(1)), intImm(st[d])), intImm((k[d] - 1) * dl[d] + 1)),
+                ir[d + 2]));
+    pads[d] = ap == "SAME_UPPER" ? div(total, intImm(2)) : sub(total, div(total, intImm(2)));
+    pads[d + r] = sub(total, pads[d]);
+  }
   // LpPool: the sum of |x|^p over the window's inside positions, then its p-th root.
   const int64_t lp = n.op == "LpPool" ? n.attrInt("p") : 0;
   if (n.op == "LpPool" && lp < 1) no("LpPool with p < 1");
@@ -117,8 +126,9 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
     auto arg = [&](ExprPtr v) { a.push_back(CallArg{"", nullptr, std::move(v)}); };
     for (int64_t v : {C, int64_t(0), int64_t(0), int64_t(0)}) arg(intImm(v));
     arg(ir[2]), arg(ir[3]);
-    for (int64_t v : {k[0], k[1], st[0], st[1], pb[0], pb[1], pe[0], pe[1], dl[0], dl[1]})
-      arg(intImm(v));
+    for (int64_t v : {k[0], k[1], st[0], st[1]}) arg(intImm(v));
+    for (size_t d : {size_t(0), size_t(1), r, r + 1}) arg(pads[d]);
+    for (int64_t v : {dl[0], dl[1]}) arg(intImm(v));
     arg(orr[2]), arg(orr[3]);
     if (!isMax) arg(intImm(countPad ? 1 : 0));
     Schedule sch;
@@ -131,28 +141,27 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
     return b.finish(runNest({nv}, {ir[0]}, {Stmt::callKernel(callee, a)}, false), std::move(sch),
                     o);
   }
-  if (symbolic) no(n.op + " with symbolic sizes runs on the 2-D f32 pooling kernels only");
   // One loop over batch x channels (the parallel one: batch is usually 1), then the window.
   std::vector<std::string> ov = {b.fresh("nc")}, kv;
   for (size_t d = 0; d < r; ++d) ov.push_back(b.fresh("o" + std::to_string(d)));
   for (size_t d = 0; d < r; ++d) kv.push_back(b.fresh("k" + std::to_string(d)));
-  Dims inner(id.begin() + 2, id.end());
-  Dims ext = {od[0] * od[1]};
-  ext.insert(ext.end(), od.begin() + 2, od.end());
-  ExprPtr yIdx = linearIndex(vars(ov), strides(ext));
+  const std::vector<ExprPtr> inner(ir.begin() + 2, ir.end());
+  std::vector<ExprPtr> ext = {product(orr, 0, 2)};
+  ext.insert(ext.end(), orr.begin() + 2, orr.end());
+  ExprPtr yIdx = runIndex(vars(ov), stridesOf(ext));
   ExprPtr base = var(ov[0]);
   std::vector<ExprPtr> pos;
   ExprPtr inside, counted;
   for (size_t d = 0; d < r; ++d) {
     ExprPtr p =
-        add(sub(mul(var(ov[d + 1]), intImm(st[d])), intImm(pb[d])), mul(var(kv[d]), intImm(dl[d])));
+        add(sub(mul(var(ov[d + 1]), intImm(st[d])), pads[d]), mul(var(kv[d]), intImm(dl[d])));
     pos.push_back(p);
-    ExprPtr ok = binary(Op::And, cmp(Op::Ge, p, intImm(0)), cmp(Op::Lt, p, intImm(inner[d])));
+    ExprPtr ok = binary(Op::And, cmp(Op::Ge, p, intImm(0)), cmp(Op::Lt, p, inner[d]));
     inside = inside ? binary(Op::And, inside, ok) : ok;
-    ExprPtr cok = cmp(Op::Lt, p, intImm(inner[d] + pe[d]));
+    ExprPtr cok = cmp(Op::Lt, p, add(inner[d], pads[d + r]));
     counted = counted ? binary(Op::And, counted, cok) : cok;
   }
-  ExprPtr xIdx = add(mul(base, intImm(numel(inner))), linearIndex(pos, strides(inner)));
+  ExprPtr xIdx = add(mul(base, product(inner)), runIndex(pos, stridesOf(inner)));
   ExprPtr acc = load(out, yIdx, t), x = load(in, xIdx, t);
   Block pix = {Stmt::store(out, yIdx,
                            int8Max ? constant(t, t == DType::U8 ? 0.0 : -128.0)
@@ -177,7 +186,7 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
     pix.push_back(Stmt::store(out, yIdx, div(acc, load(cnt, yIdx, t))));
   Schedule sch;
   sch["parallel"] = std::vector<std::string>{ov[0]};
-  return b.finish(nest(ov, ext, std::move(pix), true), std::move(sch), o);
+  return b.finish(runNest(ov, ext, std::move(pix), true), std::move(sch), o);
 }
 
 } // namespace

@@ -155,6 +155,73 @@ TEST(DynamicRunSizes, DepthToSpaceAndBackAtTheRunsSides) {
                            sizes);
 }
 
+// GridSample with the input's sides and the grid's symbolic (a spatial transformer's warp): the
+// coordinates' ranges follow the run's sides (a side of 1 included), every mode and padding mode;
+// the grid scaled past [-1, 1] so the paddings act.
+TEST(DynamicRunSizes, GridSampleAtTheRunsSides) {
+  const char* ir = R"(graph @g(%x: f32[N,3,H,W], %g: f32[N,P,Q,2]) {
+  %k = Constant() {value = tensor f32[] [1.7]} : f32[]
+  %s = Mul(%g, %k) : f32[N,P,Q,2]
+  %a = GridSample(%x, %s) {mode = "linear", padding_mode = "zeros"} : f32[N,3,P,Q]
+  %b = GridSample(%x, %s) {mode = "nearest", padding_mode = "border", align_corners = 1} : f32[N,3,P,Q]
+  %c = GridSample(%x, %s) {mode = "cubic", padding_mode = "reflection"} : f32[N,3,P,Q]
+  %d = GridSample(%x, %s) {mode = "linear", padding_mode = "reflection", align_corners = 1} : f32[N,3,P,Q]
+  return %a, %b, %c, %d
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, h, w, p, q] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1, 1},
+        {2, 7, 5, 3, 9},
+        {1, 20, 17, 12, 5},
+        {2, 1, 6, 4, 4}})
+    sizes.push_back({{n, 3, h, w}, {n, p, q, 2}});
+  expectCompiledAtRunSizes("grid", ir,
+                           {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 20}, {"P", 1, 12}, {"Q", 1, 12}},
+                           sizes, 1e-5);
+}
+
+// TensorFlow-style auto_pad SAME under symbolic image sides: the pads follow the run's sizes
+// (total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - in)), on the GEMM and depthwise
+// convolution kernels, the 2-D pooling kernels and (f64) the pooling loop nest.
+TEST(DynamicRunSizes, SamePaddingFollowsTheRunsSides) {
+  std::string weights; // a constant [2, 4, 3, 3] (the GEMM convolution packs constant weights)
+  for (int k = 0; k < 72; ++k)
+    weights += (k ? ", " : "") + std::to_string((k * 37 % 19 - 9) / 10.0);
+  const std::string ir = R"(graph @g(%x: f32[N,4,H,W], %d: f32[4,1,3,3], %z: f64[N,4,H,W]) {
+  %w = Constant() {value = tensor f32[2,4,3,3] [)" +
+                         weights + R"(]} : f32[2,4,3,3]
+  %c = Conv(%x, %w) {auto_pad = "SAME_UPPER", strides = [2, 2]} : f32[N,2,(H+1)/2,(W+1)/2]
+  %e = Conv(%x, %d) {auto_pad = "SAME_LOWER", group = 4} : f32[N,4,H,W]
+  %m = MaxPool(%x) {kernel_shape = [3, 3], strides = [2, 2], auto_pad = "SAME_UPPER"} : f32[N,4,(H+1)/2,(W+1)/2]
+  %a = AveragePool(%x) {kernel_shape = [3, 2], strides = [2, 1], auto_pad = "SAME_LOWER"} : f32[N,4,(H+1)/2,W]
+  %f = AveragePool(%z) {kernel_shape = [3, 3], strides = [2, 2], auto_pad = "SAME_UPPER"} : f64[N,4,(H+1)/2,(W+1)/2]
+  return %c, %e, %m, %a, %f
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {2, 17, 6}, {1, 20, 33}})
+    sizes.push_back({{n, 4, h, w}, {4, 1, 3, 3}, {n, 4, h, w}});
+  expectCompiledAtRunSizes("same", ir, {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 40}}, sizes, 1e-5);
+}
+
+// Pools over a symbolic length (an audio model's [N, C, L]): MaxPool, AveragePool counting the
+// pads, LpPool and a SAME MaxPool on the pooling loop nest, at the run's length.
+TEST(DynamicRunSizes, PoolsAlongALength) {
+  const char* ir = R"(graph @g(%x: f32[N,4,L]) {
+  %a = MaxPool(%x) {kernel_shape = [3], strides = [2], pads = [1, 1]} : f32[N,4,(L+1)/2]
+  %b = AveragePool(%x) {kernel_shape = [4], pads = [2, 1], count_include_pad = 1} : f32[N,4,L]
+  %c = LpPool(%x) {kernel_shape = [2], strides = [2], p = 2} : f32[N,4,L/2]
+  %d = MaxPool(%x) {kernel_shape = [3], strides = [2], auto_pad = "SAME_UPPER"} : f32[N,4,(L+1)/2]
+  return %a, %b, %c, %d
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, l] : {std::pair<int64_t, int64_t>{1, 2}, {2, 17}, {3, 64}})
+    sizes.push_back({{n, 4, l}});
+  expectCompiledAtRunSizes("pools", ir, {{"N", 1, 3}, {"L", 2, 64}}, sizes, 1e-5);
+}
+
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
 // exclusive), and LayerNormalization over a symbolic axis with its Mean and InvStdDev outputs.
 TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
