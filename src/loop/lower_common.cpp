@@ -519,11 +519,16 @@ Block checkIndices(const std::string& ind, DType it, ExprPtr count, ExprPtr dim,
 
 Block checkValuesBelow(const std::string& buf, DType t, int64_t count, int64_t hi,
                        const LowerOptions& o, std::optional<int64_t> ignore) {
-  if (!o.runtimeKernels || count == 0) return {};
+  return checkValuesBelow(buf, t, intImm(count), intImm(hi), o, ignore);
+}
+
+Block checkValuesBelow(const std::string& buf, DType t, ExprPtr count, ExprPtr hi,
+                       const LowerOptions& o, std::optional<int64_t> ignore) {
+  if (!o.runtimeKernels || asInt(count) == 0) return {};
   if (t != DType::I64 && t != DType::I32) no("integer values of a type other than int32/int64");
   return {Stmt::callKernel(t == DType::I64 ? "check_targets_i64" : "check_targets_i32",
-                           {CallArg{buf, nullptr, nullptr}, CallArg{"", nullptr, intImm(count)},
-                            CallArg{"", nullptr, intImm(hi)},
+                           {CallArg{buf, nullptr, nullptr}, CallArg{"", nullptr, std::move(count)},
+                            CallArg{"", nullptr, std::move(hi)},
                             CallArg{"", nullptr, intImm(ignore.has_value())},
                             CallArg{"", nullptr, intImm(ignore.value_or(0))}})};
 }

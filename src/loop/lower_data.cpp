@@ -234,13 +234,17 @@ std::optional<LoweredNode> lowerGatherElements(const Node& n, const std::string&
   if (id.empty() || xd.size() != id.size() || od != xd) no("indices and output of another shape");
   const size_t axis = static_cast<size_t>(normAxis(n.attrInt("axis"), id.size(), n));
   std::string in = b.input(n.inputs[0]), ind = b.input(n.inputs[1]);
-  Block check = checkIndices(ind, it, numel(xd), id[axis], o);
+  // Symbolic sizes: the data and the indices at their run strides, the result the indices' dims.
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), xr = runDims(o, n.inputs[1], xd);
+  if (!sameRunDims(od, runDims(o, n.outputs[0], od), xr))
+    no("a result whose dims are not the indices'");
+  Block check = checkIndices(ind, it, product(xr), ir[axis], o);
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {
         std::vector<ExprPtr> idx = v;
-        idx[axis] = clampedIndex(load(ind, linearIndex(v, strides(xd)), it), it, id[axis]);
-        return load(in, linearIndex(idx, strides(id)), t);
+        idx[axis] = clampedIndex(load(ind, runIndex(v, stridesOf(xr)), it), it, ir[axis]);
+        return load(in, runIndex(idx, stridesOf(ir)), t);
       },
       o, {}, std::move(check));
 }

@@ -29,52 +29,70 @@ std::optional<LoweredNode> lowerLoss(const Node& n, const std::string& name,
   if (wv && wv->type.dtype != t) no("the weight's type differs from the scores'");
   const Dims xd = staticDims(xv, "scores"), td = staticDims(tv, "targets");
   if (xd.size() < 2) no("scores of rank < 2");
-  const int64_t N = xd[0], C = xd[1], D = numel(xd) / std::max<int64_t>(1, N * C);
-  if (numel(td) != N * D || C == 0) no("targets that do not match the scores");
+  if (td.size() + 1 != xd.size() || td[0] != xd[0] ||
+      !std::equal(td.begin() + 1, td.end(), xd.begin() + 2) || xd[1] == 0)
+    no("targets that do not match the scores");
+  // Symbolic sizes: N, C and D the run's (the targets and results at their run dims, checked to
+  // be the scores' [N, D...]); temps at the bounds.
+  const std::vector<ExprPtr> xr = runDims(o, xv, xd), tr = runDims(o, tv, td);
+  const ExprPtr N = xr[0], C = xr[1], D = product(xr, 2);
+  auto same = [](const std::vector<ExprPtr>& a, const std::vector<ExprPtr>& c) {
+    return a.size() == c.size() &&
+           std::equal(a.begin(), a.end(), c.begin(),
+                      [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); });
+  };
+  std::vector<ExprPtr> want = {N};
+  want.insert(want.end(), xr.begin() + 2, xr.end());
+  if (!same(tr, want)) no("targets whose dims are not the scores' [N, D...] at the run's sizes");
+  if (wv && !same(runDims(o, wv, staticDims(wv, "weight")), {C}))
+    no("a weight that is not one value per class");
   const std::string red = n.attrString("reduction");
   if (red != "none" && red != "sum" && red != "mean") no("reduction '" + red + "'");
+  if (red == "none" && !same(runDims(o, n.outputs[0], td), want))
+    no("a loss whose dims are not the targets'");
+  const bool wantLp = softmax && n.outputs.size() > 1 && n.outputs[1];
+  if (wantLp && !same(runDims(o, n.outputs[1], xd), xr)) no("log_prob of other dims than x");
   const bool hasIgnore = n.attr("ignore_index") != nullptr;
   const int64_t ignore = hasIgnore ? n.attrInt("ignore_index") : 0;
 
   std::string out = b.output(0), X = b.input(xv), T = b.input(tv);
   std::string W = wv ? b.input(wv) : "";
   // The reference's range check (the C bundle has no error path: clamped).
-  Block body = checkValuesBelow(T, it, N * D, C, o,
+  Block body = checkValuesBelow(T, it, mul(N, D), C, o,
                                 hasIgnore ? std::optional<int64_t>(ignore) : std::nullopt);
 
   // The scores the losses read: x, or its log-softmax along C (f64).
   std::string S = X;
   DType st = t;
   if (softmax) {
-    const bool wantLp = n.outputs.size() > 1 && n.outputs[1];
-    std::string lp = b.temp("log_prob", f64, {N * C * D});
+    std::string lp = b.temp("log_prob", f64, {numel(xd)});
     std::string mx = b.temp("rowmax", f64, {1}), sm = b.temp("rowsum", f64, {1});
     std::string iv = b.fresh("i"), kv = b.fresh("k"), j1 = b.fresh("j"), j2 = b.fresh("j"),
                 j3 = b.fresh("j");
     auto at = [&](const std::string& j) {
-      return add(mul(add(mul(var(iv), intImm(C)), var(j)), intImm(D)), var(kv));
+      return add(mul(add(mul(var(iv), C), var(j)), D), var(kv));
     };
     auto xa = [&](const std::string& j) { return cast(f64, load(X, at(j), t)); };
     ExprPtr m = load(mx, intImm(0), f64), s = load(sm, intImm(0), f64);
     Block row = {
         Stmt::store(mx, intImm(0), constant(f64, -std::numeric_limits<double>::infinity())),
         Stmt::store(sm, intImm(0), constant(f64, 0))};
-    for (auto& x : nest({j1}, {C}, {Stmt::store(mx, intImm(0), max(m, xa(j1)))}, false))
+    for (auto& x : runNest({j1}, {C}, {Stmt::store(mx, intImm(0), max(m, xa(j1)))}, false))
       row.push_back(std::move(x));
-    for (auto& x : nest({j2}, {C},
-                        {Stmt::store(sm, intImm(0), add(s, call("exp", {sub(xa(j2), m)})))}, false))
+    for (auto& x : runNest(
+             {j2}, {C}, {Stmt::store(sm, intImm(0), add(s, call("exp", {sub(xa(j2), m)})))}, false))
       row.push_back(std::move(x));
     ExprPtr v = sub(xa(j3), add(m, call("log", {s})));
     Block put = {Stmt::store(lp, at(j3), v)};
     if (wantLp) put.push_back(Stmt::store(b.output(1), at(j3), cast(t, v)));
-    for (auto& x : nest({j3}, {C}, std::move(put), false)) row.push_back(std::move(x));
-    for (auto& x : nest({iv, kv}, {N, D}, std::move(row), false)) body.push_back(std::move(x));
+    for (auto& x : runNest({j3}, {C}, std::move(put), false)) row.push_back(std::move(x));
+    for (auto& x : runNest({iv, kv}, {N, D}, std::move(row), false)) body.push_back(std::move(x));
     S = lp, st = f64;
   }
 
   // Per target: the weight and the loss (serial: sum / mean accumulate).
   std::string iv = b.fresh("n"), kv = b.fresh("d"), tl = b.fresh("t"), wl = b.fresh("w");
-  ExprPtr ti = add(mul(var(iv), intImm(D)), var(kv));
+  ExprPtr ti = add(mul(var(iv), D), var(kv));
   ExprPtr target = load(T, ti, it);
   if (it != DType::I64) target = cast(DType::I64, target);
   ExprPtr ignored = hasIgnore ? cmp(Op::Eq, target, intImm(ignore)) : nullptr;
@@ -85,7 +103,7 @@ std::optional<LoweredNode> lowerLoss(const Node& n, const std::string& name,
   if (ignored) w = select(ignored, constant(t, 0), w);
   elem.push_back(Stmt::let(wl, w));
   ExprPtr wvar = var(wl, t);
-  ExprPtr xs = load(S, add(mul(add(mul(var(iv), intImm(C)), tc), intImm(D)), var(kv)), st);
+  ExprPtr xs = load(S, add(mul(add(mul(var(iv), C), tc), D), var(kv)), st);
   ExprPtr loss = neg(mul(cast(st, wvar), xs));
   if (ignored) loss = select(ignored, constant(st, 0), loss);
   std::string sum, wsum;
@@ -98,7 +116,7 @@ std::optional<LoweredNode> lowerLoss(const Node& n, const std::string& name,
     elem.push_back(Stmt::store(sum, intImm(0), add(load(sum, intImm(0), f64), cast(f64, loss))));
     elem.push_back(Stmt::store(wsum, intImm(0), add(load(wsum, intImm(0), f64), cast(f64, wvar))));
   }
-  for (auto& x : nest({iv, kv}, {N, D}, std::move(elem), false)) body.push_back(std::move(x));
+  for (auto& x : runNest({iv, kv}, {N, D}, std::move(elem), false)) body.push_back(std::move(x));
   if (red == "sum") body.push_back(Stmt::store(out, intImm(0), cast(t, load(sum, intImm(0), f64))));
   if (red == "mean")
     body.push_back(Stmt::store(

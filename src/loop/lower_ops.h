@@ -234,6 +234,8 @@ Block checkIndices(const std::string& ind, DType it, ExprPtr count, ExprPtr dim,
 // accesses clamp) or without values.
 Block checkValuesBelow(const std::string& buf, DType t, int64_t count, int64_t hi,
                        const LowerOptions& o, std::optional<int64_t> ignore = std::nullopt);
+Block checkValuesBelow(const std::string& buf, DType t, ExprPtr count, ExprPtr hi,
+                       const LowerOptions& o, std::optional<int64_t> ignore = std::nullopt);
 // Index tuples [tuples, K] (GatherND, ScatterND): component k checked against dims[k] by the
 // runtime (copied into a temp of b, then @check_indices_*); one check when K is 1.
 Block checkIndexTuples(FuncBuilder& b, const std::string& ind, DType it, int64_t tuples,

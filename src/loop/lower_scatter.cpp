@@ -176,23 +176,29 @@ std::optional<LoweredNode> lowerScatterElements(const Node& n, const std::string
   for (size_t d = 0; d < dd.size(); ++d)
     if (d != axis && xd[d] > dd[d]) no("indices larger than the data off the axis");
   std::string data = b.input(n.inputs[0]), ind = b.input(n.inputs[1]), upd = b.input(n.inputs[2]);
-  const int64_t total = numel(dd);
+  // Symbolic sizes: the data (and the result, its copy) and the indices (and the updates) at
+  // their run dims.
+  const std::vector<ExprPtr> dr = runDims(o, n.inputs[0], dd), xr = runDims(o, n.inputs[1], xd);
+  if (!sameRunDims(dd, runDims(o, n.outputs[0], dd), dr) ||
+      !sameRunDims(xd, runDims(o, n.inputs[2], ud), xr))
+    no("a result or updates of other dims than the data or the indices");
+  const ExprPtr total = product(dr);
   std::string i = b.fresh("i");
-  Block body = checkIndices(ind, it, numel(xd), dd[axis], o);
-  for (auto& s : nest({i}, {total}, {Stmt::store(out, var(i), load(data, var(i), t))}, true,
-                      vectorWidthFor(o, t, total)))
+  Block body = checkIndices(ind, it, product(xr), dr[axis], o);
+  for (auto& s : runNest({i}, {total}, {Stmt::store(out, var(i), load(data, var(i), t))}, true,
+                         vectorWidthFor(o, t, numel(dd))))
     body.push_back(std::move(s));
   std::vector<std::string> vs;
   for (size_t d = 0; d < xd.size(); ++d) vs.push_back(b.fresh("e" + std::to_string(d)));
   std::vector<ExprPtr> at = vars(vs), to = vars(vs);
-  const ExprPtr src = linearIndex(at, strides(xd));
-  to[axis] = clampedIndex(load(ind, src, it), it, dd[axis]);
-  const ExprPtr dst = linearIndex(to, strides(dd));
+  const ExprPtr src = runIndex(at, stridesOf(xr));
+  to[axis] = clampedIndex(load(ind, src, it), it, dr[axis]);
+  const ExprPtr dst = runIndex(to, stridesOf(dr));
   // Serial: later elements see (and may overwrite) earlier ones.
   for (auto& s :
-       nest(vs, xd,
-            {Stmt::store(out, dst, scatterCombine(red, load(out, dst, t), load(upd, src, t)))},
-            false))
+       runNest(vs, xr,
+               {Stmt::store(out, dst, scatterCombine(red, load(out, dst, t), load(upd, src, t)))},
+               false))
     body.push_back(std::move(s));
   Schedule s;
   s["reduction"] = red;

@@ -1,6 +1,7 @@
 // Simplify patterns: ops that do nothing (Identity, inference-mode Dropout, Cast to the same
 // type, Reshape/Expand/Tile/Pad/Slice that keep the shape and data, identity Transpose, one-input
-// Concat, one-output Split, OptionalGetElement / OptionalHasElement of a tensor or sequence) and
+// Concat, one-output Split, OptionalGetElement / OptionalHasElement of a tensor or sequence),
+// CastLike as the Cast it is, and
 // arithmetic identities (x*1, 1*x, x+0, 0+x, x-0, x/1).
 #include "ir/rewrite.h"
 #include "passes/simplify_patterns.h"
@@ -65,6 +66,23 @@ bool castSameType(Graph& g, Node& n) {
   if (!isOp(n, "Cast") || !n.hasInput(0)) return false;
   return dtypeOf(n.inputs[0]) == static_cast<DType>(n.attrInt("to")) &&
          forwardProven(g, n, n.inputs[0]);
+}
+
+// CastLike(x, like) is Cast(x) to like's element type: the node no longer reads `like` (whose
+// dims, symbolic ones included, it never needed), and the Cast may fold away or fuse.
+bool castLikeToCast(Graph& g, Node& n) {
+  if (!isOp(n, "CastLike") || !n.hasInput(0) || !n.hasInput(1) || n.outputs.empty() ||
+      !n.outputs[0] || numUses(g, n.outputs[0]) == 0)
+    return false;
+  const DType to = dtypeOf(n.inputs[1]);
+  if (to == DType::Undefined || !n.inputs[1]->type.isTensor()) return false;
+  Node* c = insertNode(g, &n, "Cast", {n.inputs[0]}, 1, hintFor(n) + "_cast", "");
+  c->attrs["to"] = Attribute{int64_t(to)};
+  if (auto it = n.attrs.find("saturate"); it != n.attrs.end()) c->attrs["saturate"] = it->second;
+  c->outputs[0]->type = n.outputs[0]->type;
+  if (replaceValue(g, n.outputs[0], c->outputs[0])) return true;
+  eraseNodes(g, {c});
+  return false;
 }
 
 // Reshape / Expand whose result has the input's (known) shape: the data is unchanged.
@@ -148,6 +166,7 @@ PatternFamily identityOpPatterns() {
            {"dropout-inference", dropout},
            {"optional-of-tensor", optionalOfTensor},
            {"cast-same-type", castSameType},
+           {"castlike-to-cast", castLikeToCast},
            {"reshape-same-shape", sameShapeReshape},
            {"transpose-identity", identityTranspose},
            {"tile-ones", unitTile},

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 namespace aicc {
@@ -19,11 +20,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Uniform in [-1, 1) for floats; integers (class targets) in {0, 1, 2}.
 Tensor random(const Dims& d, uint32_t seed, DType t) {
   Tensor x = test::uniformTensor(d, seed);
   if (t == DType::F32) return x;
   Tensor y(t, d);
-  for (int64_t k = 0; k < x.numel(); ++k) y.setF64(k, x.getF64(k));
+  for (int64_t k = 0; k < x.numel(); ++k)
+    y.setF64(k, isInteger(t) ? std::floor((x.getF64(k) + 1) * 1.5) : x.getF64(k));
   return y;
 }
 
@@ -220,6 +223,40 @@ TEST(DynamicRunSizes, PoolsAlongALength) {
   for (auto [n, l] : {std::pair<int64_t, int64_t>{1, 2}, {2, 17}, {3, 64}})
     sizes.push_back({{n, 4, l}});
   expectCompiledAtRunSizes("pools", ir, {{"N", 1, 3}, {"L", 2, 64}}, sizes, 1e-5);
+}
+
+// Training losses over [N, C, D] scores with N, C and D symbolic: SoftmaxCrossEntropyLoss with
+// class weights, an ignored class, log_prob and no reduction; NegativeLogLikelihoodLoss summed
+// and averaged (the average over the weights of the targets not ignored).
+TEST(DynamicRunSizes, LossesAtTheRunsSizes) {
+  const char* ir = R"(graph @g(%x: f32[N,C,D], %t: i64[N,D], %w: f32[C]) {
+  %l, %lp = SoftmaxCrossEntropyLoss(%x, %t, %w) {reduction = "none", ignore_index = 1} : f32[N,D], f32[N,C,D]
+  %s = NegativeLogLikelihoodLoss(%x, %t) {reduction = "sum"} : f32[]
+  %m = NegativeLogLikelihoodLoss(%x, %t, %w) {reduction = "mean", ignore_index = 2} : f32[]
+  %q = SoftmaxCrossEntropyLoss(%x, %t) {reduction = "mean"} : f32[]
+  return %l, %lp, %s, %m, %q
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, c, d] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 1}, {2, 5, 7}, {4, 3, 12}})
+    sizes.push_back({{n, c, d}, {n, d}, {c}});
+  expectCompiledAtRunSizes("losses", ir, {{"N", 1, 4}, {"C", 3, 5}, {"D", 1, 12}}, sizes, 1e-5);
+}
+
+// GatherElements and ScatterElements (its reductions too) with the data's and the indices'
+// dims symbolic: each at its run strides, the indices checked against the run's axis.
+TEST(DynamicRunSizes, GatherAndScatterElements) {
+  const char* ir = R"(graph @g(%x: f32[N,L], %i: i64[N,K], %u: f32[N,K]) {
+  %g = GatherElements(%x, %i) {axis = 1} : f32[N,K]
+  %s = ScatterElements(%x, %i, %u) {axis = 1, reduction = "add"} : f32[N,L]
+  %m = ScatterElements(%x, %i, %u) {axis = 1, reduction = "max"} : f32[N,L]
+  return %g, %s, %m
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, l, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 1}, {2, 5, 7}, {4, 9, 3}})
+    sizes.push_back({{n, l}, {n, k}, {n, k}});
+  expectCompiledAtRunSizes("elements", ir, {{"N", 1, 4}, {"L", 3, 9}, {"K", 1, 7}}, sizes);
 }
 
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
