@@ -251,6 +251,12 @@ std::optional<LoweredNode> lowerFusedReduction(const Node& n, const std::string&
   b.bindInput(v0, tmp);
   auto r = lowerReductionInto(*root, b, o);
   if (!r) no("reduction root " + root->op + " is not lowered");
+  // Symbolic sizes: the root wrote its body result at that value's run dims; the node's result
+  // is the same value outside (the prologue's temp, at the bounds, holds the run's elements at
+  // the run's strides, as the chain wrote and the root read them).
+  const Dims od = staticDims(n.outputs[0], "output");
+  if (!sameRunDims(od, runDims(o, n.outputs[0], od), runDims(o, g.outputs[0], od)))
+    no("the root's result and the output differ in their symbolic dims");
   r->func.schedule["prologue_ops"] = ignored["chain_ops"];
   return r;
 }

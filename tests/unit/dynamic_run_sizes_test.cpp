@@ -259,6 +259,38 @@ TEST(DynamicRunSizes, GatherAndScatterElements) {
   expectCompiledAtRunSizes("elements", ir, {{"N", 1, 4}, {"L", 3, 9}, {"K", 1, 7}}, sizes);
 }
 
+// Reductions fused with their elementwise prologue (fuse-elementwise's kind "reduction") over
+// symbolic axes: an instance norm written out (ReduceMean of a Pow over H and W, older exports)
+// and a log-softmax by hand along a symbolic length (ReduceSum of an Exp): the prologue's temp
+// holds the run's elements at the run's strides.
+TEST(DynamicRunSizes, FusedReductionsOverSymbolicAxes) {
+  const char* ir = R"(graph @g(%x: f32[N,4,H,W], %z: f32[N,S]) {
+  %axes = Constant() {value = tensor i64[2] [2, 3]} : i64[2]
+  %one = Constant() {value = tensor i64[1] [1]} : i64[1]
+  %two = Constant() {value = tensor f32[] [2]} : f32[]
+  %eps = Constant() {value = tensor f32[] [0.00001]} : f32[]
+  %m = ReduceMean(%x, %axes) : f32[N,4,1,1]
+  %d = Sub(%x, %m) : f32[N,4,H,W]
+  %d2 = Pow(%d, %two) : f32[N,4,H,W]
+  %v = ReduceMean(%d2, %axes) : f32[N,4,1,1]
+  %ve = Add(%v, %eps) : f32[N,4,1,1]
+  %s = Sqrt(%ve) : f32[N,4,1,1]
+  %y = Div(%d, %s) : f32[N,4,H,W]
+  %e = Exp(%z) : f32[N,S]
+  %es = ReduceSum(%e, %one) : f32[N,1]
+  %l = Log(%es) : f32[N,1]
+  %ls = Sub(%z, %l) : f32[N,S]
+  return %y, %ls
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, h, w, l] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1}, {2, 17, 6, 9}, {1, 20, 33, 40}})
+    sizes.push_back({{n, 4, h, w}, {n, l}});
+  expectCompiledAtRunSizes("fused_reductions", ir,
+                           {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 40}, {"S", 1, 40}}, sizes, 1e-4);
+}
+
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
 // exclusive), and LayerNormalization over a symbolic axis with its Mean and InvStdDev outputs.
 TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
