@@ -9,6 +9,45 @@
 
 namespace aicc::loop::detail {
 
+RunMatMulShape runMatmulShape(const std::vector<ExprPtr>& ar, const std::vector<ExprPtr>& br,
+                              bool transA, bool transB) {
+  if (ar.empty() || br.empty()) no("MatMul operands of rank 0");
+  RunMatMulShape s;
+  s.M = ar.size() == 1 ? intImm(1) : ar[ar.size() - (transA ? 1 : 2)];
+  s.K = ar[ar.size() - (transA ? 2 : 1)];
+  s.N = br.size() == 1 ? intImm(1) : br[br.size() - (transB ? 2 : 1)];
+  if (!equal(s.K, br.size() == 1 ? br[0] : br[br.size() - (transB ? 1 : 2)]))
+    no("inner dims that are not the same symbolic size");
+  // Batch dims, right-aligned (numpy's matmul): the run's extent and each side's stride.
+  const size_t na = ar.size() > 2 ? ar.size() - 2 : 0, nb = br.size() > 2 ? br.size() - 2 : 0;
+  const size_t nbat = std::max(na, nb);
+  const std::vector<ExprPtr> as = stridesOf(ar), bs = stridesOf(br);
+  for (size_t k = 0; k < nbat; ++k) {
+    const bool inA = k + na >= nbat, inB = k + nb >= nbat;
+    ExprPtr ea = inA ? ar[k + na - nbat] : intImm(1), eb = inB ? br[k + nb - nbat] : intImm(1);
+    ExprPtr sa = inA ? as[k + na - nbat] : intImm(0), sb = inB ? bs[k + nb - nbat] : intImm(0);
+    if (!equal(ea, eb) && asInt(ea) != 1 && asInt(eb) != 1)
+      no("batch dims that are neither the same symbolic size nor 1");
+    if (asInt(ea) == 1 && !equal(ea, eb)) sa = intImm(0);
+    if (asInt(eb) == 1 && !equal(ea, eb)) sb = intImm(0);
+    s.batch.push_back(asInt(ea) == 1 ? eb : ea), s.aStride.push_back(sa), s.bStride.push_back(sb);
+  }
+  return s;
+}
+
+void checkRunMatmulResult(const LowerOptions& o, const Value* r, const RunMatMulShape& s, bool hasM,
+                          bool hasN) {
+  if (!r || !r->type.shape) return;
+  std::vector<ExprPtr> want = s.batch;
+  if (hasM) want.push_back(s.M);
+  if (hasN) want.push_back(s.N);
+  const std::vector<ExprPtr> got = runDims(o, r, staticDims(r, "output"));
+  if (got.size() != want.size() ||
+      !std::equal(got.begin(), got.end(), want.begin(),
+                  [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); }))
+    no("a result whose symbolic dims are not the operands' batch, M and N");
+}
+
 namespace {
 
 const Value* outerOf(const Bind& bind, const Value* v) {
@@ -166,39 +205,13 @@ Block matMulAtRunSizes(FuncBuilder& b, const Node& head, const Value* av, const 
   if (head.op == "MatMulInteger") no("MatMulInteger at symbolic sizes");
   const bool transA = isGemm && head.attrInt("transA") != 0;
   const bool transB = isGemm && head.attrInt("transB") != 0;
-  if (ar.empty() || br.empty() || (isGemm && (ar.size() != 2 || br.size() != 2)))
-    no("MatMul/Gemm operands of these ranks");
-  ExprPtr M = ar.size() == 1 ? intImm(1) : ar[ar.size() - (transA ? 1 : 2)];
-  ExprPtr K = ar[ar.size() - (transA ? 2 : 1)];
-  ExprPtr N = br.size() == 1 ? intImm(1) : br[br.size() - (transB ? 2 : 1)];
-  if (!equal(K, br.size() == 1 ? br[0] : br[br.size() - (transB ? 1 : 2)]))
-    no("inner dims that are not the same symbolic size");
-  // Batch dims, right-aligned (numpy's matmul): the run's extent and each side's stride.
-  const size_t na = ar.size() > 2 ? ar.size() - 2 : 0, nb = br.size() > 2 ? br.size() - 2 : 0;
-  const size_t nbat = std::max(na, nb);
-  const std::vector<ExprPtr> as = stridesOf(ar), bs = stridesOf(br);
-  std::vector<ExprPtr> batch, aStride, bStride;
-  for (size_t k = 0; k < nbat; ++k) {
-    const bool inA = k + na >= nbat, inB = k + nb >= nbat;
-    ExprPtr ea = inA ? ar[k + na - nbat] : intImm(1), eb = inB ? br[k + nb - nbat] : intImm(1);
-    ExprPtr sa = inA ? as[k + na - nbat] : intImm(0), sb = inB ? bs[k + nb - nbat] : intImm(0);
-    if (!equal(ea, eb) && asInt(ea) != 1 && asInt(eb) != 1)
-      no("batch dims that are neither the same symbolic size nor 1");
-    if (asInt(ea) == 1 && !equal(ea, eb)) sa = intImm(0);
-    if (asInt(eb) == 1 && !equal(ea, eb)) sb = intImm(0);
-    batch.push_back(asInt(ea) == 1 ? eb : ea), aStride.push_back(sa), bStride.push_back(sb);
-  }
+  if (isGemm && (ar.size() != 2 || br.size() != 2)) no("Gemm operands must be 2-D");
+  const RunMatMulShape rs = runMatmulShape(ar, br, transA, transB);
+  const ExprPtr &M = rs.M, &K = rs.K, &N = rs.N;
+  const std::vector<ExprPtr>&batch = rs.batch, &aStride = rs.aStride, &bStride = rs.bStride;
+  const size_t nbat = batch.size();
   // The result's run dims are the batch, M (unless A is 1-D) and N (unless B is 1-D).
-  if (const Value* r = head.outputs.at(0); r && r->type.shape) {
-    std::vector<ExprPtr> want = batch;
-    if (ar.size() > 1) want.push_back(M);
-    if (br.size() > 1 || isGemm) want.push_back(N);
-    const std::vector<ExprPtr> got = runDims(o, r, staticDims(r, "output"));
-    if (got.size() != want.size() ||
-        !std::equal(got.begin(), got.end(), want.begin(),
-                    [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); }))
-      no("a result whose symbolic dims are not the operands' batch, M and N");
-  }
+  checkRunMatmulResult(o, head.outputs.at(0), rs, ar.size() > 1, br.size() > 1 || isGemm);
   const Value* cv = isGemm && head.hasInput(2) ? head.inputs[2] : nullptr;
   const bool unitGemm =
       !isGemm || (head.attrFloat("alpha") == 1.0f && (!cv || head.attrFloat("beta") == 0.0f));

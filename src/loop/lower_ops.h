@@ -182,6 +182,18 @@ struct MatMulShape {
   std::vector<int64_t> aBatch, bBatch;
 };
 MatMulShape matmulShape(const Dims& ad, const Dims& bd);
+// The same at the run's sizes (symbolic dims: LowerOptions::runDim): M, K, N, the batch's run
+// extents and each operand's element stride per batch dim at its run strides (0: broadcast).
+// Declines inner dims, and batch dims neither 1 nor the same expression on both sides.
+struct RunMatMulShape {
+  ExprPtr M, K, N;
+  std::vector<ExprPtr> batch, aStride, bStride;
+};
+RunMatMulShape runMatmulShape(const std::vector<ExprPtr>& ar, const std::vector<ExprPtr>& br,
+                              bool transA = false, bool transB = false);
+// Declines a result r whose run dims are not s's batch, then M (hasM) and N (hasN).
+void checkRunMatmulResult(const LowerOptions& o, const Value* r, const RunMatMulShape& s, bool hasM,
+                          bool hasN);
 // [outer, len, inner] around dims [a0, a1) (len = their product).
 struct Split3 {
   int64_t outer = 1, len = 1, inner = 1;

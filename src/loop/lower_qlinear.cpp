@@ -181,7 +181,8 @@ constexpr int64_t kTileRows = 8;
 // The @qmatmul_tiles_ (many rows) or @qmatmul_u8s8 call, or nullopt when b, the scales or the zero
 // points are not constants of the shapes they take or b - bz leaves int8.
 std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
-                                       const LowerOptions& o, int64_t R, int64_t K, int64_t N) {
+                                       const LowerOptions& o, const ExprPtr& R, int64_t rBound,
+                                       int64_t K, int64_t N) {
   const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
   auto q = qmatmulConsts(n, N);
   if (!q || !bv->constant) return std::nullopt;
@@ -203,7 +204,7 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
   sched["precision"] = std::string(kInt8Precision);
   // Many rows of a u8 a (a transformer's tokens): the int8 GEMM tiles, then the requantization.
   // A batch-1 classifier (a few rows) streams its weights once through the dot products below.
-  const kernels::KernelDesc* kd = R >= kTileRows && av->type.dtype == DType::U8
+  const kernels::KernelDesc* kd = rBound >= kTileRows && av->type.dtype == DType::U8
                                       ? kernels::bestKernel(kernels::KernelOp::DqGemm, o.kernelIsa)
                                       : nullptr;
   if (kd) {
@@ -212,7 +213,8 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
     for (auto& a : dqgemmWeights(fb, *kd, w16, o)) args.push_back(std::move(a));
     args.push_back(bufferArg(fb.constant("factor", std::move(q->factor), "f64 [N]")));
     args.push_back(bufferArg(Y));
-    for (int64_t v : {R, K, N, q->az, q->yz, int64_t(yv->type.dtype == DType::I8) << 1})
+    args.push_back(CallArg{"", nullptr, R});
+    for (int64_t v : {K, N, q->az, q->yz, int64_t(yv->type.dtype == DType::I8) << 1})
       args.push_back(intArg(v));
     markKernel(sched, kd->name);
     sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
@@ -221,8 +223,9 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
   std::vector<CallArg> args = {
       bufferArg(A), bufferArg(fb.constant("wT", std::move(wT), "i8 [N, K], b - bzp transposed")),
       bufferArg(fb.constant("factor", std::move(q->factor), "f64 [N]")), bufferArg(Y)};
+  args.push_back(CallArg{"", nullptr, R});
   for (int64_t v :
-       {R, K, N, q->az, q->yz,
+       {K, N, q->az, q->yz,
         int64_t(av->type.dtype == DType::I8) | int64_t(yv->type.dtype == DType::I8) << 1})
     args.push_back(intArg(v));
   sched["micro_kernel"] = std::string("qmatmul_u8s8");
@@ -231,39 +234,44 @@ std::optional<LoweredNode> qmatmulCall(const Node& n, const std::string& name,
 }
 
 // The element stride of an operand's matrices over the batch when it is one (0: every product
-// reads the same matrix, mat: consecutive matrices of `mat` elements), else -1 (a broadcast of
-// some batch dims only).
-int64_t wholeStride(const std::vector<int64_t>& st, const Dims& batch, int64_t mat) {
+// reads the same matrix, mat: consecutive matrices of `mat` elements), else nullptr (a broadcast
+// of some batch dims only). `st`: the operand's strides per batch dim (runMatmulShape: its own
+// row-major strides, 0 where it is broadcast), so an operand with every batch dim is dense.
+ExprPtr wholeStride(const std::vector<ExprPtr>& st, const std::vector<ExprPtr>& batch,
+                    const ExprPtr& mat) {
   bool zero = true, dense = true;
-  int64_t expect = mat;
-  for (size_t d = batch.size(); d-- > 0;) {
-    if (batch[d] == 1) continue;
-    zero &= st[d] == 0, dense &= st[d] == expect;
-    expect *= batch[d];
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (asInt(batch[d]) == 1) continue;
+    const bool broadcast = asInt(st[d]) == 0;
+    zero &= broadcast, dense &= !broadcast;
   }
-  return zero ? 0 : dense ? mat : -1;
+  return zero ? intImm(0) : dense ? mat : nullptr;
 }
 
 // QLinearMatMul of two run-time operands on the int8 GEMM tiles (@qmatmul_pairs_, one product per
 // batch index, b packed per call), or nullopt: a not u8, no DqGemm kernel, scales or zero points
-// not per-tensor constants, or batch dims that broadcast otherwise than whole operands.
+// not per-tensor constants, or batch dims that broadcast otherwise than whole operands. `kBound`:
+// K at the bounds (the tiles take K < 2^15).
 std::optional<LoweredNode> qmatmulPairsCall(const Node& n, const std::string& name,
-                                            const LowerOptions& o, const MatMulShape& ms) {
+                                            const LowerOptions& o, const RunMatMulShape& ms,
+                                            int64_t kBound) {
   const Value *av = n.inputs.at(0), *bv = n.inputs.at(3), *yv = n.outputs.at(0);
   const kernels::KernelDesc* kd = kernels::bestKernel(kernels::KernelOp::DqGemm, o.kernelIsa);
-  if (!kd || av->type.dtype != DType::U8 || ms.K >= (int64_t(1) << 15)) return std::nullopt;
+  if (!kd || av->type.dtype != DType::U8 || kBound >= (int64_t(1) << 15)) return std::nullopt;
   auto q = qmatmulConsts(n, 1);
   if (!q) return std::nullopt;
-  const int64_t B = numel(ms.batch), aStride = wholeStride(ms.aBatch, ms.batch, ms.M * ms.K),
-                bStride = wholeStride(ms.bBatch, ms.batch, ms.K * ms.N);
-  if (aStride < 0 || bStride < 0) return std::nullopt;
+  const ExprPtr aStride = wholeStride(ms.aStride, ms.batch, product({ms.M, ms.K})),
+                bStride = wholeStride(ms.bStride, ms.batch, product({ms.K, ms.N}));
+  if (!aStride || !bStride) return std::nullopt;
   FuncBuilder fb(n, name, "matmul");
   std::string Y = fb.output(0), A = fb.input(av), Bn = fb.input(bv);
   std::vector<CallArg> args = {bufferArg(A), bufferArg(Bn),
                                bufferArg(fb.constant("factor", std::move(q->factor), "f64 [1]")),
                                bufferArg(Y)};
+  for (const ExprPtr& v : {product(ms.batch), ms.M, ms.K, ms.N, aStride, bStride})
+    args.push_back(CallArg{"", nullptr, v});
   for (int64_t v :
-       {B, ms.M, ms.K, ms.N, aStride, bStride, q->az, int64_t(q->bz[0]), q->yz,
+       {q->az, int64_t(q->bz[0]), q->yz,
         int64_t(yv->type.dtype == DType::I8) << 1 | int64_t(bv->type.dtype == DType::I8) << 2})
     args.push_back(intArg(v));
   Schedule sched;
@@ -284,49 +292,56 @@ std::optional<LoweredNode> lowerQLinearMatMul(const Node& n, const std::string& 
   const Dims ad = staticDims(av, "a"), bd = staticDims(bv, "b");
   if (ad.size() < 2 || bd.size() < 2)
     no("QLinearMatMul is lowered for a [..., M, K] x b [..., K, N]");
-  const MatMulShape ms = matmulShape(ad, bd);
-  const int64_t K = ms.K, N = ms.N, M = ms.M;
-  if (bd.size() == 2 && bv->constant)
-    if (auto call = qmatmulCall(n, name, o, numel(ad) / K, K, N)) return call;
-  if (auto call = qmatmulPairsCall(n, name, o, ms)) return call;
+  // Symbolic sizes: M, K, N and the batch the run's (immediates at static sizes).
+  const MatMulShape bounds = matmulShape(ad, bd);
+  const std::vector<ExprPtr> ar = runDims(o, av, ad), br = runDims(o, bv, bd);
+  const RunMatMulShape ms = runMatmulShape(ar, br);
+  checkRunMatmulResult(o, yv, ms, true, true);
+  const ExprPtr &K = ms.K, &N = ms.N, &M = ms.M;
+  if (bd.size() == 2 && bv->constant && isImm(K) && isImm(N))
+    if (auto call = qmatmulCall(n, name, o, product(ar, 0, ar.size() - 1), numel(ad) / bounds.K,
+                                bounds.K, bounds.N))
+      return call;
+  if (auto call = qmatmulPairsCall(n, name, o, ms, bounds.K)) return call;
   // The loop nest: rows r of the result [batch * M, N]; batch index r / M picks a's and b's
   // matrices (a broadcast batch dim steps by 0).
   const DType i32 = DType::I32, f = DType::F32;
-  const int64_t R = numel(ms.batch) * M;
+  const ExprPtr R = product({product(ms.batch), M});
   FuncBuilder b(n, name, "matmul");
   std::string Y = b.output(0), A = b.input(av), B = b.input(bv);
-  std::string ACC = b.temp("acc", i32, {R, N});
+  std::string ACC = b.temp("acc", i32, {numel(bounds.batch) * bounds.M, bounds.N});
   std::string rv = b.loopVar("r"), nv = b.loopVar("n"), kv = b.loopVar("k");
-  ExprPtr r = var(rv), col = var(nv), kk = var(kv), yIdx = add(mul(r, intImm(N)), col);
+  ExprPtr r = var(rv), col = var(nv), kk = var(kv), yIdx = add(mul(r, N), col);
   // Element offsets of the batch's a and b matrices.
   std::vector<ExprPtr> bi(ms.batch.size());
-  ExprPtr rest = div(r, intImm(M));
+  ExprPtr rest = div(r, M);
   for (size_t d = ms.batch.size(); d-- > 0;) {
-    bi[d] = mod(rest, intImm(ms.batch[d]));
-    rest = div(rest, intImm(ms.batch[d]));
+    bi[d] = mod(rest, ms.batch[d]);
+    rest = div(rest, ms.batch[d]);
   }
-  ExprPtr aOff = linearIndex(bi, ms.aBatch), bOff = linearIndex(bi, ms.bBatch);
+  ExprPtr aOff = runIndex(bi, ms.aStride), bOff = runIndex(bi, ms.bStride);
   ExprPtr acc = load(ACC, yIdx, i32);
-  ExprPtr a =
-      sub(cast(i32, load(A, add(aOff, add(mul(mod(r, intImm(M)), intImm(K)), kk)), av->type.dtype)),
-          scalarIn(b, n, 2, i32, "a_zero_point"));
-  ExprPtr bk = sub(cast(i32, load(B, add(bOff, add(mul(kk, intImm(N)), col)), bv->type.dtype)),
-                   columnIn(b, n, 5, N, col, i32, "b_zero_point"));
-  const int64_t w = vectorWidthFor(o, i32, N);
-  Block body = nest({nv}, {N}, {Stmt::store(ACC, yIdx, intImm(0, i32))}, false, w);
-  for (auto& s : nest({kv, nv}, {K, N}, {Stmt::store(ACC, yIdx, add(acc, mul(a, bk)))}, false, w))
+  ExprPtr a = sub(cast(i32, load(A, add(aOff, add(mul(mod(r, M), K), kk)), av->type.dtype)),
+                  scalarIn(b, n, 2, i32, "a_zero_point"));
+  ExprPtr bk = sub(cast(i32, load(B, add(bOff, add(mul(kk, N), col)), bv->type.dtype)),
+                   columnIn(b, n, 5, bounds.N, col, i32, "b_zero_point"));
+  const int64_t w = vectorWidthFor(o, i32, bounds.N);
+  Block body = runNest({nv}, {N}, {Stmt::store(ACC, yIdx, intImm(0, i32))}, false, w);
+  for (auto& s :
+       runNest({kv, nv}, {K, N}, {Stmt::store(ACC, yIdx, add(acc, mul(a, bk)))}, false, w))
     body.push_back(std::move(s));
-  ExprPtr fac = div(mul(scalarIn(b, n, 1, f, "a_scale"), columnIn(b, n, 4, N, col, f, "b_scale")),
-                    scalarIn(b, n, 6, f, "y_scale"));
+  ExprPtr fac =
+      div(mul(scalarIn(b, n, 1, f, "a_scale"), columnIn(b, n, 4, bounds.N, col, f, "b_scale")),
+          scalarIn(b, n, 6, f, "y_scale"));
   ExprPtr v = add(mul(cast(DType::F64, acc), cast(DType::F64, fac)),
                   scalarIn(b, n, 7, DType::F64, "y_zero_point"));
-  for (auto& s : nest({nv}, {N}, {Stmt::store(Y, yIdx, cast(yv->type.dtype, call("round", {v})))},
-                      false))
+  for (auto& s :
+       runNest({nv}, {N}, {Stmt::store(Y, yIdx, cast(yv->type.dtype, call("round", {v})))}, false))
     body.push_back(std::move(s));
   Schedule sched;
   sched["accumulation"] = std::string("int32");
   sched["precision"] = std::string(kInt8Precision);
-  return b.finish(nest({rv}, {R}, std::move(body), true), std::move(sched), o);
+  return b.finish(runNest({rv}, {R}, std::move(body), true), std::move(sched), o);
 }
 
 // com.microsoft.MatMulIntegerToFloat (src/ops/quant.cpp): y = float(acc) * f32(a_scale *

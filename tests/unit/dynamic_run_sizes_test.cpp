@@ -291,6 +291,28 @@ TEST(DynamicRunSizes, FusedReductionsOverSymbolicAxes) {
                            {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 40}, {"S", 1, 40}}, sizes, 1e-4);
 }
 
+// A quantized attention's QLinearMatMuls (ONNX Runtime's quantize_static of a transformer) at
+// the run's batch and length: two run-time u8 operands on the int8 tiles per product, a constant
+// b over every row of the run, and i8 operands on the loop nest.
+TEST(DynamicRunSizes, QLinearMatMulsAtTheRunsLength) {
+  const char* ir = R"(graph @g(%q: u8[N,2,S,8], %k: u8[N,2,8,S], %c: i8[N,2,S,8], %d: i8[N,2,8,S]) {
+  %sa = Constant() {value = tensor f32[] [0.05]} : f32[]
+  %za = Constant() {value = tensor u8[] [1]} : u8[]
+  %zi = Constant() {value = tensor i8[] [-1]} : i8[]
+  %sy = Constant() {value = tensor f32[] [0.02]} : f32[]
+  %w = Constant() {value = tensor i8[8,3] [1, -2, 3, 0, 1, -1, 2, 2, -3, 1, 0, 1, -1, 3, 2, 0, -2, 1, 1, 1, 0, 2, -1, 3]} : i8[8,3]
+  %s = QLinearMatMul(%q, %sa, %za, %k, %sa, %za, %sy, %za) : u8[N,2,S,S]
+  %p = QLinearMatMul(%q, %sa, %za, %w, %sa, %zi, %sy, %za) : u8[N,2,S,3]
+  %i = QLinearMatMul(%c, %sa, %zi, %d, %sa, %zi, %sy, %zi) : i8[N,2,S,S]
+  return %s, %p, %i
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, l] : {std::pair<int64_t, int64_t>{1, 1}, {2, 17}, {1, 40}})
+    sizes.push_back({{n, 2, l, 8}, {n, 2, 8, l}, {n, 2, l, 8}, {n, 2, 8, l}});
+  expectCompiledAtRunSizes("qlinear", ir, {{"N", 1, 2}, {"S", 1, 40}}, sizes, 0);
+}
+
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
 // exclusive), and LayerNormalization over a symbolic axis with its Mean and InvStdDev outputs.
 TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
