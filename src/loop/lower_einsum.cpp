@@ -24,51 +24,64 @@ std::optional<LoweredNode> lowerEinsum(const Node& n, FuncBuilder& b, const Lowe
   }
   const EinsumSpec spec = parseEinsum(n.attrString("equation"), ranks);
   // Each label's size: the largest of its dims (the others are equal or 1, as shape inference
-  // checked).
+  // checked). Symbolic sizes: the run's, every dim of a label not 1 being the same expression.
   std::map<int, int64_t> size;
+  std::map<int, ExprPtr> runSize;
+  std::vector<std::vector<ExprPtr>> runs;
   std::vector<int> order = spec.out; // loop labels: the output's, then the summed ones
-  for (size_t i = 0; i < in.size(); ++i)
+  for (size_t i = 0; i < in.size(); ++i) {
+    runs.push_back(runDims(o, n.inputs[i], in[i]));
     for (size_t d = 0; d < in[i].size(); ++d) {
       const int l = spec.in[i][d];
       size[l] = std::max(size[l], in[i][d]);
       if (std::find(order.begin(), order.end(), l) == order.end()) order.push_back(l);
+      const ExprPtr& e = runs[i][d];
+      if (asInt(e) == 1) continue;
+      if (runSize.count(l) && !equal(runSize[l], e))
+        no("a label whose dims are different symbolic sizes");
+      runSize[l] = e;
     }
+  }
   const size_t outRank = spec.out.size();
   std::vector<std::string> names;
   std::map<int, ExprPtr> label;
-  Dims ext;
+  std::vector<ExprPtr> ext;
   for (int l : order) {
     names.push_back(b.fresh("l"));
     label[l] = var(names.back());
-    ext.push_back(size.count(l) ? size[l] : 1); // an output label nobody uses: parseEinsum refuses
+    // (an output label nobody uses: parseEinsum refuses)
+    ext.push_back(runSize.count(l) ? runSize[l] : intImm(1));
   }
+  const std::vector<ExprPtr> outExt(ext.begin(), ext.begin() + std::ptrdiff_t(outRank));
+  if (!sameRunDims(staticDims(n.outputs[0], "output"),
+                   runDims(o, n.outputs[0], staticDims(n.outputs[0], "output")), outExt))
+    no("a result whose dims are not its labels' sizes");
   // Operand i at the current labels: a broadcast dim (size 1 under a larger label) reads index 0.
   ExprPtr prod;
   for (size_t i = 0; i < in.size(); ++i) {
-    const std::vector<int64_t> st = strides(in[i]);
     std::vector<ExprPtr> idx;
     for (size_t d = 0; d < in[i].size(); ++d)
       idx.push_back(in[i][d] == 1 && size[spec.in[i][d]] != 1 ? nullptr : label[spec.in[i][d]]);
-    ExprPtr x = load(b.input(n.inputs[i]), linearIndex(idx, st), t);
+    ExprPtr x = load(b.input(n.inputs[i]), runIndex(idx, stridesOf(runs[i])), t);
     prod = prod ? mul(prod, x) : x;
   }
   const std::string out = b.output(0);
   std::vector<ExprPtr> oidx;
   for (size_t k = 0; k < outRank; ++k) oidx.push_back(label[spec.out[k]]);
-  const ExprPtr at =
-      outRank ? linearIndex(oidx, strides(Dims(ext.begin(), ext.begin() + outRank))) : intImm(0);
-  const std::vector<std::string> outer(names.begin(), names.begin() + outRank),
-      summed(names.begin() + outRank, names.end());
+  const ExprPtr at = outRank ? runIndex(oidx, stridesOf(outExt)) : intImm(0);
+  const std::vector<std::string> outer(names.begin(), names.begin() + std::ptrdiff_t(outRank)),
+      summed(names.begin() + std::ptrdiff_t(outRank), names.end());
   Block body;
   if (summed.empty()) {
     body = {Stmt::store(out, at, prod)};
   } else {
     body = {Stmt::store(out, at, constant(t, 0))};
-    for (auto& st : nest(summed, Dims(ext.begin() + outRank, ext.end()),
-                         {Stmt::store(out, at, add(load(out, at, t), prod))}, false))
+    for (auto& st :
+         runNest(summed, std::vector<ExprPtr>(ext.begin() + std::ptrdiff_t(outRank), ext.end()),
+                 {Stmt::store(out, at, add(load(out, at, t), prod))}, false))
       body.push_back(std::move(st));
   }
-  if (!outer.empty()) body = nest(outer, Dims(ext.begin(), ext.begin() + outRank), std::move(body));
+  if (!outer.empty()) body = runNest(outer, outExt, std::move(body));
   Schedule s;
   s["labels"] = int64_t(order.size());
   return b.finish(std::move(body), std::move(s), o);

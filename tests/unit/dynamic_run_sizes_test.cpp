@@ -313,6 +313,22 @@ TEST(DynamicRunSizes, QLinearMatMulsAtTheRunsLength) {
   expectCompiledAtRunSizes("qlinear", ir, {{"N", 1, 2}, {"S", 1, 40}}, sizes, 0);
 }
 
+// Einsum with symbolic labels: attention scores written as an einsum (bhqd,bhkd->bhqk), a sum
+// over a symbolic axis (ij->j) and a broadcast label (a dim of 1 under a symbolic one).
+TEST(DynamicRunSizes, EinsumAtTheRunsSizes) {
+  const char* ir = R"(graph @g(%q: f32[N,2,S,4], %k: f32[N,2,T,4], %x: f32[S,3], %y: f32[1,3]) {
+  %a = Einsum(%q, %k) {equation = "bhqd,bhkd->bhqk"} : f32[N,2,S,T]
+  %c = Einsum(%x) {equation = "ij->j"} : f32[3]
+  %d = Einsum(%x, %y) {equation = "ij,ij->ij"} : f32[S,3]
+  return %a, %c, %d
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, s, t] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {2, 9, 5}, {1, 16, 12}})
+    sizes.push_back({{n, 2, s, 4}, {n, 2, t, 4}, {s, 3}, {1, 3}});
+  expectCompiledAtRunSizes("einsum", ir, {{"N", 1, 2}, {"S", 1, 16}, {"T", 1, 12}}, sizes);
+}
+
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
 // exclusive), and LayerNormalization over a symbolic axis with its Mean and InvStdDev outputs.
 TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {

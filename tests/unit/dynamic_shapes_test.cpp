@@ -358,8 +358,13 @@ TEST(DynamicBatch, NodesThatMixSamplesCompileAtTheRunsSizes) {
 // A node no lowering takes at symbolic sizes runs on its reference kernel at the run's sizes: a
 // fallback task binding the shape block (Z) last.
 TEST(DynamicBatch, NodesWithoutASymbolicLoweringRunOnTheReferenceKernelsAtTheRunsSizes) {
-  const std::string ir = "graph @g(%x: f32[N,4]) {\n  %s = Einsum(%x) {equation = \"ij->j\"} : "
-                         "f32[4]\n  return %s\n}\n";
+  const std::string ir = R"(graph @g(%x: f32[N,4]) {
+  %i = Constant() {value = tensor i64[1,1] [0]} : i64[1,1]
+  %u = Constant() {value = tensor f32[1,4] [1, 2, 3, 4]} : f32[1,4]
+  %s = ScatterND(%x, %i, %u) : f32[N,4]
+  return %s
+}
+)";
   Model ref = parseModel(ir), m = parseModel(ir);
   fs::path dir = compile(m, "no_symbolic_lowering", {{"N", 1, 6}});
   const std::string plan = readFile((dir / "model.plan").string());
