@@ -230,7 +230,10 @@ std::optional<LoweredNode> lowerLrn(const Node& n, FuncBuilder& b, const LowerOp
   if (size < 1 || size > 16) no("LRN size outside 1..16");
   const double alpha = n.attrFloat("alpha"), beta = n.attrFloat("beta");
   const double bias = n.attrFloat("bias");
-  const int64_t C = id[1], lo = (size - 1) / 2, hi = size - 1 - lo;
+  const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  // Symbolic sizes: the channels and the strides are the run's (gatherNest runs the output's).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), is = stridesOf(ir);
+  const ExprPtr C = ir[1];
   std::string in = b.input(n.inputs[0]);
   auto f64 = [](double v) { return constant(DType::F64, v); };
   Schedule s;
@@ -241,12 +244,12 @@ std::optional<LoweredNode> lowerLrn(const Node& n, FuncBuilder& b, const LowerOp
         auto at = [&](ExprPtr c) {
           std::vector<ExprPtr> w = v;
           w[1] = std::move(c);
-          return cast(DType::F64, load(in, linearIndex(w, strides(id)), t));
+          return cast(DType::F64, load(in, runIndex(w, is), t));
         };
         ExprPtr sq = f64(0);
         for (int64_t d = -lo; d <= hi; ++d) {
           ExprPtr c = add(v[1], intImm(d)), x = at(clampIndex(c, C));
-          ExprPtr inside = binary(Op::And, cmp(Op::Ge, c, intImm(0)), cmp(Op::Lt, c, intImm(C)));
+          ExprPtr inside = binary(Op::And, cmp(Op::Ge, c, intImm(0)), cmp(Op::Lt, c, C));
           sq = add(sq, select(inside, mul(x, x), f64(0)));
         }
         ExprPtr den = call("pow", {add(f64(bias), mul(f64(alpha / double(size)), sq)), f64(beta)});

@@ -158,6 +158,9 @@ std::optional<LoweredNode> lowerTile(const Node& n, const std::string& name,
   Block check = checkShapeInput(b, n, 1, runDims({}, nullptr, repeats), o);
   std::string in = b.input(n.inputs[0]);
   DType t = n.outputs[0]->type.dtype;
+  // Symbolic sizes: the output's run dims drive the copy (gatherNest), the input read at its run
+  // dims and strides.
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
   Schedule s;
   s["repeats"] = repeats;
   return gatherNest(
@@ -165,8 +168,8 @@ std::optional<LoweredNode> lowerTile(const Node& n, const std::string& name,
       [&](const std::vector<ExprPtr>& v) {
         std::vector<ExprPtr> idx;
         for (size_t k = 0; k < v.size(); ++k)
-          idx.push_back(id[k] == od[k] ? v[k] : binary(Op::Mod, v[k], intImm(id[k])));
-        return load(in, linearIndex(idx, strides(id)), t);
+          idx.push_back(repeats[k] == 1 ? v[k] : binary(Op::Mod, v[k], ir[k]));
+        return load(in, runIndex(idx, stridesOf(ir)), t);
       },
       o, std::move(s), std::move(check));
 }

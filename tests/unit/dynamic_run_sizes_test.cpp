@@ -329,6 +329,24 @@ TEST(DynamicRunSizes, EinsumAtTheRunsSizes) {
   expectCompiledAtRunSizes("einsum", ir, {{"N", 1, 2}, {"S", 1, 16}, {"T", 1, 12}}, sizes);
 }
 
+// Tile and LRN under symbolic image sides (and channels for LRN's window): the input read at
+// its run dims and strides.
+TEST(DynamicRunSizes, TileAndLrnAtTheRunsSides) {
+  const char* ir = R"(graph @g(%x: f32[N,C,H,W]) {
+  %r = Constant() {value = tensor i64[4] [1, 2, 1, 3]} : i64[4]
+  %t = Tile(%x, %r) : f32[N,2*C,H,3*W]
+  %l = LRN(%x) {size = 3, alpha = 0.001, beta = 0.75, bias = 1.0} : f32[N,C,H,W]
+  return %t, %l
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, c, h, w] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1}, {2, 3, 7, 5}, {1, 5, 20, 33}})
+    sizes.push_back({{n, c, h, w}});
+  expectCompiledAtRunSizes("tile_lrn", ir, {{"N", 1, 2}, {"C", 1, 5}, {"H", 1, 20}, {"W", 1, 40}},
+                           sizes);
+}
+
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
 // exclusive), and LayerNormalization over a symbolic axis with its Mean and InvStdDev outputs.
 TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
