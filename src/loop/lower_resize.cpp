@@ -19,8 +19,9 @@ namespace {
 // checks them against the declared output, the others compute s into an f64 temp (the scales the
 // nests read) and check the sizes it gives.
 void sizesScales(const Node& n, FuncBuilder& b, const LowerOptions& o, const Dims& id,
-                 const Dims& od, const std::vector<size_t>& axes, std::vector<double>& scale,
-                 std::string& runScales, DType& runScalesType, Block& pre) {
+                 const Dims& od, const std::vector<ExprPtr>& ore, const std::vector<size_t>& axes,
+                 std::vector<double>& scale, std::string& runScales, DType& runScalesType,
+                 Block& pre) {
   const Value* sz = n.hasInput(3) ? n.inputs[3] : nullptr;
   if (!sz || (sz->type.shape && numel(staticDims(sz, "sizes")) == 0)) return;
   const std::string policy = n.attrString("keep_aspect_ratio_policy");
@@ -38,12 +39,14 @@ void sizesScales(const Node& n, FuncBuilder& b, const LowerOptions& o, const Dim
   if (sz->type.dtype != DType::I64 || numel(staticDims(sz, "sizes")) != int64_t(axes.size()))
     no("sizes that are not one int64 per axis");
   if (!o.runtimeKernels) no("sizes given at run time (checked by the runtime only)");
-  std::vector<int64_t> want;
-  for (size_t a : axes) want.push_back(od[a]);
-  if (policy == "stretch") {
+  if (policy == "stretch") { // (symbolic sizes: the output's run dims)
+    std::vector<ExprPtr> want;
+    for (size_t a : axes) want.push_back(ore[a]);
     pre.push_back(checkValuesI64(b.input(sz), want));
     return;
   }
+  std::vector<int64_t> want;
+  for (size_t a : axes) want.push_back(od[a]);
   const std::string sv = b.temp("scales", DType::F64, {int64_t(axes.size())}),
                     got = b.temp("sizes", DType::I64, {int64_t(axes.size())}),
                     best = b.temp("scale", DType::F64, {1});
@@ -88,6 +91,10 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
     for (int64_t a : n.attrInts("axes")) axes.push_back(size_t(normAxis(a, id.size(), n)));
   else
     for (size_t d = 0; d < id.size(); ++d) axes.push_back(d);
+  // Symbolic sizes: the run's input and output dims.
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), ore = runDims(o, n.outputs[0], od);
+  bool symbolic = false;
+  for (size_t d = 0; d < id.size(); ++d) symbolic |= !isImm(ir[d]) || !isImm(ore[d]);
   std::string runScales; // scales given at run time: read from their buffer
   DType runScalesType = DType::F32;
   Block pre; // (sizes given at run time: their checks)
@@ -118,8 +125,14 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   } else {
     for (size_t d = 0; d < id.size(); ++d)
       scale[d] = static_cast<double>(od[d]) / static_cast<double>(id[d]);
-    sizesScales(n, b, o, id, od, axes, scale, runScales, runScalesType, pre);
+    sizesScales(n, b, o, id, od, ore, axes, scale, runScales, runScalesType, pre);
   }
+  // Symbolic sizes with the output's size given (sizes, stretched; an FPN's upsampling to the
+  // skip connection's size): each resized dim's scale is the run's out / in, in f64 as the
+  // reference divides them.
+  const bool sized =
+      !(n.hasInput(2) && n.inputs[2]->type.shape && numel(staticDims(n.inputs[2], "scales")) > 0);
+  const bool runSized = symbolic && sized && runScales.empty();
   std::string in = b.input(n.inputs[0]);
   // tf_crop_and_resize: the crop's start and end along each resized dim, from roi (constant or
   // given at run time: [starts of the axes, ends of the axes]).
@@ -138,17 +151,13 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
       roiStart[axes[i]] = at(i), roiEnd[axes[i]] = at(i + axes.size());
     }
   }
-  // Symbolic sizes: the run's input dims for strides and edge clamps, where the coordinate
-  // mapping does not read the sizes (constant scales; not align_corners, pytorch_half_pixel or
-  // half_pixel_symmetric).
-  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), ore = runDims(o, n.outputs[0], od);
-  bool symbolic = false;
-  for (size_t d = 0; d < id.size(); ++d) symbolic |= !isImm(ir[d]) || !isImm(ore[d]);
-  if (symbolic &&
-      (!n.hasInput(2) || !n.inputs[2]->constant || !runScales.empty() || ctm == "align_corners" ||
-       ctm == "pytorch_half_pixel" || ctm == "half_pixel_symmetric" || crop))
+  // Symbolic sizes: the run's input dims for strides and edge clamps; with constant scales, a
+  // coordinate mapping that does not read the sizes (not align_corners or pytorch_half_pixel);
+  // with sizes, the run's scales (not antialiased: its footprint is the scale's).
+  if (symbolic && (!runScales.empty() || ctm == "half_pixel_symmetric" || crop ||
+                   (runSized ? antialias : ctm == "align_corners" || ctm == "pytorch_half_pixel")))
     no("Resize with symbolic sizes takes constant scales and a mapping that does not read the "
-       "sizes");
+       "sizes, or sizes without antialias");
   const std::vector<ExprPtr> is = stridesOf(ir);
   DType t = n.outputs[0]->type.dtype;
   Schedule sch;
@@ -158,8 +167,13 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   // The source coordinate (f64) of output position x along dim d.
   std::vector<int64_t> axisPos(id.size(), -1); // where dim d's scale is in the scales input
   for (size_t i = 0; i < axes.size(); ++i) axisPos[axes[i]] = int64_t(i);
-  // Dim d's scale (f64): the constant, or the run's from the scales input.
+  // Dim d's size as an f64 (the run's at symbolic sizes).
+  auto f64Of = [&](const ExprPtr& e) {
+    return isImm(e) ? c(double(*asInt(e))) : cast(DType::F64, e);
+  };
+  // Dim d's scale (f64): the constant, the run's from the scales input, or the run's out / in.
   auto scaleOf = [&](size_t d) {
+    if (runSized) return div(f64Of(ore[d]), f64Of(ir[d]));
     return runScales.empty() ? c(scale[d])
                              : cast(DType::F64, load(runScales, intImm(axisPos[d]), runScalesType));
   };
@@ -168,15 +182,18 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
     x = cast(DType::F64, x);
     if (ctm == "asymmetric") return div(x, s);
     if (ctm == "half_pixel") return sub(div(add(x, c(0.5)), s), c(0.5));
-    if (ctm == "pytorch_half_pixel") return od[d] > 1 ? sub(div(add(x, c(0.5)), s), c(0.5)) : c(0);
+    if (ctm == "pytorch_half_pixel") {
+      const ExprPtr y = sub(div(add(x, c(0.5)), s), c(0.5));
+      return !runSized ? (od[d] > 1 ? y : c(0)) : select(cmp(Op::Gt, ore[d], intImm(1)), y, c(0));
+    }
     if (ctm == "align_corners") { // the unrounded output length scale * in, as the reference
-      if (runScales.empty()) {
+      if (runScales.empty() && !runSized) {
         const double len = scale[d] * double(id[d]);
         return len == 1 ? c(0) : mul(x, c(double(id[d] - 1) / (len - 1)));
       }
-      ExprPtr len = mul(s, c(double(id[d])));
+      ExprPtr len = mul(s, f64Of(ir[d]));
       return select(cmp(Op::Eq, len, c(1)), c(0),
-                    div(mul(x, c(double(id[d] - 1))), sub(len, c(1))));
+                    div(mul(x, sub(f64Of(ir[d]), c(1))), sub(len, c(1))));
     }
     if (ctm == "tf_half_pixel_for_nearest") return div(add(x, c(0.5)), s);
     if (crop) { // (the scale unused)
@@ -203,7 +220,9 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   auto cropped = [&](const ExprPtr& out, const ExprPtr& value) {
     return out ? select(out, extrapolation, value) : value;
   };
+  // (a dim of the same size in and out maps every coordinate to itself: not resized)
   auto resized = [&](size_t d) {
+    if (runSized) return axisPos[d] >= 0 && !equal(ir[d], ore[d]);
     return runScales.empty() ? !(od[d] == id[d] && scale[d] == 1.0) : axisPos[d] >= 0;
   };
   if (mode == "linear" || mode == "cubic") {
@@ -267,7 +286,7 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
           entry.push_back(Stmt::store(
               tapWeight[d], at(i), select(cmp(Op::Eq, sv, c(0)), weight(i), div(weight(i), sv))));
       }
-      pre.push_back(Stmt::forLoop(ov, intImm(0), intImm(od[d]), std::move(entry)));
+      pre.push_back(Stmt::forLoop(ov, intImm(0), ore[d], std::move(entry)));
     }
     return gatherNest(
         b, out, od,

@@ -274,6 +274,16 @@ void inferResize(InferCtx& c) {
       out[static_cast<size_t>(axes[i])] = Dim::known((*sizes)[i]);
     return c.setTensor(0, dt, out);
   }
+  // Sizes known symbolically (data propagation: an FPN's or U-Net's upsampling to the skip
+  // connection's size, sizes = Shape(skip)[2:]): those dims, when the policy is stretch.
+  if (const std::vector<Dim>* sv = c.has(3) ? c.shapeValue(3) : nullptr;
+      sv && sv->size() == axes.size() &&
+      c.node.attrString("keep_aspect_ratio_policy") == "stretch" &&
+      std::all_of(sv->begin(), sv->end(),
+                  [](const Dim& d) { return d.isStatic() || !d.symbol.empty(); })) {
+    for (size_t i = 0; i < axes.size(); ++i) out[static_cast<size_t>(axes[i])] = (*sv)[i];
+    return c.setTensor(0, dt, out);
+  }
   if (sc && sc->numel() > 0) {
     auto s = sc->toF64Vector();
     AICC_CHECK(s.size() == axes.size(), "scales has {} entries for {} axes", s.size(), axes.size());

@@ -347,6 +347,39 @@ TEST(DynamicRunSizes, TileAndLrnAtTheRunsSides) {
                            sizes);
 }
 
+// An FPN / U-Net upsampling to its skip connection's size (sizes = Shape(skip)[2:], known
+// symbolically by data propagation): the scales are the run's out / in, for each coordinate
+// mapping that reads the sizes too; up and down, and a side of 1.
+TEST(DynamicRunSizes, ResizeToAnotherValuesSides) {
+  const char* ir = R"(graph @g(%x: f32[N,4,h,w], %skip: f32[N,4,H,W]) {
+  %ss = Shape(%skip) : i64[4]
+  %xs = Shape(%x) : i64[4]
+  %z = Constant() {value = tensor i64[1] [0]} : i64[1]
+  %two = Constant() {value = tensor i64[1] [2]} : i64[1]
+  %four = Constant() {value = tensor i64[1] [4]} : i64[1]
+  %nc = Slice(%xs, %z, %two) : i64[2]
+  %hw = Slice(%ss, %two, %four) : i64[2]
+  %sz = Concat(%nc, %hw) {axis = 0} : i64[4]
+  %a = Resize(%x, _, _, %sz) {mode = "linear", coordinate_transformation_mode = "half_pixel"} : f32[N,4,H,W]
+  %s = Add(%a, %skip) : f32[N,4,H,W]
+  %b = Resize(%x, _, _, %sz) {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"} : f32[N,4,H,W]
+  %c = Resize(%x, _, _, %sz) {mode = "cubic", coordinate_transformation_mode = "align_corners"} : f32[N,4,H,W]
+  %d = Resize(%x, _, _, %sz) {mode = "linear", coordinate_transformation_mode = "pytorch_half_pixel"} : f32[N,4,H,W]
+  return %s, %b, %c, %d
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, h, w, hh, ww] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1, 1},
+        {2, 5, 7, 17, 9},
+        {1, 9, 8, 4, 3},
+        {1, 3, 3, 12, 1}})
+    sizes.push_back({{n, 4, h, w}, {n, 4, hh, ww}});
+  expectCompiledAtRunSizes("resize_sizes", ir,
+                           {{"N", 1, 2}, {"h", 1, 10}, {"w", 1, 10}, {"H", 1, 20}, {"W", 1, 20}},
+                           sizes, 1e-5);
+}
+
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
 // exclusive), and LayerNormalization over a symbolic axis with its Mean and InvStdDev outputs.
 TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
