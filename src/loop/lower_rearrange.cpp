@@ -47,13 +47,15 @@ std::optional<LoweredNode> lowerSliceAtRunTime(const Node& n, FuncBuilder& b, co
   std::string count = b.temp("count", DType::I64, {rank});
   auto i64 = [](int64_t v) { return intImm(v); };
   auto clamp = [&](ExprPtr v, int64_t lo, ExprPtr hi) { return max(i64(lo), min(v, hi)); };
+  // Symbolic sizes: the input's run dims (the normalization and clamping use them).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
   Block pre;
   for (int64_t d = 0; d < rank; ++d) {
-    ExprPtr first = i64(0), st = i64(1), cnt = i64(id[size_t(d)]);
+    ExprPtr first = i64(0), st = i64(1), cnt = ir[size_t(d)];
     for (int64_t k = 0; k < K; ++k) { // the last k naming dim d wins
       ExprPtr a = n.hasInput(3) ? loadI64(b, n.inputs[3], k) : i64(k);
       a = select(cmp(Op::Lt, a, i64(0)), add(a, i64(rank)), a);
-      const ExprPtr dim = i64(id[size_t(d)]);
+      const ExprPtr dim = ir[size_t(d)];
       ExprPtr s = n.hasInput(4) ? loadI64(b, n.inputs[4], k) : i64(1),
               sv = loadI64(b, n.inputs[1], k), ev = loadI64(b, n.inputs[2], k);
       sv = select(cmp(Op::Lt, sv, i64(0)), add(sv, dim), sv);
@@ -89,7 +91,7 @@ std::optional<LoweredNode> lowerSliceAtRunTime(const Node& n, FuncBuilder& b, co
         for (size_t d = 0; d < v.size(); ++d)
           idx.push_back(add(load(begin, i64(int64_t(d)), DType::I64),
                             mul(v[d], load(step, i64(int64_t(d)), DType::I64))));
-        return load(in, linearIndex(idx, strides(id)), t);
+        return load(in, runIndex(idx, stridesOf(ir)), t);
       },
       o, {}, std::move(pre));
 }

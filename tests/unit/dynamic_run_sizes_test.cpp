@@ -380,6 +380,28 @@ TEST(DynamicRunSizes, ResizeToAnotherValuesSides) {
                            sizes, 1e-5);
 }
 
+// A Slice of run-time starts and ends along a symbolic length (a window of the run's steps, one
+// from the end with a step of 2): the normalization and clamping use the run's length, the
+// result's length a data symbol the task writes.
+TEST(DynamicRunSizes, SliceOfRunTimeBoundsAlongALength) {
+  const char* ir = R"(graph @g(%x: f32[N,S,4], %a: i64[1], %e: i64[1]) {
+  %ax = Constant() {value = tensor i64[1] [1]} : i64[1]
+  %two = Constant() {value = tensor i64[1] [2]} : i64[1]
+  %big = Constant() {value = tensor i64[1] [1000]} : i64[1]
+  %seven = Constant() {value = tensor i64[1] [7]} : i64[1]
+  %e7 = Mul(%e, %seven) : i64[1]
+  %y = Slice(%x, %a, %e7, %ax) : f32[N,?,4]
+  %m = Neg(%e7) : i64[1]
+  %z = Slice(%x, %m, %big, %ax, %two) : f32[N,?,4]
+  return %y, %z
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, l] : {std::pair<int64_t, int64_t>{1, 1}, {2, 17}, {3, 40}, {1, 5}})
+    sizes.push_back({{n, l, 4}, {1}, {1}});
+  expectCompiledAtRunSizes("slice", ir, {{"N", 1, 3}, {"S", 1, 40}}, sizes);
+}
+
 // Position ids from an attention mask (CumSum along the symbolic length, forward, reverse and
 // exclusive), and LayerNormalization over a symbolic axis with its Mean and InvStdDev outputs.
 TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
