@@ -4,7 +4,9 @@
 #include "ops/op_def.h"
 #include "passes/shape_inference.h"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 namespace aicc {
@@ -74,6 +76,60 @@ bool fixByConsumer(const Graph& g, Value* v, size_t d) {
   return fixed.has_value();
 }
 
+// The data symbols of `names` that meet one other dim in a broadcast: an elementwise node whose
+// result is unknown at some dim, its inputs' dims there the data symbol and one other known dim
+// X (an input symbol, an expression of them, or a static size above 1; 1s broadcast) -> X.
+// ONNX Runtime runs such a node only where the two are equal, so the data symbol is X. Symbols
+// that some derived dim reads are left alone (their producer must still write them).
+std::map<std::string, Dim> metInBroadcasts(const Graph& g, const std::set<std::string>& names) {
+  std::set<std::string> inDerived;
+  forEachValue(g, [&](Value& v) {
+    if (!v.type.isTensor() || !v.type.shape) return;
+    for (const Dim& d : *v.type.shape)
+      if (auto e = d.derived ? dimExpr(d) : std::nullopt) {
+        std::vector<std::string> syms;
+        e->symbols(syms);
+        inDerived.insert(syms.begin(), syms.end());
+      }
+  });
+  std::map<std::string, std::vector<Dim>> met; // data symbol -> the dims it meets
+  for (const auto& np : g.nodes) {
+    const Node& c = *np;
+    if (!c.def || !(c.def->props & kElementwise) || c.outputs.size() != 1 || !c.outputs[0] ||
+        !c.outputs[0]->type.isTensor() || !c.outputs[0]->type.shape)
+      continue;
+    const Shape& out = *c.outputs[0]->type.shape;
+    for (size_t d = 0; d < out.size(); ++d) {
+      std::vector<std::string> data;
+      std::vector<Dim> others;
+      for (const Value* x : c.inputs) {
+        if (!x || !x->type.isTensor() || !x->type.shape || x->type.shape->size() > out.size())
+          continue;
+        const size_t off = out.size() - x->type.shape->size();
+        if (d < off) continue;
+        const Dim& xd = (*x->type.shape)[d - off];
+        if (!xd.derived && names.count(xd.symbol) && !inDerived.count(xd.symbol))
+          data.push_back(xd.symbol);
+        else if ((xd.isStatic() && xd.value != 1) || !xd.symbol.empty())
+          if (std::find(others.begin(), others.end(), xd) == others.end()) others.push_back(xd);
+      }
+      if (data.empty() || others.empty()) continue; // (nothing met here)
+      // Met where the result is unknown, or already the other dim (inference took a static one);
+      // a result of another dim there is a meeting this does not read (it blocks the merge).
+      const bool open = (!out[d].isStatic() && out[d].symbol.empty()) ||
+                        (others.size() == 1 && out[d] == others[0]);
+      for (const std::string& x : data)
+        for (const Dim& o : open ? others : std::vector<Dim>{Dim{}})
+          if (auto& m = met[x]; std::find(m.begin(), m.end(), o) == m.end()) m.push_back(o);
+    }
+  }
+  std::map<std::string, Dim> merges; // those that meet one dim wherever they meet one
+  for (const auto& [x, dims] : met)
+    if (dims.size() == 1 && (dims[0].isStatic() || !dims[0].symbol.empty()))
+      merges.emplace(x, dims[0]);
+  return merges;
+}
+
 } // namespace
 
 bool nameDataDims(Model& m) {
@@ -89,6 +145,7 @@ bool nameDataDims(Model& m) {
       }
   });
   bool changed = false;
+  std::set<std::string> named; // the data symbols named below
   // In subgraphs (Loop, Scan and If bodies) only the dims a consumer fixes: data symbols are the
   // main graph's (the shape block's).
   forEachGraph(g, [&](Graph& sg) {
@@ -125,12 +182,31 @@ bool nameDataDims(Model& m) {
         const std::optional<DataDim> dd = n.def->dataDim(n, k, d);
         if (!dd || !dimExpr(dd->bound)) continue; // no bound known: stays unknown
         auto [it, fresh] = counts.emplace(dd->count, "");
-        if (fresh) it->second = freshSymbol(n.op, used);
+        if (fresh) it->second = freshSymbol(n.op, used), named.insert(it->second);
         dim = Dim::sym(it->second);
         changed = here = true;
       }
     }
     if (here) inferShapes(g); // the nodes after it see the symbol
+  }
+  // A data symbol that meets another dim in a broadcast is that dim (metInBroadcasts): every dim
+  // that is the symbol becomes it, and the producer's lowering checks its count against it at
+  // run time instead of writing the symbol (GPT-2's causal-mask buffer [1, 1, 1024, 1024] sliced
+  // by the length S, whose slices meet the scores' S in a Where: the mask and all after it had
+  // '?' dims). Were the symbol 1 where the other is not, ONNX Runtime would broadcast; this
+  // check stops the run with an error there instead (a slice or count of 1 against a longer
+  // axis: no model we know does it).
+  for (int round = 0; round < 8; ++round) {
+    const std::map<std::string, Dim> merges = metInBroadcasts(g, named);
+    if (merges.empty()) break;
+    forEachValue(g, [&](Value& v) {
+      if (!v.type.isTensor() || !v.type.shape) return;
+      for (Dim& d : *v.type.shape)
+        if (auto it = merges.find(d.symbol); !d.derived && it != merges.end()) d = it->second;
+    });
+    for (const auto& [x, _] : merges) named.erase(x);
+    inferShapes(g);
+    changed = true;
   }
   return changed;
 }

@@ -242,6 +242,47 @@ TEST(DataDims, ASliceOfRunTimeBoundsSetsEachDim) {
   EXPECT_THROW(art.run(in), Error);
 }
 
+// GPT-2's causal mask: a constant [1, 1, 8, 8] buffer sliced to the length S the run gives
+// (ends from Shape), its slices meeting the scores' S in a Where. The slices' data symbols are S
+// (name-data-dims: they meet S in a broadcast), so the Where, Softmax and MatMul after them
+// compile at the run's S; the Slices check their counts against S, so a length past the buffer
+// is the run's error (ONNX Runtime fails there too), not a wrong answer.
+TEST(DataDims, ACausalMaskBufferSlicedByTheLength) {
+  std::string tril;
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) tril += std::string(r || c ? ", " : "") + (c <= r ? "1" : "0");
+  const std::string ir = R"(graph @g(%q: f32[N,2,S,4], %k: f32[N,2,4,S]) {
+  %bias = Constant() {value = tensor f32[1,1,8,8] [)" +
+                         tril + R"(]} : f32[1,1,8,8]
+  %sh = Shape(%q) : i64[4]
+  %i2 = Constant() {value = tensor i64[1] [2]} : i64[1]
+  %i3 = Constant() {value = tensor i64[1] [3]} : i64[1]
+  %z = Constant() {value = tensor i64[1] [0]} : i64[1]
+  %s = Slice(%sh, %i2, %i3) : i64[1]
+  %b1 = Slice(%bias, %z, %s, %i3) : f32[1,1,8,?]
+  %b2 = Slice(%b1, %z, %s, %i2) : f32[1,1,?,?]
+  %m = Cast(%b2) {to = 9} : bool[1,1,?,?]
+  %sc = MatMul(%q, %k) : f32[N,2,S,S]
+  %ninf = Constant() {value = tensor f32[] [-1000000000]} : f32[]
+  %w = Where(%m, %sc, %ninf) : f32[N,2,?,?]
+  %p = Softmax(%w) {axis = -1} : f32[N,2,?,?]
+  %o = MatMul(%p, %q) : f32[N,2,?,4]
+  return %o
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const auto dir = compileChecked(m, "aicc_data_dims_causal_mask", {{"N", 1, 2}, {"S", 1, 16}},
+                                  {"output o f32 N,2,S,4"}, true);
+  runtime::LoadedArtifact art(dir.string());
+  for (auto [n, l] : {std::pair<int64_t, int64_t>{1, 1}, {2, 5}, {1, 8}})
+    expectRunMatches(*ref.graph, art,
+                     {RValue::of(test::uniformTensor({n, 2, l, 4}, uint32_t(l))),
+                      RValue::of(test::uniformTensor({n, 2, 4, l}, uint32_t(l + 1)))});
+  EXPECT_THROW(art.run({RValue::of(test::uniformTensor({1, 2, 9, 4}, 1)),
+                        RValue::of(test::uniformTensor({1, 2, 4, 9}, 2))}),
+               Error);
+}
+
 // Reductions over axes given at run time (lower_reduce.cpp reduceByMask): each result dim is a
 // data symbol (1 or the input's with keepdims; one of the input's without: bound the sum of a
 // symbolic input's dims), written by the compiled reduction from the run's mask, the Exp after it
