@@ -8,7 +8,10 @@
 // after a data-dependent size ran on the reference kernels with values of run-time size.
 // A dim that a chain of elementwise consumers ends in a declared static size is fixed at that
 // size instead (the producer's lowering checks it at run time), in the main graph and in Loop /
-// Scan / If bodies (where no symbol is named: the shape block is the main graph's).
+// Scan / If bodies (where no symbol is named: the shape block is the main graph's). A data symbol
+// that meets one other dim in a broadcast wherever it meets one is that dim (ONNX Runtime runs
+// the broadcast only where they are equal): GPT-2's causal-mask buffer sliced by the length S
+// meets the scores' S; the producer then checks its count against it at run time.
 #pragma once
 
 #include "ir/graph.h"
