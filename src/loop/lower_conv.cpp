@@ -95,8 +95,6 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
   const std::vector<ExprPtr> xr = runDims(o, xv, xd), yr = runDims(o, head.outputs[0], yd);
   bool symbolic = false;
   for (size_t d = 0; d < xr.size(); ++d) symbolic |= !isImm(xr[d]) || !isImm(yr[d]);
-  if (symbolic && (ap != "NOTSET" || !outShape.empty()))
-    no("ConvTranspose with symbolic sizes takes explicit pads only");
   Dims pb(r, 0);
   for (size_t d = 0; d < r; ++d) {
     int64_t full = st[d] * (in[d] - 1) + op[d] + dl[d] * (k[d] - 1) + 1;
@@ -114,6 +112,21 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
   std::string X = b.input(xv), W = b.input(wv), B = bv ? b.input(bv) : "";
   const int64_t kSz = numel(k);
   const std::vector<ExprPtr> inE(xr.begin() + 2, xr.end()), outE(yr.begin() + 2, yr.end());
+  // The leading pads as expressions: with output_shape or auto_pad SAME at symbolic sizes they
+  // follow the run's sizes (total = stride * (in - 1) + output_padding + dilation * (k - 1) + 1
+  // - out, split as above: half = floor(total / 2)); else pb's.
+  std::vector<ExprPtr> pbE;
+  for (size_t d = 0; d < r; ++d) {
+    pbE.push_back(intImm(pb[d]));
+    if (!symbolic || (outShape.empty() && ap != "SAME_UPPER" && ap != "SAME_LOWER")) continue;
+    const ExprPtr total =
+        sub(add(mul(intImm(st[d]), sub(inE[d], intImm(1))), intImm(op[d] + dl[d] * (k[d] - 1) + 1)),
+            outE[d]);
+    // floor(total / 2) for either sign (total may be negative)
+    const ExprPtr half = select(cmp(Op::Ge, total, intImm(0)), div(total, intImm(2)),
+                                neg(div(add(neg(total), intImm(1)), intImm(2))));
+    pbE.back() = ap == "SAME_UPPER" ? half : sub(total, half);
+  }
   const ExprPtr inSz = product(inE), outSz = product(outE);
   std::string nv = b.fresh("n"), mv = b.fresh("m"), cv = b.fresh("c");
   std::vector<std::string> ov, kv;
@@ -126,7 +139,7 @@ Block convTransposeBody(FuncBuilder& b, const Node& head, const Bind& bind,
   std::vector<ExprPtr> pos;
   ExprPtr cond;
   for (size_t d = 0; d < r; ++d) {
-    ExprPtr tt = sub(add(var(ov[d]), intImm(pb[d])), mul(var(kv[d]), intImm(dl[d])));
+    ExprPtr tt = sub(add(var(ov[d]), pbE[d]), mul(var(kv[d]), intImm(dl[d])));
     ExprPtr ok =
         binary(Op::And, cmp(Op::Ge, tt, intImm(0)), cmp(Op::Lt, tt, mul(inE[d], intImm(st[d]))));
     if (st[d] != 1) ok = binary(Op::And, ok, cmp(Op::Eq, mod(tt, intImm(st[d])), intImm(0)));

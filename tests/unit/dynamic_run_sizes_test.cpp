@@ -208,6 +208,23 @@ TEST(DynamicRunSizes, SamePaddingFollowsTheRunsSides) {
   expectCompiledAtRunSizes("same", ir, {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 40}}, sizes, 1e-5);
 }
 
+// ConvTranspose (a decoder's upsampling) at symbolic image sides: auto_pad SAME_UPPER and
+// SAME_LOWER (with output_padding), whose pads follow the run's sizes, and explicit pads.
+TEST(DynamicRunSizes, ConvTransposeAtTheRunsSides) {
+  const char* ir = R"(graph @g(%x: f32[N,4,H,W], %w: f32[4,2,3,3]) {
+  %a = ConvTranspose(%x, %w) {strides = [2, 2], auto_pad = "SAME_UPPER"} : f32[N,2,2*H,2*W]
+  %b = ConvTranspose(%x, %w) {strides = [2, 2], auto_pad = "SAME_LOWER", output_padding = [1, 1]} : f32[N,2,2*H,2*W]
+  %c = ConvTranspose(%x, %w) {strides = [2, 1], pads = [1, 0, 1, 1]} : f32[N,2,2*H-1,W+1]
+  return %a, %b, %c
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {2, 7, 5}, {1, 20, 13}})
+    sizes.push_back({{n, 4, h, w}, {4, 2, 3, 3}});
+  expectCompiledAtRunSizes("convtranspose", ir, {{"N", 1, 2}, {"H", 1, 20}, {"W", 1, 20}}, sizes,
+                           1e-5);
+}
+
 // Pools over a symbolic length (an audio model's [N, C, L]): MaxPool, AveragePool counting the
 // pads, LpPool and a SAME MaxPool on the pooling loop nest, at the run's length.
 TEST(DynamicRunSizes, PoolsAlongALength) {
