@@ -97,9 +97,7 @@ std::optional<LoweredNode> lowerScan(const Node& n, FuncBuilder& b, const LowerO
   std::string run = b.temp("running", t, {numel(id)});
   // Symbolic sizes: the rows and the axis are the run's (the result is the input's shape).
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
-  const std::vector<ExprPtr> orr = runDims(o, n.outputs[0], id);
-  for (size_t d = 0; d < ir.size(); ++d)
-    if (!equal(ir[d], orr[d])) no("a result whose dims are not the input's");
+  if (!equalDims(ir, runDims(o, n.outputs[0], id))) no("a result whose dims are not the input's");
   auto scanAlong = [&](int64_t axis) {
     const ExprPtr outer = product(ir, 0, size_t(axis)), len = ir[size_t(axis)],
                   inner = product(ir, size_t(axis) + 1);

@@ -5,6 +5,7 @@
 #include "loop/simplify.h"
 #include "support/error.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace aicc::loop::detail {
@@ -440,6 +441,28 @@ bool sameRunDims(const Dims& shape, const std::vector<ExprPtr>& run,
   for (size_t k = 0; k < shape.size(); ++k)
     if (shape[k] != 1 && !equal(run[k], out[out.size() - shape.size() + k])) return false;
   return true;
+}
+
+ExprPtr floatOf(DType t, const ExprPtr& size) {
+  const auto v = asInt(size);
+  return v ? constant(t, double(*v)) : cast(t, size);
+}
+
+bool equalDims(const std::vector<ExprPtr>& a, const std::vector<ExprPtr>& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(),
+                    [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); });
+}
+
+std::pair<ExprPtr, ExprPtr> samePads(const std::string& autoPad, const ExprPtr& in,
+                                     const ExprPtr& out, int64_t k, int64_t stride,
+                                     int64_t dilation) {
+  const ExprPtr total =
+      max(intImm(0),
+          sub(add(mul(sub(out, intImm(1)), intImm(stride)), intImm((k - 1) * dilation + 1)), in));
+  const ExprPtr half = div(total, intImm(2));
+  const ExprPtr begin = autoPad == "SAME_UPPER" ? half : sub(total, half);
+  return {begin, sub(total, begin)};
 }
 
 FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t lanes,

@@ -7,6 +7,8 @@
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
+#include <tuple>
+
 namespace aicc::loop::detail {
 
 namespace {
@@ -317,12 +319,8 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   if (const std::string ap = head.attrString("auto_pad"); symbolic && ap.rfind("SAME", 0) == 0)
     for (size_t d = 0; d < r; ++d) {
       const size_t at = two ? d : 1; // (a 1-D convolution's width)
-      const ExprPtr total =
-          max(intImm(0), sub(add(mul(sub(yr[d + 2], intImm(1)), intImm(s.stride[d])),
-                                 intImm((s.k[d] - 1) * s.dil[d] + 1)),
-                             xr[d + 2]));
-      pad2[at] = ap == "SAME_UPPER" ? div(total, intImm(2)) : sub(total, div(total, intImm(2)));
-      pad2[at + 2] = sub(total, pad2[at]);
+      std::tie(pad2[at], pad2[at + 2]) =
+          samePads(ap, xr[d + 2], yr[d + 2], s.k[d], s.stride[d], s.dil[d]);
     }
   int64_t Cg = s.C / s.G, Mg = s.M / s.G, kSz = numel(s.k);
   if (symbolic && !(o.runtimeKernels && kd && f32 && (r == 1 || r == 2) && s.k.size() == r &&

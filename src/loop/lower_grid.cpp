@@ -80,7 +80,7 @@ std::optional<LoweredNode> lowerGridSample(const Node& n, const std::string& nam
   std::vector<std::vector<Tap>> taps(static_cast<size_t>(r));
   for (int64_t d = 0; d < r; ++d) {
     const ExprPtr dim = spatial[size_t(d)];
-    const ExprPtr len = isImm(dim) ? f64(double(*asInt(dim))) : cast(DType::F64, dim);
+    const ExprPtr len = floatOf(DType::F64, dim);
     const ExprPtr lo = f64(align ? 0 : -0.5),
                   hi = isImm(dim) ? f64(double(*asInt(dim)) - (align ? 1 : 0.5))
                                   : sub(len, f64(align ? 1 : 0.5));

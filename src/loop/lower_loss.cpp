@@ -36,22 +36,18 @@ std::optional<LoweredNode> lowerLoss(const Node& n, const std::string& name,
   // be the scores' [N, D...]); temps at the bounds.
   const std::vector<ExprPtr> xr = runDims(o, xv, xd), tr = runDims(o, tv, td);
   const ExprPtr N = xr[0], C = xr[1], D = product(xr, 2);
-  auto same = [](const std::vector<ExprPtr>& a, const std::vector<ExprPtr>& c) {
-    return a.size() == c.size() &&
-           std::equal(a.begin(), a.end(), c.begin(),
-                      [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); });
-  };
   std::vector<ExprPtr> want = {N};
   want.insert(want.end(), xr.begin() + 2, xr.end());
-  if (!same(tr, want)) no("targets whose dims are not the scores' [N, D...] at the run's sizes");
-  if (wv && !same(runDims(o, wv, staticDims(wv, "weight")), {C}))
+  if (!equalDims(tr, want))
+    no("targets whose dims are not the scores' [N, D...] at the run's sizes");
+  if (wv && !equalDims(runDims(o, wv, staticDims(wv, "weight")), {C}))
     no("a weight that is not one value per class");
   const std::string red = n.attrString("reduction");
   if (red != "none" && red != "sum" && red != "mean") no("reduction '" + red + "'");
-  if (red == "none" && !same(runDims(o, n.outputs[0], td), want))
+  if (red == "none" && !equalDims(runDims(o, n.outputs[0], td), want))
     no("a loss whose dims are not the targets'");
   const bool wantLp = softmax && n.outputs.size() > 1 && n.outputs[1];
-  if (wantLp && !same(runDims(o, n.outputs[1], xd), xr)) no("log_prob of other dims than x");
+  if (wantLp && !equalDims(runDims(o, n.outputs[1], xd), xr)) no("log_prob of other dims than x");
   const bool hasIgnore = n.attr("ignore_index") != nullptr;
   const int64_t ignore = hasIgnore ? n.attrInt("ignore_index") : 0;
 

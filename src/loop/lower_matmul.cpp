@@ -41,10 +41,7 @@ void checkRunMatmulResult(const LowerOptions& o, const Value* r, const RunMatMul
   std::vector<ExprPtr> want = s.batch;
   if (hasM) want.push_back(s.M);
   if (hasN) want.push_back(s.N);
-  const std::vector<ExprPtr> got = runDims(o, r, staticDims(r, "output"));
-  if (got.size() != want.size() ||
-      !std::equal(got.begin(), got.end(), want.begin(),
-                  [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); }))
+  if (!equalDims(runDims(o, r, staticDims(r, "output")), want))
     no("a result whose symbolic dims are not the operands' batch, M and N");
 }
 

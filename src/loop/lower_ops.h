@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <set>
+#include <utility>
 
 namespace aicc::loop::detail {
 
@@ -142,6 +143,17 @@ FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t 
 // operand is not broadcast (bound 1): symbolic dims must be the same expression.
 bool sameRunDims(const Dims& shape, const std::vector<ExprPtr>& run,
                  const std::vector<ExprPtr>& out);
+// An integer size (a run's dim, or an immediate) as a float of type t: a constant when immediate
+// (so equal() and the simplifier see it), else a cast.
+ExprPtr floatOf(DType t, const ExprPtr& size);
+// Whether two lists of run dims are the same, one by one (a result's against the input's).
+bool equalDims(const std::vector<ExprPtr>& a, const std::vector<ExprPtr>& b);
+// auto_pad SAME_UPPER / SAME_LOWER's (begin, end) pads along one dim at the run's sizes `in` and
+// `out`: total = max(0, (out - 1) * stride + (k - 1) * dilation + 1 - in), the begin total / 2
+// (SAME_UPPER) or total - total / 2 (SAME_LOWER), as convShape and the pools split it statically.
+std::pair<ExprPtr, ExprPtr> samePads(const std::string& autoPad, const ExprPtr& in,
+                                     const ExprPtr& out, int64_t k, int64_t stride,
+                                     int64_t dilation);
 
 // The vector width for innermost loops of `extent` elements of type t.
 int64_t vectorWidthFor(const LowerOptions& o, DType t, int64_t extent);

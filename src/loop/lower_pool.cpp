@@ -7,6 +7,7 @@
 #include "loop/lower_ops.h"
 
 #include <limits>
+#include <tuple>
 
 namespace aicc::loop::detail {
 
@@ -94,13 +95,8 @@ std::optional<LoweredNode> lowerWindow(const Node& n, const std::string& name,
   for (size_t d = 0; d < r; ++d) {
     pads[d] = intImm(pb[d]), pads[d + r] = intImm(pe[d]);
     if (isImm(ir[d + 2]) && isImm(orr[d + 2])) continue;
-    if (ap != "SAME_UPPER" && ap != "SAME_LOWER") continue;
-    const ExprPtr total =
-        max(intImm(0),
-            sub(add(mul(sub(orr[d + 2], intImm(1)), intImm(st[d])), intImm((k[d] - 1) * dl[d] + 1)),
-                ir[d + 2]));
-    pads[d] = ap == "SAME_UPPER" ? div(total, intImm(2)) : sub(total, div(total, intImm(2)));
-    pads[d + r] = sub(total, pads[d]);
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER")
+      std::tie(pads[d], pads[d + r]) = samePads(ap, ir[d + 2], orr[d + 2], k[d], st[d], dl[d]);
   }
   // LpPool: the sum of |x|^p over the window's inside positions, then its p-th root.
   const int64_t lp = n.op == "LpPool" ? n.attrInt("p") : 0;

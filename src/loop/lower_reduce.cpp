@@ -337,10 +337,7 @@ std::optional<LoweredNode> lowerReduce(const Node& n, FuncBuilder& b, const Lowe
     if (!red[d] && asInt(ir[d]) != 1) keptRun.push_back(ir[d]);
   for (const ExprPtr& e : orr)
     if (asInt(e) != 1) outRun.push_back(e);
-  if (keptRun.size() != outRun.size() ||
-      !std::equal(keptRun.begin(), keptRun.end(), outRun.begin(),
-                  [](const ExprPtr& a, const ExprPtr& c) { return equal(a, c); }))
-    no("the result's dims are not the kept dims of the input");
+  if (!equalDims(keptRun, outRun)) no("the result's dims are not the kept dims of the input");
   for (auto& st : reduceNest(n, b, id, ir, red, out, t)) check.push_back(std::move(st));
   return b.finish(std::move(check), {}, o);
 }
@@ -363,10 +360,7 @@ std::optional<LoweredNode> lowerArg(const Node& n, FuncBuilder& b, const LowerOp
     std::vector<ExprPtr> want;
     for (size_t d = 0; d < ir.size(); ++d)
       if (d != axis || keep) want.push_back(d == axis ? intImm(1) : ir[d]);
-    const std::vector<ExprPtr> orr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "output"));
-    if (orr.size() != want.size() ||
-        !std::equal(orr.begin(), orr.end(), want.begin(),
-                    [](const ExprPtr& x, const ExprPtr& y) { return equal(x, y); }))
+    if (!equalDims(runDims(o, n.outputs[0], staticDims(n.outputs[0], "output")), want))
       no("a result whose dims are not the input's less the axis");
   }
   const ExprPtr outer = product(ir, 0, axis), len = ir[axis], inner = product(ir, axis + 1);
@@ -443,11 +437,9 @@ std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const Low
   // run's length at the run's strides, the plain passes (no lanes).
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id),
                              orr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "output"));
-  bool symbolic = false;
-  for (size_t d = 0; d < ir.size(); ++d) {
-    symbolic |= !isImm(ir[d]);
-    if (!equal(ir[d], orr.at(d))) no("Softmax whose result has other symbolic sizes");
-  }
+  if (!equalDims(ir, orr)) no("Softmax whose result has other symbolic sizes");
+  const bool symbolic =
+      std::any_of(ir.begin(), ir.end(), [](const ExprPtr& e) { return !isImm(e); });
   // (a fused root reads its prologue's temp, planned at the bound's sizes: not at the run's)
   if (symbolic && n.owner && n.owner->parent) no("a fused Softmax at symbolic sizes");
   // Over the last axis, with two vectors or more a row, the max and the sum in lanes (inLanes);
@@ -622,7 +614,7 @@ std::optional<LoweredNode> lowerLayerNorm(const Node& n, FuncBuilder& b, const L
     return st;
   };
   auto elem = [&](const ExprPtr& k) { return load(in, add(mul(var(ov), len), k), t); };
-  const ExprPtr lenF = isImm(len) ? constant(t, double(*asInt(len))) : cast(t, len);
+  const ExprPtr lenF = floatOf(t, len);
   if (!rms) { // RMS: the mean stays 0
     for (auto& st : rowSum(mean, elem, l1)) body.push_back(std::move(st));
     body.push_back(Stmt::store(mean, var(ov), div(mu, lenF)));

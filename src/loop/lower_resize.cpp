@@ -167,13 +167,9 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
   // The source coordinate (f64) of output position x along dim d.
   std::vector<int64_t> axisPos(id.size(), -1); // where dim d's scale is in the scales input
   for (size_t i = 0; i < axes.size(); ++i) axisPos[axes[i]] = int64_t(i);
-  // Dim d's size as an f64 (the run's at symbolic sizes).
-  auto f64Of = [&](const ExprPtr& e) {
-    return isImm(e) ? c(double(*asInt(e))) : cast(DType::F64, e);
-  };
   // Dim d's scale (f64): the constant, the run's from the scales input, or the run's out / in.
   auto scaleOf = [&](size_t d) {
-    if (runSized) return div(f64Of(ore[d]), f64Of(ir[d]));
+    if (runSized) return div(floatOf(DType::F64, ore[d]), floatOf(DType::F64, ir[d]));
     return runScales.empty() ? c(scale[d])
                              : cast(DType::F64, load(runScales, intImm(axisPos[d]), runScalesType));
   };
@@ -191,9 +187,9 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
         const double len = scale[d] * double(id[d]);
         return len == 1 ? c(0) : mul(x, c(double(id[d] - 1) / (len - 1)));
       }
-      ExprPtr len = mul(s, f64Of(ir[d]));
+      ExprPtr len = mul(s, floatOf(DType::F64, ir[d]));
       return select(cmp(Op::Eq, len, c(1)), c(0),
-                    div(mul(x, sub(f64Of(ir[d]), c(1))), sub(len, c(1))));
+                    div(mul(x, sub(floatOf(DType::F64, ir[d]), c(1))), sub(len, c(1))));
     }
     if (ctm == "tf_half_pixel_for_nearest") return div(add(x, c(0.5)), s);
     if (crop) { // (the scale unused)

@@ -330,8 +330,23 @@ TEST(DynamicSequence, LinearAttentionAndCausalConvCompiled) {
   }
 }
 
-// Nodes that mix the samples (along the batch) are lowered with the run's sizes: a task binding
-// the shape block (Z) last, no fallback; the same at every batch.
+// Compiles `ir` (an input x: f32[N,4]) with N in 1..6: a task binding the shape block (Z) last,
+// a fallback task or none as `fallback` says; the artifact against the interpreter at batches 1,
+// 4 and 6.
+void expectAtEveryBatch(const std::string& ir, const std::string& folder, bool fallback) {
+  Model ref = parseModel(ir), m = parseModel(ir);
+  fs::path dir = compile(m, folder, {{"N", 1, 6}});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_EQ(plan.find("\nfallback ") != std::string::npos, fallback) << plan;
+  EXPECT_NE(plan.find(" Z:0:8\n"), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  for (int64_t n : {1, 4, 6}) {
+    std::vector<RValue> in = {RValue::of(random({n, 4}, uint32_t(n)))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
+  }
+}
+
+// Nodes that mix the samples (along the batch) are lowered with the run's sizes: no fallback.
 TEST(DynamicBatch, NodesThatMixSamplesCompileAtTheRunsSizes) {
   const char* cases[] = {
       "%s = Hardmax(%x) {axis = 0} : f32[N,4]\n  return %s",
@@ -340,41 +355,21 @@ TEST(DynamicBatch, NodesThatMixSamplesCompileAtTheRunsSizes) {
       "%s = ArgMax(%x) {axis = 0} : i64[1,4]\n  return %s",
       "%s = LpNormalization(%x) {axis = 0, p = 2} : f32[N,4]\n  return %s",
   };
-  for (const char* c : cases) {
-    const std::string ir = std::string("graph @g(%x: f32[N,4]) {\n  ") + c + "\n}\n";
-    Model ref = parseModel(ir), m = parseModel(ir);
-    fs::path dir = compile(m, "mixing", {{"N", 1, 6}});
-    const std::string plan = readFile((dir / "model.plan").string());
-    EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
-    EXPECT_NE(plan.find(" Z:0:8\n"), std::string::npos) << plan;
-    runtime::LoadedArtifact art(dir.string());
-    for (int64_t n : {1, 4, 6}) {
-      std::vector<RValue> in = {RValue::of(random({n, 4}, uint32_t(n)))};
-      test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
-    }
-  }
+  for (const char* c : cases)
+    expectAtEveryBatch(std::string("graph @g(%x: f32[N,4]) {\n  ") + c + "\n}\n", "mixing", false);
 }
 
 // A node no lowering takes at symbolic sizes runs on its reference kernel at the run's sizes: a
-// fallback task binding the shape block (Z) last.
+// fallback task.
 TEST(DynamicBatch, NodesWithoutASymbolicLoweringRunOnTheReferenceKernelsAtTheRunsSizes) {
-  const std::string ir = R"(graph @g(%x: f32[N,4]) {
+  expectAtEveryBatch(R"(graph @g(%x: f32[N,4]) {
   %i = Constant() {value = tensor i64[1,1] [0]} : i64[1,1]
   %u = Constant() {value = tensor f32[1,4] [1, 2, 3, 4]} : f32[1,4]
   %s = ScatterND(%x, %i, %u) : f32[N,4]
   return %s
 }
-)";
-  Model ref = parseModel(ir), m = parseModel(ir);
-  fs::path dir = compile(m, "no_symbolic_lowering", {{"N", 1, 6}});
-  const std::string plan = readFile((dir / "model.plan").string());
-  EXPECT_NE(plan.find("\nfallback "), std::string::npos) << plan;
-  EXPECT_NE(plan.find(" Z:0:8\n"), std::string::npos) << plan;
-  runtime::LoadedArtifact art(dir.string());
-  for (int64_t n : {1, 4, 6}) {
-    std::vector<RValue> in = {RValue::of(random({n, 4}, uint32_t(n)))};
-    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
-  }
+)",
+                     "no_symbolic_lowering", true);
 }
 
 // A range in which a derived dim would be negative (a length shorter than a kernel) is refused
