@@ -15,8 +15,7 @@ constexpr int64_t B = kNchwcBlock;
 
 bool nchwcConvApplies(const Conv2dShape& s) {
   return s.dilH == 1 && s.dilW == 1 && (s.strideW == 1 || s.strideW == 2) && s.strideH >= 1 &&
-         (s.OW() >= kNchwcTilePixels || (s.OW() == kNchwcTilePixels / 2 && s.OH() >= 2)) &&
-         s.OH() >= 1 && s.Cin >= 1 && s.Cout >= 1;
+         s.OW() >= 1 && s.OH() >= 1 && s.Cin >= 1 && s.Cout >= 1;
 }
 
 namespace {
@@ -64,7 +63,9 @@ namespace {
 // workers): rows of Wp pixels with zero borders, blocked stride 2 split into the even columns,
 // then the odd ones (half = their first index), so output pixel x reads column 2x + kw at
 // (kw % 2) * half + x + kw / 2 (planes read every other float instead). taps[t]: tap t's offset
-// in floats from an output pixel's first input pixel.
+// in floats from an output pixel's first input pixel. `narrow` (rows under a tile's 14 pixels,
+// convBlocked) copies always and leaves `slack` zero floats past the last row: a tile's pixels
+// past the row read there (computed, never stored).
 struct BlockedInput {
   const float* src;
   int64_t Hp, Wp, half, P;
@@ -76,7 +77,7 @@ struct BlockedInput {
 };
 
 BlockedInput blockedInput(const Conv2dShape& s, int64_t blocks, int64_t P, const float* in,
-                          ThreadPool* pool) {
+                          ThreadPool* pool, bool narrow = false) {
   const bool split = P == B && s.strideW == 2;
   const bool padded = s.padTop || s.padLeft || s.padBottom || s.padRight;
   BlockedInput r{in, s.H + s.padTop + s.padBottom, s.W + s.padLeft + s.padRight, 0, P, {}};
@@ -84,10 +85,12 @@ BlockedInput blockedInput(const Conv2dShape& s, int64_t blocks, int64_t P, const
   for (int64_t kh = 0; kh < s.KH; ++kh)
     for (int64_t kw = 0; kw < s.KW; ++kw)
       r.taps.push_back((kh * Wp + (split ? (kw % 2) * half + kw / 2 : kw)) * P);
-  if (!padded && !split) return r;
+  if (!padded && !split && !narrow) return r;
   thread_local std::vector<float> copyBuf;
-  copyBuf.resize(size_t(blocks * Hp * Wp * P));
+  const int64_t slack = narrow ? (2 * kNchwcTilePixels + s.KW) * P : 0;
+  copyBuf.resize(size_t(blocks * Hp * Wp * P + slack));
   float* buf = copyBuf.data();
+  std::fill_n(buf + blocks * Hp * Wp * P, slack, 0.0f);
   parallelRanges(pool, blocks * Hp, blocks * Hp * Wp * P >= 32768, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t b = u / Hp, y = u % Hp;
@@ -148,37 +151,41 @@ void convBlocked(const KernelDesc& kd, const Conv2dShape& s, int64_t P, const fl
   const int64_t OH = s.OH(), OW = s.OW();
   const int64_t pairs = (outBlocks + 1) / 2, taps = s.KH * s.KW;
   const int64_t pairFloats = blocks * taps * P * 2 * B;
-  const BlockedInput x = blockedInput(s, blocks, P, in, pool);
   const float* bias = paddedBias(ep.bias, s.Cout, pairs * 2 * B);
   const NchwcTileFn tile = P == B ? kd.nchwc : kd.nchwcPlane;
-  NchwcTileParams base{};
-  base.taps = x.taps.data();
-  base.ntaps = taps;
-  base.blocks = blocks;
-  base.aBlk = x.Hp * x.Wp * P;
-  base.cBlk = OH * OW * B;
-  base.lo = ep.lo();
-  base.hi = ep.hi();
-  base.act = ep.post;
-  base.stride = s.strideW;
-  base.rowStride = x.at(s, 1, 0); // between consecutive output rows' input pixels
   // Work: (chunk of output rows, pair of output blocks, row), contiguous ranges per thread. A
   // chunk's input rows (~kChunkBytes) stay in L2 while every pair's weights pass over them, and
   // a pair's weights stay in cache over the chunk's rows. Pair-major order over whole images
   // streamed the input once per pair and per thread: resnet50's 1x1 reductions at 2 threads
   // (56x56x256 -> 64: 3.2 MB in, 64 KB of weights) ran 1.15-1.5x their 1-thread speed.
   // 7-pixel rows (7x7 maps) go two to a tile: a "row" below is then a pair of rows, the last
-  // one overlapping its predecessor when OH is odd (its first row not stored again).
+  // one overlapping its predecessor when OH is odd (its first row not stored again). Other rows
+  // under 14 pixels (symbolic sizes: the run's, passes/assign_layout.h) are narrow: one tile per
+  // row on a padded copy with slack past its end, stored through a scratch tile (its pixels past
+  // the row would land on the next row's, another thread's).
   constexpr int64_t kChunkBytes = 256 * 1024;
-  const bool twoRows = OW < np;
+  const bool twoRows = P == B && OW == np / 2 && OH >= 2, narrow = OW < np && !twoRows;
+  const BlockedInput x = blockedInput(s, blocks, P, in, pool, narrow);
+  NchwcTileParams base{};
+  base.taps = x.taps.data();
+  base.ntaps = taps;
+  base.blocks = blocks;
+  base.aBlk = x.Hp * x.Wp * P;
+  base.cBlk = narrow ? np * B : OH * OW * B;
+  base.lo = ep.lo();
+  base.hi = ep.hi();
+  base.act = ep.post;
+  base.stride = s.strideW;
+  base.rowStride = x.at(s, 1, 0); // between consecutive output rows' input pixels
   const int64_t VH = twoRows ? (OH + 1) / 2 : OH, rowsPer = twoRows ? 2 : 1;
   const int64_t rowBytes = rowsPer * s.strideH * blocks * x.Wp * P * int64_t(sizeof(float));
   const int64_t R = std::clamp<int64_t>(kChunkBytes / std::max<int64_t>(1, rowBytes), 1, VH);
-  const int64_t units = pairs * VH, rowTiles = twoRows ? 1 : (OW + np - 1) / np;
+  const int64_t units = pairs * VH, rowTiles = twoRows || narrow ? 1 : (OW + np - 1) / np;
   const double flops = 2.0 * double(OH * OW) * double(s.Cout) * double(s.Cin * taps);
   parallelRanges(pool, units, flops >= 262144.0, [&](int64_t u0, int64_t u1) {
     NchwcTileParams p = base;
     p.rowPixels = twoRows ? OW : np;
+    alignas(64) float scratch[2][2][np * B]; // narrow rows: the tile's output and residual
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t c0 = u / (pairs * R) * R, rows = std::min(R, VH - c0); // this chunk's rows
       const int64_t local = u - c0 * pairs, pr = local / rows, r = c0 + local % rows;
@@ -197,13 +204,23 @@ void convBlocked(const KernelDesc& kd, const Conv2dShape& s, int64_t P, const fl
         p.pf = tileShare(next, pairFloats * int64_t(sizeof(float)), (r - c0) * rowTiles + ow / np,
                          rows * rowTiles, p.pfLines);
         // The last tile of a row ends at its end (its first pixels done by the tile before).
-        const int64_t start = twoRows ? 0 : std::min<int64_t>(ow, OW - np);
+        const int64_t start = twoRows || narrow ? 0 : std::min<int64_t>(ow, OW - np);
         p.p0 = twoRows ? (2 * r - oh) * OW : ow - start;
         p.a = x.src + x.at(s, oh, start);
         const int64_t o = (b0 * OH + oh) * OW * B + start * B;
         p.c = out + o;
         p.res = ep.residual ? ep.residual + o : nullptr;
+        if (!narrow) {
+          tile(p);
+          continue;
+        }
+        p.c = scratch[0][0];
+        for (int64_t v = 0; v < p.nv && p.res; ++v)
+          std::memcpy(scratch[1][v], p.res + v * OH * OW * B, size_t(OW * B) * sizeof(float));
+        p.res = p.res ? scratch[1][0] : nullptr;
         tile(p);
+        for (int64_t v = 0; v < p.nv; ++v)
+          std::memcpy(out + o + v * OH * OW * B, scratch[0][v], size_t(OW * B) * sizeof(float));
       }
     }
   });
@@ -220,9 +237,7 @@ void conv2dNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* pack
 void conv2dNchwToNchw16c(const KernelDesc& kd, const Conv2dShape& s, const float* packedW,
                          const float* in, float* out, const Epilogue& ep, ThreadPool* pool) {
   checkShape(kd, s, false);
-  AICC_RT_CHECK(kd.nchwcPlane && s.OW() >= kNchwcTilePixels,
-                "conv2dNchwToNchw16c: '{}' has no plane-input tile for rows of {} pixels", kd.name,
-                s.OW());
+  AICC_RT_CHECK(kd.nchwcPlane, "conv2dNchwToNchw16c: '{}' has no plane-input tile", kd.name);
   convBlocked(kd, s, 1, packedW, in, out, ep, pool);
 }
 

@@ -211,22 +211,26 @@ Block convNchwcBody(FuncBuilder& b, const Node& head, const Bind& bind, const st
       b.constant(W + "_nchw16c", std::move(packed), std::string("packed_nchw16c:") + kd->name);
   const std::string nv = b.fresh("n");
   const ExprPtr n = var(nv);
-  const int64_t inFloats = xd[1] * xd[2] * xd[3] * (plane ? 1 : xd[4]),
-                outFloats = yd[1] * yd[2] * yd[3] * yd[4];
+  // Symbolic sizes (LowerOptions::runDim): the run's batch and sides, as the kernel's arguments
+  // and the images' offsets (the kernel runs rows of any width; the pads are explicit).
+  const std::vector<ExprPtr> xr = runDims(o, xv, xd), yr = runDims(o, head.outputs[0], yd);
+  const ExprPtr inFloats = product(xr, 1), outFloats = product(yr, 1);
   std::vector<CallArg> a = {
-      buf(X, mul(n, intImm(inFloats))),         buf(WP, nullptr), bv ? buf(B, nullptr) : val(0),
-      buf(outParam, mul(n, intImm(outFloats))), val(cs.Cin),      val(cs.Cout)};
-  for (int64_t v : {cs.H, cs.W, cs.KH, cs.KW, cs.strideH, cs.strideW, cs.padTop, cs.padLeft,
-                    cs.padBottom, cs.padRight, cs.dilH, cs.dilW})
+      buf(X, mul(n, inFloats)),         buf(WP, nullptr), bv ? buf(B, nullptr) : val(0),
+      buf(outParam, mul(n, outFloats)), val(cs.Cin),      val(cs.Cout)};
+  a.push_back(CallArg{"", nullptr, xr[2]});
+  a.push_back(CallArg{"", nullptr, xr[3]});
+  for (int64_t v : {cs.KH, cs.KW, cs.strideH, cs.strideW, cs.padTop, cs.padLeft, cs.padBottom,
+                    cs.padRight, cs.dilH, cs.dilW})
     a.push_back(val(v));
   for (auto& c : clampArgs(clamp, true)) a.push_back(std::move(c));
-  a.push_back(residualArg(clamp, mul(n, intImm(outFloats))));
+  a.push_back(residualArg(clamp, mul(n, outFloats)));
   markKernel(sched, kd->name, clamp);
   sched["layout"] =
       std::string(plane ? "nchw -> nchw16c" : "nchw16c") + "; weights packed at compile time";
   if (!dw) sched["tile"] = std::vector<int64_t>{kd->mr, kd->nr};
   const char* callee = dw ? "dwconv_nchw16c_" : plane ? "conv2d_nchw_nchw16c_" : "conv2d_nchw16c_";
-  return nest({nv}, {s.N}, {Stmt::callKernel(std::string(callee) + kd->name, a)}, false);
+  return runNest({nv}, {xr[0]}, {Stmt::callKernel(std::string(callee) + kd->name, a)}, false);
 }
 
 } // namespace
@@ -504,22 +508,31 @@ std::optional<LoweredNode> lowerReorder(const Node& n, const std::string& name,
   const Value* xv = n.inputs.at(0);
   if (xv->type.dtype != DType::F32) no("aicc.Reorder is lowered for f32");
   const bool to = n.attrString("to") == "nchw16c";
-  const Dims flat = staticDims(to ? xv : n.outputs[0], to ? "X" : "Y");
+  const Value* fv = to ? xv : n.outputs[0]; // the NCHW side
+  const Dims flat = staticDims(fv, to ? "X" : "Y");
   if (flat.size() < 3) no("aicc.Reorder of a tensor without spatial dims");
-  const int64_t C = flat[1], HW = numel(Dims(flat.begin() + 2, flat.end()));
-  const int64_t blocked = kernels::nchwcBlocks(C) * HW * kernels::kNchwcBlock;
+  // Symbolic sizes: the run's batch and sides (both sides' symbolic dims read).
+  const std::vector<ExprPtr> fr = runDims(o, fv, flat);
+  const Value* bv = to ? n.outputs[0] : xv; // the blocked side
+  const std::vector<ExprPtr> br = runDims(o, bv, staticDims(bv, to ? "Y" : "X"));
+  if (!equalDims({fr.begin() + 2, fr.end()}, {br.begin() + 2, br.end() - 1}) ||
+      !equalDims({fr[0]}, {br[0]}))
+    no("aicc.Reorder between different symbolic sizes");
+  const int64_t C = flat[1];
+  const ExprPtr HW = product(fr, 2), planar = mul(intImm(C), HW),
+                blocked = mul(intImm(kernels::nchwcBlocks(C) * kernels::kNchwcBlock), HW);
   FuncBuilder b(n, name, "conv");
   const std::string X = b.input(xv), Y = b.output(0), nv = b.fresh("n");
   const ExprPtr nn = var(nv);
   Schedule sched;
   markKernel(sched, kd->name);
   sched["layout"] = std::string(to ? "nchw -> nchw16c" : "nchw16c -> nchw");
-  Block body = nest({nv}, {flat[0]},
-                    {Stmt::callKernel(std::string("reorder_nchw16c_") + kd->name,
-                                      {buf(X, mul(nn, intImm(to ? C * HW : blocked))),
-                                       buf(Y, mul(nn, intImm(to ? blocked : C * HW))), val(C),
-                                       val(HW), val(to ? 1 : 0)})},
-                    false);
+  Block body = runNest({nv}, {fr[0]},
+                       {Stmt::callKernel(std::string("reorder_nchw16c_") + kd->name,
+                                         {buf(X, mul(nn, to ? planar : blocked)),
+                                          buf(Y, mul(nn, to ? blocked : planar)), val(C),
+                                          CallArg{"", nullptr, HW}, val(to ? 1 : 0)})},
+                       false);
   return b.finish(std::move(body), std::move(sched), o);
 }
 

@@ -201,20 +201,23 @@ std::optional<LoweredNode> lowerBlockedMean(const Node& n, const std::string& na
   const auto shape = n.inputs[0]->type.shape ? toDims(*n.inputs[0]->type.shape) : std::nullopt;
   if (!shape || shape->size() != 5 || (*shape)[4] != kernels::kNchwcBlock) return std::nullopt;
   const Dims& d = *shape;
+  // Symbolic sizes: the run's batch and sides.
+  const std::vector<ExprPtr> xr = runDims(o, n.inputs[0], d);
+  const std::vector<ExprPtr> yr = runDims(o, n.outputs[0], staticDims(n.outputs[0], "Y"));
+  if (!equalDims({xr[0]}, {yr[0]})) no("blocked mean between different symbolic batches");
   FuncBuilder b(n, name, "reduce");
   const std::string X = b.input(n.inputs[0]), Y = b.output(0), nv = b.fresh("n");
   const ExprPtr nn = var(nv);
   Schedule sched;
   markKernel(sched, kd->name);
   sched["layout"] = std::string("nchw16c");
-  Block body =
-      nest({nv}, {d[0]},
-           {Stmt::callKernel(std::string("mean_nchw16c_") + kd->name,
-                             {CallArg{X, mul(nn, intImm(d[1] * d[2] * d[3] * d[4])), nullptr},
-                              CallArg{Y, mul(nn, intImm(d[1] * d[4])), nullptr},
-                              CallArg{"", nullptr, intImm(d[1])},
-                              CallArg{"", nullptr, intImm(d[2] * d[3])}})},
-           false);
+  Block body = runNest({nv}, {xr[0]},
+                       {Stmt::callKernel(std::string("mean_nchw16c_") + kd->name,
+                                         {CallArg{X, mul(nn, product(xr, 1)), nullptr},
+                                          CallArg{Y, mul(nn, intImm(d[1] * d[4])), nullptr},
+                                          CallArg{"", nullptr, intImm(d[1])},
+                                          CallArg{"", nullptr, product(xr, 2, 4)}})},
+                       false);
   return b.finish(std::move(body), std::move(sched), o);
 }
 

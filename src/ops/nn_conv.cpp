@@ -319,24 +319,30 @@ std::vector<RValue> convNchwcKernel(KernelCtx& c) {
 void convNchwcInfer(InferCtx& c) {
   const auto& xs = c.inShape(0);
   const auto& ws = c.inShape(1);
-  const std::optional<Dims> xd = xs ? toDims(*xs) : std::nullopt;
   const std::optional<Dims> wd = ws ? toDims(*ws) : std::nullopt;
-  if (!xd || !wd || (xd->size() != 5 && xd->size() != 4) || wd->size() != 4)
+  if (!xs || !wd || (xs->size() != 5 && xs->size() != 4) || wd->size() != 4)
     return c.setTensor(0, c.inDType(0), std::nullopt);
-  const Dims &x = *xd, &w = *wd;
+  // The batch and the sides may be symbolic (the channels and lanes are not).
+  const Shape& x = *xs;
+  const Dims& w = *wd;
   const int64_t C = w[1] * c.node.attrInt("group");
   if (x.size() == 4)
-    AICC_CHECK(x[1] == C && c.node.attrInt("group") == 1,
-               "plane input X {} does not match W {} (group 1)", formatDims(x), formatDims(w));
+    AICC_CHECK(x[1].isStatic() && x[1].value == C && c.node.attrInt("group") == 1,
+               "plane input X {} does not match W {} (group 1)", formatShape(x), formatDims(w));
   else
-    AICC_CHECK(x[4] == kLayoutBlock && x[1] == (C + kLayoutBlock - 1) / kLayoutBlock,
-               "X {} is not W {}'s input channels blocked by {}", formatDims(x), formatDims(w),
+    AICC_CHECK(x[4].isStatic() && x[4].value == kLayoutBlock && x[1].isStatic() &&
+                   x[1].value == (C + kLayoutBlock - 1) / kLayoutBlock,
+               "X {} is not W {}'s input channels blocked by {}", formatShape(x), formatDims(w),
                kLayoutBlock);
   const Dims kernel = kernelShapeOf(c.node, {w[2], w[3]});
-  auto win = slideDims(readWindowAttrs(c.node, 2), {x[2], x[3]}, kernel, false);
-  c.setTensor(0, c.inDType(0),
-              Shape{Dim::known(x[0]), Dim::known((w[0] + kLayoutBlock - 1) / kLayoutBlock),
-                    Dim::known(win[0].out), Dim::known(win[1].out), Dim::known(kLayoutBlock)});
+  const WindowAttrs a = readWindowAttrs(c.node, 2);
+  Shape out{x[0], Dim::known((w[0] + kLayoutBlock - 1) / kLayoutBlock)};
+  for (size_t i = 0; i < 2; ++i)
+    out.push_back(x[i + 2].isStatic()
+                      ? Dim::known(slideDim(a, i, x[i + 2].value, kernel[i], false).out)
+                      : slideSymbolic(a, i, x[i + 2], kernel[i], false));
+  out.push_back(Dim::known(kLayoutBlock));
+  c.setTensor(0, c.inDType(0), out);
 }
 
 OpBuilder convAttrs(OpBuilder b) {

@@ -3,7 +3,8 @@
 //
 // A Conv becomes aicc.ConvNchwc when it has a constant weight, group 1 or depthwise (group = input
 // = output channels), dilation 1, a stride of 1 or 2 along W, output rows of at least 14 pixels
-// and static f32 shapes (what kernels/conv_nchwc.h runs); one of fewer than 16 input channels (an
+// (where the kernel is fastest; it runs any) and f32 shapes, static or with a symbolic batch and
+// sides (their upper ends judged, assignLayout's ranges); one of fewer than 16 input channels (an
 // image's stem, group 1) reads its input as NCHW planes, no reorder in. Elementwise ops that
 // apply lane by lane (Relu, Clip, LeakyRelu, HardSwish, HardSigmoid, Sigmoid, Swish, Tanh, Add,
 // Sub, Mul) join when one input is blocked and every other is blocked, a scalar constant, a
@@ -23,6 +24,7 @@
 #pragma once
 
 #include "ir/graph.h"
+#include "passes/size_predicates.h"
 
 namespace aicc {
 
@@ -39,6 +41,9 @@ inline constexpr int64_t kMinBlockedRow = 14;
 inline constexpr int64_t kMax7x7K = 1152;
 
 // Returns whether the model changed. `block` is the target's channel block (16), 0 = none.
-bool assignLayout(Model& m, int64_t block);
+// `ranges`: the symbols' ranges; an image's symbolic sides are judged at their upper ends (the
+// plan's sizes), and the blocked values keep the symbols (every blocked lowering takes the run's
+// sizes). Without ranges only a symbolic batch is blocked.
+bool assignLayout(Model& m, int64_t block, const std::vector<SizeRange>& ranges = {});
 
 } // namespace aicc

@@ -103,7 +103,9 @@ GraphPass makeGraphPass(const std::string& name, const GraphPassOptions& opts) {
   else if (name == "recognize") p.run = [](Model& m) { return recognizePatterns(m); };
   else if (name == "fuse-elementwise") p.run = [](Model& m) { return fuseElementwise(m); };
   else if (name == "assign-layout")
-    p.run = [opts](Model& m) { return assignLayout(m, opts.layoutBlock ? opts.layoutBlock : 16); };
+    p.run = [opts](Model& m) {
+      return assignLayout(m, opts.layoutBlock ? opts.layoutBlock : 16, opts.sizeRanges);
+    };
   else if (name == "fuse-epilogue") p.run = [](Model& m) { return fuseEpilogue(m); };
   else if (name == "schedule-memory") p.run = [](Model& m) { return scheduleForMemory(m); };
   else {

@@ -3,9 +3,12 @@
 // run's sizes (loop/per_sample.h lowerSymbolic): each test compiles one artifact with no fallback
 // task and checks it against the interpreter at several sizes, the smallest (1) among them.
 #include "aicc/runtime.h"
+#include "backend/op_select.h"
+#include "backend/target.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
+#include "ir/rewrite.h"
 #include "runtime/artifact.h"
 #include "shared_models.h"
 #include "support/file.h"
@@ -30,13 +33,35 @@ Tensor random(const Dims& d, uint32_t seed, DType t) {
   return y;
 }
 
-// Compiles `ir` for `ranges`, checks the plan has no fallback task, then runs it at each size
-// (the inputs' dims from `dims(size)`) against the interpreter.
-void expectCompiledAtRunSizes(const std::string& name, const std::string& ir,
+// The model of `ir` with its inputs named w... made constant weights (uniform in [-0.5, 0.5)).
+Model withWeights(const std::string& ir) {
+  Model m = parseModel(ir);
+  auto& ins = m.graph->inputs;
+  uint32_t seed = 100;
+  for (auto it = ins.begin(); it != ins.end();) {
+    if ((*it)->name[0] != 'w') {
+      ++it;
+      continue;
+    }
+    Value* w =
+        m.graph->addConstant((*it)->name + "_init",
+                             test::uniformTensor(*toDims(*(*it)->type.shape), seed++, -0.5f, 0.5f));
+    replaceAllUses(*m.graph, *it, w);
+    it = ins.erase(it);
+  }
+  return m;
+}
+
+// Compiles the model `make` returns for `ranges`, checks the plan has no fallback task (and
+// `inspect`s the compiled graph), then runs it at each size (the inputs' dims from `dims(size)`)
+// against the interpreter.
+void expectCompiledAtRunSizes(const std::string& name, const std::function<Model()>& make,
                               const std::vector<rt::Symbol>& ranges,
-                              const std::vector<std::vector<Dims>>& sizes, double tol = 1e-5) {
-  Model ref = parseModel(ir), m = parseModel(ir);
+                              const std::vector<std::vector<Dims>>& sizes, double tol = 1e-5,
+                              const std::function<void(const Graph&)>& inspect = {}) {
+  Model ref = make(), m = make();
   fs::path dir = test::compileArtifact(m, "aicc_run_sizes_" + name, ranges);
+  if (inspect) inspect(*m.graph);
   const std::string plan = readFile((dir / "model.plan").string());
   EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << name << ":\n" << plan;
   runtime::LoadedArtifact art(dir.string());
@@ -50,6 +75,13 @@ void expectCompiledAtRunSizes(const std::string& name, const std::string& ir,
     SCOPED_TRACE(name + " with input 0 of " + at);
     test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {tol, tol});
   }
+}
+
+void expectCompiledAtRunSizes(const std::string& name, const std::string& ir,
+                              const std::vector<rt::Symbol>& ranges,
+                              const std::vector<std::vector<Dims>>& sizes, double tol = 1e-5) {
+  expectCompiledAtRunSizes(
+      name, [&] { return parseModel(ir); }, ranges, sizes, tol);
 }
 
 // An attention the recognizer does not take (a bias of its own before the softmax): both
@@ -435,6 +467,58 @@ TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
   for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 1}, {2, 17}, {3, 64}})
     sizes.push_back({{n, s}, {n, s, 3}, {s, 3}});
   expectCompiledAtRunSizes("length", ir, {{"N", 1, 3}, {"S", 1, 64}}, sizes, 1e-4);
+}
+
+// A CNN with its batch and image sides symbolic on the blocked layout (NCHW16c, AVX-512 targets:
+// passes/assign_layout.h, judged at the sides' upper ends): a stem on NCHW planes, dense,
+// depthwise and pointwise convolutions with a residual and Relus in their tiles, a MaxPool, a
+// squeeze-excite gate and a global mean, every kernel at the run's sides. The sizes give output
+// rows of every kind: narrow ones (under the tile's 14 pixels: a scratch tile per row), 7-pixel
+// rows two to a tile (and alone, one row high) and wide ones with an overlapping last tile.
+TEST(DynamicRunSizes, BlockedConvolutionsAtTheRunsSides) {
+  const char* ir =
+      R"(graph @g(%x: f32[N,3,H,W], %w1: f32[32,3,3,3], %wb: f32[32], %w2: f32[32,32,3,3], %w3: f32[32,1,3,3], %w4: f32[48,32,1,1], %w5: f32[48,48,3,3], %w6: f32[48,48,1,1]) {
+  %c1 = Conv(%x, %w1, %wb) {pads = [1, 1, 1, 1], strides = [2, 2]} : f32[N,32,(H+1)/2,(W+1)/2]
+  %r1 = Relu(%c1) : f32[N,32,(H+1)/2,(W+1)/2]
+  %c2 = Conv(%r1, %w2) {pads = [1, 1, 1, 1]} : f32[N,32,(H+1)/2,(W+1)/2]
+  %a2 = Add(%c2, %r1) : f32[N,32,(H+1)/2,(W+1)/2]
+  %c3 = Conv(%a2, %w3) {group = 32, pads = [1, 1, 1, 1]} : f32[N,32,(H+1)/2,(W+1)/2]
+  %r3 = Relu(%c3) : f32[N,32,(H+1)/2,(W+1)/2]
+  %c4 = Conv(%r3, %w4) : f32[N,48,(H+1)/2,(W+1)/2]
+  %p4 = MaxPool(%c4) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : f32[N,48,((H+1)/2+1)/2,((W+1)/2+1)/2]
+  %c5 = Conv(%p4, %w5) {pads = [1, 1, 1, 1]} : f32[N,48,((H+1)/2+1)/2,((W+1)/2+1)/2]
+  %g5 = GlobalAveragePool(%c5) : f32[N,48,1,1]
+  %s5 = Sigmoid(%g5) : f32[N,48,1,1]
+  %m5 = Mul(%c5, %s5) : f32[N,48,((H+1)/2+1)/2,((W+1)/2+1)/2]
+  %c6 = Conv(%m5, %w6) : f32[N,48,((H+1)/2+1)/2,((W+1)/2+1)/2]
+  %y = GlobalAveragePool(%c6) : f32[N,48,1,1]
+  return %y, %c4
+}
+)";
+  const bool blocked = backend::layoutBlockFor(backend::lowerOptionsFor(nativeTarget())) != 0;
+  if (!blocked)
+    std::printf("[ skipped  ] the blocked layout: this CPU lacks AVX-512 (the NCHW kernels run "
+                "the model at the run's sides)\n");
+  std::vector<std::vector<Dims>> sizes;
+  // Stem rows (W+1)/2, then ((W+1)/2+1)/2: 1 and 1; 5 and 3; 7 (two rows) and 4; 7 (one row high)
+  // and 4; 30 and 15; 47 and 24 at the bounds.
+  for (auto [n, h, w] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                         {2, 6, 9},
+                         {1, 13, 14},
+                         {2, 2, 13},
+                         {1, 23, 60},
+                         {2, 64, 93}})
+    sizes.push_back({{n, 3, h, w}});
+  expectCompiledAtRunSizes(
+      "blocked", [&] { return withWeights(ir); }, {{"N", 1, 2}, {"H", 1, 64}, {"W", 1, 93}}, sizes,
+      1e-4,
+      [&](const Graph& g) {
+        int convs = 0; // (fused ones inside aicc.Fused bodies)
+        forEachValue(g, [&](Value& v) { convs += v.producer && v.producer->op == "ConvNchwc"; });
+        if (blocked) {
+          EXPECT_EQ(convs, 6) << "every convolution on the blocked layout";
+        }
+      });
 }
 
 } // namespace

@@ -789,17 +789,27 @@ TEST(Kernels, Conv2dNchw16cMatchesReference) {
                    squareConv(40, 40, 256, 48, 1, 1, 0), // row chunks of 6 (40 KB rows), last of 4
                    squareConv(7, 7, 64, 48, 3, 1, 1),    // 7-pixel rows two to a tile, odd OH
                    squareConv(14, 13, 32, 40, 3, 2, 1),  // stride 2 to 7x7
-                   squareConv(8, 7, 16, 32, 1, 1, 0)},   // pointwise 8x7, even OH
+                   squareConv(8, 7, 16, 32, 1, 1, 0),    // pointwise 8x7, even OH
+                   // Narrow rows (under 14 pixels, symbolic sizes at a small run): one tile per
+                   // row through a scratch tile.
+                   squareConv(5, 10, 32, 40, 3, 1, 1),  // 10-pixel rows, partial pair
+                   squareConv(3, 4, 16, 48, 3, 1, 1),   // 4-pixel rows, three blocks
+                   squareConv(9, 9, 32, 32, 3, 2, 1),   // stride 2 to 5x5
+                   squareConv(1, 1, 64, 64, 1, 1, 0),   // one pixel
+                   squareConv(1, 7, 32, 33, 1, 1, 0),   // a 7-pixel row alone (OH 1)
+                   squareConv(2, 13, 20, 16, 1, 2, 0)}, // strided pointwise to 7-pixel rows
                   false);
 }
 
 // Stems on NCHW planes -> NCHW16c (conv2dNchwToNchw16c): few input channels, 7x7 and 3x3, strides
 // 1 and 2 (the tile reads every other float), padded and not.
 TEST(Kernels, Conv2dNchwToNchw16cMatchesReference) {
-  checkNchwcConvs({squareConv(40, 38, 3, 64, 7, 2, 3),   // a ResNet stem
-                   squareConv(33, 35, 3, 32, 3, 2, 1),   // a MobileNet stem (odd sizes)
-                   squareConv(16, 30, 1, 16, 3, 1, 1),   // one channel, stride 1
-                   squareConv(20, 29, 15, 40, 3, 2, 0)}, // 15 channels, no padding (in place)
+  checkNchwcConvs({squareConv(40, 38, 3, 64, 7, 2, 3),  // a ResNet stem
+                   squareConv(33, 35, 3, 32, 3, 2, 1),  // a MobileNet stem (odd sizes)
+                   squareConv(16, 30, 1, 16, 3, 1, 1),  // one channel, stride 1
+                   squareConv(20, 29, 15, 40, 3, 2, 0), // 15 channels, no padding (in place)
+                   squareConv(10, 12, 3, 32, 3, 2, 1),  // narrow rows: 6 pixels, stride 2
+                   squareConv(6, 7, 3, 16, 3, 1, 1)},   // 7-pixel rows (narrow on planes)
                   true);
 }
 
@@ -823,6 +833,8 @@ TEST(Kernels, DepthwiseNchw16cMatchesReference) {
   add(30, 28, 48, 5, 2, 2); // 5x5 stride 2
   add(7, 7, 32, 3, 1, 1);   // 7x7 maps (7-pixel rows, one pixel at a time)
   add(14, 14, 48, 5, 2, 2); // 5x5 stride 2 to 7x7
+  add(4, 5, 32, 3, 1, 1);   // narrow rows (symbolic sizes at a small run)
+  add(3, 3, 16, 3, 2, 1);   // stride 2 to 2x2
   for (const KernelDesc* kd : availableKernels(KernelOp::ConvNchw16c))
     for (const Conv2dShape& s : shapes)
       for (int variant : {0, 1, 2, 4, 5}) {

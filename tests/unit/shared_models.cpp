@@ -1,5 +1,6 @@
 #include "shared_models.h"
 
+#include "backend/op_select.h"
 #include "backend/target.h"
 #include "passes/pass_manager.h"
 #include "passes/pipelines.h"
@@ -81,9 +82,14 @@ void optimize(Model& m, int level) {
 
 std::filesystem::path compileArtifact(Model& m, const std::string& folder,
                                       const std::vector<rt::Symbol>& ranges) {
-  optimize(m, 2);
-  loop::LowerOptions lo;
-  lo.runtimeKernels = true;
+  // -O2 with the target's blocked layout and the symbols' ranges, as `aicc compile` runs it.
+  const loop::LowerOptions lo = backend::lowerOptionsFor(nativeTarget());
+  GraphPassOptions go;
+  go.layoutBlock = backend::layoutBlockFor(lo);
+  for (const rt::Symbol& s : ranges) go.sizeRanges.push_back({s.name, s.lo, s.hi, s.step});
+  PassManager<Model> pm;
+  for (auto& p : optPipeline(2, go)) pm.add(std::move(p));
+  pm.run(m);
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / folder;
   std::filesystem::remove_all(dir);
   runtime::writeArtifact(runtime::buildArtifact(*m.graph, lo, ranges), dir.string(),
