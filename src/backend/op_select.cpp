@@ -45,6 +45,13 @@ double flopsOf(const Node& h) {
     int64_t k = h.op == "Gemm" && h.attrInt("transA") ? (*d)[0] : d->back();
     return 2.0 * out * static_cast<double>(k);
   }
+  if (h.op == "ConvTranspose" && h.inputs.size() > 1) {
+    // per input element: Cout/group * prod(kernel) MACs = numel(W) / Cin
+    const Value* w = h.inputs[1];
+    auto d = w->type.shape ? toDims(*w->type.shape) : std::nullopt;
+    if (!d || d->empty() || (*d)[0] == 0) return out;
+    return 2.0 * elems(h.inputs[0]) * elems(w) / static_cast<double>((*d)[0]);
+  }
   if (h.op == "Conv" && h.inputs.size() > 1) {
     // per output: Cin/group * prod(kernel) MACs = numel(W) / Cout
     const Value* w = h.inputs[1];
@@ -70,6 +77,12 @@ std::pair<double, double> gemmDims(const Node& h) {
     double groups = static_cast<double>(std::max<int64_t>(1, h.attrInt("group", 1)));
     double pixels = elems(h.outputs[0]) / static_cast<double>((*y)[0] * (*y)[1]);
     return {static_cast<double>((*w)[0]) / groups, pixels};
+  }
+  if (h.op == "ConvTranspose") { // its GEMM: rows Cout/group * taps, columns the input's pixels
+    auto x = dims(h.inputs[0]), w = h.inputs.size() > 1 ? dims(h.inputs[1]) : std::nullopt;
+    if (!x || !w || x->size() < 2 || (*w)[0] == 0) return {0, 0};
+    return {elems(h.inputs[1]) / static_cast<double>((*w)[0]),
+            elems(h.inputs[0]) / static_cast<double>((*x)[0] * (*x)[1])};
   }
   // A weight B of rank <= 2 is shared by every batch matrix: the batch folds into the rows.
   auto b = h.inputs.size() > 1 ? dims(h.inputs[1]) : std::nullopt;
@@ -209,6 +222,9 @@ Candidate loopCandidate(bool compute, const loop::LowerOptions& engine) {
       perCycle = 0.25;
       bytes += elems(h.inputs[1]) * 4 * 15;
     }
+    // ConvTranspose's gather nest tests every tap of every input channel at each output pixel:
+    // scalar, and stride^2 times the work (ppocrv4-det's 2x2 stride 2: 0.17 GFLOP/s).
+    if (h.op == "ConvTranspose") perCycle = 0.05;
     return estimate(flopsOf(h), bytes, perCycle * kHz, 0.5);
   };
   return c;
@@ -225,7 +241,8 @@ std::vector<Candidate> candidatesFor(const Node& n, const loop::LowerOptions& en
   const Node& h = headOf(n);
   bool gemmLike = h.domain.empty() && (h.op == "MatMul" || h.op == "Gemm" || h.op == "Conv");
   std::vector<Candidate> out = {loopCandidate(gemmLike, engine)};
-  if (!gemmLike) return out;
+  // ConvTranspose: a GEMM and a col2im (lower_conv.cpp convTransposeGemm).
+  if (!gemmLike && !(h.domain.empty() && h.op == "ConvTranspose")) return out;
   // A depthwise convolution (one input channel per group) runs on the depthwise kernels, which
   // take every geometry: as a GEMM per channel it fills one row of a tile over a K of its taps,
   // and the estimates missed the per-group cost (mobilenet_v2 --precision bf16, Intel Xeon: a

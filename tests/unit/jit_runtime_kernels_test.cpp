@@ -71,6 +71,27 @@ struct ConvCase {
   const char* expect;
 };
 
+// c as a graph of one `op` (Conv or ConvTranspose: constant weights, a bias of `outChannels`
+// values, the activation after it), checked by check().
+void checkConv(const std::string& op, const ConvCase& c, int64_t outChannels, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string xs = dimsText(c.x);
+  std::ostringstream g;
+  g << "graph @g(%x: f32" << xs << ") {\n" << constText("w", c.w, rng);
+  if (c.bias) g << constText("b", {outChannels}, rng);
+  g << "  %c = " << op << "(%x, %w" << (c.bias ? ", %b" : "") << ")"
+    << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n";
+  std::string out = "%c";
+  if (c.act == "Relu") g << "  %r = Relu(%c)\n", out = "%r";
+  if (c.act == "Clip") {
+    g << "  %lo = const f32[] [0]\n  %hi = const f32[] [0.75]\n  %r = Clip(%c, %lo, %hi)\n";
+    out = "%r";
+  }
+  g << "  return " << out << "\n}\n";
+  check(g.str(), true, op + " x" + xs + " w" + dimsText(c.w) + " " + c.attrs + " " + c.act,
+        c.expect);
+}
+
 TEST(JitRuntimeKernels, ConvolutionsMatchTheInterpreter) {
   const ConvCase cases[] = {
       {{1, 8, 9, 11},
@@ -118,23 +139,40 @@ TEST(JitRuntimeKernels, ConvolutionsMatchTheInterpreter) {
        false,
        "dwconv_nchw"}, // 1-D dw
   };
+  for (const ConvCase& c : cases) checkConv("Conv", c, c.w[0], 7);
+}
+
+// ConvTranspose with constant weights as a GEMM (the weights transposed and packed at compile
+// time) and a col2im (loop/lower_conv.cpp convTransposeGemm): a 2x2 stride-2 upsampling with a
+// bias and a fused Relu, groups with uneven strides, pads, dilations and output_padding
+// (overlapping and skipped output pixels), 1-D, auto_pad SAME and output_shape.
+TEST(JitRuntimeKernels, ConvTransposeAsGemmMatchesTheInterpreter) {
+  const ConvCase cases[] = {
+      {{1, 24, 10, 10}, {24, 24, 2, 2}, "strides = [2, 2]", "Relu", true, "then col2im"},
+      {{2, 4, 5, 4},
+       {4, 3, 3, 2},
+       "group = 2, strides = [2, 3], pads = [1, 0, 0, 1], dilations = [1, 2], output_padding = "
+       "[1, 0]",
+       "",
+       true,
+       "then col2im"},
+      {{2, 3, 7}, {3, 5, 4}, "strides = [3], pads = [1, 2]", "Clip", false, "then col2im"},
+      {{1, 8, 6, 7},
+       {8, 4, 3, 3},
+       "auto_pad = \"SAME_UPPER\", strides = [2, 2]",
+       "",
+       true,
+       "then col2im"},
+      {{1, 5, 4, 4},
+       {5, 6, 3, 3},
+       "strides = [2, 2], output_shape = [10, 9]",
+       "Relu",
+       false,
+       "then col2im"},
+  };
   for (const ConvCase& c : cases) {
-    std::mt19937 rng(7);
-    std::string xs = dimsText(c.x);
-    std::ostringstream g;
-    g << "graph @g(%x: f32" << xs << ") {\n" << constText("w", c.w, rng);
-    if (c.bias) g << constText("b", {c.w[0]}, rng);
-    g << "  %c = Conv(%x, %w" << (c.bias ? ", %b" : "") << ")"
-      << (c.attrs.empty() ? "" : " {" + c.attrs + "}") << "\n";
-    std::string out = "%c";
-    if (c.act == "Relu") g << "  %r = Relu(%c)\n", out = "%r";
-    if (c.act == "Clip") {
-      g << "  %lo = const f32[] [0]\n  %hi = const f32[] [0.75]\n  %r = Clip(%c, %lo, %hi)\n";
-      out = "%r";
-    }
-    g << "  return " << out << "\n}\n";
-    check(g.str(), true, "Conv x" + xs + " w" + dimsText(c.w) + " " + c.attrs + " " + c.act,
-          c.expect);
+    const int64_t group = c.attrs.find("group = 2") != std::string::npos ? 2 : 1;
+    checkConv("ConvTranspose", c, c.w[1] * group, 9);
   }
 }
 
