@@ -143,15 +143,18 @@ class AiccRunner:
 
     pin = []  # ["--pin-threads"] unless --no-pin (OpenVINO pins its threads by default)
 
-    def __init__(self, aicc, target, threads):
+    def __init__(self, aicc, target, threads, inputs):
         self.aicc, self.target, self.threads = aicc, target, threads
+        # The peers' feeds (NAME=FILE.npy): a model with symbolic dims runs the same sizes.
+        self.inputs = [a for n, f in inputs.items() for a in ("--input", f"{n}={f}")]
 
     def times(self, iters):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             out = f.name
         try:
             r = subprocess.run([self.aicc, "bench", self.target, "--threads", str(self.threads),
-                                "--iters", str(iters), "--json", out] + self.pin, capture_output=True, text=True,
+                                "--iters", str(iters), "--json", out] + self.inputs + self.pin,
+                               capture_output=True, text=True,
                                timeout=1800)
             if r.returncode != 0:
                 raise RuntimeError(f"aicc bench failed on {self.target}: {r.stderr.strip()[-300:]}")
@@ -240,8 +243,12 @@ def main():
                     print(f"aicc compile failed on {name}: {err}", file=sys.stderr)
                     target = None
             if target:
+                inputs = {}
+                for n, v in feeds.items():
+                    inputs[n] = os.path.join(artifacts, f"{name}.{len(inputs)}.npy")
+                    np.save(inputs[n], v)
                 for t in threads:
-                    runners[("aicc", t)] = AiccRunner(args.aicc, target, t)
+                    runners[("aicc", t)] = AiccRunner(args.aicc, target, t, inputs)
         times = {k: [] for k in runners}
         failed = set()
         for rnd in range(args.rounds + 1):  # round 0 warms up
