@@ -5,8 +5,8 @@ reference sizes, in alternating rounds (`aicc bench` on each compiled folder, me
 - bert_like_encoder with a symbolic batch N, and with its sequence length S symbolic (1..128;
   its export baked 128 into Reshape shapes, rewritten to -1 as tests/models/check_dynamic_shapes.py
   does), run at 1x128;
-- with --spatial, the CNNs with N, H and W symbolic (1..1024), run at 1x3x224x224: the blocked
-  NCHW16c kernels need rows of >= 14 pixels at every size of the range (docs/backend.md, step 4).
+- with --spatial, the CNNs with N, H and W symbolic (1..1024), run at 1x3x224x224 (the blocked
+  NCHW16c layout judged at the sides' upper ends, docs/backend.md step 4).
 
     .venv/bin/python bench/dynamic_vs_fixed.py ZOO [--refs ../shared/zoo] [--aicc build/aicc]
         [--threads 1] [--rounds 3] [--iters 20] [--spatial] [--models resnet50,...]
