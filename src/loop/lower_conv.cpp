@@ -360,16 +360,20 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
   // ConvInteger: u8/i8 operands less their zero points (x's a scalar, w's one or one per output
   // channel), exact int32 sums, on the direct loop nest (padding adds nothing, as x - x_zero_point
   // of the reference's padding).
-  const bool integer = head.op == "ConvInteger";
+  // QLinearConv's sums likewise (lower_qconv.cpp lowerQConvLoop: its weights at input 3, their
+  // zero point at 5, an i32 bias at 8), into an i32 buffer the requantization reads.
+  const bool qlinear = head.op == "QLinearConv", integer = head.op == "ConvInteger" || qlinear;
   if ((head.op != "Conv" && !integer) || !head.domain.empty())
     no("head " + head.op + " is not lowered");
+  const size_t wAt = qlinear ? 3 : 1, wzpAt = qlinear ? 5 : 3, bAt = qlinear ? 8 : 2;
   const Value* xv = outerOf(bind, head.inputs.at(0));
-  const Value* wv = outerOf(bind, head.inputs.at(1));
-  const Value* bv = head.hasInput(2) && !integer ? outerOf(bind, head.inputs[2]) : nullptr;
+  const Value* wv = outerOf(bind, head.inputs.at(wAt));
+  const Value* bv =
+      head.hasInput(bAt) && (!integer || qlinear) ? outerOf(bind, head.inputs[bAt]) : nullptr;
   const Value* yv = head.outputs.at(0);
   DType t = xv->type.dtype;
   const DType wt = wv->type.dtype, acc = integer ? DType::I32 : t;
-  if (integer ? !isQ8(t) || !isQ8(wt)
+  if (integer ? !isQ8(t) || !isQ8(wt) || (bv && bv->type.dtype != DType::I32)
               : !isComputeFloat(t) || wt != t || (bv && bv->type.dtype != t))
     no(integer ? "ConvInteger is lowered for u8/i8 operands only"
                : "Conv is lowered for f32/f64 only");
@@ -595,14 +599,14 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       return head.hasInput(k) ? outerOf(bind, head.inputs[k]) : nullptr;
     };
     xe = sub(cast(DType::I32, xe), zeroPointAt(b, input(2), intImm(0), DType::I32));
-    we = sub(cast(DType::I32, we), zeroPointAt(b, input(3), m, DType::I32));
+    we = sub(cast(DType::I32, we), zeroPointAt(b, input(wzpAt), m, DType::I32));
   }
   Stmt accum = Stmt::store(outParam, yIdx, add(load(outParam, yIdx, acc), mul(xe, we)));
   Block kb = {inside ? Stmt::ifThen(inside, {accum}) : accum};
   std::vector<std::string> redVars = {cv};
   Dims redExt = {Cg};
   for (size_t d = 0; d < r; ++d) redVars.push_back(kv[d]), redExt.push_back(s.k[d]);
-  Block pix = {Stmt::store(outParam, yIdx, bv ? load(B, m, t) : constant(acc, 0))};
+  Block pix = {Stmt::store(outParam, yIdx, bv ? load(B, m, acc) : constant(acc, 0))};
   for (auto& st : nest(redVars, redExt, std::move(kb), false)) pix.push_back(std::move(st));
   std::vector<std::string> outer = {nv, mv};
   Dims outerExt = {s.N, s.M};

@@ -7,7 +7,8 @@
 //    its tile here, with their row sums.
 // Lowering-time work also computes the per-channel requantization factors exactly as the
 // reference kernel does (src/ops/quant_conv.cpp). Scales, zero points and weights must be
-// constants; the bias may be computed. Declines (the node falls back) for anything else: 3-D
+// constants there; the bias may be computed. Run-time weights (or scales, zero points) take the
+// direct loop nest (lowerQConvLoop). Declines (the node falls back) for anything else: 3-D
 // convolutions, per-channel x/y zero points, other types, non-finite factors.
 #include "kernels/dqgemm.h"
 #include "kernels/qconv.h"
@@ -109,6 +110,38 @@ std::string planeOrGemm(FuncBuilder& b, const LowerOptions& o, const kernels::QC
   return "qconv2d_nchw_" + std::string(kd.name);
 }
 
+// QLinearConv with run-time weights: ConvInteger's direct loop nest (convBody: exact int32
+// sums of (x - x_zero_point)(w - w_zero_point[m]) over the bias) into a temp, then requantized as
+// the reference does: float(acc) * f32(f32(x_scale * w_scale[m]) / y_scale), rounded half to
+// even, plus y_zero_point, saturated. Scales and zero points may be run-time values too.
+std::optional<LoweredNode> lowerQConvLoop(const Node& n, const std::string& name,
+                                          const LowerOptions& o) {
+  const Value* yv = n.outputs.at(0);
+  const Dims yd = staticDims(yv, "y");
+  if (yd.size() < 3) no(n.describe() + ": y of rank < 3");
+  const DType f = DType::F32, yt = yv->type.dtype;
+  const int64_t N = yd[0], M = yd[1], P = numel(yd) / std::max<int64_t>(1, N * M);
+  const Value* ws = n.inputs.at(4);
+  const int64_t wsCount = numel(staticDims(ws, "w_scale"));
+  if (ws->type.dtype != f || (wsCount != 1 && wsCount != M))
+    no(n.describe() + ": w_scale is not f32 with 1 or M values");
+  FuncBuilder b(n, name, "conv");
+  const std::string Y = b.output(0), acc = b.temp("acc", DType::I32, yd);
+  Schedule sched;
+  Block body = convBody(b, n, {}, acc, o, kLoopCandidate, sched, nullptr);
+  const std::string W = b.input(ws), nv = b.fresh("n"), mv = b.fresh("m"), pv = b.fresh("p");
+  const ExprPtr m = var(mv), at = add(mul(add(mul(var(nv), intImm(M)), m), intImm(P)), var(pv));
+  const ExprPtr factor =
+      div(mul(scalarIn(b, n, 1, f, "x_scale"), load(W, wsCount == 1 ? intImm(0) : m, f)),
+          scalarIn(b, n, 6, f, "y_scale"));
+  const ExprPtr q = add(call("round", {mul(cast(f, load(acc, at, DType::I32)), factor)}),
+                        scalarIn(b, n, 7, f, "y_zero_point"));
+  for (Stmt& st : nest({nv, mv, pv}, {N, M, P}, {Stmt::store(Y, at, cast(yt, q))}, true))
+    body.push_back(std::move(st));
+  sched["precision"] = std::string(kInt8Precision);
+  return b.finish(std::move(body), std::move(sched), o);
+}
+
 } // namespace
 
 std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
@@ -118,7 +151,7 @@ std::optional<LoweredNode> lowerQConv(const Node& n, const std::string& name,
   DType xt = xv->type.dtype, yt = n.hasInput(7) ? n.inputs[7]->type.dtype : xt;
   if (!isQ8(xt) || !isQ8(wv->type.dtype) || !isQ8(yt) || yv->type.dtype != yt)
     no(n.describe() + ": QLinearConv is lowered for u8/i8 only");
-  if (!wv->constant) no(n.describe() + ": QLinearConv weights are not constant");
+  if (!wv->constant) return lowerQConvLoop(n, name, o);
   const Value* bv = n.hasInput(8) ? n.inputs[8] : nullptr;
   ConvShape s = convShape(n, staticDims(xv, "x"), staticDims(wv, "w"), staticDims(yv, "y"));
   if (s.in.size() != 1 && s.in.size() != 2) no(n.describe() + ": QLinearConv beyond 2-D");

@@ -23,9 +23,6 @@
 
 namespace aicc::loop::detail {
 
-namespace {
-
-// Scalar input i as `t` (0 when omitted); `what` names it in the decline message.
 ExprPtr scalarIn(FuncBuilder& b, const Node& n, size_t i, DType t, const char* what) {
   if (!n.hasInput(i)) return constant(t, 0);
   const Value* v = n.inputs[i];
@@ -35,6 +32,8 @@ ExprPtr scalarIn(FuncBuilder& b, const Node& n, size_t i, DType t, const char* w
   ExprPtr e = load(b.input(v), intImm(0), v->type.dtype);
   return v->type.dtype == t ? e : cast(t, e);
 }
+
+namespace {
 
 // Declines an operand that does not broadcast to `out` (numpy rules, right-aligned).
 void requireBroadcast(const Node& n, const Dims& in, const Dims& out) {

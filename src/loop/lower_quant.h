@@ -9,6 +9,10 @@ namespace aicc::loop::detail {
 // channel); an omitted input reads as {0} (zero points). Declines when not constant.
 std::vector<double> quantConst(const Node& n, size_t i, int64_t count, const char* what);
 
+// Scalar input i of n as `t` (0 when omitted; a float one must be f32); `what` names it when
+// declining.
+ExprPtr scalarIn(FuncBuilder& b, const Node& n, size_t i, DType t, const char* what);
+
 // Declines unless o.runtimeKernels (the quantized lowerings are JIT only).
 void requireRuntimeKernels(const Node& n, const LowerOptions& o);
 

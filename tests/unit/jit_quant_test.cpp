@@ -350,6 +350,28 @@ TEST(JitQuant, MatMulIntegerMatchesExactly) {
 
 // ConvInteger on the direct loop nest: exact int32 sums of (x - x_zero_point) * (w - w_zero_point)
 // (w's per output channel), padding adding nothing, strided and grouped; u8 and i8 mixed.
+// QLinearConv whose weights are run-time values (lower_qconv.cpp lowerQConvLoop: ConvInteger's
+// int32 loop nest, then the reference's float requantization): per-channel weight zero points and
+// scales, a run-time bias, groups, pads and strides, u8 and i8; then every scale and zero point a
+// run-time value as well (computed from the graph's inputs), 1-D and dilated.
+TEST(JitQuant, QLinearConvOfRunTimeWeightsMatchesExactly) {
+  std::mt19937 rng(12);
+  check("graph @g(%x: u8[2,4,9,8], %w: i8[6,2,3,3], %wz: i8[6], %b: i32[6]) {\n"
+        "  %xs = const f32[] [0.02]\n  %xz = const u8[] [131]\n" +
+            constText("ws", DType::F32, {6}, rng, 1, {0.01, 0.004, 0.02, 0.0007, 0.013, 0.009}) +
+            "  %ys = const f32[] [0.7]\n  %yz = const u8[] [120]\n"
+            "  %y = QLinearConv(%x, %xs, %xz, %w, %ws, %wz, %ys, %yz, %b) {group = 2, pads = [1, "
+            "1, 1, 1], strides = [2, 1]}\n  return %y\n}\n",
+        "QLinearConv of run-time weights, grouped, padded, strided, per-channel", "loop_order",
+        300);
+  check("graph @g(%x: i8[1,3,11], %w: i8[5,3,4], %s: f32[]) {\n"
+        "  %k = const f32[] [0.00001]\n  %a = Abs(%s)\n  %t = Mul(%a, %k)\n"
+        "  %xz = const i8[] [-3]\n  %wz = const i8[] [2]\n  %yz = const i8[] [-10]\n"
+        "  %y = QLinearConv(%x, %t, %xz, %w, %t, %wz, %t, %yz) {dilations = [2]}\n"
+        "  return %y\n}\n",
+        "QLinearConv 1-D dilated, run-time scales", "loop_order", 127);
+}
+
 TEST(JitQuant, ConvIntegerMatchesExactly) {
   std::mt19937 rng(10);
   check("graph @g(%x: u8[2,4,9,8]) {\n" + constText("w", DType::I8, {6, 2, 3, 3}, rng, 127) +
