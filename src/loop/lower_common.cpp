@@ -498,6 +498,25 @@ FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t 
         break;
       }
   }
+  // Symbolic sizes give no divisor: the one group splits at a dim instead, after its first
+  // static dim but the last (the blocked layout's channel blocks, NCHW's channels), else before
+  // its last (a transformer's tokens over its features), so the outer loop runs over the threads
+  // (one loop over everything ran on one: ppocrv4-rec's blocked epilogues at 2 threads).
+  if (fs.parallel && fs.loops.size() == 1 && !fs.runOut.empty()) {
+    const auto [g0, g1] = fs.groups[0];
+    size_t at = g1 - 1;
+    for (size_t k = g0; k + 1 < g1; ++k)
+      if (isImm(fs.runOut[k]) && out[k] > 1) {
+        at = k + 1;
+        break;
+      }
+    const int64_t outer = numel(Dims(out.begin() + g0, out.begin() + at)),
+                  inner = numel(Dims(out.begin() + at, out.begin() + g1));
+    if (outer > 1 && inner > 1) {
+      fs.groups = {{g0, at}, {at, g1}};
+      fs.loops = {{0, outer, 1}, {1, inner, 1}};
+    }
+  }
   return fs;
 }
 

@@ -469,6 +469,31 @@ TEST(DynamicRunSizes, CumSumAndLayerNormAlongTheLength) {
   expectCompiledAtRunSizes("length", ir, {{"N", 1, 3}, {"S", 1, 64}}, sizes, 1e-4);
 }
 
+// Elementwise regions big enough for the threads at symbolic sizes: same-shape chains (flatSpace
+// splits their one loop at a dim: after the channels of [N, C, H, W], before the features of
+// [N, S, F]), and operands broadcast along every kind of dim.
+TEST(DynamicRunSizes, ElementwiseRegionsSplitForTheThreads) {
+  const char* ir =
+      R"(graph @g(%x: f32[N,8,H,W], %c: f32[1,8,1,1], %p: f32[N,1,H,W], %t: f32[N,S,64], %f: f32[64]) {
+  %s = Sigmoid(%x) : f32[N,8,H,W]
+  %w = Mul(%s, %x) : f32[N,8,H,W]
+  %a = Mul(%x, %c) : f32[N,8,H,W]
+  %b = Add(%a, %p) : f32[N,8,H,W]
+  %e = Tanh(%t) : f32[N,S,64]
+  %g = Add(%e, %t) : f32[N,S,64]
+  %u = Add(%t, %f) : f32[N,S,64]
+  return %w, %b, %g, %u
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [n, h, w, s] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1},
+                            {2, 40, 61, 300},
+                            {1, 97, 80, 513}})
+    sizes.push_back({{n, 8, h, w}, {1, 8, 1, 1}, {n, 1, h, w}, {n, s, 64}, {64}});
+  expectCompiledAtRunSizes("elementwise", ir,
+                           {{"N", 1, 2}, {"H", 1, 100}, {"W", 1, 100}, {"S", 1, 600}}, sizes);
+}
+
 // A CNN with its batch and image sides symbolic on the blocked layout (NCHW16c, AVX-512 targets:
 // passes/assign_layout.h, judged at the sides' upper ends): a stem on NCHW planes, dense,
 // depthwise and pointwise convolutions with a residual and Relus in their tiles, a MaxPool, a
