@@ -532,9 +532,20 @@ LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
   Block body = std::move(prefix);
   // Symbolic sizes: the output's run extents (value() reads the inputs at the run's strides).
   const std::vector<ExprPtr> oe = runDims(o, b.node.outputs[0], od);
-  for (auto& s :
-       runNest(vs, oe, {Stmt::store(out, runIndex(vv, stridesOf(oe)), value(vv))}, true, w))
-    body.push_back(std::move(s));
+  Block store = {Stmt::store(out, runIndex(vv, stridesOf(oe)), value(vv))};
+  if (od.size() >= 3) {
+    // The first two dims as one parallel loop (an image's batch of 1 left one thread working),
+    // their indices recovered once per row of the rest.
+    const std::string f = b.fresh("i01");
+    Block inner = {Stmt::let(vs[0], div(var(f), oe[1])), Stmt::let(vs[1], mod(var(f), oe[1]))};
+    for (auto& s : runNest({vs.begin() + 2, vs.end()}, {oe.begin() + 2, oe.end()}, std::move(store),
+                           false, w))
+      inner.push_back(std::move(s));
+    store = runNest({f}, {mul(oe[0], oe[1])}, std::move(inner), true);
+  } else {
+    store = runNest(vs, oe, std::move(store), true, w);
+  }
+  for (auto& s : store) body.push_back(std::move(s));
   sched["vector_width"] = w;
   return b.finish(std::move(body), std::move(sched), o);
 }

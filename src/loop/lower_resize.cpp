@@ -334,6 +334,14 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
             idx.push_back(v[d]);
             continue;
           }
+          // An integer upsampling factor (PyTorch's nearest exports: asymmetric, floor): the
+          // integer quotient, as floor(x / k) in f64 is (no f64 division and floor per element).
+          const double k = scale[d];
+          if (!crop && !runSized && runScales.empty() && ctm == "asymmetric" && nm == "floor" &&
+              k >= 1 && k == std::floor(k) && k < 65536) {
+            idx.push_back(clampIndex(div(v[d], intImm(int64_t(k))), ir[d]));
+            continue;
+          }
           ExprPtr xo = source(d, v[d]);
           if (crop) out = out ? binary(Op::Or, out, outside(d, xo)) : outside(d, xo);
           ExprPtr r;
