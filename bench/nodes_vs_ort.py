@@ -29,6 +29,8 @@ def block(name):
     name = re.sub(r"^node '|' \(.*$", "", name)
     # ORT's fusions append their own component (".../block.0.2/Mul/QuickGeluFusion/")
     name = re.sub(r"/\w*Fusion/?$", "", name)
+    # ORT's NHWC layout transformer for quantized ops renames them "<node>_token_<n>".
+    name = re.sub(r"_token_\d+$", "", name)
     return re.sub(r"\.\d+/[^/]*$", "", name) if "/" in name else name
 
 
@@ -56,11 +58,20 @@ def nchwc_heads(model):
     return head
 
 
+def symbolic_dims(model):
+    """`--dim NAME=1` for each named symbolic input dim (ONNX Runtime's feeds below use 1 too)."""
+    import onnx
+    m = onnx.load(model, load_external_data=False)
+    names = {d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim if d.dim_param}
+    return [a for n in sorted(names) for a in ("--dim", f"{n}=1")]
+
+
 def aicc_times(aicc, model, threads, iters):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "bench.json")
         subprocess.run([aicc, "bench", model, "--profile", "--threads", str(threads), "--iters",
-                        str(iters), "--json", out], check=True, capture_output=True)
+                        str(iters), "--json", out] + symbolic_dims(model), check=True,
+                       capture_output=True)
         tasks = json.load(open(out))["tasks"]
     t = collections.defaultdict(float)
     for x in tasks:

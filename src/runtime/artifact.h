@@ -98,6 +98,16 @@ inline constexpr int64_t kDefaultSteps = 32;
 // defaults above (from the smallest size the model's shapes take), stepped ones at multiples.
 std::vector<rt::Symbol> inputSymbolRanges(const Graph& g, const std::vector<rt::Symbol>& given);
 
+// A length's default range reaches further when memory allows: when the inputs have one
+// defaulted size symbol (an audio or token length; an image's two sides stay at
+// kDefaultSizeBound), its upper end doubles up to kMaxDefaultLength while the bytes of every
+// value at it stay within kDefaultLengthBytes. Returns `given` plus that range (its lower end
+// as inputSymbolRanges raises it), or `given`. oww-melspectrogram's 1760-sample reference input
+// was past 1024; a 1-second chunk at 16 kHz is 16,000 samples.
+inline constexpr int64_t kMaxDefaultLength = int64_t{1} << 19;     // 32 s at 16 kHz
+inline constexpr int64_t kDefaultLengthBytes = int64_t{256} << 20; // 256 MiB
+std::vector<rt::Symbol> widenDefaultLength(const Graph& g, const std::vector<rt::Symbol>& given);
+
 // Lowers and plans g (optimized) into a spec (artifact_build.cpp). Symbolic input dims take the
 // ranges given (others 1..kDefaultSymbolBound): memory is planned at their upper bounds and each
 // node that has them runs per sample (loop/per_sample.h). Throws aicc::Error listing every node

@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 namespace aicc::runtime {
 
@@ -433,6 +434,39 @@ std::vector<rt::Symbol> inputSymbolRanges(const Graph& g, const std::vector<rt::
   definedValues(g, all);
   raiseDefaultLowerEnds(symbols, given, all);
   return symbols;
+}
+
+std::vector<rt::Symbol> widenDefaultLength(const Graph& g, const std::vector<rt::Symbol>& given) {
+  std::vector<rt::Symbol> symbols = inputSymbolRanges(g, given);
+  const rt::Symbol* length = nullptr;
+  for (const rt::Symbol& s : symbols) {
+    const bool defaulted = std::none_of(given.begin(), given.end(),
+                                        [&](const rt::Symbol& r) { return r.name == s.name; });
+    if (!defaulted || s.hi != kDefaultSizeBound || s.step > 1) continue;
+    if (length) return given; // two (an image's sides): their product grows as a square
+    length = &s;
+  }
+  if (!length) return given;
+  std::vector<Value*> all;
+  definedValues(g, all);
+  // The bytes of every value with the length at `hi` (those of unknown size left out).
+  auto bytesAt = [&](int64_t hi) {
+    std::map<std::string, int64_t> at = symbolValues(symbols, true);
+    at[length->name] = hi;
+    double bytes = 0;
+    for (const Value* v : all)
+      if (v->type.isTensor() && v->type.shape && !v->constant)
+        if (const auto d = toDims(withSymbols(*v->type.shape, at)))
+          bytes += double(dtypeSize(v->type.dtype)) *
+                   std::accumulate(d->begin(), d->end(), 1.0,
+                                   [](double x, int64_t y) { return x * double(y); });
+    return bytes;
+  };
+  int64_t hi = length->hi;
+  while (hi < kMaxDefaultLength && bytesAt(2 * hi) <= double(kDefaultLengthBytes)) hi *= 2;
+  std::vector<rt::Symbol> out = given;
+  if (hi > length->hi) out.push_back({length->name, length->lo, hi, 1});
+  return out;
 }
 
 ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,

@@ -392,6 +392,50 @@ TEST(DynamicBatch, ARangeTheModelCannotTakeIsNamed) {
   }
 }
 
+// A length's default range widens while memory allows (runtime::widenDefaultLength): an audio
+// frontend's samples up to kMaxDefaultLength, with the raised lower end kept; a length whose
+// square is a value stops where the bytes pass the budget; two image sides, a given range or a
+// batch alone keep their defaults.
+TEST(DynamicBatch, ALengthsDefaultRangeWidensWhileMemoryAllows) {
+  auto widened = [](const char* ir, std::vector<rt::Symbol> given = {}) {
+    Model m = parseModel(ir);
+    std::map<std::string, std::pair<int64_t, int64_t>> r;
+    for (const rt::Symbol& s :
+         runtime::inputSymbolRanges(*m.graph, runtime::widenDefaultLength(*m.graph, given)))
+      r[s.name] = {s.lo, s.hi};
+    return r;
+  };
+  using R = std::map<std::string, std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(widened(R"(graph @g(%x: f32[N,L], %w: f32[4,1,400]) {
+  %one = const i64[1] [1]
+  %u = Unsqueeze(%x, %one) : f32[N,1,L]
+  %y = Conv(%u, %w) {strides = [160]} : f32[N,4,(L-400)/160+1]
+  return %y
+}
+)"),
+            (R{{"N", {1, 16}}, {"L", {400, runtime::kMaxDefaultLength}}}));
+  // [L, L] f32 at 8192 is 256 MiB, with the other values past the budget: 4096.
+  EXPECT_EQ(widened(R"(graph @g(%x: f32[L,1], %y: f32[1,L]) {
+  %p = MatMul(%x, %y) : f32[L,L]
+  return %p
+}
+)"),
+            (R{{"L", {1, 4096}}}));
+  EXPECT_EQ(widened(R"(graph @g(%x: f32[1,3,H,W]) {
+  %y = Relu(%x) : f32[1,3,H,W]
+  return %y
+}
+)"),
+            (R{{"H", {1, runtime::kDefaultSizeBound}}, {"W", {1, runtime::kDefaultSizeBound}}}));
+  EXPECT_EQ(widened(R"(graph @g(%x: f32[1,L]) {
+  %y = Relu(%x) : f32[1,L]
+  return %y
+}
+)",
+                    {{"L", 1, 2000}}),
+            (R{{"L", {1, 2000}}}));
+}
+
 // One-line errors naming the input and the dim: wrong rank, a static dim, the range, a symbol
 // given two values; the model runs again after each.
 TEST(DynamicBatch, BadInputsNameTheInputAndTheDim) {

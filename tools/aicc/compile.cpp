@@ -120,6 +120,8 @@ int compileCommand(const CompileArgs& a) {
     for (const auto& [name, v] : parseDims(a.dims))
       if (std::find(named.begin(), named.end(), name) != named.end()) fixed[name] = v;
     if (!fixed.empty()) specializeDims(im.model, fixed);
+    // A length's default range as far as memory allows (before anything folds over the ranges).
+    ranges = runtime::widenDefaultLength(*im.model.graph, ranges);
     // Conditions on the sizes fold first (the cleanup group, fold-size-predicates over the
     // ranges): the shapes they guard resolve for the merges and steps found below.
     if (const auto at = runtime::inputSymbolRanges(*im.model.graph, ranges); !at.empty()) {
