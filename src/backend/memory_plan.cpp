@@ -172,7 +172,8 @@ struct SliceOf {
   const Value* in;
   int64_t within;
 };
-std::map<const Value*, SliceOf> concatSlices(const Graph& g, int64_t alignment) {
+std::map<const Value*, SliceOf> concatSlices(const Graph& g, const MemoryPlanOptions& opts) {
+  const int64_t alignment = opts.alignment;
   struct Candidate {
     const Node* n;
     std::vector<int64_t> offsets;
@@ -187,7 +188,8 @@ std::map<const Value*, SliceOf> concatSlices(const Graph& g, int64_t alignment) 
       const Node* producer = x->producer;
       ok = offsets[i] % alignment == 0 && producer && x->owner == &g && !x->constant &&
            !isGraphOutput(g, x) && seen.insert(x).second && !isViewNode(*producer) &&
-           !(producer->op == "Concat" && producer->domain.empty());
+           !(producer->op == "Concat" && producer->domain.empty()) &&
+           (i + 1 == np->inputs.size() || !opts.fixedSize || opts.fixedSize(x));
     }
     if (ok) candidates.push_back({np.get(), std::move(offsets)});
   }
@@ -353,7 +355,7 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
   };
   // Concat in place: the buffer of each root Concat's result, made when its first member is.
   std::map<const Value*, SliceOf> slices;
-  if (opts.concatInPlace) slices = concatSlices(g, opts.alignment);
+  if (opts.concatInPlace) slices = concatSlices(g, opts);
   std::map<const Value*, int> sliceBuffer;
   std::set<int> sliced;
   auto join = [&](PlannedValue& v, int buf, bool isOut) {

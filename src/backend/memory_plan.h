@@ -35,6 +35,7 @@
 #include "ir/graph.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -92,6 +93,11 @@ struct MemoryPlanOptions {
   bool views = true;
   bool inPlace = true;
   bool concatInPlace = true;
+  // Symbolic sizes (the graph's types at the plan's bounds): whether a value's size is the same
+  // in every run. A Concat goes in place only when its inputs but the last are (their offsets in
+  // the result are the run's then; at the bounds' offsets, a smaller run read the later inputs
+  // where they were not: YOLOv8's anchor strides, zeros past the first level). Null: all are.
+  std::function<bool(const Value*)> fixedSize;
   // f32 node results stored as bf16 (2 bytes an element; runtime/artifact_build.cpp decides).
   const std::set<const Value*>* bf16Values = nullptr;
 };

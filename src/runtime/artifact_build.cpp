@@ -62,6 +62,15 @@ std::string outputName(size_t k) { return "out" + std::to_string(k); }
 
 namespace detail {
 
+MemoryPlanOptions planOptions(const loop::PerSampleContext& ctx) {
+  MemoryPlanOptions po;
+  po.fixedSize = [&ctx](const Value* v) {
+    const Type& t = ctx.typeOf(v);
+    return t.isTensor() && t.shape && toDims(*t.shape).has_value();
+  };
+  return po;
+}
+
 int64_t aligned(int64_t x) { return alignUp(x, kArenaAlignment); }
 
 // A value that lives in a dynamic slot (rt/artifact.h, hasDynamicSize). (Constants have static
@@ -528,7 +537,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
   const std::set<const Value*> bf16 = bf16Activations(g, lower);
   loop::LowerOptions lo = lower;
   lo.bf16Activations = bf16.empty() ? nullptr : &bf16;
-  MemoryPlanOptions po;
+  MemoryPlanOptions po = planOptions(ctx);
   po.bf16Values = lo.bf16Activations;
   spec.bf16Activations = int64_t(bf16.size());
   Builder b(spec, lo, ctx, dataProducers);

@@ -85,6 +85,10 @@ private:
   std::map<const Value*, int64_t> weightAt_;
 };
 
+// The memory plan's options for g's graphs: a value's size is fixed when its symbolic type
+// (ctx) is static (MemoryPlanOptions::fixedSize; ctx outlives the plan).
+MemoryPlanOptions planOptions(const loop::PerSampleContext& ctx);
+
 // ---- artifact_symbols.cpp ----
 
 // The symbols of g's tensor inputs (in order of appearance) with their ranges: those given, else

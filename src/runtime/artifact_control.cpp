@@ -90,7 +90,7 @@ int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const
          "If", "fail (branch not compiled)");
     return base;
   }
-  Scope bs{&b, planMemory(b), base, &s, slots, {}};
+  Scope bs{&b, planMemory(b, planOptions(ctx_)), base, &s, slots, {}};
   slots += bs.plan.dynamicValues;
   int64_t end = emit(bs);
   // The If's data symbols (a dim the branches give different sizes, passes/data_dims.h): this
@@ -290,7 +290,7 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   std::vector<Binding> inputSlots;
   for (const Value* in : body->inputs) inputSlots.push_back(slot(bytesOf(in)));
   const Binding index = scan ? slot(8) : inputSlots[0];
-  Scope bs{body, planMemory(*body), end, &s, slots, std::move(inputSlots)};
+  Scope bs{body, planMemory(*body, planOptions(ctx_)), end, &s, slots, std::move(inputSlots)};
   slots += bs.plan.dynamicValues;
   end = aligned(bs.base + bs.plan.arenaBytes);
   std::vector<ArtifactTask> pre; // before the repeat

@@ -494,6 +494,35 @@ TEST(DynamicRunSizes, ElementwiseRegionsSplitForTheThreads) {
                            {{"N", 1, 2}, {"H", 1, 100}, {"W", 1, 100}, {"S", 1, 600}}, sizes);
 }
 
+// Concats whose inputs are computed (the memory plan places such inputs inside the result when
+// their offsets are fixed): along a symbolic axis (YOLOv8's anchor strides: [h*w, 1] per level)
+// and along the channels of [1, C, H, W] with symbolic sides, where every offset past the first
+// input is the run's. At the bounds' offsets a smaller run read zeros past the first input.
+TEST(DynamicRunSizes, ConcatsOfComputedInputsAtTheRunsOffsets) {
+  const char* ir =
+      R"(graph @g(%x: f32[A,1], %y: f32[B,1], %z: f32[C,1], %p: f32[1,4,H,W], %q: f32[1,4,H,W]) {
+  %a = Relu(%x) : f32[A,1]
+  %b = Neg(%y) : f32[B,1]
+  %e = Exp(%z) : f32[C,1]
+  %c = Concat(%a, %b, %e) {axis = 0} : f32[A+B+C,1]
+  %t = Transpose(%c) {perm = [1, 0]} : f32[1,A+B+C]
+  %u = Relu(%p) : f32[1,4,H,W]
+  %v = Neg(%q) : f32[1,4,H,W]
+  %k = Concat(%u, %v) {axis = 1} : f32[1,8,H,W]
+  %s = Sigmoid(%k) : f32[1,8,H,W]
+  return %t, %s
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [a, b, c, h, w] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1, 1},
+        {10, 5, 3, 7, 9},
+        {64, 17, 40, 32, 30}})
+    sizes.push_back({{a, 1}, {b, 1}, {c, 1}, {1, 4, h, w}, {1, 4, h, w}});
+  expectCompiledAtRunSizes(
+      "concat", ir, {{"A", 1, 64}, {"B", 1, 64}, {"C", 1, 64}, {"H", 1, 32}, {"W", 1, 32}}, sizes);
+}
+
 // A CNN with its batch and image sides symbolic on the blocked layout (NCHW16c, AVX-512 targets:
 // passes/assign_layout.h, judged at the sides' upper ends): a stem on NCHW planes, dense,
 // depthwise and pointwise convolutions with a residual and Relus in their tiles, a MaxPool, a

@@ -13,11 +13,17 @@
 
 namespace aicc::cli {
 
+void printImportWarnings(const ImportedModel& im) {
+  for (const std::string& w : im.warnings) std::cerr << "aicc: warning: " << w << "\n";
+}
+
 ImportedModel loadModel(const std::string& path, const std::map<std::string, int64_t>& dims) {
   if (path.size() > 5 && path.substr(path.size() - 5) == ".onnx") {
     ImportOptions opts;
     opts.dims = dims;
-    return importOnnxFile(path, opts);
+    ImportedModel im = importOnnxFile(path, opts);
+    printImportWarnings(im);
+    return im;
   }
   ImportedModel im;
   try {

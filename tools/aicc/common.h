@@ -14,6 +14,8 @@ namespace aicc::cli {
 
 // Loads a model from ONNX (.onnx) or the IR text form (anything else).
 ImportedModel loadModel(const std::string& path, const std::map<std::string, int64_t>& dims = {});
+// ImportedModel::warnings to stderr, one "aicc: warning: ..." line each.
+void printImportWarnings(const ImportedModel& im);
 
 // Op histogram ("Conv", "com.microsoft.QLinearAdd", ...) over a graph and its subgraphs
 // (the bodies of aicc.Fused nodes are not counted: a fused group is one node).

@@ -8,6 +8,7 @@ namespace aicc::cli {
 
 int inspectCommand(const InspectArgs& a) {
   ImportedModel im = importOnnxFile(a.model);
+  printImportWarnings(im);
   const Model& m = im.model;
   const Graph& g = *m.graph;
   if (a.ir) {

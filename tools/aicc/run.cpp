@@ -44,6 +44,7 @@ int runCommand(const RunArgs& a) {
   ImportOptions opts;
   opts.dims = parseDims(a.dims);
   ImportedModel m = importOnnxFile(a.model, opts);
+  printImportWarnings(m);
   const bool bf16 = applyPrecision(m, a.precision, {});
   AICC_CHECK(!bf16 || a.engine == "jit", "--precision bf16 runs through --engine jit (the "
                                          "interpreter defines f32 results)");

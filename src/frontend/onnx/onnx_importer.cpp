@@ -84,6 +84,10 @@ private:
   std::map<const onnx::FunctionProto*, int64_t> expanded_; // expandedNodes, -1 while counting
   int64_t inlineCounter_ = 0;
   int64_t countedNodes_ = 0, inlinedNodes_ = 0;
+  // The main graph's declared types of computed values (value_info, outputs), adopted after a
+  // first inference (adoptDeclared).
+  std::vector<std::pair<Value*, Type>> declared_;
+  void adoptDeclared(Graph& g);
   ImportedModel result_;
 };
 
@@ -392,12 +396,16 @@ void Importer::importGraph(const onnx::GraphProto& gp, Graph& g, bool isMain) {
     g.addInput(vi.name(), t);
   }
   for (int i : topoOrder(gp, g)) importNode(gp.node(i), g);
-  // Declared types of intermediate values and outputs (merged with inference later).
+  // Declared types of intermediate values and outputs (merged with inference later; the main
+  // graph's after a first inference without them, adoptDeclared).
   auto declare = [&](const onnx::ValueInfoProto& vi) {
     Value* v = g.lookupLocal(vi.name());
     if (!v || !vi.has_type() || v->constant) return;
     Type t = typeFromProto(vi.type(), fmt::format("value '{}'", vi.name()));
-    v->type = v->producer ? t : mergeTypes(v->type, t, fmt::format("value '{}'", vi.name()));
+    if (isMain && v->producer)
+      declared_.push_back({v, std::move(t)});
+    else
+      v->type = v->producer ? t : mergeTypes(v->type, t, fmt::format("value '{}'", vi.name()));
   };
   for (const auto& vi : gp.value_info()) declare(vi);
   for (const auto& vi : gp.output()) {
@@ -423,7 +431,47 @@ ImportedModel Importer::run(const ImportOptions& opts) {
   importGraph(mp.graph(), *m.graph, true);
   if (!opts.dims.empty()) specializeDims(m, opts.dims);
   else inferShapes(*m.graph);
+  adoptDeclared(*m.graph);
   return std::move(result_);
+}
+
+// Exporters' declared shapes are hints, as ONNX Runtime takes them: one that contradicts the
+// inferred shape (another rank, another static size: ddddocr's output declared [1, seqlen] is
+// [(W+7)/8, 1, 8210]) is dropped with a warning; a declared name that is no input's symbol
+// (PyTorch's "floor(floor(width/2 - 1/2)/2) + 1" for a Range's length) is not adopted, so the
+// dim stays the inferred expression or a data-dependent one the passes name; the rest fills the
+// inferred type's unknown dims, and inference runs again to carry them on. Element types must
+// agree.
+void Importer::adoptDeclared(Graph& g) {
+  std::set<std::string> inputSymbols;
+  for (const Value* v : g.inputs)
+    if (v->type.isTensor() && v->type.shape)
+      for (const Dim& d : *v->type.shape)
+        if (!d.isStatic() && !d.symbol.empty()) inputSymbols.insert(d.symbol);
+  bool adopted = false;
+  for (auto& [v, t] : declared_) {
+    const std::string what = fmt::format("value '{}'", v->name), as = formatType(t);
+    if (t.isTensor() && t.shape) {
+      for (Dim& d : *t.shape)
+        if (!d.isStatic() && !inputSymbols.count(d.symbol)) d = Dim{};
+      const Type& got = v->type;
+      bool contradicts = got.isTensor() && got.shape && got.shape->size() != t.shape->size();
+      for (size_t i = 0; !contradicts && got.isTensor() && got.shape && i < t.shape->size(); ++i)
+        contradicts = (*t.shape)[i].isStatic() && (*got.shape)[i].isStatic() &&
+                      (*t.shape)[i].value != (*got.shape)[i].value;
+      if (contradicts) {
+        result_.warnings.push_back(
+            fmt::format("{} is declared {} but computes {}: the declaration is ignored", what, as,
+                        formatType(got)));
+        continue;
+      }
+    }
+    const Type merged = mergeTypes(t, v->type, what);
+    adopted = adopted || !(merged == v->type);
+    v->type = merged;
+  }
+  declared_.clear();
+  if (adopted) inferShapes(g);
 }
 
 } // namespace

@@ -21,6 +21,9 @@ struct ImportedModel {
   // Names of the ONNX graph.input entries in their original order, initializers included (for the
   // backend-test binding rule of `aicc run`).
   std::vector<std::string> allInputNames;
+  // What the import ignored of the model, said once (a declared shape the graph does not
+  // compute: "value 'y' is declared f32[1,seqlen] but computes f32[32,1,8210]: ...").
+  std::vector<std::string> warnings;
 };
 
 ImportedModel importOnnxFile(const std::string& path, const ImportOptions& opts = {});
