@@ -521,31 +521,32 @@ FlatSpace flatSpace(const Dims& out, const std::vector<Dims>& operands, int64_t 
 }
 
 // A copy of every element of the output from an input index expression (after `prefix`).
+Block copyLoops(FuncBuilder& b, const std::string& out, const std::vector<ExprPtr>& oe, int64_t w,
+                const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value) {
+  std::vector<std::string> vs;
+  for (size_t d = 0; d < oe.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
+  auto vv = vars(vs);
+  Block store = {Stmt::store(out, runIndex(vv, stridesOf(oe)), value(vv))};
+  if (oe.size() < 3) return runNest(vs, oe, std::move(store), true, w);
+  // The first two dims as one parallel loop (an image's batch of 1 left one thread working),
+  // their indices recovered once per row of the rest.
+  const std::string f = b.fresh("i01");
+  Block inner = {Stmt::let(vs[0], div(var(f), oe[1])), Stmt::let(vs[1], mod(var(f), oe[1]))};
+  for (auto& s :
+       runNest({vs.begin() + 2, vs.end()}, {oe.begin() + 2, oe.end()}, std::move(store), false, w))
+    inner.push_back(std::move(s));
+  return runNest({f}, {mul(oe[0], oe[1])}, std::move(inner), true);
+}
+
 LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
                        const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value,
                        const LowerOptions& o, Schedule sched, Block prefix) {
-  std::vector<std::string> vs;
-  for (size_t d = 0; d < od.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
-  auto vv = vars(vs);
   DType t = b.node.outputs[0]->type.dtype;
   int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
   Block body = std::move(prefix);
   // Symbolic sizes: the output's run extents (value() reads the inputs at the run's strides).
-  const std::vector<ExprPtr> oe = runDims(o, b.node.outputs[0], od);
-  Block store = {Stmt::store(out, runIndex(vv, stridesOf(oe)), value(vv))};
-  if (od.size() >= 3) {
-    // The first two dims as one parallel loop (an image's batch of 1 left one thread working),
-    // their indices recovered once per row of the rest.
-    const std::string f = b.fresh("i01");
-    Block inner = {Stmt::let(vs[0], div(var(f), oe[1])), Stmt::let(vs[1], mod(var(f), oe[1]))};
-    for (auto& s : runNest({vs.begin() + 2, vs.end()}, {oe.begin() + 2, oe.end()}, std::move(store),
-                           false, w))
-      inner.push_back(std::move(s));
-    store = runNest({f}, {mul(oe[0], oe[1])}, std::move(inner), true);
-  } else {
-    store = runNest(vs, oe, std::move(store), true, w);
-  }
-  for (auto& s : store) body.push_back(std::move(s));
+  for (auto& s : copyLoops(b, out, runDims(o, b.node.outputs[0], od), w, value))
+    body.push_back(std::move(s));
   sched["vector_width"] = w;
   return b.finish(std::move(body), std::move(sched), o);
 }

@@ -165,29 +165,31 @@ std::optional<LoweredNode> lowerSplit(const Node& n, const std::string& name,
   Dims id = staticDims(n.inputs.at(0), "input");
   const int64_t axis = normAxis(n.attrInt("axis"), id.size(), n);
   std::string in = b.input(n.inputs[0]);
-  auto is = strides(id);
+  // Symbolic sizes: every extent, stride and offset the run's (a C2f block's channel split of an
+  // image of symbolic sides).
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), is = stridesOf(ir);
   DType t = n.inputs[0]->type.dtype;
   Block body;
-  int64_t begin = 0;
+  ExprPtr begin = intImm(0);
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     if (!n.outputs[k]) no("an omitted Split output");
     Dims od = staticDims(n.outputs[k], "output");
     if (od.size() != id.size()) no("output rank differs from the input's");
-    std::string out = b.output(k);
-    std::vector<std::string> vs;
-    for (size_t d = 0; d < od.size(); ++d) vs.push_back(b.fresh("i" + std::to_string(d)));
-    auto vv = vars(vs);
-    std::vector<ExprPtr> idx = vv;
-    idx[size_t(axis)] = add(vv[size_t(axis)], intImm(begin));
-    int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
-    for (auto& st :
-         nest(vs, od,
-              {Stmt::store(out, linearIndex(vv, strides(od)), load(in, linearIndex(idx, is), t))},
-              true, w))
+    const std::vector<ExprPtr> orr = runDims(o, n.outputs[k], od);
+    for (size_t d = 0; d < od.size(); ++d)
+      if (d != size_t(axis) && !equal(orr[d], ir[d]))
+        no("an output differs from the input off the axis");
+    const int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
+    for (auto& st : copyLoops(b, b.output(k), orr, w, [&](const std::vector<ExprPtr>& v) {
+           std::vector<ExprPtr> idx = v;
+           idx[size_t(axis)] = add(v[size_t(axis)], begin);
+           return load(in, runIndex(idx, is), t);
+         }))
       body.push_back(std::move(st));
-    begin += od[size_t(axis)];
+    begin = add(begin, orr[size_t(axis)]);
   }
-  if (begin != id[size_t(axis)]) no("the outputs do not cover the input along the axis");
+  if (isImm(begin) && isImm(ir[size_t(axis)]) && !equal(begin, ir[size_t(axis)]))
+    no("the outputs do not cover the input along the axis");
   Schedule sched;
   sched["axis"] = axis;
   return b.finish(std::move(body), std::move(sched), o);

@@ -179,6 +179,10 @@ std::optional<LoweredNode> lowerReduceFamily(const Node& n, const std::string& n
 // NonZero, Compress: sizes the run's data decide (data symbols, LowerOptions::setDataDim).
 std::optional<LoweredNode> lowerSelectFamily(const Node& n, const std::string& name,
                                              const LowerOptions& o);
+// The loops storing value(indices) at every element of `out` (run dims `oe`, row-major): the
+// first two dims one parallel loop when there are three or more, the innermost vectorized by w.
+Block copyLoops(FuncBuilder& b, const std::string& out, const std::vector<ExprPtr>& oe, int64_t w,
+                const std::function<ExprPtr(const std::vector<ExprPtr>&)>& value);
 // A copy of every element of the output from an input index expression (after `prefix`):
 // value(output indices) stored at each output element, the nest's innermost loop vectorized.
 // Symbolic sizes: the loops run the output's run extents (runDims).

@@ -452,6 +452,26 @@ void inferRange(InferCtx& c) {
       } catch (const std::exception&) { // (overflow)
       }
     }
+  // A float Range over a size cast from an integer one (YOLOv8's anchor grid: Range(0.0,
+  // Cast(w), 1.0)), from an integral start <= 0 by an integral delta > 0: as above (the values
+  // are exact in f32 / f64 up to 2^24).
+  const Tensor *fs = c.constInput(0), *fd = c.constInput(2);
+  const Node* cast = c.has(1) ? c.node.inputs[1]->producer : nullptr;
+  if (isFloat(dt) && fs && fd && fs->numel() == 1 && fd->numel() == 1 && cast &&
+      cast->op == "Cast" && cast->domain.empty() && cast->inputs.size() == 1 && cast->inputs[0] &&
+      isInteger(cast->inputs[0]->type.dtype)) {
+    const double a = fs->getF64(0), step = fd->getF64(0);
+    const auto it = c.shapeValues().find(cast->inputs[0]);
+    if (a <= 0 && a == std::floor(a) && a > -(1 << 24) && step >= 1 && step == std::floor(step) &&
+        step < (1 << 24) && it != c.shapeValues().end() && it->second.size() == 1)
+      if (auto e = dimExpr(it->second[0])) {
+        try {
+          return c.setTensor(
+              0, dt, Shape{dimOf((*e - DimExpr::constant(int64_t(a))).ceilDiv(int64_t(step)))});
+        } catch (const std::exception&) { // (overflow)
+        }
+      }
+  }
   c.setTensor(0, dt, Shape{Dim{}});
 }
 

@@ -29,6 +29,7 @@ void inferConcat(InferCtx& c) {
   auto rank = static_cast<int64_t>(out->size());
   auto axis = axisAttr(c.node, rank);
   Dim sum = Dim::known(0);
+  std::vector<bool> unequal(out->size(), false);
   for (size_t i = 0; i < c.numInputs(); ++i) {
     const auto& s = c.inShape(i);
     if (!s) {
@@ -45,8 +46,12 @@ void inferConcat(InferCtx& c) {
       if (a.isStatic() && o.isStatic())
         AICC_CHECK(a.value == o.value, "input {} has shape {}, incompatible on axis {} with {}", i,
                    formatShape(*s), d, formatShape(*out));
-      else if (a.isStatic() || (o.symbol.empty() && !a.symbol.empty()))
+      else if (a.isStatic() || (o.symbol.empty() && !a.symbol.empty() && !unequal[d]))
         o = a;
+      else if (!o.isStatic() && !a.symbol.empty() && a.symbol != o.symbol)
+        // Two expressions the algebra cannot equate (YOLOv8's 2*((H+31)/32) upsampled beside its
+        // (H+15)/16 map: equal only for multiples of 32): unknown, for passes/dim_steps.h.
+        o = Dim{}, unequal[d] = true;
     }
   }
   (*out)[axis] = sum;

@@ -523,6 +523,31 @@ TEST(DynamicRunSizes, ConcatsOfComputedInputsAtTheRunsOffsets) {
       "concat", ir, {{"A", 1, 64}, {"B", 1, 64}, {"C", 1, 64}, {"H", 1, 32}, {"W", 1, 32}}, sizes);
 }
 
+// YOLOv8's patterns at symbolic sides: a C2f block's Split along the channels, and its anchor
+// grid, a float Range over the width cast to float (its length the width: compiled, not a value
+// of run-time size).
+TEST(DynamicRunSizes, SplitAndAFloatRangeOverTheSides) {
+  const char* ir = R"(graph @g(%x: f32[1,8,H,W]) {
+  %a, %b = Split(%x) {axis = 1, num_outputs = 2} : f32[1,4,H,W], f32[1,4,H,W]
+  %m = Mul(%a, %b) : f32[1,4,H,W]
+  %c = Concat(%m, %b) {axis = 1} : f32[1,8,H,W]
+  %s = Shape(%x) : i64[4]
+  %three = const i64[] [3]
+  %w = Gather(%s, %three) {axis = 0} : i64[]
+  %wf = Cast(%w) {to = 1} : f32[]
+  %z = const f32[] [0]
+  %one = const f32[] [1]
+  %r = Range(%z, %wf, %one) : f32[W]
+  %y = Add(%c, %r) : f32[1,8,H,W]
+  return %y, %r
+}
+)";
+  std::vector<std::vector<Dims>> sizes;
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{1, 1}, {5, 9}, {40, 64}})
+    sizes.push_back({{1, 8, h, w}});
+  expectCompiledAtRunSizes("yolo", ir, {{"H", 1, 40}, {"W", 1, 64}}, sizes);
+}
+
 // A CNN with its batch and image sides symbolic on the blocked layout (NCHW16c, AVX-512 targets:
 // passes/assign_layout.h, judged at the sides' upper ends): a stem on NCHW planes, dense,
 // depthwise and pointwise convolutions with a residual and Relus in their tiles, a MaxPool, a
