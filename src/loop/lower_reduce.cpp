@@ -406,9 +406,17 @@ std::optional<LoweredNode> lowerSoftmaxRows(const Node& n, FuncBuilder& b, const
   const ExprPtr at = add(add(mul(var(ov), mul(len, inner)), mul(var(av), inner)), var(iv));
   const ExprPtr m = load(mx, row, t), su = load(sm, row, t), x = load(in, at, t);
   const double inf = std::numeric_limits<double>::infinity();
-  Block body = {Stmt::store(mx, row, constant(t, -inf)), Stmt::store(sm, row, constant(t, 0))};
+  // Per outer index, each pass over the axis with the inner dims innermost (contiguous, in
+  // vectors): a Softmax over axis 1 of [1, 16, 4, A] (YOLOv8's DFL) had walked each row A apart.
+  const int64_t w = vectorWidthFor(o, t, bound.inner);
+  Block body = runNest(
+      {iv}, {inner},
+      {Stmt::store(mx, row, constant(t, -inf)), Stmt::store(sm, row, constant(t, 0))}, false, w);
   auto pass = [&](Block step) {
-    for (auto& st : runNest({av}, {len}, std::move(step), false)) body.push_back(std::move(st));
+    const std::string jv = b.fresh("i");
+    substitute(step, iv, var(jv));
+    for (auto& st : runNest({av, jv}, {len, inner}, std::move(step), false, w))
+      body.push_back(std::move(st));
   };
   pass({Stmt::store(mx, row, select(cmp(Op::Gt, x, m), x, m))});
   const std::string ex = b.fresh("ex");
@@ -420,7 +428,8 @@ std::optional<LoweredNode> lowerSoftmaxRows(const Node& n, FuncBuilder& b, const
                     logSoftmax ? sub(sub(x, m), call("log", {su})) : div(load(out, at, t), su))});
   Schedule sch;
   sch["axis"] = static_cast<int64_t>(axis);
-  return b.finish(runNest({ov, iv}, {outer, inner}, std::move(body), true), std::move(sch), o);
+  sch["vector_width"] = w;
+  return b.finish(runNest({ov}, {outer}, std::move(body), true), std::move(sch), o);
 }
 
 std::optional<LoweredNode> lowerSoftmax(const Node& n, FuncBuilder& b, const LowerOptions& o,
