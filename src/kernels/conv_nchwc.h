@@ -17,10 +17,12 @@ inline constexpr int64_t kNchwcBlock = 16;
 inline constexpr int64_t kNchwcTilePixels = 14; // the tile: 14 pixels of a row x 32 channels
 inline int64_t nchwcBlocks(int64_t channels) { return (channels + kNchwcBlock - 1) / kNchwcBlock; }
 
-// Whether conv2dNchw16c runs this (group-1) convolution: dilation 1, stride 1 or 2 along W, output
-// rows of at least 14 pixels, or of 7 (7x7 maps, two rows to a tile; a 7-pixel tile lost to the
-// NCHW pixel-rows GEMM on resnet18's 7x7x512 layers once their weights streamed from memory,
-// 1.53 -> 1.70 ms). Stems (conv2dNchwToNchw16c) need rows of 14.
+// Whether conv2dNchw16c runs this (group-1) convolution: dilation 1, stride 1 or 2 along W. Rows
+// of any width: 14+ pixels in 14-pixel tiles, 7 two rows to a tile (7x7 maps), narrower ones one
+// tile per row through a scratch tile (a symbolic size's small run). Where the blocked kernel is
+// worth it is the layout pass's choice (passes/assign_layout.h: rows of 14+, or 7 with a small
+// K; a 7-pixel tile lost to the NCHW pixel-rows GEMM on resnet18's 7x7x512 layers once their
+// weights streamed from memory, 1.53 -> 1.70 ms).
 bool nchwcConvApplies(const Conv2dShape& s);
 
 // The packed weights: per pair of output blocks, [input blocks][KH * KW][16][32] (zeros past Cin
