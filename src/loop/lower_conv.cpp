@@ -7,6 +7,7 @@
 #include "kernels/registry.h"
 #include "loop/lower_ops.h"
 
+#include <functional>
 #include <tuple>
 
 namespace aicc::loop::detail {
@@ -66,6 +67,31 @@ CallArg val(int64_t v) { return CallArg{"", nullptr, intImm(v)}; }
 
 namespace {
 
+// Weights packed at compile time for @conv2d_nchw_packed_<kd>'s GEMM form (kernels::convRowsFor
+// of one group's geometry cs, which the runtime picks alike), G groups one after another: group
+// g's [cs.Cout, cs.Cin * taps] rows read from groupWeights(g). The constant's name, its floats per
+// group and whether the pixels are the GEMM's rows (the call's last argument says so).
+struct PackedConvWeights {
+  std::string name;
+  int64_t perGroup;
+  bool pixelRows;
+};
+PackedConvWeights packedConvWeights(FuncBuilder& b, const std::string& base,
+                                    const kernels::KernelDesc& kd, const kernels::Conv2dShape& cs,
+                                    int64_t G,
+                                    const std::function<const float*(int64_t)>& groupWeights,
+                                    const LowerOptions& o) {
+  const kernels::ConvRows rows = kernels::convRowsFor(kd, cs);
+  const bool pixelRows = rows == kernels::ConvRows::Pixels;
+  const int64_t per = kernels::convPackedWeightFloats(kd, cs, rows);
+  Tensor packed(DType::F32, {o.probe ? 0 : per * G}); // a probe needs no data
+  for (int64_t g = 0; g < G && !o.probe; ++g)
+    kernels::packConvWeights(kd, cs, rows, groupWeights(g), packed.data<float>() + g * per);
+  return {b.constant(base, std::move(packed),
+                     std::string(pixelRows ? "packed_b:" : "packed_a:") + kd.name),
+          per, pixelRows};
+}
+
 // ConvTranspose's sizes as its lowerings take them: groups, channels per group (in, out), the
 // input's static sides (at the bounds), kernel, strides, dilations, the leading pads and the
 // run's dims of X and Y.
@@ -96,22 +122,19 @@ Block convTransposeGemm(FuncBuilder& b, const ConvTransposeGeometry& geo, const 
   const int64_t G = geo.G, Cg = geo.Cg, Mg = geo.Mg, K = k[0] * k[1], M = G * Mg;
   kernels::Conv2dShape cs; // one group's GEMM, as a 1x1 convolution
   cs.H = in[0], cs.W = in[1], cs.Cin = Cg, cs.Cout = Mg * K, cs.KH = cs.KW = 1;
-  const kernels::ConvRows rows = kernels::convRowsFor(kd, cs);
-  const int64_t per = kernels::convPackedWeightFloats(kd, cs, rows);
-  Tensor packed(DType::F32, {o.probe ? 0 : per * G}); // a probe needs no data
-  if (!o.probe) {
-    const float* src = w.data<float>(); // [G * Cg, Mg, K]
-    std::vector<float> wt(size_t(Mg * K * Cg));
-    for (int64_t g = 0; g < G; ++g) {
-      for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t j = 0; j < Mg * K; ++j)
-          wt[size_t(j * Cg + c)] = src[(g * Cg + c) * Mg * K + j];
-      kernels::packConvWeights(kd, cs, rows, wt.data(), packed.data<float>() + g * per);
-    }
-  }
-  const bool pixelRows = rows == kernels::ConvRows::Pixels;
-  const std::string WP = b.constant(b.fresh("w_transposed"), std::move(packed),
-                                    std::string(pixelRows ? "packed_b:" : "packed_a:") + kd.name);
+  std::vector<float> wt(size_t(Mg * K * Cg)); // group g's W [Cg, Mg * K] transposed
+  const PackedConvWeights packed = packedConvWeights(
+      b, b.fresh("w_transposed"), kd, cs, G,
+      [&](int64_t g) {
+        const float* src = w.data<float>() + g * Cg * Mg * K;
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t j = 0; j < Mg * K; ++j) wt[size_t(j * Cg + c)] = src[c * Mg * K + j];
+        return wt.data();
+      },
+      o);
+  const std::string& WP = packed.name;
+  const int64_t per = packed.perGroup;
+  const bool pixelRows = packed.pixelRows;
   const std::string cols = b.temp("cols", DType::F32, {Mg * K, in[0] * in[1]});
   const std::string nv = b.fresh("n"), gv = b.fresh("g"), mv = b.fresh("m"), pv = b.fresh("p");
   const ExprPtr n = var(nv), g = var(gv), inSz = product(inE), outSz = product(outE);
@@ -484,15 +507,12 @@ Block convBody(FuncBuilder& b, const Node& head, const Bind& bind, const std::st
       cs.H = in2[0], cs.W = in2[1], cs.Cin = Cg, cs.Cout = Mg, cs.KH = k2[0], cs.KW = k2[1];
       cs.strideH = st2[0], cs.strideW = st2[1], cs.padTop = pb[0], cs.padLeft = pb[1];
       cs.padBottom = pe[0], cs.padRight = pe[1], cs.dilH = dl2[0], cs.dilW = dl2[1];
-      const kernels::ConvRows rows = kernels::convRowsFor(*kd, cs);
-      const bool pixelRows = rows == kernels::ConvRows::Pixels;
-      const int64_t Kg = Cg * kSz, per = kernels::convPackedWeightFloats(*kd, cs, rows);
       const float* wsrc = wv->constant->data<float>();
-      Tensor packed(DType::F32, {o.probe ? 0 : per * s.G}); // a probe needs no data
-      for (int64_t g = 0; g < s.G && !o.probe; ++g)
-        kernels::packConvWeights(*kd, cs, rows, wsrc + g * Mg * Kg, packed.data<float>() + g * per);
-      std::string WP = b.constant(W + "_packed", std::move(packed),
-                                  std::string(pixelRows ? "packed_b:" : "packed_a:") + kd->name);
+      const PackedConvWeights packed = packedConvWeights(
+          b, W + "_packed", *kd, cs, s.G, [&](int64_t g) { return wsrc + g * Mg * Cg * kSz; }, o);
+      const std::string& WP = packed.name;
+      const int64_t per = packed.perGroup;
+      const bool pixelRows = packed.pixelRows;
       std::string gv = b.fresh("g");
       ExprPtr g = var(gv);
       const ExprPtr yOff = add(yImage, mul(g, mul(intImm(Mg), outSzE)));
