@@ -156,10 +156,7 @@ Tensor blockedChannelConstant(const Tensor& t) {
 bool assignLayout(Model& m, int64_t block, const std::vector<SizeRange>& ranges) {
   if (block != kLayoutBlock) return false;
   Bounds sizes;
-  for (const SizeRange& r : ranges) {
-    sizes[r.name] = r.hi;
-    if (r.step > 1) sizes[stepSymbol(r.name, r.step)] = r.hi / r.step; // (passes/dim_steps.h)
-  }
+  for (const SizeRange& r : ranges) setSymbolValue(sizes, r.name, r.step, r.hi);
   Graph& g = *m.graph;
   // 1. Candidates, in topological order: convolutions, then lane-wise ops fed by candidates.
   std::map<const Node*, double> flops; // candidate -> its convolution FLOPs (0: lane-wise)

@@ -68,6 +68,12 @@ std::string stepSymbol(const std::string& symbol, int64_t step) {
   return fmt::format("{}/{}", symbol, step);
 }
 
+void setSymbolValue(std::map<std::string, int64_t>& at, const std::string& symbol, int64_t step,
+                    int64_t value) {
+  at[symbol] = value;
+  if (step > 1) at[stepSymbol(symbol, step)] = value / step;
+}
+
 DimExpr steppedDim(const std::string& symbol, int64_t step) {
   return DimExpr::constant(step) * DimExpr::symbol(stepSymbol(symbol, step));
 }

@@ -24,6 +24,10 @@ namespace aicc {
 // The symbol standing for `symbol` / step: "H/32", and the dim `symbol` becomes: 32*"H/32".
 std::string stepSymbol(const std::string& symbol, int64_t step);
 DimExpr steppedDim(const std::string& symbol, int64_t step);
+// `symbol` at `value` as the dims read it: at[symbol], and with a step > 1 at[stepSymbol] =
+// value / step (a stepped symbol's dims are written in the latter).
+void setSymbolValue(std::map<std::string, int64_t>& at, const std::string& symbol, int64_t step,
+                    int64_t value);
 
 // Every dim of every value (subgraphs included) with each symbol s of `steps` replaced by
 // step * stepSymbol(s, step), then shapes re-inferred.

@@ -191,8 +191,8 @@ std::optional<Samples> sample(const Value* cond, const std::vector<SizeRange>& r
   Samples s;
   s.range = range;
   for (int64_t x = lo; x <= range->hi; x += step) {
-    std::map<std::string, int64_t> at{{range->name, x}};
-    if (step > 1) at[stepSymbol(range->name, step)] = x / step;
+    std::map<std::string, int64_t> at;
+    setSymbolValue(at, range->name, step, x);
     s.sizes.push_back(x);
     try {
       s.values.push_back(Evaluate(at)(cond));

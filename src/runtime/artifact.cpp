@@ -201,11 +201,8 @@ RValue owned(RValue r) {
 std::map<std::string, int64_t> symbolMap(const std::vector<rt::Symbol>& symbols,
                                          const std::function<int64_t(size_t)>& value) {
   std::map<std::string, int64_t> at;
-  for (size_t k = 0; k < symbols.size(); ++k) {
-    at[symbols[k].name] = value(k);
-    if (symbols[k].step > 1)
-      at[stepSymbol(symbols[k].name, symbols[k].step)] = value(k) / symbols[k].step;
-  }
+  for (size_t k = 0; k < symbols.size(); ++k)
+    setSymbolValue(at, symbols[k].name, symbols[k].step, value(k));
   return at;
 }
 
