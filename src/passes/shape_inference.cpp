@@ -4,6 +4,14 @@
 
 namespace aicc {
 
+bool shapesContradict(const Shape& declared, const Shape& inferred) {
+  if (declared.size() != inferred.size()) return true;
+  for (size_t i = 0; i < declared.size(); ++i)
+    if (declared[i].isStatic() && inferred[i].isStatic() && declared[i].value != inferred[i].value)
+      return true;
+  return false;
+}
+
 Type mergeTypes(const Type& declared, const Type& inferred, const std::string& what) {
   if (declared.kind == Type::Kind::Unknown) return inferred;
   if (inferred.kind == Type::Kind::Unknown) return declared;
@@ -24,15 +32,13 @@ Type mergeTypes(const Type& declared, const Type& inferred, const std::string& w
     t.shape = declared.shape;
     return t;
   }
-  AICC_CHECK(declared.shape->size() == t.shape->size(), "{}: declared shape {} but inferred {}", what,
-             formatShape(*declared.shape), formatShape(*t.shape));
+  AICC_CHECK(!shapesContradict(*declared.shape, *t.shape), "{}: declared shape {} but inferred {}",
+             what, formatShape(*declared.shape), formatShape(*t.shape));
   for (size_t i = 0; i < t.shape->size(); ++i) {
     const Dim& d = (*declared.shape)[i];
     Dim& r = (*t.shape)[i];
-    if (d.isStatic() && r.isStatic())
-      AICC_CHECK(d.value == r.value, "{}: declared shape {} but inferred {}", what,
-                 formatShape(*declared.shape), formatShape(*t.shape));
-    else if (d.isStatic()) r = d;
+    if (d.isStatic() && !r.isStatic())
+      r = d;
     else if (!r.isStatic() && r.symbol.empty()) r = d; // keep the declared symbol name
   }
   return t;

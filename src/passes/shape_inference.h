@@ -23,5 +23,8 @@ bool refreshShapes(Model& m);
 
 // Merge of a declared and an inferred type (see above); `what` names the value in errors.
 Type mergeTypes(const Type& declared, const Type& inferred, const std::string& what);
+// Whether two shapes cannot be one: other ranks, or another static size at some dim (what
+// mergeTypes refuses).
+bool shapesContradict(const Shape& declared, const Shape& inferred);
 
 } // namespace aicc

@@ -455,11 +455,7 @@ void Importer::adoptDeclared(Graph& g) {
       for (Dim& d : *t.shape)
         if (!d.isStatic() && !inputSymbols.count(d.symbol)) d = Dim{};
       const Type& got = v->type;
-      bool contradicts = got.isTensor() && got.shape && got.shape->size() != t.shape->size();
-      for (size_t i = 0; !contradicts && got.isTensor() && got.shape && i < t.shape->size(); ++i)
-        contradicts = (*t.shape)[i].isStatic() && (*got.shape)[i].isStatic() &&
-                      (*t.shape)[i].value != (*got.shape)[i].value;
-      if (contradicts) {
+      if (got.isTensor() && got.shape && shapesContradict(*t.shape, *got.shape)) {
         result_.warnings.push_back(
             fmt::format("{} is declared {} but computes {}: the declaration is ignored", what, as,
                         formatType(got)));
