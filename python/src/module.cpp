@@ -358,7 +358,7 @@ public:
     art_ = std::make_unique<runtime::LoadedArtifact>(dir);
   }
   std::vector<ArgInfo> inputs() const { return infos(art_->inputs(), art_->symbols()); }
-  std::vector<ArgInfo> outputs() const { return infos(art_->outputs(), art_->symbols()); }
+  std::vector<ArgInfo> outputs() const { return infos(art_->outputs(), art_->outputSymbols()); }
   py::list run(const py::list& arrays) {
     std::vector<std::string> names;
     for (const auto& d : art_->inputs()) names.push_back(d.name);

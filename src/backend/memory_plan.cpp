@@ -106,7 +106,8 @@ ValueHome homeOf(const Graph& g, const MemoryPlan& plan, const Value* v) {
   }
   const PlannedValue* pv = plan.find(v);
   AICC_CHECK(pv, "value '{}' has no place in the memory plan", v->name);
-  if (pv->storage == MemStorage::Arena || pv->storage == MemStorage::Dynamic)
+  if (pv->storage == MemStorage::Arena || pv->storage == MemStorage::Dynamic ||
+      pv->storage == MemStorage::Heap)
     return {pv->storage, pv->offset, v, 0};
   // A view of a constant or of a graph input: follow the views to it.
   const Value* root = v;
@@ -181,7 +182,8 @@ std::map<const Value*, SliceOf> concatSlices(const Graph& g, const MemoryPlanOpt
   std::vector<Candidate> candidates;
   for (const auto& np : g.nodes) {
     std::vector<int64_t> offsets = concatOffsets(*np);
-    bool ok = !offsets.empty() && !isGraphOutput(g, np->outputs[0]);
+    bool ok = !offsets.empty() && !isGraphOutput(g, np->outputs[0]) &&
+              !(opts.runSized && opts.runSized(np->outputs[0]));
     std::set<const Value*> seen;
     for (size_t i = 0; ok && i < np->inputs.size(); ++i) {
       const Value* x = np->inputs[i];
@@ -189,7 +191,8 @@ std::map<const Value*, SliceOf> concatSlices(const Graph& g, const MemoryPlanOpt
       ok = offsets[i] % alignment == 0 && producer && x->owner == &g && !x->constant &&
            !isGraphOutput(g, x) && seen.insert(x).second && !isViewNode(*producer) &&
            !(producer->op == "Concat" && producer->domain.empty()) &&
-           (i + 1 == np->inputs.size() || !opts.fixedSize || opts.fixedSize(x));
+           (i + 1 == np->inputs.size() || !opts.fixedSize || opts.fixedSize(x)) &&
+           !(opts.runSized && opts.runSized(x));
     }
     if (ok) candidates.push_back({np.get(), std::move(offsets)});
   }
@@ -374,20 +377,28 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
       const TensorLiveness* t = live.at(o);
       PlannedValue v;
       v.value = o;
+      v.def = t->def;
+      v.lastUse = t->lastUse;
       const bool bf16 = opts.bf16Values && opts.bf16Values->count(o);
-      if (hasDynamicSize(o->type)) { // a dynamic slot
-        v.storage = MemStorage::Dynamic;
-        v.offset = p.dynamicValues++;
-        v.def = t->def;
-        v.lastUse = t->lastUse;
+      // Outside the arena: a dynamic slot, a growable buffer or a view of one.
+      const bool dynamic = hasDynamicSize(o->type), heap = opts.runSized && opts.runSized(o);
+      if (dynamic || heap) {
+        const PlannedValue* s = isViewNode(n) && opts.views ? p.find(n.inputs[0]) : nullptr;
+        v.storage = dynamic ? MemStorage::Dynamic : MemStorage::Heap;
+        if (heap && s && s->storage == MemStorage::Heap) {
+          v.how = MemHow::View;
+          v.aliasOf = n.inputs[0];
+          v.offset = s->offset;
+          ++p.views;
+        } else {
+          v.offset = dynamic ? p.dynamicValues++ : p.heapValues++;
+        }
         p.index[o] = p.values.size();
         p.values.push_back(v);
         continue;
       }
       v.bf16 = bf16;
       v.bytes = bf16 ? t->bytes / 2 : t->bytes; // (f32 values only)
-      v.def = t->def;
-      v.lastUse = t->lastUse;
       bool isOut = isGraphOutput(g, o);
       bool done = false;
 
@@ -419,7 +430,7 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts) {
           v.offset = w->second;
           done = true;
         } else if (const PlannedValue* s = p.find(src);
-                   s && s->storage != MemStorage::Dynamic &&
+                   s && s->storage != MemStorage::Dynamic && s->storage != MemStorage::Heap &&
                    (s->bytes == v.bytes || s->storage == MemStorage::Input)) {
           v.storage = s->storage;
           v.offset = s->offset;

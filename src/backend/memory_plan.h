@@ -48,8 +48,9 @@ constexpr int64_t kArenaAlignment = 64;
 
 // Dynamic: a node result without a static size (a data-dependent shape, a sequence, an optional,
 // strings): not in the arena but in dynamic slot `offset` of the executor (rt/artifact.h), where
-// the fallback task that computes it puts it.
-enum class MemStorage { Arena, Input, Weight, Dynamic };
+// the fallback task that computes it puts it. Heap: a tensor sized at run time
+// (MemoryPlanOptions::runSized): growable buffer `offset` of the executor (rt::HeapBuffer).
+enum class MemStorage { Arena, Input, Weight, Dynamic, Heap };
 // How a value got its storage: its own buffer, a view of its data input, written in place over
 // an input, or a slice of a Concat's result (`within` bytes into it).
 enum class MemHow { Own, View, InPlace, Slice };
@@ -98,6 +99,10 @@ struct MemoryPlanOptions {
   // the result are the run's then; at the bounds' offsets, a smaller run read the later inputs
   // where they were not: YOLOv8's anchor strides, zeros past the first level). Null: all are.
   std::function<bool(const Value*)> fixedSize;
+  // Tensors whose size the run decides with no bound the plan knows (data symbols sized at run
+  // time: a ConstantOfShape of a run-time shape): a growable buffer each (MemStorage::Heap), a
+  // view of one (a Reshape) the same buffer. Null: none.
+  std::function<bool(const Value*)> runSized;
   // f32 node results stored as bf16 (2 bytes an element; runtime/artifact_build.cpp decides).
   const std::set<const Value*>* bf16Values = nullptr;
 };
@@ -117,6 +122,7 @@ struct MemoryPlan {
   std::string fit;             // the placement that was kept
   int64_t views = 0, inPlace = 0, concatsInPlace = 0;
   int64_t dynamicValues = 0; // results in dynamic slots [0, dynamicValues)
+  int64_t heapValues = 0;    // growable buffers [0, heapValues) (MemStorage::Heap)
 
   double ratio() const {
     return lowerBoundBytes > 0 ? double(arenaBytes) / double(lowerBoundBytes) : 1.0;

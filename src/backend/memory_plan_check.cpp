@@ -113,6 +113,12 @@ std::vector<std::string> checkMemoryPlan(const Graph& g, const MemoryPlan& plan)
         continue;
       }
       auto need = staticBytes(o->type);
+      if (pv->storage == MemStorage::Heap) { // sized at run time: a buffer of its own, or a view
+        if (pv->offset < 0 || pv->offset >= plan.heapValues ||
+            (pv->how != MemHow::Own && pv->how != MemHow::View))
+          errs.push_back(fmt::format("value '{}': bad growable buffer {}", o->name, pv->offset));
+        continue;
+      }
       if (pv->storage == MemStorage::Dynamic) { // no static size, no alias, a slot of its own
         if (!hasDynamicSize(o->type) || pv->how != MemHow::Own || pv->offset < 0 ||
             pv->offset >= plan.dynamicValues)
@@ -251,6 +257,7 @@ std::string formatMemoryPlan(const MemoryPlan& p) {
     std::string where = v.storage == MemStorage::Arena     ? fmt::format("arena@{}", v.offset)
                         : v.storage == MemStorage::Weight  ? fmt::format("weights@{}", v.offset)
                         : v.storage == MemStorage::Dynamic ? fmt::format("dynamic#{}", v.offset)
+                        : v.storage == MemStorage::Heap    ? fmt::format("heap#{}", v.offset)
                                                            : std::string("input");
     std::string how = v.how == MemHow::Own    ? std::string("own")
                       : v.how == MemHow::View ? "view of %" + v.aliasOf->name

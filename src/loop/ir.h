@@ -168,6 +168,10 @@ struct Stmt {
 enum class Role : uint8_t { In, Out, Temp };
 std::string_view roleName(Role r);
 
+// The layout word of a buffer sized at run time (a growable buffer of the runtime): its shape is
+// a placeholder ([1]) and the verifier does not bound its indices (L9).
+inline constexpr const char* kRunSizedLayout = "run_sized";
+
 struct Buffer {
   std::string name;
   DType dtype = DType::F32;

@@ -68,6 +68,10 @@ struct LowerOptions {
   // of that symbol is `value` from then on (the lowering computes it before any use). nullopt:
   // not such a dim (or no symbolic lowering: null).
   std::function<std::optional<Stmt>(const Value* v, size_t k, const ExprPtr& value)> setDataDim;
+  // The sizes alone (loop/per_sample.h, symbols sized at run time): the lowering's statements up
+  // to its result's dims (gatherNest's prefix), which write them (setDataDim); the node's own
+  // task follows once the runtime has grown its buffers to them.
+  bool sizesOnly = false;
 };
 
 // A lowered node: the Func, and which graph values bind to its buffer parameters.

@@ -545,8 +545,9 @@ LoweredNode gatherNest(FuncBuilder& b, const std::string& out, const Dims& od,
   int64_t w = od.empty() ? 1 : vectorWidthFor(o, t, od.back());
   Block body = std::move(prefix);
   // Symbolic sizes: the output's run extents (value() reads the inputs at the run's strides).
-  for (auto& s : copyLoops(b, out, runDims(o, b.node.outputs[0], od), w, value))
-    body.push_back(std::move(s));
+  if (!o.sizesOnly) // (the prefix computes the sizes)
+    for (auto& s : copyLoops(b, out, runDims(o, b.node.outputs[0], od), w, value))
+      body.push_back(std::move(s));
   sched["vector_width"] = w;
   return b.finish(std::move(body), std::move(sched), o);
 }
@@ -619,6 +620,16 @@ ExprPtr clampedIndex(ExprPtr k, DType it, int64_t dim) {
 ExprPtr clampedIndex(ExprPtr k, DType it, ExprPtr dim) {
   if (it != DType::I64) k = cast(DType::I64, k);
   return clampIndex(select(cmp(Op::Lt, k, intImm(0)), add(k, dim), k), dim);
+}
+
+Block setOrCheckDims(const LowerOptions& o, const Value* v, const std::string& dims,
+                     const Dims& planned) {
+  Block out;
+  for (size_t d = 0; d < planned.size() && o.setDataDim; ++d)
+    if (auto set = o.setDataDim(v, d, max(load(dims, intImm(int64_t(d)), DType::I64), intImm(0))))
+      out.push_back(std::move(*set));
+  if (!planned.empty()) out.push_back(checkValuesI64(dims, runDims(o, v, planned)));
+  return out;
 }
 
 Block checkFixedValues(FuncBuilder& b, const Value* v, const std::vector<int64_t>& at,

@@ -9,18 +9,120 @@ namespace aicc::loop::detail {
 
 namespace {
 
+// A Reshape's result dims from its run-time shape input (0 keeps the input's dim unless
+// allowzero, -1 takes the elements left), into i64 temp `dims`, and their product checked against
+// the input's elements: the result's data symbols written (setOrCheckDims).
+Block reshapeDims(FuncBuilder& b, const Node& n, const Dims& od, const std::vector<ExprPtr>& ie,
+                  const LowerOptions& o) {
+  const Value* shape = n.inputs.at(1);
+  if (!isInteger(shape->type.dtype)) no("a shape that is not integer");
+  const bool allowZero = n.attrInt("allowzero", 0) != 0;
+  const int64_t r = int64_t(od.size());
+  const std::string dims = b.temp("dims", DType::I64, {std::max<int64_t>(r, 1)}),
+                    counts = b.temp("elements", DType::I64, {1});
+  Block pre;
+  std::vector<ExprPtr> given;
+  ExprPtr known = intImm(1);
+  for (int64_t d = 0; d < r; ++d) {
+    ExprPtr v = loadI64(b, shape, d);
+    if (!allowZero)
+      v = select(cmp(Op::Eq, v, intImm(0)), d < int64_t(ie.size()) ? ie[size_t(d)] : intImm(-2), v);
+    given.push_back(v);
+    known = mul(known, select(cmp(Op::Eq, v, intImm(-1)), intImm(1), v));
+  }
+  const ExprPtr total = product(ie);
+  const std::string k = b.fresh("known");
+  pre.push_back(Stmt::let(k, known));
+  const ExprPtr rest =
+      select(cmp(Op::Gt, var(k), intImm(0)), div(total, max(var(k), intImm(1))), intImm(-2));
+  ExprPtr all = intImm(1);
+  for (int64_t d = 0; d < r; ++d) {
+    const ExprPtr v = select(cmp(Op::Eq, given[size_t(d)], intImm(-1)), rest, given[size_t(d)]);
+    pre.push_back(Stmt::store(dims, intImm(d), v));
+    all = mul(all, load(dims, intImm(d), DType::I64));
+  }
+  for (Stmt& st : setOrCheckDims(o, n.outputs[0], dims, od)) pre.push_back(std::move(st));
+  pre.push_back(Stmt::store(counts, intImm(0), all)); // (a shape of other elements: an error)
+  pre.push_back(checkValuesI64(counts, {total}));
+  return pre;
+}
+
+// Expand's result dims from its run-time shape input and its input's run dims as numpy
+// broadcasts them (a 1 takes the other; two others differing: -1, the run's error), into an i64
+// temp, written where they are sizes set at run time and checked (setOrCheckDims).
+Block expandDims(FuncBuilder& b, const Node& n, const Dims& od, const std::vector<ExprPtr>& ie,
+                 const LowerOptions& o) {
+  const Value* shape = n.inputs.at(1);
+  const Dims sd = staticDims(shape, "shape");
+  if (sd.size() != 1 || !isInteger(shape->type.dtype)) no("a shape that is not 1-D integer");
+  const int64_t r = int64_t(od.size()), k = sd[0], xr = int64_t(ie.size());
+  if (k > r || xr > r) no("a result of lower rank than its shape or input");
+  if (!o.runtimeKernels) no("a shape given at run time (checked by the runtime only)");
+  const std::string dims = b.temp("dims", DType::I64, {std::max<int64_t>(r, 1)});
+  Block pre;
+  for (int64_t d = 0; d < r; ++d) {
+    const ExprPtr s = d >= r - k ? loadI64(b, shape, d - (r - k)) : intImm(1),
+                  x = d >= r - xr ? ie[size_t(d - (r - xr))] : intImm(1);
+    const ExprPtr fits = binary(Op::Or, cmp(Op::Eq, x, intImm(1)), cmp(Op::Eq, x, s));
+    pre.push_back(Stmt::store(dims, intImm(d),
+                              select(cmp(Op::Eq, s, intImm(1)), x, select(fits, s, intImm(-1)))));
+  }
+  for (Stmt& st : setOrCheckDims(o, n.outputs[0], dims, od)) pre.push_back(std::move(st));
+  return pre;
+}
+
+// Expand with its shape given at run time (the shape checked against the result's dims, or the
+// sizes it sets computed: LowerOptions::sizesOnly), or at run sizes that do not say which dims
+// broadcast: a gather nest whose input index is clamped into the input's run dims (0 along its
+// dims of 1 in this run). Other
+// Expands are elementwise (the Lowerer's broadcast): nullopt here.
+std::optional<LoweredNode> lowerExpand(const Node& n, const std::string& name,
+                                       const LowerOptions& o) {
+  const Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
+  const std::vector<ExprPtr> ie = runDims(o, n.inputs[0], id), oe = runDims(o, n.outputs[0], od);
+  const bool runShape = !n.inputs.at(1)->constant && o.runtimeKernels;
+  if (id.size() > od.size() || (!runShape && !o.sizesOnly && sameRunDims(id, ie, oe)))
+    return std::nullopt;
+  FuncBuilder b(n, name, "data");
+  Block pre = runShape || o.sizesOnly ? expandDims(b, n, od, ie, o) : Block{};
+  if (o.sizesOnly) return b.finish(std::move(pre), {}, o);
+  const std::string in = b.input(n.inputs[0]), out = b.output(0);
+  const size_t off = od.size() - id.size();
+  const DType t = n.outputs[0]->type.dtype;
+  return gatherNest(
+      b, out, od,
+      [&](const std::vector<ExprPtr>& v) {
+        std::vector<ExprPtr> idx;
+        for (size_t j = 0; j < id.size(); ++j) // (a dim of 1: 0; else the checked same size)
+          idx.push_back(clampIndex(v[off + j], ie[j]));
+        return load(in, runIndex(idx, stridesOf(ie)), t);
+      },
+      o, {}, std::move(pre));
+}
+
 std::optional<LoweredNode> lowerAlias(const Node& n, const std::string& name,
                                       const LowerOptions& o) {
   FuncBuilder b(n, name, "alias");
   std::string out = b.output(0);
-  Dims od = staticDims(n.outputs[0], "output");
+  Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
   std::string in = b.input(n.inputs.at(0));
-  if (numel(staticDims(n.inputs[0], "input")) != numel(od)) no("element counts differ");
+  // Symbolic sizes: the run's elements; a Reshape's sizes set at run time from its shape input.
+  const std::vector<ExprPtr> oe = runDims(o, n.outputs[0], od), ie = runDims(o, n.inputs[0], id);
+  Block pre;
+  if (n.op == "Reshape" && n.hasInput(1) && !n.inputs[1]->constant && o.setDataDim)
+    pre = reshapeDims(b, n, od, ie, o);
+  if (o.sizesOnly) return b.finish(std::move(pre), {}, o);
+  // (the run checks both counts equal; the smaller bounds the copy where a side has a bound)
+  const ExprPtr total =
+      equal(product(ie), product(oe)) ? product(oe) : min(product(ie), product(oe));
+  if (isImm(product(ie)) && isImm(product(oe)) && numel(id) != numel(od))
+    no("element counts differ");
   DType t = n.outputs[0]->type.dtype;
-  int64_t total = numel(od);
   std::string i = b.fresh("i");
-  Block body = nest({i}, {total}, {Stmt::store(out, var(i), load(in, var(i), t))}, true,
-                    vectorWidthFor(o, t, total));
+  Block body = std::move(pre);
+  for (Stmt& st : runNest({i}, {total}, {Stmt::store(out, var(i), load(in, var(i), t))}, true,
+                          vectorWidthFor(o, t, numel(od))))
+    body.push_back(std::move(st));
   Schedule s;
   s["view"] = 1;
   return b.finish(std::move(body), std::move(s), o);
@@ -241,10 +343,29 @@ std::optional<LoweredNode> lowerGatherElements(const Node& n, const std::string&
   if (!sameRunDims(od, runDims(o, n.outputs[0], od), xr))
     no("a result whose dims are not the indices'");
   Block check = checkIndices(ind, it, product(xr), ir[axis], o);
+  // The other dims of the indices at most the data's (where the sizes do not say so: a size set
+  // at run time), else the run's error; clamped all the same.
+  std::vector<size_t> unsure;
+  for (size_t d = 0; d < id.size(); ++d)
+    if (d != axis && !(isImm(xr[d]) && isImm(ir[d]) && xd[d] <= id[d]) && xr[d] != ir[d])
+      unsure.push_back(d);
+  if (!unsure.empty()) {
+    if (!o.runtimeKernels) no("indices that may be longer than the data");
+    const std::string over = b.temp("longer", DType::I64, {int64_t(unsure.size())});
+    std::vector<ExprPtr> zeros;
+    for (size_t k = 0; k < unsure.size(); ++k) {
+      check.push_back(
+          Stmt::store(over, intImm(int64_t(k)),
+                      select(cmp(Op::Le, xr[unsure[k]], ir[unsure[k]]), intImm(0), xr[unsure[k]])));
+      zeros.push_back(intImm(0));
+    }
+    check.push_back(checkValuesI64(over, zeros));
+  }
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& v) {
         std::vector<ExprPtr> idx = v;
+        for (size_t d : unsure) idx[d] = clampIndex(v[d], ir[d]);
         idx[axis] = clampedIndex(load(ind, runIndex(v, stridesOf(xr)), it), it, ir[axis]);
         return load(in, runIndex(idx, stridesOf(ir)), t);
       },
@@ -365,34 +486,31 @@ std::optional<LoweredNode> lowerPad(const Node& n, const std::string& name, cons
   auto axesC = n.hasInput(3) ? constInts(n, 3) : std::optional<std::vector<int64_t>>();
   // Symbolic sizes: the input's run dims for the edges, wraps, reflections and strides.
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
-  bool symbolic = false;
-  for (const ExprPtr& e : ir) symbolic |= !isImm(e);
   if (pads && (axesC || !n.hasInput(3))) {
     for (int64_t k = 0; k < A; ++k)
       before[size_t(axesC ? normAxis((*axesC)[size_t(k)], id.size(), n) : k)] =
           intImm((*pads)[size_t(k)]);
   } else {
     // Pads (or axes) given at run time: each dim's leading pad into a temp and the output dims
-    // they imply checked against the compiled shape (@check_values_i64), as Slice does.
+    // they imply checked against the compiled shape (@check_values_i64), as Slice does, or,
+    // where they are sizes set at run time, written (setOrCheckDims).
     if (!o.runtimeKernels) no("non-constant pads (checked by the runtime only)");
-    if (symbolic) no("pads given at run time with symbolic sizes");
     std::string beg = b.temp("before", DType::I64, {rank}),
                 cnt = b.temp("dims", DType::I64, {rank});
     for (int64_t d = 0; d < rank; ++d) {
-      ExprPtr first = intImm(0), total = intImm(id[size_t(d)]);
+      ExprPtr first = intImm(0), total = ir[size_t(d)];
       for (int64_t k = 0; k < A; ++k) {
         ExprPtr a = n.hasInput(3) ? loadI64(b, n.inputs[3], k) : intImm(k);
         a = select(cmp(Op::Lt, a, intImm(0)), add(a, intImm(rank)), a);
         const ExprPtr here = cmp(Op::Eq, a, intImm(d)), lead = loadI64(b, n.inputs[1], k);
         first = select(here, lead, first);
-        total = select(here, add(intImm(id[size_t(d)]), add(lead, loadI64(b, n.inputs[1], A + k))),
-                       total);
+        total = select(here, add(ir[size_t(d)], add(lead, loadI64(b, n.inputs[1], A + k))), total);
       }
       pre.push_back(Stmt::store(beg, intImm(d), first));
       pre.push_back(Stmt::store(cnt, intImm(d), total));
       before[size_t(d)] = load(beg, intImm(d), DType::I64);
     }
-    pre.push_back(checkValuesI64(cnt, od));
+    for (Stmt& st : setOrCheckDims(o, n.outputs[0], cnt, od)) pre.push_back(std::move(st));
   }
   DType t = n.outputs[0]->type.dtype;
   ExprPtr cval = constant(t, 0);
@@ -448,6 +566,8 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze")
     return lowerAlias(n, name, o);
   if (op == "Transpose") return lowerTranspose(n, name, o);
+  if (op == "Expand")
+    if (auto ln = lowerExpand(n, name, o)) return ln;
   if (op == "Concat") return lowerConcat(n, name, o);
   if (op == "Split") return lowerSplit(n, name, o);
   if (op == "Gather") return lowerGather(n, name, o);

@@ -79,6 +79,12 @@ inline Stmt checkValuesI64(const std::string& buf, const std::vector<int64_t>& w
   for (int64_t x : want) w.push_back(intImm(x));
   return checkValuesI64(buf, w);
 }
+// Result v's dims as the run's values give them, in i64 buffer `dims` (one per dim): those that
+// are data symbols this node produces are written into the shape block (setDataDim; a negative
+// count as 0, which the check then reports), and all are checked against the run's dims
+// (@check_values_i64).
+Block setOrCheckDims(const LowerOptions& o, const Value* v, const std::string& dims,
+                     const Dims& planned);
 // Elements `at` of integer input v, which the declared result shape fixes at `want` (a window's
 // size, AffineGrid's size but C, Col2Im's shapes): a constant is compared now (declining on a
 // mismatch), anything else stored into an i64 temp and checked by the runtime

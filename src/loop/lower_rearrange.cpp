@@ -26,6 +26,16 @@ Block checkShapeInput(FuncBuilder& b, const Node& n, size_t input, const std::ve
   return {checkValuesI64(b.input(v), want)};
 }
 
+// ConstantOfShape's run-time shape input: the result's dims, written where they are data
+// symbols (sizes set at run time), checked against the run's dims everywhere.
+Block shapeOfInput(FuncBuilder& b, const Node& n, const Dims& od, const LowerOptions& o) {
+  if (n.inputs.at(0)->constant || !o.setDataDim)
+    return checkShapeInput(b, n, 0, runDims(o, n.outputs[0], od), o);
+  if (n.inputs[0]->type.dtype != DType::I64) no("a run-time shape input that is not int64");
+  if (!o.runtimeKernels) no("a shape input given at run time (checked by the runtime only)");
+  return setOrCheckDims(o, n.outputs[0], b.input(n.inputs[0]), od);
+}
+
 // Slice with starts, ends, axes or steps given at run time: each dim's first element and step
 // are computed by the runtime (ONNX's normalization and clamping) into small temps, and the
 // element counts they imply are checked against the compiled output shape (@check_values_i64),
@@ -294,7 +304,7 @@ std::optional<LoweredNode> lowerConstantOfShape(const Node& n, const std::string
     if (isInteger(t) && int64_t(v) != tv.getI64(0)) no("an integer value beyond 2^53");
   }
   // An empty output is a nest of extent 0 (its shape input still checked).
-  Block check = od.empty() ? Block{} : checkShapeInput(b, n, 0, runDims(o, n.outputs[0], od), o);
+  Block check = od.empty() ? Block{} : shapeOfInput(b, n, od, o);
   return gatherNest(
       b, out, od, [&](const std::vector<ExprPtr>&) { return constant(t, v); }, o, {},
       std::move(check));
@@ -328,8 +338,8 @@ std::optional<LoweredNode> lowerRange(const Node& n, const std::string& name,
     count = max(intImm(0), div(add(sub(limit, start), up), safe));
   }
   const std::string c = b.temp("count", DType::I64, {1});
-  Block pre = {Stmt::store(c, intImm(0), select(zeroDelta, bad, count)),
-               checkValuesI64(c, {runDims(o, n.outputs[0], od)[0]})};
+  Block pre = {Stmt::store(c, intImm(0), select(zeroDelta, bad, count))};
+  for (Stmt& st : setOrCheckDims(o, n.outputs[0], c, od)) pre.push_back(std::move(st));
   return gatherNest(
       b, out, od,
       [&](const std::vector<ExprPtr>& i) { return cast(t, add(start, mul(cast(w, i[0]), delta))); },

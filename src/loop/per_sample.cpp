@@ -105,8 +105,11 @@ void addShapeBlock(LoweredNode& ln, const std::string& block, const PerSampleCon
   ln.symbolsParam = block;
 }
 
-// The data symbols n produces: those of its results that none of its inputs has.
-std::set<std::string> producedSymbols(const Node& n, const PerSampleContext& ctx) {
+// The data symbols n produces: those of its results that none of its inputs has. Of those with
+// no bound, only the ones not sized yet when its sizes alone are lowered (LowerOptions::
+// sizesOnly), and none otherwise (they are set before its task runs).
+std::set<std::string> producedSymbols(const Node& n, const PerSampleContext& ctx,
+                                      bool sizesOnly = false) {
   std::set<std::string> produced, inputSyms;
   for (const Value* v : n.inputs)
     if (v && ctx.typeOf(v).shape)
@@ -115,9 +118,47 @@ std::set<std::string> producedSymbols(const Node& n, const PerSampleContext& ctx
     if (v && ctx.typeOf(v).shape)
       for (const Dim& d : *ctx.typeOf(v).shape)
         if (auto s = ctx.symbols.find(d.symbol);
-            !d.derived && s != ctx.symbols.end() && s->second.data && !inputSyms.count(d.symbol))
+            !d.derived && s != ctx.symbols.end() && s->second.data && !inputSyms.count(d.symbol) &&
+            s->second.runSized == sizesOnly &&
+            !(sizesOnly && ctx.sized && ctx.sized->count(d.symbol)))
           produced.insert(d.symbol);
   return produced;
+}
+
+// The buffers b loads, stores or passes to calls.
+void buffersUsed(const Block& b, std::set<std::string>& out) {
+  std::function<void(const ExprPtr&)> expr = [&](const ExprPtr& e) {
+    if (!e) return;
+    if (e->op == Op::Load) out.insert(e->name);
+    for (const ExprPtr& a : e->args) expr(a);
+  };
+  for (const Stmt& st : b) {
+    if (st.kind == StmtKind::Store) out.insert(st.name);
+    for (const ExprPtr& e : {st.lo, st.hi, st.index, st.value}) expr(e);
+    for (const CallArg& a : st.args) {
+      if (!a.buffer.empty()) out.insert(a.buffer);
+      expr(a.offset);
+      expr(a.value);
+    }
+    buffersUsed(st.body, out);
+    buffersUsed(st.orelse, out);
+  }
+}
+
+// A sizes-only lowering (LowerOptions::sizesOnly) as its task: the parameters its statements
+// use, and none of its results (their buffers are sized by what it writes); false when it
+// touches a result.
+bool keepSizesOnly(LoweredNode& ln) {
+  std::set<std::string> used;
+  buffersUsed(ln.func.body, used);
+  for (const auto& [p, _] : ln.outputs)
+    if (used.count(p)) return false;
+  auto unused = [&](const auto& x) { return !used.count(x.first); };
+  std::erase_if(ln.func.params, [&](const Buffer& b) { return !used.count(b.name); });
+  std::erase_if(ln.inputs, unused);
+  std::erase_if(ln.outputs, unused);
+  std::erase_if(ln.constants, unused);
+  return true;
 }
 
 // Renames buffer `from` to `to` in the stores of b (the shape block's name while lowering).
@@ -147,6 +188,26 @@ ExprPtr loopExprOf(const DimExpr& e, const std::function<ExprPtr(const std::stri
   f.mul = [](const ExprPtr& a, const ExprPtr& b) { return mul(a, b); };
   f.floorDiv = [](const ExprPtr& a, int64_t d) { return div(a, intImm(d)); };
   return e.fold(f);
+}
+
+bool sizedAtRunTime(const Type& t, const PerSampleContext& ctx) {
+  if (!t.isTensor() || !t.shape) return false;
+  for (const Dim& d : *t.shape)
+    if (auto e = d.isStatic() ? std::nullopt : dimExpr(d)) {
+      std::vector<std::string> syms;
+      e->symbols(syms);
+      for (const std::string& x : syms)
+        if (auto s = ctx.symbols.find(x); s != ctx.symbols.end() && s->second.runSized) return true;
+    }
+  return false;
+}
+
+// Whether some value of n is sized at run time.
+bool runSizedValues(const Node& n, const PerSampleContext& ctx) {
+  std::vector<Value*> vs;
+  valuesOf(n, vs);
+  return std::any_of(vs.begin(), vs.end(),
+                     [&](const Value* v) { return sizedAtRunTime(ctx.typeOf(v), ctx); });
 }
 
 bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx) {
@@ -236,7 +297,8 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
     }
   }
   for (int k = 0; auto& [x, ph] : placeholder) ph = kDimVar + std::to_string(k++);
-  const std::set<std::string> produced = producedSymbols(n, ctx);
+  const std::set<std::string> produced = producedSymbols(n, ctx, o.sizesOnly);
+  if (o.sizesOnly && produced.empty()) return no("it sizes nothing at run time");
   LowerOptions so = o;
   std::set<std::pair<const Value*, size_t>> read;
   std::map<std::string, ExprPtr> written; // data symbol -> the lowering's value of it
@@ -265,13 +327,20 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
       return no(fmt::format("{} does not compute its data-dependent dim {} here", opLabel(n), x));
   for (const auto* list : {&n.inputs, &n.outputs})
     for (const Value* v : *list) {
-      if (!v || v->constant || !ctx.typeOf(v).shape) continue;
+      if (o.sizesOnly || !v || v->constant || !ctx.typeOf(v).shape) continue;
       const Shape& sh = *ctx.typeOf(v).shape;
       for (size_t k = 0; k < sh.size(); ++k)
         if (!sh[k].isStatic() && !read.count({v, k}) && !written.count(sh[k].symbol))
           return no(fmt::format("'{}' is {}: {} has no lowering for symbolic sizes there", v->name,
                                 formatType(ctx.typeOf(v)), opLabel(n)));
     }
+  if (o.sizesOnly && !keepSizesOnly(*ln))
+    return no(fmt::format("{} computes its sizes with its result, not apart", opLabel(n)));
+  // A value sized at run time has no planned size: its buffer is flat, laid out `run_sized` (the
+  // runtime grows it to the run's dims before the task, rt::HeapBuffer; docs/loop-ir.md).
+  for (Buffer& b : ln->func.params)
+    if (const Value* v = ln->valueOf(b.name); v && sizedAtRunTime(ctx.typeOf(v), ctx))
+      b.shape = Dims{1}, b.layout = kRunSizedLayout;
   for (const auto& [x, _] : written) ln->dataSymbols.push_back(x);
   Func& f = ln->func;
   NameGen fresh(f);
@@ -422,6 +491,9 @@ std::optional<LoweredNode> lowerPerSample(const Node& n, const std::string& func
   std::string perSample, symbolic;
   if (!producedSymbols(n, ctx).empty()) // (the symbol is written, not a sample count)
     perSample = "it produces a data-dependent dim";
+  else if ((o.sizesOnly || runSizedValues(n, ctx)) && n.op != "Shape" && n.op != "Size")
+    // (no bound to plan samples at)
+    perSample = "its sizes are set at run time";
   else if (auto ln = lowerSamples(n, funcName, o, ctx, &perSample))
     return ln;
   if (auto ln = lowerSymbolic(n, funcName, o, ctx, &symbolic)) return ln;

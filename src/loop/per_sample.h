@@ -57,10 +57,16 @@ struct SymbolSlot {
   int64_t lo = 0;
   int64_t divisor = 1; // a stepped symbol's "S/step" (passes/dim_steps.h): slot's value / step
   bool data = false;   // a data symbol (rt::Symbol::data): written by the node producing it
+  // A data symbol with no bound (rt::Symbol::runSized): written by a task of its own before its
+  // node's (LowerOptions::sizesOnly), or by its node's fallback task; `bound` is the limit.
+  bool runSized = false;
 };
 
 struct PerSampleContext {
   std::map<std::string, SymbolSlot> symbols;
+  // The symbols sized at run time whose sizing task the task sequence already has (the builder's
+  // record: a node after it reads them, and checks its own count against them).
+  const std::set<std::string>* sized = nullptr;
   // The symbolic type of every value of the graph (the graph's values hold their bound types
   // while the artifact is built); a value missing here has its own type.
   const std::map<const Value*, Type>* types = nullptr;
@@ -74,6 +80,9 @@ ExprPtr symbolValue(const std::string& block, const SymbolSlot& slot);
 // A dim expression as an i64 loop-IR expression, its symbols given by `symbol` (floor divisions
 // of never-negative values as `/`).
 ExprPtr loopExprOf(const DimExpr& e, const std::function<ExprPtr(const std::string&)>& symbol);
+
+// Whether a dim of t reads a symbol sized at run time (SymbolSlot::runSized).
+bool sizedAtRunTime(const Type& t, const PerSampleContext& ctx);
 
 // Whether n's values have a symbolic dim (by ctx's types), counting its bodies' values.
 bool hasSymbolicValues(const Node& n, const PerSampleContext& ctx);

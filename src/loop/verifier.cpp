@@ -68,6 +68,7 @@ private:
       report(6, fmt::format("{}: index {} has type {}, not i64", where, printExpr(idx),
                             dtypeName(idx->type)));
     if (!b || unsure_ > 0) return; // under a guard the range analysis cannot use
+    if (b->layout == kRunSizedLayout) return; // (no size before the run)
     Interval r = rangeOf(idx, ranges_);
     int64_t n = 1;
     for (int64_t d : b->shape)

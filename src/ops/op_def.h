@@ -71,7 +71,8 @@ enum OpProp : uint32_t {
   kNondeterministic = 1u << 5, // random ops: never constant-folded or CSE'd
 };
 
-// A data-dependent dim's upper bound, and which of its node's counts it is (OpDef::dataDim).
+// A data-dependent dim's upper bound (unknown: none, sized at run time), and which of its node's
+// counts it is (OpDef::dataDim).
 struct DataDim {
   Dim bound;
   int count = 0;
@@ -195,6 +196,10 @@ bool perSampleAnyDims(const Node&, size_t);
 std::function<std::optional<DataDim>(const Node&, size_t, size_t)>
 dataDimAlongAxis(std::optional<int64_t> dflt);
 std::optional<DataDim> dataDimOfInput0(const Node& n, size_t out, size_t dim);
+// OpDef::dataDim for ops whose result dims are their inputs' values, with no bound (a
+// ConstantOfShape, Expand or Reshape of a run-time shape, Range, a Pad of run-time pads): each
+// dim its own count, its bound unknown (the backend sizes it at run time: rt::HeapBuffer).
+std::optional<DataDim> dataDimAtRunTime(const Node& n, size_t out, size_t dim);
 
 // ---- Interpreter kernels ---------------------------------------------------------------------
 class KernelCtx {

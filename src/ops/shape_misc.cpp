@@ -454,6 +454,7 @@ void inferBlocks(InferCtx& c, bool toSpace) {
 void registerShapeMiscOps(OpRegistry& r) {
   r.op("Pad")
       .perSampleDims(perSampleAnyDims)
+      .dataDim(dataDimAtRunTime)
       .inputs(1, 4)
       .attrString("mode", "constant")
       .props(kInjective)

@@ -500,6 +500,7 @@ std::vector<RValue> kernelRange(KernelCtx& c) {
 void registerShapeOps(OpRegistry& r) {
   r.op("Reshape")
       .perSampleDims(perSampleAnyDims) // (the results keep the sample dims: per_sample's rule 1)
+      .dataDim(dataDimAtRunTime)
       .inputs(1, 2)
       .attrInt("allowzero", 0)
       .props(kInjective)
@@ -572,6 +573,7 @@ void registerShapeOps(OpRegistry& r) {
       .since(9)
       .inputs(1, 1)
       .attr("value", Attribute::Kind::Tensor)
+      .dataDim(dataDimAtRunTime)
       .infer(inferConstantOfShape)
       .kernel(kernelConstantOfShape);
   r.op("Expand")
@@ -579,6 +581,7 @@ void registerShapeOps(OpRegistry& r) {
       .since(8)
       .inputs(2, 2)
       .props(kInjective)
+      .dataDim(dataDimAtRunTime)
       .infer(inferExpand)
       .kernel(kernelExpand);
   r.op("Tile")
@@ -590,7 +593,12 @@ void registerShapeOps(OpRegistry& r) {
       .upgrade(1, 5, [](ImportCtx& c) {
         fail("{}: Tile-1 (tiles/axis inputs) is not supported", c.node.describe());
       });
-  r.op("Range").since(11).inputs(3, 3).infer(inferRange).kernel(kernelRange);
+  r.op("Range")
+      .since(11)
+      .inputs(3, 3)
+      .dataDim(dataDimAtRunTime)
+      .infer(inferRange)
+      .kernel(kernelRange);
 
   registerShapeSliceOps(r);
   registerShapeMiscOps(r);

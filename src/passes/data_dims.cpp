@@ -61,13 +61,9 @@ std::optional<int64_t> fixedByConsumer(const Graph& g, const Value* v, size_t d,
   return std::nullopt;
 }
 
-// A producer whose unknown result dims a consumer may fix: an op with data-dependent dims, or
-// Range and ConstantOfShape (no bound, but their lowerings check the size the run's values give
-// against a static one).
-bool fixable(const Node& n) {
-  return n.def &&
-         (n.def->dataDim || (n.domain.empty() && (n.op == "Range" || n.op == "ConstantOfShape")));
-}
+// A producer whose unknown result dims a consumer may fix: an op with data-dependent dims
+// (bounded or not: Range and ConstantOfShape check the size the run's values give against it).
+bool fixable(const Node& n) { return n.def && n.def->dataDim; }
 
 // Fixes dim d of v (unknown) at the size a consumer in g gives it; whether it did.
 bool fixByConsumer(const Graph& g, Value* v, size_t d) {
@@ -180,7 +176,7 @@ bool nameDataDims(Model& m) {
         }
         if (!n.def->dataDim) continue;
         const std::optional<DataDim> dd = n.def->dataDim(n, k, d);
-        if (!dd || !dimExpr(dd->bound)) continue; // no bound known: stays unknown
+        if (!dd) continue; // (no bound known: sized at run time)
         auto [it, fresh] = counts.emplace(dd->count, "");
         if (fresh) it->second = freshSymbol(n.op, used), named.insert(it->second);
         dim = Dim::sym(it->second);

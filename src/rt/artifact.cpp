@@ -174,6 +174,9 @@ Binding parseBinding(const std::string& s, const std::string& file) {
   case 'Z':
     b.region = Region::Symbols;
     break;
+  case 'H':
+    b.region = Region::Heap;
+    break;
   default:
     raise(format("{}: bad region in '{}'", file, s));
   }
@@ -187,7 +190,7 @@ Binding parseBinding(const std::string& s, const std::string& file) {
 // A binding into the arena, weights or scratch must be aligned for its elements (inputs are the
 // caller's pointers).
 bool alignedFor(const Binding& b, int64_t elem) {
-  return b.region == Region::Input || b.offset % elem == 0;
+  return b.region == Region::Input || b.region == Region::Heap || b.offset % elem == 0;
 }
 
 // A derived dim's program from its plan text, "=" then postfix tokens joined by ':' (an integer,
@@ -218,7 +221,10 @@ std::vector<int64_t> parseDimProgram(const std::string& w, size_t symbols) {
 
 // Dims, each a size, a symbol's name (then its hi, and its index in t.syms) or a derived dim's
 // program (then its value at the symbols' hi, and the program in t.exprs).
-void parseDims(const std::string& s, const std::vector<Symbol>& symbols, TensorDesc& t) {
+// `grows`: a value sized at run time (a growable buffer's), whose dims at the symbols' bounds are
+// no size the plan holds (0 stands for a derived one there).
+void parseDims(const std::string& s, const std::vector<Symbol>& symbols, TensorDesc& t,
+               bool grows = false) {
   if (s == "-") return;
   std::vector<int64_t> hi;
   for (const Symbol& x : symbols) hi.push_back(x.hi);
@@ -232,7 +238,7 @@ void parseDims(const std::string& s, const std::vector<Symbol>& symbols, TensorD
     if (!w.empty() && w[0] == '=') {
       t.exprs.resize(t.dims.size());
       t.exprs.push_back(parseDimProgram(w, symbols.size()));
-      t.dims.push_back(evalDim(t.exprs.back(), {}, &hi));
+      t.dims.push_back(grows ? 0 : evalDim(t.exprs.back(), {}, &hi));
       if (t.dims.back() < 0) throw Malformed{}; // (the plan reader names the line)
     } else if (sym != symbols.end()) {
       t.syms.resize(t.dims.size(), -1);
@@ -386,6 +392,19 @@ Plan::Bytes Plan::allocate(int64_t n) {
   return Bytes(p);
 }
 
+std::byte* HeapBuffer::reserve(int64_t n, const std::string& what) {
+  if (n <= capacity && bytes) return bytes.get();
+  AICC_RT_CHECK(n >= 0 && n <= (int64_t(1) << 40), "{}: {} bytes: an absurd size", what, n);
+  const int64_t grown = std::max(n, capacity + capacity / 2); // (amortized when it keeps growing)
+  MemoryReservation more(grown, what);
+  Plan::Bytes b = Plan::allocate(grown);
+  if (capacity) std::memcpy(b.get(), bytes.get(), size_t(capacity));
+  bytes = std::move(b);
+  reserved = std::move(more);
+  capacity = grown;
+  return bytes.get();
+}
+
 namespace {
 
 // Where a plan's parts come from: a folder's model.plan, model.weights and model.so, or a linked
@@ -426,6 +445,9 @@ struct Artifact::Impl {
   Plan::Bytes symbolBlock;
   // Dynamic values (rt/artifact.h): the slots, and the values of dynamic inputs.
   mutable std::vector<std::shared_ptr<void>> slots, dynamicInputs;
+  // Values sized at run time (Plan::heaps), and the shape block's values as they size them.
+  mutable std::vector<HeapBuffer> heaps;
+  mutable std::vector<int64_t> now;
   std::vector<void*> ptrs;
   std::vector<std::byte*> bound;
   std::mutex mu; // one run at a time per instance
@@ -452,8 +474,35 @@ struct Artifact::Impl {
       return reinterpret_cast<std::byte*>(&slots[size_t(b.offset)]);
     case Region::Symbols:
       return symbolBlock.get() + b.offset;
+    case Region::Heap:
+      return heap(size_t(b.offset));
     }
     return nullptr;
+  }
+  // Heap buffer k grown to the bytes its dims take with the symbols' values at this point of the
+  // run (the shape block), each of which an earlier task must have set.
+  std::byte* heap(size_t k) const {
+    const TensorDesc& d = plan.heaps[k];
+    now.resize(plan.symbols.size());
+    std::memcpy(now.data(), symbolBlock.get(), 8 * now.size());
+    auto set = [&](int64_t s) {
+      const Symbol& sym = plan.symbols[size_t(s)];
+      AICC_RT_CHECK(now[size_t(s)] >= 0, "'{}' has no size yet in this run: {} is not set", d.name,
+                    sym.name);
+      AICC_RT_CHECK(now[size_t(s)] <= sym.hi, "'{}': {} is {} in this run, more than {}", d.name,
+                    sym.name, now[size_t(s)], sym.hi);
+    };
+    int64_t n = int64_t(dtypeSize(d.dtype));
+    for (size_t j = 0; j < d.dims.size(); ++j) {
+      if (d.symbolAt(j) >= 0) set(d.symbolAt(j));
+      if (j < d.exprs.size())
+        for (size_t i = 0; i + 1 < d.exprs[j].size(); i += 2)
+          if (d.exprs[j][i] == kDimSymbol) set(d.exprs[j][i + 1]);
+      const int64_t x = d.dimFor(j, now);
+      AICC_RT_CHECK(x >= 0 && !__builtin_mul_overflow(n, x, &n) && n <= (int64_t(1) << 40),
+                    "'{}': dim {} is {} in this run: an absurd size", d.name, j, x);
+    }
+    return heaps[k].reserve(n, d.name);
   }
   void setInput(const std::vector<TensorDesc>& decl, size_t i, const void* data, int64_t bytes,
                 const std::vector<int64_t>* dims);
@@ -503,6 +552,7 @@ Artifact::Artifact(Plan plan) : impl_(std::make_unique<Impl>()) {
     for (const Binding& b : t.params) count(b);
   for (const Binding& b : plan.outputBindings) count(b);
   impl_->slots.resize(slots);
+  impl_->heaps.resize(plan.heaps.size());
   impl_->times.assign(plan.tasks.size(), {});
   impl_->plan = std::move(plan);
 }
@@ -640,15 +690,24 @@ Plan readPlan(const PlanSource& src) {
         AICC_RT_CHECK(lacking.empty(),
                       "{}: compiled for target '{}', which needs {} that this CPU lacks", planFile,
                       dec(word(1)), lacking);
+      } else if (kind == "heap") { // NAME DTYPE DIMS: growable buffer k, k in order
+        auto dtype = dtypeFromName(word(2));
+        AICC_RT_CHECK(dtype && dtypeSize(*dtype) > 0, "{}: unknown element type '{}'", planFile,
+                      word(2));
+        TensorDesc t{dec(word(1)), *dtype, {}, "", {}, {}};
+        parseDims(word(3), plan.symbols, t, true);
+        plan.heaps.push_back(std::move(t));
       } else if (kind == "input" || kind == "output") {
         // "dynamic TYPE": a dynamic value (rt/artifact.h), its IR type for messages
         const bool dynamic = word(2) == "dynamic";
         auto dtype = dynamic ? std::optional<DType>(DType::Undefined) : dtypeFromName(word(2));
         AICC_RT_CHECK(dtype, "{}: unknown element type '{}'", planFile, word(2));
         TensorDesc t{dec(word(1)), *dtype, {}, dynamic ? dec(word(3)) : "", {}, {}};
-        if (!dynamic) parseDims(word(3), plan.symbols, t);
+        // (an output in a growable buffer: of the run's size, without a bound)
+        const bool grows = kind == "output" && w.size() > 4 && w[4].rfind("H:", 0) == 0;
+        if (!dynamic) parseDims(word(3), plan.symbols, t, grows);
         int64_t elems = 1; // checked before multiplying: no overflow, no negative dim
-        for (int64_t x : t.dims) {
+        for (int64_t x : grows ? std::vector<int64_t>{} : t.dims) {
           AICC_RT_CHECK(x >= 0 && (x == 0 || elems <= (int64_t(1) << 40) / x),
                         "{}: {} '{}' has an absurd size {}", planFile, kind, t.name, word(3));
           if (x) elems *= x;
@@ -700,6 +759,12 @@ Plan readPlan(const PlanSource& src) {
                     "{}: {} binds input {} out of range", planFile, where, b.offset);
       return;
     }
+    if (b.region == Region::Heap) {
+      AICC_RT_CHECK(b.bytes == 0 && b.offset < int64_t(plan.heaps.size()),
+                    "{}: {} binds growable buffer {} with {} bytes", planFile, where, b.offset,
+                    b.bytes);
+      return;
+    }
     if (b.region == Region::Dynamic) { // slots: as many as bound (Artifact(Plan))
       AICC_RT_CHECK(b.bytes == 0 && b.offset < (int64_t(1) << 24),
                     "{}: {} binds dynamic slot {} with {} bytes", planFile, where, b.offset,
@@ -722,6 +787,10 @@ Plan readPlan(const PlanSource& src) {
                          t.params[1].region == Region::Dynamic),
                     "{}: {} binds a dynamic value but is not a fallback task", planFile, where);
     }
+    for (const Binding& b : t.params) // (a task that sizes it first, or reads it)
+      AICC_RT_CHECK(b.region != Region::Heap || t.kind == Kind::Call || t.kind == Kind::Fallback,
+                    "{}: {} binds a growable buffer but is not a call or a fallback", planFile,
+                    where);
     // Calls are checked against the library's signature below, fallbacks by their provider.
     if (t.kind != Kind::Call && t.kind != Kind::Fallback && t.kind != Kind::Repeat) {
       const size_t want = t.kind == Kind::Copy ? 2 : t.kind == Kind::JumpIfZero ? 1 : 0;
@@ -762,6 +831,13 @@ Plan readPlan(const PlanSource& src) {
     AICC_RT_CHECK(dynamic == !plan.outputs[i].dynamic.empty(), "{}: output '{}' is {} but bound {}",
                   planFile, plan.outputs[i].name, dynamic ? "static" : "dynamic",
                   dynamic ? "to a dynamic value" : "statically");
+    if (plan.outputBindings[i].region == Region::Heap) { // (sized as the run goes)
+      AICC_RT_CHECK(plan.heaps[size_t(plan.outputBindings[i].offset)].dtype ==
+                        plan.outputs[i].dtype,
+                    "{}: output '{}' is bound to a growable buffer of another type", planFile,
+                    plan.outputs[i].name);
+      continue;
+    }
     AICC_RT_CHECK(plan.outputBindings[i].bytes == plan.outputs[i].bytes(),
                   "{}: output '{}' is bound to {} bytes, its type {} {} needs {}", planFile,
                   plan.outputs[i].name, plan.outputBindings[i].bytes,
@@ -846,7 +922,7 @@ Plan readPlan(const PlanSource& src) {
                     task.params.size(), t.fn, sig->second.size());
       for (size_t k = 0; k < task.params.size(); ++k) {
         const ParamSig& want = sig->second[k];
-        AICC_RT_CHECK(task.params[k].bytes == want.bytes,
+        AICC_RT_CHECK(task.params[k].bytes == want.bytes || task.params[k].region == Region::Heap,
                       "{}: task {} ({}): binding {} has {} bytes; {} takes {}", planFile, i,
                       task.node, k, task.params[k].bytes, t.fn, want.bytes);
         AICC_RT_CHECK(alignedFor(task.params[k], want.elem),
@@ -886,6 +962,10 @@ void Artifact::setInput(size_t i, const void* data, int64_t bytes,
 }
 
 const std::vector<Symbol>& Artifact::symbols() const { return impl_->plan.symbols; }
+
+const std::vector<Symbol>& Artifact::outputSymbols() const {
+  return impl_->last(*this).impl_->plan.symbols;
+}
 
 void Artifact::run() {
   AICC_RAW_LOCK("run");
@@ -1111,7 +1191,10 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
       raise(t.node);
     case Kind::Fallback:
       bound.resize(t.params.size());
-      for (size_t i = 0; i < t.params.size(); ++i) bound[i] = at(t.params[i]);
+      for (size_t i = 0; i < t.params.size(); ++i) // (a heap: the buffer, which it may size)
+        bound[i] = t.params[i].region == Region::Heap
+                       ? reinterpret_cast<std::byte*>(&heaps[size_t(t.params[i].offset)])
+                       : at(t.params[i]);
       t.fallback(bound);
       break;
     case Kind::Repeat: { // (checked at load: count, index[, condition][, iterations])

@@ -34,13 +34,15 @@ namespace aicc::rt {
 // 6: `symbol` lines (NAME LO HI [STEP]), symbolic input/output dims and the shape block region
 // (Z). 7: `repeat` tasks (loop bodies), data symbols (`symbol NAME 0 HI data`, set by the tasks),
 // fallback tasks of symbolic nodes binding the shape block last and running at the run's sizes.
-inline constexpr const char* kPlanHeader = "aicc-artifact 7";
+// 8: values sized at run time (`heap K DTYPE DIMS` lines, bindings H:K:0).
+inline constexpr const char* kPlanHeader = "aicc-artifact 8";
 
-enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols };
+enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols, Heap };
 
 // A region and an offset: the arena, the weights blob, input k (offset = k), the per-task
-// scratch area, dynamic slot k (offset = k, bytes = 0), or the shape block (the run's value of
-// every symbol, i64 each, in the plan's order: loop/per_sample.h).
+// scratch area, dynamic slot k (offset = k, bytes = 0), the shape block (the run's value of
+// every symbol, i64 each, in the plan's order: loop/per_sample.h), or growable buffer k (offset =
+// k, bytes = 0: a tensor whose dims are data symbols with no bound, Plan::heaps).
 //
 // Dynamic values: what no static plan can place (a data-dependent shape, a sequence, an optional,
 // strings) lives in a slot of the instance, an opaque value (std::shared_ptr<void>) that only the
@@ -64,7 +66,14 @@ struct Symbol {
   int64_t lo = 1, hi = 1;
   int64_t step = 1;
   bool data = false;
+  // (The compiler's, not in the plan:) a data symbol with no bound (a ConstantOfShape of a
+  // run-time shape): hi is kRunSizeLimit, and the values that have it live in growable buffers.
+  bool runSized = false;
 };
+
+// The largest value a data symbol with no bound may take in a run (a dim of 2^31 elements): the
+// task that sizes it fails beyond (an absurd size, not an allocation attempt).
+inline constexpr int64_t kRunSizeLimit = int64_t{1} << 31;
 
 // A derived dim's program (TensorDesc::exprs): push a constant, push symbol `arg`'s value, add or
 // multiply the top two, divide the top by `arg` (rounding down; dims are never negative).
@@ -153,11 +162,30 @@ struct Plan {
   // Fixed-size variants (`aicc compile --specialize`): folders relative to the plan's, each a
   // whole artifact of static sizes, run instead when a run's inputs have exactly their dims.
   std::vector<std::string> variants;
+  // The tensors sized at run time (Region::Heap k): their dims over the symbols, read when a task
+  // binds one.
+  std::vector<TensorDesc> heaps;
   std::vector<Task> tasks;
   int64_t arenaBytes = 0, scratchBytes = 0, weightBytes = 0;
   Bytes weights;
   std::shared_ptr<void> code; // keeps the task functions loaded (a dlopen handle, a JIT)
   MemoryReservation reserved; // the plan's bytes against the memory budget
+};
+
+// A value sized only when the run gets to it (its dims are data symbols with no bound: a Pad of
+// run-time pads, a ConstantOfShape of a run-time shape): an instance's buffer that grows to the
+// largest size a run has needed, so steady runs allocate nothing, counted against the memory
+// budget and keeping its contents when it grows. A Call task gets its data, grown to the size the
+// symbols give at that point of the run; a fallback task gets the HeapBuffer itself (it writes the
+// symbols and then the data: reserve).
+struct HeapBuffer {
+  Plan::Bytes bytes;
+  int64_t capacity = 0;
+  MemoryReservation reserved;
+  // The data, at least n bytes long (a copy of the old contents when it grows); throws
+  // aicc::Error naming `what` when the budget or the allocator refuses.
+  std::byte* reserve(int64_t n, const std::string& what);
+  std::byte* data() const { return bytes.get(); }
 };
 
 // The model linked into this binary by `aicc compile --static-runtime` (rt/linked_model.h), read
@@ -182,7 +210,10 @@ public:
   const std::vector<TensorDesc>& inputs() const { return inputs_; }
   // The outputs' declarations: the last run's (a variant's, when one ran), else the plan's.
   const std::vector<TensorDesc>& outputs() const;
+  // The symbols the inputs' declarations name (the plan's), and those the outputs' do (the last
+  // run's plan's: a variant names its own, data symbols its Ifs folded away included).
   const std::vector<Symbol>& symbols() const;
+  const std::vector<Symbol>& outputSymbols() const;
   // Input data by position (read during run, not copied), bytes checked against the declaration.
   // A dynamic input is refused: only runWaiting's `dynamic` values set those. An input with
   // symbolic dims takes its dims (checked: rank, static dims; the symbols' ranges and that every

@@ -37,10 +37,11 @@ const aicc::rt::TensorDesc* desc(const aicc_model* m, int i, bool input) {
 }
 
 // The symbol of dim k of d (and its range), or null.
-const char* dimSymbol(const aicc_model* m, const aicc::rt::TensorDesc* d, int k, int64_t* lo,
-                      int64_t* hi) {
+const char* dimSymbol(const aicc_model* m, const aicc::rt::TensorDesc* d, bool input, int k,
+                      int64_t* lo, int64_t* hi) {
   if (!d || k < 0 || d->symbolAt(size_t(k)) < 0) return nullptr;
-  const aicc::rt::Symbol& s = m->art->symbols()[size_t(d->symbolAt(size_t(k)))];
+  const aicc::rt::Symbol& s =
+      (input ? m->art->symbols() : m->art->outputSymbols())[size_t(d->symbolAt(size_t(k)))];
   if (lo) *lo = s.lo;
   if (hi) *hi = s.hi;
   return s.name.c_str();
@@ -124,11 +125,11 @@ int aicc_model_output_dims(const aicc_model* m, int i, int64_t* d, int max) {
 }
 const char* aicc_model_input_dim_symbol(const aicc_model* m, int i, int k, int64_t* lo,
                                         int64_t* hi) {
-  return dimSymbol(m, desc(m, i, true), k, lo, hi);
+  return dimSymbol(m, desc(m, i, true), true, k, lo, hi);
 }
 const char* aicc_model_output_dim_symbol(const aicc_model* m, int i, int k, int64_t* lo,
                                          int64_t* hi) {
-  return dimSymbol(m, desc(m, i, false), k, lo, hi);
+  return dimSymbol(m, desc(m, i, false), false, k, lo, hi);
 }
 
 size_t aicc_model_input_bytes(const aicc_model* m, int i) {

@@ -43,6 +43,8 @@ const char* regionName(Region r) {
     return "D";
   case Region::Symbols:
     return "Z";
+  case Region::Heap:
+    return "H";
   }
   return "?";
 }
@@ -104,6 +106,8 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
                          : "")
       << "\n";
   for (const TensorDesc& t : spec.inputs) p << "input " << enc(t.name) << " " << type(t) << "\n";
+  // Values sized at run time: growable buffer k, its dims over the symbols.
+  for (const TensorDesc& t : spec.heaps) p << "heap " << enc(t.name) << " " << type(t) << "\n";
   for (const std::string& v : spec.variants) p << "variant " << enc(v) << "\n";
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << type(t) << " " << regionName(b.region) << ":"
@@ -229,13 +233,24 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
   vals.insert(vals.end(), g.outputs.begin(), g.outputs.end());
   const auto hi = symbolMap(symbols, [&](size_t k) { return symbols[k].hi; });
   std::vector<bool> dynamic; // bound to a dynamic slot or input (rt/artifact.h)
+  std::vector<bool> heap;    // bound to a growable buffer (rt::HeapBuffer): sized at run time
   // Per value: its dims as expressions of the symbols (static ones constant), when symbolic.
   std::vector<std::vector<DimExpr>> runDims(vals.size());
   for (size_t i = 0; i < vals.size(); ++i) {
     const Type& t = vals[i]->type;
     Type atHi = t; // (the type the builder bound it by: its symbols at their bounds)
     if (t.isTensor() && t.shape) atHi.shape = withSymbols(*t.shape, hi);
-    dynamic.push_back(hasDynamicSize(atHi));
+    heap.push_back(params[i].region == Region::Heap);
+    dynamic.push_back(!heap.back() && hasDynamicSize(atHi));
+    if (heap.back()) { // (its dims: the symbols' values when the task runs, or those it writes)
+      AICC_CHECK(t.isTensor() && t.shape &&
+                     std::all_of(t.shape->begin(), t.shape->end(),
+                                 [](const Dim& d) { return dimExpr(d).has_value(); }),
+                 "{}: fallback task for {}: '{}' ({}) is not a tensor of symbolic dims", file, node,
+                 vals[i]->name, formatType(t));
+      for (const Dim& x : *t.shape) runDims[i].push_back(*dimExpr(x));
+      continue;
+    }
     if (dynamic.back()) {
       AICC_CHECK(params[i].bytes == 0 &&
                      (params[i].region == Region::Dynamic || params[i].region == Region::Input),
@@ -259,7 +274,8 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
                "{}: fallback task for {}: '{}' is bound at offset {}, not aligned for its elements",
                file, node, vals[i]->name, params[i].offset);
   }
-  return [m, node, dynamic, runDims, symbols, symbolic](const std::vector<std::byte*>& bound) {
+  return [m, node, dynamic, heap, runDims, symbols,
+          symbolic](const std::vector<std::byte*>& bound) {
     const Graph& g = *m->graph;
     std::byte* block = symbolic ? bound.back() : nullptr;
     std::map<std::string, int64_t> at; // the run's symbols, data symbols as far as written
@@ -292,7 +308,8 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
         in.push_back(*static_cast<const RValue*>(slot.get()));
         continue;
       }
-      in.push_back(RValue::of(Tensor::view(g.inputs[i]->type.dtype, dimsOf(i), nullptr, bound[i])));
+      std::byte* data = heap[i] ? reinterpret_cast<rt::HeapBuffer*>(bound[i])->data() : bound[i];
+      in.push_back(RValue::of(Tensor::view(g.inputs[i]->type.dtype, dimsOf(i), nullptr, data)));
     }
     std::vector<RValue> out;
     try {
@@ -333,8 +350,12 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
         }
       AICC_CHECK(t.shape() == dimsOf(i), "{}: result {} is {}, not the planned {}", node, k,
                  formatShape(staticShape(t.shape())), formatType(v->type));
+      std::byte* to =
+          heap[i]
+              ? reinterpret_cast<rt::HeapBuffer*>(bound[i])->reserve(int64_t(t.nbytes()), v->name)
+              : bound[i];
       if (t.nbytes()) // may alias an input
-        std::memmove(bound[i], t.raw(), t.nbytes());
+        std::memmove(to, t.raw(), t.nbytes());
     }
   };
 }

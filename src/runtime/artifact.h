@@ -69,6 +69,7 @@ struct ArtifactSpec {
   std::vector<rt::Symbol> symbols; // the inputs' symbolic dims, with the ranges planned for
   std::vector<std::string> variants; // fixed-size variants' folders (rt::Plan::variants)
   std::vector<TensorDesc> inputs;
+  std::vector<TensorDesc> heaps; // values sized at run time (rt::Plan::heaps)
   std::vector<std::pair<TensorDesc, Binding>> outputs;
   std::vector<ArtifactTask> tasks;
   int64_t arenaBytes = 0, scratchBytes = 0, packedBytes = 0, lowerBoundBytes = 0;

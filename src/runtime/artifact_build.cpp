@@ -68,6 +68,7 @@ MemoryPlanOptions planOptions(const loop::PerSampleContext& ctx) {
     const Type& t = ctx.typeOf(v);
     return t.isTensor() && t.shape && toDims(*t.shape).has_value();
   };
+  po.runSized = [&ctx](const Value* v) { return loop::sizedAtRunTime(ctx.typeOf(v), ctx); };
   return po;
 }
 
@@ -261,7 +262,7 @@ int64_t Builder::emit(const Scope& s) {
       branchesEnd = std::max(branchesEnd, emitIf(s, *np, end));
     else if ((np->op == "Loop" || np->op == "Scan") && np->domain.empty())
       branchesEnd = std::max(branchesEnd, emitLoop(s, *np, end));
-    else if (producesInPlace(s.plan, *np)) // views and Concats in place need no code
+    else if (producesInPlace(s.plan, *np) && toSize(*np).empty()) // (views, Concats in place)
       ++spec_.nodesInPlace;
     else
       emitCall(s, *np);
@@ -289,8 +290,20 @@ Binding Builder::bind(const Scope& s, const Value* v) {
   case MemStorage::Dynamic:
     if (v->type.isTensor() && v->type.dtype != DType::String) runtimeShapes.insert(v);
     return {Region::Dynamic, sc->slotBase + h.offset, 0};
+  case MemStorage::Heap:
+    return {Region::Heap, sc->heapBase + h.offset, 0};
   }
   fail("'{}': internal: bad storage", v->name);
+}
+
+int64_t Builder::addHeaps(const MemoryPlan& plan) {
+  const int64_t base = int64_t(spec_.heaps.size());
+  spec_.heaps.resize(size_t(base + plan.heapValues));
+  for (const PlannedValue& pv : plan.values)
+    if (pv.storage == MemStorage::Heap && pv.how == MemHow::Own)
+      spec_.heaps[size_t(base + pv.offset)] =
+          describeSymbolic(pv.value, ctx_.typeOf(pv.value), "value", Io::Output, spec_.symbols);
+  return base;
 }
 
 int64_t Builder::place(const Tensor& t) {
@@ -329,9 +342,14 @@ void Builder::emitCall(const Scope& s, const Node& n) {
          n.op, "share the value");
     return;
   }
-  std::string why = dynamicIo(n), name = "task" + std::to_string(spec_.code.funcs.size());
+  std::string why = dynamicIo(n);
+  // Sizes the run sets (data symbols with no bound): a task of their own first, so that the
+  // buffers they size have grown when this node's task runs; or this node's fallback sets them.
+  const std::set<std::string> sizes = toSize(n);
+  if (!sizes.empty() && why.empty() && !emitSizes(s, n, why)) why = "its sizes: " + why;
   std::optional<loop::LoweredNode> ln;
   const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);
+  const std::string name = "task" + std::to_string(spec_.code.funcs.size());
   try {
     if (why.empty())
       ln = symbolic ? loop::lowerPerSample(n, name, lower_, ctx_, &why)
@@ -343,7 +361,8 @@ void Builder::emitCall(const Scope& s, const Node& n) {
   // checks that too), else its reference kernel does.
   if (auto it = dataProducers_.find(&n); ln && it != dataProducers_.end())
     for (const std::string& x : it->second)
-      if (std::find(ln->dataSymbols.begin(), ln->dataSymbols.end(), x) == ln->dataSymbols.end()) {
+      if (!ctx_.symbols.at(x).runSized &&
+          std::find(ln->dataSymbols.begin(), ln->dataSymbols.end(), x) == ln->dataSymbols.end()) {
         why = fmt::format("its lowering does not compute the data-dependent dim {}", x);
         ln.reset();
       }
@@ -352,16 +371,48 @@ void Builder::emitCall(const Scope& s, const Node& n) {
       emitFallback(s, n, outer, why);
     else
       missing.push_back(n.describe() + ": " + why);
+    sized_.insert(sizes.begin(), sizes.end()); // (the fallback sets them)
     return;
   }
+  pushCall(s, n, *ln, name);
+}
+
+std::set<std::string> Builder::toSize(const Node& n) const {
+  std::set<std::string> out;
+  if (auto it = dataProducers_.find(&n); it != dataProducers_.end())
+    for (const std::string& x : it->second)
+      if (ctx_.symbols.at(x).runSized && !sized_.count(x)) out.insert(x);
+  return out;
+}
+
+bool Builder::emitSizes(const Scope& s, const Node& n, std::string& why) {
+  loop::LowerOptions so = lower_;
+  so.sizesOnly = true;
+  const std::string name = "task" + std::to_string(spec_.code.funcs.size());
+  std::optional<loop::LoweredNode> ln;
+  try {
+    ln = loop::lowerPerSample(n, name, so, ctx_, &why);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  if (!ln) return false;
+  ln->func.schedule["sizes"] = ln->dataSymbols; // (the report's view: what it sets)
+  sized_.insert(ln->dataSymbols.begin(), ln->dataSymbols.end());
+  pushCall(s, n, *ln, name);
+  return true;
+}
+
+void Builder::pushCall(const Scope& s, const Node& n, loop::LoweredNode& lowered,
+                       const std::string& name) {
+  auto* ln = &lowered;
   auto msgs = loop::verifyMessages(ln->func);
   AICC_CHECK(msgs.empty(), "{}: lowering produced invalid loop IR: {}", n.describe(), msgs[0]);
   ArtifactTask t;
   t.fn = name;
   t.node = n.describe();
   t.source = &n;
-  for (const Value* v : n.outputs)
-    if (v) t.results.push_back({v, bind(s, v)});
+  for (const Value* v : n.outputs) // (a task of sizes alone computes none)
+    if (v && !ln->func.schedule.count("sizes")) t.results.push_back({v, bind(s, v)});
   int64_t scratch = 0;
   for (const loop::Buffer& b : ln->func.params) {
     const Value* v = ln->valueOf(b.name);
@@ -497,7 +548,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
     for (size_t k = 0; k < spec.symbols.size(); ++k) {
       const rt::Symbol& s = spec.symbols[k];
       AICC_CHECK(s.lo >= 0 && s.lo <= s.hi, "--dim {}={}..{}: an empty range", s.name, s.lo, s.hi);
-      ctx.symbols[s.name] = {int64_t(k), s.hi, s.lo, 1, s.data};
+      ctx.symbols[s.name] = {int64_t(k), s.hi, s.lo, 1, s.data, s.runSized};
       if (s.step > 1) { // the graph's dims read S / step (passes/dim_steps.h)
         const std::string q = stepSymbol(s.name, s.step);
         AICC_CHECK(lo.at(q) <= hi.at(q), "--dim {}={}..{}: no multiple of {} in the range", s.name,
@@ -505,10 +556,14 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
         ctx.symbols[q] = {int64_t(k), hi.at(q), lo.at(q), s.step};
       }
     }
+    // (Values sized at run time are planned at no bound: the checks below are not theirs.)
+    std::vector<Value*> planned;
+    for (Value* v : all)
+      if (!loop::sizedAtRunTime(v->type, ctx)) planned.push_back(v);
     // A dim negative at the bounds or the lower ends: sizes in the range the model cannot take
     // (an audio length of 16 samples); say so rather than "no static size" at some node.
     for (bool atHi : {true, false})
-      if (auto neg = dimBelow(all, atHi ? hi : lo, 0)) {
+      if (auto neg = dimBelow(planned, atHi ? hi : lo, 0)) {
         const auto& [v, d, x] = *neg;
         fail("'{}' is {}: its dim {} is {} at the symbols' {}; give each symbol the range the "
              "model takes with --dim NAME=LO..HI",
@@ -518,7 +573,7 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
       if (v->type.isTensor() && v->type.shape && !toDims(*v->type.shape)) {
         for (const Dim& d : *v->type.shape) {
           auto e = dimExpr(d);
-          if (!e || d.isStatic()) continue;
+          if (!e || d.isStatic() || loop::sizedAtRunTime(v->type, ctx)) continue;
           // The plan at the bounds holds a smaller run only if no dim grows as a symbol shrinks.
           AICC_CHECK(e->nondecreasing(),
                      "'{}' is {}: its dim {} can grow as a symbol shrinks, so memory planned at "
@@ -540,9 +595,12 @@ ArtifactSpec buildArtifact(const Graph& g, const loop::LowerOptions& lower,
   MemoryPlanOptions po = planOptions(ctx);
   po.bf16Values = lo.bf16Activations;
   spec.bf16Activations = int64_t(bf16.size());
-  Builder b(spec, lo, ctx, dataProducers);
+  std::set<std::string> sized; // (the builder's record, LowerOptions::sizesOnly)
+  ctx.sized = &sized;
+  Builder b(spec, lo, ctx, dataProducers, sized);
   Scope top{&g, planMemory(g, po), 0, nullptr, 0, {}};
   b.slots = top.plan.dynamicValues;
+  top.heapBase = b.addHeaps(top.plan);
   spec.lowerBoundBytes = top.plan.lowerBoundBytes;
   spec.arenaBytes = b.emit(top);
   if (!b.missing.empty()) {

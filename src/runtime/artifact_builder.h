@@ -47,17 +47,22 @@ struct Scope {
   int64_t slotBase = 0; // its dynamic slots start here
   // A loop body's graph inputs: the arena slots the loop keeps them in (emitLoop).
   std::vector<Binding> inputs;
+  int64_t heapBase = 0; // its growable buffers start here (Builder::addHeaps)
 };
 
 class Builder {
 public:
   Builder(ArtifactSpec& spec, const loop::LowerOptions& lower, const loop::PerSampleContext& ctx,
-          const std::map<const Node*, std::set<std::string>>& dataProducers)
-      : spec_(spec), lower_(lower), ctx_(ctx), dataProducers_(dataProducers) {}
+          const std::map<const Node*, std::set<std::string>>& dataProducers,
+          std::set<std::string>& sized)
+      : spec_(spec), lower_(lower), ctx_(ctx), dataProducers_(dataProducers), sized_(sized) {}
 
   // Emits the tasks of s.g; returns the end of the arena part s and its branches use.
   int64_t emit(const Scope& s);
   Binding bind(const Scope& s, const Value* v);
+  // The growable buffers of a scope's plan (MemStorage::Heap) added to the spec, each described
+  // by its value's symbolic dims; returns where they start (Scope::heapBase).
+  int64_t addHeaps(const MemoryPlan& plan);
 
   std::vector<std::string> missing, failBranches;
   int64_t slots = 0;                    // dynamic slots handed out so far (every scope's)
@@ -82,6 +87,14 @@ private:
   const loop::LowerOptions& lower_;
   const loop::PerSampleContext& ctx_;
   const std::map<const Node*, std::set<std::string>>& dataProducers_; // (addDataSymbols)
+  // The symbols sized at run time that a task before the current one writes (ctx_.sized).
+  std::set<std::string>& sized_;
+  // A task of the sizes n sets at run time before its own (LowerOptions::sizesOnly), or false
+  // when n's lowering does not compute them apart (n is then a fallback task, which sets them).
+  bool emitSizes(const Scope& s, const Node& n, std::string& why);
+  std::set<std::string> toSize(const Node& n) const; // n's sizes no task sets yet
+  // The Call task of a lowered node (its bindings, scratch and schedule), and its function.
+  void pushCall(const Scope& s, const Node& n, loop::LoweredNode& ln, const std::string& name);
   std::map<const Value*, int64_t> weightAt_;
 };
 
@@ -97,7 +110,9 @@ MemoryPlanOptions planOptions(const loop::PerSampleContext& ctx);
 std::vector<rt::Symbol> inputSymbols(const Graph& g, const std::vector<rt::Symbol>& ranges);
 // The symbols' values as the graph's dims read them (symbolMap) at their upper or lower ends.
 // (Data symbols are at their hi at both ends: the run decides them, the dims the model takes
-// are not theirs to check.)
+// are not theirs to check; those sized at run time at kRunSizeNominal, the size the lowerings
+// see for them.)
+inline constexpr int64_t kRunSizeNominal = 64;
 std::map<std::string, int64_t> symbolValues(const std::vector<rt::Symbol>& symbols, bool atHi);
 // The first dim of `values` below `least` with the symbols at `at`: its value, dim and size.
 std::optional<std::tuple<const Value*, std::string, int64_t>>

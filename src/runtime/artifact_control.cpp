@@ -92,6 +92,7 @@ int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const
   }
   Scope bs{&b, planMemory(b, planOptions(ctx_)), base, &s, slots, {}};
   slots += bs.plan.dynamicValues;
+  bs.heapBase = addHeaps(bs.plan);
   int64_t end = emit(bs);
   // The If's data symbols (a dim the branches give different sizes, passes/data_dims.h): this
   // branch's sizes, written into the shape block; its results fill a prefix of the If's.
@@ -292,6 +293,7 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   const Binding index = scan ? slot(8) : inputSlots[0];
   Scope bs{body, planMemory(*body, planOptions(ctx_)), end, &s, slots, std::move(inputSlots)};
   slots += bs.plan.dynamicValues;
+  bs.heapBase = addHeaps(bs.plan);
   end = aligned(bs.base + bs.plan.arenaBytes);
   std::vector<ArtifactTask> pre; // before the repeat
   auto copy = [&](std::vector<ArtifactTask>& to, Binding from, Binding into) {

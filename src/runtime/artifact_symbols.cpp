@@ -94,7 +94,9 @@ std::vector<rt::Symbol> inputSymbols(const Graph& g, const std::vector<rt::Symbo
 std::map<std::string, int64_t> symbolValues(const std::vector<rt::Symbol>& symbols, bool atHi) {
   return symbolMap(symbols, [&](size_t k) {
     const rt::Symbol& s = symbols[k];
-    return atHi || s.data ? s.hi : (s.lo + s.step - 1) / s.step * s.step;
+    return s.runSized       ? kRunSizeNominal
+           : atHi || s.data ? s.hi
+                            : (s.lo + s.step - 1) / s.step * s.step;
   });
 }
 
@@ -149,13 +151,17 @@ std::map<const Node*, std::set<std::string>> addDataSymbols(const Graph& g,
            ++j) {
         const std::string& name = (*v->type.shape)[j].symbol;
         const auto bound = producedDataDim(*np, k, j);
-        if (!bound || std::any_of(symbols.begin(), symbols.end(),
-                                  [&](const rt::Symbol& s) { return s.name == name; }))
+        if (!bound || symbolValues(symbols, true).count(name)) // (a stepped one's S/step too)
           continue;
+        // (a bound that reads a symbol sized at run time is none)
+        std::map<std::string, int64_t> bounds = symbolValues(symbols, true);
+        for (const rt::Symbol& s : symbols)
+          if (s.runSized) bounds.erase(s.name);
         const auto e = dimExpr(*bound);
-        const auto hi = e ? e->evaluate(symbolValues(symbols, true)) : std::nullopt;
-        if (!hi) continue; // (stays a value of run-time size)
-        symbols.push_back({name, 0, std::max<int64_t>(*hi, 1), 1, true});
+        const auto hi = e ? e->evaluate(bounds) : std::nullopt;
+        // (no bound: sized at run time, its values in growable buffers)
+        symbols.push_back(
+            {name, 0, hi ? std::max<int64_t>(*hi, 1) : rt::kRunSizeLimit, 1, true, !hi});
         producers[np.get()].insert(name);
       }
     }

@@ -189,6 +189,7 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
   rt::Plan plan;
   plan.symbols = spec->symbols;
   plan.inputs = spec->inputs;
+  plan.heaps = spec->heaps;
   for (const auto& [desc, where] : spec->outputs) {
     plan.outputs.push_back(desc);
     plan.outputBindings.push_back(where);

@@ -81,7 +81,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected_fai
             EXPECTED[name.strip()] = why.strip()
 
 counts = {"matched": 0, "refused": 0, "not symbolic": 0, "expected failures": 0}
-wrong, fallback_tests = [], []
+wrong, fallback_tests, refused = [], [], []
 with tempfile.TemporaryDirectory() as tmp:
     for k, name in enumerate(sorted(os.listdir(ROOT))):
         d = os.path.join(ROOT, name)
@@ -118,14 +118,15 @@ with tempfile.TemporaryDirectory() as tmp:
                            text=True)
         if c.returncode:
             counts["refused"] += 1
+            refused.append(f"{name}: {(c.stderr.strip().splitlines() or ['?'])[-1][:300]}")
             continue
         # (a note per node left to its reference kernel: "runs through the reference kernel")
         falls = [l.split("(no lowering): ", 1)[-1] for l in c.stderr.splitlines()
                  if "runs through the reference kernel" in l]
         r = subprocess.run([AICC, "run", art, "--inputs-dir", ds, "--output-dir", od],
                            capture_output=True, text=True)
-        why = (r.stderr.strip().splitlines()[-1] if r.returncode else
-               outputs_match(ds, od, [o.type for o in m.graph.output]))
+        why = ((r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+               if r.returncode else outputs_match(ds, od, [o.type for o in m.graph.output]))
         if why:
             wrong.append(f"{name}: {why[:200]}")
         else:
@@ -138,6 +139,8 @@ print(f"matched fully compiled: {counts['matched'] - len(fallback_tests)} of {co
 if "-v" in sys.argv:
     for f in fallback_tests:
         print("FALLBACK:", f)
+for w in refused:
+    print("REFUSED:", w)
 for w in wrong:
     print("WRONG:", w)
-sys.exit(1 if wrong or not counts["matched"] else 0)
+sys.exit(1 if wrong or refused or not counts["matched"] else 0)

@@ -26,7 +26,7 @@ int runArtifact(const RunArgs& a) {
     const runtime::TensorDesc& d = art.outputs()[i];
     if (!a.outputDir.empty())
       writeValueFile(fmt::format("{}/output_{}.pb", a.outputDir, i), outputs[i],
-                     typeOf(d, art.symbols()), d.name);
+                     typeOf(d, art.outputSymbols()), d.name);
     else
       std::cout << d.name << ": " << summarize(outputs[i]) << "\n";
   }

@@ -141,6 +141,7 @@ private:
     case MemStorage::Input:
       return fmt::format("((const unsigned char*)inputs[{}])", h.input);
     case MemStorage::Dynamic:
+    case MemStorage::Heap:
       fail("C codegen: '{}' has no static size ({}); the C bundle takes static graphs", v->name,
            formatType(v->type));
     }
