@@ -272,6 +272,40 @@ std::optional<LoweredNode> lowerSplit(const Node& n, const std::string& name,
   const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id), is = stridesOf(ir);
   DType t = n.inputs[0]->type.dtype;
   Block body;
+  // Lengths the run gives (a run-time split input; num_outputs parts of a symbolic dim, the last
+  // the remainder): each output's length along the axis written where it is a size set at run
+  // time (else checked), their sum checked against the input's.
+  std::vector<ExprPtr> lengths;
+  const int64_t parts = int64_t(n.outputs.size());
+  if (n.hasInput(1) && !n.inputs[1]->constant && o.setDataDim) {
+    if (numel(staticDims(n.inputs[1], "split")) != parts)
+      no("split lengths of another count than the outputs");
+    for (int64_t k = 0; k < parts; ++k) lengths.push_back(loadI64(b, n.inputs[1], k));
+  } else if (!n.hasInput(1) && n.attrs.count("num_outputs") && o.setDataDim &&
+             !isImm(ir[size_t(axis)])) {
+    const ExprPtr part = div(add(ir[size_t(axis)], intImm(parts - 1)), intImm(parts));
+    for (int64_t k = 0; k + 1 < parts; ++k) lengths.push_back(part);
+    lengths.push_back(max(sub(ir[size_t(axis)], mul(part, intImm(parts - 1))), intImm(0)));
+  }
+  const bool runLengths = !lengths.empty();
+  if (runLengths) {
+    if (!o.runtimeKernels) no("split lengths given at run time (checked by the runtime only)");
+    const std::string len = b.temp("length", DType::I64, {1}), sum = b.temp("sum", DType::I64, {1});
+    ExprPtr total = intImm(0);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (!n.outputs[k]) no("an omitted Split output");
+      const Dims od = staticDims(n.outputs[k], "output");
+      if (od.size() != id.size()) no("output rank differs from the input's");
+      total = add(total, lengths[k]);
+      if (auto set = o.setDataDim(n.outputs[k], size_t(axis), max(lengths[k], intImm(0))))
+        body.push_back(std::move(*set));
+      body.push_back(Stmt::store(len, intImm(0), lengths[k]));
+      body.push_back(checkValuesI64(len, {runDims(o, n.outputs[k], od)[size_t(axis)]}));
+    }
+    body.push_back(Stmt::store(sum, intImm(0), total));
+    body.push_back(checkValuesI64(sum, {ir[size_t(axis)]}));
+    if (o.sizesOnly) return b.finish(std::move(body), {}, o);
+  }
   ExprPtr begin = intImm(0);
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     if (!n.outputs[k]) no("an omitted Split output");
@@ -285,6 +319,8 @@ std::optional<LoweredNode> lowerSplit(const Node& n, const std::string& name,
     for (auto& st : copyLoops(b, b.output(k), orr, w, [&](const std::vector<ExprPtr>& v) {
            std::vector<ExprPtr> idx = v;
            idx[size_t(axis)] = add(v[size_t(axis)], begin);
+           if (runLengths) // (inside: the lengths' sum was checked)
+             idx[size_t(axis)] = clampIndex(idx[size_t(axis)], ir[size_t(axis)]);
            return load(in, runIndex(idx, is), t);
          }))
       body.push_back(std::move(st));

@@ -161,6 +161,30 @@ std::optional<LoweredNode> lowerTile(const Node& n, const std::string& name,
   std::string out = b.output(0);
   Dims od = staticDims(n.outputs[0], "output"), id = staticDims(n.inputs.at(0), "input");
   if (od.size() != id.size()) no("output rank differs from the input's");
+  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
+  DType t = n.outputs[0]->type.dtype;
+  if (!n.inputs.at(1)->constant && o.setDataDim) {
+    // Repeats given at run time with symbolic sizes: the result's dims from them (written where
+    // they are sizes set at run time), each output index read modulo the input's run dim.
+    if (!o.runtimeKernels) no("repeats given at run time (checked by the runtime only)");
+    const std::string dims = b.temp("dims", DType::I64, {std::max<int64_t>(int64_t(od.size()), 1)});
+    Block pre;
+    for (size_t k = 0; k < od.size(); ++k)
+      pre.push_back(
+          Stmt::store(dims, intImm(int64_t(k)), mul(ir[k], loadI64(b, n.inputs[1], int64_t(k)))));
+    for (Stmt& st : setOrCheckDims(o, n.outputs[0], dims, od)) pre.push_back(std::move(st));
+    if (o.sizesOnly) return b.finish(std::move(pre), {}, o);
+    const std::string in = b.input(n.inputs[0]);
+    return gatherNest(
+        b, out, od,
+        [&](const std::vector<ExprPtr>& v) {
+          std::vector<ExprPtr> idx;
+          for (size_t k = 0; k < v.size(); ++k)
+            idx.push_back(binary(Op::Mod, v[k], max(ir[k], intImm(1))));
+          return load(in, runIndex(idx, stridesOf(ir)), t);
+        },
+        o, {}, std::move(pre));
+  }
   std::vector<int64_t> repeats;
   for (size_t k = 0; k < od.size(); ++k) {
     if (id[k] == 0 ? od[k] != 0 : od[k] % id[k] != 0) no("output dims are not input multiples");
@@ -169,10 +193,8 @@ std::optional<LoweredNode> lowerTile(const Node& n, const std::string& name,
   if (numel(od) == 0) no("an empty output");
   Block check = checkShapeInput(b, n, 1, runDims({}, nullptr, repeats), o);
   std::string in = b.input(n.inputs[0]);
-  DType t = n.outputs[0]->type.dtype;
   // Symbolic sizes: the output's run dims drive the copy (gatherNest), the input read at its run
   // dims and strides.
-  const std::vector<ExprPtr> ir = runDims(o, n.inputs[0], id);
   Schedule s;
   s["repeats"] = repeats;
   return gatherNest(

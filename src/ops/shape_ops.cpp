@@ -586,6 +586,7 @@ void registerShapeOps(OpRegistry& r) {
       .kernel(kernelExpand);
   r.op("Tile")
       .perSampleDims(perSampleAnyDims)
+      .dataDim(dataDimAtRunTime)
       .inputs(2, 2)
       .props(kInjective)
       .infer(inferTile)

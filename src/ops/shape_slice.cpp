@@ -538,6 +538,7 @@ void registerShapeSliceOps(OpRegistry& r) {
       .kernel(kernelConcat);
   r.op("Split")
       .perSampleDims(perSampleOutsideAxis(0))
+      .dataDim(dataDimAtRunTime)
       .inputs(1, 2)
       .outputs(1, 1 << 30)
       .attrInt("axis", 0)

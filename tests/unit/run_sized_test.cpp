@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <filesystem>
 
 namespace aicc {
@@ -115,6 +116,37 @@ TEST(RunSized, RangeExpandAndReshape) {
                         {n(1), ints({3, 4, 5}), ints({0, -1})},
                         {n(40), ints({2, 2, 1}), ints({8, 20})},
                         {n(2), ints({1, 1, 2}), ints({2, 1})}});
+}
+
+// Split of run-time lengths and Tile of run-time repeats over an input of symbolic length: each
+// output's length along the axis, and the tiled dims, sized at run time.
+TEST(RunSized, SplitAndTileOfRunTimeValues) {
+  const char* ir = R"(graph @g(%x: f32[2,L], %split: i64[2], %reps: i64[2]) {
+  %a, %b = Split(%x, %split) {axis = 1} : f32[2,?], f32[2,?]
+  %t = Tile(%b, %reps) : f32[?,?]
+  %y = Neg(%t) : f32[?,?]
+  return %a, %y
+}
+)";
+  auto x = [](int64_t l) {
+    Tensor t(DType::F32, {2, l});
+    for (int64_t k = 0; k < 2 * l; ++k) t.setF64(k, double(k) - 3);
+    return t;
+  };
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const fs::path dir = test::compileArtifact(m, "aicc_run_sized_split", {{"L", 1, 64}});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  for (const auto& [l, a, r0, r1] : std::vector<std::array<int64_t, 4>>{
+           {5, 2, 1, 3}, {64, 60, 4, 5}, {3, 0, 2, 1}, {7, 7, 1, 1}}) {
+    std::vector<RValue> in = {RValue::of(x(l)), RValue::of(ints({a, l - a})),
+                              RValue::of(ints({r0, r1}))};
+    SCOPED_TRACE(std::to_string(l));
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
+  }
+  std::vector<RValue> bad = {RValue::of(x(5)), RValue::of(ints({2, 2})), RValue::of(ints({1, 1}))};
+  EXPECT_THROW(art.run(bad), Error); // lengths that do not add up to the input's
 }
 
 // Bad sizes are the run's errors, naming the node, and the instance still runs: a negative dim,
