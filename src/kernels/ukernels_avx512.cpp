@@ -38,7 +38,9 @@ void f32_activate_tile_avx512(float* c, int64_t ldc, int64_t rows, int64_t nr, u
 }
 
 void f32_conv_nchw16c_avx512(const NchwcTileParams& p) {
+  // (a last odd output block alone: half the tile's FMAs, none on padding)
   p.rowPixels == 7 ? detail::nchwcTile<V512, 14, 2, 16, 16, 7>(p)
+  : p.nv == 1      ? detail::nchwcTile<V512, 14, 1>(p)
                    : detail::nchwcTile<V512, 14, 2>(p);
 }
 void f32_conv_nchw_nchw16c_avx512(const NchwcTileParams& p) {
