@@ -46,6 +46,12 @@ int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
   bool ok = br[0] && br[1] && n.hasInput(0);
   for (const Value* o : n.outputs)
     ok = ok && o && o->type.isTensor() && o->type.shape && toDims(*o->type.shape);
+  // (results sized at run time would be copied between growable buffers, which copy tasks do
+  // not bind: the whole If through the interpreter, which sizes them)
+  for (const Graph* b : br)
+    for (const Value* r : b ? b->outputs : std::vector<Value*>{})
+      ok = ok && !loop::sizedAtRunTime(ctx_.typeOf(r), ctx_);
+  for (const Value* o : n.outputs) ok = ok && !(o && loop::sizedAtRunTime(ctx_.typeOf(o), ctx_));
   // A branch that does not resolve at the symbols' bounds may at a run's sizes: it runs as the
   // whole If at the run's sizes (emitBranch), or the whole If does when neither resolves.
   const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);

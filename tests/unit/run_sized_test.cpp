@@ -149,6 +149,32 @@ TEST(RunSized, SplitAndTileOfRunTimeValues) {
   EXPECT_THROW(art.run(bad), Error); // lengths that do not add up to the input's
 }
 
+// An If whose results are sized at run time runs whole as a fallback task (its branches' results
+// would be copied between growable buffers, which copy tasks do not bind: the artifact loaded but
+// refused to run before), sizing its result itself; the ConstantOfShape before it still compiles.
+TEST(RunSized, AnIfOfValuesSizedAtRunTimeRunsWhole) {
+  const char* ir = R"(graph @g(%c: bool[], %shape: i64[1]) {
+  %z = ConstantOfShape(%shape) {value = tensor f32[1] [0.5]} : f32[?]
+  %y = If(%c) {then_branch = graph @then() { %t = Neg(%z) : f32[?]  return %t },
+               else_branch = graph @else() { %e = Exp(%z) : f32[?]  return %e }} : f32[?]
+  return %y
+}
+)";
+  Model ref = parseModel(ir), m = parseModel(ir);
+  const fs::path dir = test::compileArtifact(m, "aicc_run_sized_if", {});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_NE(plan.find("\nfallback "), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("\ncopy "), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  for (const auto& [c, n] :
+       std::vector<std::pair<bool, int64_t>>{{true, 5}, {false, 300}, {true, 2}}) {
+    Tensor cond(DType::Bool, {});
+    cond.setF64(0, c ? 1 : 0);
+    std::vector<RValue> in = {RValue::of(cond), RValue::of(ints({n}))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {1e-6, 1e-6});
+  }
+}
+
 // Bad sizes are the run's errors, naming the node, and the instance still runs: a negative dim,
 // a shape that does not broadcast, an absurd size (2^40 floats), a Reshape of other elements.
 TEST(RunSized, BadSizesAreTheRunsErrors) {

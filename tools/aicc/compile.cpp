@@ -362,7 +362,11 @@ int compileCommand(const CompileArgs& a) {
   for (const auto& f : spec.failBranches) // the run fails if it takes one
     std::cerr << "aicc: warning: not compiled, taking it at run time is an error: " << f << "\n";
   for (const rt::Symbol& sym : spec.symbols) // what the arena was planned for
-    if (!a.quiet && sym.data)
+    if (!a.quiet && sym.runSized)
+      std::cout << fmt::format("data-dependent dim {}: no bound, set during the run (its values "
+                               "live in buffers that grow to the largest run; at most {})\n",
+                               sym.name, sym.hi);
+    else if (!a.quiet && sym.data)
       std::cout << fmt::format("data-dependent dim {}: 0..{}, set during the run (the arena is "
                                "planned for {}: the most the model's shapes allow)\n",
                                sym.name, sym.hi, sym.hi);
