@@ -226,6 +226,7 @@ const std::map<std::string, MathFunction>& mathFunctions() {
       {"sin", {1, "sin", ::sin, nullptr}},
       {"cos", {1, "cos", ::cos, nullptr}},
       {"log1p", {1, "log1p", ::log1p, nullptr}},
+      {"expm1", {1, "expm1", ::expm1, nullptr}},
       {"atan", {1, "atan", ::atan, nullptr}},
       {"acos", {1, "acos", ::acos, nullptr}},
       {"asin", {1, "asin", ::asin, nullptr}},

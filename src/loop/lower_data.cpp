@@ -622,6 +622,7 @@ std::optional<LoweredNode> lowerDataFamily(const Node& n, const std::string& nam
   if (op == "STFT") return lowerStft(n, name, o);
   if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow")
     return lowerWindowFunction(n, name, o);
+  if (op == "MelWeightMatrix") return lowerMelWeightMatrix(n, name, o);
   if (op == "AffineGrid") return lowerAffineGrid(n, name, o);
   if (op == "Col2Im") return lowerCol2Im(n, name, o);
   if (op == "TfIdfVectorizer") return lowerTfIdf(n, name, o);

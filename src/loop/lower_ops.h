@@ -230,6 +230,8 @@ std::optional<LoweredNode> lowerResize(const Node& n, const std::string& name,
 std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, const LowerOptions& o);
 // STFT: the DFT matrix of one frame, the window and the framing in the loop (lower_signal.cpp).
 std::optional<LoweredNode> lowerStft(const Node& n, const std::string& name, const LowerOptions& o);
+std::optional<LoweredNode> lowerMelWeightMatrix(const Node& n, const std::string& name,
+                                                const LowerOptions& o);
 std::optional<LoweredNode> lowerWindowFunction(const Node& n, const std::string& name,
                                                const LowerOptions& o);
 std::optional<LoweredNode> lowerAffineGrid(const Node& n, const std::string& name,

@@ -177,6 +177,76 @@ std::optional<LoweredNode> lowerDft(const Node& n, const std::string& name, cons
 
 namespace aicc::loop::detail {
 
+// MelWeightMatrix of run-time inputs, as the reference computes it (ops/signal_window.cpp, f64):
+// the num_mel_bins + 2 mel points' spectrogram bins floor((dft_length + 1) * hz / sample_rate) into
+// an i64 temp (each in [0, bins), else the run's error), then each filter's triangle. The result
+// shape fixes num_mel_bins and dft_length / 2 + 1 (checked at run time).
+std::optional<LoweredNode> lowerMelWeightMatrix(const Node& n, const std::string& name,
+                                                const LowerOptions& o) {
+  const Dims yd = staticDims(n.outputs.at(0), "output");
+  if (yd.size() != 2) no("a result that is not 2-D");
+  const DType t = n.outputs[0]->type.dtype;
+  if (!isFloat(t)) no("a result that is not floating point");
+  for (size_t i = 0; i < 5; ++i)
+    if (numel(staticDims(n.inputs.at(i), "input")) != 1) no("inputs that are not scalars");
+  if (!o.runtimeKernels) no("inputs given at run time (checked by the runtime only)");
+  const int64_t bins = yd[0], mels = yd[1];
+  FuncBuilder b(n, name, "signal");
+  const std::string y = b.output(0);
+  auto f64 = [&](size_t i) {
+    return cast(DType::F64, load(b.input(n.inputs[i]), intImm(0), n.inputs[i]->type.dtype));
+  };
+  auto c = [](double v) { return constant(DType::F64, v); }; // (f64: the reference's)
+  // num_mel_bins, dft_length / 2, and 1 when sample_rate > 0 and 0 <= lower <= upper edge (the
+  // bins below divide by a rate of at least 1, so that their check does not report it instead).
+  const std::string given = b.temp("given", DType::I64, {3});
+  const ExprPtr valid =
+      binary(Op::And, cmp(Op::Gt, loadI64(b, n.inputs[2], 0), intImm(0)),
+             binary(Op::And, cmp(Op::Ge, f64(3), c(0.0)), cmp(Op::Le, f64(3), f64(4))));
+  Block body = {Stmt::store(given, intImm(0), loadI64(b, n.inputs[0], 0)),
+                Stmt::store(given, intImm(1), div(loadI64(b, n.inputs[1], 0), intImm(2))),
+                Stmt::store(given, intImm(2), select(valid, intImm(1), intImm(0)))};
+  body.push_back(checkValuesI64(given, std::vector<int64_t>{mels, bins - 1, 1}));
+  // (the reference's hzToMel / melToHz)
+  const double ln10 = std::log(10.0);
+  auto toMel = [&](ExprPtr hz) {
+    return div(mul(c(2595.0), call("log1p", {div(hz, c(700.0))})), c(ln10));
+  };
+  const std::string lo = b.fresh("low_mel"), step = b.fresh("mel_step"), k = b.loopVar("k");
+  body.push_back(Stmt::let(lo, toMel(f64(3))));
+  body.push_back(
+      Stmt::let(step, div(sub(toMel(f64(4)), var(lo, DType::F64)), c(double(mels + 2)))));
+  const ExprPtr hz =
+      mul(c(700.0), call("expm1", {mul(div(add(mul(cast(DType::F64, var(k)), var(step, DType::F64)),
+                                               var(lo, DType::F64)),
+                                           c(2595.0)),
+                                       c(ln10))}));
+  const ExprPtr bin =
+      cast(DType::I64, call("floor", {div(mul(add(f64(1), c(1.0)), hz), max(f64(2), c(1.0)))}));
+  const std::string pts = b.temp("bins", DType::I64, {mels + 2});
+  for (auto& st : nest({k}, {mels + 2}, {Stmt::store(pts, var(k), bin)}, false))
+    body.push_back(std::move(st));
+  for (auto& st : checkValuesBelow(pts, DType::I64, mels + 2, bins, o))
+    body.push_back(std::move(st));
+  // y[j, i]: rising from bins[i] to bins[i + 1] (a 1 there when they are equal), falling to bins[i
+  // + 2].
+  const std::string j = b.loopVar("j"), i = b.loopVar("i");
+  auto pt = [&](int64_t d) { return load(pts, add(var(i), intImm(d)), DType::I64); };
+  const ExprPtr jv = var(j), l = pt(0), m = pt(1), h = pt(2);
+  auto f = [&](const ExprPtr& e) { return cast(DType::F64, e); };
+  const ExprPtr rise = select(cmp(Op::Eq, m, l), select(cmp(Op::Eq, jv, m), c(1.0), c(0.0)),
+                              select(binary(Op::And, cmp(Op::Ge, jv, l), cmp(Op::Le, jv, m)),
+                                     div(f(sub(jv, l)), f(max(sub(m, l), intImm(1)))), c(0.0)));
+  const ExprPtr fall = select(binary(Op::And, cmp(Op::Ge, jv, m), cmp(Op::Lt, jv, h)),
+                              div(f(sub(h, jv)), f(max(sub(h, m), intImm(1)))), c(0.0));
+  // (the reference writes the rise, then the fall over it from bins[i + 1] on)
+  const ExprPtr v = select(binary(Op::And, cmp(Op::Gt, h, m), cmp(Op::Ge, jv, m)), fall, rise);
+  for (auto& st : nest({j, i}, {bins, mels},
+                       {Stmt::store(y, add(mul(var(j), intImm(mels)), var(i)), cast(t, v))}, false))
+    body.push_back(std::move(st));
+  return b.finish(std::move(body), {}, o);
+}
+
 // HannWindow / HammingWindow / BlackmanWindow: the result depends on the size input alone, and the
 // (static) result shape fixes it: the reference's window at that size is a constant, copied out
 // after the runtime checks that the size given is that one.

@@ -1169,6 +1169,7 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
     case Kind::Call: {
       ptrs.resize(t.params.size());
       for (size_t i = 0; i < t.params.size(); ++i) ptrs[i] = at(t.params[i]);
+      aicc_rt_clear_last_error();
       const int32_t rc = t.fn(ptrs.data());
       AICC_RT_CHECK(rc == 0, "{}: {}", t.node,
                     rc == 1 ? "integer division by zero" : aicc_rt_last_error());

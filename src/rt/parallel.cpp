@@ -123,6 +123,8 @@ void clearKernelCache() {
 
 extern "C" const char* aicc_rt_last_error() { return lastError.c_str(); }
 
+extern "C" void aicc_rt_clear_last_error() { lastError.clear(); }
+
 extern "C" int32_t aicc_rt_call_kernel(const char* name, int64_t n, int64_t* slots,
                                        int32_t* kinds) {
   try {
@@ -154,7 +156,7 @@ extern "C" int32_t aicc_rt_call_kernel(const char* name, int64_t n, int64_t* slo
     (*k)(args);
     return 0;
   } catch (const std::exception& e) {
-    lastError = std::string("call @") + name + ": " + e.what();
+    if (lastError.empty()) lastError = std::string("call @") + name + ": " + e.what();
     return 2;
   }
 }

@@ -12,9 +12,12 @@ int32_t aicc_rt_parallel_for(aicc_rt_body_fn body, void** buffers, int64_t* capt
                              int64_t hi);
 // Runs micro-kernel `name` (loop/eval.h builtinKernel) on n arguments: kinds[i] 0 = buffer
 // (slots[i] = element address), 1 = integer, 2 = float (double bits). Returns 0, or 2 on error
-// (the message is kept for aicc_rt_last_error()).
+// (the message is kept for aicc_rt_last_error()). Generated code runs on after a failed call (its
+// indices are clamped) and returns the OR of the results: the first failure's message is kept
+// until aicc_rt_clear_last_error (before each task), the root cause rather than what followed.
 int32_t aicc_rt_call_kernel(const char* name, int64_t n, int64_t* slots, int32_t* kinds);
 const char* aicc_rt_last_error();
+void aicc_rt_clear_last_error();
 }
 
 namespace aicc::runtime {

@@ -358,6 +358,7 @@ std::vector<RValue> JitExecutable::run(const std::vector<RValue>& inputs,
           ptrs[i] = const_cast<void*>(r->tensor.raw());
         }
       }
+      aicc_rt_clear_last_error();
       int32_t rc = t.fn(ptrs.data());
       AICC_CHECK(rc == 0, "{} (JIT): {}", n.describe(),
                  rc == 1 ? std::string("integer division by zero")

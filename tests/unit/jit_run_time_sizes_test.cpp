@@ -5,7 +5,7 @@
 // a complex signal), the window functions (periodic and symmetric), AffineGrid (2-D and
 // 3-D, both align_corners; a size other than the result's as an error) and Col2Im (block shapes
 // given at run time, two that give the same block count told apart by their values, strides,
-// pads and dilations; an image shape other than the result's as an error).
+// pads and dilations; an image shape other than the result's as an error) and MelWeightMatrix.
 #include "interp/interpreter.h"
 #include "jit_check.h"
 #include "runtime/artifact.h"
@@ -112,6 +112,28 @@ TEST(JitRunTimeSizes, WindowFunctionsOfARunTimeSize) {
       n.setI64(0, 11);
       expectJitError(m, {RValue::of(n)}, "differs from the 12");
     }
+}
+
+// MelWeightMatrix of run-time inputs (the result's shape fixes num_mel_bins and dft_length / 2):
+// sample rates and edges that move the filters, and an odd dft_length; a zero sample rate, edges
+// out of order and a mel point past the spectrogram are the run's errors.
+TEST(JitRunTimeSizes, MelWeightMatrixOfRunTimeInputs) {
+  Model m = parseWithShapes("graph @g(%mels: i32[], %len: i64[], %rate: i32[], %lo: f32[], %hi: "
+                            "f32[]) {\n  %y = MelWeightMatrix(%mels, %len, %rate, %lo, %hi) : "
+                            "f32[33,10]\n  return %y\n}\n");
+  auto in = [](int64_t len, int64_t rate, double lo, double hi) {
+    Tensor mels(DType::I32, {}), l(DType::I64, {}), r(DType::I32, {}), a(DType::F32, {}),
+        b(DType::F32, {});
+    mels.setI64(0, 10), l.setI64(0, len), r.setI64(0, rate), a.setF64(0, lo), b.setF64(0, hi);
+    return std::vector<RValue>{RValue::of(mels), RValue::of(l), RValue::of(r), RValue::of(a),
+                               RValue::of(b)};
+  };
+  for (const auto& x : {in(64, 16000, 0, 8000), in(65, 8000, 100, 3000), in(64, 44100, 20, 900)})
+    expectJitMatches(m, x, {1e-7, 1e-7}, "signal");
+  expectJitError(m, in(64, 0, 0, 8000), "differs from the 1");
+  expectJitError(m, in(64, 16000, 500, 100), "differs from the 1");
+  expectJitError(m, in(64, 8000, 0, 8000), "out of range");
+  expectJitError(m, in(40, 16000, 0, 8000), "differs from the 32");
 }
 
 TEST(JitRunTimeSizes, AffineGridMatchesTheInterpreter) {
