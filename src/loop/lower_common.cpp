@@ -121,13 +121,17 @@ LoweredNode FuncBuilder::finish(Block body, Schedule sched, const LowerOptions& 
   for (auto& s : body) prologue.push_back(std::move(s));
   ln.func.body = std::move(prologue);
   // Inputs the code never reads (e.g. a weight used only through its packed form) are dropped,
-  // so nothing binds or stores them.
+  // so nothing binds or stores them; the sizes alone (LowerOptions::sizesOnly) drop every
+  // parameter they do not use, results and temps too (a result's buffer is sized by them).
   std::set<std::string> used;
   usedBuffers(ln.func.body, used);
-  std::erase_if(ln.func.params,
-                [&](const Buffer& p) { return p.role == Role::In && !used.count(p.name); });
-  std::erase_if(ln.inputs, [&](const auto& in) { return !used.count(in.first); });
-  std::erase_if(ln.constants, [&](const auto& c) { return !used.count(c.first); });
+  auto unused = [&](const auto& x) { return !used.count(x.first); };
+  std::erase_if(ln.func.params, [&](const Buffer& p) {
+    return (p.role == Role::In || opts.sizesOnly) && !used.count(p.name);
+  });
+  std::erase_if(ln.inputs, unused);
+  std::erase_if(ln.constants, unused);
+  if (opts.sizesOnly) std::erase_if(ln.outputs, unused);
   sched["kind"] = kind_;
   sched["op"] = node.domain.empty() ? node.op : node.domain + "." + node.op;
   ln.func.schedule = std::move(sched);

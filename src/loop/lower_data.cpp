@@ -290,20 +290,24 @@ std::optional<LoweredNode> lowerSplit(const Node& n, const std::string& name,
   const bool runLengths = !lengths.empty();
   if (runLengths) {
     if (!o.runtimeKernels) no("split lengths given at run time (checked by the runtime only)");
-    const std::string len = b.temp("length", DType::I64, {1}), sum = b.temp("sum", DType::I64, {1});
+    // (the lengths, then their sum, checked at once against the results' and the input's dims)
+    const std::string got = b.temp("lengths", DType::I64, {parts + 1});
+    std::vector<ExprPtr> want;
     ExprPtr total = intImm(0);
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (!n.outputs[k]) no("an omitted Split output");
-      const Dims od = staticDims(n.outputs[k], "output");
+    for (int64_t k = 0; k < parts; ++k) {
+      const Value* v = n.outputs[size_t(k)];
+      if (!v) no("an omitted Split output");
+      const Dims od = staticDims(v, "output");
       if (od.size() != id.size()) no("output rank differs from the input's");
-      total = add(total, lengths[k]);
-      if (auto set = o.setDataDim(n.outputs[k], size_t(axis), max(lengths[k], intImm(0))))
+      total = add(total, lengths[size_t(k)]);
+      if (auto set = o.setDataDim(v, size_t(axis), max(lengths[size_t(k)], intImm(0))))
         body.push_back(std::move(*set));
-      body.push_back(Stmt::store(len, intImm(0), lengths[k]));
-      body.push_back(checkValuesI64(len, {runDims(o, n.outputs[k], od)[size_t(axis)]}));
+      body.push_back(Stmt::store(got, intImm(k), lengths[size_t(k)]));
+      want.push_back(runDims(o, v, od)[size_t(axis)]);
     }
-    body.push_back(Stmt::store(sum, intImm(0), total));
-    body.push_back(checkValuesI64(sum, {ir[size_t(axis)]}));
+    body.push_back(Stmt::store(got, intImm(parts), total));
+    want.push_back(ir[size_t(axis)]);
+    body.push_back(checkValuesI64(got, want));
     if (o.sizesOnly) return b.finish(std::move(body), {}, o);
   }
   ExprPtr begin = intImm(0);

@@ -125,42 +125,6 @@ std::set<std::string> producedSymbols(const Node& n, const PerSampleContext& ctx
   return produced;
 }
 
-// The buffers b loads, stores or passes to calls.
-void buffersUsed(const Block& b, std::set<std::string>& out) {
-  std::function<void(const ExprPtr&)> expr = [&](const ExprPtr& e) {
-    if (!e) return;
-    if (e->op == Op::Load) out.insert(e->name);
-    for (const ExprPtr& a : e->args) expr(a);
-  };
-  for (const Stmt& st : b) {
-    if (st.kind == StmtKind::Store) out.insert(st.name);
-    for (const ExprPtr& e : {st.lo, st.hi, st.index, st.value}) expr(e);
-    for (const CallArg& a : st.args) {
-      if (!a.buffer.empty()) out.insert(a.buffer);
-      expr(a.offset);
-      expr(a.value);
-    }
-    buffersUsed(st.body, out);
-    buffersUsed(st.orelse, out);
-  }
-}
-
-// A sizes-only lowering (LowerOptions::sizesOnly) as its task: the parameters its statements
-// use, and none of its results (their buffers are sized by what it writes); false when it
-// touches a result.
-bool keepSizesOnly(LoweredNode& ln) {
-  std::set<std::string> used;
-  buffersUsed(ln.func.body, used);
-  for (const auto& [p, _] : ln.outputs)
-    if (used.count(p)) return false;
-  auto unused = [&](const auto& x) { return !used.count(x.first); };
-  std::erase_if(ln.func.params, [&](const Buffer& b) { return !used.count(b.name); });
-  std::erase_if(ln.inputs, unused);
-  std::erase_if(ln.outputs, unused);
-  std::erase_if(ln.constants, unused);
-  return true;
-}
-
 // Renames buffer `from` to `to` in the stores of b (the shape block's name while lowering).
 void renameStores(Block& b, const std::string& from, const std::string& to) {
   for (Stmt& st : b) {
@@ -334,7 +298,7 @@ std::optional<LoweredNode> lowerSymbolic(const Node& n, const std::string& funcN
           return no(fmt::format("'{}' is {}: {} has no lowering for symbolic sizes there", v->name,
                                 formatType(ctx.typeOf(v)), opLabel(n)));
     }
-  if (o.sizesOnly && !keepSizesOnly(*ln))
+  if (o.sizesOnly && !ln->outputs.empty()) // (FuncBuilder::finish kept a result it writes)
     return no(fmt::format("{} computes its sizes with its result, not apart", opLabel(n)));
   // A value sized at run time has no planned size: its buffer is flat, laid out `run_sized` (the
   // runtime grows it to the run's dims before the task, rt::HeapBuffer; docs/loop-ir.md).

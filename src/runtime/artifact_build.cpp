@@ -402,23 +402,22 @@ bool Builder::emitSizes(const Scope& s, const Node& n, std::string& why) {
   return true;
 }
 
-void Builder::pushCall(const Scope& s, const Node& n, loop::LoweredNode& lowered,
+void Builder::pushCall(const Scope& s, const Node& n, loop::LoweredNode& ln,
                        const std::string& name) {
-  auto* ln = &lowered;
-  auto msgs = loop::verifyMessages(ln->func);
+  auto msgs = loop::verifyMessages(ln.func);
   AICC_CHECK(msgs.empty(), "{}: lowering produced invalid loop IR: {}", n.describe(), msgs[0]);
   ArtifactTask t;
   t.fn = name;
   t.node = n.describe();
   t.source = &n;
   for (const Value* v : n.outputs) // (a task of sizes alone computes none)
-    if (v && !ln->func.schedule.count("sizes")) t.results.push_back({v, bind(s, v)});
+    if (v && !ln.func.schedule.count("sizes")) t.results.push_back({v, bind(s, v)});
   int64_t scratch = 0;
-  for (const loop::Buffer& b : ln->func.params) {
-    const Value* v = ln->valueOf(b.name);
-    const Tensor* c = ln->constantOf(b.name);
+  for (const loop::Buffer& b : ln.func.params) {
+    const Value* v = ln.valueOf(b.name);
+    const Tensor* c = ln.constantOf(b.name);
     int64_t bytes = b.numel() * int64_t(dtypeSize(b.dtype));
-    if (b.name == ln->symbolsParam) {
+    if (b.name == ln.symbolsParam) {
       t.params.push_back({Region::Symbols, 0, bytes});
     } else if (v) {
       AICC_CHECK(!lower_.bf16Activations || !lower_.bf16Activations->count(v) ||
@@ -437,13 +436,13 @@ void Builder::pushCall(const Scope& s, const Node& n, loop::LoweredNode& lowered
   spec_.scratchBytes = std::max(spec_.scratchBytes, scratch);
   // Every task says its precision (the report's view): the bf16 and int8 lowerings say so
   // themselves; the rest compute in their result's type.
-  auto& sch = ln->func.schedule;
+  auto& sch = ln.func.schedule;
   if (!sch.count("precision"))
     sch["precision"] = n.outputs.empty() || !n.outputs[0]
                            ? std::string("none")
                            : std::string(dtypeName(n.outputs[0]->type.dtype));
   push(std::move(t), loop::opLabel(n), loop::printSchedule(sch));
-  spec_.code.funcs.push_back(std::move(ln->func));
+  spec_.code.funcs.push_back(std::move(ln.func));
 }
 
 // `outer`: outerReads(n). A node with symbolic values is printed with its symbolic types and

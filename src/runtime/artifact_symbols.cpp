@@ -151,10 +151,10 @@ std::map<const Node*, std::set<std::string>> addDataSymbols(const Graph& g,
            ++j) {
         const std::string& name = (*v->type.shape)[j].symbol;
         const auto bound = producedDataDim(*np, k, j);
-        if (!bound || symbolValues(symbols, true).count(name)) // (a stepped one's S/step too)
-          continue;
-        // (a bound that reads a symbol sized at run time is none)
+        if (!bound) continue;
         std::map<std::string, int64_t> bounds = symbolValues(symbols, true);
+        if (bounds.count(name)) continue; // (a symbol already, a stepped one's S/step too)
+        // (a bound that reads a symbol sized at run time is none)
         for (const rt::Symbol& s : symbols)
           if (s.runSized) bounds.erase(s.name);
         const auto e = dimExpr(*bound);
