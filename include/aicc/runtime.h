@@ -46,8 +46,8 @@ int aicc_model_num_outputs(const aicc_model* m);
  * and aicc_model_input_bytes is then the size at the bounds; an output's dims are the last run's
  * (before a run: at the symbols' bounds). An output of run-time
  * size (a data-dependent shape: NonZero, NonMaxSuppression,
- * ...) has the element type and dims of the last run's value (NULL / -1 before a run, or when it
- * is a sequence or optional, which only `aicc run` and the Python package read). */
+ * ...) has the element type and dims of the last run's value (NULL / -1 before a run). A
+ * sequence or optional of tensors has its tensors' element type (and rank -1; see below). */
 const char* aicc_model_input_name(const aicc_model* m, int i);
 const char* aicc_model_input_dtype(const aicc_model* m, int i);
 int aicc_model_input_dims(const aicc_model* m, int i, int64_t* dims, int max_rank);
@@ -73,6 +73,22 @@ int aicc_model_run(aicc_model* m);
 /* Points into the model's arena (an output of run-time size: into the last run's value); valid
  * until the next run or aicc_model_free. */
 const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes);
+
+/* Sequences and optionals (an input or output whose type is seq<...> or opt<...>). Its type as
+ * text ("seq<f32[N]>", "opt<i64[4]>", "opt<seq<f32[?]>>"), NULL for a tensor. */
+const char* aicc_model_input_type(const aicc_model* m, int i);
+const char* aicc_model_output_type(const aicc_model* m, int i);
+/* Input i as `count` tensors: data[k] with ranks[k] dims dims[k] (copied; an optional tensor
+ * takes one). count -1: an optional without its element. Checked against the declaration
+ * (element type, each tensor's rank and static dims). */
+int aicc_model_set_input_sequence(aicc_model* m, int i, int count, const void* const* data,
+                                  const int64_t* const* dims, const int* ranks);
+/* Output i of the last run: *count its tensors (-1: an optional without its element); tensor k's
+ * data and bytes, and its rank (the return value, -1 on error) with up to max_rank dims. Valid
+ * until the next run or aicc_model_free. */
+int aicc_model_output_sequence(const aicc_model* m, int i, int* count);
+int aicc_model_output_item(const aicc_model* m, int i, int k, const void** data, size_t* bytes,
+                           int64_t* dims, int max_rank);
 
 /* Threads for the kernels (counting the caller); applies to every loaded model. */
 void aicc_set_num_threads(int n);

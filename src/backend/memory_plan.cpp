@@ -129,18 +129,26 @@ ValueHome homeOf(const Graph& g, const MemoryPlan& plan, const Value* v) {
   return {MemStorage::Input, 0, root, k};
 }
 
-std::optional<std::string> unresolvedShape(const Graph& g) {
+bool isNumericSequence(const Type& t) {
+  if (t.kind != Type::Kind::Sequence && t.kind != Type::Kind::Optional) return false;
+  const Type& e = *t.elem;
+  if (t.kind == Type::Kind::Optional && e.kind == Type::Kind::Sequence) return isNumericSequence(e);
+  return e.isTensor() && dtypeSize(e.dtype) > 0;
+}
+
+std::optional<std::string> unresolvedShape(const Graph& g, bool sequences) {
   for (const auto& n : g.nodes) {
     for (const Value* o : n->outputs)
-      if (o && (!o->type.isTensor() || !o->type.shape || !toDims(*o->type.shape)))
+      if (o && (!o->type.isTensor() || !o->type.shape || !toDims(*o->type.shape)) &&
+          !(sequences && isNumericSequence(o->type)))
         return fmt::format("{}: result '{}' has type {} for these input shapes", n->describe(),
                            o->name, formatType(o->type));
     for (const auto& [_, a] : n->attrs) {
       if (auto* sg = std::get_if<GraphPtr>(&a.v))
-        if (auto why = unresolvedShape(**sg)) return why;
+        if (auto why = unresolvedShape(**sg, sequences)) return why;
       if (auto* sgs = std::get_if<std::vector<GraphPtr>>(&a.v))
         for (const auto& x : *sgs)
-          if (auto why = unresolvedShape(*x)) return why;
+          if (auto why = unresolvedShape(*x, sequences)) return why;
     }
   }
   return std::nullopt;

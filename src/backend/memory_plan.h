@@ -146,8 +146,12 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts = {});
 
 // The first node result of g or of its nested graphs without a static tensor size, as a reason
 // ("node 'x' (LSTM): result 'y' has type f32[?,1,?,128] for these input shapes"); nullopt when
-// every result has one (the graph can be planned and compiled for static shapes).
-std::optional<std::string> unresolvedShape(const Graph& g);
+// every result has one (the graph can be planned and compiled for static shapes). With
+// `sequences`, results that are sequences or optionals of numeric tensors count as resolved (the
+// runtime holds them: an If's branches, rt/sequence.h).
+std::optional<std::string> unresolvedShape(const Graph& g, bool sequences = false);
+// A sequence or an optional of numeric tensors (any dims), or an optional of such a sequence.
+bool isNumericSequence(const Type& t);
 
 // Where the bytes of a value of g live under `plan` (what codegen binds a buffer to): the arena
 // (offset), the weight blob (offset; `root` is the constant whose bytes they are, v itself or the

@@ -610,8 +610,13 @@ void evenRows(int64_t rows, const GemmTileParams& p, const Tile& tile) {
 // MAXROWS body, a partial one the body of its even part and, for an odd count, the 1-row body
 // for the last row. Bodies for even counts only (plus 1) halve the tile code, most of the
 // runtime library's size; partial panels are the last of a matrix, and mostly even.
-template <int MAXROWS, class Tile> void byEvenRows(const GemmTileParams& p, const Tile& tile) {
+template <int MAXROWS, bool COMPACT = false, class Tile>
+void byEvenRows(const GemmTileParams& p, const Tile& tile) {
   if (p.mr >= MAXROWS) return tile.template operator()<MAXROWS>(p);
+  if constexpr (COMPACT) { // (built for size: a partial panel row by row)
+    for (int64_t r = 0; r < p.mr; ++r) tile.template operator()<1>(rowSlice(p, r, 1));
+    return;
+  }
   const int64_t even = p.mr & ~int64_t(1);
   if (even) evenRows<(MAXROWS - 1) & ~1>(even, rowSlice(p, 0, even), tile);
   if (p.mr & 1) tile.template operator()<1>(rowSlice(p, even, 1));
@@ -1016,7 +1021,18 @@ template <class V, int CB> void dwNchwPlane3x3Rows(const DwNchwPlaneParams& p) {
   dwNchwPlaneMode<V, 0, 3, false>(rest);
 }
 
+// A vector type built for size (V::compact: x86-64's portable fallback, which only backs CPUs
+// without AVX2) takes no kernel-width specializations: the same results from fewer bodies.
+template <class V> constexpr bool compactKernels() {
+  if constexpr (requires { V::compact; })
+    return V::compact;
+  else
+    return false;
+}
+
 template <class V, int MODE> void dwNchwPlaneK(const DwNchwPlaneParams& p) {
+  if constexpr (compactKernels<V>())
+    return p.max ? dwNchwPlaneMode<V, MODE, 0, true>(p) : dwNchwPlaneMode<V, MODE, 0, false>(p);
   if constexpr (MODE == 0 && V::width > 1)
     if (!p.max && p.KH == 3 && p.KW == 3 && p.dilH == 1 && p.dilW == 1 && p.strideH == 1 &&
         p.OH >= 4)
@@ -1024,6 +1040,8 @@ template <class V, int MODE> void dwNchwPlaneK(const DwNchwPlaneParams& p) {
                                                : dwNchwPlane3x3Rows<V, 1>(p);
   if (p.max)
     dwNchwPlaneMode<V, MODE, 0, true>(p);
+  else if constexpr (MODE == 2) // (strides past 2, or dilated: rare; one body for every width)
+    dwNchwPlaneMode<V, MODE, 0, false>(p);
   else if (p.KW == 3)
     dwNchwPlaneMode<V, MODE, 3, false>(p);
   else if (p.KW == 5)

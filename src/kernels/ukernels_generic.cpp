@@ -9,6 +9,9 @@ struct Scalar {
   using vec = float;
   using mask = bool;
   static constexpr int width = 1;
+#if defined(__x86_64__)
+  static constexpr bool compact = true; // (simd_impl.h compactKernels)
+#endif
   static mask maskFor(int64_t n) { return n >= 1; }
   static vec zero() { return 0.0f; }
   static vec set1(float x) { return x; }
@@ -71,7 +74,8 @@ void qtile(const QGemmTileParams& p) {
 void u8i16_qgemm_generic_4x8(const QGemmTileParams& p) { qtile(p); }
 
 void f32_gemm_generic_4x8(const GemmTileParams& p) {
-  detail::byEvenRows<4>(p, []<int ROWS>(const GemmTileParams& q) { tile8<ROWS>(q); });
+  detail::byEvenRows<4, detail::compactKernels<Scalar>()>(
+      p, []<int ROWS>(const GemmTileParams& q) { tile8<ROWS>(q); });
 }
 
 AICC_SIMD_ENTRY_POINTS(Scalar, generic)

@@ -6,6 +6,7 @@
 #include "rt/linked_model.h"
 #include "rt/memory.h"
 #include "rt/parallel.h"
+#include "rt/sequence.h"
 #include "rt/trace.h"
 
 #include <algorithm>
@@ -264,6 +265,7 @@ std::optional<Kind> taskKind(const std::string& s) {
   if (s == "fail") return Kind::Fail;
   if (s == "fallback") return Kind::Fallback;
   if (s == "repeat") return Kind::Repeat;
+  if (s == "seq") return Kind::Seq;
   return std::nullopt;
 }
 
@@ -351,6 +353,7 @@ struct TaskLine {
   std::string fn, node;
   std::vector<Binding> params;
   int64_t target = 0, limit = 0;
+  SeqTask seq;
 };
 
 } // namespace
@@ -724,6 +727,35 @@ Plan readPlan(const PlanSource& src) {
         size_t i = 1;
         if (t.kind == Kind::Call) t.fn = word(i++);
         if (t.kind == Kind::Fallback) t.fn = dec(word(i++));
+        if (t.kind == Kind::Seq) { // OP NODE ATTRS, then per param: BINDING DTYPE DIMS (a
+          auto op = seqOpFromName(word(i++)); // dynamic value: BINDING dynamic TYPE)
+          AICC_RT_CHECK(op, "{}: unknown seq op in '{}'", planFile, line);
+          t.seq.op = *op;
+          t.node = dec(word(i++));
+          for (size_t a = 0; word(i) != "-" && a <= word(i).size();) { // "1,-2": signed ints
+            size_t e = std::min(word(i).find(',', a), word(i).size());
+            const std::string x = word(i).substr(a, e - a);
+            t.seq.attrs.push_back(!x.empty() && x[0] == '-' ? -parseCount(x.substr(1))
+                                                            : parseCount(x));
+            a = e + 1;
+          }
+          for (++i; i < w.size(); i += 3) {
+            t.params.push_back(parseBinding(w[i], planFile));
+            TensorDesc d;
+            if (word(i + 1) == "dynamic") {
+              d.dynamic = dec(word(i + 2));
+            } else {
+              auto dtype = dtypeFromName(word(i + 1));
+              AICC_RT_CHECK(dtype && dtypeSize(*dtype) > 0, "{}: unknown element type '{}'",
+                            planFile, word(i + 1));
+              d.dtype = *dtype;
+              parseDims(word(i + 2), plan.symbols, d);
+            }
+            t.seq.descs.push_back(std::move(d));
+          }
+          taskLines.push_back(std::move(t));
+          continue;
+        }
         AICC_RT_CHECK(i < w.size(), "{}: malformed line '{}'", planFile, line);
         t.node = dec(w[i++]);
         for (; i < w.size(); ++i) {
@@ -781,7 +813,7 @@ Plan readPlan(const PlanSource& src) {
       checkBinding(b, where);
       // Only fallback tasks read or write dynamic values (rt/artifact.h), but a copy from one
       // to another, which shares it.
-      AICC_RT_CHECK(!bindsDynamic(plan, b) || t.kind == Kind::Fallback ||
+      AICC_RT_CHECK(!bindsDynamic(plan, b) || t.kind == Kind::Fallback || t.kind == Kind::Seq ||
                         (t.kind == Kind::Copy && t.params.size() == 2 &&
                          bindsDynamic(plan, t.params[0]) && bindsDynamic(plan, t.params[1]) &&
                          t.params[1].region == Region::Dynamic),
@@ -791,8 +823,22 @@ Plan readPlan(const PlanSource& src) {
       AICC_RT_CHECK(b.region != Region::Heap || t.kind == Kind::Call || t.kind == Kind::Fallback,
                     "{}: {} binds a growable buffer but is not a call or a fallback", planFile,
                     where);
+    if (t.kind == Kind::Seq) { // its bindings: of the op's kinds and types, tensors in full
+      std::vector<bool> dynamic;
+      for (size_t k = 0; k < t.params.size(); ++k) {
+        dynamic.push_back(bindsDynamic(plan, t.params[k]));
+        AICC_RT_CHECK(dynamic.back() || t.params[k].bytes == t.seq.descs[k].bytes(),
+                      "{}: {}: binding {} has {} bytes, its type needs {}", planFile, where, k,
+                      t.params[k].bytes, t.seq.descs[k].bytes());
+        AICC_RT_CHECK(t.params[k].region != Region::Symbols, "{}: {} binds the shape block",
+                      planFile, where);
+      }
+      const std::string problem = seqTaskProblem(t.seq, dynamic);
+      AICC_RT_CHECK(problem.empty(), "{}: {}: {}", planFile, where, problem);
+    }
     // Calls are checked against the library's signature below, fallbacks by their provider.
-    if (t.kind != Kind::Call && t.kind != Kind::Fallback && t.kind != Kind::Repeat) {
+    if (t.kind != Kind::Call && t.kind != Kind::Fallback && t.kind != Kind::Repeat &&
+        t.kind != Kind::Seq) {
       const size_t want = t.kind == Kind::Copy ? 2 : t.kind == Kind::JumpIfZero ? 1 : 0;
       AICC_RT_CHECK(t.params.size() == want, "{}: {} has {} bindings, not {}", planFile, where,
                     t.params.size(), want);
@@ -912,7 +958,7 @@ Plan readPlan(const PlanSource& src) {
   for (size_t i = 0; i < taskLines.size(); ++i) {
     TaskLine& t = taskLines[i];
     Plan::Task task{t.kind,  nullptr, std::move(t.node), std::move(t.params), size_t(t.target),
-                    t.limit, {}};
+                    t.limit, {},      std::move(t.seq)};
     if (t.kind == Kind::Call) {
       auto sig = signature.find(t.fn);
       task.fn = reinterpret_cast<int32_t (*)(void**)>(lookup(t.fn));
@@ -1198,6 +1244,13 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
                        : at(t.params[i]);
       t.fallback(bound);
       break;
+    case Kind::Seq:
+      bound.resize(t.params.size());
+      for (size_t i = 0; i < t.params.size(); ++i) bound[i] = at(t.params[i]);
+      now.resize(plan.symbols.size());
+      if (!now.empty()) std::memcpy(now.data(), symbolBlock.get(), 8 * now.size());
+      runSeqTask(t.seq, t.node, bound, now);
+      break;
     case Kind::Repeat: { // (checked at load: count, index[, condition][, iterations])
       const RepeatExtras x = repeatExtras(t.params);
       int64_t count, i = 0;
@@ -1241,10 +1294,28 @@ int64_t Artifact::outputBytes(size_t i) const {
 }
 
 bool Artifact::dynamicOutput(size_t i, DynamicTensor& out) const {
-  if (i >= outputs().size() || outputs()[i].dynamic.empty()) return false;
+  if (i >= outputs().size() || outputs()[i].dynamic.empty() || seqTypeOf(outputs()[i].dynamic))
+    return false;
   const auto& value = *static_cast<const std::shared_ptr<void>*>(output(i));
   const DynamicTensorView view = dynamicTensorView.load();
   return value && view && view(value, out);
+}
+
+void Artifact::setSequenceInput(size_t i, std::shared_ptr<const Sequence> value) {
+  AICC_RAW_LOCK("setting an input");
+  AICC_RT_CHECK(i < inputs_.size(), "input index {} out of range: the model has {} inputs", i,
+                inputs_.size());
+  const auto type = seqTypeOf(inputs_[i].dynamic);
+  AICC_RT_CHECK(type, "input '{}' is not a sequence or an optional", inputs_[i].name);
+  AICC_RT_CHECK(value, "input '{}': no value", inputs_[i].name);
+  checkSequence(*value, *type, format("input '{}'", inputs_[i].name));
+  impl_->dynamicInputs[i] = std::const_pointer_cast<Sequence>(std::move(value));
+  impl_->inputs[i] = impl_->dynamicInputs[i].get();
+}
+
+const Sequence* Artifact::sequenceOutput(size_t i) const {
+  if (i >= outputs().size() || !seqTypeOf(outputs()[i].dynamic)) return nullptr;
+  return static_cast<const Sequence*>(static_cast<const std::shared_ptr<void>*>(output(i))->get());
 }
 
 void Artifact::setProfiling(bool on) { impl_->profiling = on; }

@@ -34,8 +34,9 @@ namespace aicc::rt {
 // 6: `symbol` lines (NAME LO HI [STEP]), symbolic input/output dims and the shape block region
 // (Z). 7: `repeat` tasks (loop bodies), data symbols (`symbol NAME 0 HI data`, set by the tasks),
 // fallback tasks of symbolic nodes binding the shape block last and running at the run's sizes.
-// 8: values sized at run time (`heap K DTYPE DIMS` lines, bindings H:K:0).
-inline constexpr const char* kPlanHeader = "aicc-artifact 8";
+// 8: values sized at run time (`heap K DTYPE DIMS` lines, bindings H:K:0). 9: `seq` tasks
+// (sequences and optionals the runtime owns: rt/sequence.h).
+inline constexpr const char* kPlanHeader = "aicc-artifact 9";
 
 enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols, Heap };
 
@@ -45,10 +46,14 @@ enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols, Heap };
 // k, bytes = 0: a tensor whose dims are data symbols with no bound, Plan::heaps).
 //
 // Dynamic values: what no static plan can place (a data-dependent shape, a sequence, an optional,
-// strings) lives in a slot of the instance, an opaque value (std::shared_ptr<void>) that only the
-// fallback provider creates and reads: the bound address of a slot, or of a dynamic input, is
-// that std::shared_ptr<void>. Only fallback tasks bind them, and copies from one to a slot (an
-// Identity of a sequence: the value shared); the runtime never looks inside.
+// strings) lives in a slot of the instance, a value behind a std::shared_ptr<void>: the bound
+// address of a slot, or of a dynamic input, is that std::shared_ptr<void>. A sequence or optional
+// of numeric tensors is an rt::Sequence (rt/sequence.h: seqTypeOf tells by the IR type), which
+// seq tasks create and read; anything else (strings, maps, tensors of run-time size) is opaque,
+// the fallback provider's. Only seq and fallback tasks bind them, and copies from one to a slot
+// (an Identity of a sequence, an If's result: the value shared).
+struct Sequence; // rt/sequence.h
+
 struct Binding {
   Region region = Region::Arena;
   int64_t offset = 0; // bytes (Input: the input's index; Dynamic: the slot)
@@ -97,6 +102,30 @@ struct TensorDesc {
   std::vector<int64_t> dimsFor(const std::vector<int64_t>& values) const;
 };
 
+// A task on sequences and optionals (Kind::Seq), run by the runtime itself (rt/sequence.h), one
+// per ONNX op. Its params, the result first: Construct {seq, tensors...}; Empty {seq}; Insert
+// {seq, seq, tensor[, position]}; Erase {seq, seq[, position]}; At {tensor, seq, position};
+// Length {i64 scalar, seq}; Split {seq, tensor[, split]} (attrs: axis, keepdims); Optional {opt[,
+// element]}; Has {bool scalar[, opt]}; Get {tensor or seq, opt}. descs: per param, a tensor's
+// type over the symbols, or a dynamic value's IR type (TensorDesc::dynamic).
+enum class SeqOp : uint8_t {
+  Construct,
+  Empty,
+  Insert,
+  Erase,
+  At,
+  Length,
+  Split,
+  Optional,
+  Has,
+  Get
+};
+struct SeqTask {
+  SeqOp op = SeqOp::Construct;
+  std::vector<int64_t> attrs;
+  std::vector<TensorDesc> descs;
+};
+
 // A fallback task runs a node that has no lowering through the compiler's reference interpreter
 // (the plan holds the node as a one-node graph in the IR text form). The runtime has no
 // interpreter: a process that has one (the compiler library) provides it here. Given the node's
@@ -141,7 +170,7 @@ struct Plan {
   // Loop's condition, which the body updates) is nonzero; the iterations run written to the
   // Symbols binding last (when bound: the data symbol of a Loop's scan outputs). Bodies nest;
   // no task inside jumps out of one.
-  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail, Fallback, Repeat };
+  enum class Kind { Call, Copy, JumpIfZero, Jump, Fail, Fallback, Repeat, Seq };
   struct Task {
     Kind kind = Kind::Call;
     int32_t (*fn)(void**) = nullptr; // Call: the task function (0 = success)
@@ -151,6 +180,7 @@ struct Plan {
                                      // the end of its body
     int64_t limit = 0;               // Repeat: the most iterations the plan holds
     FallbackRun fallback;            // Fallback
+    SeqTask seq;                     // Seq
   };
   using Free = PlanBytesFree;
   using Bytes = std::unique_ptr<std::byte[], Free>;
@@ -230,6 +260,11 @@ public:
   int64_t outputBytes(size_t i) const;
   // Output i of the last run when it is dynamic and a tensor (setDynamicTensorView), else false.
   bool dynamicOutput(size_t i, DynamicTensor& out) const;
+  // A sequence or optional input (rt/sequence.h), checked against its declaration (kind,
+  // element type, each tensor's rank and static dims); kept, not copied.
+  void setSequenceInput(size_t i, std::shared_ptr<const Sequence> value);
+  // Output i of the last run when it is a sequence or optional, else null.
+  const Sequence* sequenceOutput(size_t i) const;
   // setInput for every input (dynamic[i] for a dynamic input: the fallback provider's value,
   // data[i] ignored), then run, then whileHeld (to read the outputs), holding the instance
   // throughout (waiting for another thread's run of it).

@@ -6,6 +6,7 @@
 #include "rt/error.h"
 #include "rt/memory.h"
 #include "rt/parallel.h"
+#include "rt/sequence.h"
 
 #include <memory>
 #include <string>
@@ -98,10 +99,12 @@ const char* aicc_model_output_name(const aicc_model* m, int i) {
 }
 const char* aicc_model_input_dtype(const aicc_model* m, int i) {
   const aicc::rt::TensorDesc* d = desc(m, i, true);
+  if (auto t = d ? rt::seqTypeOf(d->dynamic) : std::nullopt) return dtypeName(t->dtype).data();
   return d ? aicc::dtypeName(d->dtype).data() : nullptr; // (the names are C string literals)
 }
 const char* aicc_model_output_dtype(const aicc_model* m, int i) {
   const aicc::rt::TensorDesc* o = desc(m, i, false);
+  if (auto t = o ? rt::seqTypeOf(o->dynamic) : std::nullopt) return dtypeName(t->dtype).data();
   aicc::rt::DynamicTensor t;
   if (o && !o->dynamic.empty()) // the last run's value, when it is a tensor
     return m->art->dynamicOutput(size_t(i), t) ? aicc::dtypeName(t.dtype).data() : nullptr;
@@ -184,6 +187,76 @@ const void* aicc_model_output(const aicc_model* m, int i, size_t* bytes) {
     if (bytes) *bytes = size_t(m->art->outputBytes(size_t(i)));
   });
   return p;
+}
+
+const char* aicc_model_input_type(const aicc_model* m, int i) {
+  auto* d = desc(m, i, true);
+  return d && !d->dynamic.empty() ? d->dynamic.c_str() : nullptr;
+}
+const char* aicc_model_output_type(const aicc_model* m, int i) {
+  auto* d = desc(m, i, false);
+  return d && !d->dynamic.empty() ? d->dynamic.c_str() : nullptr;
+}
+
+int aicc_model_set_input_sequence(aicc_model* m, int i, int count, const void* const* data,
+                                  const int64_t* const* dims, const int* ranks) {
+  return guarded([&] {
+    AICC_RT_CHECK(m, "aicc_model_set_input_sequence: null model");
+    auto* d = desc(m, i, true);
+    AICC_RT_CHECK(d, "input index {} out of range", i);
+    const auto type = rt::seqTypeOf(d->dynamic);
+    AICC_RT_CHECK(type, "input '{}' is not a sequence or an optional", d->name);
+    AICC_RT_CHECK(count >= -1 && count <= (1 << 24) && (count <= 0 || (data && ranks)),
+                  "input '{}': {} tensors (null arrays?)", d->name, count);
+    auto s = std::make_shared<rt::Sequence>();
+    s->kind = type->kind;
+    s->dtype = type->dtype;
+    s->none = count < 0;
+    for (int k = 0; k < count; ++k) {
+      AICC_RT_CHECK(ranks[k] >= 0 && ranks[k] <= 64 && (!ranks[k] || (dims && dims[k])),
+                    "input '{}': tensor {} has rank {} (null dims?)", d->name, k, ranks[k]);
+      std::vector<int64_t> dk(ranks[k] ? dims[k] : nullptr,
+                              ranks[k] ? dims[k] + ranks[k] : nullptr);
+      int64_t n = int64_t(dtypeSize(s->dtype));
+      for (int64_t x : dk)
+        AICC_RT_CHECK(x >= 0 && !__builtin_mul_overflow(n, x, &n) && n <= (int64_t(1) << 40),
+                      "input '{}': tensor {} has an absurd size", d->name, k);
+      AICC_RT_CHECK(data[k] || !n, "input '{}': tensor {} has no data", d->name, k);
+      rt::checkItemDims(dk, *type, rt::format("input '{}'", d->name),
+                        size_t(k)); // (before reading)
+      s->items.push_back(rt::makeItem(s->dtype, std::move(dk), data[k],
+                                      rt::format("input '{}' tensor {}", d->name, k)));
+    }
+    m->art->setSequenceInput(size_t(i), std::move(s));
+  });
+}
+
+int aicc_model_output_sequence(const aicc_model* m, int i, int* count) {
+  return guarded([&] {
+    AICC_RT_CHECK(m && count, "aicc_model_output_sequence: null argument");
+    const rt::Sequence* s = i >= 0 ? m->art->sequenceOutput(size_t(i)) : nullptr;
+    AICC_RT_CHECK(s, "output {} is not a sequence or an optional (or not computed yet)", i);
+    *count = s->none ? -1 : int(s->items.size());
+  });
+}
+
+int aicc_model_output_item(const aicc_model* m, int i, int k, const void** data, size_t* bytes,
+                           int64_t* dims, int max_rank) {
+  int rank = -1;
+  guarded([&] {
+    AICC_RT_CHECK(m, "aicc_model_output_item: null model");
+    const rt::Sequence* s = i >= 0 ? m->art->sequenceOutput(size_t(i)) : nullptr;
+    AICC_RT_CHECK(s, "output {} is not a sequence or an optional (or not computed yet)", i);
+    AICC_RT_CHECK(k >= 0 && size_t(k) < s->items.size(), "output {}: no tensor {} (it has {})", i,
+                  k, s->items.size());
+    const rt::SeqItem& item = s->items[size_t(k)];
+    if (data) *data = item.data.get();
+    if (bytes) *bytes = size_t(item.bytes);
+    for (size_t j = 0; dims && j < item.dims.size() && int(j) < max_rank; ++j)
+      dims[j] = item.dims[j];
+    rank = int(item.dims.size());
+  });
+  return rank;
 }
 
 void aicc_set_num_threads(int n) { aicc::runtime::setNumThreads(n); }

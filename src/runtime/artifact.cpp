@@ -8,6 +8,7 @@
 #include "ir/parser.h"
 #include "passes/dim_steps.h"
 #include "rt/hash.h"
+#include "rt/sequence.h"
 #include "runtime/static_link.h"
 #include "support/file.h"
 
@@ -112,9 +113,20 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << type(t) << " " << regionName(b.region) << ":"
       << b.offset << ":" << b.bytes << "\n";
-  static const char* kKinds[] = {"task", "copy", "jumpz", "jump", "fail", "fallback", "repeat"};
+  static const char* kKinds[] = {"task", "copy",     "jumpz",  "jump",
+                                 "fail", "fallback", "repeat", "seq"};
   for (const ArtifactTask& t : spec.tasks) {
     p << kKinds[int(t.kind)];
+    if (t.kind == ArtifactTask::Kind::Seq) { // OP NODE ATTRS, then BINDING DTYPE DIMS per param
+      p << " " << rt::seqOpName(t.seq.op) << " " << enc(t.node) << " ";
+      for (size_t i = 0; i < t.seq.attrs.size(); ++i) p << (i ? "," : "") << t.seq.attrs[i];
+      p << (t.seq.attrs.empty() ? "-" : "");
+      for (size_t i = 0; i < t.params.size(); ++i)
+        p << " " << regionName(t.params[i].region) << ":" << t.params[i].offset << ":"
+          << t.params[i].bytes << " " << type(t.seq.descs[i]);
+      p << "\n";
+      continue;
+    }
     if (t.kind == ArtifactTask::Kind::Call) p << " " << t.fn;
     if (t.kind == ArtifactTask::Kind::Fallback) p << " " << enc(t.fn);
     p << " " << enc(t.node);
@@ -202,6 +214,38 @@ RValue owned(RValue r) {
 }
 } // namespace
 
+// The runtime's sequences and optionals (rt/sequence.h) and the interpreter's values: a dynamic
+// value whose IR type is one of numeric tensors is an rt::Sequence wherever the runtime holds it
+// (rt/artifact.h); these convert at the interpreter's boundary (fallback tasks, runChecked).
+std::shared_ptr<void> toRuntimeSequence(const RValue& r, const Type& t, const std::string& what) {
+  const rt::SeqType type = *rt::seqTypeOf(formatType(t));
+  auto s = std::make_shared<rt::Sequence>();
+  s->kind = type.kind;
+  s->dtype = type.dtype;
+  s->none = r.kind == RValue::Kind::None;
+  AICC_CHECK(s->none
+                 ? type.kind != rt::SeqKind::Sequence
+                 : (r.kind == RValue::Kind::Sequence) == (type.kind != rt::SeqKind::OptionalTensor),
+             "{}: expected {}", what, formatType(t));
+  for (const Tensor& x : r.kind == RValue::Kind::Tensor ? std::vector<Tensor>{r.tensor} : r.seq) {
+    AICC_CHECK(x.dtype() == type.dtype, "{}: expected element type {}, got {}", what,
+               dtypeName(type.dtype), dtypeName(x.dtype()));
+    s->items.push_back(rt::makeItem(x.dtype(), x.shape(), x.raw(), what));
+  }
+  rt::checkSequence(*s, type, what);
+  return s;
+}
+
+// Views of s's tensors (valid while s is).
+RValue fromRuntimeSequence(const rt::Sequence& s) {
+  if (s.none) return RValue::none();
+  std::vector<Tensor> items;
+  for (const rt::SeqItem& x : s.items)
+    items.push_back(Tensor::view(s.dtype, x.dims, nullptr, x.data.get()));
+  if (s.kind == rt::SeqKind::OptionalTensor) return RValue::of(items.at(0));
+  return RValue::ofSeq(std::move(items));
+}
+
 std::map<std::string, int64_t> symbolMap(const std::vector<rt::Symbol>& symbols,
                                          const std::function<int64_t(size_t)>& value) {
   std::map<std::string, int64_t> at;
@@ -233,6 +277,7 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
   vals.insert(vals.end(), g.outputs.begin(), g.outputs.end());
   const auto hi = symbolMap(symbols, [&](size_t k) { return symbols[k].hi; });
   std::vector<bool> dynamic; // bound to a dynamic slot or input (rt/artifact.h)
+  std::vector<bool> seqs;    // of those, the runtime's sequences (rt/sequence.h)
   std::vector<bool> heap;    // bound to a growable buffer (rt::HeapBuffer): sized at run time
   // Per value: its dims as expressions of the symbols (static ones constant), when symbolic.
   std::vector<std::vector<DimExpr>> runDims(vals.size());
@@ -242,6 +287,7 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
     if (t.isTensor() && t.shape) atHi.shape = withSymbols(*t.shape, hi);
     heap.push_back(params[i].region == Region::Heap);
     dynamic.push_back(!heap.back() && hasDynamicSize(atHi));
+    seqs.push_back(dynamic.back() && isRuntimeSequence(t));
     if (heap.back()) { // (its dims: the symbols' values when the task runs, or those it writes)
       AICC_CHECK(t.isTensor() && t.shape &&
                      std::all_of(t.shape->begin(), t.shape->end(),
@@ -274,7 +320,7 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
                "{}: fallback task for {}: '{}' is bound at offset {}, not aligned for its elements",
                file, node, vals[i]->name, params[i].offset);
   }
-  return [m, node, dynamic, heap, runDims, symbols,
+  return [m, node, dynamic, seqs, heap, runDims, symbols,
           symbolic](const std::vector<std::byte*>& bound) {
     const Graph& g = *m->graph;
     std::byte* block = symbolic ? bound.back() : nullptr;
@@ -305,7 +351,8 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
         const auto& slot = *reinterpret_cast<const std::shared_ptr<void>*>(bound[i]);
         AICC_CHECK(slot, "{}: '{}' has no value (not computed in this run)", node,
                    g.inputs[i]->name);
-        in.push_back(*static_cast<const RValue*>(slot.get()));
+        in.push_back(seqs[i] ? fromRuntimeSequence(*static_cast<const rt::Sequence*>(slot.get()))
+                             : *static_cast<const RValue*>(slot.get()));
         continue;
       }
       std::byte* data = heap[i] ? reinterpret_cast<rt::HeapBuffer*>(bound[i])->data() : bound[i];
@@ -324,7 +371,8 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
       const size_t i = g.inputs.size() + k;
       if (dynamic[i]) { // owned: a result may view a buffer the plan reuses
         *reinterpret_cast<std::shared_ptr<void>*>(bound[i]) =
-            std::make_shared<RValue>(owned(std::move(out[k])));
+            seqs[i] ? toRuntimeSequence(out[k], v->type, node + ": '" + v->name + "'")
+                    : std::make_shared<RValue>(owned(std::move(out[k])));
         continue;
       }
       Tensor& t = out[k].tensor;
@@ -399,7 +447,9 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
       Graph decl1;
       decl1.addInput(d.name, parseType(d.dynamic));
       checkGraphInputs(decl1, {in[i]});
-      dynamic[i] = std::make_shared<RValue>(in[i]);
+      dynamic[i] = isRuntimeSequence(decl1.inputs[0]->type)
+                       ? toRuntimeSequence(in[i], decl1.inputs[0]->type, "input '" + d.name + "'")
+                       : std::make_shared<RValue>(in[i]);
       data.push_back(nullptr);
       bytes.push_back(0);
       continue;
@@ -427,7 +477,9 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
           if (!art.outputs()[i].dynamic.empty()) {
             const auto& slot = *static_cast<const std::shared_ptr<void>*>(art.output(i));
             AICC_CHECK(slot, "output '{}' was not computed", art.outputs()[i].name);
-            out.push_back(owned(*static_cast<const RValue*>(slot.get())));
+            const rt::Sequence* seq = art.sequenceOutput(i);
+            out.push_back(
+                owned(seq ? fromRuntimeSequence(*seq) : *static_cast<const RValue*>(slot.get())));
             continue;
           }
           Tensor t(art.outputs()[i].dtype, art.outputDims(i));

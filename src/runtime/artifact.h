@@ -63,6 +63,7 @@ struct ArtifactTask {
   // and where each of its present results lives.
   const Node* source = nullptr;
   std::vector<std::pair<const Value*, Binding>> results;
+  rt::SeqTask seq; // Seq: the op, its attributes and its params' types (in the plan file)
 };
 
 struct ArtifactSpec {
@@ -160,6 +161,9 @@ rt::FallbackRun interpreterFallback(const std::string& nodeText, const std::stri
 // Checked tensors in, owned copies of the outputs out: dtype and shape of each input against the
 // declaration, by position (the engines' common run on tensors).
 std::vector<RValue> runChecked(rt::Artifact& a, const std::vector<RValue>& inputs);
+// Whether values of type t are the runtime's sequences (rt/sequence.h: sequences and optionals of
+// numeric tensors), which seq tasks build and read (artifact_seq.cpp).
+bool isRuntimeSequence(const Type& t);
 
 // Installs the reference interpreter as the runtime's fallback provider (rt::setFallbackProvider);
 // LoadedArtifact and writeArtifact do it, so a process that compiles or loads through the compiler

@@ -338,11 +338,14 @@ void Builder::emitCall(const Scope& s, const Node& n) {
           0,
           0,
           nullptr,
+          {},
           {}},
          n.op, "share the value");
     return;
   }
-  std::string why = dynamicIo(n);
+  std::string why;
+  if (emitSeq(s, n, why)) return;
+  if (why.empty()) why = dynamicIo(n);
   // Sizes the run sets (data symbols with no bound): a task of their own first, so that the
   // buffers they size have grown when this node's task runs; or this node's fallback sets them.
   const std::set<std::string> sizes = toSize(n);
@@ -469,7 +472,7 @@ void Builder::emitFallback(const Scope& s, const Node& n, const std::vector<cons
     }
     text = nodeAsModel(n, outer);
   }
-  ArtifactTask t{ArtifactTask::Kind::Fallback, text, n.describe(), {}, 0, 0, &n, {}};
+  ArtifactTask t{ArtifactTask::Kind::Fallback, text, n.describe(), {}, 0, 0, &n, {}, {}};
   for (const Value* v : n.inputs)
     if (v && !embedded(v)) t.params.push_back(bind(s, v));
   for (const Value* v : outer) // (in nodeAsModel's order; constants are printed)

@@ -75,6 +75,9 @@ private:
   void emitCall(const Scope& s, const Node& n);
   void emitFallback(const Scope& s, const Node& n, const std::vector<const Value*>& outer,
                     const std::string& why);
+  // artifact_seq.cpp: a sequence or optional node as a seq task; false (with why, unless n is
+  // no such node) when the runtime's sequences cannot hold its values.
+  bool emitSeq(const Scope& s, const Node& n, std::string& why);
   // artifact_control.cpp
   int64_t emitIf(const Scope& s, const Node& n, int64_t base);
   void emitSetSymbols(const std::string& where,

@@ -44,8 +44,10 @@ bool conditionKept(const Graph& body) {
 int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
   const Graph* br[2] = {branchOf(n, "then_branch"), branchOf(n, "else_branch")};
   bool ok = br[0] && br[1] && n.hasInput(0);
-  for (const Value* o : n.outputs)
-    ok = ok && o && o->type.isTensor() && o->type.shape && toDims(*o->type.shape);
+  for (const Value* o : n.outputs) // (or sequences: the branch's shared, rt/sequence.h)
+    ok = ok && o &&
+         ((o->type.isTensor() && o->type.shape && toDims(*o->type.shape)) ||
+          (isDynamic(o) && isRuntimeSequence(o->type)));
   // (results sized at run time would be copied between growable buffers, which copy tasks do
   // not bind: the whole If through the interpreter, which sizes them)
   for (const Graph* b : br)
@@ -55,10 +57,11 @@ int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
   // A branch that does not resolve at the symbols' bounds may at a run's sizes: it runs as the
   // whole If at the run's sizes (emitBranch), or the whole If does when neither resolves.
   const bool symbolic = !ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_);
-  if (symbolic && br[0] && br[1] && unresolvedShape(*br[0]) && unresolvedShape(*br[1])) ok = false;
+  if (symbolic && br[0] && br[1] && unresolvedShape(*br[0], true) && unresolvedShape(*br[1], true))
+    ok = false;
   if (!ok) { // the whole If through the interpreter
     const std::string why = "only an If with two input-less branches and results of static "
-                            "size is compiled";
+                            "size or sequences is compiled";
     if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
       emitFallback(s, n, outer, why);
     else
@@ -66,12 +69,19 @@ int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
     return base;
   }
   const size_t jz = spec_.tasks.size();
-  push(
-      {ArtifactTask::Kind::JumpIfZero, "", n.describe(), {bind(s, n.inputs[0])}, 0, 0, nullptr, {}},
-      "If", "jumpz to else_branch");
+  push({ArtifactTask::Kind::JumpIfZero,
+        "",
+        n.describe(),
+        {bind(s, n.inputs[0])},
+        0,
+        0,
+        nullptr,
+        {},
+        {}},
+       "If", "jumpz to else_branch");
   int64_t end = emitBranch(s, n, *br[0], "then_branch", base);
   const size_t j = spec_.tasks.size();
-  push({ArtifactTask::Kind::Jump, "", n.describe(), {}, 0, 0, nullptr, {}}, "If",
+  push({ArtifactTask::Kind::Jump, "", n.describe(), {}, 0, 0, nullptr, {}, {}}, "If",
        "jump past else_branch");
   spec_.tasks[jz].target = int64_t(spec_.tasks.size());
   end = std::max(end, emitBranch(s, n, *br[1], "else_branch", base));
@@ -82,7 +92,7 @@ int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
 int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const char* which,
                             int64_t base) {
   const std::string where = n.describe() + " " + which;
-  if (auto why = unresolvedShape(b)) {
+  if (auto why = unresolvedShape(b, true)) {
     // With symbols it may resolve at a run's sizes: the If on its reference kernels there, where
     // the branch would run (the condition is the same there, so it takes this branch).
     if (!ctx_.symbols.empty() && loop::hasSymbolicValues(n, ctx_))
@@ -92,7 +102,7 @@ int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const
         return base;
       }
     failBranches.push_back(where + ": " + *why);
-    push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0, 0, nullptr, {}},
+    push({ArtifactTask::Kind::Fail, "", where + " cannot run: " + *why, {}, 0, 0, nullptr, {}, {}},
          "If", "fail (branch not compiled)");
     return base;
   }
@@ -106,6 +116,14 @@ int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const
   std::vector<std::pair<std::string, Dim>> sets; // symbol -> this branch's dim
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     Binding from = bind(bs, b.outputs[k]), to = bind(s, n.outputs[k]);
+    if (isDynamic(n.outputs[k])) { // a sequence: shared (emitIf took only those)
+      AICC_CHECK(isDynamic(b.outputs[k]) && isRuntimeSequence(b.outputs[k]->type),
+                 "{}: result {} is {}, the If's {}", where, k, formatType(b.outputs[k]->type),
+                 formatType(n.outputs[k]->type));
+      push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0, 0, nullptr, {}, {}}, "If",
+           "share branch result");
+      continue;
+    }
     AICC_CHECK(from.region != Region::Dynamic, "{}: result {} has no static size ({})", where, k,
                formatType(b.outputs[k]->type));
     const Type& t = ctx_.typeOf(n.outputs[k]);
@@ -115,7 +133,7 @@ int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const
     AICC_CHECK(sets.empty() ? from.bytes == to.bytes : from.bytes <= to.bytes,
                "{}: result {} has {} bytes, the If's {}", where, k, from.bytes, to.bytes);
     to.bytes = from.bytes;
-    push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0, 0, nullptr, {}}, "If",
+    push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0, 0, nullptr, {}, {}}, "If",
          "copy branch result");
   }
   if (!sets.empty()) emitSetSymbols(where, sets);
@@ -304,7 +322,8 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   std::vector<ArtifactTask> pre; // before the repeat
   auto copy = [&](std::vector<ArtifactTask>& to, Binding from, Binding into) {
     if (from.region != into.region || from.offset != into.offset)
-      to.push_back({ArtifactTask::Kind::Copy, "", n.describe(), {from, into}, 0, 0, nullptr, {}});
+      to.push_back(
+          {ArtifactTask::Kind::Copy, "", n.describe(), {from, into}, 0, 0, nullptr, {}, {}});
   };
   const size_t first = scan ? 0 : 2; // the body's first state input
   for (size_t k = 0; k < N; ++k)
@@ -334,7 +353,7 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
     f.name = fn;
     auto msgs = loop::verifyMessages(f);
     AICC_CHECK(msgs.empty(), "{}: {} produced invalid loop IR: {}", n.describe(), what, msgs[0]);
-    ArtifactTask t{ArtifactTask::Kind::Call, fn, n.describe(), std::move(params), 0, 0, &n, {}};
+    ArtifactTask t{ArtifactTask::Kind::Call, fn, n.describe(), std::move(params), 0, 0, &n, {}, {}};
     push(std::move(t), n.op, what);
     spec_.code.funcs.push_back(std::move(f));
   };
@@ -346,7 +365,8 @@ int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
          "check the trip count");
   }
   const size_t repeatAt = spec_.tasks.size();
-  push({ArtifactTask::Kind::Repeat, "", n.describe(), repeatParams, 0, limit, nullptr, {}}, n.op,
+  push({ArtifactTask::Kind::Repeat, "", n.describe(), repeatParams, 0, limit, nullptr, {}, {}},
+       n.op,
        scan ? fmt::format("repeat {} times", length.empty() ? std::to_string(count) : length)
             : "repeat while the condition holds");
   if (scan)

@@ -206,7 +206,7 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
   std::optional<std::pair<size_t, Binding>> fault; // the task and result --inject-fault changes
   for (size_t i = 0; i < spec->tasks.size(); ++i) {
     ArtifactTask& t = spec->tasks[i];
-    rt::Plan::Task task{t.kind, nullptr, t.node, t.params, size_t(t.target), t.limit, {}};
+    rt::Plan::Task task{t.kind, nullptr, t.node, t.params, size_t(t.target), t.limit, {}, t.seq};
     TaskInfo info;
     info.node = t.node;
     info.op = spec->schedules[i].first;

@@ -3,9 +3,10 @@
 // constant positions (negative ones too) and SplitToSequence (chunks of 1 squeezed, a scalar
 // split with a shorter last chunk, the count of a 1-D split given at run time), read by SequenceAt,
 // SequenceLength and ConcatFromSequence (with and without new_axis). The artifact matches the
-// interpreter on the graph as written. A sequence returned from the graph, and a chunk of a
-// run-time split (a Split of data-dependent sizes), stay fallbacks; an Identity of a sequence
-// input shares it (a copy task).
+// interpreter on the graph as written. The others (a sequence input or output, a run-time
+// position, an If's sequence results) are the runtime's own, built and read by seq tasks
+// (rt/sequence.h), also through the C API; an Identity of a sequence input shares it (a copy).
+#include "aicc/runtime.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "ir/parser.h"
@@ -15,6 +16,8 @@
 #include "support/file.h"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 namespace aicc {
 namespace {
@@ -55,28 +58,168 @@ TEST(CompiledSequences, ListsBuiltAtConstantPositionsMatchTheInterpreter) {
   }
 }
 
-// A returned sequence stays a fallback (a value of the interpreter's, in a dynamic slot); chunks
-// of run-time lengths are a Split whose lengths the run sizes (docs/backend.md "Sizes without a
-// bound"): compiled, through several lengths.
-TEST(CompiledSequences, ReturnedSequencesStayFallbacksRunTimeChunksCompile) {
-  for (const char* ir : {"graph @g(%x: f32[4,6]) {\n  %sq = SplitToSequence(%x) {axis = 0}\n"
-                         "  return %sq\n}\n",
-                         "graph @g(%x: f32[4,6], %s: i64[2]) {\n  %one = const i64[] [1]\n"
-                         "  %ds = SplitToSequence(%x, %s) {axis = 1}\n"
-                         "  %d1 = SequenceAt(%ds, %one)\n  return %d1\n}\n"}) {
-    Model m = parseModel(ir), ref = parseModel(ir);
-    const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_out", {});
-    const bool chunks = ref.graph->inputs.size() == 2;
-    EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback ") == std::string::npos,
-              chunks);
-    if (!chunks) continue;
-    runtime::LoadedArtifact art(dir.string());
-    for (const auto& lengths : std::vector<std::vector<int64_t>>{{1, 5}, {6, 0}, {2, 4}}) {
-      std::vector<RValue> in = {RValue::of(test::uniformTensor({4, 6}, 3)),
-                                RValue::of(tensorOfInts(DType::I64, lengths))};
-      test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
-    }
+// Chunks of run-time lengths are a Split whose lengths the run sizes (docs/backend.md "Sizes
+// without a bound"): compiled, through several lengths.
+TEST(CompiledSequences, RunTimeChunksCompile) {
+  const char* ir = "graph @g(%x: f32[4,6], %s: i64[2]) {\n  %one = const i64[] [1]\n"
+                   "  %ds = SplitToSequence(%x, %s) {axis = 1}\n"
+                   "  %d1 = SequenceAt(%ds, %one)\n  return %d1\n}\n";
+  Model m = parseModel(ir), ref = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_out", {});
+  EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+  runtime::LoadedArtifact art(dir.string());
+  for (const auto& lengths : std::vector<std::vector<int64_t>>{{1, 5}, {6, 0}, {2, 4}}) {
+    std::vector<RValue> in = {RValue::of(test::uniformTensor({4, 6}, 3)),
+                              RValue::of(tensorOfInts(DType::I64, lengths))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
   }
+}
+
+// Sequences and optionals at the graph's edges are the runtime's own (rt/sequence.h): seq tasks
+// build and read them (inputs, outputs, run-time positions, an If's sequence results), with no
+// fallback task, matching the interpreter through runs of other lengths and positions.
+TEST(CompiledSequences, SequencesAtTheGraphsEdgesAreTheRuntimes) {
+  const char* ir = R"(graph @g(%s: seq<f32[?]>, %x: f32[3], %p: i64[], %q: i32[], %c: bool[],
+                    %o: opt<f32[3]>, %os: opt<seq<f32[?]>>) {
+  %i = SequenceInsert(%s, %x, %p) : seq<f32[?]>
+  %e = SequenceErase(%i, %q) : seq<f32[?]>
+  %n = SequenceLength(%e) : i64[]
+  %a = SequenceAt(%i, %p) : f32[3]
+  %sp = SplitToSequence(%x) {axis = 0, keepdims = 0} : seq<f32[]>
+  %ox = Optional(%x) : opt<f32[3]>
+  %on = Optional() {type = type seq<f32[3]>} : opt<seq<f32[3]>>
+  %h1 = OptionalHasElement(%o) : bool[]
+  %h2 = OptionalHasElement(%os) : bool[]
+  %f = If(%c) {
+    then_branch = graph @t() {
+      %t1 = SequenceConstruct(%x, %x) : seq<f32[3]>
+      return %t1
+    },
+    else_branch = graph @f() {
+      %f1 = SequenceEmpty() {dtype = 1} : seq<f32[3]>
+      return %f1
+    }
+  } : seq<f32[3]>
+  return %e, %n, %a, %sp, %ox, %on, %h1, %h2, %f
+}
+)";
+  Model m = parseModel(ir), ref = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_edges", {});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  runtime::LoadedArtifact art(dir.string());
+  auto seq = [](std::vector<int64_t> lengths, uint32_t seed) {
+    std::vector<Tensor> items;
+    for (int64_t l : lengths) items.push_back(test::uniformTensor({l}, seed++));
+    return RValue::ofSeq(std::move(items));
+  };
+  struct Case {
+    std::vector<int64_t> lengths;
+    int64_t p;
+    int32_t q;
+    bool c, o, os;
+  };
+  for (const Case& k : std::vector<Case>{{{2, 5}, 1, -1, true, true, true},
+                                         {{4}, 0, 0, false, false, false},
+                                         {{1, 3, 7, 2}, 4, -5, true, false, true},
+                                         {{}, 0, 0, false, true, false}}) {
+    const std::vector<RValue> in = {seq(k.lengths, 7),
+                                    RValue::of(test::uniformTensor({3}, 2)),
+                                    RValue::of(Tensor::scalar(DType::I64, double(k.p))),
+                                    RValue::of(Tensor::scalar(DType::I32, double(k.q))),
+                                    RValue::of(Tensor::scalar(DType::Bool, k.c)),
+                                    k.o ? RValue::of(test::uniformTensor({3}, 4)) : RValue::none(),
+                                    k.os ? seq({2, 0}, 9) : RValue::none()};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
+  }
+  // A position out of range and an empty optional read are the run's errors, naming the node;
+  // the instance runs again afterwards.
+  const char* get = "graph @g(%os: opt<seq<f32[?]>>) {\n"
+                    "  %gs = OptionalGetElement(%os) : seq<f32[?]>\n  return %gs\n}\n";
+  Model m2 = parseModel(get), ref2 = parseModel(get);
+  const auto dir2 = test::compileArtifact(m2, "aicc_compiled_sequences_get", {});
+  EXPECT_EQ(readFile((dir2 / "model.plan").string()).find("\nfallback "), std::string::npos);
+  runtime::LoadedArtifact art2(dir2.string());
+  auto runError = [&](int64_t p, bool os) {
+    try {
+      art.run({seq({2}, 1), RValue::of(test::uniformTensor({3}, 2)),
+               RValue::of(Tensor::scalar(DType::I64, double(p))),
+               RValue::of(Tensor::scalar(DType::I32, 0)),
+               RValue::of(Tensor::scalar(DType::Bool, 1)), RValue::none(), RValue::none()});
+      art2.run({os ? seq({1, 4}, 3) : RValue::none()});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(runError(3, true).find("(SequenceInsert): position 3 is out of range for a sequence "
+                                   "of 1 tensors"),
+            std::string::npos)
+      << runError(3, true);
+  EXPECT_NE(runError(0, false).find("(OptionalGetElement): the optional is empty"),
+            std::string::npos)
+      << runError(0, false);
+  EXPECT_EQ(runError(1, true), "");
+  test::expectOutputsClose(interpret(*ref2.graph, {seq({1, 4}, 3)}), art2.run({seq({1, 4}, 3)}),
+                           {0, 0});
+}
+
+// The C API passes sequences and optionals (include/aicc/runtime.h): set as lists of tensors, read
+// back tensor by tensor, checked against the declaration.
+TEST(CompiledSequences, TheCApiPassesSequences) {
+  const char* ir = R"(graph @g(%s: seq<f32[2,?]>, %x: f32[2,3], %o: opt<i64[]>) {
+  %i = SequenceInsert(%s, %x) : seq<f32[2,?]>
+  %h = OptionalHasElement(%o) : bool[]
+  return %i, %h
+}
+)";
+  Model m = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_c", {});
+  aicc_model* cm = aicc_model_load(dir.c_str());
+  ASSERT_TRUE(cm) << aicc_last_error();
+  EXPECT_STREQ(aicc_model_input_type(cm, 0), "seq<f32[2,?]>");
+  EXPECT_STREQ(aicc_model_input_dtype(cm, 0), "f32");
+  EXPECT_EQ(aicc_model_input_type(cm, 1), nullptr);
+  const float a[4] = {1, 2, 3, 4}, x[6] = {5, 6, 7, 8, 9, 10};
+  const int64_t da[2] = {2, 2}, bad[2] = {3, 2}, one = 7;
+  const void* data[1] = {a};
+  const int64_t* dims[1] = {da};
+  const int ranks[1] = {2};
+  // Checked against the declaration: a dim 3 where 2 is declared, a tensor setter, a rank.
+  const int64_t* badDims[1] = {bad};
+  EXPECT_NE(aicc_model_set_input_sequence(cm, 0, 1, data, badDims, ranks), 0);
+  EXPECT_NE(std::string(aicc_last_error()).find("input 's': tensor 0 has dims [3,2]"),
+            std::string::npos)
+      << aicc_last_error();
+  EXPECT_NE(aicc_model_set_input(cm, 0, a, sizeof a), 0);
+  EXPECT_NE(aicc_model_set_input_sequence(cm, 1, 1, data, dims, ranks), 0);
+  ASSERT_EQ(aicc_model_set_input_sequence(cm, 0, 1, data, dims, ranks), 0) << aicc_last_error();
+  ASSERT_EQ(aicc_model_set_input(cm, 1, x, sizeof x), 0) << aicc_last_error();
+  for (int present : {1, 0}) {
+    const void* od[1] = {&one};
+    const int scalar[1] = {0};
+    ASSERT_EQ(aicc_model_set_input_sequence(cm, 2, present ? 1 : -1, od, nullptr, scalar), 0)
+        << aicc_last_error();
+    ASSERT_EQ(aicc_model_run(cm), 0) << aicc_last_error();
+    int count = 0;
+    ASSERT_EQ(aicc_model_output_sequence(cm, 0, &count), 0) << aicc_last_error();
+    ASSERT_EQ(count, 2);
+    const float* want[2] = {a, x};
+    for (int k = 0; k < 2; ++k) {
+      const void* p = nullptr;
+      size_t bytes = 0;
+      int64_t d[4];
+      ASSERT_EQ(aicc_model_output_item(cm, 0, k, &p, &bytes, d, 4), 2) << aicc_last_error();
+      EXPECT_EQ(d[0], 2);
+      EXPECT_EQ(d[1], k ? 3 : 2);
+      ASSERT_EQ(bytes, size_t(d[0] * d[1]) * sizeof(float));
+      EXPECT_EQ(std::memcmp(p, want[k], bytes), 0);
+    }
+    EXPECT_EQ(aicc_model_output_item(cm, 0, 2, nullptr, nullptr, nullptr, 0), -1);
+    EXPECT_EQ(*static_cast<const bool*>(aicc_model_output(cm, 1, nullptr)), present == 1);
+    EXPECT_NE(aicc_model_output_sequence(cm, 1, &count), 0); // a tensor
+  }
+  aicc_model_free(cm);
 }
 
 // An Identity of a sequence input (and OptionalGetElement of one, simplified to it) compiles to a
