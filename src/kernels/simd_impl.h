@@ -1051,6 +1051,8 @@ template <class V, int MODE> void dwNchwPlaneK(const DwNchwPlaneParams& p) {
 }
 
 template <class V> void dwNchwPlane(const DwNchwPlaneParams& p) {
+  if constexpr (compactKernels<V>()) // (one lane: the any-stride mode is stride 1's as well)
+    return p.half > 0 ? dwNchwPlaneK<V, 1>(p) : dwNchwPlaneK<V, 2>(p);
   if (p.strideW == 1)
     dwNchwPlaneK<V, 0>(p);
   else if (p.half > 0)

@@ -537,6 +537,17 @@ Artifact::Artifact(const std::string& dir) : Artifact(readFolder(dir)) {
   }
 }
 
+void Artifact::checkBodies(const std::string& planFile) const {
+  for (const Plan::Task& t : impl_->plan.tasks) {
+    if (t.kind != Kind::Seq || t.seq.op != SeqOp::Map) continue;
+    AICC_RT_CHECK(size_t(t.seq.attrs[0]) < impl_->plan.bodies.size() &&
+                      impl_->plan.bodies[size_t(t.seq.attrs[0])],
+                  "{}: {} runs body {}, which the plan lacks", planFile, t.node, t.seq.attrs[0]);
+    const std::string problem = mapBodyProblem(t.seq, *impl_->plan.bodies[size_t(t.seq.attrs[0])]);
+    AICC_RT_CHECK(problem.empty(), "{}: {}: {}", planFile, t.node, problem);
+  }
+}
+
 Artifact::Artifact(Plan plan) : impl_(std::make_unique<Impl>()) {
   inputs_ = plan.inputs;
   outputs_ = plan.outputs;
@@ -558,6 +569,7 @@ Artifact::Artifact(Plan plan) : impl_(std::make_unique<Impl>()) {
   impl_->heaps.resize(plan.heaps.size());
   impl_->times.assign(plan.tasks.size(), {});
   impl_->plan = std::move(plan);
+  checkBodies("the plan");
 }
 
 Artifact::~Artifact() = default;
@@ -572,7 +584,11 @@ Plan readFolder(const std::string& dir) {
   if (auto text = readText(src.planFile)) {
     src.text = std::move(*text);
     src.libraryFile = dir + "/model.so";
-    return readPlan(src);
+    Plan plan = readPlan(src);
+    // The bodies of SequenceMap tasks: this instance's own (each runs once per item).
+    for (const std::string& b : plan.bodyFolders)
+      plan.bodies.push_back(std::make_shared<Artifact>(dir + "/" + b));
+    return plan;
   }
   // A self-contained model.so carries its plan (and maybe its weights): its runtime stays unused,
   // the task functions are bound to this one.
@@ -612,7 +628,12 @@ Plan readLinkedModel(const char* weightsFile) {
   src.linked = linked;
   src.text = linked->plan;
   src.weightsFile = weightsFile ? weightsFile : "";
-  return readPlan(src);
+  Plan plan = readPlan(src);
+  AICC_RT_CHECK(plan.bodyFolders.empty(),
+                "{}: SequenceMap bodies are folders: load it with "
+                "aicc_model_load",
+                src.planFile);
+  return plan;
 }
 
 namespace {
@@ -669,6 +690,12 @@ Plan readPlan(const PlanSource& src) {
                           plan.variants.back().find("..") == std::string::npos,
                       "{}: variant '{}' is not a folder inside the artifact's", planFile,
                       plan.variants.back());
+      } else if (kind == "body") { // a folder inside this one (Plan::bodyFolders)
+        plan.bodyFolders.push_back(dec(word(1)));
+        AICC_RT_CHECK(!plan.bodyFolders.back().empty() && plan.bodyFolders.back()[0] != '/' &&
+                          plan.bodyFolders.back().find("..") == std::string::npos,
+                      "{}: body '{}' is not a folder inside the artifact's", planFile,
+                      plan.bodyFolders.back());
       } else if (kind == "arena") {
         plan.arenaBytes = parseCount(word(1));
       } else if (kind == "scratch") {
@@ -1249,7 +1276,7 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
       for (size_t i = 0; i < t.params.size(); ++i) bound[i] = at(t.params[i]);
       now.resize(plan.symbols.size());
       if (!now.empty()) std::memcpy(now.data(), symbolBlock.get(), 8 * now.size());
-      runSeqTask(t.seq, t.node, bound, now);
+      runSeqTask(t.seq, t.node, bound, now, plan);
       break;
     case Kind::Repeat: { // (checked at load: count, index[, condition][, iterations])
       const RepeatExtras x = repeatExtras(t.params);

@@ -53,6 +53,7 @@ enum class Region { Arena, Weights, Input, Scratch, Dynamic, Symbols, Heap };
 // the fallback provider's. Only seq and fallback tasks bind them, and copies from one to a slot
 // (an Identity of a sequence, an If's result: the value shared).
 struct Sequence; // rt/sequence.h
+class Artifact;
 
 struct Binding {
   Region region = Region::Arena;
@@ -106,8 +107,10 @@ struct TensorDesc {
 // per ONNX op. Its params, the result first: Construct {seq, tensors...}; Empty {seq}; Insert
 // {seq, seq, tensor[, position]}; Erase {seq, seq[, position]}; At {tensor, seq, position};
 // Length {i64 scalar, seq}; Split {seq, tensor[, split]} (attrs: axis, keepdims); Optional {opt[,
-// element]}; Has {bool scalar[, opt]}; Get {tensor or seq, opt}. descs: per param, a tensor's
-// type over the symbols, or a dynamic value's IR type (TensorDesc::dynamic).
+// element]}; Has {bool scalar[, opt]}; Get {tensor or seq, opt}; Map {seqs..., inputs...}
+// (SequenceMap; attrs: the body, Plan::bodies, and the count of result sequences; a tensor input
+// is every item's). descs: per param, a tensor's type over the symbols, or a dynamic value's IR
+// type (TensorDesc::dynamic).
 enum class SeqOp : uint8_t {
   Construct,
   Empty,
@@ -118,7 +121,8 @@ enum class SeqOp : uint8_t {
   Split,
   Optional,
   Has,
-  Get
+  Get,
+  Map
 };
 struct SeqTask {
   SeqOp op = SeqOp::Construct;
@@ -192,6 +196,10 @@ struct Plan {
   // Fixed-size variants (`aicc compile --specialize`): folders relative to the plan's, each a
   // whole artifact of static sizes, run instead when a run's inputs have exactly their dims.
   std::vector<std::string> variants;
+  // The bodies SequenceMap tasks run per item: whole artifacts of symbolic input sizes, in
+  // folders relative to the plan's (`body FOLDER`), loaded with it; or (the JIT's) given.
+  std::vector<std::string> bodyFolders;
+  std::vector<std::shared_ptr<Artifact>> bodies;
   // The tensors sized at run time (Region::Heap k): their dims over the symbols, read when a task
   // binds one.
   std::vector<TensorDesc> heaps;
@@ -280,6 +288,9 @@ public:
   void setAfterTask(std::function<void(size_t task)> f);
   // The address a binding refers to in this instance (inputs: as last set).
   void* address(const Binding& b) const;
+
+  // That every SequenceMap task's body (Plan::bodies) takes its params; throws naming planFile.
+  void checkBodies(const std::string& planFile) const;
 
 private:
   struct Impl;

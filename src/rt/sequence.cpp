@@ -142,8 +142,8 @@ void split(const SeqTask& t, const std::vector<std::byte*>& bound, const std::ve
   }
 }
 
-constexpr const char* kOpNames[] = {"construct", "empty", "insert",   "erase", "at",
-                                    "length",    "split", "optional", "has",   "get"};
+constexpr const char* kOpNames[] = {"construct", "empty",    "insert", "erase", "at", "length",
+                                    "split",     "optional", "has",    "get",   "map"};
 
 } // namespace
 
@@ -209,6 +209,16 @@ std::string seqTaskProblem(const SeqTask& t, const std::vector<bool>& dynamic) {
     ok = n == 2 && seq(1, true) &&
          (types[1]->kind == SeqKind::OptionalTensor ? tensor(0, elemOf(1)) : seq(0));
     break;
+  case SeqOp::Map: { // (the body's inputs and results: mapBodyProblem, at load)
+    ok = t.attrs.size() == 2 && t.attrs[0] >= 0 && t.attrs[1] >= 1 && size_t(t.attrs[1]) < n;
+    bool anySeq = false;
+    for (size_t i = 0; ok && i < n; ++i) {
+      ok = i < size_t(t.attrs[1]) ? seq(i) : (seq(i) || tensor(i));
+      anySeq = anySeq || (i >= size_t(t.attrs[1]) && seq(i));
+    }
+    ok = ok && anySeq;
+    break;
+  }
   }
   return ok ? "" : format("not a {} of its bindings' types", seqOpName(t.op));
 }
@@ -284,8 +294,68 @@ SeqItem makeItem(DType dtype, std::vector<int64_t> dims, const void* data,
   return item;
 }
 
+std::string mapBodyProblem(const SeqTask& t, const Artifact& body) {
+  const size_t outs = size_t(t.attrs[1]), ins = t.descs.size() - outs;
+  if (body.inputs().size() != ins || body.outputs().size() != outs)
+    return format("its body takes {} inputs and gives {} results, the task binds {} and {}",
+                  body.inputs().size(), body.outputs().size(), ins, outs);
+  for (size_t i = 0; i < ins; ++i) { // an item (or the tensor) of the element type
+    const TensorDesc& d = t.descs[outs + i];
+    const DType want = d.dynamic.empty() ? d.dtype : seqTypeOf(d.dynamic)->dtype;
+    if (!body.inputs()[i].dynamic.empty() || body.inputs()[i].dtype != want)
+      return format("its body's input {} is not a tensor of {}", i, dtypeName(want));
+  }
+  for (size_t k = 0; k < outs; ++k)
+    if (!body.outputs()[k].dynamic.empty() ||
+        body.outputs()[k].dtype != seqTypeOf(t.descs[k].dynamic)->dtype)
+      return format("its body's result {} is not a tensor of its sequence's type", k);
+  return "";
+}
+
+namespace {
+
+// SequenceMap: the body run once per item of the sequence inputs (all of one length; a tensor
+// input is every item's), each result appended to its sequence.
+void map(const SeqTask& t, const std::string& node, const std::vector<std::byte*>& bound,
+         const std::vector<int64_t>& symbols, Artifact& body) {
+  const size_t outs = size_t(t.attrs[1]), ins = bound.size() - outs;
+  int64_t n = -1;
+  for (size_t i = 0; i < ins; ++i)
+    if (!t.descs[outs + i].dynamic.empty()) {
+      const int64_t len = int64_t(seqAt(bound[outs + i], node).items.size());
+      AICC_RT_CHECK(n < 0 || len == n, "{}: its sequences have {} and {} tensors", node, n, len);
+      n = len;
+    }
+  std::vector<Sequence> out(outs);
+  for (size_t k = 0; k < outs; ++k) out[k].dtype = body.outputs()[k].dtype;
+  std::vector<std::vector<int64_t>> dims(ins);
+  for (int64_t j = 0; j < n; ++j) {
+    try {
+      for (size_t i = 0; i < ins; ++i) {
+        const TensorDesc& d = t.descs[outs + i];
+        if (d.dynamic.empty()) {
+          dims[i] = d.dimsFor(symbols);
+          body.setInput(i, bound[outs + i], d.bytes(symbols), &dims[i]);
+          continue;
+        }
+        const SeqItem& item = seqAt(bound[outs + i], node).items[size_t(j)];
+        body.setInput(i, item.data.get(), item.bytes, &item.dims);
+      }
+      body.run();
+    } catch (const Error& e) {
+      raise(format("{}: item {}: {}", node, j, e.what()));
+    }
+    for (size_t k = 0; k < outs; ++k)
+      out[k].items.push_back(makeItem(out[k].dtype, body.outputDims(k), body.output(k), node));
+  }
+  for (size_t k = 0; k < outs; ++k) setSeq(bound[k], std::move(out[k]));
+}
+
+} // namespace
+
 void runSeqTask(const SeqTask& t, const std::string& node, const std::vector<std::byte*>& bound,
-                const std::vector<int64_t>& symbols) {
+                const std::vector<int64_t>& symbols, const Plan& plan) {
+  if (t.op == SeqOp::Map) return map(t, node, bound, symbols, *plan.bodies[size_t(t.attrs[0])]);
   auto tensor = [&](size_t i) {
     return makeItem(t.descs[i].dtype, t.descs[i].dimsFor(symbols), bound[i], node);
   };
@@ -345,6 +415,8 @@ void runSeqTask(const SeqTask& t, const std::string& node, const std::vector<std
     std::memcpy(bound[0], &has, 1);
     return;
   }
+  case SeqOp::Map: // (above)
+    return;
   case SeqOp::Get: {
     const Sequence& s = seqAt(bound[1], node);
     AICC_RT_CHECK(!s.none, "{}: the optional is empty", node);

@@ -68,6 +68,9 @@ std::string seqTaskProblem(const SeqTask& t, const std::vector<bool>& dynamic);
 // std::shared_ptr<void>), the symbols at the values `symbols` gives them; throws aicc::Error
 // naming the node on a position out of range, a tensor of other dims than its result's, ...
 void runSeqTask(const SeqTask& t, const std::string& node, const std::vector<std::byte*>& bound,
-                const std::vector<int64_t>& symbols);
+                const std::vector<int64_t>& symbols, const Plan& plan);
+// Why a Map task's body does not take its params (the count and types of its inputs and
+// results), or "" when it does; checked when the bodies are loaded.
+std::string mapBodyProblem(const SeqTask& t, const Artifact& body);
 
 } // namespace aicc::rt

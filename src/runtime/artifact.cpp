@@ -110,6 +110,7 @@ std::string planText(const ArtifactSpec& spec, const Target& target, const std::
   // Values sized at run time: growable buffer k, its dims over the symbols.
   for (const TensorDesc& t : spec.heaps) p << "heap " << enc(t.name) << " " << type(t) << "\n";
   for (const std::string& v : spec.variants) p << "variant " << enc(v) << "\n";
+  for (const ArtifactBody& b : spec.bodies) p << "body " << enc(b.folder) << "\n";
   for (const auto& [t, b] : spec.outputs)
     p << "output " << enc(t.name) << " " << type(t) << " " << regionName(b.region) << ":"
       << b.offset << ":" << b.bytes << "\n";
@@ -148,8 +149,13 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
   installInterpreterFallback(); // the C API runs what this writes, fallback tasks included
   AICC_CHECK(!o.embedWeights || o.staticRuntime,
              "embedding the weights needs the self-contained form (--static-runtime)");
+  AICC_CHECK(spec.bodies.empty() || !o.staticRuntime,
+             "SequenceMap bodies are artifacts of their own: the folder form only (not "
+             "--static-runtime)");
   WrittenArtifact w;
   fs::create_directories(dir);
+  for (const ArtifactBody& b : spec.bodies) // (their folders inside this one)
+    writeArtifact(b.spec, (fs::path(dir) / b.folder).string(), target, o);
   auto t0 = std::chrono::steady_clock::now();
   std::string obj = codegen::emitObject(spec.code, target, o.aot);
   auto t1 = std::chrono::steady_clock::now();

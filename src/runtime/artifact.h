@@ -66,6 +66,8 @@ struct ArtifactTask {
   rt::SeqTask seq; // Seq: the op, its attributes and its params' types (in the plan file)
 };
 
+struct ArtifactBody;
+
 struct ArtifactSpec {
   std::vector<rt::Symbol> symbols; // the inputs' symbolic dims, with the ranges planned for
   std::vector<std::string> variants; // fixed-size variants' folders (rt::Plan::variants)
@@ -84,8 +86,19 @@ struct ArtifactSpec {
   std::vector<std::pair<std::string, std::string>> schedules;
   // If branches compiled as Fail tasks: "node branch: reason".
   std::vector<std::string> failBranches;
-  // Nodes run as Fallback tasks: "node: why it has no lowering".
+  // Nodes run as Fallback tasks: "node: why it has no lowering" (those of the bodies too).
   std::vector<std::string> fallbacks;
+  // The bodies its SequenceMap tasks run per item (rt::Plan::bodies), written into folders of
+  // their own.
+  std::vector<ArtifactBody> bodies;
+};
+
+// A SequenceMap body compiled as an artifact of its own (symbolic input sizes: an item's), and
+// the model it was compiled from (the body as a main graph; its tasks point into it).
+struct ArtifactBody {
+  std::string folder;
+  ArtifactSpec spec;
+  std::shared_ptr<Model> model;
 };
 
 // The bound a symbolic input dim is planned for when no range is given (--dim N=1..64): a batch

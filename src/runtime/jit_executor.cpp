@@ -190,6 +190,27 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
   plan.symbols = spec->symbols;
   plan.inputs = spec->inputs;
   plan.heaps = spec->heaps;
+  for (const ArtifactBody& b : spec->bodies) { // a SequenceMap's body: an executable of its own
+    struct Body {
+      std::shared_ptr<Model> model; // (outlives exe, which refers to its graph)
+      std::unique_ptr<JitExecutable> exe;
+    };
+    auto body = std::make_shared<Body>();
+    body->model = b.model;
+    JitRunOptions bo = opts;
+    bo.symbols.clear(); // (the ranges the builder gave its inputs)
+    for (const rt::Symbol& x : b.spec.symbols)
+      if (!x.data) bo.symbols.push_back(x);
+    bo.injectFaultAt.clear();
+    body->exe = std::make_unique<JitExecutable>(*b.model->graph, bo);
+    if (!body->exe->planned_) {
+      stats_.planNote = "node by node: a SequenceMap body: " + body->exe->stats_.planNote;
+      return false;
+    }
+    stats_.fallback += body->exe->stats_.fallback;
+    stats_.compileSeconds += body->exe->stats_.compileSeconds;
+    plan.bodies.push_back(std::shared_ptr<rt::Artifact>(body, body->exe->planned_.get()));
+  }
   for (const auto& [desc, where] : spec->outputs) {
     plan.outputs.push_back(desc);
     plan.outputBindings.push_back(where);

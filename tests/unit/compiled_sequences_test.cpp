@@ -22,6 +22,8 @@
 namespace aicc {
 namespace {
 
+namespace fs = std::filesystem;
+
 TEST(CompiledSequences, ListsBuiltAtConstantPositionsMatchTheInterpreter) {
   const char* ir = R"(graph @g(%x: f32[4,6], %y: f32[4,2], %s: i64[2]) {
   %one = const i64[] [1]
@@ -219,6 +221,73 @@ TEST(CompiledSequences, TheCApiPassesSequences) {
     EXPECT_EQ(*static_cast<const bool*>(aicc_model_output(cm, 1, nullptr)), present == 1);
     EXPECT_NE(aicc_model_output_sequence(cm, 1, &count), 0); // a tensor
   }
+  aicc_model_free(cm);
+}
+
+// SequenceMap's body is an artifact of its own, compiled for symbolic input sizes and run once
+// per item by the runtime (rt/sequence.h Map): items of other lengths in each run, two results
+// (one of the item's size, one static), a tensor input every item shares; through the artifact,
+// the C API and the JIT, with no fallback. An item past the body's bounds is the run's error.
+TEST(CompiledSequences, SequenceMapRunsItsBodyPerItem) {
+  const char* ir = R"(graph @g(%s: seq<f32[?]>, %t: seq<f32[?]>, %w: f32[]) {
+  %y, %z = SequenceMap(%s, %t, %w) {
+    body = graph @b(%a: f32[L], %b: f32[L], %c: f32[]) {
+      %m = Mul(%a, %c) : f32[L]
+      %d = Sub(%m, %b) : f32[L]
+      %r = Relu(%d) : f32[L]
+      %h = Shape(%a) : i64[1]
+      return %r, %h
+    }
+  } : seq<f32[?]>, seq<i64[1]>
+  return %y, %z
+}
+)";
+  Model m = parseModel(ir), ref = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_map", {});
+  EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir / "body0" / "model.so"));
+  runtime::LoadedArtifact art(dir.string());
+  auto seq = [](std::vector<int64_t> lengths, uint32_t seed) {
+    std::vector<Tensor> items;
+    for (int64_t l : lengths) items.push_back(test::uniformTensor({l}, seed++));
+    return RValue::ofSeq(std::move(items));
+  };
+  for (const auto& lengths : std::vector<std::vector<int64_t>>{{3, 17}, {1}, {}, {100, 2, 64}}) {
+    const std::vector<RValue> in = {seq(lengths, 1), seq(lengths, 50),
+                                    RValue::of(Tensor::scalar(DType::F32, 1.5))};
+    const auto want = interpret(*ref.graph, in);
+    test::expectOutputsClose(want, art.run(in), {1e-6, 1e-6});
+    expectJitMatches(ref, in, {1e-6, 1e-6}, "");
+  }
+  // Items of different lengths in one run are the body's error (its L), named with the item.
+  try {
+    art.run({seq({2, 3}, 1), seq({2, 4}, 9), RValue::of(Tensor::scalar(DType::F32, 1))});
+    ADD_FAILURE() << "items of lengths 3 and 4 ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(SequenceMap): item 1: "), std::string::npos) << e.what();
+  }
+  // Through the C API: a sequence in, the body's results out.
+  aicc_model* cm = aicc_model_load(dir.c_str());
+  ASSERT_TRUE(cm) << aicc_last_error();
+  const float a[2] = {1, -2}, b[2] = {0.5f, 0.5f}, w = 2;
+  const int64_t d2[1] = {2};
+  const void* da[1] = {a};
+  const void* db[1] = {b};
+  const int64_t* dims[1] = {d2};
+  const int ranks[1] = {1};
+  ASSERT_EQ(aicc_model_set_input_sequence(cm, 0, 1, da, dims, ranks), 0) << aicc_last_error();
+  ASSERT_EQ(aicc_model_set_input_sequence(cm, 1, 1, db, dims, ranks), 0) << aicc_last_error();
+  ASSERT_EQ(aicc_model_set_input(cm, 2, &w, sizeof w), 0) << aicc_last_error();
+  ASSERT_EQ(aicc_model_run(cm), 0) << aicc_last_error();
+  const void* p = nullptr;
+  size_t bytes = 0;
+  int64_t d[2];
+  ASSERT_EQ(aicc_model_output_item(cm, 0, 0, &p, &bytes, d, 2), 1) << aicc_last_error();
+  ASSERT_EQ(bytes, 2 * sizeof(float));
+  EXPECT_EQ(static_cast<const float*>(p)[0], 1.5f); // relu(1 * 2 - 0.5)
+  EXPECT_EQ(static_cast<const float*>(p)[1], 0.0f); // relu(-2 * 2 - 0.5)
+  ASSERT_EQ(aicc_model_output_item(cm, 1, 0, &p, &bytes, d, 2), 1) << aicc_last_error();
+  EXPECT_EQ(*static_cast<const int64_t*>(p), 2);
   aicc_model_free(cm);
 }
 
