@@ -170,6 +170,7 @@ void registerSequenceCore(OpRegistry& r) {
       .since(11)
       .inputs(2, 2)
       .infer([](InferCtx& c) { c.setOutput(0, seqElem(c, 0)); })
+      .dataDim(dataDimAtRunTime) // (an element's dims: the run's, no bound)
       .kernel([](KernelCtx& c) {
         const auto& s = seqIn(c, 0);
         AICC_CHECK(c.has(1), "position is required");

@@ -539,11 +539,11 @@ Artifact::Artifact(const std::string& dir) : Artifact(readFolder(dir)) {
 
 void Artifact::checkBodies(const std::string& planFile) const {
   for (const Plan::Task& t : impl_->plan.tasks) {
-    if (t.kind != Kind::Seq || t.seq.op != SeqOp::Map) continue;
+    if (t.kind != Kind::Seq || (t.seq.op != SeqOp::Map && t.seq.op != SeqOp::Loop)) continue;
     AICC_RT_CHECK(size_t(t.seq.attrs[0]) < impl_->plan.bodies.size() &&
                       impl_->plan.bodies[size_t(t.seq.attrs[0])],
                   "{}: {} runs body {}, which the plan lacks", planFile, t.node, t.seq.attrs[0]);
-    const std::string problem = mapBodyProblem(t.seq, *impl_->plan.bodies[size_t(t.seq.attrs[0])]);
+    const std::string problem = bodyProblem(t.seq, *impl_->plan.bodies[size_t(t.seq.attrs[0])]);
     AICC_RT_CHECK(problem.empty(), "{}: {}: {}", planFile, t.node, problem);
   }
 }
@@ -847,14 +847,16 @@ Plan readPlan(const PlanSource& src) {
                     "{}: {} binds a dynamic value but is not a fallback task", planFile, where);
     }
     for (const Binding& b : t.params) // (a task that sizes it first, or reads it)
-      AICC_RT_CHECK(b.region != Region::Heap || t.kind == Kind::Call || t.kind == Kind::Fallback,
+      AICC_RT_CHECK(b.region != Region::Heap || t.kind == Kind::Call || t.kind == Kind::Fallback ||
+                        t.kind == Kind::Seq,
                     "{}: {} binds a growable buffer but is not a call or a fallback", planFile,
                     where);
     if (t.kind == Kind::Seq) { // its bindings: of the op's kinds and types, tensors in full
       std::vector<bool> dynamic;
       for (size_t k = 0; k < t.params.size(); ++k) {
         dynamic.push_back(bindsDynamic(plan, t.params[k]));
-        AICC_RT_CHECK(dynamic.back() || t.params[k].bytes == t.seq.descs[k].bytes(),
+        AICC_RT_CHECK(dynamic.back() || t.params[k].region == Region::Heap ||
+                          t.params[k].bytes == t.seq.descs[k].bytes(),
                       "{}: {}: binding {} has {} bytes, its type needs {}", planFile, where, k,
                       t.params[k].bytes, t.seq.descs[k].bytes());
         AICC_RT_CHECK(t.params[k].region != Region::Symbols, "{}: {} binds the shape block",
@@ -1271,13 +1273,15 @@ void Artifact::Impl::runTasks(size_t from, size_t to) {
                        : at(t.params[i]);
       t.fallback(bound);
       break;
-    case Kind::Seq:
+    case Kind::Seq: { // (a result in a growable buffer: the buffer, which the task sizes)
+      const bool heap = t.params[0].region == Region::Heap;
       bound.resize(t.params.size());
-      for (size_t i = 0; i < t.params.size(); ++i) bound[i] = at(t.params[i]);
-      now.resize(plan.symbols.size());
-      if (!now.empty()) std::memcpy(now.data(), symbolBlock.get(), 8 * now.size());
-      runSeqTask(t.seq, t.node, bound, now, plan);
+      for (size_t i = 0; i < t.params.size(); ++i)
+        bound[i] = i == 0 && heap ? reinterpret_cast<std::byte*>(&heaps[size_t(t.params[0].offset)])
+                                  : at(t.params[i]);
+      runSeqTask(t.seq, t.node, bound, reinterpret_cast<int64_t*>(symbolBlock.get()), plan, heap);
       break;
+    }
     case Kind::Repeat: { // (checked at load: count, index[, condition][, iterations])
       const RepeatExtras x = repeatExtras(t.params);
       int64_t count, i = 0;
@@ -1340,9 +1344,10 @@ void Artifact::setSequenceInput(size_t i, std::shared_ptr<const Sequence> value)
   impl_->inputs[i] = impl_->dynamicInputs[i].get();
 }
 
-const Sequence* Artifact::sequenceOutput(size_t i) const {
+std::shared_ptr<const Sequence> Artifact::sequenceOutput(size_t i) const {
   if (i >= outputs().size() || !seqTypeOf(outputs()[i].dynamic)) return nullptr;
-  return static_cast<const Sequence*>(static_cast<const std::shared_ptr<void>*>(output(i))->get());
+  return std::static_pointer_cast<const Sequence>(
+      *static_cast<const std::shared_ptr<void>*>(output(i)));
 }
 
 void Artifact::setProfiling(bool on) { impl_->profiling = on; }

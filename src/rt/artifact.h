@@ -107,10 +107,13 @@ struct TensorDesc {
 // per ONNX op. Its params, the result first: Construct {seq, tensors...}; Empty {seq}; Insert
 // {seq, seq, tensor[, position]}; Erase {seq, seq[, position]}; At {tensor, seq, position};
 // Length {i64 scalar, seq}; Split {seq, tensor[, split]} (attrs: axis, keepdims); Optional {opt[,
-// element]}; Has {bool scalar[, opt]}; Get {tensor or seq, opt}; Map {seqs..., inputs...}
-// (SequenceMap; attrs: the body, Plan::bodies, and the count of result sequences; a tensor input
-// is every item's). descs: per param, a tensor's type over the symbols, or a dynamic value's IR
-// type (TensorDesc::dynamic).
+// element]}; Has {bool scalar[, opt]}; Get {tensor or seq, opt}; Map {seqs..., inputs...,
+// outer...} (SequenceMap; attrs: the body, Plan::bodies, the count of result sequences and of
+// the node's inputs; a tensor input is every item's, the values of the enclosing graph the body
+// reads are passed whole); Loop {finals..., [trip count], [condition], initials..., outer...}
+// (a Loop whose body is an artifact of its own, run per iteration; attrs: the body, the count
+// of carried values, whether the trip count and the condition are bound). descs: per param, a
+// tensor's type over the symbols, or a dynamic value's IR type (TensorDesc::dynamic).
 enum class SeqOp : uint8_t {
   Construct,
   Empty,
@@ -122,7 +125,8 @@ enum class SeqOp : uint8_t {
   Optional,
   Has,
   Get,
-  Map
+  Map,
+  Loop
 };
 struct SeqTask {
   SeqOp op = SeqOp::Construct;
@@ -272,7 +276,7 @@ public:
   // element type, each tensor's rank and static dims); kept, not copied.
   void setSequenceInput(size_t i, std::shared_ptr<const Sequence> value);
   // Output i of the last run when it is a sequence or optional, else null.
-  const Sequence* sequenceOutput(size_t i) const;
+  std::shared_ptr<const Sequence> sequenceOutput(size_t i) const;
   // setInput for every input (dynamic[i] for a dynamic input: the fallback provider's value,
   // data[i] ignored), then run, then whileHeld (to read the outputs), holding the instance
   // throughout (waiting for another thread's run of it).

@@ -234,7 +234,7 @@ int aicc_model_set_input_sequence(aicc_model* m, int i, int count, const void* c
 int aicc_model_output_sequence(const aicc_model* m, int i, int* count) {
   return guarded([&] {
     AICC_RT_CHECK(m && count, "aicc_model_output_sequence: null argument");
-    const rt::Sequence* s = i >= 0 ? m->art->sequenceOutput(size_t(i)) : nullptr;
+    const auto s = i >= 0 ? m->art->sequenceOutput(size_t(i)) : nullptr;
     AICC_RT_CHECK(s, "output {} is not a sequence or an optional (or not computed yet)", i);
     *count = s->none ? -1 : int(s->items.size());
   });
@@ -245,7 +245,7 @@ int aicc_model_output_item(const aicc_model* m, int i, int k, const void** data,
   int rank = -1;
   guarded([&] {
     AICC_RT_CHECK(m, "aicc_model_output_item: null model");
-    const rt::Sequence* s = i >= 0 ? m->art->sequenceOutput(size_t(i)) : nullptr;
+    const auto s = i >= 0 ? m->art->sequenceOutput(size_t(i)) : nullptr;
     AICC_RT_CHECK(s, "output {} is not a sequence or an optional (or not computed yet)", i);
     AICC_RT_CHECK(k >= 0 && size_t(k) < s->items.size(), "output {}: no tensor {} (it has {})", i,
                   k, s->items.size());

@@ -4,6 +4,7 @@
 #include "rt/memory.h"
 
 #include <cstring>
+#include <limits>
 
 namespace aicc::rt {
 
@@ -67,12 +68,24 @@ int64_t position(const TensorDesc& d, const std::byte* p, int64_t n, int64_t hi,
   return pos < 0 ? pos + n : pos;
 }
 
-// Copies item into the tensor bound at p, whose dims (over the symbols) must be the item's.
-void copyOut(const SeqItem& item, const TensorDesc& d, std::byte* p,
-             const std::vector<int64_t>& symbols, const std::string& node) {
+// Copies item into the result bound at p, whose dims (over the symbols) must be the item's: its
+// data symbols not set yet in this run take the item's dims first (a growable buffer's, then
+// grown to them: p is its HeapBuffer).
+void copyOut(const SeqItem& item, const TensorDesc& d, std::byte* p, bool heap,
+             std::vector<int64_t>& symbols, int64_t* block, const Plan& plan,
+             const std::string& node) {
+  for (size_t k = 0; k < d.dims.size() && k < item.dims.size(); ++k)
+    if (const int32_t s = d.symbolAt(k);
+        s >= 0 && symbols[size_t(s)] < 0 && plan.symbols[size_t(s)].data) {
+      AICC_RT_CHECK(item.dims[k] <= plan.symbols[size_t(s)].hi,
+                    "{}: the tensor's dim {} is {}, more than the {} the plan holds", node, k,
+                    item.dims[k], plan.symbols[size_t(s)].hi);
+      symbols[size_t(s)] = block[s] = item.dims[k];
+    }
   const std::vector<int64_t> want = d.dimsFor(symbols);
   AICC_RT_CHECK(want == item.dims, "{}: the tensor has dims {}, the compiled result {}", node,
                 dimsText(item.dims), dimsText(want));
+  if (heap) p = reinterpret_cast<HeapBuffer*>(p)->reserve(item.bytes, node);
   if (item.bytes) std::memcpy(p, item.data.get(), size_t(item.bytes));
 }
 
@@ -142,8 +155,8 @@ void split(const SeqTask& t, const std::vector<std::byte*>& bound, const std::ve
   }
 }
 
-constexpr const char* kOpNames[] = {"construct", "empty",    "insert", "erase", "at", "length",
-                                    "split",     "optional", "has",    "get",   "map"};
+constexpr const char* kOpNames[] = {"construct", "empty",    "insert", "erase", "at",  "length",
+                                    "split",     "optional", "has",    "get",   "map", "loop"};
 
 } // namespace
 
@@ -209,14 +222,30 @@ std::string seqTaskProblem(const SeqTask& t, const std::vector<bool>& dynamic) {
     ok = n == 2 && seq(1, true) &&
          (types[1]->kind == SeqKind::OptionalTensor ? tensor(0, elemOf(1)) : seq(0));
     break;
-  case SeqOp::Map: { // (the body's inputs and results: mapBodyProblem, at load)
-    ok = t.attrs.size() == 2 && t.attrs[0] >= 0 && t.attrs[1] >= 1 && size_t(t.attrs[1]) < n;
+  case SeqOp::Map: { // (the body's inputs and results: bodyProblem, at load)
+    ok = t.attrs.size() == 3 && t.attrs[0] >= 0 && t.attrs[1] >= 1 && t.attrs[2] >= 1 &&
+         size_t(t.attrs[1] + t.attrs[2]) <= n;
     bool anySeq = false;
     for (size_t i = 0; ok && i < n; ++i) {
       ok = i < size_t(t.attrs[1]) ? seq(i) : (seq(i) || tensor(i));
-      anySeq = anySeq || (i >= size_t(t.attrs[1]) && seq(i));
+      anySeq = anySeq || (i >= size_t(t.attrs[1]) && i < size_t(t.attrs[1] + t.attrs[2]) && seq(i));
     }
     ok = ok && anySeq;
+    break;
+  }
+  case SeqOp::Loop: {
+    ok = t.attrs.size() == 4 && t.attrs[0] >= 0 && t.attrs[1] >= 0;
+    const size_t c = ok ? size_t(t.attrs[1]) : 0, m = ok && t.attrs[2] ? 1 : 0,
+                 k = ok && t.attrs[3] ? 1 : 0;
+    ok = ok && 2 * c + m + k <= n && (!m || tensor(c, DType::I64, 0)) &&
+         (!k || tensor(c + m, DType::Bool, 0));
+    for (size_t i = 0; ok && i < c; ++i) { // a carried value: its result's element type (a
+      const size_t j = c + m + k + i;      // sequence may become an optional one and back)
+      ok = dynamic[i] == dynamic[j] &&
+           (dynamic[i] ? types[i]->dtype == types[j]->dtype
+                       : tensor(i) && t.descs[i].dtype == t.descs[j].dtype);
+    }
+    for (size_t i = 2 * c + m + k; ok && i < n; ++i) ok = dynamic[i] ? types[i].has_value() : true;
     break;
   }
   }
@@ -248,7 +277,9 @@ std::optional<SeqType> seqTypeOf(const std::string& irType) {
 
 void checkSequence(const Sequence& s, const SeqType& t, const std::string& what) {
   const bool optional = t.kind != SeqKind::Sequence;
-  AICC_RT_CHECK(s.kind == t.kind || (s.none && optional && s.kind != SeqKind::Sequence),
+  // (an optional sequence takes a sequence: present)
+  AICC_RT_CHECK(s.kind == t.kind || (s.none && optional && s.kind != SeqKind::Sequence) ||
+                    (t.kind == SeqKind::OptionalSequence && s.kind == SeqKind::Sequence),
                 "{}: expected {}, got {}", what,
                 t.kind == SeqKind::Sequence ? "a sequence" : "an optional",
                 s.kind == SeqKind::Sequence ? "a sequence" : "an optional");
@@ -294,21 +325,45 @@ SeqItem makeItem(DType dtype, std::vector<int64_t> dims, const void* data,
   return item;
 }
 
-std::string mapBodyProblem(const SeqTask& t, const Artifact& body) {
-  const size_t outs = size_t(t.attrs[1]), ins = t.descs.size() - outs;
-  if (body.inputs().size() != ins || body.outputs().size() != outs)
-    return format("its body takes {} inputs and gives {} results, the task binds {} and {}",
-                  body.inputs().size(), body.outputs().size(), ins, outs);
-  for (size_t i = 0; i < ins; ++i) { // an item (or the tensor) of the element type
-    const TensorDesc& d = t.descs[outs + i];
-    const DType want = d.dynamic.empty() ? d.dtype : seqTypeOf(d.dynamic)->dtype;
-    if (!body.inputs()[i].dynamic.empty() || body.inputs()[i].dtype != want)
-      return format("its body's input {} is not a tensor of {}", i, dtypeName(want));
+std::string bodyProblem(const SeqTask& t, const Artifact& body) {
+  // What the body takes and gives, per param: a tensor of a dtype (dynamic "") or a dynamic value
+  // of an IR type's kind and element type.
+  struct Want {
+    std::string dynamic;
+    DType dtype;
+  };
+  std::vector<Want> ins, outs;
+  auto asIs = [&](size_t i) { return Want{t.descs[i].dynamic, t.descs[i].dtype}; };
+  const size_t n = t.descs.size(), r = size_t(t.attrs[1]);
+  if (t.op == SeqOp::Map) { // items (as tensors) and shared tensors, then outer values
+    for (size_t i = r; i < n; ++i) {
+      const TensorDesc& d = t.descs[i];
+      const bool item = i < r + size_t(t.attrs[2]) && !d.dynamic.empty();
+      ins.push_back(item ? Want{"", seqTypeOf(d.dynamic)->dtype} : asIs(i));
+    }
+    for (size_t k = 0; k < r; ++k) outs.push_back({"", seqTypeOf(t.descs[k].dynamic)->dtype});
+  } else { // iteration, condition, carried values, outer values; condition, carried values
+    const size_t first = r + size_t(t.attrs[2] ? 1 : 0) + size_t(t.attrs[3] ? 1 : 0);
+    ins = {{"", DType::I64}, {"", DType::Bool}};
+    outs = {{"", DType::Bool}};
+    for (size_t i = first; i < n; ++i) ins.push_back(asIs(i));
+    for (size_t k = 0; k < r; ++k) outs.push_back(asIs(k));
   }
-  for (size_t k = 0; k < outs; ++k)
-    if (!body.outputs()[k].dynamic.empty() ||
-        body.outputs()[k].dtype != seqTypeOf(t.descs[k].dynamic)->dtype)
-      return format("its body's result {} is not a tensor of its sequence's type", k);
+  if (body.inputs().size() != ins.size() || body.outputs().size() != outs.size())
+    return format("its body takes {} inputs and gives {} results, the task binds {} and {}",
+                  body.inputs().size(), body.outputs().size(), ins.size(), outs.size());
+  auto same = [](const TensorDesc& d, const Want& w) {
+    const auto a = seqTypeOf(d.dynamic), b = seqTypeOf(w.dynamic);
+    return w.dynamic.empty()
+               ? d.dynamic.empty() && d.dtype == w.dtype
+               : a && b && a->dtype == b->dtype &&
+                     (a->kind == SeqKind::OptionalTensor) == (b->kind == SeqKind::OptionalTensor);
+  };
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (!same(body.inputs()[i], ins[i])) return format("its body's input {} is of another type", i);
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (!same(body.outputs()[k], outs[k]))
+      return format("its body's result {} is of another type", k);
   return "";
 }
 
@@ -316,9 +371,21 @@ namespace {
 
 // SequenceMap: the body run once per item of the sequence inputs (all of one length; a tensor
 // input is every item's), each result appended to its sequence.
+// Param i (a tensor at its dims over the symbols, or a dynamic value) as the body's input k.
+void setBodyInput(Artifact& body, size_t k, const TensorDesc& d, std::byte* p,
+                  const std::vector<int64_t>& symbols, std::vector<int64_t>& dims) {
+  if (!d.dynamic.empty()) {
+    body.setSequenceInput(k, std::static_pointer_cast<const Sequence>(
+                                 *reinterpret_cast<const std::shared_ptr<void>*>(p)));
+    return;
+  }
+  dims = d.dimsFor(symbols);
+  body.setInput(k, p, d.bytes(symbols), &dims);
+}
+
 void map(const SeqTask& t, const std::string& node, const std::vector<std::byte*>& bound,
          const std::vector<int64_t>& symbols, Artifact& body) {
-  const size_t outs = size_t(t.attrs[1]), ins = bound.size() - outs;
+  const size_t outs = size_t(t.attrs[1]), ins = size_t(t.attrs[2]);
   int64_t n = -1;
   for (size_t i = 0; i < ins; ++i)
     if (!t.descs[outs + i].dynamic.empty()) {
@@ -328,18 +395,17 @@ void map(const SeqTask& t, const std::string& node, const std::vector<std::byte*
     }
   std::vector<Sequence> out(outs);
   for (size_t k = 0; k < outs; ++k) out[k].dtype = body.outputs()[k].dtype;
-  std::vector<std::vector<int64_t>> dims(ins);
+  std::vector<std::vector<int64_t>> dims(bound.size());
   for (int64_t j = 0; j < n; ++j) {
     try {
-      for (size_t i = 0; i < ins; ++i) {
-        const TensorDesc& d = t.descs[outs + i];
-        if (d.dynamic.empty()) {
-          dims[i] = d.dimsFor(symbols);
-          body.setInput(i, bound[outs + i], d.bytes(symbols), &dims[i]);
+      for (size_t i = outs; i < bound.size(); ++i) {
+        const TensorDesc& d = t.descs[i];
+        if (d.dynamic.empty() || i >= outs + ins) {
+          setBodyInput(body, i - outs, d, bound[i], symbols, dims[i]);
           continue;
         }
-        const SeqItem& item = seqAt(bound[outs + i], node).items[size_t(j)];
-        body.setInput(i, item.data.get(), item.bytes, &item.dims);
+        const SeqItem& item = seqAt(bound[i], node).items[size_t(j)];
+        body.setInput(i - outs, item.data.get(), item.bytes, &item.dims);
       }
       body.run();
     } catch (const Error& e) {
@@ -351,11 +417,75 @@ void map(const SeqTask& t, const std::string& node, const std::vector<std::byte*
   for (size_t k = 0; k < outs; ++k) setSeq(bound[k], std::move(out[k]));
 }
 
+// A Loop: the body run while the iterations stay under the trip count and the condition holds,
+// its carried values (sequences shared, tensors copied out of its arena) fed back in.
+void loop(const SeqTask& t, const std::string& node, const std::vector<std::byte*>& bound,
+          const std::vector<int64_t>& symbols, Artifact& body) {
+  const size_t c = size_t(t.attrs[1]), m = t.attrs[2] ? 1 : 0, k = t.attrs[3] ? 1 : 0;
+  const size_t first = c + m + k; // the initial values
+  int64_t trip = std::numeric_limits<int64_t>::max();
+  if (m) std::memcpy(&trip, bound[c], 8);
+  bool cond = true;
+  if (k) std::memcpy(&cond, bound[c + m], 1);
+  // The carried values: dynamic ones as their std::shared_ptr<void>, tensors as bytes and dims.
+  std::vector<std::shared_ptr<void>> seqs(c);
+  std::vector<std::vector<std::byte>> bytes(c);
+  std::vector<std::vector<int64_t>> dims(bound.size());
+  for (size_t i = 0; i < c; ++i) {
+    const TensorDesc& d = t.descs[first + i];
+    if (!d.dynamic.empty()) {
+      seqs[i] = *reinterpret_cast<const std::shared_ptr<void>*>(bound[first + i]);
+      continue;
+    }
+    dims[i] = d.dimsFor(symbols);
+    bytes[i].assign(bound[first + i], bound[first + i] + d.bytes(symbols));
+  }
+  std::vector<int64_t> none;
+  for (int64_t i = 0; i < trip && cond; ++i) {
+    try {
+      body.setInput(0, &i, 8, &none);
+      body.setInput(1, &cond, 1, &none);
+      for (size_t j = 0; j < c; ++j)
+        if (seqs[j])
+          body.setSequenceInput(2 + j, std::static_pointer_cast<const Sequence>(seqs[j]));
+        else
+          body.setInput(2 + j, bytes[j].data(), int64_t(bytes[j].size()), &dims[j]);
+      for (size_t j = first + c; j < bound.size(); ++j)
+        setBodyInput(body, 2 + c + (j - first - c), t.descs[j], bound[j], symbols, dims[j]);
+      body.run();
+    } catch (const Error& e) {
+      raise(format("{}: iteration {}: {}", node, i, e.what()));
+    }
+    std::memcpy(&cond, body.output(0), 1);
+    for (size_t j = 0; j < c; ++j) {
+      if (seqs[j]) {
+        seqs[j] = std::const_pointer_cast<Sequence>(body.sequenceOutput(1 + j));
+        continue;
+      }
+      dims[j] = body.outputDims(1 + j);
+      const auto* p = static_cast<const std::byte*>(body.output(1 + j));
+      bytes[j].assign(p, p + body.outputBytes(1 + j));
+    }
+  }
+  for (size_t j = 0; j < c; ++j) { // the finals: of the compiled results' dims
+    if (seqs[j]) {
+      *reinterpret_cast<std::shared_ptr<void>*>(bound[j]) = seqs[j];
+      continue;
+    }
+    const std::vector<int64_t> want = t.descs[j].dimsFor(symbols);
+    AICC_RT_CHECK(want == dims[j], "{}: carried value {} has dims {}, the compiled result {}", node,
+                  j, dimsText(dims[j]), dimsText(want));
+    if (!bytes[j].empty()) std::memcpy(bound[j], bytes[j].data(), bytes[j].size());
+  }
+}
+
 } // namespace
 
 void runSeqTask(const SeqTask& t, const std::string& node, const std::vector<std::byte*>& bound,
-                const std::vector<int64_t>& symbols, const Plan& plan) {
+                int64_t* block, const Plan& plan, bool heap) {
+  std::vector<int64_t> symbols(block, block + plan.symbols.size());
   if (t.op == SeqOp::Map) return map(t, node, bound, symbols, *plan.bodies[size_t(t.attrs[0])]);
+  if (t.op == SeqOp::Loop) return loop(t, node, bound, symbols, *plan.bodies[size_t(t.attrs[0])]);
   auto tensor = [&](size_t i) {
     return makeItem(t.descs[i].dtype, t.descs[i].dimsFor(symbols), bound[i], node);
   };
@@ -386,7 +516,7 @@ void runSeqTask(const SeqTask& t, const std::string& node, const std::vector<std
     const Sequence& s = seqAt(bound[1], node);
     const int64_t n = int64_t(s.items.size());
     copyOut(s.items[size_t(position(t.descs[2], bound[2], n, n - 1, node))], t.descs[0], bound[0],
-            symbols, node);
+            heap, symbols, block, plan, node);
     return;
   }
   case SeqOp::Length: {
@@ -416,6 +546,7 @@ void runSeqTask(const SeqTask& t, const std::string& node, const std::vector<std
     return;
   }
   case SeqOp::Map: // (above)
+  case SeqOp::Loop:
     return;
   case SeqOp::Get: {
     const Sequence& s = seqAt(bound[1], node);
@@ -423,7 +554,7 @@ void runSeqTask(const SeqTask& t, const std::string& node, const std::vector<std
     if (t.descs[0].dynamic.empty()) { // the optional's tensor
       AICC_RT_CHECK(s.kind == SeqKind::OptionalTensor && s.items.size() == 1,
                     "{}: the optional holds no tensor", node);
-      copyOut(s.items[0], t.descs[0], bound[0], symbols, node);
+      copyOut(s.items[0], t.descs[0], bound[0], heap, symbols, block, plan, node);
       return;
     }
     out.dtype = s.dtype;

@@ -65,12 +65,14 @@ std::optional<SeqOp> seqOpFromName(const std::string& name);
 std::string seqTaskProblem(const SeqTask& t, const std::vector<bool>& dynamic);
 
 // Runs seq task t (its node's description: `node`) on its bound addresses (a dynamic value's: its
-// std::shared_ptr<void>), the symbols at the values `symbols` gives them; throws aicc::Error
-// naming the node on a position out of range, a tensor of other dims than its result's, ...
+// std::shared_ptr<void>; a result in a growable buffer: its HeapBuffer), the symbols at their
+// values in the shape block `block` (a result's data symbols written there when unset, else
+// checked); throws aicc::Error naming the node on a position out of range, a tensor of other
+// dims than its result's, ...
 void runSeqTask(const SeqTask& t, const std::string& node, const std::vector<std::byte*>& bound,
-                const std::vector<int64_t>& symbols, const Plan& plan);
-// Why a Map task's body does not take its params (the count and types of its inputs and
-// results), or "" when it does; checked when the bodies are loaded.
-std::string mapBodyProblem(const SeqTask& t, const Artifact& body);
+                int64_t* block, const Plan& plan, bool heapResult);
+// Why a Map or Loop task's body does not take its params (the count and types of its inputs
+// and results), or "" when it does; checked when the bodies are loaded.
+std::string bodyProblem(const SeqTask& t, const Artifact& body);
 
 } // namespace aicc::rt

@@ -483,7 +483,7 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
           if (!art.outputs()[i].dynamic.empty()) {
             const auto& slot = *static_cast<const std::shared_ptr<void>*>(art.output(i));
             AICC_CHECK(slot, "output '{}' was not computed", art.outputs()[i].name);
-            const rt::Sequence* seq = art.sequenceOutput(i);
+            const auto seq = art.sequenceOutput(i);
             out.push_back(
                 owned(seq ? fromRuntimeSequence(*seq) : *static_cast<const RValue*>(slot.get())));
             continue;

@@ -78,7 +78,11 @@ private:
   // artifact_seq.cpp: a sequence or optional node as a seq task; false (with why, unless n is
   // no such node) when the runtime's sequences cannot hold its values.
   bool emitSeq(const Scope& s, const Node& n, std::string& why);
-  bool compileBody(const Node& n, std::string& why); // a SequenceMap's: into spec_.bodies
+  bool emitLoopTask(const Scope& s, const Node& n, std::string& why);
+  bool pushSeqTask(const Scope& s, const Node& n, rt::SeqOp op,
+                   const std::vector<const Value*>& values, std::vector<int64_t> attrs,
+                   std::string& why, bool dryRun = false);
+  int64_t compileBody(const Node& n, const std::vector<const Value*>& outer, std::string& why);
   // artifact_control.cpp
   int64_t emitIf(const Scope& s, const Node& n, int64_t base);
   void emitSetSymbols(const std::string& where,

@@ -184,7 +184,11 @@ void Builder::emitSetSymbols(const std::string& where,
 //   END: copy the final states out
 int64_t Builder::emitLoop(const Scope& s, const Node& n, int64_t base) {
   const bool scan = n.op == "Scan";
-  auto refuse = [&](const std::string& why) {
+  auto refuse = [&](std::string why) {
+    // A Loop of sequences or of sizes the run decides: its body an artifact of its own.
+    std::string also;
+    if (!scan && emitLoopTask(s, n, also)) return base;
+    if (!also.empty()) why += "; as a body of its own: " + also;
     if (const std::vector<const Value*> outer = outerReads(n); canFallBack(n, outer))
       emitFallback(s, n, outer, why);
     else

@@ -291,6 +291,57 @@ TEST(CompiledSequences, SequenceMapRunsItsBodyPerItem) {
   aicc_model_free(cm);
 }
 
+// A Loop that carries a sequence (here with a slice of run-time length, and a SequenceAt of the
+// iteration's position into a value sized at run time) runs its body as an artifact of its own
+// per iteration (rt::SeqOp::Loop): no fallback, through trip counts 0..4 and the body's reads
+// of the enclosing graph (a sequence and a tensor); the JIT alike.
+TEST(CompiledSequences, LoopsCarryingSequencesRunTheirBodyPerIteration) {
+  const char* ir = R"(graph @g(%n: i64[], %s: seq<f32[?]>, %x: f32[6]) {
+  %c = const bool[] [1]
+  %e = SequenceEmpty() {dtype = 1} : seq<f32[?]>
+  %out = Loop(%n, %c, %e) {
+    body = graph @b(%i: i64[], %ci: bool[], %acc: seq<f32[?]>) {
+      %one = const i64[1] [1]
+      %zero = const i64[1] [0]
+      %i1 = Unsqueeze(%i, %zero) : i64[1]
+      %end = Add(%i1, %one) : i64[1]
+      %sl = Slice(%x, %zero, %end) : f32[?]
+      %a1 = SequenceInsert(%acc, %sl) : seq<f32[?]>
+      %it = SequenceAt(%s, %i) : f32[?]
+      %tw = Add(%it, %it) : f32[?]
+      %a2 = SequenceInsert(%a1, %tw) : seq<f32[?]>
+      %co = Identity(%ci) : bool[]
+      return %co, %a2
+    }
+  } : seq<f32[?]>
+  return %out
+}
+)";
+  Model m = parseModel(ir), ref = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_loop", {});
+  const std::string plan = readFile((dir / "model.plan").string());
+  EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
+  EXPECT_EQ(readFile((dir / "body0" / "model.plan").string()).find("\nfallback "),
+            std::string::npos);
+  runtime::LoadedArtifact art(dir.string());
+  std::vector<Tensor> items;
+  for (int64_t l : {3, 1, 7, 2}) items.push_back(test::uniformTensor({l}, uint32_t(l)));
+  for (int64_t trips : {0, 1, 4}) {
+    const std::vector<RValue> in = {RValue::of(Tensor::scalar(DType::I64, double(trips))),
+                                    RValue::ofSeq(items), RValue::of(test::uniformTensor({6}, 5))};
+    test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
+    expectJitMatches(ref, in, {0, 0}, "");
+  }
+  // Past the sequence's end: the body's SequenceAt fails, named with the iteration.
+  try {
+    art.run({RValue::of(Tensor::scalar(DType::I64, 5)), RValue::ofSeq(items),
+             RValue::of(test::uniformTensor({6}, 5))});
+    ADD_FAILURE() << "ran past the sequence";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(Loop): iteration 4: "), std::string::npos) << e.what();
+  }
+}
+
 // An Identity of a sequence input (and OptionalGetElement of one, simplified to it) compiles to a
 // copy task that shares the value: no fallback, the output the input's tensors.
 TEST(CompiledSequences, AnIdentityOfASequenceSharesIt) {
