@@ -126,6 +126,8 @@ std::map<std::string, Dim> metInBroadcasts(const Graph& g, const std::set<std::s
   return merges;
 }
 
+bool mergeMet(Graph& g, std::set<std::string> named);
+
 } // namespace
 
 bool nameDataDims(Model& m) {
@@ -185,6 +187,16 @@ bool nameDataDims(Model& m) {
     }
     if (here) inferShapes(g); // the nodes after it see the symbol
   }
+  changed = mergeMet(g, named) || changed;
+  return changed;
+}
+
+namespace {
+
+// The symbols of `named` that meet one other dim in broadcasts become it (metInBroadcasts),
+// rounds until none does; whether some did.
+bool mergeMet(Graph& g, std::set<std::string> named) {
+  bool changed = false;
   // A data symbol that meets another dim in a broadcast is that dim (metInBroadcasts): every dim
   // that is the symbol becomes it, and the producer's lowering checks its count against it at
   // run time instead of writing the symbol (GPT-2's causal-mask buffer [1, 1, 1024, 1024] sliced
@@ -205,6 +217,18 @@ bool nameDataDims(Model& m) {
     changed = true;
   }
   return changed;
+}
+
+} // namespace
+
+bool mergeSymbolsMetInBroadcasts(Model& m) {
+  std::set<std::string> all;
+  forEachValue(*m.graph, [&](Value& v) {
+    if (!v.type.isTensor() || !v.type.shape) return;
+    for (const Dim& d : *v.type.shape)
+      if (!d.isStatic() && !d.derived && !d.symbol.empty()) all.insert(d.symbol);
+  });
+  return mergeMet(*m.graph, all);
 }
 
 std::optional<Dim> producedDataDim(const Node& n, size_t out, size_t dim) {

@@ -23,6 +23,13 @@ namespace aicc {
 // The "name-data-dims" pass: returns whether some dim got a symbol or was fixed.
 bool nameDataDims(Model& m);
 
+// For a graph compiled apart (a SequenceMap or Loop body: its input symbols are no user's
+// declaration, an element's or an iteration's sizes): every symbol of m's values that meets one
+// other dim in broadcasts becomes that dim, as nameDataDims does for the data symbols it names
+// (an item of length N added to a tensor of 10: N is 10, checked when the body runs). Returns
+// whether some changed.
+bool mergeSymbolsMetInBroadcasts(Model& m);
+
 // When dim `dim` of result `out` of n is a data symbol n produces (a plain symbol none of its
 // inputs has, of an op with OpDef::dataDim), its bound; else nullopt.
 std::optional<Dim> producedDataDim(const Node& n, size_t out, size_t dim);

@@ -89,6 +89,7 @@ int64_t Builder::compileBody(const Node& n, const std::vector<const Value*>& out
   try {
     body.model = std::make_shared<Model>(asMainGraph(**bp, outer));
     nameDataDims(*body.model);
+    mergeSymbolsMetInBroadcasts(*body.model);
     std::vector<rt::Symbol> ranges = inputSymbolRanges(*body.model->graph, {});
     for (rt::Symbol& x : ranges)
       if (x.step == 1) x.hi = std::max(x.hi, kDefaultSizeBound);

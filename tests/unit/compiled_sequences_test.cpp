@@ -291,6 +291,41 @@ TEST(CompiledSequences, SequenceMapRunsItsBodyPerItem) {
   aicc_model_free(cm);
 }
 
+// A body compiled apart takes its symbols' sizes from what they meet in broadcasts
+// (passes/data_dims.h mergeSymbolsMetInBroadcasts): items of length N added to a tensor of 4 are
+// of length 4, compiled as such; an item of another length is the run's error, naming the item
+// and the dim.
+TEST(CompiledSequences, ABodysSymbolsTakeTheSizesTheyMeet) {
+  const char* ir = R"(graph @g(%s: seq<f32[N]>, %t: f32[4]) {
+  %y = SequenceMap(%s, %t) {
+    body = graph @b(%a: f32[N], %b: f32[4]) {
+      %c = Add(%a, %b) : f32[4]
+      return %c
+    }
+  } : seq<f32[4]>
+  return %y
+}
+)";
+  Model m = parseModel(ir), ref = parseModel(ir);
+  const auto dir = test::compileArtifact(m, "aicc_compiled_sequences_met", {});
+  EXPECT_EQ(readFile((dir / "body0" / "model.plan").string()).find("\nfallback "),
+            std::string::npos);
+  runtime::LoadedArtifact art(dir.string());
+  const RValue t = RValue::of(test::uniformTensor({4}, 3));
+  const std::vector<RValue> in = {
+      RValue::ofSeq({test::uniformTensor({4}, 1), test::uniformTensor({4}, 2)}), t};
+  test::expectOutputsClose(interpret(*ref.graph, in), art.run(in), {0, 0});
+  expectJitMatches(ref, in, {0, 0}, "");
+  try {
+    art.run({RValue::ofSeq({test::uniformTensor({4}, 1), test::uniformTensor({3}, 2)}), t});
+    ADD_FAILURE() << "an item of length 3 ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("item 1: input 'a': dim 0 is 3, the model takes 4"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A Loop that carries a sequence (here with a slice of run-time length, and a SequenceAt of the
 // iteration's position into a value sized at run time) runs its body as an artifact of its own
 // per iteration (rt::SeqOp::Loop): no fallback, through trip counts 0..4 and the body's reads
