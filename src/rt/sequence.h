@@ -5,6 +5,7 @@
 // bytes, counted against the memory budget, and shared: an insert copies the list, not the
 // tensors, and an Identity or an If's result shares the whole value. The fallback provider
 // converts to and from the interpreter's values at its boundary, so every task sees this one form.
+// SequenceMap and Loop tasks run a body of their own: rt/sequence_bodies.h.
 #pragma once
 
 #include "rt/artifact.h"
