@@ -138,7 +138,13 @@ bool Builder::pushSeqTask(const Scope& s, const Node& n, rt::SeqOp op,
   if (std::string problem = rt::seqTaskProblem(t.seq, dynamic); !problem.empty())
     return why = "the runtime's sequences: " + problem, false;
   if (dryRun) return true;
-  push(std::move(t), n.op, std::string("sequence task (runtime): ") + rt::seqOpName(op));
+  std::string schedule = std::string("sequence task (runtime): ") + rt::seqOpName(op);
+  if (op == rt::SeqOp::Map || op == rt::SeqOp::Loop) { // (its body: the last one compiled)
+    const ArtifactBody& b = spec_.bodies.back();
+    schedule += fmt::format(", its body in {}/ ({} tasks, {} fallbacks)", b.folder,
+                            b.spec.tasks.size(), b.spec.fallbacks.size());
+  }
+  push(std::move(t), n.op, std::move(schedule));
   const std::set<std::string> sizes = toSize(n); // (an element's dims: this task writes them)
   sized_.insert(sizes.begin(), sizes.end());
   return true;
