@@ -150,7 +150,8 @@ MemoryPlan planMemory(const Graph& g, const MemoryPlanOptions& opts = {});
 // `sequences`, results that are sequences or optionals of numeric tensors count as resolved (the
 // runtime holds them: an If's branches, rt/sequence.h).
 std::optional<std::string> unresolvedShape(const Graph& g, bool sequences = false);
-// A sequence or an optional of numeric tensors (any dims), or an optional of such a sequence.
+// A sequence or an optional of numeric tensors (any dims), or an optional of such a sequence:
+// what the runtime holds as an rt::Sequence (rt/sequence.h), which seq tasks build and read.
 bool isNumericSequence(const Type& t);
 
 // Where the bytes of a value of g live under `plan` (what codegen binds a buffer to): the arena

@@ -33,12 +33,6 @@ std::atomic<DynamicTensorView> dynamicTensorView{nullptr};
 
 int64_t aligned(int64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-std::string dimsText(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
-
 // "f32[N,3,224,224]" (symbols by name, with their ranges after).
 std::string declText(const TensorDesc& t, const std::vector<Symbol>& symbols) {
   std::string s = std::string(dtypeName(t.dtype)) + "[", ranges;
@@ -630,7 +624,7 @@ Plan readLinkedModel(const char* weightsFile) {
   src.weightsFile = weightsFile ? weightsFile : "";
   Plan plan = readPlan(src);
   AICC_RT_CHECK(plan.bodyFolders.empty(),
-                "{}: SequenceMap bodies are folders: load it with "
+                "{}: SequenceMap and Loop bodies are folders: load it with "
                 "aicc_model_load",
                 src.planFile);
   return plan;

@@ -200,8 +200,9 @@ struct Plan {
   // Fixed-size variants (`aicc compile --specialize`): folders relative to the plan's, each a
   // whole artifact of static sizes, run instead when a run's inputs have exactly their dims.
   std::vector<std::string> variants;
-  // The bodies SequenceMap tasks run per item: whole artifacts of symbolic input sizes, in
-  // folders relative to the plan's (`body FOLDER`), loaded with it; or (the JIT's) given.
+  // The bodies SequenceMap and Loop tasks run per item or iteration: whole artifacts of symbolic
+  // input sizes, in folders relative to the plan's (`body FOLDER`), loaded with it; or (the
+  // JIT's) given.
   std::vector<std::string> bodyFolders;
   std::vector<std::shared_ptr<Artifact>> bodies;
   // The tensors sized at run time (Region::Heap k): their dims over the symbols, read when a task

@@ -28,4 +28,10 @@ std::string_view appendUntilHole(std::string& out, std::string_view f) {
 
 void raise(std::string msg) { throw Error(msg); }
 
+std::string dimsText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
 } // namespace aicc::rt

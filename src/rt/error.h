@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace aicc {
 
@@ -54,6 +55,9 @@ template <typename... Args> std::string format(std::string_view f, const Args&..
 }
 
 [[noreturn]] void raise(std::string msg);
+
+// Dims as messages print them: "[2,3]".
+std::string dimsText(const std::vector<int64_t>& dims);
 
 } // namespace rt
 } // namespace aicc

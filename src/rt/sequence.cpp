@@ -19,16 +19,6 @@ int64_t elements(const std::vector<int64_t>& dims) {
   return n;
 }
 
-} // namespace
-
-std::string dimsText(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-namespace {
-
 // The dims of a tensor type's text after its element type: "[3,N]" (symbolic: -1), "[*]" none.
 std::optional<std::vector<int64_t>> parseDims(std::string_view s) {
   if (s.size() < 2 || s.front() != '[' || s.back() != ']' || s == "[*]") return std::nullopt;
@@ -61,17 +51,22 @@ void setSeq(std::byte* p, Sequence s) {
 
 namespace {
 
+// Element i of an index tensor (i32 or i64: seqTaskProblem checks) at p.
+int64_t indexAt(const TensorDesc& d, const std::byte* p, int64_t i) {
+  if (d.dtype == DType::I32) {
+    int32_t x;
+    std::memcpy(&x, p + 4 * i, 4);
+    return x;
+  }
+  int64_t x;
+  std::memcpy(&x, p + 8 * i, 8);
+  return x;
+}
+
 // A position input (i32 or i64 scalar) in [-n, hi], made non-negative.
 int64_t position(const TensorDesc& d, const std::byte* p, int64_t n, int64_t hi,
                  const std::string& node) {
-  int64_t pos = 0;
-  if (d.dtype == DType::I32) {
-    int32_t x;
-    std::memcpy(&x, p, 4);
-    pos = x;
-  } else {
-    std::memcpy(&pos, p, 8);
-  }
+  const int64_t pos = indexAt(d, p, 0);
   AICC_RT_CHECK(pos >= -n && pos <= hi,
                 "{}: position {} is out of range for a sequence of {} tensors", node, pos, n);
   return pos < 0 ? pos + n : pos;
@@ -118,17 +113,7 @@ void split(const SeqTask& t, const std::vector<std::byte*>& bound, const std::ve
   } else {
     const TensorDesc& sd = t.descs[2];
     const int64_t n = elements(sd.dimsFor(syms));
-    auto at = [&](int64_t i) {
-      int64_t x = 0;
-      if (sd.dtype == DType::I32) {
-        int32_t y;
-        std::memcpy(&y, bound[2] + 4 * i, 4);
-        x = y;
-      } else {
-        std::memcpy(&x, bound[2] + 8 * i, 8);
-      }
-      return x;
-    };
+    auto at = [&](int64_t i) { return indexAt(sd, bound[2], i); };
     if (sd.dims.empty()) { // a scalar: chunks of that size
       const int64_t s = at(0);
       AICC_RT_CHECK(s > 0, "{}: split {} is not positive", node, s);

@@ -18,9 +18,8 @@ void runLoop(const SeqTask& t, const std::string& node, const std::vector<std::b
              const std::vector<int64_t>& symbols, Artifact& body);
 
 // (rt/sequence.cpp) The sequence a bound slot holds (an error naming the node when it holds
-// none), a new value for one, and dims as text ("[2,3]").
+// none), and a new value for one.
 const Sequence& seqAt(std::byte* p, const std::string& node);
 void setSeq(std::byte* p, Sequence s);
-std::string dimsText(const std::vector<int64_t>& dims);
 
 } // namespace aicc::rt

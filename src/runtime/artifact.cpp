@@ -150,7 +150,7 @@ WrittenArtifact writeArtifact(const ArtifactSpec& spec, const std::string& dir,
   AICC_CHECK(!o.embedWeights || o.staticRuntime,
              "embedding the weights needs the self-contained form (--static-runtime)");
   AICC_CHECK(spec.bodies.empty() || !o.staticRuntime,
-             "SequenceMap bodies are artifacts of their own: the folder form only (not "
+             "SequenceMap and Loop bodies are artifacts of their own: the folder form only (not "
              "--static-runtime)");
   WrittenArtifact w;
   fs::create_directories(dir);
@@ -293,7 +293,7 @@ rt::FallbackRun interpreterFallback(const std::string& text, const std::string& 
     if (t.isTensor() && t.shape) atHi.shape = withSymbols(*t.shape, hi);
     heap.push_back(params[i].region == Region::Heap);
     dynamic.push_back(!heap.back() && hasDynamicSize(atHi));
-    seqs.push_back(dynamic.back() && isRuntimeSequence(t));
+    seqs.push_back(dynamic.back() && isNumericSequence(t));
     if (heap.back()) { // (its dims: the symbols' values when the task runs, or those it writes)
       AICC_CHECK(t.isTensor() && t.shape &&
                      std::all_of(t.shape->begin(), t.shape->end(),
@@ -453,7 +453,7 @@ std::vector<RValue> runChecked(rt::Artifact& art, const std::vector<RValue>& in)
       Graph decl1;
       decl1.addInput(d.name, parseType(d.dynamic));
       checkGraphInputs(decl1, {in[i]});
-      dynamic[i] = isRuntimeSequence(decl1.inputs[0]->type)
+      dynamic[i] = isNumericSequence(decl1.inputs[0]->type)
                        ? toRuntimeSequence(in[i], decl1.inputs[0]->type, "input '" + d.name + "'")
                        : std::make_shared<RValue>(in[i]);
       data.push_back(nullptr);

@@ -88,13 +88,14 @@ struct ArtifactSpec {
   std::vector<std::string> failBranches;
   // Nodes run as Fallback tasks: "node: why it has no lowering" (those of the bodies too).
   std::vector<std::string> fallbacks;
-  // The bodies its SequenceMap tasks run per item (rt::Plan::bodies), written into folders of
-  // their own.
+  // The bodies its SequenceMap and Loop tasks run per item or iteration (rt::Plan::bodies),
+  // written into folders of their own.
   std::vector<ArtifactBody> bodies;
 };
 
-// A SequenceMap body compiled as an artifact of its own (symbolic input sizes: an item's), and
-// the model it was compiled from (the body as a main graph; its tasks point into it).
+// A SequenceMap or Loop body compiled as an artifact of its own (symbolic input sizes: an item's
+// or an iteration's), and the model it was compiled from (the body as a main graph; its tasks
+// point into it).
 struct ArtifactBody {
   std::string folder;
   ArtifactSpec spec;
@@ -174,9 +175,6 @@ rt::FallbackRun interpreterFallback(const std::string& nodeText, const std::stri
 // Checked tensors in, owned copies of the outputs out: dtype and shape of each input against the
 // declaration, by position (the engines' common run on tensors).
 std::vector<RValue> runChecked(rt::Artifact& a, const std::vector<RValue>& inputs);
-// Whether values of type t are the runtime's sequences (rt/sequence.h: sequences and optionals of
-// numeric tensors), which seq tasks build and read (artifact_seq.cpp).
-bool isRuntimeSequence(const Type& t);
 
 // Installs the reference interpreter as the runtime's fallback provider (rt::setFallbackProvider);
 // LoadedArtifact and writeArtifact do it, so a process that compiles or loads through the compiler

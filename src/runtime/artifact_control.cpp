@@ -47,7 +47,7 @@ int64_t Builder::emitIf(const Scope& s, const Node& n, int64_t base) {
   for (const Value* o : n.outputs) // (or sequences: the branch's shared, rt/sequence.h)
     ok = ok && o &&
          ((o->type.isTensor() && o->type.shape && toDims(*o->type.shape)) ||
-          (isDynamic(o) && isRuntimeSequence(o->type)));
+          (isDynamic(o) && isNumericSequence(o->type)));
   // (results sized at run time would be copied between growable buffers, which copy tasks do
   // not bind: the whole If through the interpreter, which sizes them)
   for (const Graph* b : br)
@@ -117,7 +117,7 @@ int64_t Builder::emitBranch(const Scope& s, const Node& n, const Graph& b, const
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     Binding from = bind(bs, b.outputs[k]), to = bind(s, n.outputs[k]);
     if (isDynamic(n.outputs[k])) { // a sequence: shared (emitIf took only those)
-      AICC_CHECK(isDynamic(b.outputs[k]) && isRuntimeSequence(b.outputs[k]->type),
+      AICC_CHECK(isDynamic(b.outputs[k]) && isNumericSequence(b.outputs[k]->type),
                  "{}: result {} is {}, the If's {}", where, k, formatType(b.outputs[k]->type),
                  formatType(n.outputs[k]->type));
       push({ArtifactTask::Kind::Copy, "", where, {from, to}, 0, 0, nullptr, {}, {}}, "If",

@@ -38,8 +38,6 @@ std::optional<rt::SeqOp> seqOpOf(const Node& n) {
 
 } // namespace
 
-bool isRuntimeSequence(const Type& t) { return isNumericSequence(t); }
-
 namespace {
 
 // Graph g printed and parsed as a main graph, the enclosing graph's values it reads (outer)
@@ -123,7 +121,7 @@ bool Builder::pushSeqTask(const Scope& s, const Node& n, rt::SeqOp op,
   try {
     for (const Value* v : values) {
       if (embedded(v) || (!v->type.isTensor() && !isDynamic(v)) ||
-          (isDynamic(v) && !isRuntimeSequence(v->type)))
+          (isDynamic(v) && !isNumericSequence(v->type)))
         return why = fmt::format("'{}' is {}", v->name, formatType(v->type)), false;
       if (lower_.bf16Activations && lower_.bf16Activations->count(v))
         return why = fmt::format("'{}' is stored as bf16", v->name), false;

@@ -190,7 +190,7 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
   plan.symbols = spec->symbols;
   plan.inputs = spec->inputs;
   plan.heaps = spec->heaps;
-  for (const ArtifactBody& b : spec->bodies) { // a SequenceMap's body: an executable of its own
+  for (const ArtifactBody& b : spec->bodies) { // a SequenceMap's or Loop's body: its own executable
     struct Body {
       std::shared_ptr<Model> model; // (outlives exe, which refers to its graph)
       std::unique_ptr<JitExecutable> exe;
@@ -204,7 +204,7 @@ bool JitExecutable::compilePlanned(const JitRunOptions& opts) {
     bo.injectFaultAt.clear();
     body->exe = std::make_unique<JitExecutable>(*b.model->graph, bo);
     if (!body->exe->planned_) {
-      stats_.planNote = "node by node: a SequenceMap body: " + body->exe->stats_.planNote;
+      stats_.planNote = "node by node: a SequenceMap or Loop body: " + body->exe->stats_.planNote;
       return false;
     }
     stats_.fallback += body->exe->stats_.fallback;

@@ -24,6 +24,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A sequence of 1-D tensors of those lengths, filled from seeds seed, seed + 1, ...
+RValue seq(const std::vector<int64_t>& lengths, uint32_t seed) {
+  std::vector<Tensor> items;
+  for (int64_t l : lengths) items.push_back(test::uniformTensor({l}, seed++));
+  return RValue::ofSeq(std::move(items));
+}
+
 TEST(CompiledSequences, ListsBuiltAtConstantPositionsMatchTheInterpreter) {
   const char* ir = R"(graph @g(%x: f32[4,6], %y: f32[4,2], %s: i64[2]) {
   %one = const i64[] [1]
@@ -110,11 +117,6 @@ TEST(CompiledSequences, SequencesAtTheGraphsEdgesAreTheRuntimes) {
   const std::string plan = readFile((dir / "model.plan").string());
   EXPECT_EQ(plan.find("\nfallback "), std::string::npos) << plan;
   runtime::LoadedArtifact art(dir.string());
-  auto seq = [](std::vector<int64_t> lengths, uint32_t seed) {
-    std::vector<Tensor> items;
-    for (int64_t l : lengths) items.push_back(test::uniformTensor({l}, seed++));
-    return RValue::ofSeq(std::move(items));
-  };
   struct Case {
     std::vector<int64_t> lengths;
     int64_t p;
@@ -247,11 +249,6 @@ TEST(CompiledSequences, SequenceMapRunsItsBodyPerItem) {
   EXPECT_EQ(readFile((dir / "model.plan").string()).find("\nfallback "), std::string::npos);
   EXPECT_TRUE(fs::exists(dir / "body0" / "model.so"));
   runtime::LoadedArtifact art(dir.string());
-  auto seq = [](std::vector<int64_t> lengths, uint32_t seed) {
-    std::vector<Tensor> items;
-    for (int64_t l : lengths) items.push_back(test::uniformTensor({l}, seed++));
-    return RValue::ofSeq(std::move(items));
-  };
   for (const auto& lengths : std::vector<std::vector<int64_t>>{{3, 17}, {1}, {}, {100, 2, 64}}) {
     const std::vector<RValue> in = {seq(lengths, 1), seq(lengths, 50),
                                     RValue::of(Tensor::scalar(DType::F32, 1.5))};
